@@ -1,0 +1,22 @@
+#pragma once
+// tinygrad.hpp: the one include. A header-only tensor compiler in the spirit of tinygrad.
+#include "tinygrad/helpers.hpp"
+#include "tinygrad/dtype.hpp"
+#include "tinygrad/runtime/device.hpp"
+#include "tinygrad/runtime/cpu.hpp"
+#include "tinygrad/uop/ops.hpp"
+#include "tinygrad/uop/upat.hpp"
+#include "tinygrad/uop/symbolic.hpp"
+#include "tinygrad/renderer/cstyle.hpp"
+#include "tinygrad/codegen/opt.hpp"
+#include "tinygrad/codegen/linearize.hpp"
+#include "tinygrad/codegen/codegen.hpp"
+#include "tinygrad/engine/schedule.hpp"
+#include "tinygrad/engine/realize.hpp"
+#include "tinygrad/tensor/tensor.hpp"
+
+namespace tinygrad {
+inline constexpr int version_major = 0;
+inline constexpr int version_minor = 1;
+inline constexpr int version_patch = 0;
+}  // namespace tinygrad

@@ -1,0 +1,170 @@
+#pragma once
+// expander (LANE -> vector nodes) and linearizer (kernel graph -> ordered list with RANGE/END/accumulators)
+#include "opt.hpp"
+
+namespace tinygrad {
+
+namespace detail {
+inline bool depends_on(const UOpRef& u, const UOp* x, std::unordered_map<const UOp*, bool>& memo) {
+  if (u.get() == x) return true;
+  if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+  bool r = false;
+  for (auto& s : u->src) if ((r = depends_on(s, x, memo))) break;
+  return memo[u.get()] = r;
+}
+// the ranges each node sits inside (a REDUCE closes its own)
+inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const std::vector<UOpRef>& topo) {
+  std::unordered_map<const UOp*, std::vector<const UOp*>> rs;
+  for (auto& u : topo) {
+    std::vector<const UOp*> s;
+    if (u->op == Ops::RANGE) s.push_back(u.get());
+    for (size_t i = 0; i < u->src.size(); i++) {
+      if (u->op == Ops::REDUCE && i > 0) continue;
+      for (auto* r : rs[u->src[i].get()]) if (std::find(s.begin(), s.end(), r) == s.end()) s.push_back(r);
+    }
+    if (u->op == Ops::REDUCE)
+      std::erase_if(s, [&](const UOp* r) { return std::any_of(u->src.begin() + 1, u->src.end(), [&](auto& x) { return x.get() == r; }); });
+    rs[u.get()] = std::move(s);
+  }
+  return rs;
+}
+}  // namespace detail
+
+// turn the LANE axis into vector nodes: contiguous loads/stores become vector loads/stores,
+// other lane-dependent loads become gathers, ALU ops run on vectors
+inline UOpRef expand_lanes(const UOpRef& sink) {
+  UOpRef lane;
+  for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
+  if (!lane) return sink;
+  int W = int(lane->range_end());
+  std::unordered_map<const UOp*, bool> dep;
+  std::unordered_map<const UOp*, UOpRef> memo;
+  auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
+  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(W, x), {}, W); };
+  auto contiguous = [&](const UOpRef& addr) { return simplify(addr - at(addr, 0)) == lane; };
+  std::function<UOpRef(const UOpRef&)> vec = [&](const UOpRef& u) -> UOpRef {
+    if (!detail::depends_on(u, lane.get(), dep)) return u;
+    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+    UOpRef r;
+    if (u->op == Ops::LANE) {
+      std::vector<UOpRef> s;
+      for (int i = 0; i < W; i++) s.push_back(const_int(u->dtype, i));
+      r = make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
+    } else if (u->op == Ops::LOAD) {
+      const UOpRef& idx = u->src[0];
+      bool gated = idx->src.size() > 2;
+      if (contiguous(idx->src[1]) && (!gated || !detail::depends_on(idx->src[2], lane.get(), dep))) {
+        std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
+        if (gated) isrc.push_back(idx->src[2]);
+        r = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
+      } else {
+        std::vector<UOpRef> s;
+        for (int i = 0; i < W; i++) s.push_back(at(u, i));
+        r = make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
+      }
+    } else if (u->op == Ops::REDUCE) {
+      std::vector<UOpRef> src{bcast(vec(u->src[0]))};
+      src.insert(src.end(), u->src.begin() + 1, u->src.end());
+      r = make_uop(Ops::REDUCE, u->dtype, src, u->arg, W);
+    } else if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) {
+      std::vector<UOpRef> src;
+      for (auto& s : u->src) src.push_back(bcast(vec(s)));
+      r = make_uop(u->op, u->dtype, src, u->arg, W);
+    } else {
+      throw Error(std::string("tinygrad: expander cannot vectorize ") + op_name(u->op));
+    }
+    return memo[u.get()] = r;
+  };
+  std::vector<UOpRef> stores;
+  for (auto& st : sink->src) {
+    const UOpRef& idx = st->src[0];
+    if (!detail::depends_on(st, lane.get(), dep)) { stores.push_back(st); continue; }
+    if (contiguous(idx->src[1]) && idx->src.size() == 2) {
+      auto vidx = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], at(idx->src[1], 0)}, {}, W);
+      stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));
+    } else {
+      auto v = bcast(vec(st->src[1]));
+      for (int i = 0; i < W; i++) {
+        auto lane_i = make_uop(Ops::GEP, v->dtype, {v}, int64_t(i));
+        stores.push_back(make_uop(Ops::STORE, DType::Bool, {at(idx, i), lane_i}));
+      }
+    }
+  }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+
+// order a kernel graph into a list a renderer prints top to bottom:
+// loop axes open in id order; each group of REDUCEs over the same ranges gets accumulators, its loops, updates
+inline std::vector<UOpRef> linearize(const UOpRef& sink) {
+  auto topo = toposort(sink);
+  std::unordered_map<const UOp*, size_t> pos;
+  for (size_t i = 0; i < topo.size(); i++) pos[topo[i].get()] = i;
+  auto rs = detail::open_ranges(topo);
+  std::vector<UOpRef> loops;  // loop axes (not closed by any reduce), in id order
+  std::unordered_map<const UOp*, bool> is_reduce_range;
+  for (auto& u : topo) if (u->op == Ops::REDUCE) for (size_t i = 1; i < u->src.size(); i++) is_reduce_range[u->src[i].get()] = true;
+  for (auto& u : topo) if (u->op == Ops::RANGE && !is_reduce_range[u.get()]) loops.push_back(u);
+  std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+  auto loop_level = [&](const UOp* u) {
+    int l = -1;
+    for (auto* r : rs[u]) for (int i = 0; i < int(loops.size()); i++) if (loops[i].get() == r) l = std::max(l, i);
+    return l;
+  };
+  auto in_reduce = [&](const UOp* u) {
+    for (auto* r : rs[u]) if (is_reduce_range[r]) return true;
+    return false;
+  };
+
+  std::vector<UOpRef> out;
+  std::unordered_map<const UOp*, bool> done;
+  auto emit = [&](const UOpRef& u) { if (!done[u.get()]) { done[u.get()] = true; out.push_back(u); } };
+  // params and specials first
+  for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::SPECIAL) emit(u);
+
+  auto emit_group = [&](const UOpRef& red) {
+    std::vector<UOpRef> rngs(red->src.begin() + 1, red->src.end());
+    std::sort(rngs.begin(), rngs.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+    int lvl = loop_level(red.get());
+    std::vector<UOpRef> group;
+    for (auto& u : topo)
+      if (u->op == Ops::REDUCE && !done[u.get()] && loop_level(u.get()) == lvl && std::vector<UOpRef>(u->src.begin() + 1, u->src.end()).size() == rngs.size() &&
+          std::all_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return std::find(rngs.begin(), rngs.end(), r) != rngs.end(); }))
+        group.push_back(u);
+    // nodes inside the group's loops: everything below the reduces that depends on a group range
+    std::vector<UOpRef> body;
+    std::unordered_map<const UOp*, bool> below;
+    for (auto& g : group) for (auto& x : toposort(g->src[0])) below[x.get()] = true;
+    for (auto& u : topo) {
+      if (!below[u.get()] || done[u.get()] || u->op == Ops::RANGE) continue;
+      bool uses_group = false;
+      for (auto* r : rs[u.get()]) uses_group |= std::find_if(rngs.begin(), rngs.end(), [&](auto& x) { return x.get() == r; }) != rngs.end();
+      if (uses_group) body.push_back(u);
+      else if (u->op != Ops::CONST) emit(u);  // loop-invariant: hoisted before the loops
+    }
+    for (auto& g : group) out.push_back(make_uop(Ops::DEFINE_ACC, g->dtype, {g}, {}, g->vcount));
+    for (size_t j = 0; j < rngs.size(); j++) {
+      out.push_back(rngs[j]);
+      for (auto& u : body) {
+        int l = -1;
+        for (auto* r : rs[u.get()]) for (int i = 0; i < int(rngs.size()); i++) if (rngs[i].get() == r) l = std::max(l, i);
+        if (l == int(j)) emit(u);
+      }
+    }
+    for (auto& g : group) out.push_back(make_uop(Ops::ACC_UPDATE, g->dtype, {g, g->src[0]}, {}, g->vcount));
+    for (size_t j = rngs.size(); j-- > 0;) out.push_back(make_uop(Ops::END, DType::Bool, {rngs[j]}));
+    for (auto& g : group) emit(g);
+  };
+
+  for (int L = -1; L < int(loops.size()); L++) {
+    if (L >= 0) out.push_back(loops[size_t(L)]);
+    for (auto& u : topo) {
+      if (done[u.get()] || u->op == Ops::RANGE || u->op == Ops::SINK || u->op == Ops::CONST || loop_level(u.get()) != L || in_reduce(u.get())) continue;
+      if (u->op == Ops::REDUCE) emit_group(u);
+      else emit(u);
+    }
+  }
+  for (size_t L = loops.size(); L-- > 0;) out.push_back(make_uop(Ops::END, DType::Bool, {loops[L]}));
+  return out;
+}
+
+}  // namespace tinygrad

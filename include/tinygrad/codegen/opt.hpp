@@ -1,0 +1,154 @@
+#pragma once
+// kernel opts: reshape the RANGEs of a kernel AST. UPCAST duplicates an output axis into registers,
+// VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores.
+#include "../renderer/cstyle.hpp"
+#include "../uop/symbolic.hpp"
+
+namespace tinygrad {
+
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD };
+struct Opt {
+  OptOp op; int64_t axis; int64_t amt;  // axis: range id
+  std::string str() const { static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD"}; return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")"); }
+};
+struct KernelOptError : Error { using Error::Error; };
+
+namespace detail {
+inline std::vector<UOpRef> ranges_of(const UOpRef& sink) {
+  std::vector<UOpRef> r;
+  for (auto& u : toposort(sink)) if (u->op == Ops::RANGE) r.push_back(u);
+  std::sort(r.begin(), r.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+  return r;
+}
+inline UOpRef find_range(const UOpRef& sink, int64_t id) {
+  for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
+  throw KernelOptError(cat("no range with id ", id));
+}
+inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)}); }
+inline AxisType axis_type(const UOpRef& r) { return AxisType(r->varg()[2]); }
+inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
+
+// replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
+inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { return substitute(x, {{r.get(), e}}); }
+
+// how an index depends on a range: 0 independent, 1 contiguous (stride 1), 2 anything else
+inline int stride_class(const UOpRef& idx, const UOpRef& r) {
+  auto d = simplify(sub_range(idx, r, r + 1) - idx);
+  if (d->op == Ops::CONST) { double v = d->const_value(); return v == 0 ? 0 : v == 1 ? 1 : 2; }
+  return 2;
+}
+}  // namespace detail
+
+// apply one opt to a kernel AST (a SINK of STOREs)
+inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
+  using namespace detail;
+  UOpRef r = find_range(sink, o.axis);
+  int64_t n = r->range_end();
+  if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
+  AxisType t = axis_type(r);
+  bool is_reduce = t == AxisType::REDUCE;
+  if ((o.op == OptOp::UNROLL) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
+  if (o.op == OptOp::THREAD && t != AxisType::LOOP) throw KernelOptError(o.str() + ": THREAD needs a loop axis");
+  DType dt = r->dtype;
+  int64_t nid = next_range_id(sink);
+  if (o.op == OptOp::THREAD) {
+    // the outer part becomes the core id; the inner keeps the range's id
+    auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
+    auto inner = make_range(n / o.amt, o.axis, t, dt);
+    return sub_range(sink, r, core * (n / o.amt) + inner);
+  }
+  auto outer = n / o.amt == 1 ? const_int(dt, 0) : make_range(n / o.amt, o.axis, t, dt);
+  if (o.op == OptOp::VECTOR) {
+    auto lane = make_uop(Ops::LANE, dt, {}, std::vector<int64_t>{o.amt, nid});
+    return sub_range(sink, r, outer * o.amt + lane);
+  }
+  if (o.op == OptOp::UPCAST) {
+    std::vector<UOpRef> stores;
+    for (auto& st : sink->src)
+      for (int64_t u = 0; u < o.amt; u++) stores.push_back(sub_range(st, r, outer * o.amt + u));
+    return make_uop(Ops::SINK, DType::Bool, stores);
+  }
+  // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& u : toposort(sink)) {
+    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
+    UOpRef acc;
+    for (int64_t k = 0; k < o.amt; k++) {
+      auto v = sub_range(u->src[0], r, outer * o.amt + k);
+      acc = acc ? alu(u->reduce_op(), {acc, v}) : v;
+    }
+    std::vector<UOpRef> src{acc};
+    for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != r) src.push_back(u->src[i]);
+    if (outer->op == Ops::RANGE) src.push_back(outer);
+    sub[u.get()] = src.size() == 1 ? acc : make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
+  }
+  return substitute(sink, sub);
+}
+
+// the hand-written heuristic for the CPU (C renderer)
+inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Renderer& ren) {
+  using namespace detail;
+  std::vector<Opt> opts;
+  auto topo = toposort(sink);
+  std::vector<UOpRef> loads, stores;
+  bool has_reduce = false;
+  for (auto& u : topo) {
+    if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
+    if (u->op == Ops::STORE) stores.push_back(u->src[0]);
+    has_reduce |= u->op == Ops::REDUCE;
+  }
+  if (stores.size() != 1) return opts;
+  DType out_dt = sink->src[0]->src[1]->dtype;
+  auto rngs = ranges_of(sink);
+  std::vector<UOpRef> out_rngs, red_rngs;
+  for (auto& r : rngs) (axis_type(r) == AxisType::REDUCE ? red_rngs : out_rngs).push_back(r);
+  auto addr = [](const UOpRef& index) { return index->src[1]; };
+  int64_t lanes = ren.vector_lanes(out_dt);
+  int64_t reduce_size = 1;
+  for (auto& r : red_rngs) reduce_size *= r->range_end();
+  std::unordered_map<int64_t, int64_t> left;  // range id -> size left after opts
+  for (auto& r : rngs) left[r->range_id()] = r->range_end();
+
+  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
+  UOpRef vaxis;
+  if (lanes > 1) {
+    for (auto it = out_rngs.rbegin(); it != out_rngs.rend() && !vaxis; ++it) {
+      auto& r = *it;
+      if (r->range_end() % lanes || stride_class(addr(stores[0]), r) != 1) continue;
+      bool ok = true;
+      for (auto& l : loads) ok &= stride_class(addr(l), r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
+      if (ok) vaxis = r;
+    }
+  }
+  if (vaxis) { opts.push_back({OptOp::VECTOR, vaxis->range_id(), lanes}); left[vaxis->range_id()] /= lanes; }
+  if (has_reduce && reduce_size >= 16) {
+    // register tile: upcast an output axis some load does not depend on (its data is reused)
+    int upcasted = 0;
+    for (auto& r : out_rngs) {
+      if (r == vaxis || upcasted >= 1) continue;
+      bool reuse = false;
+      for (auto& l : loads) reuse |= stride_class(addr(l), r) == 0;
+      for (int64_t amt : {4, 3, 2})
+        if (reuse && left[r->range_id()] % amt == 0) { opts.push_back({OptOp::UPCAST, r->range_id(), amt}); left[r->range_id()] /= amt; upcasted++; break; }
+    }
+    if (vaxis && left[vaxis->range_id()] % 2 == 0 && upcasted) { opts.push_back({OptOp::UPCAST, vaxis->range_id(), 2}); left[vaxis->range_id()] /= 2; }
+    if (!vaxis && !upcasted && !red_rngs.empty()) {
+      auto& rr = red_rngs.back();
+      for (int64_t amt : {4, 2}) if (rr->range_end() % amt == 0 && rr->range_end() > amt) { opts.push_back({OptOp::UNROLL, rr->range_id(), amt}); break; }
+    }
+  }
+  // threads: split the outermost loop axis that divides, when each core gets enough work
+  int th = ren.threads;
+  int64_t work = reduce_size;
+  for (auto& r : out_rngs) work *= r->range_end();
+  for (; th > 1 && work / th < (1 << 16); th--) {}
+  if (th > 1) {
+    for (auto& r : out_rngs) {
+      int64_t n = left[r->range_id()];
+      if (n % th == 0 && n >= th) { opts.insert(opts.begin(), {OptOp::THREAD, r->range_id(), th}); break; }
+    }
+  }
+  return opts;
+}
+
+}  // namespace tinygrad

@@ -1,0 +1,192 @@
+#pragma once
+// realize: schedule (cached by graph structure), compile new kernels together, run them.
+#include "../runtime/cpu.hpp"
+#include "schedule.hpp"
+
+namespace tinygrad {
+
+// a device as the engine sees it: runtime + renderer + compiled programs
+struct Device {
+  DeviceRuntime& rt;
+  std::unique_ptr<Renderer> renderer;
+};
+
+namespace detail {
+struct DeviceRegistry {
+  std::mutex mu;
+  std::map<std::string, std::function<std::unique_ptr<Renderer>(const std::string&)>> renderers;
+  std::map<std::string, std::unique_ptr<Device>> opened;
+  static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
+};
+inline const bool c_renderer_registered = [] {
+  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads()); };
+  return true;
+}();
+}  // namespace detail
+
+inline void register_renderer(const std::string& dev, std::function<std::unique_ptr<Renderer>(const std::string&)> f) {
+  auto& r = detail::DeviceRegistry::get();
+  std::lock_guard lk(r.mu);
+  r.renderers[dev] = std::move(f);
+}
+
+inline Device& get_device(const std::string& name) {
+  auto& r = detail::DeviceRegistry::get();
+  std::lock_guard lk(r.mu);
+  if (auto it = r.opened.find(name); it != r.opened.end()) return *it->second;
+  auto& rt = runtime(name);
+  auto f = r.renderers.find(device_base(name));
+  if (f == r.renderers.end()) throw DeviceError("tinygrad: no renderer for device " + name);
+  return *(r.opened[name] = std::make_unique<Device>(Device{rt, f->second(name)}));
+}
+
+// the default device: DEV if set, else the first that opens of CUDA, CL... (registered later), else CPU
+inline std::string& default_device() {
+  static std::string d = [] {
+    std::string dev = flags().dev;
+    if (dev.empty()) dev = "CPU";
+    if (flags().debug >= 1) std::fprintf(stderr, "default device: %s\n", dev.c_str());
+    return dev;
+  }();
+  return d;
+}
+
+struct CompiledKernel {
+  ProgramSpec spec;
+  std::unique_ptr<Program> prg;
+};
+
+struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built = 0, schedule_cache_hits = 0; };
+inline RunStats& run_stats() { static RunStats s; return s; }
+
+namespace detail {
+struct Plan {
+  std::string device;
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  ScheduleSpec spec;
+};
+struct EngineState {
+  std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
+  std::map<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache;
+  std::map<std::pair<std::string, const UOp*>, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>> programs;
+  static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
+};
+
+inline std::string node_device(const UOp* u) {
+  if (u->op == Ops::BUFFER) return u->buffer()->device;
+  if (u->realized) return u->realized->device;
+  if (u->op == Ops::DEVICE) return std::get<std::string>(u->arg);
+  return {};
+}
+
+// compile every kernel of a schedule that is not compiled yet, in one batch
+inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, const std::vector<KernelAST>& ks) {
+  auto& st = EngineState::get();
+  std::vector<std::shared_ptr<CompiledKernel>> out(ks.size());
+  std::vector<size_t> todo;
+  std::vector<ProgramSpec> specs;
+  for (size_t i = 0; i < ks.size(); i++) {
+    if (auto it = st.programs.find({dev.rt.name, ks[i].ast.get()}); it != st.programs.end()) out[i] = it->second.second;
+    else { todo.push_back(i); specs.push_back(to_program(ks[i].ast, *dev.renderer)); }
+  }
+  if (todo.empty()) return out;
+  std::vector<std::string> srcs;
+  for (auto& s : specs) srcs.push_back(s.src);
+  double t0 = now_s();
+  auto bins = dev.rt.compiler->compile_many(srcs);
+  if (flags().debug >= 1) std::fprintf(stderr, "compiled %zu kernels in %.2f ms\n", srcs.size(), (now_s() - t0) * 1e3);
+  for (size_t j = 0; j < todo.size(); j++) {
+    auto ck = std::make_shared<CompiledKernel>();
+    ck->prg = dev.rt.load(specs[j].fn, bins[j], specs[j].launch);
+    ck->spec = std::move(specs[j]);
+    st.programs[{dev.rt.name, ks[todo[j]].ast.get()}] = {ks[todo[j]].ast, ck};
+    out[todo[j]] = ck;
+    run_stats().kernels_compiled++;
+  }
+  return out;
+}
+}  // namespace detail
+
+// realize a set of tensor-graph nodes: afterwards each root's value lives in root->realized
+inline void realize(const std::vector<UOpRef>& roots_in) {
+  using namespace detail;
+  auto& st = EngineState::get();
+  std::lock_guard lk(st.mu);
+  std::vector<UOpRef> roots;
+  for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
+  if (roots.empty()) return;
+  double t0 = now_s();
+
+  // structural key: the graph with buffers replaced by numbered inputs
+  std::vector<uint64_t> key;
+  std::unordered_map<const UOp*, int> input_slot, topo_id;
+  std::vector<std::shared_ptr<Buffer>> inputs;
+  std::string device;
+  for (auto& root : roots) {
+    std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+    while (!stack.empty()) {
+      auto& [u, i] = stack.back();
+      if (topo_id.count(u)) { stack.pop_back(); continue; }
+      if (!is_leaf(u) && i < u->src.size()) { const UOp* s = u->src[i++].get(); if (!topo_id.count(s)) stack.push_back({s, 0}); continue; }
+      topo_id[u] = int(topo_id.size());
+      if (auto d = node_device(u); !d.empty()) {
+        if (device.empty()) device = d;
+        else if (d != device) throw DeviceError("tinygrad: one graph mixes devices " + device + " and " + d + "; move tensors with .to() first");
+      }
+      if (is_leaf(u)) {
+        input_slot[u] = int(inputs.size());
+        inputs.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized);
+        key.insert(key.end(), {0xB0FFull, uint64_t(u->dtype), uint64_t(inputs.back()->size), uint64_t(u->op == Ops::BUFFER)});
+        for (auto x : u->shape) key.push_back(uint64_t(x));
+      } else {
+        key.insert(key.end(), {uint64_t(u->op) + 1, uint64_t(u->dtype), arg_hash(u->arg), u->src.size()});
+        for (auto& s : u->src) key.push_back(uint64_t(topo_id.at(s.get())));
+      }
+      stack.pop_back();
+    }
+    key.push_back(0x5007ull);
+    key.push_back(uint64_t(topo_id.at(root.get())));
+  }
+  if (device.empty()) device = default_device();
+  key.push_back(hash_bytes(device));
+
+  std::shared_ptr<Plan> plan;
+  bool hit = false;
+  if (auto it = st.schedule_cache.find(key); flags().scache && it != st.schedule_cache.end()) {
+    plan = it->second;
+    hit = true;
+    run_stats().schedule_cache_hits++;
+  } else {
+    plan = std::make_shared<Plan>();
+    plan->device = device;
+    plan->spec = create_schedule(roots, input_slot, int(inputs.size()));
+    plan->kernels = get_programs(get_device(device), plan->spec.kernels);
+    if (flags().scache) st.schedule_cache[key] = plan;
+    run_stats().schedules_built++;
+  }
+  if (flags().debug >= 1 && plan->kernels.size() > 1)
+    std::fprintf(stderr, "scheduled %zu kernels in %.2f ms | %s\n", plan->kernels.size(), (now_s() - t0) * 1e3, hit ? "cache hit" : "CACHE MISS");
+
+  // bind buffers and run
+  const ScheduleSpec& sp = plan->spec;
+  std::vector<std::shared_ptr<Buffer>> slots = inputs;
+  for (auto& [dt, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(device, dt, n));
+  std::vector<void*> ptrs;
+  for (size_t k = 0; k < sp.kernels.size(); k++) {
+    ptrs.clear();
+    for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
+    auto& ck = *plan->kernels[k];
+    double tm = ck.prg->call(ptrs, {}, flags().debug >= 2);
+    run_stats().kernels_run++;
+    if (flags().debug >= 2) {
+      double mem = 0;
+      for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
+      std::fprintf(stderr, "*** %-6s %4lld %-32s arg %2zu mem %7.3f GB tm %9.2fus/%9.2fms (%8.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
+                   (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0, ck.spec.flops / std::max(tm, 1e-9) / 1e9,
+                   mem / std::max(tm, 1e-9) / 1e9);
+    }
+  }
+  for (size_t i = 0; i < roots.size(); i++) roots[i]->realized = slots[size_t(sp.root_slots[i])];
+}
+
+}  // namespace tinygrad

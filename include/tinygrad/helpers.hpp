@@ -1,0 +1,95 @@
+#pragma once
+// helpers: errors, shapes, env flags, hashing, timing. The bottom layer: includes only the STL.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tinygrad {
+
+// ---- errors: everything the library throws derives from Error ----
+struct Error : std::runtime_error { using std::runtime_error::runtime_error; };
+struct ShapeError : Error { using Error::Error; };    // shapes that do not fit an op
+struct DTypeError : Error { using Error::Error; };    // dtypes that do not fit an op
+struct IndexError : Error { using Error::Error; };    // axes, slices, indices out of range
+struct DeviceError : Error { using Error::Error; };   // missing driver/compiler/device, out of memory
+struct CompileError : Error {                         // a kernel that failed to compile
+  std::string source, log;
+  CompileError(const std::string& what, std::string src, std::string lg)
+      : Error(what + "\n--- compiler log ---\n" + lg + "\n--- source ---\n" + src), source(std::move(src)), log(std::move(lg)) {}
+};
+
+using Shape = std::vector<int64_t>;
+
+inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
+
+inline std::string to_string(const Shape& s) {
+  std::string r = "(";
+  for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
+  return r + (s.size() == 1 ? ",)" : ")");
+}
+
+// strides of a contiguous row-major layout
+inline Shape strides_for(const Shape& s) {
+  Shape st(s.size(), 1);
+  for (int i = int(s.size()) - 2; i >= 0; i--) st[i] = st[i + 1] * s[i + 1];
+  return st;
+}
+
+// normalize a possibly negative axis; throws IndexError naming the op
+inline int norm_axis(int64_t axis, size_t ndim, const char* op) {
+  int64_t n = int64_t(ndim);
+  if (axis < -std::max<int64_t>(n, 1) || axis >= std::max<int64_t>(n, 1))
+    throw IndexError(std::string("tinygrad::") + op + ": axis " + std::to_string(axis) + " is out of range for a tensor of rank " + std::to_string(n));
+  return int(axis < 0 ? axis + n : axis);
+}
+
+// ---- env flags (read once, writable at run time: tinygrad::flags().debug = 2) ----
+inline int64_t getenv_int(const char* name, int64_t dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  long long r = std::strtoll(v, &end, 10);
+  return end && *end == 0 ? r : dflt;
+}
+inline std::string getenv_str(const char* name, std::string dflt = "") {
+  const char* v = std::getenv(name);
+  return v && *v ? std::string(v) : dflt;
+}
+
+struct Flags {
+  int debug = int(getenv_int("DEBUG", 0));      // 1 counts, 2 per-kernel timing, 3 opts, 4 source, 5 uops
+  int noopt = int(getenv_int("NOOPT", 0));      // no kernel opts
+  int beam = int(getenv_int("BEAM", 0));        // BEAM search width
+  int threads = int(getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
+  int scache = int(getenv_int("SCACHE", 1));    // schedule cache
+  std::string dev = getenv_str("DEV");          // default device
+};
+inline Flags& flags() { static Flags f; return f; }
+
+// ---- hashing ----
+inline uint64_t hash_mix(uint64_t h, uint64_t v) {
+  v *= 0x9E3779B97F4A7C15ull; v ^= v >> 32;
+  h ^= v + 0x9E3779B97F4A7C15ull + (h << 6) + (h >> 2);
+  return h;
+}
+inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across processes
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
+  return h;
+}
+inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }
+
+inline double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }
+
+}  // namespace tinygrad

@@ -1,0 +1,623 @@
+#pragma once
+// Tensor: a lazy, shape-checked handle on a UOp graph. Copies alias (like torch::Tensor);
+// nothing runs until realize(), item(), or to_vector().
+#include <optional>
+#include <variant>
+#include "../engine/realize.hpp"
+
+namespace tinygrad {
+
+// one entry of t.slice({...}) / t[{...}]
+struct Slice {
+  std::optional<int64_t> start, stop;
+  int64_t step = 1;
+};
+struct NewAxis {};
+struct Ellipsis {};
+using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
+
+class Tensor {
+ public:
+  // ---- construction ----
+  Tensor() : Tensor(Tensor::zeros({})) {}
+  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device)})) {}
+
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_host(data.data(), dtype_of<T>(), data.size(), std::move(shape), std::move(device))) {}
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Tensor(std::initializer_list<T> data) : Tensor(std::vector<T>(data)) {}
+  template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
+  Tensor(std::initializer_list<std::initializer_list<T>> rows) {
+    std::vector<T> flat;
+    int64_t cols = rows.size() ? int64_t(rows.begin()->size()) : 0;
+    for (auto& r : rows) {
+      if (int64_t(r.size()) != cols) throw ShapeError("tinygrad::Tensor: nested initializer lists must be rectangular");
+      flat.insert(flat.end(), r.begin(), r.end());
+    }
+    *this = Tensor(flat, Shape{int64_t(rows.size()), cols});
+  }
+  // copy n elements of type T from ptr into a new tensor of the given shape
+  template <class T>
+  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(tinygrad::prod(shape)), shape, std::move(device)); }
+
+  static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+    check_shape(shape, "full");
+    DType dt = dtype.value_or(value == std::trunc(value) && std::abs(value) < 9e15 && !dtype ? dtypes::default_float : dtypes::default_float);
+    std::string dev = device.empty() ? default_device() : device;
+    auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
+    Tensor t(c, dev);
+    if (shape.empty()) return t;
+    return t.reshape(Shape(shape.size(), 1)).expand(shape);
+  }
+  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 0, dt, std::move(dev)); }
+  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 1, dt, std::move(dev)); }
+  // uninitialized memory
+  static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+    check_shape(shape, "empty");
+    std::string dev = device.empty() ? default_device() : device;
+    auto buf = std::make_shared<Buffer>(dev, dt, tinygrad::prod(shape));
+    return Tensor(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
+  }
+  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+    if (!stop) { stop = start; start = 0; }
+    if (step == 0) throw Error("tinygrad::arange: step must not be 0");
+    bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
+    DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
+    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((*stop - start) / step)));
+    std::string dev = device.empty() ? default_device() : device;
+    Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
+    return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
+  }
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") {
+    auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
+    auto b = arange(double(m.value_or(n)), std::nullopt, 1, DType::Int32, device).reshape({1, m.value_or(n)});
+    return (a == b).cast(dt);
+  }
+
+  // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
+  static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
+  static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+    check_shape(shape, "rand");
+    int64_t n = tinygrad::prod(shape);
+    uint64_t base = rng().counter;
+    rng().counter += uint64_t(n);
+    auto i = arange(double(n), std::nullopt, 1, DType::UInt32, device);
+    auto x = i + scalar(double(uint32_t(base)), DType::UInt32, i.device());
+    x = mix32(x + scalar(double(uint32_t(rng().seed * 0x9E3779B9ull + (base >> 32))), DType::UInt32, i.device()));
+    x = mix32(x ^ scalar(double(uint32_t(rng().seed >> 32) ^ 0x85EBCA6Bu), DType::UInt32, i.device()));
+    // 24 random bits -> [0, 1)
+    auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
+    return f.cast(dt).reshape(shape);
+  }
+  static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+    // Box-Muller
+    auto u = rand({2, tinygrad::prod(shape)}, DType::Float32, device);
+    auto u1 = u.shrink({{0, 1}, {0, tinygrad::prod(shape)}}), u2 = u.shrink({{1, 2}, {0, tinygrad::prod(shape)}});
+    auto r = ((1.0 - u1).log() * -2.0).sqrt() * (u2 * (2 * M_PI)).cos();
+    return r.cast(dt).reshape(shape);
+  }
+
+  // ---- properties ----
+  const UOpRef& uop() const { return impl_->uop; }
+  const Shape& shape() const { return uop()->shape; }
+  int64_t shape(int64_t dim) const { return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; }
+  DType dtype() const { return uop()->dtype; }
+  const std::string& device() const { return impl_->device; }
+  size_t ndim() const { return shape().size(); }
+  int64_t numel() const { return tinygrad::prod(shape()); }
+  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && uop()->src[0]->op == Ops::BUFFER); }
+
+  // ---- realize and read back ----
+  Tensor& realize() {
+    tinygrad::realize({uop()});
+    adopt_realized();
+    return *this;
+  }
+  template <class T>
+  std::vector<T> to_vector() const {
+    Tensor t = *this;
+    t.realize();
+    auto buf = t.uop()->src.empty() ? t.uop()->buffer() : t.uop()->src[0]->buffer();
+    std::vector<char> host(buf->nbytes());
+    buf->copyout(host.data());
+    std::vector<T> out(static_cast<size_t>(numel()));
+    if (dtype_of<T>() == dtype() && !std::is_same_v<T, bool>) std::memcpy(out.data(), host.data(), out.size() * sizeof(T));
+    else for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
+    return out;
+  }
+  template <class T>
+  T item() const {
+    if (numel() != 1) throw ShapeError("tinygrad::item: needs a tensor with one element, got shape " + to_string(shape()));
+    return to_vector<T>()[0];
+  }
+
+  // ---- elementwise ----
+  Tensor cast(DType dt) const { return dt == dtype() ? *this : unary(Ops::CAST, dt); }
+  Tensor bitcast(DType dt) const {
+    if (itemsize(dt) != itemsize(dtype())) throw DTypeError("tinygrad::bitcast: " + to_string(dtype()) + " and " + to_string(dt) + " differ in size");
+    return unary(Ops::BITCAST, dt);
+  }
+  Tensor neg() const { return dtype() == DType::Bool ? logical_not() : unary(Ops::NEG); }
+  Tensor logical_not() const { return Tensor(alu(Ops::CMPNE, {uop(), like(0).uop()}), device()); }
+  Tensor exp2() const { return fl().unary(Ops::EXP2); }
+  Tensor log2() const { return fl().unary(Ops::LOG2); }
+  Tensor exp() const { return (fl() * (1.0 / std::log(2.0))).exp2(); }
+  Tensor log() const { return fl().log2() * std::log(2.0); }
+  Tensor sqrt() const { return fl().unary(Ops::SQRT); }
+  Tensor rsqrt() const { return sqrt().reciprocal(); }
+  Tensor reciprocal() const { return fl().unary(Ops::RECIPROCAL); }
+  Tensor sin() const { return fl().unary(Ops::SIN); }
+  Tensor cos() const { return (M_PI / 2 - fl()).sin(); }
+  Tensor tan() const { return sin() / cos(); }
+  Tensor trunc() const { return is_float(dtype()) ? unary(Ops::TRUNC) : *this; }
+  Tensor relu() const { return maximum(0); }
+  Tensor sigmoid() const { return (1.0 + (-fl()).exp()).reciprocal(); }
+  Tensor tanh() const { return 2.0 * (2.0 * fl()).sigmoid() - 1.0; }
+  Tensor abs() const { return maximum(-*this); }
+  Tensor square() const { return *this * *this; }
+  Tensor pow(const Tensor& e) const {
+    auto [b, x] = broadcast_pair(fl(), e, "pow");
+    // |b|^x, with the sign of b restored for integer exponents
+    auto mag = (x * b.abs().log2()).exp2();
+    auto odd = (x.trunc() == x) & ((x.abs() - ((x.abs() * 0.5).trunc() * 2.0)) == 1.0);
+    auto negb = b < 0.0;
+    auto nan = Tensor::full({}, NAN, b.dtype(), b.device()).expand_as(b);
+    auto signed_mag = negb.where(odd.where(-mag, (x.trunc() == x).where(mag, nan)), mag);
+    return (x == 0.0).where(b.like(1), signed_mag);
+  }
+  Tensor pow(double e) const { return pow(like(e, true)); }
+  Tensor maximum(const Tensor& o) const { return binop(Ops::MAX, o, "maximum"); }
+  Tensor maximum(double o) const { return maximum(like(o, true)); }
+  Tensor minimum(const Tensor& o) const { return -((-*this).maximum(-o)); }
+  Tensor minimum(double o) const { return minimum(like(o, true)); }
+  Tensor where(const Tensor& a, const Tensor& b) const {
+    auto [x, y] = broadcast_pair(a, b, "where");
+    auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
+    auto c = cast(DType::Bool).expand_to(shape, "where");
+    x = x.expand_to(shape, "where"); y = y.expand_to(shape, "where");
+    return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
+  }
+  Tensor where(double a, const Tensor& b) const { return where(b.like(a, true), b); }
+  Tensor where(const Tensor& a, double b) const { return where(a, a.like(b, true)); }
+  Tensor where(double a, double b) const { return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); }
+  Tensor shr(int64_t bits) const { return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); }
+  Tensor clip(double lo, double hi) const { return maximum(lo).minimum(hi); }
+
+  // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
+  friend Tensor operator+(const Tensor& a, const Tensor& b) { return a.binop(Ops::ADD, b, "add"); }
+  friend Tensor operator-(const Tensor& a, const Tensor& b) { return a.binop_sub(b); }
+  friend Tensor operator*(const Tensor& a, const Tensor& b) { return a.binop(Ops::MUL, b, "mul"); }
+  friend Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
+  friend Tensor operator-(const Tensor& a) { return a.neg(); }
+  friend Tensor operator<(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPLT, b, "lt"); }
+  friend Tensor operator>(const Tensor& a, const Tensor& b) { return b.binop(Ops::CMPLT, a, "gt"); }
+  friend Tensor operator<=(const Tensor& a, const Tensor& b) { return (a > b).logical_not(); }
+  friend Tensor operator>=(const Tensor& a, const Tensor& b) { return (a < b).logical_not(); }
+  friend Tensor operator==(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPEQ, b, "eq"); }
+  friend Tensor operator!=(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPNE, b, "ne"); }
+  friend Tensor operator&(const Tensor& a, const Tensor& b) { return a.binop(Ops::AND, b, "bitwise_and"); }
+  friend Tensor operator|(const Tensor& a, const Tensor& b) { return a.binop(Ops::OR, b, "bitwise_or"); }
+  friend Tensor operator^(const Tensor& a, const Tensor& b) { return a.binop(Ops::XOR, b, "bitwise_xor"); }
+#define TG_SCALAR_OPS(OP)                                                                      \
+  friend Tensor operator OP(const Tensor& a, double b) { return a OP a.like(b, true); }        \
+  friend Tensor operator OP(double a, const Tensor& b) { return b.like(a, true) OP b; }
+  TG_SCALAR_OPS(+) TG_SCALAR_OPS(-) TG_SCALAR_OPS(*) TG_SCALAR_OPS(/) TG_SCALAR_OPS(<) TG_SCALAR_OPS(>) TG_SCALAR_OPS(<=) TG_SCALAR_OPS(>=) TG_SCALAR_OPS(==) TG_SCALAR_OPS(!=)
+#undef TG_SCALAR_OPS
+  Tensor& operator+=(const Tensor& o) { return *this = *this + o; }
+  Tensor& operator-=(const Tensor& o) { return *this = *this - o; }
+  Tensor& operator*=(const Tensor& o) { return *this = *this * o; }
+  Tensor& operator/=(const Tensor& o) { return *this = *this / o; }
+
+  Tensor div(const Tensor& o) const {
+    auto [a, b] = broadcast_pair(*this, o, "div");
+    if (!is_float(a.dtype())) { a = a.cast(dtypes::default_float); b = b.cast(dtypes::default_float); }
+    return a * b.reciprocal();
+  }
+  // integer division (truncates toward zero, like C)
+  Tensor idiv(const Tensor& o) const { return binop(Ops::IDIV, o, "idiv"); }
+
+  // ---- reductions ----
+  Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const { return reduce(Ops::ADD, std::move(axes), keepdim, "sum"); }
+  Tensor sum(int64_t axis, bool keepdim = false) const { return sum(std::vector<int64_t>{axis}, keepdim); }
+  Tensor prod(std::vector<int64_t> axes = {}, bool keepdim = false) const { return reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
+  Tensor prod(int64_t axis, bool keepdim = false) const { return prod(std::vector<int64_t>{axis}, keepdim); }
+  Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const { return reduce(Ops::MAX, std::move(axes), keepdim, "max"); }
+  Tensor max(int64_t axis, bool keepdim = false) const { return max(std::vector<int64_t>{axis}, keepdim); }
+  Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const { return -((-*this).max(std::move(axes), keepdim)); }
+  Tensor min(int64_t axis, bool keepdim = false) const { return min(std::vector<int64_t>{axis}, keepdim); }
+  Tensor mean(std::vector<int64_t> axes = {}, bool keepdim = false) const {
+    auto ax = norm_axes(axes, "mean");
+    int64_t n = 1;
+    for (auto a : ax) n *= shape()[size_t(a)];
+    auto s = fl().sum(ax, keepdim);
+    return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
+  }
+  Tensor mean(int64_t axis, bool keepdim = false) const { return mean(std::vector<int64_t>{axis}, keepdim); }
+  Tensor softmax(int64_t axis = -1) const {
+    auto m = fl() - fl().max(axis, true);
+    auto e = m.exp();
+    return e / e.sum(axis, true);
+  }
+  Tensor log_softmax(int64_t axis = -1) const {
+    auto m = fl() - fl().max(axis, true);
+    return m - m.exp().sum(axis, true).log();
+  }
+
+  // ---- movement (copy-free views) ----
+  Tensor reshape(Shape new_shape) const {
+    int64_t infer = -1, known = 1;
+    for (size_t i = 0; i < new_shape.size(); i++) {
+      if (new_shape[i] == -1) {
+        if (infer >= 0) throw ShapeError("tinygrad::reshape: only one dimension can be -1, got " + to_string(new_shape));
+        infer = int64_t(i);
+      } else if (new_shape[i] < 0) throw ShapeError("tinygrad::reshape: negative dimension in " + to_string(new_shape));
+      else known *= new_shape[i];
+    }
+    if (infer >= 0) {
+      if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
+      new_shape[size_t(infer)] = numel() / known;
+    }
+    if (tinygrad::prod(new_shape) != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
+    if (new_shape == shape()) return *this;
+    return mov(Ops::RESHAPE, new_shape);
+  }
+  Tensor permute(std::vector<int64_t> order) const {
+    if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
+    std::vector<bool> seen(ndim());
+    for (auto& o : order) {
+      o = norm_axis(o, ndim(), "permute");
+      if (seen[size_t(o)]) throw ShapeError("tinygrad::permute: repeated axis in " + to_string(order));
+      seen[size_t(o)] = true;
+    }
+    bool ident = true;
+    for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
+    return ident ? *this : mov(Ops::PERMUTE, order);
+  }
+  Tensor transpose(int64_t a = 1, int64_t b = 0) const {
+    std::vector<int64_t> order(ndim());
+    std::iota(order.begin(), order.end(), 0);
+    std::swap(order[size_t(norm_axis(a, ndim(), "transpose"))], order[size_t(norm_axis(b, ndim(), "transpose"))]);
+    return permute(order);
+  }
+  Tensor T() const { return transpose(-2, -1); }
+  Tensor expand(Shape new_shape) const {
+    if (new_shape.size() < ndim()) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
+    Tensor x = reshape_left(new_shape.size());
+    for (size_t i = 0; i < new_shape.size(); i++) {
+      if (new_shape[i] == -1) new_shape[i] = x.shape()[i];
+      if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
+    }
+    return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
+  }
+  Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
+  // pad with (before, after) per dim; negative amounts shrink
+  Tensor pad(std::vector<std::pair<int64_t, int64_t>> p, double value = 0) const {
+    if (p.size() != ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(shape()));
+    std::vector<std::pair<int64_t, int64_t>> sh;
+    bool need_shrink = false;
+    for (size_t i = 0; i < p.size(); i++) {
+      int64_t b = std::max<int64_t>(0, -p[i].first), e = shape()[i] - std::max<int64_t>(0, -p[i].second);
+      if (b > e) throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " + std::to_string(i) + " of " + to_string(shape()));
+      sh.push_back({b, e});
+      need_shrink |= b != 0 || e != shape()[i];
+    }
+    Tensor x = need_shrink ? shrink(sh) : *this;
+    std::vector<int64_t> arg;
+    bool any = false;
+    for (auto& [b, e] : p) { arg.push_back(std::max<int64_t>(0, b)); arg.push_back(std::max<int64_t>(0, e)); any |= b > 0 || e > 0; }
+    if (!any) return x;
+    Tensor r = x.mov(Ops::PAD, arg);
+    if (value == 0) return r;
+    Tensor mask = Tensor::ones(x.shape(), DType::Bool, device()).mov(Ops::PAD, arg);
+    return mask.where(r, value);
+  }
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const {
+    if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + to_string(shape()));
+    std::vector<int64_t> arg;
+    bool ident = true;
+    for (size_t i = 0; i < s.size(); i++) {
+      if (s[i].first < 0 || s[i].second > shape()[i] || s[i].first > s[i].second)
+        throw IndexError("tinygrad::shrink: range [" + std::to_string(s[i].first) + ", " + std::to_string(s[i].second) + ") is out of bounds for dim " + std::to_string(i) + " of " + to_string(shape()));
+      arg.push_back(s[i].first); arg.push_back(s[i].second);
+      ident &= s[i].first == 0 && s[i].second == shape()[i];
+    }
+    return ident ? *this : mov(Ops::SHRINK, arg);
+  }
+  Tensor flip(std::vector<int64_t> axes) const {
+    std::vector<int64_t> arg(ndim(), 0);
+    for (auto a : axes) arg[size_t(norm_axis(a, ndim(), "flip"))] ^= 1;
+    if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
+    return mov(Ops::FLIP, arg);
+  }
+  Tensor flip(int64_t axis) const { return flip(std::vector<int64_t>{axis}); }
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const {
+    if (ndim() == 0) return reshape({1});
+    int s = norm_axis(start, ndim(), "flatten"), e = norm_axis(end, ndim(), "flatten");
+    Shape ns(shape().begin(), shape().begin() + s);
+    int64_t m = 1;
+    for (int i = s; i <= e; i++) m *= shape()[size_t(i)];
+    ns.push_back(m);
+    ns.insert(ns.end(), shape().begin() + e + 1, shape().end());
+    return reshape(ns);
+  }
+  Tensor unsqueeze(int64_t dim) const {
+    int d = norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
+    Shape s = shape();
+    s.insert(s.begin() + d, 1);
+    return reshape(s);
+  }
+  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const {
+    Shape s;
+    int d = dim ? norm_axis(*dim, ndim(), "squeeze") : -1;
+    for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
+    return reshape(s);
+  }
+  Tensor contiguous() const { return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); }
+  Tensor detach() const { return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); }
+
+  // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
+  Tensor slice(const std::vector<Index>& idx) const {
+    size_t n_real = 0, n_ell = 0;
+    for (auto& i : idx) { n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); n_ell += std::holds_alternative<Ellipsis>(i); }
+    if (n_ell > 1) throw IndexError("tinygrad::slice: an index can only have one ellipsis");
+    if (n_real > ndim()) throw IndexError("tinygrad::slice: too many indices (" + std::to_string(n_real) + ") for a tensor of shape " + to_string(shape()));
+    std::vector<Index> full;
+    for (auto& i : idx) {
+      if (std::holds_alternative<Ellipsis>(i)) for (size_t k = 0; k < ndim() - n_real; k++) full.push_back(Slice{});
+      else full.push_back(i);
+    }
+    while (std::count_if(full.begin(), full.end(), [](auto& i) { return !std::holds_alternative<NewAxis>(i); }) < int64_t(ndim())) full.push_back(Slice{});
+    std::vector<std::pair<int64_t, int64_t>> sh;
+    std::vector<int64_t> flips, steps;
+    Shape final_shape;
+    size_t d = 0;
+    for (auto& i : full) {
+      if (std::holds_alternative<NewAxis>(i)) { final_shape.push_back(1); continue; }
+      int64_t n = shape()[d];
+      if (auto* k = std::get_if<int64_t>(&i)) {
+        int64_t v = *k < 0 ? *k + n : *k;
+        if (v < 0 || v >= n) throw IndexError("tinygrad::slice: index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) + " of size " + std::to_string(n));
+        sh.push_back({v, v + 1}); steps.push_back(1);
+      } else {
+        auto s = std::get<Slice>(i);
+        if (s.step == 0) throw IndexError("tinygrad::slice: step cannot be 0");
+        auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
+        int64_t b, e;
+        if (s.step > 0) { b = s.start ? clampi(*s.start, 0, n) : 0; e = s.stop ? clampi(*s.stop, 0, n) : n; e = std::max(e, b); sh.push_back({b, e}); }
+        else {
+          b = s.start ? clampi(*s.start, -1, n - 1) : n - 1; e = s.stop ? clampi(*s.stop, -1, n - 1) : -1;
+          e = std::min(e, b);
+          sh.push_back({e + 1, b + 1}); flips.push_back(int64_t(d));
+        }
+        steps.push_back(std::abs(s.step));
+        int64_t len = sh.back().second - sh.back().first;
+        final_shape.push_back((len + steps.back() - 1) / steps.back());
+      }
+      d++;
+    }
+    Tensor x = shrink(sh).flip(flips);
+    // strides: pad each dim to a multiple of its step, split it, keep the first of each group
+    if (std::any_of(steps.begin(), steps.end(), [](auto s) { return s != 1; })) {
+      std::vector<std::pair<int64_t, int64_t>> pads, sh2;
+      Shape split;
+      for (size_t i = 0; i < steps.size(); i++) {
+        int64_t len = x.shape()[i], st = steps[i], m = (len + st - 1) / st;
+        pads.push_back({0, m * st - len});
+        split.push_back(m); split.push_back(st);
+        sh2.push_back({0, m}); sh2.push_back({0, 1});
+      }
+      x = x.pad(pads).reshape(split).shrink(sh2);
+    }
+    return x.reshape(final_shape);
+  }
+  Tensor operator[](int64_t i) const { return slice({i}); }
+  Tensor operator[](const std::vector<Index>& idx) const { return slice(idx); }
+
+  // ---- processing ----
+  Tensor matmul(const Tensor& w) const {
+    if (ndim() == 0 || w.ndim() == 0) throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
+    int64_t k = shape().back(), kw = w.shape()[w.ndim() >= 2 ? w.ndim() - 2 : 0];
+    if (k != kw)
+      throw ShapeError("tinygrad::matmul: shapes " + to_string(shape()) + " and " + to_string(w.shape()) + " do not fit: a.shape[-1] (" + std::to_string(k) + ") != b.shape[-2] (" + std::to_string(kw) + ")");
+    // x: (..., n, 1, k)  w: (..., 1, m, k) -> multiply, sum the last axis
+    int64_t dx = int64_t(ndim()), dw = int64_t(w.ndim()), ones = std::min<int64_t>({dx - 1, dw - 1, 1}), axis_w = -std::min<int64_t>(dw, 2);
+    Shape xs(shape().begin(), shape().end() - 1);
+    xs.insert(xs.end(), size_t(ones), 1);
+    xs.push_back(k);
+    Shape ws(w.shape().begin(), w.shape().end() - std::min<int64_t>(dw, 2));
+    ws.insert(ws.end(), size_t(ones), 1);
+    ws.insert(ws.end(), w.shape().end() + axis_w, w.shape().end());
+    Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, axis_w);
+    return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
+  }
+  Tensor dot(const Tensor& w) const { return matmul(w); }
+  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const { auto x = matmul(w); return b ? x + *b : x; }
+
+  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
+  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const {
+    auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
+    if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
+    size_t nsp = ndim() - 2;
+    int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
+    if (groups <= 0 || cout % groups) throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " + std::to_string(groups) + " groups: " + shapes());
+    if (cin * groups != cin_total)
+      throw ShapeError("tinygrad::conv2d: input has " + std::to_string(cin_total) + " channels but weight expects " + std::to_string(cin * groups) + " (groups=" + std::to_string(groups) + "): " + shapes());
+    auto per_dim = [&](std::vector<int64_t> v, const char* what) {
+      if (v.size() == 1) v.assign(nsp, v[0]);
+      if (v.size() != nsp) throw ShapeError(std::string("tinygrad::conv2d: ") + what + " needs " + std::to_string(nsp) + " values");
+      return v;
+    };
+    stride = per_dim(stride, "stride"); dilation = per_dim(dilation, "dilation");
+    std::vector<std::pair<int64_t, int64_t>> pads{{0, 0}, {0, 0}};
+    if (padding.size() == 1 || padding.size() == nsp) for (size_t i = 0; i < nsp; i++) { int64_t p = padding[padding.size() == 1 ? 0 : i]; pads.push_back({p, p}); }
+    else if (padding.size() == 2 * nsp) for (size_t i = 0; i < nsp; i++) pads.push_back({padding[2 * i], padding[2 * i + 1]});
+    else throw ShapeError("tinygrad::conv2d: padding needs 1, " + std::to_string(nsp) + " or " + std::to_string(2 * nsp) + " values");
+    Shape ks(w.shape().begin() + 2, w.shape().end());
+    Tensor x = pad(pads).pool(ks, stride, dilation, "conv2d");  // (bs, cin_total, *oyx, *ks)
+    Shape oyx(x.shape().begin() + 2, x.shape().begin() + 2 + int64_t(nsp));
+    int64_t rcout = cout / groups;
+    // (bs, groups, cin, 1, *oyx, *ks) -> (bs, groups, rcout, *oyx, cin, *ks)
+    Shape s1{bs, groups, cin, 1}; s1.insert(s1.end(), oyx.begin(), oyx.end()); s1.insert(s1.end(), ks.begin(), ks.end());
+    Shape s2 = s1; s2[3] = rcout;
+    std::vector<int64_t> perm{0, 1, 3};
+    for (size_t i = 0; i < nsp; i++) perm.push_back(4 + int64_t(i));
+    perm.push_back(2);
+    for (size_t i = 0; i < nsp; i++) perm.push_back(4 + int64_t(nsp + i));
+    x = x.reshape(s1).expand(s2).permute(perm);
+    Shape ws{1, groups, rcout}; ws.insert(ws.end(), nsp, 1); ws.push_back(cin); ws.insert(ws.end(), ks.begin(), ks.end());
+    std::vector<int64_t> red;
+    for (size_t i = 0; i <= nsp; i++) red.push_back(-1 - int64_t(i));
+    Shape out{bs, cout}; out.insert(out.end(), oyx.begin(), oyx.end());
+    Tensor r = (x * w.reshape(ws)).sum(red, true).reshape(out);
+    if (!bias) return r;
+    Shape bsh{1, cout}; bsh.insert(bsh.end(), nsp, 1);
+    return r + bias->reshape(bsh);
+  }
+
+  // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
+  Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const {
+    size_t nk = ks.size(), nb = ndim() - nk;
+    if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
+    Shape in(shape().begin() + int64_t(nb), shape().end()), o;
+    for (size_t i = 0; i < nk; i++) {
+      int64_t span = dilation[i] * (ks[i] - 1) + 1;
+      if (span > in[i])
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
+      o.push_back((in[i] - span) / stride[i] + 1);
+    }
+    Shape noop(shape().begin(), shape().begin() + int64_t(nb));
+    // repeat each window dim so every (k, o) pair reads a plain offset: idx = o*s + k*d
+    Shape rs = noop, rexp = noop, rep = noop;
+    for (size_t i = 0; i < nk; i++) {
+      int64_t reps = (ks[i] * (in[i] + dilation[i]) + in[i] - 1) / in[i];
+      rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
+    }
+    Tensor x = reshape(rs).expand(rexp).reshape(rep);
+    auto sh = [&](auto f) { std::vector<std::pair<int64_t, int64_t>> s; for (auto n : x.shape()) s.push_back({0, n}); f(s); return s; };
+    // dilation: windows of i+d, keep k of them
+    x = x.shrink(sh([&](auto& s) { for (size_t i = 0; i < nk; i++) s[nb + i] = {0, ks[i] * (in[i] + dilation[i])}; }));
+    { Shape s = noop; for (size_t i = 0; i < nk; i++) { s.push_back(ks[i]); s.push_back(in[i] + dilation[i]); } x = x.reshape(s); }
+    // stride: keep o*s of each window, split into (o, s), keep the first
+    x = x.shrink(sh([&](auto& s) { for (size_t i = 0; i < nk; i++) s[nb + 2 * i + 1] = {0, o[i] * stride[i]}; }));
+    { Shape s = noop; for (size_t i = 0; i < nk; i++) { s.push_back(ks[i]); s.push_back(o[i]); s.push_back(stride[i]); } x = x.reshape(s); }
+    x = x.shrink(sh([&](auto& s) { for (size_t i = 0; i < nk; i++) s[nb + 3 * i + 2] = {0, 1}; }));
+    { Shape s = noop; for (size_t i = 0; i < nk; i++) { s.push_back(ks[i]); s.push_back(o[i]); } x = x.reshape(s); }
+    std::vector<int64_t> perm(nb);
+    std::iota(perm.begin(), perm.end(), 0);
+    for (size_t i = 0; i < nk; i++) perm.push_back(int64_t(nb + 2 * i + 1));
+    for (size_t i = 0; i < nk; i++) perm.push_back(int64_t(nb + 2 * i));
+    return x.permute(perm);
+  }
+
+  // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
+  Tensor like(double v, bool weak = false) const {
+    DType dt = weak ? weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
+    return full({}, v, dt, device());
+  }
+  static Tensor scalar(double v, DType dt, const std::string& dev = "") { return full({}, v, dt, dev); }
+
+ private:
+  struct Impl {
+    UOpRef uop;
+    std::string device;
+  };
+  std::shared_ptr<Impl> impl_;
+
+  struct Rng { uint64_t seed = 0, counter = 0; };
+  static Rng& rng() { static Rng r; return r; }
+  static Tensor mix32(Tensor x) {  // murmur3's finalizer
+    auto c = [&](double v) { return scalar(v, DType::UInt32, x.device()); };
+    x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);
+  }
+
+  static void check_shape(const Shape& s, const char* op) {
+    for (auto x : s) if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
+  }
+  static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
+    if (shape.empty() && n != 1) shape = {int64_t(n)};
+    check_shape(shape, "Tensor");
+    if (size_t(tinygrad::prod(shape)) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
+    std::string dev = device.empty() ? default_device() : device;
+    auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
+    buf->copyin(data);
+    Tensor t(make_uop(Ops::BUFFER, src_dt, {}, buf), dev);
+    return t.reshape(shape);
+  }
+  void adopt_realized() {
+    auto& u = impl_->uop;
+    if (u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER)) return;
+    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized);
+    impl_->uop = b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+  }
+  Tensor fl() const { return is_float(dtype()) ? *this : cast(dtypes::default_float); }
+  Tensor unary(Ops op, std::optional<DType> dt = std::nullopt) const { return Tensor(make_uop(op, dt.value_or(dtype()), {uop()}), device()); }
+  Tensor mov(Ops op, std::vector<int64_t> arg) const { return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); }
+  Tensor reshape_left(size_t n) const { Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); }
+  Tensor expand_to(const Shape& s, const char* op) const {
+    (void)op;
+    return expand(s);
+  }
+  static std::string same_device(const std::string& a, const std::string& b, const char* op) {
+    if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
+    return a;
+  }
+  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+    size_t n = std::max(a.size(), b.size());
+    Shape r(n);
+    for (size_t i = 0; i < n; i++) {
+      int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+      if (x != y && x != 1 && y != 1) throw ShapeError(std::string("tinygrad::") + op + ": shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together");
+      r[i] = x == 1 ? y : x;
+    }
+    return r;
+  }
+  static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) {
+    same_device(a.device(), b.device(), op);
+    Shape s = broadcast_shape(a.shape(), b.shape(), op);
+    DType dt = least_upper_dtype(a.dtype(), b.dtype());
+    return {a.cast(dt).expand(s), b.cast(dt).expand(s)};
+  }
+  Tensor binop(Ops op, const Tensor& o, const char* name) const {
+    auto [a, b] = broadcast_pair(*this, o, name);
+    if ((op == Ops::AND || op == Ops::OR || op == Ops::XOR || op == Ops::IDIV) && is_float(a.dtype()))
+      throw DTypeError(std::string("tinygrad::") + name + ": needs integer or bool tensors, got " + to_string(a.dtype()));
+    return Tensor(alu(op, {a.uop(), b.uop()}), a.device());
+  }
+  Tensor binop_sub(const Tensor& o) const {
+    auto [a, b] = broadcast_pair(*this, o, "sub");
+    if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::sub: subtracting bool tensors is not supported");
+    return a + b.neg();
+  }
+  std::vector<int64_t> norm_axes(const std::vector<int64_t>& axes, const char* op) const {
+    std::vector<int64_t> r;
+    if (axes.empty()) { for (size_t i = 0; i < ndim(); i++) r.push_back(int64_t(i)); return r; }
+    for (auto a : axes) {
+      int64_t x = norm_axis(a, ndim(), op);
+      if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
+    }
+    std::sort(r.begin(), r.end());
+    return r;
+  }
+  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const {
+    auto ax = norm_axes(axes, name);
+    Tensor x = *this;
+    DType out_dt = dtype();
+    // accumulate small ints in 32 bits and half floats in float32 (like tinygrad's sum_acc_dtype)
+    if (op != Ops::MAX) {
+      if (is_bool(dtype()) || (is_int(dtype()) && itemsize(dtype()) < 4)) out_dt = is_unsigned(dtype()) ? DType::UInt32 : DType::Int32;
+      if (dtype() == DType::Float16 || dtype() == DType::BFloat16) x = x.cast(DType::Float32);
+      else x = x.cast(out_dt);
+    }
+    Tensor r = ax.empty() || ndim() == 0 ? x : Tensor(make_uop(Ops::REDUCE_AXIS, x.dtype(), {x.uop()}, [&] { std::vector<int64_t> a{int64_t(op)}; a.insert(a.end(), ax.begin(), ax.end()); return a; }()), device());
+    r = r.cast(out_dt);
+    if (keepdim) return r;
+    Shape s;
+    for (size_t i = 0; i < ndim(); i++) if (std::find(ax.begin(), ax.end(), int64_t(i)) == ax.end()) s.push_back(shape()[i]);
+    return r.reshape(s);
+  }
+};
+
+inline Tensor operator&(const Tensor& a, bool b) { return a & Tensor::full({}, b, DType::Bool, a.device()); }
+
+}  // namespace tinygrad

@@ -1,0 +1,288 @@
+#pragma once
+// UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
+// returns the same pointer, so equality is pointer equality and subgraphs are cache keys.
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <variant>
+#include "../dtype.hpp"
+#include "../runtime/device.hpp"
+
+namespace tinygrad {
+
+// one list of ops; group membership is data below
+#define TG_OPS(X)                                                                                   \
+  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR)                                                  \
+  X(EXP2) X(LOG2) X(SIN) X(SQRT) X(RECIPROCAL) X(NEG) X(TRUNC)                                      \
+  X(ADD) X(MUL) X(IDIV) X(MOD) X(MAX) X(CMPLT) X(CMPNE) X(CMPEQ) X(AND) X(OR) X(XOR) X(SHL) X(SHR)  \
+  X(FDIV) X(WHERE) X(MULACC) X(CAST) X(BITCAST)                                                     \
+  X(IOTA) X(REDUCE_AXIS) X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                           \
+  X(CONTIGUOUS) X(DETACH) X(COPY) X(ASSIGN)                                                         \
+  X(DEFINE_GLOBAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
+  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF)
+
+enum class Ops : uint8_t {
+#define TG_X(n) n,
+  TG_OPS(TG_X)
+#undef TG_X
+  COUNT_
+};
+inline const char* op_name(Ops o) {
+  static const char* names[] = {
+#define TG_X(n) #n,
+      TG_OPS(TG_X)
+#undef TG_X
+  };
+  static_assert(sizeof(names) / sizeof(names[0]) == size_t(Ops::COUNT_), "every op needs a name");
+  return names[size_t(o)];
+}
+
+// op groups as data
+inline constexpr bool is_unary(Ops o) { return o >= Ops::EXP2 && o <= Ops::TRUNC; }
+inline constexpr bool is_binary(Ops o) { return (o >= Ops::ADD && o <= Ops::SHR) || o == Ops::FDIV; }
+inline constexpr bool is_ternary(Ops o) { return o == Ops::WHERE || o == Ops::MULACC; }
+inline constexpr bool is_alu(Ops o) { return is_unary(o) || is_binary(o) || is_ternary(o); }
+inline constexpr bool is_commutative(Ops o) {
+  return o == Ops::ADD || o == Ops::MUL || o == Ops::MAX || o == Ops::CMPNE || o == Ops::CMPEQ || o == Ops::AND || o == Ops::OR || o == Ops::XOR;
+}
+inline constexpr bool is_comparison(Ops o) { return o == Ops::CMPLT || o == Ops::CMPNE || o == Ops::CMPEQ; }
+inline constexpr bool is_movement(Ops o) { return o >= Ops::RESHAPE && o <= Ops::FLIP; }
+
+// axis kinds of a RANGE (codegen)
+enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5 };
+
+using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
+
+struct UOp;
+using UOpRef = std::shared_ptr<const UOp>;
+
+struct UOp : std::enable_shared_from_this<UOp> {
+  Ops op;
+  DType dtype;
+  int vcount;                // vector lanes (1 = scalar)
+  std::vector<UOpRef> src;
+  Arg arg;
+  Shape shape;               // tensor-level nodes; empty for scalars and kernel-level nodes
+  uint64_t key;              // structural hash, stable across processes for kernel graphs
+  int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
+  mutable std::shared_ptr<Buffer> realized;  // set once this node's value lives in a buffer
+
+  UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
+  ~UOp();
+
+  // ---- arg accessors ----
+  int64_t iarg() const { return std::get<int64_t>(arg); }
+  const std::vector<int64_t>& varg() const { return std::get<std::vector<int64_t>>(arg); }
+  double const_value() const { return std::holds_alternative<double>(arg) ? std::get<double>(arg) : double(std::get<int64_t>(arg)); }
+  bool is_const(double v) const { return op == Ops::CONST && vcount == 1 && const_value() == v; }
+  Ops reduce_op() const { return Ops(varg()[0]); }                     // REDUCE_AXIS / REDUCE
+  std::vector<int64_t> reduce_axes() const { return {varg().begin() + 1, varg().end()}; }
+  int64_t range_end() const { return varg()[0]; }                       // RANGE / SPECIAL / LANE
+  int64_t range_id() const { return varg()[1]; }
+  const std::shared_ptr<Buffer>& buffer() const { return std::get<std::shared_ptr<Buffer>>(arg); }
+  int64_t numel() const { return prod(shape); }
+};
+
+namespace detail {
+struct InternTable {
+  std::recursive_mutex mu;
+  std::unordered_multimap<uint64_t, const UOp*> map;
+  static InternTable& get() { static auto* t = new InternTable(); return *t; }  // NOTE: leaked on purpose, outlives static UOps
+};
+inline uint64_t arg_hash(const Arg& a) {
+  return std::visit([](const auto& v) -> uint64_t {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::monostate>) return 0;
+    else if constexpr (std::is_same_v<T, int64_t>) return hash_mix(1, uint64_t(v));
+    else if constexpr (std::is_same_v<T, double>) { uint64_t b; std::memcpy(&b, &v, 8); return hash_mix(2, b); }
+    else if constexpr (std::is_same_v<T, std::vector<int64_t>>) { uint64_t h = 3; for (auto x : v) h = hash_mix(h, uint64_t(x)); return h; }
+    else if constexpr (std::is_same_v<T, std::string>) return hash_mix(4, hash_bytes(v));
+    else return hash_mix(5, uint64_t(reinterpret_cast<uintptr_t>(v.get())));
+  }, a);
+}
+inline bool arg_eq(const Arg& a, const Arg& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
+  return a == b;
+}
+inline int64_t dtype_min(DType d) {
+  if (d == DType::Bool) return 0;
+  if (is_unsigned(d)) return 0;
+  int bits = itemsize(d) * 8;
+  return bits >= 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
+}
+inline int64_t dtype_max(DType d) {
+  if (d == DType::Bool) return 1;
+  int bits = itemsize(d) * 8 - (is_unsigned(d) ? 0 : 1);
+  return bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1;
+}
+inline int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : int64_t(v); }
+void compute_vrange(UOp& u);
+Shape infer_shape(const UOp& u);
+}  // namespace detail
+
+inline UOp::~UOp() {
+  auto& t = detail::InternTable::get();
+  std::lock_guard lk(t.mu);
+  auto [b, e] = t.map.equal_range(key);
+  for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+}
+
+// the one constructor: returns the existing node when an identical one is alive
+inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg arg = {}, int vcount = 1) {
+  uint64_t h = hash_mix(hash_mix(hash_mix(uint64_t(op) + 1, uint64_t(dtype)), uint64_t(vcount)), detail::arg_hash(arg));
+  for (auto& s : src) h = hash_mix(h, s->key);
+  auto& t = detail::InternTable::get();
+  std::lock_guard lk(t.mu);
+  auto [b, e] = t.map.equal_range(h);
+  for (auto it = b; it != e; ++it) {
+    const UOp* u = it->second;
+    if (u->op != op || u->dtype != dtype || u->vcount != vcount || u->src.size() != src.size() || !detail::arg_eq(u->arg, arg)) continue;
+    bool same = true;
+    for (size_t i = 0; i < src.size() && same; i++) same = u->src[i] == src[i];
+    if (!same) continue;
+    if (auto sp = u->weak_from_this().lock()) return std::static_pointer_cast<const UOp>(sp);
+  }
+  auto u = std::make_shared<UOp>(op, dtype, vcount, std::move(src), std::move(arg));
+  u->key = h;
+  u->shape = detail::infer_shape(*u);
+  detail::compute_vrange(*u);
+  t.map.emplace(h, u.get());
+  return u;
+}
+
+// ---- small builders ----
+inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
+  if (is_float(dt)) return make_uop(Ops::CONST, dt, {}, v, vcount);
+  if (dt == DType::Bool) return make_uop(Ops::CONST, dt, {}, int64_t(v != 0), vcount);
+  return make_uop(Ops::CONST, dt, {}, int64_t(v), vcount);
+}
+inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
+
+inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
+  if (is_comparison(op)) return DType::Bool;
+  if (op == Ops::WHERE) return src[1]->dtype;
+  return src[0]->dtype;
+}
+inline UOpRef alu(Ops op, std::vector<UOpRef> src) {
+  int vc = 1;
+  for (auto& s : src) vc = std::max(vc, s->vcount);
+  DType dt = alu_dtype(op, src);
+  return make_uop(op, dt, std::move(src), {}, vc);
+}
+inline UOpRef cast_uop(const UOpRef& x, DType dt) { return x->dtype == dt ? x : make_uop(Ops::CAST, dt, {x}, {}, x->vcount); }
+
+// index-math operators on UOpRefs: patterns and lowering read like algebra
+inline UOpRef operator+(const UOpRef& a, const UOpRef& b) { return alu(Ops::ADD, {a, b}); }
+inline UOpRef operator*(const UOpRef& a, const UOpRef& b) { return alu(Ops::MUL, {a, b}); }
+inline UOpRef operator+(const UOpRef& a, int64_t b) { return a + const_int(a->dtype, b); }
+inline UOpRef operator-(const UOpRef& a, int64_t b) { return a + const_int(a->dtype, -b); }
+inline UOpRef operator*(const UOpRef& a, int64_t b) { return a * const_int(a->dtype, b); }
+inline UOpRef operator-(const UOpRef& a) { return a * const_int(a->dtype, -1); }
+inline UOpRef operator-(const UOpRef& a, const UOpRef& b) { return a + (-b); }
+inline UOpRef idiv(const UOpRef& a, int64_t b) { return alu(Ops::IDIV, {a, const_int(a->dtype, b)}); }
+inline UOpRef mod(const UOpRef& a, int64_t b) { return alu(Ops::MOD, {a, const_int(a->dtype, b)}); }
+inline UOpRef lt(const UOpRef& a, int64_t b) { return alu(Ops::CMPLT, {a, const_int(a->dtype, b)}); }
+inline UOpRef ge(const UOpRef& a, int64_t b) { return alu(Ops::XOR, {lt(a, b), const_uop(DType::Bool, 1)}); }
+inline UOpRef logical_and(const UOpRef& a, const UOpRef& b) { return alu(Ops::AND, {a, b}); }
+
+// ---- value ranges (for the symbolic simplifier) ----
+inline void detail::compute_vrange(UOp& u) {
+  if (is_float(u.dtype)) return;
+  int64_t lo = dtype_min(u.dtype), hi = dtype_max(u.dtype);
+  auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
+  switch (u.op) {
+    case Ops::CONST: if (u.vcount == 1) lo = hi = std::get<int64_t>(u.arg); break;
+    case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: lo = 0; hi = std::max<int64_t>(0, u.range_end() - 1); break;
+    case Ops::DEFINE_VAR: lo = u.varg()[0]; hi = u.varg()[1]; break;
+    case Ops::ADD: lo = sat(__int128(S(0).vmin) + S(1).vmin); hi = sat(__int128(S(0).vmax) + S(1).vmax); break;
+    case Ops::MUL: {
+      __int128 c[4] = {__int128(S(0).vmin) * S(1).vmin, __int128(S(0).vmin) * S(1).vmax, __int128(S(0).vmax) * S(1).vmin, __int128(S(0).vmax) * S(1).vmax};
+      lo = sat(*std::min_element(c, c + 4)); hi = sat(*std::max_element(c, c + 4)); break;
+    }
+    case Ops::IDIV:
+      if (S(1).vmin == S(1).vmax && S(1).vmin > 0) { lo = S(0).vmin / S(1).vmin; hi = S(0).vmax / S(1).vmin; }
+      break;
+    case Ops::MOD:
+      if (S(1).vmin == S(1).vmax && S(1).vmin > 0) {
+        int64_t c = S(1).vmin;
+        if (S(0).vmin >= 0) { lo = 0; hi = std::min(c - 1, S(0).vmax); } else { lo = -(c - 1); hi = c - 1; }
+      }
+      break;
+    case Ops::MAX: lo = std::max(S(0).vmin, S(1).vmin); hi = std::max(S(0).vmax, S(1).vmax); break;
+    case Ops::CMPLT: lo = S(0).vmax < S(1).vmin ? 1 : 0; hi = S(0).vmin >= S(1).vmax ? 0 : 1; break;
+    case Ops::CMPNE: case Ops::CMPEQ: {
+      bool disjoint = S(0).vmax < S(1).vmin || S(0).vmin > S(1).vmax;
+      bool same = S(0).vmin == S(0).vmax && S(1).vmin == S(1).vmax && S(0).vmin == S(1).vmin;
+      bool ne_true = disjoint, ne_false = same;
+      if (u.op == Ops::CMPNE) { lo = ne_true; hi = !ne_false; } else { lo = ne_false; hi = !ne_true; }
+      break;
+    }
+    case Ops::AND: if (u.dtype == DType::Bool) { lo = S(0).vmin & S(1).vmin; hi = S(0).vmax & S(1).vmax; } else if (S(0).vmin >= 0 && S(1).vmin >= 0) { lo = 0; hi = std::min(S(0).vmax, S(1).vmax); } break;
+    case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
+    case Ops::XOR: if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; } break;
+    case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
+    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
+    default: break;
+  }
+  u.vmin = lo; u.vmax = hi;
+}
+
+// ---- shapes of tensor-level nodes ----
+inline Shape detail::infer_shape(const UOp& u) {
+  switch (u.op) {
+    case Ops::BUFFER: return {u.buffer()->size};
+    case Ops::IOTA: return {u.iarg()};
+    case Ops::RESHAPE: case Ops::EXPAND: return std::get<std::vector<int64_t>>(u.arg);
+    case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[a]); return s; }
+    case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
+    case Ops::SHRINK: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i]; return s; }
+    case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[a] = 1; return s; }
+    case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK: return {};
+    default: return u.src.empty() ? Shape{} : u.src[0]->shape;
+  }
+}
+
+// ---- graph walks ----
+// post-order (sources first), each node once
+inline std::vector<UOpRef> toposort(const UOpRef& root) {
+  std::vector<UOpRef> out;
+  std::unordered_map<const UOp*, bool> seen;
+  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
+  seen[root.get()] = true;
+  while (!stack.empty()) {
+    auto& [u, i] = stack.back();
+    if (i < u->src.size()) {
+      const UOpRef& s = u->src[i++];
+      if (!seen[s.get()]) { seen[s.get()] = true; stack.push_back({s, 0}); }
+    } else { out.push_back(u); stack.pop_back(); }
+  }
+  return out;
+}
+
+// printable form (DEBUG=5, errors)
+inline std::string arg_str(const Arg& a) {
+  return std::visit([](const auto& v) -> std::string {
+    using T = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<T, std::monostate>) return "None";
+    else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return cat(v);
+    else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return to_string(Shape(v));
+    else if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
+    else return "<buffer>";
+  }, a);
+}
+inline std::string print_graph(const UOpRef& root) {
+  auto topo = toposort(root);
+  std::unordered_map<const UOp*, size_t> id;
+  std::string s;
+  for (auto& u : topo) {
+    id[u.get()] = id.size();
+    s += cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? cat("x", u->vcount) : "", " [");
+    for (size_t i = 0; i < u->src.size(); i++) s += cat(i ? ", %" : "%", id[u->src[i].get()]);
+    s += "] " + arg_str(u->arg) + (u->shape.empty() ? "" : " " + to_string(u->shape)) + "\n";
+  }
+  return s;
+}
+
+}  // namespace tinygrad

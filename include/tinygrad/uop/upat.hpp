@@ -1,0 +1,150 @@
+#pragma once
+// UPat / PatternMatcher / graph_rewrite: every pass is a table of (pattern -> rewrite) rules
+// applied bottom-up to a fixed point. Patterns use the same operators as index math:
+//   {x + 0, [](auto& m) { return m["x"]; }}
+#include <initializer_list>
+#include <optional>
+#include "ops.hpp"
+
+namespace tinygrad {
+
+struct UPat {
+  std::vector<Ops> ops;      // empty: any op
+  std::vector<DType> dtypes; // empty: any dtype
+  std::optional<std::vector<UPat>> src;  // nullopt: any sources
+  std::optional<Arg> arg;
+  std::string name;
+  bool vec_ok = false;       // also match vector nodes
+
+  static UPat any(std::string name = "") { UPat p; p.name = std::move(name); return p; }
+  static UPat var(std::string name = "", std::vector<DType> dts = {}) { UPat p; p.name = std::move(name); p.dtypes = std::move(dts); return p; }
+  static UPat cvar(std::string name = "") { UPat p; p.ops = {Ops::CONST}; p.name = std::move(name); return p; }
+  static UPat cnst(double v) { UPat p; p.ops = {Ops::CONST}; p.arg = Arg{}; p.cval = v; return p; }
+  static UPat op(Ops o, std::vector<UPat> s = {}, std::string name = "") { UPat p; p.ops = {o}; p.src = std::move(s); p.name = std::move(name); return p; }
+  static UPat ops_of(std::vector<Ops> o, std::string name = "") { UPat p; p.ops = std::move(o); p.name = std::move(name); return p; }
+  UPat named(std::string n) const { UPat p = *this; p.name = std::move(n); return p; }
+  UPat with_dtypes(std::vector<DType> d) const { UPat p = *this; p.dtypes = std::move(d); return p; }
+
+  std::optional<double> cval;  // a CONST with this value (int or float)
+};
+
+// pattern operators build ALU patterns
+inline UPat operator+(UPat a, UPat b) { return UPat::op(Ops::ADD, {std::move(a), std::move(b)}); }
+inline UPat operator*(UPat a, UPat b) { return UPat::op(Ops::MUL, {std::move(a), std::move(b)}); }
+inline UPat operator%(UPat a, UPat b) { return UPat::op(Ops::MOD, {std::move(a), std::move(b)}); }
+inline UPat operator<(UPat a, UPat b) { return UPat::op(Ops::CMPLT, {std::move(a), std::move(b)}); }
+inline UPat operator+(UPat a, double c) { return a + UPat::cnst(c); }
+inline UPat operator*(UPat a, double c) { return a * UPat::cnst(c); }
+inline UPat idiv(UPat a, UPat b) { return UPat::op(Ops::IDIV, {std::move(a), std::move(b)}); }
+inline UPat max(UPat a, UPat b) { return UPat::op(Ops::MAX, {std::move(a), std::move(b)}); }
+inline UPat where(UPat c, UPat a, UPat b) { return UPat::op(Ops::WHERE, {std::move(c), std::move(a), std::move(b)}); }
+
+// the bindings of one match
+struct Match {
+  std::vector<std::pair<const std::string*, UOpRef>> binds;
+  UOpRef root;
+  void* ctx = nullptr;
+  const UOpRef& operator[](std::string_view n) const {
+    for (auto& [k, v] : binds) if (*k == n) return v;
+    throw Error("tinygrad: pattern has no binding named " + std::string(n));
+  }
+  template <class T> T& context() const { return *static_cast<T*>(ctx); }
+};
+
+using RewriteFn = std::function<UOpRef(const Match&)>;
+
+namespace detail {
+inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
+  if (!p.ops.empty() && std::find(p.ops.begin(), p.ops.end(), u->op) == p.ops.end()) return false;
+  if (!p.dtypes.empty() && std::find(p.dtypes.begin(), p.dtypes.end(), u->dtype) == p.dtypes.end()) return false;
+  if (p.cval && (u->op != Ops::CONST || u->vcount != 1 || u->const_value() != *p.cval)) return false;
+  if (p.arg && !p.cval && !arg_eq(*p.arg, u->arg)) return false;
+  size_t mark = m.binds.size();
+  if (!p.name.empty()) {
+    bool bound = false;
+    for (auto& [k, v] : m.binds) if (*k == p.name) { if (v != u) return false; bound = true; break; }
+    if (!bound) m.binds.emplace_back(&p.name, u);
+  }
+  if (!p.src) return true;
+  const auto& ps = *p.src;
+  if (ps.size() != u->src.size()) { m.binds.resize(mark); return false; }
+  size_t mark2 = m.binds.size();
+  bool ok = true;
+  for (size_t i = 0; i < ps.size() && ok; i++) ok = upat_match(ps[i], u->src[i], m);
+  if (ok) return true;
+  m.binds.resize(mark2);
+  if (ps.size() == 2 && is_commutative(u->op)) {
+    if (upat_match(ps[0], u->src[1], m) && upat_match(ps[1], u->src[0], m)) return true;
+  }
+  m.binds.resize(mark);
+  return false;
+}
+}  // namespace detail
+
+class PatternMatcher {
+ public:
+  PatternMatcher(std::initializer_list<std::pair<UPat, RewriteFn>> rules) : PatternMatcher(std::vector<std::pair<UPat, RewriteFn>>(rules)) {}
+  explicit PatternMatcher(std::vector<std::pair<UPat, RewriteFn>> rules) : rules_(std::move(rules)), by_op_(size_t(Ops::COUNT_)) {
+    for (size_t i = 0; i < rules_.size(); i++) {
+      if (rules_[i].first.ops.empty()) for (auto& v : by_op_) v.push_back(i);
+      else for (Ops o : rules_[i].first.ops) by_op_[size_t(o)].push_back(i);
+    }
+  }
+  PatternMatcher operator+(const PatternMatcher& o) const {
+    auto r = rules_;
+    r.insert(r.end(), o.rules_.begin(), o.rules_.end());
+    return PatternMatcher(std::move(r));
+  }
+  // first rule that matches and returns a node
+  UOpRef rewrite(const UOpRef& u, void* ctx = nullptr) const {
+    for (size_t i : by_op_[size_t(u->op)]) {
+      Match m;
+      m.ctx = ctx;
+      m.root = u;
+      if (!detail::upat_match(rules_[i].first, u, m)) continue;
+      if (auto r = rules_[i].second(m); r && r != u) return r;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::vector<std::pair<UPat, RewriteFn>> rules_;
+  std::vector<std::vector<size_t>> by_op_;
+};
+
+// rewrite bottom-up until no rule applies
+inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr) {
+  // NOTE: the memo keeps its keys alive, so a freed node's address can never alias a live one
+  std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
+  std::function<UOpRef(const UOpRef&, int)> go = [&](const UOpRef& u, int depth) -> UOpRef {
+    if (auto it = memo.find(u.get()); it != memo.end()) return it->second.second;
+    if (depth > 100000) throw Error("tinygrad: graph_rewrite recursion too deep");
+    std::vector<UOpRef> src;
+    bool changed = false;
+    src.reserve(u->src.size());
+    for (auto& s : u->src) { src.push_back(go(s, depth + 1)); changed |= src.back() != s; }
+    UOpRef x = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
+    UOpRef out = x;
+    if (auto r = pm.rewrite(x, ctx)) out = go(r, depth + 1);
+    memo[u.get()] = {u, out};
+    if (x != u) memo[x.get()] = {x, out};
+    return out;
+  };
+  return go(root, 0);
+}
+
+// replace nodes by other nodes everywhere below root
+inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
+  std::unordered_map<const UOp*, UOpRef> memo;
+  std::function<UOpRef(const UOpRef&)> go = [&](const UOpRef& u) -> UOpRef {
+    if (auto it = sub.find(u.get()); it != sub.end()) return it->second;
+    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+    std::vector<UOpRef> src;
+    bool changed = false;
+    for (auto& s : u->src) { src.push_back(go(s)); changed |= src.back() != s; }
+    return memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
+  };
+  return go(root);
+}
+
+}  // namespace tinygrad
