@@ -146,7 +146,9 @@ class Scheduler {
         UOpRef flat = flat_index(idx, u->shape);
         Shape st = strides_for(in);
         std::vector<UOpRef> ni;
-        for (size_t j = 0; j < in.size(); j++) ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(mod(idiv(flat, st[j]), in[j])));
+        // NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
+        for (size_t j = 0; j < in.size(); j++)
+          ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
         return lower(c, u->src[0], ni, gate);
       }
       case Ops::PERMUTE: {

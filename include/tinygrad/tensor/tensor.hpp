@@ -23,7 +23,7 @@ class Tensor {
   explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device)})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
-  Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_host(data.data(), dtype_of<T>(), data.size(), std::move(shape), std::move(device))) {}
+  Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(std::initializer_list<T> data) : Tensor(std::vector<T>(data)) {}
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
@@ -533,6 +533,12 @@ class Tensor {
 
   static void check_shape(const Shape& s, const char* op) {
     for (auto x : s) if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
+  }
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
+    // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
+    if constexpr (std::is_same_v<T, bool>) { std::vector<uint8_t> b(d.begin(), d.end()); return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device)); }
+    else return from_host(d.data(), dtype_of<T>(), d.size(), std::move(shape), std::move(device));
   }
   static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
     if (shape.empty() && n != 1) shape = {int64_t(n)};

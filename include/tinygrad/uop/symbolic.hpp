@@ -58,8 +58,25 @@ struct Linear {
     for (auto& [t, tc] : terms) if (t == u) { tc += c; return; }
     terms.emplace_back(u, c);
   }
-  // (x // c) * (c*k) + (x % c) * k  ->  x * k
+  // (x // c) * (c*k) + (x % c) * k  ->  x * k   and   ((x // a) % b) * (a*k) + (x % a) * k  ->  (x % (a*b)) * k
   bool merge_divmod() {
+    for (size_t i = 0; i < terms.size(); i++) {
+      auto& [m, mk] = terms[i];
+      if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || m->src[0]->op != Ops::IDIV || m->src[0]->src[1]->op != Ops::CONST) continue;
+      const UOpRef& x = m->src[0]->src[0];
+      int64_t a = int64_t(m->src[0]->src[1]->const_value()), b = int64_t(m->src[1]->const_value());
+      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a) continue;
+      for (size_t j = 0; j < terms.size(); j++) {
+        auto& [r, rk] = terms[j];
+        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && int64_t(r->src[1]->const_value()) == a && rk * a == mk) {
+          int64_t kk = rk;
+          terms.erase(terms.begin() + int64_t(std::max(i, j)));
+          terms.erase(terms.begin() + int64_t(std::min(i, j)));
+          add(mod(x, a * b), kk);
+          return true;
+        }
+      }
+    }
     for (size_t i = 0; i < terms.size(); i++) {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || mk == 0) continue;
