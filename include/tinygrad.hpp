@@ -14,6 +14,7 @@
 #include "tinygrad/engine/schedule.hpp"
 #include "tinygrad/engine/realize.hpp"
 #include "tinygrad/tensor/tensor.hpp"
+#include "tinygrad/tensor/gradient.hpp"
 
 namespace tinygrad {
 inline constexpr int version_major = 0;

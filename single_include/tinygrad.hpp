@@ -875,7 +875,8 @@ inline UOpRef logical_and(const UOpRef& a, const UOpRef& b) { return alu(Ops::AN
 
 // ---- value ranges (for the symbolic simplifier) ----
 inline void detail::compute_vrange(UOp& u) {
-  if (is_float(u.dtype)) return;
+  // NOTE: floats have no integer range: comparisons of them must never fold
+  if (is_float(u.dtype)) { u.vmin = INT64_MIN; u.vmax = INT64_MAX; return; }
   int64_t lo = dtype_min(u.dtype), hi = dtype_max(u.dtype);
   auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
   switch (u.op) {
@@ -1182,8 +1183,25 @@ struct Linear {
     for (auto& [t, tc] : terms) if (t == u) { tc += c; return; }
     terms.emplace_back(u, c);
   }
-  // (x // c) * (c*k) + (x % c) * k  ->  x * k
+  // (x // c) * (c*k) + (x % c) * k  ->  x * k   and   ((x // a) % b) * (a*k) + (x % a) * k  ->  (x % (a*b)) * k
   bool merge_divmod() {
+    for (size_t i = 0; i < terms.size(); i++) {
+      auto& [m, mk] = terms[i];
+      if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || m->src[0]->op != Ops::IDIV || m->src[0]->src[1]->op != Ops::CONST) continue;
+      const UOpRef& x = m->src[0]->src[0];
+      int64_t a = int64_t(m->src[0]->src[1]->const_value()), b = int64_t(m->src[1]->const_value());
+      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a) continue;
+      for (size_t j = 0; j < terms.size(); j++) {
+        auto& [r, rk] = terms[j];
+        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && int64_t(r->src[1]->const_value()) == a && rk * a == mk) {
+          int64_t kk = rk;
+          terms.erase(terms.begin() + int64_t(std::max(i, j)));
+          terms.erase(terms.begin() + int64_t(std::min(i, j)));
+          add(mod(x, a * b), kk);
+          return true;
+        }
+      }
+    }
     for (size_t i = 0; i < terms.size(); i++) {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || mk == 0) continue;
@@ -2201,7 +2219,9 @@ class Scheduler {
         UOpRef flat = flat_index(idx, u->shape);
         Shape st = strides_for(in);
         std::vector<UOpRef> ni;
-        for (size_t j = 0; j < in.size(); j++) ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(mod(idiv(flat, st[j]), in[j])));
+        // NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
+        for (size_t j = 0; j < in.size(); j++)
+          ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
         return lower(c, u->src[0], ni, gate);
       }
       case Ops::PERMUTE: {
@@ -2501,7 +2521,7 @@ class Tensor {
   explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device)})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
-  Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_host(data.data(), dtype_of<T>(), data.size(), std::move(shape), std::move(device))) {}
+  Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(std::initializer_list<T> data) : Tensor(std::vector<T>(data)) {}
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
@@ -2599,8 +2619,10 @@ class Tensor {
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
     std::vector<T> out(static_cast<size_t>(numel()));
-    if (dtype_of<T>() == dtype() && !std::is_same_v<T, bool>) std::memcpy(out.data(), host.data(), out.size() * sizeof(T));
-    else for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
+    if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
+      if (dtype_of<T>() == dtype()) { std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
+    }
+    for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
     return out;
   }
   template <class T>
@@ -3012,6 +3034,12 @@ class Tensor {
   static void check_shape(const Shape& s, const char* op) {
     for (auto x : s) if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
   }
+  template <class T>
+  static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
+    // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
+    if constexpr (std::is_same_v<T, bool>) { std::vector<uint8_t> b(d.begin(), d.end()); return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device)); }
+    else return from_host(d.data(), dtype_of<T>(), d.size(), std::move(shape), std::move(device));
+  }
   static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
     if (shape.empty() && n != 1) shape = {int64_t(n)};
     check_shape(shape, "Tensor");
@@ -3100,6 +3128,124 @@ inline Tensor operator&(const Tensor& a, bool b) { return a & Tensor::full({}, b
 
 }  // namespace tinygrad
 // end include/tinygrad/tensor/tensor.hpp
+// begin include/tinygrad/tensor/gradient.hpp
+// autograd: one gradient rule per primitive op, applied in reverse over the UOp graph.
+// Every composed op (sub, div, exp, softmax, matmul, conv2d, ...) is differentiable through them.
+
+namespace tinygrad {
+
+struct GradientError : Error { using Error::Error; };
+
+namespace detail {
+// the gradients of u's sources, given u's gradient g (nullopt: no gradient flows)
+inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
+  auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
+  auto S = [&](size_t i) { return T(u->src[i]); };
+  Tensor ret = T(u);
+  const double ln2 = std::log(2.0);
+  switch (u->op) {
+    case Ops::ADD: return {g, g};
+    case Ops::MUL: return {g * S(1), g * S(0)};
+    case Ops::NEG: return {-g};
+    case Ops::RECIPROCAL: return {-g * ret * ret};
+    case Ops::SQRT: return {g / (ret * 2.0)};
+    case Ops::EXP2: return {g * ret * ln2};
+    case Ops::LOG2: return {g / (S(0) * ln2)};
+    case Ops::SIN: return {g * S(0).cos()};
+    case Ops::MAX: {
+      Tensor a = S(0), b = S(1), tie = (a == b).cast(g.dtype()) * 0.5;
+      return {g * ((a > b).cast(g.dtype()) + tie), g * ((b > a).cast(g.dtype()) + tie)};
+    }
+    case Ops::WHERE: return {std::nullopt, S(0).where(g, 0.0), S(0).where(0.0, g)};
+    case Ops::CAST: return {is_float(u->src[0]->dtype) ? std::optional<Tensor>(g.cast(u->src[0]->dtype)) : std::nullopt};
+    case Ops::CONTIGUOUS: return {g};
+    case Ops::RESHAPE: return {g.reshape(u->src[0]->shape)};
+    case Ops::PERMUTE: {
+      std::vector<int64_t> inv(u->varg().size());
+      for (size_t i = 0; i < inv.size(); i++) inv[size_t(u->varg()[i])] = int64_t(i);
+      return {g.permute(inv)};
+    }
+    case Ops::EXPAND: {
+      std::vector<int64_t> axes;
+      for (size_t i = 0; i < u->shape.size(); i++) if (u->src[0]->shape[i] != u->shape[i]) axes.push_back(int64_t(i));
+      return {g.sum(axes, true)};
+    }
+    case Ops::PAD: {
+      std::vector<std::pair<int64_t, int64_t>> s;
+      for (size_t i = 0; i < u->shape.size(); i++) s.push_back({u->varg()[2 * i], u->varg()[2 * i] + u->src[0]->shape[i]});
+      return {g.shrink(s)};
+    }
+    case Ops::SHRINK: {
+      std::vector<std::pair<int64_t, int64_t>> p;
+      for (size_t i = 0; i < u->shape.size(); i++) p.push_back({u->varg()[2 * i], u->src[0]->shape[i] - u->varg()[2 * i + 1]});
+      return {g.pad(p)};
+    }
+    case Ops::FLIP: {
+      std::vector<int64_t> axes;
+      for (size_t i = 0; i < u->varg().size(); i++) if (u->varg()[i]) axes.push_back(int64_t(i));
+      return {g.flip(axes)};
+    }
+    case Ops::REDUCE_AXIS: {
+      Tensor x = S(0);
+      Ops op = u->reduce_op();
+      if (op == Ops::ADD) return {g.expand(x.shape())};
+      if (op == Ops::MUL) return {(g * ret).expand(x.shape()) / x};
+      // MAX: split the gradient evenly between the maxima
+      Tensor mask = (x == ret.expand(x.shape())).cast(g.dtype());
+      Tensor count = mask.sum(u->reduce_axes(), true);
+      return {(g / count).expand(x.shape()) * mask};
+    }
+    default: return std::vector<std::optional<Tensor>>(u->src.size());  // no gradient (comparisons, bit ops, detach, ...)
+  }
+}
+}  // namespace detail
+
+// d(root)/d(target) for each target, seeded with `seed` (root's shape)
+inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets) {
+  auto topo = toposort(root.uop());
+  // only nodes on a path to a target get gradients
+  std::unordered_map<const UOp*, bool> on_path;
+  for (auto& t : targets) on_path[t.uop().get()] = true;
+  for (auto& u : topo) {
+    if (u->op == Ops::DETACH) continue;
+    for (auto& s : u->src) if (on_path[s.get()]) { on_path[u.get()] = true; break; }
+  }
+  std::unordered_map<const UOp*, Tensor> grads;
+  grads.emplace(root.uop().get(), seed);
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const UOpRef& u = *it;
+    auto g = grads.find(u.get());
+    if (g == grads.end() || !on_path[u.get()] || u->src.empty()) continue;
+    auto sg = detail::grad_rule(u, g->second, root.device());
+    for (size_t i = 0; i < u->src.size() && i < sg.size(); i++) {
+      if (!sg[i] || !on_path[u->src[i].get()]) continue;
+      auto [at, fresh] = grads.try_emplace(u->src[i].get(), *sg[i]);
+      if (!fresh) at->second = at->second + *sg[i];
+    }
+  }
+  std::vector<std::optional<Tensor>> out;
+  for (auto& t : targets) {
+    auto it = grads.find(t.uop().get());
+    out.push_back(it == grads.end() ? std::nullopt : std::optional<Tensor>(it->second));
+  }
+  return out;
+}
+
+// gradients of a scalar loss with respect to targets; does not touch .grad
+inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
+  if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
+  if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
+  auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < targets.size(); i++) {
+    if (!gs[i]) out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
+    else out.push_back(gs[i]->cast(targets[i].dtype()));
+  }
+  return out;
+}
+
+}  // namespace tinygrad
+// end include/tinygrad/tensor/gradient.hpp
 
 namespace tinygrad {
 inline constexpr int version_major = 0;

@@ -121,8 +121,10 @@ class Tensor {
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
     std::vector<T> out(static_cast<size_t>(numel()));
-    if (dtype_of<T>() == dtype() && !std::is_same_v<T, bool>) std::memcpy(out.data(), host.data(), out.size() * sizeof(T));
-    else for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
+    if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
+      if (dtype_of<T>() == dtype()) { std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
+    }
+    for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
     return out;
   }
   template <class T>

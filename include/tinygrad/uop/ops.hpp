@@ -189,7 +189,8 @@ inline UOpRef logical_and(const UOpRef& a, const UOpRef& b) { return alu(Ops::AN
 
 // ---- value ranges (for the symbolic simplifier) ----
 inline void detail::compute_vrange(UOp& u) {
-  if (is_float(u.dtype)) return;
+  // NOTE: floats have no integer range: comparisons of them must never fold
+  if (is_float(u.dtype)) { u.vmin = INT64_MIN; u.vmax = INT64_MAX; return; }
   int64_t lo = dtype_min(u.dtype), hi = dtype_max(u.dtype);
   auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
   switch (u.op) {

@@ -1,0 +1,118 @@
+#pragma once
+// autograd: one gradient rule per primitive op, applied in reverse over the UOp graph.
+// Every composed op (sub, div, exp, softmax, matmul, conv2d, ...) is differentiable through them.
+#include "tensor.hpp"
+
+namespace tinygrad {
+
+struct GradientError : Error { using Error::Error; };
+
+namespace detail {
+// the gradients of u's sources, given u's gradient g (nullopt: no gradient flows)
+inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
+  auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
+  auto S = [&](size_t i) { return T(u->src[i]); };
+  Tensor ret = T(u);
+  const double ln2 = std::log(2.0);
+  switch (u->op) {
+    case Ops::ADD: return {g, g};
+    case Ops::MUL: return {g * S(1), g * S(0)};
+    case Ops::NEG: return {-g};
+    case Ops::RECIPROCAL: return {-g * ret * ret};
+    case Ops::SQRT: return {g / (ret * 2.0)};
+    case Ops::EXP2: return {g * ret * ln2};
+    case Ops::LOG2: return {g / (S(0) * ln2)};
+    case Ops::SIN: return {g * S(0).cos()};
+    case Ops::MAX: {
+      Tensor a = S(0), b = S(1), tie = (a == b).cast(g.dtype()) * 0.5;
+      return {g * ((a > b).cast(g.dtype()) + tie), g * ((b > a).cast(g.dtype()) + tie)};
+    }
+    case Ops::WHERE: return {std::nullopt, S(0).where(g, 0.0), S(0).where(0.0, g)};
+    case Ops::CAST: return {is_float(u->src[0]->dtype) ? std::optional<Tensor>(g.cast(u->src[0]->dtype)) : std::nullopt};
+    case Ops::CONTIGUOUS: return {g};
+    case Ops::RESHAPE: return {g.reshape(u->src[0]->shape)};
+    case Ops::PERMUTE: {
+      std::vector<int64_t> inv(u->varg().size());
+      for (size_t i = 0; i < inv.size(); i++) inv[size_t(u->varg()[i])] = int64_t(i);
+      return {g.permute(inv)};
+    }
+    case Ops::EXPAND: {
+      std::vector<int64_t> axes;
+      for (size_t i = 0; i < u->shape.size(); i++) if (u->src[0]->shape[i] != u->shape[i]) axes.push_back(int64_t(i));
+      return {g.sum(axes, true)};
+    }
+    case Ops::PAD: {
+      std::vector<std::pair<int64_t, int64_t>> s;
+      for (size_t i = 0; i < u->shape.size(); i++) s.push_back({u->varg()[2 * i], u->varg()[2 * i] + u->src[0]->shape[i]});
+      return {g.shrink(s)};
+    }
+    case Ops::SHRINK: {
+      std::vector<std::pair<int64_t, int64_t>> p;
+      for (size_t i = 0; i < u->shape.size(); i++) p.push_back({u->varg()[2 * i], u->src[0]->shape[i] - u->varg()[2 * i + 1]});
+      return {g.pad(p)};
+    }
+    case Ops::FLIP: {
+      std::vector<int64_t> axes;
+      for (size_t i = 0; i < u->varg().size(); i++) if (u->varg()[i]) axes.push_back(int64_t(i));
+      return {g.flip(axes)};
+    }
+    case Ops::REDUCE_AXIS: {
+      Tensor x = S(0);
+      Ops op = u->reduce_op();
+      if (op == Ops::ADD) return {g.expand(x.shape())};
+      if (op == Ops::MUL) return {(g * ret).expand(x.shape()) / x};
+      // MAX: split the gradient evenly between the maxima
+      Tensor mask = (x == ret.expand(x.shape())).cast(g.dtype());
+      Tensor count = mask.sum(u->reduce_axes(), true);
+      return {(g / count).expand(x.shape()) * mask};
+    }
+    default: return std::vector<std::optional<Tensor>>(u->src.size());  // no gradient (comparisons, bit ops, detach, ...)
+  }
+}
+}  // namespace detail
+
+// d(root)/d(target) for each target, seeded with `seed` (root's shape)
+inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets) {
+  auto topo = toposort(root.uop());
+  // only nodes on a path to a target get gradients
+  std::unordered_map<const UOp*, bool> on_path;
+  for (auto& t : targets) on_path[t.uop().get()] = true;
+  for (auto& u : topo) {
+    if (u->op == Ops::DETACH) continue;
+    for (auto& s : u->src) if (on_path[s.get()]) { on_path[u.get()] = true; break; }
+  }
+  std::unordered_map<const UOp*, Tensor> grads;
+  grads.emplace(root.uop().get(), seed);
+  for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
+    const UOpRef& u = *it;
+    auto g = grads.find(u.get());
+    if (g == grads.end() || !on_path[u.get()] || u->src.empty()) continue;
+    auto sg = detail::grad_rule(u, g->second, root.device());
+    for (size_t i = 0; i < u->src.size() && i < sg.size(); i++) {
+      if (!sg[i] || !on_path[u->src[i].get()]) continue;
+      auto [at, fresh] = grads.try_emplace(u->src[i].get(), *sg[i]);
+      if (!fresh) at->second = at->second + *sg[i];
+    }
+  }
+  std::vector<std::optional<Tensor>> out;
+  for (auto& t : targets) {
+    auto it = grads.find(t.uop().get());
+    out.push_back(it == grads.end() ? std::nullopt : std::optional<Tensor>(it->second));
+  }
+  return out;
+}
+
+// gradients of a scalar loss with respect to targets; does not touch .grad
+inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
+  if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
+  if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
+  auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets);
+  std::vector<Tensor> out;
+  for (size_t i = 0; i < targets.size(); i++) {
+    if (!gs[i]) out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
+    else out.push_back(gs[i]->cast(targets[i].dtype()));
+  }
+  return out;
+}
+
+}  // namespace tinygrad
