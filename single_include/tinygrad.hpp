@@ -511,14 +511,26 @@ inline int cpu_threads() {
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
 namespace detail {
-inline bool on_path(const std::string& exe) {
-  if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0;
+// the full path of an executable on PATH ("" when missing)
+inline std::string which(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0 ? exe : "";
   std::string path = getenv_str("PATH", "/usr/bin:/bin");
   for (size_t b = 0, e; b <= path.size(); b = e + 1) {
     e = path.find(':', b); if (e == std::string::npos) e = path.size();
-    if (::access((path.substr(b, e - b) + "/" + exe).c_str(), X_OK) == 0) return true;
+    std::string p = path.substr(b, e - b) + "/" + exe;
+    if (::access(p.c_str(), X_OK) == 0) return p;
   }
-  return false;
+  return "";
+}
+inline bool on_path(const std::string& exe) { return !which(exe).empty(); }
+// identifies a compiler binary without running it: its resolved path, size and mtime
+inline std::string file_identity(const std::string& path) {
+  std::error_code ec;
+  auto real = std::filesystem::canonical(path, ec);
+  auto p = ec ? std::filesystem::path(path) : real;
+  auto sz = std::filesystem::file_size(p, ec);
+  auto mt = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
+  return cat(p.string(), "|", sz, "|", mt);
 }
 // run a shell command, return (exit status, stdout+stderr)
 inline std::pair<int, std::string> run_command(const std::string& cmd) {
@@ -557,7 +569,8 @@ class CCompiler : public Compiler {
     std::lock_guard lk(mu_);
     if (cc == cc_) return;
     cc_ = cc;
-    key_ = hex64(hash_bytes(cc_ + "|" + flags_ + "|" + detail::run_command(cc_ + " --version").second + "|" + detail::cpu_model()));
+    // NOTE: keyed by the binary's identity, not `cc --version`: a warm start runs no process
+    key_ = hex64(hash_bytes(cc_ + "|" + flags_ + "|" + detail::file_identity(detail::which(cc_)) + "|" + detail::cpu_model()));
   }
   std::string cache_key() const override { return key_; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
@@ -2595,6 +2608,18 @@ class Tensor {
     return r.cast(dt).reshape(shape);
   }
 
+  // ---- autograd (tensor/gradient.hpp) ----
+  Tensor& requires_grad_(bool r = true) {
+    impl_->requires_grad = r;
+    if (r) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
+    return *this;
+  }
+  bool requires_grad() const { return impl_->requires_grad; }
+  std::optional<Tensor> grad() const { return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; }
+  void zero_grad() { impl_->grad.reset(); }
+  // fill .grad of every tensor that requires it and this one depends on
+  Tensor& backward(std::optional<Tensor> seed = std::nullopt);
+
   // ---- properties ----
   const UOpRef& uop() const { return impl_->uop; }
   const Shape& shape() const { return uop()->shape; }
@@ -2607,7 +2632,7 @@ class Tensor {
 
   // ---- realize and read back ----
   Tensor& realize() {
-    tinygrad::realize({uop()});
+    if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
     return *this;
   }
@@ -3021,8 +3046,14 @@ class Tensor {
   struct Impl {
     UOpRef uop;
     std::string device;
+    bool requires_grad = false;
+    std::shared_ptr<Impl> grad;
   };
+  // tensors that asked for gradients, found again by backward()
+  static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
+  static std::mutex& grad_mutex() { static std::mutex m; return m; }
   std::shared_ptr<Impl> impl_;
+  explicit Tensor(std::shared_ptr<Impl> i) : impl_(std::move(i)) {}
 
   struct Rng { uint64_t seed = 0, counter = 0; };
   static Rng& rng() { static Rng r; return r; }
@@ -3242,6 +3273,32 @@ inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor
     else out.push_back(gs[i]->cast(targets[i].dtype()));
   }
   return out;
+}
+
+inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
+  if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
+  if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
+  if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
+  // the registered tensors this one depends on
+  std::unordered_map<const UOp*, bool> in_graph;
+  for (auto& u : toposort(uop())) in_graph[u.get()] = true;
+  std::vector<std::shared_ptr<Impl>> params;
+  {
+    std::lock_guard lk(grad_mutex());
+    auto& reg = grad_registry();
+    std::erase_if(reg, [](auto& w) { return w.expired(); });
+    for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph[p->uop.get()]) params.push_back(p);
+  }
+  if (params.empty()) throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
+  std::vector<Tensor> targets;
+  for (auto& p : params) targets.push_back(Tensor(p));
+  auto gs = compute_gradient(*this, seed.value_or(Tensor::full(shape(), 1.0, dtype(), device())), targets);
+  for (size_t i = 0; i < params.size(); i++) {
+    if (!gs[i]) continue;
+    Tensor g = gs[i]->cast(targets[i].dtype());
+    params[i]->grad = (params[i]->grad ? Tensor(params[i]->grad) + g : g).impl_;
+  }
+  return *this;
 }
 
 }  // namespace tinygrad

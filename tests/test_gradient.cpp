@@ -76,3 +76,27 @@ TEST_CASE("gradient: bad input", "[gradient][errors]") {
   CHECK(g[0].to_vector<double>() == std::vector<double>{2, 2, 2});
   CHECK(g[1].to_vector<double>() == std::vector<double>{0, 0});
 }
+
+TEST_CASE("backward fills .grad of tensors that require it", "[gradient]") {
+  Tensor w = Tensor({{1.0, 2.0}, {3.0, 4.0}}).requires_grad_();
+  Tensor b = Tensor({0.5, -0.5}).requires_grad_();
+  Tensor x = Tensor({{1.0, -1.0}});
+  Tensor loss = (x.matmul(w) + b).relu().sum();
+  loss.backward();
+  REQUIRE(w.grad());
+  REQUIRE(b.grad());
+  // x@w + b = [-1.5, -2.5] -> relu kills both
+  CHECK(w.grad()->to_vector<double>() == std::vector<double>{0, 0, 0, 0});
+  Tensor loss2 = (x.matmul(w) * -1.0 + b).sum();
+  w.zero_grad();
+  loss2.backward();
+  CHECK(w.grad()->to_vector<double>() == std::vector<double>{-1, -1, 1, 1});
+  // grads accumulate across backward calls (b: 0 from the relu loss + 1 from loss2)
+  CHECK(b.grad()->to_vector<double>() == std::vector<double>{1, 1});
+  // bad input
+  CHECK_THROWS_AS(Tensor({1.0, 2.0}).sum().backward(), GradientError);       // nothing requires grad
+  CHECK_THROWS_AS((w * 2.0).backward(), GradientError);                        // not a scalar, no seed
+  CHECK_THROWS_AS(Tensor({1, 2}).requires_grad_().sum().backward(), GradientError);  // integer
+  // still usable after the errors
+  CHECK(w.sum().item<double>() == 10.0);
+}

@@ -73,14 +73,26 @@ inline int cpu_threads() {
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
 namespace detail {
-inline bool on_path(const std::string& exe) {
-  if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0;
+// the full path of an executable on PATH ("" when missing)
+inline std::string which(const std::string& exe) {
+  if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0 ? exe : "";
   std::string path = getenv_str("PATH", "/usr/bin:/bin");
   for (size_t b = 0, e; b <= path.size(); b = e + 1) {
     e = path.find(':', b); if (e == std::string::npos) e = path.size();
-    if (::access((path.substr(b, e - b) + "/" + exe).c_str(), X_OK) == 0) return true;
+    std::string p = path.substr(b, e - b) + "/" + exe;
+    if (::access(p.c_str(), X_OK) == 0) return p;
   }
-  return false;
+  return "";
+}
+inline bool on_path(const std::string& exe) { return !which(exe).empty(); }
+// identifies a compiler binary without running it: its resolved path, size and mtime
+inline std::string file_identity(const std::string& path) {
+  std::error_code ec;
+  auto real = std::filesystem::canonical(path, ec);
+  auto p = ec ? std::filesystem::path(path) : real;
+  auto sz = std::filesystem::file_size(p, ec);
+  auto mt = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
+  return cat(p.string(), "|", sz, "|", mt);
 }
 // run a shell command, return (exit status, stdout+stderr)
 inline std::pair<int, std::string> run_command(const std::string& cmd) {
@@ -119,7 +131,8 @@ class CCompiler : public Compiler {
     std::lock_guard lk(mu_);
     if (cc == cc_) return;
     cc_ = cc;
-    key_ = hex64(hash_bytes(cc_ + "|" + flags_ + "|" + detail::run_command(cc_ + " --version").second + "|" + detail::cpu_model()));
+    // NOTE: keyed by the binary's identity, not `cc --version`: a warm start runs no process
+    key_ = hex64(hash_bytes(cc_ + "|" + flags_ + "|" + detail::file_identity(detail::which(cc_)) + "|" + detail::cpu_model()));
   }
   std::string cache_key() const override { return key_; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }

@@ -115,4 +115,30 @@ inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor
   return out;
 }
 
+inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
+  if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
+  if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
+  if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
+  // the registered tensors this one depends on
+  std::unordered_map<const UOp*, bool> in_graph;
+  for (auto& u : toposort(uop())) in_graph[u.get()] = true;
+  std::vector<std::shared_ptr<Impl>> params;
+  {
+    std::lock_guard lk(grad_mutex());
+    auto& reg = grad_registry();
+    std::erase_if(reg, [](auto& w) { return w.expired(); });
+    for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph[p->uop.get()]) params.push_back(p);
+  }
+  if (params.empty()) throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
+  std::vector<Tensor> targets;
+  for (auto& p : params) targets.push_back(Tensor(p));
+  auto gs = compute_gradient(*this, seed.value_or(Tensor::full(shape(), 1.0, dtype(), device())), targets);
+  for (size_t i = 0; i < params.size(); i++) {
+    if (!gs[i]) continue;
+    Tensor g = gs[i]->cast(targets[i].dtype());
+    params[i]->grad = (params[i]->grad ? Tensor(params[i]->grad) + g : g).impl_;
+  }
+  return *this;
+}
+
 }  // namespace tinygrad

@@ -97,6 +97,18 @@ class Tensor {
     return r.cast(dt).reshape(shape);
   }
 
+  // ---- autograd (tensor/gradient.hpp) ----
+  Tensor& requires_grad_(bool r = true) {
+    impl_->requires_grad = r;
+    if (r) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
+    return *this;
+  }
+  bool requires_grad() const { return impl_->requires_grad; }
+  std::optional<Tensor> grad() const { return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; }
+  void zero_grad() { impl_->grad.reset(); }
+  // fill .grad of every tensor that requires it and this one depends on
+  Tensor& backward(std::optional<Tensor> seed = std::nullopt);
+
   // ---- properties ----
   const UOpRef& uop() const { return impl_->uop; }
   const Shape& shape() const { return uop()->shape; }
@@ -109,7 +121,7 @@ class Tensor {
 
   // ---- realize and read back ----
   Tensor& realize() {
-    tinygrad::realize({uop()});
+    if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
     return *this;
   }
@@ -523,8 +535,14 @@ class Tensor {
   struct Impl {
     UOpRef uop;
     std::string device;
+    bool requires_grad = false;
+    std::shared_ptr<Impl> grad;
   };
+  // tensors that asked for gradients, found again by backward()
+  static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
+  static std::mutex& grad_mutex() { static std::mutex m; return m; }
   std::shared_ptr<Impl> impl_;
+  explicit Tensor(std::shared_ptr<Impl> i) : impl_(std::move(i)) {}
 
   struct Rng { uint64_t seed = 0, counter = 0; };
   static Rng& rng() { static Rng r; return r; }
