@@ -106,7 +106,7 @@ void run_ew() {
   std::vector<double> t_tg, t_h1, t_hn;
   auto kr = tinygrad::run_stats().kernels_run;
   double max_err = 0;
-  const int reps = 15;
+  const int reps = 30;
   for (int r = 0; r < reps; r++) {  // interleaved so machine noise hits all three alike
     Tensor out = ew_graph(a, b, c);
     double t0 = now();
