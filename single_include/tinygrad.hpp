@@ -171,7 +171,7 @@ template <class T> constexpr DType dtype_of() {
 
 // ---- promotion lattice (tinygrad's): edges to the next wider types ----
 namespace detail {
-inline uint32_t lattice_parents(DType d) {
+constexpr uint32_t lattice_parents(DType d) {
   using D = DType;
   auto bit = [](D x) { return uint32_t(1) << uint32_t(x); };
   switch (d) {
@@ -190,7 +190,7 @@ inline uint32_t lattice_parents(DType d) {
   }
   return 0;
 }
-inline uint32_t lattice_ancestors(DType d) {  // d and everything it promotes to
+constexpr uint32_t lattice_ancestors(DType d) {  // d and everything it promotes to
   uint32_t r = uint32_t(1) << uint32_t(d), p = lattice_parents(d);
   for (int i = 0; i < kNumDTypes; i++) if (p >> i & 1) r |= lattice_ancestors(DType(i));
   return r;
@@ -198,7 +198,7 @@ inline uint32_t lattice_ancestors(DType d) {  // d and everything it promotes to
 }  // namespace detail
 
 // the least dtype both promote to (enum order is tinygrad's priority order)
-inline DType least_upper_dtype(DType a, DType b) {
+constexpr DType least_upper_dtype(DType a, DType b) {
   uint32_t common = detail::lattice_ancestors(a) & detail::lattice_ancestors(b);
   for (int i = 0; i < kNumDTypes; i++) if (common >> i & 1) return DType(i);
   return DType::Float64;
@@ -2392,6 +2392,17 @@ struct EngineState {
   std::map<std::pair<std::string, const UOp*>, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>> programs;
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
+}  // namespace detail
+
+// forget every loaded program and cached schedule: the next realize reloads from the disk cache (or recompiles)
+inline void clear_program_cache() {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.schedule_cache.clear();
+  st.programs.clear();
+}
+
+namespace detail {
 
 inline std::string node_device(const UOp* u) {
   if (u->op == Ops::BUFFER) return u->buffer()->device;
@@ -2531,7 +2542,7 @@ class Tensor {
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device)})) {}
+  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -2663,7 +2674,7 @@ class Tensor {
     return unary(Ops::BITCAST, dt);
   }
   Tensor neg() const { return dtype() == DType::Bool ? logical_not() : unary(Ops::NEG); }
-  Tensor logical_not() const { return Tensor(alu(Ops::CMPNE, {uop(), like(0).uop()}), device()); }
+  Tensor logical_not() const { auto b = cast(DType::Bool); return Tensor(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), device()); }
   Tensor exp2() const { return fl().unary(Ops::EXP2); }
   Tensor log2() const { return fl().unary(Ops::LOG2); }
   Tensor exp() const { return (fl() * (1.0 / std::log(2.0))).exp2(); }

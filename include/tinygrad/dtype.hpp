@@ -69,7 +69,7 @@ template <class T> constexpr DType dtype_of() {
 
 // ---- promotion lattice (tinygrad's): edges to the next wider types ----
 namespace detail {
-inline uint32_t lattice_parents(DType d) {
+constexpr uint32_t lattice_parents(DType d) {
   using D = DType;
   auto bit = [](D x) { return uint32_t(1) << uint32_t(x); };
   switch (d) {
@@ -88,7 +88,7 @@ inline uint32_t lattice_parents(DType d) {
   }
   return 0;
 }
-inline uint32_t lattice_ancestors(DType d) {  // d and everything it promotes to
+constexpr uint32_t lattice_ancestors(DType d) {  // d and everything it promotes to
   uint32_t r = uint32_t(1) << uint32_t(d), p = lattice_parents(d);
   for (int i = 0; i < kNumDTypes; i++) if (p >> i & 1) r |= lattice_ancestors(DType(i));
   return r;
@@ -96,7 +96,7 @@ inline uint32_t lattice_ancestors(DType d) {  // d and everything it promotes to
 }  // namespace detail
 
 // the least dtype both promote to (enum order is tinygrad's priority order)
-inline DType least_upper_dtype(DType a, DType b) {
+constexpr DType least_upper_dtype(DType a, DType b) {
   uint32_t common = detail::lattice_ancestors(a) & detail::lattice_ancestors(b);
   for (int i = 0; i < kNumDTypes; i++) if (common >> i & 1) return DType(i);
   return DType::Float64;

@@ -71,6 +71,17 @@ struct EngineState {
   std::map<std::pair<std::string, const UOp*>, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>> programs;
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
+}  // namespace detail
+
+// forget every loaded program and cached schedule: the next realize reloads from the disk cache (or recompiles)
+inline void clear_program_cache() {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.schedule_cache.clear();
+  st.programs.clear();
+}
+
+namespace detail {
 
 inline std::string node_device(const UOp* u) {
   if (u->op == Ops::BUFFER) return u->buffer()->device;

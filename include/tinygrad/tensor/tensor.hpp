@@ -20,7 +20,7 @@ class Tensor {
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device)})) {}
+  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -152,7 +152,7 @@ class Tensor {
     return unary(Ops::BITCAST, dt);
   }
   Tensor neg() const { return dtype() == DType::Bool ? logical_not() : unary(Ops::NEG); }
-  Tensor logical_not() const { return Tensor(alu(Ops::CMPNE, {uop(), like(0).uop()}), device()); }
+  Tensor logical_not() const { auto b = cast(DType::Bool); return Tensor(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), device()); }
   Tensor exp2() const { return fl().unary(Ops::EXP2); }
   Tensor log2() const { return fl().unary(Ops::LOG2); }
   Tensor exp() const { return (fl() * (1.0 / std::log(2.0))).exp2(); }

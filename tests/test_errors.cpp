@@ -1,0 +1,340 @@
+// Errors a person can read: each bad input throws the right tinygrad::Error subclass, its message
+// names the op and the shapes involved, and the library keeps working afterwards. Then the CPU
+// device's failure modes: no C compiler, a corrupt disk-cache entry, a kernel that fails to compile.
+#include <catch2/catch.hpp>
+#include <tinygrad.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+using Catch::Matchers::Contains;
+using tinygrad::DType;
+using tinygrad::Shape;
+using tinygrad::Slice;
+using tinygrad::Tensor;
+
+namespace {
+// run f, expect exactly an E (another exception type escapes and fails the test); return what()
+template <class E, class F>
+std::string thrown(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  FAIL_CHECK("no exception was thrown");
+  return {};
+}
+
+// after an error the library still computes: a fresh graph realizes to the right numbers
+void still_works() {
+  Tensor a(std::vector<float>{1, 2, 3, 4}, {2, 2});
+  CHECK(((a * 2 + 1).sum(0)).to_vector<float>() == std::vector<float>{10, 14});
+  CHECK(a.matmul(a).to_vector<float>() == std::vector<float>{7, 10, 15, 22});
+}
+
+Tensor f32(const Shape& s) {
+  std::vector<float> v(size_t(tinygrad::prod(s)));
+  for (size_t i = 0; i < v.size(); i++) v[i] = float(i);
+  return Tensor(v, s);
+}
+
+// set an environment variable for one scope, restoring the old value (or its absence) after
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> old;
+  EnvVar(std::string n, const std::string& v) : name(std::move(n)) {
+    if (const char* o = std::getenv(name.c_str())) old = o;
+    ::setenv(name.c_str(), v.c_str(), 1);
+  }
+  ~EnvVar() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+// a constant no other kernel (in this process or in an earlier run's disk cache) has used
+int unique_constant() {
+  static std::mt19937 g(std::random_device{}() ^ uint32_t(::getpid()));
+  return int(std::uniform_int_distribution<int>(1000000, 99999999)(g));
+}
+
+// the source of the loaded program whose code contains `needle`
+std::string loaded_source_with(const std::string& needle) {
+  auto& st = tinygrad::detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  for (auto& [k, v] : st.programs)
+    if (v.second->spec.src.find(needle) != std::string::npos) return v.second->spec.src;
+  return {};
+}
+}  // namespace
+
+// ============================================================================================
+// shape, index and dtype errors
+// ============================================================================================
+
+TEST_CASE("errors: broadcast mismatch names the op and both shapes", "[errors]") {
+  Tensor a = f32({2, 3}), b = f32({4});
+  auto m = thrown<tinygrad::ShapeError>([&] { (void)(a + b); });
+  CHECK_THAT(m, Contains("add") && Contains("(2, 3)") && Contains("(4,)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)(a * f32({3, 2})); });
+  CHECK_THAT(m, Contains("mul") && Contains("(2, 3)") && Contains("(3, 2)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)(a - f32({2, 2})); });
+  CHECK_THAT(m, Contains("sub") && Contains("(2, 3)") && Contains("(2, 2)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.maximum(f32({5, 1, 2})); });
+  CHECK_THAT(m, Contains("maximum") && Contains("(2, 3)") && Contains("(5, 1, 2)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)Tensor::ones({2, 3}, DType::Bool).where(f32({3}), f32({4})); });
+  CHECK_THAT(m, Contains("where") && Contains("(3,)") && Contains("(4,)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)(a / f32({3, 3})); });
+  CHECK_THAT(m, Contains("div") && Contains("(2, 3)") && Contains("(3, 3)"));
+  still_works();
+}
+
+TEST_CASE("errors: matmul mismatch names both shapes", "[errors]") {
+  auto m = thrown<tinygrad::ShapeError>([&] { (void)f32({2, 3}).matmul(f32({4, 5})); });
+  CHECK_THAT(m, Contains("matmul") && Contains("(2, 3)") && Contains("(4, 5)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({7}).matmul(f32({6})); });
+  CHECK_THAT(m, Contains("matmul") && Contains("(7,)") && Contains("(6,)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({2, 3, 4}).matmul(f32({2, 5, 6})); });
+  CHECK_THAT(m, Contains("matmul") && Contains("(2, 3, 4)") && Contains("(2, 5, 6)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({}).matmul(f32({3})); });
+  CHECK_THAT(m, Contains("matmul") && Contains("()") && Contains("(3,)"));
+  // batch dims that do not broadcast
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({2, 3, 4}).matmul(f32({3, 4, 5})); });
+  CHECK_THAT(m, Contains("(2, 3"));
+  still_works();
+}
+
+TEST_CASE("errors: reshape, expand, pad and creation sizes", "[errors]") {
+  Tensor a = f32({2, 3});
+  auto m = thrown<tinygrad::ShapeError>([&] { (void)a.reshape({4, 2}); });
+  CHECK_THAT(m, Contains("reshape") && Contains("(2, 3)") && Contains("(4, 2)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.reshape({-1, 4}); });
+  CHECK_THAT(m, Contains("reshape") && Contains("(2, 3)") && Contains("(-1, 4)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.reshape({-1, -1}); });
+  CHECK_THAT(m, Contains("reshape") && Contains("-1"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.reshape({-2, -3}); });
+  CHECK_THAT(m, Contains("reshape"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.expand({4, 3}); });
+  CHECK_THAT(m, Contains("expand") && Contains("(2, 3)") && Contains("(4, 3)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.expand({3}); });
+  CHECK_THAT(m, Contains("expand") && Contains("(2, 3)") && Contains("(3,)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.pad({{0, 0}, {-2, -2}}); });
+  CHECK_THAT(m, Contains("pad") && Contains("(2, 3)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.pad({{1, 1}}); });
+  CHECK_THAT(m, Contains("pad") && Contains("(2, 3)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.permute({1, 0, 2}); });
+  CHECK_THAT(m, Contains("permute") && Contains("(2, 3)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)a.permute({1, 1}); });
+  CHECK_THAT(m, Contains("permute") && Contains("repeated"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)Tensor(std::vector<float>{1, 2, 3}, {2, 2}); });
+  CHECK_THAT(m, Contains("3 values") && Contains("(2, 2)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)Tensor::full({2, -3}, 1); });
+  CHECK_THAT(m, Contains("full") && Contains("(2, -3)"));
+  still_works();
+}
+
+TEST_CASE("errors: conv2d shape mismatches", "[errors]") {
+  Tensor x = f32({1, 3, 5, 5});
+  auto m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 4, 3, 3})); });
+  CHECK_THAT(m, Contains("conv2d") && Contains("(1, 3, 5, 5)") && Contains("(2, 4, 3, 3)") && Contains("channels"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 3})); });
+  CHECK_THAT(m, Contains("conv2d") && Contains("(1, 3, 5, 5)") && Contains("(2, 3, 3)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({1, 4, 5, 5}).conv2d(f32({3, 2, 3, 3}), std::nullopt, 2); });
+  CHECK_THAT(m, Contains("conv2d") && Contains("groups"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 7, 7})); });
+  CHECK_THAT(m, Contains("conv2d") && Contains("(7, 7)") && Contains("(1, 3, 5, 5)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 3, 3}), std::nullopt, 1, {1, 1, 1}); });
+  CHECK_THAT(m, Contains("conv2d") && Contains("stride"));
+  still_works();
+}
+
+TEST_CASE("errors: out-of-range axes are IndexErrors naming the op", "[errors]") {
+  Tensor a = f32({2, 3});
+  auto m = thrown<tinygrad::IndexError>([&] { (void)a.sum(2); });
+  CHECK_THAT(m, Contains("sum") && Contains("axis 2") && Contains("rank 2"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.sum(-3); });
+  CHECK_THAT(m, Contains("sum") && Contains("axis -3"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.max({0, 5}); });
+  CHECK_THAT(m, Contains("max") && Contains("axis 5"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.mean(4); });
+  CHECK_THAT(m, Contains("mean") && Contains("axis 4"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.permute({0, 2}); });
+  CHECK_THAT(m, Contains("permute") && Contains("axis 2"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.transpose(0, 2); });
+  CHECK_THAT(m, Contains("transpose") && Contains("axis 2"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.flip(3); });
+  CHECK_THAT(m, Contains("flip") && Contains("axis 3"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.flip(-3); });
+  CHECK_THAT(m, Contains("flip"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.shape(2); });
+  CHECK_THAT(m, Contains("shape") && Contains("axis 2"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.softmax(2); });
+  CHECK_THAT(m, Contains("axis 2"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.squeeze(2); });
+  CHECK_THAT(m, Contains("squeeze"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.unsqueeze(4); });
+  CHECK_THAT(m, Contains("unsqueeze"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.flatten(0, 2); });
+  CHECK_THAT(m, Contains("flatten"));
+  still_works();
+}
+
+TEST_CASE("errors: slice and shrink out of bounds", "[errors]") {
+  Tensor a = f32({3, 4});
+  auto m = thrown<tinygrad::IndexError>([&] { (void)a[3]; });
+  CHECK_THAT(m, Contains("slice") && Contains("index 3") && Contains("size 3"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a[-4]; });
+  CHECK_THAT(m, Contains("slice") && Contains("index -4"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a[{Slice{}, 4}]; });
+  CHECK_THAT(m, Contains("slice") && Contains("index 4") && Contains("dim 1") && Contains("size 4"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a[{0, 0, 0}]; });
+  CHECK_THAT(m, Contains("slice") && Contains("too many") && Contains("(3, 4)"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a[{Slice{0, 2, 0}}]; });
+  CHECK_THAT(m, Contains("slice") && Contains("step"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a[{tinygrad::Ellipsis{}, tinygrad::Ellipsis{}}]; });
+  CHECK_THAT(m, Contains("ellipsis"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.shrink({{1, 5}, {0, 4}}); });
+  CHECK_THAT(m, Contains("shrink") && Contains("[1, 5)") && Contains("(3, 4)"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.shrink({{0, 3}, {-1, 2}}); });
+  CHECK_THAT(m, Contains("shrink") && Contains("[-1, 2)"));
+  m = thrown<tinygrad::IndexError>([&] { (void)a.shrink({{2, 1}, {0, 4}}); });
+  CHECK_THAT(m, Contains("shrink"));
+  auto sm = thrown<tinygrad::ShapeError>([&] { (void)a.shrink({{0, 3}}); });
+  CHECK_THAT(sm, Contains("shrink") && Contains("(3, 4)"));
+  // out-of-range slice *bounds* clamp like Python instead of throwing
+  CHECK(a[{Slice{-100, 100}}].shape() == Shape{3, 4});
+  still_works();
+}
+
+TEST_CASE("errors: item() on a non-scalar, dtype errors", "[errors]") {
+  auto m = thrown<tinygrad::ShapeError>([&] { (void)f32({2, 2}).item<float>(); });
+  CHECK_THAT(m, Contains("item") && Contains("(2, 2)"));
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({0}).item<float>(); });
+  CHECK_THAT(m, Contains("item") && Contains("(0,)"));
+  CHECK(f32({1, 1, 1}).item<float>() == 0.f);  // one element of any rank is fine
+
+  auto d = thrown<tinygrad::DTypeError>([&] { (void)f32({2}).idiv(f32({2})); });
+  CHECK_THAT(d, Contains("idiv") && Contains("float32"));
+  d = thrown<tinygrad::DTypeError>([&] { (void)(f32({2}) & f32({2})); });
+  CHECK_THAT(d, Contains("bitwise_and"));
+  d = thrown<tinygrad::DTypeError>([&] { (void)f32({2}).bitcast(DType::Int16); });
+  CHECK_THAT(d, Contains("bitcast") && Contains("float32") && Contains("int16"));
+  d = thrown<tinygrad::DTypeError>([&] { (void)(Tensor::ones({2}, DType::Bool) - Tensor::ones({2}, DType::Bool)); });
+  CHECK_THAT(d, Contains("sub") && Contains("bool"));
+  still_works();
+}
+
+TEST_CASE("errors: every error is a tinygrad::Error and a std::runtime_error", "[errors]") {
+  CHECK_THROWS_AS(f32({2}) + f32({3}), tinygrad::Error);
+  CHECK_THROWS_AS(f32({2}).sum(1), tinygrad::Error);
+  CHECK_THROWS_AS(f32({2}).idiv(f32({2})), std::runtime_error);
+  auto m = thrown<tinygrad::DeviceError>([&] { (void)Tensor(std::vector<float>{1, 2}, {2}, "NOPE"); });
+  CHECK_THAT(m, Contains("NOPE"));
+  m = thrown<tinygrad::DeviceError>([&] { Tensor::full({2}, 1, std::nullopt, "NOPE").realize(); });
+  CHECK_THAT(m, Contains("NOPE"));
+  still_works();
+}
+
+// ============================================================================================
+// the CPU device's failure modes
+// ============================================================================================
+
+TEST_CASE("errors: no C compiler is a DeviceError naming CC, and fixing CC recovers", "[errors][device]") {
+  int k = unique_constant();
+  Tensor x(std::vector<int>{1, 2, 3});
+  Tensor y = x * k + 7;  // a new kernel: the compiler must run
+  {
+    EnvVar cc("CC", "/nonexistent/cc");
+    auto m = thrown<tinygrad::DeviceError>([&] { y.realize(); });
+    CHECK_THAT(m, Contains("CC") && Contains("/nonexistent/cc"));
+    CHECK_FALSE(y.is_realized());
+  }
+  // CC restored: the same tensor realizes
+  CHECK(y.to_vector<int>() == std::vector<int>{k + 7, 2 * k + 7, 3 * k + 7});
+  still_works();
+}
+
+TEST_CASE("errors: a corrupt disk-cache entry is recompiled, not loaded", "[errors][device]") {
+  namespace fs = std::filesystem;
+  int k = unique_constant();
+  auto build = [&] { return Tensor(std::vector<int>{4, 5, 6}) * k + 11; };
+  Tensor y = build();
+  y.realize();
+  std::string src = loaded_source_with(std::to_string(k));
+  REQUIRE_FALSE(src.empty());
+
+  // the entry: <cache_dir>/cpu/<hash(compiler key + source)>.ref naming the shared object and its hash
+  auto dir = tinygrad::cache_dir() / "cpu";
+  if (const char* cd = std::getenv("CACHEDIR")) CHECK(fs::equivalent(fs::path(cd) / "cpu", dir));
+  std::string key = tinygrad::runtime("CPU").compiler->cache_key();
+  fs::path ref = dir / (tinygrad::hex64(tinygrad::hash_bytes(key + src)) + ".ref");
+  REQUIRE(fs::exists(ref));
+  std::string so_name;
+  std::getline(std::ifstream(ref), so_name);
+  fs::path so = dir / so_name;
+  REQUIRE(fs::exists(so));
+  auto good_size = fs::file_size(so);
+  REQUIRE(good_size > 16);
+
+  // unload first (a truncated file must never be mapped), then corrupt it
+  tinygrad::clear_program_cache();
+  fs::resize_file(so, 5);
+  REQUIRE(fs::file_size(so) == 5);
+
+  int64_t compiled = tinygrad::run_stats().kernels_compiled, built = tinygrad::run_stats().schedules_built;
+  Tensor y2 = build();
+  CHECK(y2.to_vector<int>() == std::vector<int>{4 * k + 11, 5 * k + 11, 6 * k + 11});
+  CHECK(tinygrad::run_stats().schedules_built == built + 1);  // the schedule cache was cleared too
+  CHECK(tinygrad::run_stats().kernels_compiled == compiled + 1);
+  // the entry was rewritten whole
+  std::string so_name2;
+  std::getline(std::ifstream(ref), so_name2);
+  CHECK(fs::file_size(dir / so_name2) == good_size);
+
+  SECTION("a .ref naming a missing shared object also recompiles") {
+    tinygrad::clear_program_cache();
+    std::ofstream(ref, std::ios::trunc) << "b_missing.so\n0123456789abcdef\n";
+    CHECK(build().to_vector<int>() == std::vector<int>{4 * k + 11, 5 * k + 11, 6 * k + 11});
+  }
+  SECTION("a garbage .ref also recompiles") {
+    tinygrad::clear_program_cache();
+    std::ofstream(ref, std::ios::trunc) << "x";
+    CHECK(build().to_vector<int>() == std::vector<int>{4 * k + 11, 5 * k + 11, 6 * k + 11});
+  }
+  still_works();
+}
+
+TEST_CASE("errors: a kernel that fails to compile is a CompileError with the log and the source", "[errors][device]") {
+  namespace fs = std::filesystem;
+  fs::path tmp = fs::temp_directory_path() / ("tinygrad_fake_cc_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  fs::path script = tmp / "cc";
+  std::ofstream(script) << "#!/bin/sh\necho boom\nexit 1\n";
+  fs::permissions(script, fs::perms::owner_all);
+
+  int k = unique_constant();
+  Tensor y = Tensor(std::vector<int>{1, 2}) * k - 5;
+  {
+    EnvVar cc("CC", script.string());
+    try {
+      y.realize();
+      FAIL_CHECK("no CompileError");
+    } catch (const tinygrad::CompileError& e) {
+      std::string what = e.what();
+      CHECK_THAT(what, Contains("boom"));
+      CHECK_THAT(e.log, Contains("boom"));
+      CHECK_THAT(e.source, Contains(std::to_string(k)));  // the rendered kernel, with its constant
+      CHECK_THAT(e.source, Contains("void "));
+      CHECK_THAT(what, Contains(std::to_string(k)));      // what() carries the source too
+      CHECK_THAT(what, Contains(script.string()));        // and names the compiler
+    }
+    CHECK_FALSE(y.is_realized());
+  }
+  fs::remove_all(tmp);
+  CHECK(y.to_vector<int>() == std::vector<int>{k - 5, 2 * k - 5});
+  still_works();
+}
