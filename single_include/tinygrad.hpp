@@ -592,15 +592,17 @@ class CCompiler : public Compiler {
     size_t ngroups = std::min<size_t>(usrc.size(), size_t(std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::vector<size_t>> groups(ngroups);
     for (size_t i = 0; i < usrc.size(); i++) groups[i % ngroups].push_back(i);
-    std::vector<std::string> so(ngroups), err(ngroups);
+    std::vector<std::string> so(ngroups);
+    std::vector<std::exception_ptr> err(ngroups);
     std::vector<std::thread> ts;
+    // NOTE: an exception must not escape a thread (std::terminate); it is rethrown here
     for (size_t g = 0; g < ngroups; g++)
-      ts.emplace_back([&, g] { try { so[g] = build(usrc, groups[g]); } catch (const CompileError& e) { err[g] = "x"; } });
+      ts.emplace_back([&, g] { try { so[g] = build(usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (auto& t : ts) t.join();
     for (size_t g = 0; g < ngroups; g++) {
-      if (err[g].empty()) continue;
-      for (auto i : groups[g]) build(usrc, {i});  // find the failing kernel: throws its CompileError
-      so[g] = build(usrc, groups[g]);
+      if (!err[g]) continue;
+      try { std::rethrow_exception(err[g]); }
+      catch (const CompileError&) { for (auto i : groups[g]) build(usrc, {i}); throw; }  // name the failing kernel
     }
     for (size_t g = 0; g < ngroups; g++)
       for (auto i : groups[g]) for (auto j : uniq[usrc[i]]) out[j] = so[g];
@@ -1437,7 +1439,7 @@ class CStyleRenderer : public Renderer {
           break;
         }
         case Ops::END: depth--; line("}"); break;
-        case Ops::INDEX: c.r[&x] = cat("(", S(0), "+", strip(S(1)), ")"); break;
+        case Ops::INDEX: c.r[&x] = cat("(", S(0), "+", S(1), ")"); break;
         case Ops::LOAD: {
           const UOp& idx = *x.src[0];
           std::string ptr = get(c, idx), v = c.name("val");
@@ -1510,7 +1512,7 @@ class CStyleRenderer : public Renderer {
     std::vector<std::string> params;
     std::vector<DType> param_dtypes;
     std::set<std::string> typedefs;
-    mutable bool uses_half = false, uses_bf16 = false;
+    bool uses_half = false, uses_bf16 = false;
     std::unordered_map<std::string, int> counts;
     std::string name(const std::string& p) { return cat(p, counts[p]++); }
   };
@@ -1521,7 +1523,6 @@ class CStyleRenderer : public Renderer {
     if (u.op == Ops::CONST) return render_const(u.const_value(), u.dtype);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
   }
-  static std::string strip(const std::string& s) { return s; }
   static double reduce_identity(Ops op, DType dt) {
     if (op == Ops::ADD) return 0;
     if (op == Ops::MUL) return 1;
@@ -2404,11 +2405,12 @@ inline void clear_program_cache() {
 
 namespace detail {
 
-inline std::string node_device(const UOp* u) {
-  if (u->op == Ops::BUFFER) return u->buffer()->device;
-  if (u->realized) return u->realized->device;
-  if (u->op == Ops::DEVICE) return std::get<std::string>(u->arg);
-  return {};
+// the device a node names (buffers, DEVICE), or nullptr; no copies on the realize path
+inline const std::string* node_device(const UOp* u) {
+  if (u->op == Ops::BUFFER) return &u->buffer()->device;
+  if (u->realized) return &u->realized->device;
+  if (u->op == Ops::DEVICE) return &std::get<std::string>(u->arg);
+  return nullptr;
 }
 
 // compile every kernel of a schedule that is not compiled yet, in one batch
@@ -2461,9 +2463,9 @@ inline void realize(const std::vector<UOpRef>& roots_in) {
       if (topo_id.count(u)) { stack.pop_back(); continue; }
       if (!is_leaf(u) && i < u->src.size()) { const UOp* s = u->src[i++].get(); if (!topo_id.count(s)) stack.push_back({s, 0}); continue; }
       topo_id[u] = int(topo_id.size());
-      if (auto d = node_device(u); !d.empty()) {
-        if (device.empty()) device = d;
-        else if (d != device) throw DeviceError("tinygrad: one graph mixes devices " + device + " and " + d + "; move tensors with .to() first");
+      if (const std::string* d = node_device(u)) {
+        if (device.empty()) device = *d;
+        else if (*d != device) throw DeviceError("tinygrad: one graph mixes devices " + device + " and " + *d + "; move tensors with .to() first");
       }
       if (is_leaf(u)) {
         input_slot[u] = int(inputs.size());
@@ -2564,7 +2566,7 @@ class Tensor {
 
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     check_shape(shape, "full");
-    DType dt = dtype.value_or(value == std::trunc(value) && std::abs(value) < 9e15 && !dtype ? dtypes::default_float : dtypes::default_float);
+    DType dt = dtype.value_or(dtypes::default_float);
     std::string dev = device.empty() ? default_device() : device;
     auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
     Tensor t(c, dev);
@@ -2709,8 +2711,8 @@ class Tensor {
   Tensor where(const Tensor& a, const Tensor& b) const {
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
-    auto c = cast(DType::Bool).expand_to(shape, "where");
-    x = x.expand_to(shape, "where"); y = y.expand_to(shape, "where");
+    auto c = cast(DType::Bool).expand(shape);
+    x = x.expand(shape); y = y.expand(shape);
     return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   }
   Tensor where(double a, const Tensor& b) const { return where(b.like(a, true), b); }
@@ -3102,10 +3104,6 @@ class Tensor {
   Tensor unary(Ops op, std::optional<DType> dt = std::nullopt) const { return Tensor(make_uop(op, dt.value_or(dtype()), {uop()}), device()); }
   Tensor mov(Ops op, std::vector<int64_t> arg) const { return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); }
   Tensor reshape_left(size_t n) const { Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); }
-  Tensor expand_to(const Shape& s, const char* op) const {
-    (void)op;
-    return expand(s);
-  }
   static std::string same_device(const std::string& a, const std::string& b, const char* op) {
     if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
     return a;
@@ -3165,8 +3163,6 @@ class Tensor {
     return r.reshape(s);
   }
 };
-
-inline Tensor operator&(const Tensor& a, bool b) { return a & Tensor::full({}, b, DType::Bool, a.device()); }
 
 }  // namespace tinygrad
 // end include/tinygrad/tensor/tensor.hpp

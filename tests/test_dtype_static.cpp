@@ -2,33 +2,16 @@
 // The table is tinygrad's dtype.py promo_lattice with weakint/weakfloat/fp8 collapsed (see test_dtype.cpp).
 #include <tinygrad/dtype.hpp>
 
+#include "promotion_table.hpp"
+
 namespace {
 using tinygrad::DType;
 using tinygrad::least_upper_dtype;
 namespace detail = tinygrad::detail;
 
-constexpr DType B = DType::Bool, I8 = DType::Int8, U8 = DType::UInt8, I16 = DType::Int16, U16 = DType::UInt16, I32 = DType::Int32, U32 = DType::UInt32,
-                I64 = DType::Int64, U64 = DType::UInt64, F16 = DType::Float16, BF16 = DType::BFloat16, F32 = DType::Float32, F64 = DType::Float64;
+using namespace promo;
 constexpr int N = tinygrad::kNumDTypes;
 static_assert(N == 13);
-constexpr DType kAll[N] = {B, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64};
-
-constexpr DType kPromo[N][N] = {
-    //  B    I8    U8   I16   U16   I32   U32   I64   U64   F16  BF16   F32   F64
-    {   B,   I8,   U8,  I16,  U16,  I32,  U32,  I64,  U64,  F16, BF16,  F32,  F64},  // bool
-    {  I8,   I8,  I16,  I16,  I32,  I32,  I64,  I64,  F16,  F16, BF16,  F32,  F64},  // int8
-    {  U8,  I16,   U8,  I16,  U16,  I32,  U32,  I64,  U64,  F16, BF16,  F32,  F64},  // uint8
-    { I16,  I16,  I16,  I16,  I32,  I32,  I64,  I64,  F16,  F16, BF16,  F32,  F64},  // int16
-    { U16,  I32,  U16,  I32,  U16,  I32,  U32,  I64,  U64,  F16, BF16,  F32,  F64},  // uint16
-    { I32,  I32,  I32,  I32,  I32,  I32,  I64,  I64,  F16,  F16, BF16,  F32,  F64},  // int32
-    { U32,  I64,  U32,  I64,  U32,  I64,  U32,  I64,  U64,  F16, BF16,  F32,  F64},  // uint32
-    { I64,  I64,  I64,  I64,  I64,  I64,  I64,  I64,  F16,  F16, BF16,  F32,  F64},  // int64
-    { U64,  F16,  U64,  F16,  U64,  F16,  U64,  F16,  U64,  F16, BF16,  F32,  F64},  // uint64
-    { F16,  F16,  F16,  F16,  F16,  F16,  F16,  F16,  F16,  F16,  F32,  F32,  F64},  // float16
-    {BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16, BF16,  F32, BF16,  F32,  F64},  // bfloat16
-    { F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32,  F32,  F64},  // float32
-    { F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64,  F64},  // float64
-};
 
 // the enum order is the table order (and tinygrad's priority order)
 constexpr bool enum_order_matches() {

@@ -83,11 +83,12 @@ inline void clear_program_cache() {
 
 namespace detail {
 
-inline std::string node_device(const UOp* u) {
-  if (u->op == Ops::BUFFER) return u->buffer()->device;
-  if (u->realized) return u->realized->device;
-  if (u->op == Ops::DEVICE) return std::get<std::string>(u->arg);
-  return {};
+// the device a node names (buffers, DEVICE), or nullptr; no copies on the realize path
+inline const std::string* node_device(const UOp* u) {
+  if (u->op == Ops::BUFFER) return &u->buffer()->device;
+  if (u->realized) return &u->realized->device;
+  if (u->op == Ops::DEVICE) return &std::get<std::string>(u->arg);
+  return nullptr;
 }
 
 // compile every kernel of a schedule that is not compiled yet, in one batch
@@ -140,9 +141,9 @@ inline void realize(const std::vector<UOpRef>& roots_in) {
       if (topo_id.count(u)) { stack.pop_back(); continue; }
       if (!is_leaf(u) && i < u->src.size()) { const UOp* s = u->src[i++].get(); if (!topo_id.count(s)) stack.push_back({s, 0}); continue; }
       topo_id[u] = int(topo_id.size());
-      if (auto d = node_device(u); !d.empty()) {
-        if (device.empty()) device = d;
-        else if (d != device) throw DeviceError("tinygrad: one graph mixes devices " + device + " and " + d + "; move tensors with .to() first");
+      if (const std::string* d = node_device(u)) {
+        if (device.empty()) device = *d;
+        else if (*d != device) throw DeviceError("tinygrad: one graph mixes devices " + device + " and " + *d + "; move tensors with .to() first");
       }
       if (is_leaf(u)) {
         input_slot[u] = int(inputs.size());

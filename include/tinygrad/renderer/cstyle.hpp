@@ -50,7 +50,7 @@ class CStyleRenderer : public Renderer {
           break;
         }
         case Ops::END: depth--; line("}"); break;
-        case Ops::INDEX: c.r[&x] = cat("(", S(0), "+", strip(S(1)), ")"); break;
+        case Ops::INDEX: c.r[&x] = cat("(", S(0), "+", S(1), ")"); break;
         case Ops::LOAD: {
           const UOp& idx = *x.src[0];
           std::string ptr = get(c, idx), v = c.name("val");
@@ -123,7 +123,7 @@ class CStyleRenderer : public Renderer {
     std::vector<std::string> params;
     std::vector<DType> param_dtypes;
     std::set<std::string> typedefs;
-    mutable bool uses_half = false, uses_bf16 = false;
+    bool uses_half = false, uses_bf16 = false;
     std::unordered_map<std::string, int> counts;
     std::string name(const std::string& p) { return cat(p, counts[p]++); }
   };
@@ -134,7 +134,6 @@ class CStyleRenderer : public Renderer {
     if (u.op == Ops::CONST) return render_const(u.const_value(), u.dtype);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
   }
-  static std::string strip(const std::string& s) { return s; }
   static double reduce_identity(Ops op, DType dt) {
     if (op == Ops::ADD) return 0;
     if (op == Ops::MUL) return 1;

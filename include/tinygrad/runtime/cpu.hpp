@@ -154,15 +154,17 @@ class CCompiler : public Compiler {
     size_t ngroups = std::min<size_t>(usrc.size(), size_t(std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::vector<size_t>> groups(ngroups);
     for (size_t i = 0; i < usrc.size(); i++) groups[i % ngroups].push_back(i);
-    std::vector<std::string> so(ngroups), err(ngroups);
+    std::vector<std::string> so(ngroups);
+    std::vector<std::exception_ptr> err(ngroups);
     std::vector<std::thread> ts;
+    // NOTE: an exception must not escape a thread (std::terminate); it is rethrown here
     for (size_t g = 0; g < ngroups; g++)
-      ts.emplace_back([&, g] { try { so[g] = build(usrc, groups[g]); } catch (const CompileError& e) { err[g] = "x"; } });
+      ts.emplace_back([&, g] { try { so[g] = build(usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (auto& t : ts) t.join();
     for (size_t g = 0; g < ngroups; g++) {
-      if (err[g].empty()) continue;
-      for (auto i : groups[g]) build(usrc, {i});  // find the failing kernel: throws its CompileError
-      so[g] = build(usrc, groups[g]);
+      if (!err[g]) continue;
+      try { std::rethrow_exception(err[g]); }
+      catch (const CompileError&) { for (auto i : groups[g]) build(usrc, {i}); throw; }  // name the failing kernel
     }
     for (size_t g = 0; g < ngroups; g++)
       for (auto i : groups[g]) for (auto j : uniq[usrc[i]]) out[j] = so[g];

@@ -42,7 +42,7 @@ class Tensor {
 
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     check_shape(shape, "full");
-    DType dt = dtype.value_or(value == std::trunc(value) && std::abs(value) < 9e15 && !dtype ? dtypes::default_float : dtypes::default_float);
+    DType dt = dtype.value_or(dtypes::default_float);
     std::string dev = device.empty() ? default_device() : device;
     auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
     Tensor t(c, dev);
@@ -187,8 +187,8 @@ class Tensor {
   Tensor where(const Tensor& a, const Tensor& b) const {
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
-    auto c = cast(DType::Bool).expand_to(shape, "where");
-    x = x.expand_to(shape, "where"); y = y.expand_to(shape, "where");
+    auto c = cast(DType::Bool).expand(shape);
+    x = x.expand(shape); y = y.expand(shape);
     return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   }
   Tensor where(double a, const Tensor& b) const { return where(b.like(a, true), b); }
@@ -580,10 +580,6 @@ class Tensor {
   Tensor unary(Ops op, std::optional<DType> dt = std::nullopt) const { return Tensor(make_uop(op, dt.value_or(dtype()), {uop()}), device()); }
   Tensor mov(Ops op, std::vector<int64_t> arg) const { return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); }
   Tensor reshape_left(size_t n) const { Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); }
-  Tensor expand_to(const Shape& s, const char* op) const {
-    (void)op;
-    return expand(s);
-  }
   static std::string same_device(const std::string& a, const std::string& b, const char* op) {
     if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
     return a;
@@ -643,7 +639,5 @@ class Tensor {
     return r.reshape(s);
   }
 };
-
-inline Tensor operator&(const Tensor& a, bool b) { return a & Tensor::full({}, b, DType::Bool, a.device()); }
 
 }  // namespace tinygrad
