@@ -1,22 +1,22 @@
 #pragma once
 // Tensor: a lazy, shape-checked handle on a UOp graph. Copies alias (like torch::Tensor);
 // nothing runs until realize(), item(), or to_vector().
-#include <optional>
-#include <variant>
-#include "../engine/realize.hpp"
+#include "creation.hpp"
+#include "elementwise.hpp"
+#include "movement.hpp"
+#include "processing.hpp"
+#include "reduce.hpp"
 
 namespace tinygrad {
 
-// one entry of t.slice({...}) / t[{...}]
-struct Slice {
-  std::optional<int64_t> start, stop;
-  int64_t step = 1;
-};
-struct NewAxis {};
-struct Ellipsis {};
-using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
+class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
+               public detail::ProcessingOps<Tensor>, public detail::ReduceOps<Tensor> {
+  template <class> friend struct detail::CreationOps;
+  template <class> friend struct detail::ElementwiseOps;
+  template <class> friend struct detail::MovementOps;
+  template <class> friend struct detail::ProcessingOps;
+  template <class> friend struct detail::ReduceOps;
 
-class Tensor {
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
@@ -123,6 +123,20 @@ class Tensor {
   Tensor& realize() {
     if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
+    return *this;
+  }
+  // realize several tensors in one schedule (an optimizer step: parameters and their state)
+  static void realize_all(std::vector<Tensor> ts) {
+    std::vector<UOpRef> roots;
+    for (auto& t : ts) if (!t.is_realized()) roots.push_back(t.uop());
+    if (!roots.empty()) tinygrad::realize(roots);
+    for (auto& t : ts) t.adopt_realized();
+  }
+  // replace the value in place, lazily: every handle that shares this tensor sees v
+  Tensor& assign(const Tensor& v) {
+    if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
+    same_device(device(), v.device(), "assign");
+    impl_->uop = v.cast(dtype()).uop();
     return *this;
   }
   template <class T>
