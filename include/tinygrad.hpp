@@ -4,6 +4,8 @@
 #include "tinygrad/dtype.hpp"
 #include "tinygrad/runtime/device.hpp"
 #include "tinygrad/runtime/cpu.hpp"
+#include "tinygrad/runtime/cuda.hpp"
+#include "tinygrad/runtime/opencl.hpp"
 #include "tinygrad/uop/ops.hpp"
 #include "tinygrad/uop/upat.hpp"
 #include "tinygrad/uop/symbolic.hpp"
@@ -15,6 +17,10 @@
 #include "tinygrad/engine/realize.hpp"
 #include "tinygrad/tensor/tensor.hpp"
 #include "tinygrad/tensor/gradient.hpp"
+#include "tinygrad/nn/nn.hpp"
+#include "tinygrad/nn/optim.hpp"
+#include "tinygrad/nn/datasets.hpp"
+#include "tinygrad/static/nn.hpp"
 
 namespace tinygrad {
 inline constexpr int version_major = 0;

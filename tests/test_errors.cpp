@@ -243,7 +243,8 @@ TEST_CASE("errors: every error is a tinygrad::Error and a std::runtime_error", "
 // the CPU device's failure modes
 // ============================================================================================
 
-TEST_CASE("errors: no C compiler is a DeviceError naming CC, and fixing CC recovers", "[errors][device]") {
+TEST_CASE("errors: no C compiler is a DeviceError naming CC, and fixing CC recovers", "[errors][device][cpu]") {
+  if (tinygrad::default_device() != "CPU") return;  // the C compiler's failure modes
   int k = unique_constant();
   Tensor x(std::vector<int>{1, 2, 3});
   Tensor y = x * k + 7;  // a new kernel: the compiler must run
@@ -258,7 +259,8 @@ TEST_CASE("errors: no C compiler is a DeviceError naming CC, and fixing CC recov
   still_works();
 }
 
-TEST_CASE("errors: a corrupt disk-cache entry is recompiled, not loaded", "[errors][device]") {
+TEST_CASE("errors: a corrupt disk-cache entry is recompiled, not loaded", "[errors][device][cpu]") {
+  if (tinygrad::default_device() != "CPU") return;  // the C compiler's failure modes
   namespace fs = std::filesystem;
   int k = unique_constant();
   auto build = [&] { return Tensor(std::vector<int>{4, 5, 6}) * k + 11; };
@@ -308,7 +310,8 @@ TEST_CASE("errors: a corrupt disk-cache entry is recompiled, not loaded", "[erro
   still_works();
 }
 
-TEST_CASE("errors: a kernel that fails to compile is a CompileError with the log and the source", "[errors][device]") {
+TEST_CASE("errors: a kernel that fails to compile is a CompileError with the log and the source", "[errors][device][cpu]") {
+  if (tinygrad::default_device() != "CPU") return;  // the C compiler's failure modes
   namespace fs = std::filesystem;
   fs::path tmp = fs::temp_directory_path() / ("tinygrad_fake_cc_" + std::to_string(::getpid()));
   fs::create_directories(tmp);

@@ -58,6 +58,17 @@ inline DType default_int = DType::Int32;
 }  // namespace dtypes
 
 // C++ type -> DType
+namespace detail {
+// the extremes of a dtype as doubles (the identities of max / min; 64-bit ints: the nearest exactly representable value inside the range)
+inline double dtype_max(DType d) {
+  if (is_float(d)) return INFINITY;
+  if (d == DType::Bool) return 1;
+  int bits = itemsize(d) * 8 - !is_unsigned(d);
+  return bits >= 63 ? std::ldexp(1.0, bits) - 2048 : std::ldexp(1.0, bits) - 1;
+}
+inline double dtype_min(DType d) { return is_float(d) ? -INFINITY : is_int(d) && !is_unsigned(d) ? -std::ldexp(1.0, itemsize(d) * 8 - 1) : 0; }
+}  // namespace detail
+
 template <class T> constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, bool>) return DType::Bool;
   else if constexpr (std::is_same_v<T, float>) return DType::Float32;

@@ -9,7 +9,7 @@ struct ProgramSpec {
   std::string fn;       // the symbol: name + hash
   std::string src;
   std::vector<Opt> opts;
-  std::vector<int64_t> launch;  // CPU: {threads}
+  std::vector<int64_t> launch;  // CPU: {threads}; GPU: {global x, y, z (in workgroups), local x, y, z}
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
 };
@@ -36,6 +36,39 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   for (auto& o : opts) if (o.op != OptOp::THREAD) n += cat("_", o.amt);
   return n;
 }
+
+// tinygrad's gpudims: loop axes become global ids, LOCAL axes local ids, innermost on x. More than 3 axes,
+// or a dim past its limit, merge into the next inner dim (index = id / stride % size).
+inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
+  launch = {1, 1, 1, 1, 1, 1};
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (int kind : {1, 2}) {
+    std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
+    auto rs = ranges_of(sink);
+    for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
+      if (axis_type(*it) != (kind == 1 ? AxisType::LOOP : AxisType::LOCAL)) continue;
+      if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
+    }
+    auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
+    const int64_t* mx = kind == 1 ? ren.global_max : ren.local_max;
+    for (size_t d = dims.size(); d-- > 1;)
+      if (size(dims[d]) > mx[d]) { dims[d - 1].insert(dims[d - 1].end(), dims[d].begin(), dims[d].end()); dims.erase(dims.begin() + long(d)); }
+    for (size_t d = 0; d < dims.size(); d++) {
+      int64_t n = size(dims[d]);
+      if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
+      auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
+      launch[size_t(kind == 1 ? d : d + 3)] = n;
+      int64_t stride = 1;
+      for (size_t j = 0; j < dims[d].size(); j++) {
+        auto& r = dims[d][j];
+        UOpRef e = stride == 1 ? id : idiv(id, stride);
+        sub[r.get()] = j + 1 == dims[d].size() ? e : mod(e, r->range_end());
+        stride *= r->range_end();
+      }
+    }
+  }
+  return substitute(sink, sub);
+}
 }  // namespace detail
 
 inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
@@ -50,11 +83,12 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   int64_t threads = 1;
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
   p.launch = {threads};
+  p.name = detail::kernel_name(sink, p.opts);
+  if (ren.has_local) sink = detail::gpudims(sink, ren, p.launch);
   // index math folds before and after the lanes become vectors
   sink = simplify(sink);
   sink = simplify(expand_lanes(sink));
   p.flops = detail::estimate_flops(ast);
-  p.name = detail::kernel_name(sink, p.opts);
   auto lin = linearize(sink);
   if (flags().debug >= 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);

@@ -1,6 +1,8 @@
 #pragma once
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
 #include "../runtime/cpu.hpp"
+#include "../runtime/cuda.hpp"
+#include "../runtime/opencl.hpp"
 #include "schedule.hpp"
 
 namespace tinygrad {
@@ -20,6 +22,8 @@ struct DeviceRegistry {
 };
 inline const bool c_renderer_registered = [] {
   DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads()); };
+  DeviceRegistry::get().renderers["CUDA"] = [](const std::string&) { return std::make_unique<CUDARenderer>(); };
+  DeviceRegistry::get().renderers["CL"] = [](const std::string&) { return std::make_unique<OpenCLRenderer>(); };
   return true;
 }();
 }  // namespace detail
@@ -40,11 +44,16 @@ inline Device& get_device(const std::string& name) {
   return *(r.opened[name] = std::make_unique<Device>(Device{rt, f->second(name)}));
 }
 
-// the default device: DEV if set, else the first that opens of CUDA, CL... (registered later), else CPU
+// the default device: DEV if set, else CUDA if a GPU opens, else CPU
 inline std::string& default_device() {
   static std::string d = [] {
     std::string dev = flags().dev;
-    if (dev.empty()) dev = "CPU";
+    if (dev.empty()) {
+      try { runtime("CUDA"); dev = "CUDA"; } catch (const Error& e) {
+        dev = "CPU";
+        if (flags().debug >= 1) std::fprintf(stderr, "CUDA not used: %s\n", e.what());
+      }
+    }
     if (flags().debug >= 1) std::fprintf(stderr, "default device: %s\n", dev.c_str());
     return dev;
   }();
@@ -91,6 +100,17 @@ inline const std::string* node_device(const UOp* u) {
   return nullptr;
 }
 
+// CUDA_COMPILE_CHECK=1 (CI without a GPU): every new kernel is also rendered as CUDA and compiled to PTX with
+// NVRTC, so a CUDA rendering bug fails on any machine. No NVRTC: one message, and nothing is checked.
+inline void cuda_compile_check(const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+  static std::unique_ptr<NVRTCCompiler> nv = []() -> std::unique_ptr<NVRTCCompiler> {
+    try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
+    catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
+  }();
+  static CUDARenderer ren;
+  if (nv) for (auto i : todo) nv->compile(to_program(ks[i].ast, ren).src);
+}
+
 // compile every kernel of a schedule that is not compiled yet, in one batch
 inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, const std::vector<KernelAST>& ks) {
   auto& st = EngineState::get();
@@ -106,6 +126,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (auto& s : specs) srcs.push_back(s.src);
   double t0 = now_s();
   auto bins = dev.rt.compiler->compile_many(srcs);
+  if (getenv_int("CUDA_COMPILE_CHECK", 0) && dev.rt.name.rfind("CUDA", 0) != 0) cuda_compile_check(ks, todo);
   if (flags().debug >= 1) std::fprintf(stderr, "compiled %zu kernels in %.2f ms\n", srcs.size(), (now_s() - t0) * 1e3);
   for (size_t j = 0; j < todo.size(); j++) {
     auto ck = std::make_shared<CompiledKernel>();
@@ -119,11 +140,42 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
 }
 }  // namespace detail
 
+namespace detail {
+inline void realize_locked(const std::vector<UOpRef>& roots_in);
+
+// a COPY between devices: realize its source on its own device, then copy the buffer across; the COPY node
+// becomes a leaf holding the new buffer, so the graph above it sees one device
+inline void realize_copies(const std::vector<UOpRef>& roots) {
+  std::unordered_map<const UOp*, bool> seen;
+  std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
+    if (is_leaf(u.get()) || seen[u.get()]) return;
+    seen[u.get()] = true;
+    for (auto& s : u->src) walk(s);
+    if (u->op != Ops::COPY) return;
+    UOpRef src = u->src[0];
+    if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
+    if (!is_leaf(src.get())) realize_locked({src});
+    auto& from = src->op == Ops::BUFFER ? src->buffer() : src->realized;
+    auto to = std::make_shared<Buffer>(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
+    double t0 = now_s();
+    if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
+    else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
+    if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
+    u->realized = to;
+  };
+  for (auto& r : roots) walk(r);
+}
+}  // namespace detail
+
 // realize a set of tensor-graph nodes: afterwards each root's value lives in root->realized
-inline void realize(const std::vector<UOpRef>& roots_in) {
-  using namespace detail;
+inline void realize(const std::vector<UOpRef>& roots) {
+  std::lock_guard lk(detail::EngineState::get().mu);
+  detail::realize_locked(roots);
+}
+
+inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
-  std::lock_guard lk(st.mu);
+  realize_copies(roots_in);
   std::vector<UOpRef> roots;
   for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
   if (roots.empty()) return;

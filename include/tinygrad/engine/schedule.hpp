@@ -7,6 +7,7 @@
 //   - a REDUCE whose result is broadcast again (an EXPAND on the way to the consumer) or that sits
 //     inside another REDUCE: recomputing it per output element would multiply its cost.
 #include <map>
+#include <unordered_set>
 #include "../codegen/codegen.hpp"
 
 namespace tinygrad {
@@ -36,14 +37,32 @@ class Scheduler {
   Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs)
       : slot_(input_slots), n_inputs_(n_inputs) {
     spec_.n_inputs = n_inputs;
-    int64_t maxn = 1;
-    for (auto& r : roots) for (auto& u : toposort(r)) maxn = std::max(maxn, prod(u->shape));
-    idx_dt_ = maxn > INT32_MAX ? DType::Int64 : DType::Int32;
-    for (auto& r : roots) {
-      if (auto it = slot_.find(r.get()); it != slot_.end()) spec_.root_slots.push_back(it->second);
-      else spec_.root_slots.push_back(make_root(r));
+    // a reduce that two kernels would both fuse is computed once, in its own kernel: plan again until none is shared
+    const auto inputs = slot_;
+    while (true) {
+      for (auto& r : roots) {
+        if (auto it = slot_.find(r.get()); it != slot_.end()) spec_.root_slots.push_back(it->second);
+        else spec_.root_slots.push_back(make_root(r));
+      }
+      owner_.clear();
+      size_t shared = shared_.size();
+      for (size_t i = 0; i < kroots_.size(); i++) { UOpRef k = kroots_[i]; analyze(k); }  // kroots_ grows while we walk
+      if (shared_.size() == shared) break;
+      slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
-    for (size_t i = 0; i < kroots_.size(); i++) { UOpRef k = kroots_[i]; analyze(k); }  // kroots_ grows while we walk
+    // 64-bit indices only where a flattened index can pass 2^31: buffers, kernel outputs and reshapes, not
+    // broadcast views (a matmul's N*M*K view is never flattened; int64 index math is slow on GPUs)
+    int64_t maxn = 1;
+    std::unordered_map<const UOp*, bool> seen;
+    std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
+      if (seen[u.get()]) return;
+      seen[u.get()] = true;
+      if (is_leaf(u.get()) || is_kroot(u.get()) || u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->shape));
+      if (u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->src[0]->shape));
+      if (!is_leaf(u.get())) for (auto& s : u->src) walk(s);
+    };
+    for (auto& r : roots) walk(r);
+    idx_dt_ = maxn > INT32_MAX ? DType::Int64 : DType::Int32;
     std::unordered_map<const UOp*, bool> done;
     std::function<void(const UOpRef&)> order = [&](const UOpRef& k) {
       if (done[k.get()]) return;
@@ -89,10 +108,24 @@ class Scheduler {
       if (u != k && (is_leaf(u.get()) || is_kroot(u.get()))) { if (is_kroot(u.get())) deps_[k.get()].push_back(u.get()); return; }
       if (seen[{u.get(), expanded, in_reduce}]) return;
       seen[{u.get(), expanded, in_reduce}] = true;
-      bool realize_here = u != k && (u->op == Ops::CONTIGUOUS || u->op == Ops::COPY || (u->op == Ops::REDUCE_AXIS && (expanded || in_reduce)));
+      bool realize_here = u != k && (u->op == Ops::CONTIGUOUS || u->op == Ops::COPY || shared_.count(u.get()) || (u->op == Ops::REDUCE_AXIS && (expanded || in_reduce)));
       if (realize_here) { make_root(u); deps_[k.get()].push_back(u.get()); return; }
-      if (u->op == Ops::REDUCE_AXIS) { visit(u->src[0], expanded, true); return; }
-      if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) { make_root(u->src[0]); deps_[k.get()].push_back(u->src[0].get()); return; }
+      if (u->op == Ops::REDUCE_AXIS) {
+        if (auto [it, fresh] = owner_.try_emplace(u.get(), k.get()); !fresh && it->second != k.get()) shared_.insert(u.get());
+        visit(u->src[0], expanded, true);
+        return;
+      }
+      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); return; }  // src[1:] only serve autograd
+      if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) {
+        // realize below the movement ops: a window view of the value can be far larger than the value
+        UOpRef b = u->src[0];
+        while (is_movement(b->op) && !is_leaf(b.get()) && !is_kroot(b.get())) b = b->src[0];
+        if (is_leaf(b.get())) { visit(u->src[0], true, in_reduce); return; }
+        make_root(b);
+        deps_[k.get()].push_back(b.get());
+        if (b != u->src[0]) visit(u->src[0], true, in_reduce);
+        return;
+      }
       if (u->op == Ops::EXPAND) { visit(u->src[0], expanded || expands(u.get()), in_reduce); return; }
       for (auto& s : u->src) visit(s, expanded, in_reduce);
     };
@@ -140,7 +173,7 @@ class Scheduler {
     switch (u->op) {
       case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
       case Ops::IOTA: return cast_uop(idx[0], u->dtype);
-      case Ops::CONTIGUOUS: case Ops::DETACH: return lower(c, u->src[0], idx, gate);
+      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return lower(c, u->src[0], idx, gate);
       case Ops::RESHAPE: {
         if (in == u->shape) return lower(c, u->src[0], idx, gate);
         UOpRef flat = flat_index(idx, u->shape);
@@ -223,6 +256,8 @@ class Scheduler {
   std::vector<UOpRef> kroots_;
   std::unordered_map<const UOp*, UOpRef> by_ptr_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> deps_;
+  std::unordered_map<const UOp*, const UOp*> owner_;  // reduce -> the first kernel that fused it
+  std::unordered_set<const UOp*> shared_;             // reduces that get their own kernel
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
 };

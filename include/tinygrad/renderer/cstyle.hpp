@@ -9,6 +9,8 @@ namespace tinygrad {
 struct Renderer {
   std::string device;
   int threads = 1;          // CPU cores for the THREAD axis
+  bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims)
+  int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
   virtual std::string render(const std::string& name, const std::vector<UOpRef>& lin) const = 0;
@@ -20,8 +22,12 @@ class CStyleRenderer : public Renderer {
   struct Lang {
     std::string kernel_prefix;     // before the return type
     std::string buffer_prefix;     // before a buffer's pointer type
+    std::string restrict_kw = "restrict";
+    std::string fn_prefix = "static inline";  // helper functions in the prelude
+    std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
+    std::string gid[3], lid[3];    // how a global / local id is spelled
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
-  } lang;
+  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, true};
 
   std::string render(const std::string& name, const std::vector<UOpRef>& lin) const override {
     Ctx c;
@@ -36,11 +42,20 @@ class CStyleRenderer : public Renderer {
         case Ops::DEFINE_GLOBAL: {
           int64_t i = x.iarg();
           c.r[&x] = cat("data", i);
-          c.params.push_back(cat(lang.buffer_prefix, storage_type(x.dtype), "* restrict data", i));
+          c.params.push_back(cat(lang.buffer_prefix, storage_type(x.dtype), "* ", lang.restrict_kw, " data", i));
           c.param_dtypes.push_back(x.dtype);
+          c.param_ids.push_back(i);
           break;
         }
-        case Ops::SPECIAL: c.r[&x] = special_name(x); break;
+        case Ops::SPECIAL: {
+          int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
+          if (kind == 0) { c.r[&x] = "core_id"; break; }
+          int64_t d = x.varg()[2];
+          c.r[&x] = cat(kind == 1 ? "gidx" : "lidx", d);
+          if (kind == 2) c.local[d] = x.range_end();
+          line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
+          break;
+        }
         case Ops::CONST: c.r[&x] = render_const(x.const_value(), x.dtype); break;
         case Ops::RANGE: {
           std::string v = cat("ridx", x.range_id());
@@ -68,6 +83,7 @@ class CStyleRenderer : public Renderer {
         }
         case Ops::STORE: {
           std::string ptr = S(0);
+          c.stored.insert(x.src[0]->src[0]->iarg());
           const UOp& val = *x.src[1];
           if (val.vcount > 1) line(cat("__builtin_memcpy(", ptr, ", &", S(1), ", sizeof(", value_type(val.dtype, val.vcount, c), "));"));
           else line(cat("*", ptr, " = ", store_value(val.dtype, S(1)), ";"));
@@ -103,7 +119,7 @@ class CStyleRenderer : public Renderer {
           std::string v = c.name("alu");
           if (x.op == Ops::BITCAST) {
             line(cat(T, " ", v, ";"));
-            line(cat("{ ", value_type(dts[0], x.vcount, c), " tmp = ", a[0], "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }"));
+            line(bitcast(v, T, value_type(dts[0], x.vcount, c), a[0]));
           } else {
             line(cat(T, " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, c), ";"));
           }
@@ -111,10 +127,7 @@ class CStyleRenderer : public Renderer {
         }
       }
     }
-    std::string src = prelude(c);
-    src += cat(lang.kernel_prefix, "void ", name, "(", signature(c), ") {\n");
-    src += params_prelude(c);
-    return src + body + "}\n";
+    return prelude(c) + kernel_decl(name, c) + " {\n" + params_prelude(c) + body + "}\n";
   }
 
  protected:
@@ -122,8 +135,11 @@ class CStyleRenderer : public Renderer {
     std::unordered_map<const UOp*, std::string> r;
     std::vector<std::string> params;
     std::vector<DType> param_dtypes;
+    std::vector<int64_t> param_ids;
     std::set<std::string> typedefs;
-    bool uses_half = false, uses_bf16 = false;
+    std::set<int64_t> stored;       // params written by the kernel
+    int64_t local[3] = {1, 1, 1};   // local size, from the local ids
+    bool uses_half = false, uses_bf16 = false, uses_double = false;
     std::unordered_map<std::string, int> counts;
     std::string name(const std::string& p) { return cat(p, counts[p]++); }
   };
@@ -137,7 +153,7 @@ class CStyleRenderer : public Renderer {
   static double reduce_identity(Ops op, DType dt) {
     if (op == Ops::ADD) return 0;
     if (op == Ops::MUL) return 1;
-    return is_float(dt) ? -INFINITY : double(detail::dtype_min(dt));
+    return is_float(dt) ? -INFINITY : double(detail::int_min(dt));
   }
   static std::string broadcast(const std::string& T, const std::string& x, int n) {
     std::string s = "(" + T + "){";
@@ -159,6 +175,7 @@ class CStyleRenderer : public Renderer {
   std::string value_type(DType dt, int vc, Ctx& c) const {
     if (dt == DType::Float16) c.uses_half = true;
     if (dt == DType::BFloat16) c.uses_bf16 = true;
+    if (dt == DType::Float64) c.uses_double = true;
     if (vc == 1) return scalar_type(dt);
     std::string base = dt == DType::Bool ? "int" : scalar_type(dt);
     std::string name = cat(base == "unsigned int" ? "uint" : base == "long long" ? "long" : base == "unsigned long long" ? "ulong" : base, vc);
@@ -166,7 +183,6 @@ class CStyleRenderer : public Renderer {
     c.typedefs.insert(cat("typedef ", base, " ", name, " __attribute__((vector_size(", bytes, ")));"));
     return name;
   }
-  virtual std::string special_name(const UOp& x) const { (void)x; return "core_id"; }
   std::string load_value(DType dt, const std::string& e) const {
     if (dt == DType::Float16) return "tg_h2f(" + e + ")";
     if (dt == DType::BFloat16) return "tg_b2f(" + e + ")";
@@ -180,8 +196,7 @@ class CStyleRenderer : public Renderer {
   virtual std::string render_const(double v, DType dt) const {
     if (is_float(dt)) {
       bool f = dt != DType::Float64;
-      if (std::isnan(v)) return f ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
-      if (std::isinf(v)) return std::string(v < 0 ? "-" : "") + (f ? "__builtin_inff()" : "__builtin_inf()");
+      if (std::isnan(v) || std::isinf(v)) return nonfinite(v, f);
       char b[64];
       std::snprintf(b, sizeof b, f ? "%.9g" : "%.17g", v);
       std::string s = b;
@@ -194,6 +209,10 @@ class CStyleRenderer : public Renderer {
     if (dt == DType::UInt32) return cat(uint64_t(v), "u");
     if (dt == DType::Int32 && v == double(INT32_MIN)) return "(-2147483647-1)";
     return cat(int64_t(v));
+  }
+  virtual std::string nonfinite(double v, bool f32) const {
+    if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
+    return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
   }
   static const char* fsuffix(DType dt) { return dt == DType::Float64 ? "" : "f"; }
   // one ALU op on scalars
@@ -260,23 +279,32 @@ class CStyleRenderer : public Renderer {
     for (auto& t : c.typedefs) s += t + "\n";
     bool h = c.uses_half, b = c.uses_bf16;
     for (auto d : c.param_dtypes) { h |= d == DType::Float16; b |= d == DType::BFloat16; }
-    if (h) s += kHalfC;
-    if (b) s += kBF16C;
+    if (h || b) s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u + " }\n";
+    for (auto [use, code] : {std::pair{h, kHalfC}, std::pair{b, kBF16C}}) {
+      if (!use) continue;
+      std::string t = code;
+      for (size_t at; (at = t.find("TG_FN")) != std::string::npos;) t.replace(at, 5, lang.fn_prefix);
+      s += t;
+    }
     return s;
   }
+  virtual std::string bitcast(const std::string& v, const std::string& T, const std::string& srcT, const std::string& a) const {
+    return cat("{ ", srcT, " tmp = ", a, "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }");
+  }
+  virtual std::string kernel_decl(const std::string& name, const Ctx& c) const { return cat(lang.kernel_prefix, "void ", name, "(", signature(c), ")"); }
   virtual std::string signature(const Ctx&) const { return "void** bufs, const long long* vals, int core_id, int ncores"; }
   virtual std::string params_prelude(const Ctx& c) const {
     std::string s;
-    for (size_t i = 0; i < c.params.size(); i++) s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", i, "];\n");
+    for (size_t i = 0; i < c.params.size(); i++) s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
   static constexpr const char* kHalfC =
-      "static inline float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
+      "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
       "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
       "  else if (e == 31) r = s | 0x7f800000u | (m << 13); else r = s | ((e + 112) << 23) | (m << 13);\n"
-      "  float f; __builtin_memcpy(&f, &r, 4); return f; }\n"
-      "static inline unsigned short tg_f2h(float f) { unsigned int x; __builtin_memcpy(&x, &f, 4);\n"
+      "  return tg_u2f(r); }\n"
+      "TG_FN unsigned short tg_f2h(float f) { unsigned int x = tg_f2u(f);\n"
       "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
       "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
       "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
@@ -284,8 +312,8 @@ class CStyleRenderer : public Renderer {
       "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
       "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
   static constexpr const char* kBF16C =
-      "static inline float tg_b2f(unsigned short h) { unsigned int r = (unsigned int)h << 16; float f; __builtin_memcpy(&f, &r, 4); return f; }\n"
-      "static inline unsigned short tg_f2b(float f) { unsigned int x; __builtin_memcpy(&x, &f, 4); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
 };
 
@@ -296,6 +324,106 @@ class CRenderer : public CStyleRenderer {
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
     return 32 / itemsize(dt);  // one AVX2 register
+  }
+};
+
+// the GPU languages: thread ids instead of loops, buffers as kernel parameters, math functions by name
+class GPURenderer : public CStyleRenderer {
+ public:
+  GPURenderer() { has_local = true; }
+  int64_t vector_lanes(DType) const override { return 1; }  // TODO: float4 loads and stores
+
+ protected:
+  // parameters in buffer order; a gap (a buffer the kernel never touches) keeps its place
+  std::string signature(const Ctx& c) const override {
+    int64_t n = 0;
+    for (auto i : c.param_ids) n = std::max(n, i + 1);
+    std::vector<std::string> ps(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; i++) ps[size_t(i)] = cat(lang.buffer_prefix, "unsigned char* unused", i);
+    for (size_t j = 0; j < c.param_ids.size(); j++) {
+      int64_t i = c.param_ids[j];
+      ps[size_t(i)] = cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
+    }
+    std::string s;
+    for (size_t i = 0; i < ps.size(); i++) s += (i ? ", " : "") + ps[i];
+    return s;
+  }
+  std::string params_prelude(const Ctx&) const override { return ""; }
+  std::string bitcast(const std::string& v, const std::string& T, const std::string& srcT, const std::string& a) const override {
+    return cat("{ union { ", srcT, " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }");
+  }
+  virtual bool float_suffix() const = 0;  // CUDA: sinf; OpenCL: overloaded sin
+  std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const Ctx& c) const override {
+    const char* fn = op == Ops::EXP2 ? "exp2" : op == Ops::LOG2 ? "log2" : op == Ops::SIN ? "sin" : op == Ops::SQRT ? "sqrt" : op == Ops::TRUNC ? "trunc" : nullptr;
+    if (fn) return cat(fn, float_suffix() && dt != DType::Float64 ? "f" : "", "(", a[0], ")");
+    return CStyleRenderer::scalar_op(op, dt, a, dts, c);
+  }
+  std::string scalar_type(DType dt) const override { return dt == DType::Bool ? "bool" : CStyleRenderer::scalar_type(dt); }
+};
+
+// CUDA C, compiled by NVRTC
+class CUDARenderer : public GPURenderer {
+ public:
+  CUDARenderer() {
+    device = "CUDA";
+    lang.kernel_prefix = "extern \"C\" __global__ ";
+    lang.restrict_kw = "__restrict__";
+    lang.fn_prefix = "__device__ inline";
+    lang.u2f = "return __uint_as_float(u);";
+    lang.f2u = "return __float_as_uint(f);";
+    for (int d = 0; d < 3; d++) { lang.gid[d] = cat("blockIdx.", "xyz"[d]); lang.lid[d] = cat("threadIdx.", "xyz"[d]); }
+  }
+
+ protected:
+  bool float_suffix() const override { return true; }
+  std::string kernel_decl(const std::string& name, const Ctx& c) const override {
+    return cat(lang.kernel_prefix, "void __launch_bounds__(", c.local[0] * c.local[1] * c.local[2], ") ", name, "(", signature(c), ")");
+  }
+  std::string nonfinite(double v, bool f32) const override {
+    if (f32) return std::isnan(v) ? "__int_as_float(0x7fc00000)" : v < 0 ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
+    return std::isnan(v) ? "__longlong_as_double(0x7ff8000000000000ll)" : v < 0 ? "__longlong_as_double(0xfff0000000000000ll)" : "__longlong_as_double(0x7ff0000000000000ll)";
+  }
+};
+
+// OpenCL C
+class OpenCLRenderer : public GPURenderer {
+ public:
+  OpenCLRenderer() {
+    device = "CL";
+    lang.kernel_prefix = "__kernel ";
+    lang.buffer_prefix = "__global ";
+    lang.u2f = "return as_float(u);";
+    lang.f2u = "return as_uint(f);";
+    for (int d = 0; d < 3; d++) { lang.gid[d] = cat("get_group_id(", d, ")"); lang.lid[d] = cat("get_local_id(", d, ")"); }
+  }
+
+ protected:
+  bool float_suffix() const override { return false; }
+  std::string scalar_type(DType dt) const override {
+    switch (dt) {
+      case DType::Int8: return "char";
+      case DType::UInt8: return "uchar";
+      case DType::UInt16: return "ushort";
+      case DType::UInt32: return "uint";
+      case DType::Int64: return "long";
+      case DType::UInt64: return "ulong";
+      default: return GPURenderer::scalar_type(dt);
+    }
+  }
+  // NOTE: bool is not allowed in a kernel parameter's pointer type
+  std::string storage_type(DType dt) const override { return dt == DType::Bool ? "uchar" : GPURenderer::storage_type(dt); }
+  std::string render_const(double v, DType dt) const override {
+    std::string s = GPURenderer::render_const(v, dt);  // long long is reserved: 1ll -> 1l
+    if (dt == DType::Int64 || dt == DType::UInt64) for (size_t at; (at = s.find("ll")) != std::string::npos;) s.erase(at, 1);
+    return s;
+  }
+  std::string nonfinite(double v, bool f32) const override {
+    std::string s = std::isnan(v) ? "NAN" : v < 0 ? "(-INFINITY)" : "INFINITY";
+    return f32 ? s : "(double)" + s;
+  }
+  std::string prelude(const Ctx& c) const override {
+    bool dbl = std::find(c.param_dtypes.begin(), c.param_dtypes.end(), DType::Float64) != c.param_dtypes.end();
+    return std::string(dbl || c.uses_double ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + GPURenderer::prelude(c);
   }
 };
 

@@ -252,7 +252,7 @@ struct CPUAllocator : Allocator {
 };
 
 namespace detail {
-inline const bool cpu_registered = (register_runtime("CPU", [] {
+inline const bool cpu_registered = (register_runtime("CPU", [](const std::string&) {
   auto rt = std::make_unique<DeviceRuntime>();
   rt->allocator = std::make_unique<CPUAllocator>();
   rt->compiler = std::make_unique<CCompiler>();

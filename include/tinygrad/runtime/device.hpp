@@ -1,6 +1,7 @@
 #pragma once
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
+#include <dlfcn.h>
 #include <unistd.h>
 #include <atomic>
 #include <functional>
@@ -88,13 +89,13 @@ struct DeviceRuntime {
 namespace detail {
 struct RuntimeRegistry {
   std::mutex mu;
-  std::map<std::string, std::function<std::unique_ptr<DeviceRuntime>()>> factories;
+  std::map<std::string, std::function<std::unique_ptr<DeviceRuntime>(const std::string&)>> factories;  // name ("CUDA:1") -> runtime
   std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;
   static RuntimeRegistry& get() { static auto* r = new RuntimeRegistry(); return *r; }  // NOTE: leaked on purpose (static destruction order)
 };
 }  // namespace detail
 
-inline void register_runtime(const std::string& name, std::function<std::unique_ptr<DeviceRuntime>()> f) {
+inline void register_runtime(const std::string& name, std::function<std::unique_ptr<DeviceRuntime>(const std::string&)> f) {
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   r.factories[name] = std::move(f);
@@ -108,12 +109,25 @@ inline DeviceRuntime& runtime(const std::string& device) {
   if (auto it = r.opened.find(device); it != r.opened.end()) return *it->second;
   auto f = r.factories.find(device_base(device));
   if (f == r.factories.end()) throw DeviceError("tinygrad: unknown device '" + device + "'");
-  auto rt = f->second();  // may throw DeviceError naming what is missing
+  auto rt = f->second(device);  // may throw DeviceError naming what is missing
   rt->name = device;
   rt->allocator->name = device;
   if (flags().debug >= 1) std::fprintf(stderr, "opened device %s\n", device.c_str());
   return *(r.opened[device] = std::move(rt));
 }
+
+namespace detail {
+// GPU libraries are loaded at run time: the first of several names that loads (nullptr if none)
+inline void* dlopen_first(std::initializer_list<std::string> names) {
+  for (auto& n : names) if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+  return nullptr;
+}
+template <class F>
+void load_sym(void* lib, F& f, const char* name, const char* libname) {
+  f = reinterpret_cast<F>(::dlsym(lib, name));
+  if (!f) throw DeviceError(cat("tinygrad: ", libname, " has no symbol ", name));
+}
+}  // namespace detail
 
 // a buffer on a device; memory is allocated on first use and returned to the LRU cache on destruction
 struct Buffer {
@@ -121,9 +135,11 @@ struct Buffer {
   DType dtype;
   int64_t size;  // elements
   Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) {}
+  // wraps external memory (Tensor::from_blob): never allocated or freed here
+  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {}
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { if (ptr_) alloc_->free(ptr_, nb_); }
+  ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }
 
   size_t nbytes() const { return size_t(size) * size_t(itemsize(dtype)); }
   bool allocated() const { return ptr_ != nullptr; }

@@ -1,14 +1,637 @@
 #pragma once
 // Tensor methods: movement and indexing.
 // A CRTP mixin of Tensor (see tensor.hpp): T is Tensor, every method is composed from Tensor's primitives.
+#include <limits>
+#include <map>
+#include <numeric>
+#include <string>
 #include "mixin.hpp"
+
+namespace tinygrad {
+class Tensor;
+// one entry of t[{...}]: an Index, or an integer Tensor (fancy indexing, lazy: one-hot compare + sum)
+using TensorIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor>;
+}  // namespace tinygrad
 
 namespace tinygrad::detail {
 
+using Pads = std::vector<std::pair<int64_t, int64_t>>;
+
 template <class T>
 struct MovementOps {
+  using TI = std::variant<int64_t, Slice, NewAxis, Ellipsis, T>;  // = TensorIndex, spelled dependent so T may be incomplete here
+
+ public:
+  // alias of reshape
+  T view(Shape s) const { return self().reshape(std::move(s)); }
+  // split dim into sizes (one may be -1)
+  T unflatten(int64_t dim, const Shape& sizes) const {
+    auto& x = self();
+    int d = norm_axis(dim, x.ndim(), "unflatten");
+    Shape s(x.shape().begin(), x.shape().begin() + d);
+    s.insert(s.end(), sizes.begin(), sizes.end());
+    s.insert(s.end(), x.shape().begin() + d + 1, x.shape().end());
+    return x.reshape(s);
+  }
+
+  // ---- pad ----
+  // pad with (before, after) per dim; negative amounts shrink
+  T pad(Pads p, double value = 0) const {
+    auto& t = self();
+    if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
+    Pads sh;
+    bool need_shrink = false;
+    for (size_t i = 0; i < p.size(); i++) {
+      int64_t b = std::max<int64_t>(0, -p[i].first), e = t.shape()[i] - std::max<int64_t>(0, -p[i].second);
+      if (b > e) throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " + std::to_string(i) + " of " + to_string(t.shape()));
+      sh.push_back({b, e});
+      need_shrink |= b != 0 || e != t.shape()[i];
+    }
+    T x = need_shrink ? t.shrink(sh) : t;
+    std::vector<int64_t> arg;
+    bool any = false;
+    for (auto& [b, e] : p) { arg.push_back(std::max<int64_t>(0, b)); arg.push_back(std::max<int64_t>(0, e)); any |= b > 0 || e > 0; }
+    if (!any) return x;
+    T r = x.mov(Ops::PAD, arg);
+    if (value == 0) return r;
+    T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
+    return mask.where(r, value);
+  }
+  // mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
+  T pad(Pads p, const std::string& mode, double value = 0) const {
+    auto& t = self();
+    if (mode == "constant") return pad(std::move(p), value);
+    if (mode != "reflect" && mode != "replicate" && mode != "circular") throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
+    if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
+    T x = t;
+    for (size_t d = 0; d < p.size(); d++) {
+      auto [b, a] = p[d];
+      int64_t s = t.shape()[d];
+      auto bad = [&](const std::string& why) {
+        return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) + " of " + to_string(t.shape()) + " " + why);
+      };
+      if (b < 0 || a < 0) throw bad("is negative");
+      if (mode == "reflect" && (b >= s || a >= s)) throw bad("must be smaller than the dim");
+      if ((mode == "circular" && (b > s || a > s)) || (s == 0 && (b || a))) throw bad("wraps around more than once");
+      auto part = [&](int64_t lo, int64_t hi) { Pads r; for (size_t i = 0; i < t.ndim(); i++) r.push_back(i == d ? std::pair{lo, hi} : std::pair{int64_t(0), x.shape()[i]}); return x.shrink(r); };
+      std::vector<T> parts;
+      if (b) parts.push_back(mode == "reflect" ? part(1, b + 1).flip(int64_t(d)) : mode == "circular" ? part(s - b, s) : expand_dim(part(0, 1), d, b));
+      parts.push_back(x);
+      if (a) parts.push_back(mode == "reflect" ? part(s - 1 - a, s - 1).flip(int64_t(d)) : mode == "circular" ? part(0, a) : expand_dim(part(s - 1, s), d, a));
+      x = T::cat(parts, int64_t(d));
+    }
+    return x;
+  }
+  // torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
+  // NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
+  template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
+  T pad(const V& flat, const std::string& mode, double value = 0) const {
+    auto& t = self();
+    if (flat.size() % 2 || flat.size() / 2 > t.ndim()) throw ShapeError("tinygrad::pad: flat padding " + to_string(flat) + " does not fit shape " + to_string(t.shape()));
+    Pads p(t.ndim(), {0, 0});
+    for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
+    return pad(p, mode, value);
+  }
+  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const { return pad(std::vector<int64_t>(flat), mode, value); }
+
+  // ---- join and split ----
+  static T cat(const std::vector<T>& ts, int64_t dim = 0) {
+    if (ts.empty()) throw ShapeError("tinygrad::cat: needs at least one tensor");
+    auto& t0 = ts[0];
+    if (t0.ndim() == 0) throw ShapeError("tinygrad::cat: zero-dimensional tensors cannot be concatenated (use stack)");
+    int d = norm_axis(dim, t0.ndim(), "cat");
+    DType dt = t0.dtype();
+    int64_t total = 0;
+    for (auto& t : ts) {
+      bool ok = t.ndim() == t0.ndim();
+      for (size_t i = 0; ok && i < t.ndim(); i++) ok = int(i) == d || t.shape()[i] == t0.shape()[i];
+      if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
+      T::same_device(t0.device(), t.device(), "cat");
+      dt = least_upper_dtype(dt, t.dtype());
+      total += t.shape()[size_t(d)];
+    }
+    if (ts.size() == 1) return t0;
+    std::optional<T> r;
+    int64_t off = 0;
+    for (auto& t : ts) {
+      Pads p(t.ndim(), {0, 0});
+      p[size_t(d)] = {off, total - off - t.shape()[size_t(d)]};
+      off += t.shape()[size_t(d)];
+      T x = t.cast(dt).pad(p);
+      r = !r ? x : dt == DType::Bool ? (*r | x) : *r + x;
+    }
+    return *r;
+  }
+  static T stack(const std::vector<T>& ts, int64_t dim = 0) {
+    if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
+    for (auto& t : ts)
+      if (t.shape() != ts[0].shape()) throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
+    int d = norm_axis(dim, ts[0].ndim() + 1, "stack");
+    std::vector<T> us;
+    for (auto& t : ts) us.push_back(t.unsqueeze(d));
+    return cat(us, d);
+  }
+  // pieces of the given sizes along dim (they must add up to the dim)
+  std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const {
+    auto& x = self();
+    int d = norm_axis(dim, x.ndim(), "split");
+    int64_t n = x.shape()[size_t(d)], tot = 0;
+    for (auto s : sizes) {
+      if (s < 0) throw ShapeError("tinygrad::split: negative size in " + to_string(sizes));
+      tot += s;
+    }
+    if (tot != n) throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
+    std::vector<T> out;
+    int64_t off = 0;
+    for (auto s : sizes) {
+      Pads r;
+      for (size_t i = 0; i < x.ndim(); i++) r.push_back(int(i) == d ? std::pair{off, off + s} : std::pair{int64_t(0), x.shape()[i]});
+      out.push_back(x.shrink(r));
+      off += s;
+    }
+    return out;
+  }
+  // pieces of `size` along dim; the last may be smaller
+  std::vector<T> split(int64_t size, int64_t dim = 0) const {
+    auto& x = self();
+    int d = norm_axis(dim, x.ndim(), "split");
+    if (size <= 0) throw ShapeError("tinygrad::split: size must be positive, got " + std::to_string(size));
+    std::vector<int64_t> sizes;
+    for (int64_t n = x.shape()[size_t(d)]; n > 0; n -= size) sizes.push_back(std::min(size, n));
+    if (sizes.empty()) sizes.push_back(0);
+    return split(sizes, d);
+  }
+  std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const {
+    auto& x = self();
+    int d = norm_axis(dim, x.ndim(), "chunk");
+    if (chunks <= 0) throw ShapeError("tinygrad::chunk: chunks must be positive, got " + std::to_string(chunks));
+    int64_t n = x.shape()[size_t(d)];
+    if (n == 0) return split(std::vector<int64_t>(size_t(chunks), 0), d);
+    return split((n + chunks - 1) / chunks, d);
+  }
+
+  // ---- repeat, roll, windows, diagonals ----
+  // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
+  T repeat(const std::vector<int64_t>& repeats) const {
+    auto& x = self();
+    if (repeats.size() < x.ndim()) throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
+    T b = x.reshape_left(repeats.size());
+    Shape un, ex, fin;
+    for (size_t i = 0; i < repeats.size(); i++) {
+      int64_t s = b.shape()[i], r = repeats[i];
+      if (r < 0) throw ShapeError("tinygrad::repeat: negative repeat in " + to_string(repeats));
+      un.insert(un.end(), {1, s}); ex.insert(ex.end(), {r, s}); fin.push_back(r * s);
+    }
+    return b.reshape(un).expand(ex).reshape(fin);
+  }
+  // each element `repeats` times in a row along dim (flattened when dim is not given)
+  T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const {
+    if (repeats < 0) throw ShapeError("tinygrad::repeat_interleave: negative repeats " + std::to_string(repeats));
+    T x = dim ? self() : self().flatten();
+    int d = dim ? norm_axis(*dim, x.ndim(), "repeat_interleave") : 0;
+    Shape s = x.shape(), e = s;
+    s.insert(s.begin() + d + 1, 1); e.insert(e.begin() + d + 1, repeats);
+    Shape f = x.shape();
+    f[size_t(d)] *= repeats;
+    return x.reshape(s).expand(e).reshape(f);
+  }
+  // shift elements along dims, wrapping around (flattened when dims are empty)
+  T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const {
+    auto& x = self();
+    if (dims.empty()) {
+      if (shifts.size() != 1) throw ShapeError("tinygrad::roll: without dims needs one shift, got " + to_string(shifts));
+      return x.flatten().roll(shifts, {0}).reshape(x.shape());
+    }
+    if (shifts.size() != dims.size()) throw ShapeError("tinygrad::roll: shifts " + to_string(shifts) + " and dims " + to_string(dims) + " differ in length");
+    std::vector<int64_t> reps(x.ndim(), 1);
+    std::vector<Index> sl(x.ndim(), Slice{});
+    for (size_t i = 0; i < dims.size(); i++) {
+      int d = norm_axis(dims[i], x.ndim(), "roll");
+      int64_t n = x.shape()[size_t(d)];
+      if (n == 0) continue;
+      int64_t delta = n - ((shifts[i] % n) + n) % n;
+      reps[size_t(d)] = 2;
+      sl[size_t(d)] = Slice{delta, delta + n};
+    }
+    return x.repeat(reps).slice(sl);
+  }
+  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const { return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); }
+  // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
+  T unfold(int64_t dim, int64_t size, int64_t step) const {
+    auto& x = self();
+    int d = norm_axis(dim, x.ndim(), "unfold");
+    if (size < 0 || step <= 0 || size > x.shape()[size_t(d)])
+      throw ShapeError("tinygrad::unfold: size " + std::to_string(size) + ", step " + std::to_string(step) + " do not fit dim " + std::to_string(d) + " of " + to_string(x.shape()));
+    std::vector<int64_t> to_last, back;
+    for (size_t i = 0; i < x.ndim(); i++) if (int(i) != d) to_last.push_back(int64_t(i));
+    to_last.push_back(d);
+    // after pool: (others..., windows, size); put windows back at d
+    for (size_t i = 0, k = 0; i < x.ndim(); i++) back.push_back(int(i) == d ? int64_t(x.ndim() - 1) : int64_t(k++));
+    back.push_back(int64_t(x.ndim()));
+    if (size == 0) {  // NOTE: pool needs a window of at least 1
+      Shape s = x.permute(to_last).shape();
+      s.back() = x.shape()[size_t(d)] / step + 1;
+      s.push_back(0);
+      return T::zeros(s, x.dtype(), x.device()).permute(back);
+    }
+    return x.permute(to_last).pool({size}, {step}, {1}, "unfold").permute(back);
+  }
+  // a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
+  T diag(int64_t offset = 0) const {
+    auto& x = self();
+    if (x.ndim() == 2) return diagonal(offset);
+    if (x.ndim() != 1) throw ShapeError("tinygrad::diag: needs a 1-D or 2-D tensor, got shape " + to_string(x.shape()));
+    int64_t n = x.shape()[0];
+    // (n, 1) padded to (n, n+1), flattened and cut to n*n puts x[i] at (i, i)
+    T m = x.unsqueeze(-1).pad({{0, 0}, {0, n}}).flatten().shrink({{0, n * n}}).reshape({n, n});
+    int64_t a = std::abs(offset);
+    return offset >= 0 ? m.pad({{0, a}, {a, 0}}) : m.pad({{a, 0}, {0, a}});
+  }
+  // the diagonal of dims (dim1, dim2), moved to the last dim
+  T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const {
+    auto& x0 = self();
+    if (x0.ndim() < 2) throw ShapeError("tinygrad::diagonal: needs at least 2 dims, got shape " + to_string(x0.shape()));
+    int a = norm_axis(dim1, x0.ndim(), "diagonal"), b = norm_axis(dim2, x0.ndim(), "diagonal");
+    if (a == b) throw ShapeError("tinygrad::diagonal: dim1 and dim2 are both " + std::to_string(a));
+    std::vector<int64_t> perm;
+    for (size_t i = 0; i < x0.ndim(); i++) if (int(i) != a && int(i) != b) perm.push_back(int64_t(i));
+    perm.push_back(a); perm.push_back(b);
+    T x = x0.permute(perm);
+    size_t nd = x.ndim();
+    int64_t r = x.shape()[nd - 2], c = x.shape()[nd - 1];
+    int64_t r0 = offset < 0 ? std::min(-offset, r) : 0, c0 = offset > 0 ? std::min(offset, c) : 0;
+    int64_t n = std::min(r - r0, c - c0);
+    Pads sh;
+    for (size_t i = 0; i + 2 < nd; i++) sh.push_back({0, x.shape()[i]});
+    sh.push_back({r0, r0 + n}); sh.push_back({c0, c0 + n});
+    x = x.shrink(sh);
+    // (n, n) -> n*n padded to n*(n+1) -> (n, n+1): column 0 is the diagonal
+    Shape lead(x.shape().begin(), x.shape().end() - 2);
+    T f = x.flatten(int64_t(nd) - 2);
+    Pads pp(lead.size(), {0, 0});
+    pp.push_back({0, n});
+    Shape s2 = lead; s2.push_back(n); s2.push_back(n + 1);
+    Pads keep;
+    for (auto l : lead) keep.push_back({0, l});
+    keep.push_back({0, n}); keep.push_back({0, 1});
+    return f.pad(pp).reshape(s2).shrink(keep).reshape([&] { Shape s = lead; s.push_back(n); return s; }());
+  }
+
+  // einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
+  T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const {
+    auto& x = self();
+    auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
+      return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " + to_string(x.shape()) + ")");
+    };
+    struct Group { std::vector<std::string> names; bool paren; size_t pos; };
+    auto arrow = formula.find("->");
+    if (arrow == std::string::npos || formula.find("->", arrow + 2) != std::string::npos) throw fail("needs exactly one \"->\"", arrow == std::string::npos ? formula.size() : formula.find("->", arrow + 2));
+    auto parse = [&](size_t b, size_t e) {
+      std::vector<Group> gs;
+      bool open = false;
+      for (size_t i = b; i < e;) {
+        char c = formula[i];
+        if (c == ' ') { i++; continue; }
+        if (c == '(') { if (open) throw fail("nested \"(\"", i); open = true; gs.push_back({{}, true, i++}); continue; }
+        if (c == ')') { if (!open) throw fail("unmatched \")\"", i); open = false; i++; continue; }
+        size_t j = i;
+        std::string name;
+        if (formula.compare(i, 3, "...") == 0) { name = "..."; j = i + 3; }
+        else {
+          while (j < e && (std::isalnum(uint8_t(formula[j])) || formula[j] == '_')) j++;
+          if (j == i) throw fail(std::string("unexpected character '") + c + "'", i);
+          name = formula.substr(i, j - i);
+          if (std::isdigit(uint8_t(name[0])) && name != "1") throw fail("axis name \"" + name + "\" starts with a digit", i);
+        }
+        if (name == "1") { if (open) throw fail("\"1\" inside parentheses", i); gs.push_back({{}, true, i}); }  // a size-1 dim
+        else if (open) gs.back().names.push_back(name);
+        else gs.push_back({{name}, false, i});
+        i = j;
+      }
+      if (open) throw fail("unclosed \"(\"", e);
+      return gs;
+    };
+    auto lhs = parse(0, arrow), rhs = parse(arrow + 2, formula.size());
+    // flatten the lhs into names and sizes, expanding "..."
+    size_t n_lhs_dims = lhs.size(), n_ell = 0;
+    for (auto& g : lhs) for (auto& nm : g.names) if (nm == "...") { if (g.paren) throw fail("\"...\" inside parentheses on the left", g.pos); n_ell++; }
+    if (n_ell > 1) throw fail("more than one \"...\"", arrow);
+    if ((n_ell ? n_lhs_dims - 1 : n_lhs_dims) > x.ndim() || (!n_ell && n_lhs_dims != x.ndim())) throw fail("the left side has " + std::to_string(n_lhs_dims) + " dims but the input has " + std::to_string(x.ndim()), 0);
+    size_t ell_len = x.ndim() - (n_lhs_dims - n_ell);
+    std::map<std::string, int64_t> known(sizes.begin(), sizes.end());
+    std::vector<std::string> names;
+    Shape flat;
+    size_t dim = 0;
+    for (auto& g : lhs) {
+      if (!g.paren && g.names[0] == "...") {
+        for (size_t k = 0; k < ell_len; k++) { names.push_back("..." + std::to_string(k)); flat.push_back(x.shape()[dim++]); }
+        continue;
+      }
+      for (auto& nm : g.names)
+        if (std::count(names.begin(), names.end(), nm) || std::count(g.names.begin(), g.names.end(), nm) > 1) throw fail("axis \"" + nm + "\" appears twice on the left", g.pos);
+      int64_t n = x.shape()[dim++], have = 1, unknown = -1;
+      for (size_t k = 0; k < g.names.size(); k++) {
+        auto it = known.find(g.names[k]);
+        if (it != known.end()) have *= it->second;
+        else if (unknown >= 0) throw fail("cannot infer the sizes of \"" + g.names[size_t(unknown)] + "\" and \"" + g.names[k] + "\"", g.pos);
+        else unknown = int64_t(k);
+      }
+      if (g.names.empty() && n != 1) throw fail("\"1\" or \"()\" matches a dim of size " + std::to_string(n), g.pos);
+      if (unknown >= 0) { if (have == 0 || n % have) throw fail("dim of size " + std::to_string(n) + " does not split by " + std::to_string(have), g.pos); known[g.names[size_t(unknown)]] = n / have; }
+      else if (have != n) throw fail("sizes multiply to " + std::to_string(have) + " but the dim has size " + std::to_string(n), g.pos);
+      for (auto& nm : g.names) { names.push_back(nm); flat.push_back(known[nm]); }
+    }
+    for (auto& [nm, s] : sizes) if (std::find(names.begin(), names.end(), nm) == names.end()) throw fail("size given for \"" + nm + "\" which is not on the left", 0);
+    std::vector<int64_t> perm;
+    Shape out;
+    for (auto& g : rhs) {
+      std::vector<std::string> ns = g.names;
+      if (std::count(ns.begin(), ns.end(), "...")) { if (g.paren) throw fail("\"...\" inside parentheses on the right", g.pos); ns.clear(); for (size_t k = 0; k < ell_len; k++) ns.push_back("..." + std::to_string(k)); }
+      int64_t s = 1;
+      for (auto& nm : ns) {
+        auto it = std::find(names.begin(), names.end(), nm);
+        if (it == names.end()) throw fail("axis \"" + nm + "\" is not on the left", g.pos);
+        int64_t p = it - names.begin();
+        if (std::find(perm.begin(), perm.end(), p) != perm.end()) throw fail("axis \"" + nm + "\" appears twice on the right", g.pos);
+        perm.push_back(p); s *= flat[size_t(p)];
+      }
+      if (g.paren) out.push_back(s);
+      else for (auto& nm : ns) out.push_back(flat[size_t(std::find(names.begin(), names.end(), nm) - names.begin())]);
+    }
+    if (perm.size() != names.size()) {
+      for (size_t i = 0; i < names.size(); i++)
+        if (std::find(perm.begin(), perm.end(), int64_t(i)) == perm.end()) throw fail("axis \"" + names[i] + "\" is missing on the right", arrow + 2);
+    }
+    return x.reshape(flat).permute(perm).reshape(out);
+  }
+
+  // ---- indexing ----
+  T operator[](int64_t i) const { return self().slice({i}); }
+  // NOTE: a template so that t[{1, 2}] (ints) is not ambiguous with a Tensor built from the braces
+  template <class U, class = std::enable_if_t<std::is_same_v<U, T>>>
+  T operator[](const U& idx) const { return (*this)[std::vector<TI>{idx}]; }
+  // ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
+  T operator[](const std::vector<TI>& idx) const {
+    auto& x = self();
+    auto [basic, tdims] = split_index(idx, "getitem");
+    T ret = x.slice(basic);
+    if (tdims.empty()) return ret;
+    // NOTE: out-of-range index values select nothing (a zero), like tinygrad; nothing is checked eagerly
+    Shape big;
+    std::vector<std::pair<int, T>> ti;
+    for (auto& [d, t] : tdims) {
+      try { big = T::broadcast_shape(big, t.shape(), "getitem"); } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
+      int64_t n = ret.shape()[size_t(d)];
+      ti.push_back({d, (t < 0).where(t + T::scalar(double(n), t.dtype(), t.device()), t)});
+    }
+    int first = ti[0].first, last = ti.back().first;
+    size_t nb = big.size(), nd = ret.ndim();
+    Shape pre(ret.shape().begin(), ret.shape().begin() + first);
+    pre.insert(pre.end(), big.begin(), big.end());
+    pre.insert(pre.end(), ret.shape().begin() + first, ret.shape().end());
+    std::optional<T> mask;
+    for (auto& [d, t] : ti) {
+      Shape s = t.reshape_left(nb).shape();
+      s.insert(s.end(), nd - size_t(first), 1);
+      T i = t.reshape(s).expand(pre);
+      int64_t n = ret.shape()[size_t(d)];
+      Shape as{n};
+      as.insert(as.end(), nd - size_t(d) - 1, 1);
+      T m = i == T::arange(double(n), std::nullopt, 1, t.dtype(), x.device()).reshape(as);
+      mask = mask ? *mask & m : m;
+    }
+    Shape rs(ret.shape().begin(), ret.shape().begin() + first);
+    rs.insert(rs.end(), nb, 1);
+    rs.insert(rs.end(), ret.shape().begin() + first, ret.shape().end());
+    std::vector<int64_t> axes;
+    for (auto& [d, t] : ti) axes.push_back(int64_t(d + nb));
+    T out = mask->where(ret.reshape(rs), 0.0).sum(axes).cast(ret.dtype());
+    bool consecutive = last - first + 1 == int(ti.size());
+    if (first != 0 && ti.size() > 1 && !consecutive) {  // numpy: separated index tensors put their dims first
+      std::vector<int64_t> perm;
+      for (size_t i = 0; i < nb; i++) perm.push_back(int64_t(size_t(first) + i));
+      for (int i = 0; i < first; i++) perm.push_back(i);
+      for (size_t i = size_t(first) + nb; i < out.ndim(); i++) perm.push_back(int64_t(i));
+      out = out.permute(perm);
+    }
+    return out;
+  }
+  // setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
+  T& set(const std::vector<TI>& idx, const T& value) {
+    T& x = mself();
+    T v = value.cast(x.dtype());
+    auto [basic, tdims] = split_index(idx, "setitem");
+    if (!tdims.empty()) {
+      // flat positions of the selected elements; the last write to a position wins.
+      // NOTE: compares every selected element with every position (|selection| x numel work), like tinygrad's masks
+      T pos = T::arange(double(x.numel()), std::nullopt, 1, DType::Int32, x.device()).reshape(x.shape())[idx];
+      Shape r = pos.shape();
+      v = expand_value(v, r, "setitem");
+      int64_t nr = pos.numel(), n = x.numel();
+      T hit = pos.reshape({nr, 1}) == T::arange(double(n), std::nullopt, 1, DType::Int32, x.device()).reshape({1, n});
+      T rank = T::arange(double(nr), std::nullopt, 1, DType::Int32, x.device()).reshape({nr, 1}) + 1;
+      T top = hit.where(rank, 0).max(0, true);  // (1, n): 0 where untouched
+      T val = (hit & (rank == top)).where(v.reshape({nr, 1}), 0.0).sum(0, true).cast(x.dtype());
+      return x.assign((top > 0).where(val, x.reshape({1, n})).reshape(x.shape()));
+    }
+    Shape rshape = x.slice(basic).shape();
+    v = expand_value(v, rshape, "setitem");
+    // undo each step of slice(): per-dim lengths, stride gaps, flips, then the offset
+    std::vector<Index> full = expand_ellipsis(basic, x.shape(), "setitem");
+    Shape lens;
+    std::vector<int64_t> steps, flips;
+    Pads place;
+    size_t d = 0;
+    for (auto& i : full) {
+      if (std::holds_alternative<NewAxis>(i)) continue;
+      int64_t n = x.shape()[d];
+      if (auto* k = std::get_if<int64_t>(&i)) {
+        int64_t p = *k < 0 ? *k + n : *k;
+        lens.push_back(1); steps.push_back(1); place.push_back({p, n - p - 1});
+      } else {
+        auto s = std::get<Slice>(i);
+        auto clampi = [&](int64_t q, int64_t lo, int64_t hi) { return std::clamp(q < 0 ? q + n : q, lo, hi); };
+        int64_t lo, hi;
+        if (s.step > 0) { lo = s.start ? clampi(*s.start, 0, n) : 0; hi = s.stop ? clampi(*s.stop, 0, n) : n; hi = std::max(hi, lo); }
+        else {
+          int64_t b = s.start ? clampi(*s.start, -1, n - 1) : n - 1, e = s.stop ? clampi(*s.stop, -1, n - 1) : -1;
+          e = std::min(e, b); lo = e + 1; hi = b + 1; flips.push_back(int64_t(d));
+        }
+        int64_t st = std::abs(s.step);
+        lens.push_back((hi - lo + st - 1) / st); steps.push_back(st); place.push_back({lo, n - hi});
+      }
+      d++;
+    }
+    auto scatter_back = [&](T t) {
+      t = t.reshape(lens);
+      for (size_t k = 0; k < steps.size(); k++) {
+        if (steps[k] == 1) continue;
+        int64_t len = x.shape()[k] - place[k].first - place[k].second;
+        Shape s = t.shape(), s2 = s, s3 = s;
+        s.insert(s.begin() + int64_t(k) + 1, 1);
+        Pads p(s.size(), {0, 0});
+        p[k + 1] = {0, steps[k] - 1};
+        s3[k] = lens[k] * steps[k];
+        Pads sh;
+        for (size_t j = 0; j < s3.size(); j++) sh.push_back({0, j == k ? len : s3[j]});
+        t = t.reshape(s).pad(p).reshape(s3).shrink(sh);
+      }
+      return t.flip(flips).pad(place);
+    };
+    T mask = scatter_back(T::ones(rshape, DType::Bool, x.device()));
+    return x.assign(mask.where(scatter_back(v), x));
+  }
+
+  // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
+  T gather(int64_t dim, const T& index) const {
+    auto& x = self();
+    if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
+    int d = norm_axis(dim, x.ndim(), "gather");
+    check_int_index(index, "gather");
+    Pads sh;
+    for (size_t i = 0; i < x.ndim(); i++) {
+      if (int(i) != d && index.shape()[i] > x.shape()[i]) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " in dim " + std::to_string(i));
+      sh.push_back({0, int(i) == d ? x.shape()[i] : index.shape()[i]});
+    }
+    T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
+    return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
+  }
+  // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
+  T scatter(int64_t dim, const T& index, const T& src) const {
+    auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
+    // per target: the last source position that writes it
+    int64_t n = mask.shape().back();
+    Shape rs(mask.ndim(), 1);
+    rs.back() = n;
+    T rank = T::arange(double(n), std::nullopt, 1, DType::Int32, self().device()).reshape(rs) + 1;
+    T top = mask.where(rank, 0).max(-1, true);
+    T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
+    return (top.squeeze(-1) > 0).where(val, self());
+  }
+  T scatter(int64_t dim, const T& index, double value) const { return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); }
+  // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
+  T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const {
+    auto& x = self();
+    if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
+      throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
+    if (src.dtype() != x.dtype()) throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
+    auto [s, mask] = pre_scatter(dim, index, src, "scatter_reduce");
+    T untouched = mask.max(-1).logical_not();  // NOTE: max of bools is any
+    auto base = [&](double ident) { return include_self ? x : untouched.where(x, ident); };
+    if (reduce == "sum") return (mask.where(s, 0.0).sum(-1) + base(0)).cast(x.dtype());
+    if (reduce == "prod") return (mask.where(s, 1.0).prod(-1) * base(1)).cast(x.dtype());
+    if (reduce == "amax") return mask.where(s, dtype_min(x.dtype())).max(-1).maximum(base(dtype_min(x.dtype())));
+    if (reduce == "amin") return mask.where(s, dtype_max(x.dtype())).min(-1).minimum(base(dtype_max(x.dtype())));
+    T count = mask.where(T::scalar(1, DType::Int32, x.device()), T::scalar(0, DType::Int32, x.device())).sum(-1) + (include_self ? T::scalar(1, DType::Int32, x.device()) : untouched.cast(DType::Int32));
+    T total = mask.where(s, 0.0).sum(-1) + base(0);
+    // torch: integer means round down
+    return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
+  }
+  // the elements where mask (broadcast to x) is true, as a 1-D tensor.
+  // NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
+  T masked_select(const T& mask) const {
+    auto& x = self();
+    if (!is_bool(mask.dtype())) throw DTypeError("tinygrad::masked_select: mask must be bool, got " + to_string(mask.dtype()));
+    auto m = mask.expand(T::broadcast_shape(x.shape(), mask.shape(), "masked_select")).template to_vector<bool>();
+    Shape full = T::broadcast_shape(x.shape(), mask.shape(), "masked_select");
+    std::vector<int32_t> idx;
+    for (size_t i = 0; i < m.size(); i++) if (m[i]) idx.push_back(int32_t(i));
+    T flat = x.expand(full).flatten();
+    if (idx.empty()) return flat.shrink({{0, 0}});
+    return flat[T(idx, {int64_t(idx.size())}, x.device())];
+  }
+  // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
+  T nonzero() const {
+    auto& x = self();
+    auto v = x.template to_vector<double>();
+    std::vector<int32_t> out;
+    int64_t cnt = 0;
+    for (size_t i = 0; i < v.size(); i++) {
+      if (v[i] == 0) continue;
+      cnt++;
+      Shape ix(x.ndim());
+      int64_t r = int64_t(i);
+      for (size_t k = x.ndim(); k-- > 0;) { ix[k] = r % x.shape()[k]; r /= x.shape()[k]; }
+      out.insert(out.end(), ix.begin(), ix.end());
+    }
+    if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int32, x.device());
+    return T(out, {cnt, int64_t(x.ndim())}, x.device());
+  }
+
  private:
   const T& self() const { return static_cast<const T&>(*this); }
+  T& mself() { return static_cast<T&>(*this); }
+  static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
+  static void check_int_index(const T& t, const char* op) {
+    if (!is_int(t.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": index tensors must be integers, got " + to_string(t.dtype()));
+  }
+  // t (..., 1) == arange(n): (..., n)
+  static T one_hot_last(const T& t, int64_t n) { return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); }
+  static T expand_value(const T& v, const Shape& s, const char* op) {
+    try { if (T::broadcast_shape(v.shape(), s, op) != s) throw ShapeError(""); } catch (const ShapeError&) {
+      throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) + " does not broadcast to the indexed shape " + to_string(s));
+    }
+    return v.expand(s);
+  }
+  // drop the ellipsis (full slices in its place) and fill the remaining dims; flags follow their entries
+  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) {
+    size_t real = 0, ell = 0, ndim = shape.size();
+    for (auto& i : idx) { real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); ell += std::holds_alternative<Ellipsis>(i); }
+    if (ell > 1) throw IndexError(std::string("tinygrad::") + op + ": an index can only have one ellipsis");
+    if (real > ndim) throw IndexError(std::string("tinygrad::") + op + ": too many indices (" + std::to_string(real) + ") for a tensor of shape " + to_string(shape));
+    std::vector<Index> full;
+    std::vector<bool> fl;
+    for (size_t k = 0; k < idx.size(); k++) {
+      if (std::holds_alternative<Ellipsis>(idx[k])) { full.insert(full.end(), ndim - real, Slice{}); fl.insert(fl.end(), ndim - real, false); }
+      else { full.push_back(idx[k]); fl.push_back(flags && (*flags)[k]); }
+    }
+    for (; real < ndim && !ell; real++) { full.push_back(Slice{}); fl.push_back(false); }
+    if (flags) *flags = fl;
+    return full;
+  }
+  // tensors -> full slices; returns the expanded basic index and each tensor's dim in the basic result
+  std::pair<std::vector<Index>, std::vector<std::pair<int, T>>> split_index(const std::vector<TI>& idx, const char* op) const {
+    std::vector<Index> basic;
+    std::vector<bool> is_t;
+    std::vector<T> ts;
+    for (auto& i : idx) {
+      if (auto* t = std::get_if<T>(&i)) { check_int_index(*t, op); basic.push_back(Slice{}); ts.push_back(*t); is_t.push_back(true); continue; }
+      std::visit([&](auto& v) { if constexpr (!std::is_same_v<std::decay_t<decltype(v)>, T>) basic.push_back(v); }, i);
+      is_t.push_back(false);
+    }
+    if (ts.empty()) return {basic, {}};  // slice() checks and reports plain indices
+    auto full = expand_ellipsis(basic, self().shape(), op, &is_t);
+    std::vector<std::pair<int, T>> tdims;
+    int out = 0;
+    size_t ti = 0;
+    for (size_t p = 0; p < full.size(); p++) {
+      if (std::holds_alternative<int64_t>(full[p])) continue;
+      if (is_t[p]) tdims.push_back({out, ts[ti++]});
+      out++;
+    }
+    return {full, tdims};
+  }
+  // gather/scatter's common prep: src and a one-hot mask, both (x.shape with index's sizes, n_index_along_dim) -> x.shape + (k,)
+  std::pair<T, T> pre_scatter(int64_t dim, const T& index, const T& src, const char* op) const {
+    auto& x = self();
+    int d = norm_axis(dim, x.ndim(), op);
+    check_int_index(index, op);
+    if (index.ndim() != x.ndim() || src.ndim() != x.ndim()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " + to_string(src.shape()) + " differ in rank");
+    for (size_t i = 0; i < x.ndim(); i++)
+      if ((int(i) != d && index.shape()[i] > x.shape()[i]) || index.shape()[i] > src.shape()[i])
+        throw ShapeError(std::string("tinygrad::") + op + ": index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " or src " + to_string(src.shape()) + " in dim " + std::to_string(i));
+    Pads sh;
+    for (auto n : index.shape()) sh.push_back({0, n});
+    T s = src.shrink(sh);
+    Shape es = s.shape();
+    es.push_back(x.shape()[size_t(d)]);
+    s = s.unsqueeze(-1).expand(es).transpose(-1, d);
+    T mask = one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).transpose(-1, d);
+    Pads p;
+    for (size_t i = 0; i < x.ndim(); i++) p.push_back({0, int(i) == d ? 0 : x.shape()[i] - s.shape()[i]});
+    p.push_back({0, 0});
+    return {s.pad(p), mask.pad(p)};
+  }
 };
 
 }  // namespace tinygrad::detail

@@ -40,6 +40,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class T>
   static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(tinygrad::prod(shape)), shape, std::move(device)); }
 
+  // copy raw bytes holding prod(shape) elements of dtype dt
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(tinygrad::prod(shape)), shape, std::move(device)); }
+
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
@@ -165,39 +168,6 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (itemsize(dt) != itemsize(dtype())) throw DTypeError("tinygrad::bitcast: " + to_string(dtype()) + " and " + to_string(dt) + " differ in size");
     return unary(Ops::BITCAST, dt);
   }
-  Tensor neg() const { return dtype() == DType::Bool ? logical_not() : unary(Ops::NEG); }
-  Tensor logical_not() const { auto b = cast(DType::Bool); return Tensor(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), device()); }
-  Tensor exp2() const { return fl().unary(Ops::EXP2); }
-  Tensor log2() const { return fl().unary(Ops::LOG2); }
-  Tensor exp() const { return (fl() * (1.0 / std::log(2.0))).exp2(); }
-  Tensor log() const { return fl().log2() * std::log(2.0); }
-  Tensor sqrt() const { return fl().unary(Ops::SQRT); }
-  Tensor rsqrt() const { return sqrt().reciprocal(); }
-  Tensor reciprocal() const { return fl().unary(Ops::RECIPROCAL); }
-  Tensor sin() const { return fl().unary(Ops::SIN); }
-  Tensor cos() const { return (M_PI / 2 - fl()).sin(); }
-  Tensor tan() const { return sin() / cos(); }
-  Tensor trunc() const { return is_float(dtype()) ? unary(Ops::TRUNC) : *this; }
-  Tensor relu() const { return maximum(0); }
-  Tensor sigmoid() const { return (1.0 + (-fl()).exp()).reciprocal(); }
-  Tensor tanh() const { return 2.0 * (2.0 * fl()).sigmoid() - 1.0; }
-  Tensor abs() const { return maximum(-*this); }
-  Tensor square() const { return *this * *this; }
-  Tensor pow(const Tensor& e) const {
-    auto [b, x] = broadcast_pair(fl(), e, "pow");
-    // |b|^x, with the sign of b restored for integer exponents
-    auto mag = (x * b.abs().log2()).exp2();
-    auto odd = (x.trunc() == x) & ((x.abs() - ((x.abs() * 0.5).trunc() * 2.0)) == 1.0);
-    auto negb = b < 0.0;
-    auto nan = Tensor::full({}, NAN, b.dtype(), b.device()).expand_as(b);
-    auto signed_mag = negb.where(odd.where(-mag, (x.trunc() == x).where(mag, nan)), mag);
-    return (x == 0.0).where(b.like(1), signed_mag);
-  }
-  Tensor pow(double e) const { return pow(like(e, true)); }
-  Tensor maximum(const Tensor& o) const { return binop(Ops::MAX, o, "maximum"); }
-  Tensor maximum(double o) const { return maximum(like(o, true)); }
-  Tensor minimum(const Tensor& o) const { return -((-*this).maximum(-o)); }
-  Tensor minimum(double o) const { return minimum(like(o, true)); }
   Tensor where(const Tensor& a, const Tensor& b) const {
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
@@ -209,7 +179,6 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor where(const Tensor& a, double b) const { return where(a, a.like(b, true)); }
   Tensor where(double a, double b) const { return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); }
   Tensor shr(int64_t bits) const { return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); }
-  Tensor clip(double lo, double hi) const { return maximum(lo).minimum(hi); }
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
   friend Tensor operator+(const Tensor& a, const Tensor& b) { return a.binop(Ops::ADD, b, "add"); }
@@ -231,45 +200,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   friend Tensor operator OP(double a, const Tensor& b) { return b.like(a, true) OP b; }
   TG_SCALAR_OPS(+) TG_SCALAR_OPS(-) TG_SCALAR_OPS(*) TG_SCALAR_OPS(/) TG_SCALAR_OPS(<) TG_SCALAR_OPS(>) TG_SCALAR_OPS(<=) TG_SCALAR_OPS(>=) TG_SCALAR_OPS(==) TG_SCALAR_OPS(!=)
 #undef TG_SCALAR_OPS
-  Tensor& operator+=(const Tensor& o) { return *this = *this + o; }
-  Tensor& operator-=(const Tensor& o) { return *this = *this - o; }
-  Tensor& operator*=(const Tensor& o) { return *this = *this * o; }
-  Tensor& operator/=(const Tensor& o) { return *this = *this / o; }
 
-  Tensor div(const Tensor& o) const {
-    auto [a, b] = broadcast_pair(*this, o, "div");
-    if (!is_float(a.dtype())) { a = a.cast(dtypes::default_float); b = b.cast(dtypes::default_float); }
-    return a * b.reciprocal();
-  }
-  // integer division (truncates toward zero, like C)
-  Tensor idiv(const Tensor& o) const { return binop(Ops::IDIV, o, "idiv"); }
-
-  // ---- reductions ----
-  Tensor sum(std::vector<int64_t> axes = {}, bool keepdim = false) const { return reduce(Ops::ADD, std::move(axes), keepdim, "sum"); }
-  Tensor sum(int64_t axis, bool keepdim = false) const { return sum(std::vector<int64_t>{axis}, keepdim); }
-  Tensor prod(std::vector<int64_t> axes = {}, bool keepdim = false) const { return reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
-  Tensor prod(int64_t axis, bool keepdim = false) const { return prod(std::vector<int64_t>{axis}, keepdim); }
-  Tensor max(std::vector<int64_t> axes = {}, bool keepdim = false) const { return reduce(Ops::MAX, std::move(axes), keepdim, "max"); }
-  Tensor max(int64_t axis, bool keepdim = false) const { return max(std::vector<int64_t>{axis}, keepdim); }
-  Tensor min(std::vector<int64_t> axes = {}, bool keepdim = false) const { return -((-*this).max(std::move(axes), keepdim)); }
-  Tensor min(int64_t axis, bool keepdim = false) const { return min(std::vector<int64_t>{axis}, keepdim); }
-  Tensor mean(std::vector<int64_t> axes = {}, bool keepdim = false) const {
-    auto ax = norm_axes(axes, "mean");
-    int64_t n = 1;
-    for (auto a : ax) n *= shape()[size_t(a)];
-    auto s = fl().sum(ax, keepdim);
-    return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
-  }
-  Tensor mean(int64_t axis, bool keepdim = false) const { return mean(std::vector<int64_t>{axis}, keepdim); }
-  Tensor softmax(int64_t axis = -1) const {
-    auto m = fl() - fl().max(axis, true);
-    auto e = m.exp();
-    return e / e.sum(axis, true);
-  }
-  Tensor log_softmax(int64_t axis = -1) const {
-    auto m = fl() - fl().max(axis, true);
-    return m - m.exp().sum(axis, true).log();
-  }
+  // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
 
   // ---- movement (copy-free views) ----
   Tensor reshape(Shape new_shape) const {
@@ -318,27 +250,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   }
   Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
-  // pad with (before, after) per dim; negative amounts shrink
-  Tensor pad(std::vector<std::pair<int64_t, int64_t>> p, double value = 0) const {
-    if (p.size() != ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(shape()));
-    std::vector<std::pair<int64_t, int64_t>> sh;
-    bool need_shrink = false;
-    for (size_t i = 0; i < p.size(); i++) {
-      int64_t b = std::max<int64_t>(0, -p[i].first), e = shape()[i] - std::max<int64_t>(0, -p[i].second);
-      if (b > e) throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " + std::to_string(i) + " of " + to_string(shape()));
-      sh.push_back({b, e});
-      need_shrink |= b != 0 || e != shape()[i];
-    }
-    Tensor x = need_shrink ? shrink(sh) : *this;
-    std::vector<int64_t> arg;
-    bool any = false;
-    for (auto& [b, e] : p) { arg.push_back(std::max<int64_t>(0, b)); arg.push_back(std::max<int64_t>(0, e)); any |= b > 0 || e > 0; }
-    if (!any) return x;
-    Tensor r = x.mov(Ops::PAD, arg);
-    if (value == 0) return r;
-    Tensor mask = Tensor::ones(x.shape(), DType::Bool, device()).mov(Ops::PAD, arg);
-    return mask.where(r, value);
-  }
+  // pad(...) with modes: tensor/movement.hpp
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const {
     if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + to_string(shape()));
     std::vector<int64_t> arg;
@@ -382,6 +294,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   Tensor contiguous() const { return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); }
   Tensor detach() const { return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); }
+  // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
+  Tensor to(const std::string& dev) const {
+    if (dev == device()) return *this;
+    return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
+  }
 
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const {
@@ -438,8 +355,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return x.reshape(final_shape);
   }
-  Tensor operator[](int64_t i) const { return slice({i}); }
-  Tensor operator[](const std::vector<Index>& idx) const { return slice(idx); }
+  // operator[] (with tensor indices too): tensor/movement.hpp
 
   // ---- processing ----
   Tensor matmul(const Tensor& w) const {
@@ -498,6 +414,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i <= nsp; i++) red.push_back(-1 - int64_t(i));
     Shape out{bs, cout}; out.insert(out.end(), oyx.begin(), oyx.end());
     Tensor r = (x * w.reshape(ws)).sum(red, true).reshape(out);
+    // NOTE: autograd differentiates the CONV marker with conv formulas, not through the window view (its index math is far slower)
+    std::vector<int64_t> arg{groups};
+    arg.insert(arg.end(), stride.begin(), stride.end());
+    arg.insert(arg.end(), dilation.begin(), dilation.end());
+    for (size_t i = 0; i < nsp; i++) arg.insert(arg.end(), {pads[2 + i].first, pads[2 + i].second});
+    r = Tensor(make_uop(Ops::CONV, r.dtype(), {r.uop(), uop(), w.uop()}, arg), device());
     if (!bias) return r;
     Shape bsh{1, cout}; bsh.insert(bsh.end(), nsp, 1);
     return r + bias->reshape(bsh);
@@ -515,6 +437,20 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       o.push_back((in[i] - span) / stride[i] + 1);
     }
     Shape noop(shape().begin(), shape().begin() + int64_t(nb));
+    // NOTE: windows that do not overlap (k <= s, no dilation) need no repeat: fit to o*s, split (o, s), keep k
+    bool simple = true;
+    for (size_t i = 0; i < nk; i++) simple &= ks[i] <= stride[i] && dilation[i] == 1;
+    if (simple) {
+      std::vector<std::pair<int64_t, int64_t>> p(nb, {0, 0}), sh;
+      Shape s = noop;
+      for (size_t i = 0; i < nk; i++) { p.push_back({0, o[i] * stride[i] - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
+      for (auto n : noop) sh.push_back({0, n});
+      for (size_t i = 0; i < nk; i++) { sh.push_back({0, o[i]}); sh.push_back({0, ks[i]}); }
+      std::vector<int64_t> perm(nb);
+      std::iota(perm.begin(), perm.end(), 0);
+      for (size_t i = 0; i < 2 * nk; i++) perm.push_back(int64_t(nb + (i < nk ? 2 * i : 2 * (i - nk) + 1)));
+      return pad(p).reshape(s).shrink(sh).permute(perm);
+    }
     // repeat each window dim so every (k, o) pair reads a plain offset: idx = o*s + k*d
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {

@@ -18,7 +18,7 @@ namespace tinygrad {
   X(ADD) X(MUL) X(IDIV) X(MOD) X(MAX) X(CMPLT) X(CMPNE) X(CMPEQ) X(AND) X(OR) X(XOR) X(SHL) X(SHR)  \
   X(FDIV) X(WHERE) X(MULACC) X(CAST) X(BITCAST)                                                     \
   X(IOTA) X(REDUCE_AXIS) X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                           \
-  X(CONTIGUOUS) X(DETACH) X(COPY) X(ASSIGN)                                                         \
+  X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                         \
   X(DEFINE_GLOBAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF)
 
@@ -106,13 +106,13 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
-inline int64_t dtype_min(DType d) {
+inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
   int bits = itemsize(d) * 8;
   return bits >= 64 ? INT64_MIN : -(int64_t(1) << (bits - 1));
 }
-inline int64_t dtype_max(DType d) {
+inline int64_t int_max(DType d) {
   if (d == DType::Bool) return 1;
   int bits = itemsize(d) * 8 - (is_unsigned(d) ? 0 : 1);
   return bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1;
@@ -191,7 +191,7 @@ inline UOpRef logical_and(const UOpRef& a, const UOpRef& b) { return alu(Ops::AN
 inline void detail::compute_vrange(UOp& u) {
   // NOTE: floats have no integer range: comparisons of them must never fold
   if (is_float(u.dtype)) { u.vmin = INT64_MIN; u.vmax = INT64_MAX; return; }
-  int64_t lo = dtype_min(u.dtype), hi = dtype_max(u.dtype);
+  int64_t lo = int_min(u.dtype), hi = int_max(u.dtype);
   auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
   switch (u.op) {
     case Ops::CONST: if (u.vcount == 1) lo = hi = std::get<int64_t>(u.arg); break;

@@ -1,0 +1,258 @@
+#pragma once
+// Layers (tinygrad.nn): plain structs of Tensors with PyTorch's initialisations; call them like
+// functions. Weights require grad; running statistics do not (optimizers treat them as buffers).
+#include <cmath>
+#include "state.hpp"
+
+namespace tinygrad::nn {
+
+namespace detail {
+// uniform(-bound, bound), requiring grad
+inline Tensor uniform_param(Shape shape, double bound) { return ((Tensor::rand(std::move(shape)) * 2.0 - 1.0) * bound).realize().requires_grad_(); }
+inline Tensor param(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); }
+inline Tensor buffer(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize(); }
+// shape (1, c, 1, ...) to broadcast a per-channel vector over x
+inline Tensor channel(const Tensor& v, const Tensor& x) { Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); }
+inline void check_channels(const Tensor& x, int64_t c, const char* layer) {
+  if (x.ndim() < 2 || x.shape(1) != c)
+    throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
+}
+}  // namespace detail
+
+// y = x @ weight.T + bias; weight (out, in)
+struct Linear {
+  Tensor weight;
+  std::optional<Tensor> bias;
+  Linear(int64_t in, int64_t out, bool has_bias = true) : weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
+    if (has_bias) bias = detail::uniform_param({out}, 1.0 / std::sqrt(double(in)));
+  }
+  Tensor operator()(const Tensor& x) const {
+    if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
+      throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) + " features in the last dim, got input " + to_string(x.shape()));
+    return x.linear(weight.T(), bias);
+  }
+};
+
+// n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
+struct ConvNd {
+  Tensor weight;
+  std::optional<Tensor> bias;
+  std::vector<int64_t> stride, padding, dilation;
+  int64_t groups;
+  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups, bool has_bias)
+      : stride(std::move(stride)), padding(std::move(padding)), dilation(std::move(dilation)), groups(groups) {
+    if (groups <= 0 || in % groups || out % groups)
+      throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
+    double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
+    Shape ws{out, in / groups};
+    ws.insert(ws.end(), kernel.begin(), kernel.end());
+    weight = detail::uniform_param(ws, bound);
+    if (has_bias) bias = detail::uniform_param({out}, bound);
+  }
+  Tensor operator()(const Tensor& x) const {
+    if (x.ndim() != weight.ndim())
+      throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) + "-d input, got " + to_string(x.shape()));
+    detail::check_channels(x, weight.shape(1) * groups, "Conv");
+    return x.conv2d(weight, bias, groups, stride, dilation, padding);
+  }
+};
+struct Conv1d : ConvNd {
+  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
+      : ConvNd(in, out, {kernel}, {stride}, {padding}, {dilation}, groups, bias) {}
+};
+struct Conv2d : ConvNd {
+  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
+      : ConvNd(in, out, {kernel, kernel}, {stride}, {padding}, {dilation}, groups, bias) {}
+  Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
+         std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool bias = true)
+      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride), std::move(padding), std::move(dilation), groups, bias) {}
+};
+
+// transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
+// out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1. PyTorch's init: fan_in is
+// weight.shape(1) * kh * kw, bound 1/sqrt(fan_in) for weight and bias.
+struct ConvTranspose2d {
+  Tensor weight;
+  std::optional<Tensor> bias;
+  std::vector<int64_t> stride, padding, output_padding, dilation;
+  int64_t groups;
+  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
+                  std::vector<int64_t> output_padding = {0}, std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool has_bias = true)
+      : stride(std::move(stride)), padding(std::move(padding)), output_padding(std::move(output_padding)), dilation(std::move(dilation)), groups(groups) {
+    if (groups <= 0 || in % groups || out % groups)
+      throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
+                       std::to_string(groups) + " groups");
+    double bound = 1.0 / std::sqrt(double(out / groups * kernel.first * kernel.second));
+    weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
+    if (has_bias) bias = detail::uniform_param({out}, bound);
+  }
+  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0, int64_t dilation = 1,
+                  int64_t groups = 1, bool bias = true)
+      : ConvTranspose2d(in, out, {kernel, kernel}, {stride}, {padding}, {output_padding}, {dilation}, groups, bias) {}
+  Tensor operator()(const Tensor& x) const {
+    if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
+    detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
+    return x.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding);
+  }
+};
+
+// batch normalisation over dim 1; in training uses batch statistics and updates the running ones
+struct BatchNorm {
+  std::optional<Tensor> weight, bias;
+  Tensor running_mean, running_var, num_batches_tracked;
+  double eps, momentum;
+  bool track_running_stats;
+  BatchNorm(int64_t size, double eps = 1e-5, bool affine = true, bool track_running_stats = true, double momentum = 0.1)
+      : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
+        eps(eps), momentum(momentum), track_running_stats(track_running_stats) {
+    if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
+  }
+  Tensor operator()(const Tensor& x) const {
+    detail::check_channels(x, running_mean.numel(), "BatchNorm");
+    std::vector<int64_t> axes{0};
+    for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
+    Tensor mean, var;
+    if (training() || !track_running_stats) {
+      mean = x.mean(axes);
+      Tensor y = x - detail::channel(mean.detach(), x);  // d(var)/d(mean) = 0
+      var = (y * y).mean(axes);
+      if (track_running_stats && training()) {
+        double n = double(x.numel()), c = double(x.shape(1));
+        Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;  // handles share the layer's tensors
+        rm.assign((1 - momentum) * running_mean + momentum * mean.detach());
+        rv.assign((1 - momentum) * running_var + momentum * n / std::max(n - c, 1.0) * var.detach());
+        nb.assign(num_batches_tracked + 1);
+      }
+    } else {
+      mean = running_mean;
+      var = running_var;
+    }
+    Tensor r = (x - detail::channel(mean, x)) * detail::channel((var + eps).rsqrt(), x);
+    if (weight) r = r * detail::channel(*weight, x) + detail::channel(*bias, x);
+    return r;
+  }
+};
+using BatchNorm1d = BatchNorm;
+using BatchNorm2d = BatchNorm;
+
+// normalise over the last normalized_shape.size() dims
+struct LayerNorm {
+  Shape normalized_shape;
+  std::optional<Tensor> weight, bias;
+  double eps;
+  LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true) : normalized_shape(normalized_shape), eps(eps) {
+    if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
+  }
+  LayerNorm(int64_t n, double eps = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps, elementwise_affine) {}
+  Tensor operator()(const Tensor& x) const {
+    size_t k = normalized_shape.size();
+    if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
+      throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
+    std::vector<int64_t> axes;
+    for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
+    Tensor y = x - x.mean(axes, true);
+    Tensor r = y * ((y * y).mean(axes, true) + eps).rsqrt();
+    return weight ? r * *weight + *bias : r;
+  }
+};
+
+// x / rms(x) * weight over the last dim
+struct RMSNorm {
+  Tensor weight;
+  double eps;
+  RMSNorm(int64_t dim, double eps = 1e-6) : weight(detail::param({dim}, 1)), eps(eps) {}
+  Tensor operator()(const Tensor& x) const {
+    if (x.ndim() == 0 || x.shape(-1) != weight.numel())
+      throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
+    return x * ((x * x).mean(-1, true) + eps).rsqrt() * weight;
+  }
+};
+
+// normalise each group of channels of each sample
+struct GroupNorm {
+  int64_t num_groups, num_channels;
+  std::optional<Tensor> weight, bias;
+  double eps;
+  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true) : num_groups(num_groups), num_channels(num_channels), eps(eps) {
+    if (num_groups <= 0 || num_channels % num_groups)
+      throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
+    if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
+  }
+  Tensor operator()(const Tensor& x) const {
+    detail::check_channels(x, num_channels, "GroupNorm");
+    Tensor g = x.reshape({x.shape(0), num_groups, -1});
+    Tensor y = g - g.mean(-1, true);
+    Tensor r = (y * ((y * y).mean(-1, true) + eps).rsqrt()).reshape(x.shape());
+    return weight ? r * detail::channel(*weight, x) + detail::channel(*bias, x) : r;
+  }
+};
+
+// GroupNorm with one group per channel
+struct InstanceNorm : GroupNorm {
+  InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps, affine) {}
+};
+
+// rows of weight picked by integer indices; weight (vocab, dim)
+struct Embedding {
+  Tensor weight;
+  Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
+  Tensor operator()(const Tensor& idx) const {
+    if (is_float(idx.dtype())) throw DTypeError("tinygrad::nn::Embedding: indices must be integers, got " + to_string(idx.dtype()));
+    int64_t vocab = weight.shape(0);
+    Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(vocab), std::nullopt, 1, DType::Int32, idx.device());
+    return onehot.cast(weight.dtype()).matmul(weight);
+  }
+};
+
+// zeroes elements with probability p in training, scaling the rest by 1/(1-p)
+struct Dropout {
+  double p;
+  explicit Dropout(double p = 0.5) : p(p) {
+    if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
+  }
+  Tensor operator()(const Tensor& x) const {
+    if (!training() || p == 0) return x;
+    if (p == 1) return Tensor::zeros(x.shape(), x.dtype(), x.device());
+    return (Tensor::rand(x.shape(), dtypes::default_float, x.device()) >= p).where(x / (1 - p), 0.0);
+  }
+};
+
+// one step of an LSTM: (x, (h, c)) -> (h', c')
+struct LSTMCell {
+  Tensor weight_ih, weight_hh;
+  std::optional<Tensor> bias_ih, bias_hh;
+  LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true)
+      : weight_ih(detail::uniform_param({4 * hidden_size, input_size}, 1.0 / std::sqrt(double(hidden_size)))),
+        weight_hh(detail::uniform_param({4 * hidden_size, hidden_size}, 1.0 / std::sqrt(double(hidden_size)))) {
+    if (bias) {
+      bias_ih = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
+      bias_hh = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
+    }
+  }
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const {
+    int64_t hs = weight_hh.shape(1);
+    if (x.ndim() != 2 || x.shape(1) != weight_ih.shape(1))
+      throw ShapeError("tinygrad::nn::LSTMCell: expects input (batch, " + std::to_string(weight_ih.shape(1)) + "), got " + to_string(x.shape()));
+    if (!hc) hc = std::pair{Tensor::zeros({x.shape(0), hs}, x.dtype(), x.device()), Tensor::zeros({x.shape(0), hs}, x.dtype(), x.device())};
+    Tensor gates = x.linear(weight_ih.T(), bias_ih) + hc->first.linear(weight_hh.T(), bias_hh);
+    auto gate = [&](int64_t i) { return gates.slice({Slice{}, Slice{i * hs, (i + 1) * hs}}); };
+    Tensor i = gate(0).sigmoid(), f = gate(1).sigmoid(), g = gate(2).tanh(), o = gate(3).sigmoid();
+    Tensor c = f * hc->second + i * g;
+    return {o * c.tanh(), c};
+  }
+};
+
+}  // namespace tinygrad::nn
+
+TINYGRAD_STATE(tinygrad::nn::Linear, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::ConvNd, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::Conv1d, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::Conv2d, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::ConvTranspose2d, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::BatchNorm, weight, bias, running_mean, running_var, num_batches_tracked);
+TINYGRAD_STATE(tinygrad::nn::LayerNorm, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::RMSNorm, weight);
+TINYGRAD_STATE(tinygrad::nn::GroupNorm, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::InstanceNorm, weight, bias);
+TINYGRAD_STATE(tinygrad::nn::Embedding, weight);
+TINYGRAD_STATE(tinygrad::nn::LSTMCell, weight_ih, weight_hh, bias_ih, bias_hh);

@@ -1,0 +1,196 @@
+#pragma once
+// Optimizers (tinygrad.nn.optim) and learning-rate schedules. A step assigns every parameter
+// and its state lazily, then realizes them all in one schedule. The learning rate and the
+// Adam bias corrections live in device buffers, so changing them never recompiles.
+#include "state.hpp"
+
+namespace tinygrad::nn::optim {
+
+class Optimizer {
+ public:
+  // tensors that require grad are trained; the others (running statistics) are realized with each step
+  Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(Tensor::full({}, lr, DType::Float32).contiguous().realize()) {
+    for (auto& t : tensors) (t.requires_grad() ? params : buffers).push_back(t);
+    if (params.empty()) throw Error("tinygrad::optim: none of the " + std::to_string(tensors.size()) + " tensors requires grad");
+  }
+  virtual ~Optimizer() = default;
+
+  void zero_grad() { for (auto& p : params) p.zero_grad(); }
+  // update every parameter from its .grad (fill it with backward() first)
+  void step() { Tensor::realize_all(schedule_step()); }
+  // the lazy updated tensors, for realizing together with something else (e.g. the loss)
+  std::vector<Tensor> schedule_step() {
+    std::vector<Tensor> grads;
+    for (auto& p : params) {
+      auto g = p.grad();
+      if (!g) throw Error("tinygrad::optim: a parameter of shape " + to_string(p.shape()) + " has no gradient; call backward() on a loss that uses it");
+      grads.push_back(*g);
+    }
+    std::vector<Tensor> out = update(grads);
+    out.insert(out.end(), params.begin(), params.end());
+    out.insert(out.end(), buffers.begin(), buffers.end());
+    return out;
+  }
+  double lr() const { return lr_.item<float>(); }
+  // writes the device buffer in place: the next step reads it, nothing recompiles
+  void set_lr(double v) {
+    float f = float(v);
+    const UOpRef& u = lr_.uop();  // a realized scalar is RESHAPE(BUFFER)
+    (u->op == Ops::BUFFER ? u : u->src[0])->buffer()->copyin(&f);
+  }
+
+  std::vector<Tensor> params, buffers;
+
+ protected:
+  // assign the new parameters (and state); return the state tensors to realize
+  virtual std::vector<Tensor> update(const std::vector<Tensor>& grads) = 0;
+  Tensor lr_;
+  static Tensor state_like(const Tensor& p) { return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); }
+};
+
+// SGD with momentum (torch's: b = momentum * b + g), nesterov and L2 weight decay
+class SGD : public Optimizer {
+ public:
+  SGD(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
+      : Optimizer(params, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
+    if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
+  }
+
+ protected:
+  std::vector<Tensor> update(const std::vector<Tensor>& grads) override {
+    for (size_t i = 0; i < params.size(); i++) {
+      Tensor g = grads[i] + wd_ * params[i].detach();
+      if (momentum_ != 0) {
+        b_[i].assign(momentum_ * b_[i] + g);
+        g = nesterov_ ? g + momentum_ * b_[i] : b_[i];
+      }
+      params[i].assign(params[i].detach() - g * lr_);
+    }
+    return b_;
+  }
+
+ private:
+  double momentum_, wd_;
+  bool nesterov_;
+  std::vector<Tensor> b_;
+};
+
+// LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
+class LAMB : public Optimizer {
+ public:
+  LAMB(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
+      : Optimizer(params, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
+        b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
+    for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
+  }
+
+ protected:
+  std::vector<Tensor> update(const std::vector<Tensor>& grads) override {
+    b1_t_.assign(b1_t_ * b1_);
+    b2_t_.assign(b2_t_ * b2_);
+    for (size_t i = 0; i < params.size(); i++) {
+      const Tensor& g = grads[i];
+      m_[i].assign(b1_ * m_[i] + (1.0 - b1_) * g);
+      v_[i].assign(b2_ * v_[i] + (1.0 - b2_) * (g * g));
+      Tensor m_hat = m_[i] / (1.0 - b1_t_), v_hat = v_[i] / (1.0 - b2_t_);
+      Tensor up = m_hat / (v_hat.sqrt() + eps_) + wd_ * params[i].detach();
+      Tensor step = lr_ * up;
+      if (!adam_) {
+        Tensor r1 = params[i].detach().square().sum().sqrt(), r2 = up.square().sum().sqrt();
+        step = step * (r1 > 0).where((r2 > 0).where(r1 / r2, 1.0), 1.0);
+      }
+      params[i].assign(params[i].detach() - step);
+    }
+    std::vector<Tensor> state{b1_t_, b2_t_};
+    state.insert(state.end(), m_.begin(), m_.end());
+    state.insert(state.end(), v_.begin(), v_.end());
+    return state;
+  }
+
+ private:
+  double b1_, b2_, eps_, wd_;
+  bool adam_;
+  Tensor b1_t_, b2_t_;
+  std::vector<Tensor> m_, v_;
+};
+
+struct Adam : LAMB {
+  Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
+      : LAMB(params, lr, b1, b2, eps, weight_decay, true) {}
+};
+struct AdamW : LAMB {
+  AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
+      : LAMB(params, lr, b1, b2, eps, weight_decay, true) {}
+};
+
+// ---- learning-rate schedules: call step() once per epoch (or per iteration for OneCycleLR) ----
+class LRScheduler {
+ public:
+  explicit LRScheduler(Optimizer& opt) : opt_(opt), base_lr_(opt.lr()) {}
+  virtual ~LRScheduler() = default;
+  void step() { epoch_++; opt_.set_lr(lr_at(epoch_)); }
+  int64_t epoch() const { return epoch_; }
+  virtual double lr_at(int64_t epoch) const = 0;
+
+ protected:
+  Optimizer& opt_;
+  double base_lr_;
+  int64_t epoch_ = 0;
+};
+
+// lr * gamma^(epoch / step_size)
+class StepLR : public LRScheduler {
+ public:
+  StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1) : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {}
+  double lr_at(int64_t e) const override { return base_lr_ * std::pow(gamma_, double(e / step_size_)); }
+
+ private:
+  int64_t step_size_;
+  double gamma_;
+};
+
+// lr * gamma^(number of milestones passed)
+class MultiStepLR : public LRScheduler {
+ public:
+  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1) : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {}
+  double lr_at(int64_t e) const override {
+    return base_lr_ * std::pow(gamma_, double(std::count_if(milestones_.begin(), milestones_.end(), [&](int64_t m) { return e >= m; })));
+  }
+
+ private:
+  std::vector<int64_t> milestones_;
+  double gamma_;
+};
+
+// cosine from lr down to eta_min over t_max epochs
+class CosineAnnealingLR : public LRScheduler {
+ public:
+  CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0) : LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {}
+  double lr_at(int64_t e) const override { return eta_min_ + (base_lr_ - eta_min_) * (1 + std::cos(M_PI * double(e) / double(t_max_))) / 2; }
+
+ private:
+  int64_t t_max_;
+  double eta_min_;
+};
+
+// warm up linearly to max_lr over pct_start of the steps, then anneal (cosine) to max_lr / div / final_div
+class OneCycleLR : public LRScheduler {
+ public:
+  OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.25, double div_factor = 25, double final_div_factor = 1e4)
+      : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor) {
+    opt.set_lr(lr_at(0));
+  }
+  double lr_at(int64_t e) const override {
+    double init = max_lr_ / div_, lo = init / final_div_, warm = pct_ * double(total_);
+    auto cosine = [](double a, double b, double t) { return b + (a - b) * (1 + std::cos(M_PI * t)) / 2; };
+    if (double(e) < warm) return init + (max_lr_ - init) * double(e) / warm;
+    return cosine(max_lr_, lo, std::min(1.0, (double(e) - warm) / std::max(1.0, double(total_) - warm)));
+  }
+
+ private:
+  double max_lr_;
+  int64_t total_;
+  double pct_, div_, final_div_;
+};
+
+}  // namespace tinygrad::nn::optim

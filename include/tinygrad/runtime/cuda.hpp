@@ -1,0 +1,234 @@
+#pragma once
+// CUDA device: the driver API (libcuda.so.1) and NVRTC loaded with dlopen, so a program built without the
+// toolkit still runs on the CPU. NVRTC compiles for the GPU's compute capability, cached on disk; events
+// time kernels for DEBUG=2.
+#include "device.hpp"
+
+namespace tinygrad {
+namespace detail {
+
+// the NVRTC entry points we use (programs are void*)
+struct NvrtcApi {
+  int (*nvrtcVersion)(int*, int*);
+  int (*nvrtcCreateProgram)(void**, const char*, const char*, int, const char* const*, const char* const*);
+  int (*nvrtcCompileProgram)(void*, int, const char* const*);
+  int (*nvrtcGetProgramLogSize)(void*, size_t*);
+  int (*nvrtcGetProgramLog)(void*, char*);
+  int (*nvrtcGetPTXSize)(void*, size_t*);
+  int (*nvrtcGetPTX)(void*, char*);
+  int (*nvrtcGetCUBINSize)(void*, size_t*);
+  int (*nvrtcGetCUBIN)(void*, char*);
+  int (*nvrtcDestroyProgram)(void**);
+  int major = 0, minor = 0;
+  explicit NvrtcApi(void* l) {
+#define TG_NV(f) load_sym(l, f, #f, "libnvrtc")
+    TG_NV(nvrtcVersion); TG_NV(nvrtcCreateProgram); TG_NV(nvrtcCompileProgram); TG_NV(nvrtcGetProgramLogSize); TG_NV(nvrtcGetProgramLog);
+    TG_NV(nvrtcGetPTXSize); TG_NV(nvrtcGetPTX); TG_NV(nvrtcGetCUBINSize); TG_NV(nvrtcGetCUBIN); TG_NV(nvrtcDestroyProgram);
+#undef TG_NV
+    nvrtcVersion(&major, &minor);
+  }
+};
+// NVRTC, loaded once; nullptr when no libnvrtc can be found
+inline NvrtcApi* nvrtc() {
+  static NvrtcApi* api = [] () -> NvrtcApi* {
+    std::string cp = getenv_str("CUDA_PATH", "/usr/local/cuda");
+    void* l = dlopen_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", cp + "/lib64/libnvrtc.so", cp + "/lib/libnvrtc.so"});
+    return l ? new NvrtcApi(l) : nullptr;  // NOTE: leaked on purpose
+  }();
+  return api;
+}
+}  // namespace detail
+
+// NVRTC: "sm_90" gives a CUBIN for that GPU, "compute_90" PTX; the result is cached on disk
+class NVRTCCompiler : public Compiler {
+ public:
+  explicit NVRTCCompiler(std::string arch) : arch_(std::move(arch)) {
+    api_ = detail::nvrtc();
+    if (!api_) throw DeviceError("tinygrad: the CUDA device needs NVRTC (libnvrtc.so from the CUDA toolkit), which was not found; set CUDA_PATH");
+    dir_ = cache_dir() / "cuda";
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+  }
+  std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
+  std::string compile(const std::string& src) override {
+    bool cubin = arch_.rfind("sm_", 0) == 0;
+    auto path = dir_ / (hex64(hash_bytes(cache_key() + "\n" + src)) + (cubin ? ".cubin" : ".ptx"));
+    if (std::string bin = read_file(path); !bin.empty()) return bin;
+    std::string a = "--gpu-architecture=" + arch_;
+    // NOTE: --minimal (CUDA 12.4+) skips headers our kernels never use; older NVRTCs reject it as an invalid option (5)
+    for (bool minimal : {true, false}) {
+      if (minimal && minimal_rejected_) continue;
+      std::vector<const char*> opts{a.c_str()};
+      if (minimal) opts.push_back("--minimal");
+      void* p = nullptr;
+      if (api_->nvrtcCreateProgram(&p, src.c_str(), "kernel.cu", 0, nullptr, nullptr) != 0) throw DeviceError("tinygrad: nvrtcCreateProgram failed");
+      int r = api_->nvrtcCompileProgram(p, int(opts.size()), opts.data());
+      if (r == 5 && minimal) { api_->nvrtcDestroyProgram(&p); minimal_rejected_ = true; continue; }
+      size_t n = 0;
+      api_->nvrtcGetProgramLogSize(p, &n);
+      std::string log(n, '\0');
+      api_->nvrtcGetProgramLog(p, log.data());
+      if (r != 0) { api_->nvrtcDestroyProgram(&p); throw CompileError("tinygrad: NVRTC failed to compile a kernel for " + arch_, src, log); }
+      (cubin ? api_->nvrtcGetCUBINSize : api_->nvrtcGetPTXSize)(p, &n);
+      std::string bin(n, '\0');
+      (cubin ? api_->nvrtcGetCUBIN : api_->nvrtcGetPTX)(p, bin.data());
+      api_->nvrtcDestroyProgram(&p);
+      write_file_atomic(path, bin);
+      return bin;
+    }
+    throw DeviceError("unreachable");
+  }
+
+ private:
+  detail::NvrtcApi* api_;
+  std::string arch_;
+  std::filesystem::path dir_;
+  bool minimal_rejected_ = false;
+};
+
+namespace detail {
+// the CUDA driver entry points we use (handles are void*, device pointers unsigned long long)
+struct CudaApi {
+  using H = void*;
+  using Ptr = unsigned long long;
+  int (*cuInit)(unsigned);
+  int (*cuDeviceGetCount)(int*);
+  int (*cuDeviceGet)(int*, int);
+  int (*cuDeviceGetAttribute)(int*, int, int);
+  int (*cuDeviceGetName)(char*, int, int);
+  int (*cuDevicePrimaryCtxRetain)(H*, int);
+  int (*cuCtxSetCurrent)(H);
+  int (*cuCtxSynchronize)();
+  int (*cuMemAlloc)(Ptr*, size_t);
+  int (*cuMemFree)(Ptr);
+  int (*cuMemcpyHtoD)(Ptr, const void*, size_t);
+  int (*cuMemcpyDtoH)(void*, Ptr, size_t);
+  int (*cuMemcpyDtoD)(Ptr, Ptr, size_t);
+  int (*cuModuleLoadData)(H*, const void*);
+  int (*cuModuleUnload)(H);
+  int (*cuModuleGetFunction)(H*, H, const char*);
+  int (*cuLaunchKernel)(H, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, H, void**, void**);
+  int (*cuEventCreate)(H*, unsigned);
+  int (*cuEventRecord)(H, H);
+  int (*cuEventSynchronize)(H);
+  int (*cuEventElapsedTime)(float*, H, H);
+  int (*cuEventDestroy)(H);
+  int (*cuGetErrorString)(int, const char**);
+  explicit CudaApi(void* l) {
+    const char* lib = "libcuda.so.1";
+    load_sym(l, cuInit, "cuInit", lib); load_sym(l, cuDeviceGetCount, "cuDeviceGetCount", lib); load_sym(l, cuDeviceGet, "cuDeviceGet", lib);
+    load_sym(l, cuDeviceGetAttribute, "cuDeviceGetAttribute", lib); load_sym(l, cuDeviceGetName, "cuDeviceGetName", lib);
+    load_sym(l, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", lib); load_sym(l, cuCtxSetCurrent, "cuCtxSetCurrent", lib);
+    load_sym(l, cuCtxSynchronize, "cuCtxSynchronize", lib); load_sym(l, cuMemAlloc, "cuMemAlloc_v2", lib); load_sym(l, cuMemFree, "cuMemFree_v2", lib);
+    load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib); load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
+    load_sym(l, cuModuleLoadData, "cuModuleLoadData", lib); load_sym(l, cuModuleUnload, "cuModuleUnload", lib);
+    load_sym(l, cuModuleGetFunction, "cuModuleGetFunction", lib); load_sym(l, cuLaunchKernel, "cuLaunchKernel", lib);
+    load_sym(l, cuEventCreate, "cuEventCreate", lib); load_sym(l, cuEventRecord, "cuEventRecord", lib);
+    load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
+    if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
+    load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
+  }
+  void check(int r, const char* what) const {
+    if (r == 0) return;
+    const char* s = nullptr;
+    cuGetErrorString(r, &s);
+    throw DeviceError(cat("tinygrad: CUDA ", what, " failed: ", s ? s : "error", " (", r, ")"));
+  }
+};
+
+// one opened GPU: the driver, its primary context and compute capability
+struct CudaDevice {
+  std::unique_ptr<CudaApi> api;
+  void* ctx = nullptr;
+  int dev = 0, major = 0, minor = 0;
+  std::string name;
+  explicit CudaDevice(int ordinal) {
+    void* l = dlopen_first({"libcuda.so.1", "libcuda.so"});
+    if (!l) throw DeviceError("tinygrad: the CUDA device needs libcuda.so.1 (the NVIDIA driver), which was not found");
+    api = std::make_unique<CudaApi>(l);
+    int n = 0;
+    if (int r = api->cuInit(0); r != 0 || api->cuDeviceGetCount(&n) != 0 || n == 0)
+      throw DeviceError(cat("tinygrad: CUDA: no usable NVIDIA GPU (cuInit returned ", r, ")"));
+    if (ordinal >= n) throw DeviceError(cat("tinygrad: CUDA: no device ", ordinal, " (", n, " found)"));
+    api->check(api->cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+    api->cuDeviceGetAttribute(&major, 75, dev);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    api->cuDeviceGetAttribute(&minor, 76, dev);
+    char nm[256] = {0};
+    api->cuDeviceGetName(nm, sizeof nm, dev);
+    name = nm;
+    api->check(api->cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    current();
+  }
+  // the context is per thread: every entry point makes it current first (cheap)
+  void current() const { api->cuCtxSetCurrent(ctx); }
+};
+
+class CUDAProgram : public Program {
+ public:
+  CUDAProgram(std::shared_ptr<CudaDevice> d, const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) : d_(std::move(d)) {
+    d_->current();
+    d_->api->check(d_->api->cuModuleLoadData(&mod_, bin.c_str()), "cuModuleLoadData");
+    d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
+    for (int i = 0; i < 6; i++) dims_[i] = unsigned(launch[size_t(i)]);
+    d_->api->cuEventCreate(&ev_[0], 0);
+    d_->api->cuEventCreate(&ev_[1], 0);
+  }
+  ~CUDAProgram() override {
+    d_->current();
+    for (auto e : ev_) d_->api->cuEventDestroy(e);
+    d_->api->cuModuleUnload(mod_);
+  }
+  double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
+    auto& a = *d_->api;
+    d_->current();
+    std::vector<void*> args(bufs.size());
+    for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
+    if (wait) a.cuEventRecord(ev_[0], nullptr);
+    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], 0, nullptr, args.data(), nullptr), "cuLaunchKernel");
+    if (!wait) return 0;
+    a.cuEventRecord(ev_[1], nullptr);
+    a.check(a.cuEventSynchronize(ev_[1]), "kernel execution");
+    float ms = 0;
+    a.cuEventElapsedTime(&ms, ev_[0], ev_[1]);
+    return ms * 1e-3;
+  }
+
+ private:
+  std::shared_ptr<CudaDevice> d_;
+  void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
+  unsigned dims_[6];
+};
+
+struct CUDAAllocator : Allocator {
+  std::shared_ptr<CudaDevice> d;
+  explicit CUDAAllocator(std::shared_ptr<CudaDevice> dv) : d(std::move(dv)) {}
+  static CudaApi::Ptr P(const void* p) { return CudaApi::Ptr(reinterpret_cast<uintptr_t>(p)); }
+  void* alloc_raw(size_t bytes) override {
+    d->current();
+    CudaApi::Ptr p = 0;
+    int r = d->api->cuMemAlloc(&p, bytes);
+    if (r == 2) return nullptr;  // CUDA_ERROR_OUT_OF_MEMORY: the Allocator frees its cache and retries
+    d->api->check(r, "cuMemAlloc");
+    return reinterpret_cast<void*>(uintptr_t(p));
+  }
+  void free_raw(void* p, size_t) override { d->current(); d->api->cuMemFree(P(p)); }
+  void copyin(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyHtoD(P(dst), src, n), "cuMemcpyHtoD"); }
+  void copyout(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoH(dst, P(src), n), "cuMemcpyDtoH"); }
+  void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
+};
+
+inline const bool cuda_registered = (register_runtime("CUDA", [](const std::string& name) {
+  auto p = name.find(':');
+  auto d = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
+  auto rt = std::make_unique<DeviceRuntime>();
+  rt->allocator = std::make_unique<CUDAAllocator>(d);
+  rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", d->major, d->minor));
+  rt->load = [d](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
+    return std::make_unique<CUDAProgram>(d, fn, bin, launch);
+  };
+  rt->synchronize = [d] { d->current(); d->api->check(d->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
+  if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", d->name.c_str(), d->major, d->minor);
+  return rt;
+}), true);
+}  // namespace detail
+}  // namespace tinygrad

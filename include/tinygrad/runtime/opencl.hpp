@@ -1,0 +1,219 @@
+#pragma once
+// OpenCL device: libOpenCL.so.1 loaded with dlopen (no headers needed); program binaries cached on disk.
+// Device choice: CL_DEVICE (an index over all devices), else the first GPU, else the first device.
+#include "device.hpp"
+
+namespace tinygrad {
+namespace detail {
+// the OpenCL 1.2 entry points we use; handles are void*
+struct CLApi {
+  using H = void*;
+  int (*clGetPlatformIDs)(unsigned, H*, unsigned*);
+  int (*clGetDeviceIDs)(H, uint64_t, unsigned, H*, unsigned*);
+  int (*clGetDeviceInfo)(H, unsigned, size_t, void*, size_t*);
+  H (*clCreateContext)(const intptr_t*, unsigned, const H*, void*, void*, int*);
+  H (*clCreateCommandQueue)(H, H, uint64_t, int*);
+  H (*clCreateBuffer)(H, uint64_t, size_t, void*, int*);
+  int (*clReleaseMemObject)(H);
+  int (*clEnqueueWriteBuffer)(H, H, unsigned, size_t, size_t, const void*, unsigned, const H*, H*);
+  int (*clEnqueueReadBuffer)(H, H, unsigned, size_t, size_t, void*, unsigned, const H*, H*);
+  int (*clEnqueueCopyBuffer)(H, H, H, size_t, size_t, size_t, unsigned, const H*, H*);
+  H (*clCreateProgramWithSource)(H, unsigned, const char**, const size_t*, int*);
+  H (*clCreateProgramWithBinary)(H, unsigned, const H*, const size_t*, const unsigned char**, int*, int*);
+  int (*clBuildProgram)(H, unsigned, const H*, const char*, void*, void*);
+  int (*clGetProgramBuildInfo)(H, H, unsigned, size_t, void*, size_t*);
+  int (*clGetProgramInfo)(H, unsigned, size_t, void*, size_t*);
+  H (*clCreateKernel)(H, const char*, int*);
+  int (*clGetKernelInfo)(H, unsigned, size_t, void*, size_t*);
+  int (*clSetKernelArg)(H, unsigned, size_t, const void*);
+  int (*clEnqueueNDRangeKernel)(H, H, unsigned, const size_t*, const size_t*, const size_t*, unsigned, const H*, H*);
+  int (*clFinish)(H);
+  int (*clWaitForEvents)(unsigned, const H*);
+  int (*clGetEventProfilingInfo)(H, unsigned, size_t, void*, size_t*);
+  int (*clReleaseEvent)(H);
+  int (*clReleaseKernel)(H);
+  int (*clReleaseProgram)(H);
+  explicit CLApi(void* l) {
+#define TG_CL(f) load_sym(l, f, #f, "libOpenCL.so.1")
+    TG_CL(clGetPlatformIDs); TG_CL(clGetDeviceIDs); TG_CL(clGetDeviceInfo); TG_CL(clCreateContext); TG_CL(clCreateCommandQueue);
+    TG_CL(clCreateBuffer); TG_CL(clReleaseMemObject); TG_CL(clEnqueueWriteBuffer); TG_CL(clEnqueueReadBuffer); TG_CL(clEnqueueCopyBuffer);
+    TG_CL(clCreateProgramWithSource); TG_CL(clCreateProgramWithBinary); TG_CL(clBuildProgram); TG_CL(clGetProgramBuildInfo);
+    TG_CL(clGetProgramInfo); TG_CL(clCreateKernel); TG_CL(clGetKernelInfo); TG_CL(clSetKernelArg); TG_CL(clEnqueueNDRangeKernel);
+    TG_CL(clFinish); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent); TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
+#undef TG_CL
+  }
+};
+inline void cl_check(int err, const char* what) {
+  if (err != 0) throw DeviceError(cat("tinygrad: OpenCL ", what, " failed with error ", err));
+}
+
+// one opened device: context and in-order queue (with profiling, for DEBUG=2 kernel times)
+struct CLDevice {
+  std::unique_ptr<CLApi> api;
+  void *dev = nullptr, *ctx = nullptr, *queue = nullptr;
+  std::string name, key;
+  size_t max_wg = 256;
+  std::string info(unsigned param) const {
+    size_t n = 0;
+    api->clGetDeviceInfo(dev, param, 0, nullptr, &n);
+    std::string s(n, '\0');
+    api->clGetDeviceInfo(dev, param, n, s.data(), nullptr);
+    while (!s.empty() && s.back() == '\0') s.pop_back();
+    return s;
+  }
+  explicit CLDevice(int ordinal) {
+    void* lib = dlopen_first({"libOpenCL.so.1", "libOpenCL.so"});
+    if (!lib) throw DeviceError("tinygrad: the CL device needs libOpenCL.so.1 (an OpenCL ICD loader), which was not found");
+    api = std::make_unique<CLApi>(lib);
+    unsigned np = 0;
+    if (api->clGetPlatformIDs(0, nullptr, &np) != 0 || np == 0) throw DeviceError("tinygrad: OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
+    std::vector<void*> plats(np), gpus, all;
+    api->clGetPlatformIDs(np, plats.data(), nullptr);
+    for (auto p : plats)
+      for (auto [type, out] : {std::pair{uint64_t(1) << 2, &gpus}, std::pair{uint64_t(0xFFFFFFFF), &all}}) {
+        unsigned nd = 0;
+        if (api->clGetDeviceIDs(p, type, 0, nullptr, &nd) != 0 || nd == 0) continue;
+        std::vector<void*> d(nd);
+        api->clGetDeviceIDs(p, type, nd, d.data(), nullptr);
+        out->insert(out->end(), d.begin(), d.end());
+      }
+    if (all.empty()) throw DeviceError("tinygrad: OpenCL: no device found");
+    int idx = ordinal >= 0 ? ordinal : getenv_int("CL_DEVICE", -1);
+    if (idx >= int(all.size())) throw DeviceError(cat("tinygrad: OpenCL: no device ", idx, " (", all.size(), " found)"));
+    dev = idx >= 0 ? all[size_t(idx)] : !gpus.empty() ? gpus[0] : all[0];
+    int err = 0;
+    ctx = api->clCreateContext(nullptr, 1, &dev, nullptr, nullptr, &err);
+    cl_check(err, "clCreateContext");
+    queue = api->clCreateCommandQueue(ctx, dev, 1 << 1 /* CL_QUEUE_PROFILING_ENABLE */, &err);
+    cl_check(err, "clCreateCommandQueue");
+    name = info(0x102B /* CL_DEVICE_NAME */);
+    key = name + "|" + info(0x102D /* CL_DRIVER_VERSION */);
+    api->clGetDeviceInfo(dev, 0x1004 /* CL_DEVICE_MAX_WORK_GROUP_SIZE */, sizeof max_wg, &max_wg, nullptr);
+  }
+  // a program built for this device, from source or binary; a failed build is a CompileError with the log
+  void* build(const std::string& src, const std::string* binary) const {
+    int err = 0, st = 0;
+    void* p;
+    if (binary) {
+      size_t n = binary->size();
+      auto b = reinterpret_cast<const unsigned char*>(binary->data());
+      p = api->clCreateProgramWithBinary(ctx, 1, &dev, &n, &b, &st, &err);
+    } else {
+      const char* s = src.c_str();
+      p = api->clCreateProgramWithSource(ctx, 1, &s, nullptr, &err);
+    }
+    if (!p || err) return nullptr;
+    if (api->clBuildProgram(p, 1, &dev, "", nullptr, nullptr) != 0) {
+      size_t n = 0;
+      api->clGetProgramBuildInfo(p, dev, 0x1183 /* CL_PROGRAM_BUILD_LOG */, 0, nullptr, &n);
+      std::string log(n, '\0');
+      api->clGetProgramBuildInfo(p, dev, 0x1183, n, log.data(), nullptr);
+      api->clReleaseProgram(p);
+      if (binary) return nullptr;
+      throw CompileError("tinygrad: OpenCL failed to build a kernel for " + name, src, log);
+    }
+    return p;
+  }
+};
+
+// compiles to the device's program binary, cached on disk under the device name and driver version
+class CLCompiler : public Compiler {
+ public:
+  explicit CLCompiler(std::shared_ptr<CLDevice> d) : d_(std::move(d)) {
+    dir_ = cache_dir() / "cl";
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+  }
+  std::string cache_key() const override { return d_->key; }
+  std::string compile(const std::string& src) override {
+    auto path = dir_ / (hex64(hash_bytes(d_->key + "\n" + src)) + ".bin");
+    std::string bin = read_file(path);
+    if (!bin.empty()) return bin;
+    void* p = d_->build(src, nullptr);
+    size_t n = 0;
+    d_->api->clGetProgramInfo(p, 0x1165 /* CL_PROGRAM_BINARY_SIZES */, sizeof n, &n, nullptr);
+    bin.resize(n);
+    unsigned char* ptr = reinterpret_cast<unsigned char*>(bin.data());
+    d_->api->clGetProgramInfo(p, 0x1166 /* CL_PROGRAM_BINARIES */, sizeof ptr, &ptr, nullptr);
+    d_->api->clReleaseProgram(p);
+    write_file_atomic(path, bin);
+    return bin;
+  }
+
+ private:
+  std::shared_ptr<CLDevice> d_;
+  std::filesystem::path dir_;
+};
+
+class CLProgram : public Program {
+ public:
+  CLProgram(std::shared_ptr<CLDevice> d, const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) : d_(std::move(d)) {
+    prg_ = d_->build("", &bin);
+    if (!prg_) throw DeviceError("tinygrad: OpenCL rejected a cached program binary for " + fn);
+    int err = 0;
+    k_ = d_->api->clCreateKernel(prg_, fn.c_str(), &err);
+    cl_check(err, "clCreateKernel");
+    d_->api->clGetKernelInfo(k_, 0x1191 /* CL_KERNEL_NUM_ARGS */, sizeof nargs_, &nargs_, nullptr);
+    for (int i = 0; i < 3; i++) { local_[i] = size_t(launch[size_t(i + 3)]); global_[i] = size_t(launch[size_t(i)]) * local_[i]; }
+  }
+  ~CLProgram() override { d_->api->clReleaseKernel(k_); d_->api->clReleaseProgram(prg_); }
+  double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
+    std::lock_guard lk(mu_);  // kernel arguments are state of the kernel object
+    for (unsigned i = 0; i < nargs_ && i < bufs.size(); i++) cl_check(d_->api->clSetKernelArg(k_, i, sizeof(void*), &bufs[i]), "clSetKernelArg");
+    void* ev = nullptr;
+    int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global_, local_, 0, nullptr, wait ? &ev : nullptr);
+    // NOTE: some drivers allocate buffers lazily, at the first kernel that touches them
+    if (err == -4 || err == -5) throw DeviceError(cat("tinygrad: out of memory on ", d_->name, " (OpenCL error ", err, " launching a kernel)"));
+    cl_check(err, "clEnqueueNDRangeKernel");
+    if (!wait) return 0;
+    d_->api->clWaitForEvents(1, &ev);
+    uint64_t t0 = 0, t1 = 0;
+    d_->api->clGetEventProfilingInfo(ev, 0x1282 /* START */, 8, &t0, nullptr);
+    d_->api->clGetEventProfilingInfo(ev, 0x1283 /* END */, 8, &t1, nullptr);
+    d_->api->clReleaseEvent(ev);
+    return double(t1 - t0) * 1e-9;
+  }
+
+ private:
+  std::shared_ptr<CLDevice> d_;
+  void *prg_ = nullptr, *k_ = nullptr;
+  unsigned nargs_ = 0;
+  size_t global_[3], local_[3];
+  std::mutex mu_;
+};
+
+struct CLAllocator : Allocator {
+  std::shared_ptr<CLDevice> d;
+  explicit CLAllocator(std::shared_ptr<CLDevice> dv) : d(std::move(dv)) {}
+  void* alloc_raw(size_t bytes) override {
+    int err = 0;
+    void* m = d->api->clCreateBuffer(d->ctx, 1 /* CL_MEM_READ_WRITE */, bytes, nullptr, &err);
+    if (err == -4 || err == -5 || err == -6 || err == -61) return nullptr;  // out of memory, or larger than the device allows
+    cl_check(err, "clCreateBuffer");
+    return m;
+  }
+  void free_raw(void* p, size_t) override { d->api->clReleaseMemObject(p); }
+  void copyin(void* dst, const void* src, size_t n) override { cl_check(d->api->clEnqueueWriteBuffer(d->queue, dst, 1, 0, n, src, 0, nullptr, nullptr), "clEnqueueWriteBuffer"); }
+  void copyout(void* dst, const void* src, size_t n) override {
+    cl_check(d->api->clEnqueueReadBuffer(d->queue, const_cast<void*>(src), 1, 0, n, dst, 0, nullptr, nullptr), "clEnqueueReadBuffer");
+  }
+  void copy(void* dst, const void* src, size_t n) override {
+    cl_check(d->api->clEnqueueCopyBuffer(d->queue, const_cast<void*>(src), dst, 0, 0, n, 0, nullptr, nullptr), "clEnqueueCopyBuffer");
+  }
+};
+
+inline const bool cl_registered = (register_runtime("CL", [](const std::string& name) {
+  auto p = name.find(':');
+  auto d = std::make_shared<CLDevice>(p == std::string::npos ? -1 : std::stoi(name.substr(p + 1)));
+  auto rt = std::make_unique<DeviceRuntime>();
+  rt->allocator = std::make_unique<CLAllocator>(d);
+  rt->compiler = std::make_unique<CLCompiler>(d);
+  rt->load = [d](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
+    return std::make_unique<CLProgram>(d, fn, bin, launch);
+  };
+  rt->synchronize = [d] { d->api->clFinish(d->queue); };
+  if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", d->name.c_str());
+  return rt;
+}), true);
+}  // namespace detail
+}  // namespace tinygrad

@@ -1,0 +1,154 @@
+#pragma once
+// The plan cache: per (expression type, device, dyn extents and scalar values) one schedule and its
+// compiled programs. The first evaluation lowers the expression over placeholder buffers and schedules
+// it with the engine; every later one binds the leaves' buffers and launches.
+#include <atomic>
+#include <bit>
+#include "expr.hpp"
+
+namespace tinygrad {
+
+// counts of the static evaluator (the engine's are in run_stats())
+struct StaticStats { std::atomic<int64_t> graphs_built{0}, plan_hits{0}, lazy{0}; };
+inline StaticStats& static_stats() { static StaticStats s; return s; }
+
+namespace detail::st {
+
+struct plan {
+  ScheduleSpec spec;
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
+};
+
+template <class E>
+struct plan_cache {
+  struct entry { std::string device; std::array<int64_t, E::n_key> key; std::shared_ptr<plan> p; };
+  std::mutex mu;
+  std::vector<entry> entries;
+  static plan_cache& get() { static auto* c = new plan_cache(); return *c; }  // NOTE: leaked on purpose
+};
+
+inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
+  const UOp* u = t.uop().get();
+  if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) return u->src[0]->buffer();
+  return u->op == Ops::BUFFER ? u->buffer() : u->realized;
+}
+
+template <class E>
+Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev) {
+  lower_ctx cx{leaves, 0, &dev};
+  Tensor t = e.lower(cx);
+  return t.dtype() == E::dtype ? t : t.cast(E::dtype);
+}
+
+template <size_t N>
+std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>& inputs, const std::string& dev) {
+  auto p = std::make_shared<plan>();
+  std::unordered_map<const UOp*, int> slot;
+  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
+  // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
+  std::vector<const UOp*> stack{root.uop().get()};
+  std::unordered_map<const UOp*, bool> seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (seen[u]) continue;
+    seen[u] = true;
+    if (is_leaf(u)) {
+      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized); }
+      continue;
+    }
+    for (auto& s : u->src) stack.push_back(s.get());
+  }
+  auto& es = EngineState::get();
+  std::lock_guard lk(es.mu);
+  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()));
+  p->kernels = get_programs(get_device(dev), p->spec.kernels);
+  static_stats().graphs_built++;
+  return p;
+}
+
+template <size_t N>
+Tensor run_plan(const plan& p, const std::array<const Tensor*, N>& leaves, const std::string& dev, DType dt, const Shape& shape) {
+  const ScheduleSpec& sp = p.spec;
+  std::vector<std::shared_ptr<Buffer>> slots;
+  slots.reserve(N + p.consts.size() + sp.new_slots.size());
+  for (auto* l : leaves) slots.push_back(leaf_buffer(*l));
+  for (auto& c : p.consts) slots.push_back(c);
+  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
+  {
+    auto& es = EngineState::get();
+    std::lock_guard lk(es.mu);
+    std::vector<void*> ptrs;
+    for (size_t k = 0; k < sp.kernels.size(); k++) {
+      ptrs.clear();
+      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
+      p.kernels[k]->prg->call(ptrs, {}, false);
+      run_stats().kernels_run++;
+    }
+  }
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
+  return shape.size() == 1 ? r : r.reshape(shape);
+}
+
+// e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
+template <class E>
+Tensor lazy(const E& e) {
+  std::array<const Tensor*, E::n_leaves> leaves{};
+  size_t li = 0;
+  auto leaf = [&](const auto& l) { leaves[li++] = &l.tensor(); };
+  auto scalar = [](double) {};
+  e.visit(leaf, scalar);
+  return lower_root(e, leaves.data(), E::n_leaves ? leaves[0]->device() : default_device());
+}
+
+// evaluate e: through the plan cache when every leaf is realized and none requires grad (else the lazy
+// graph, so autograd sees it); the result is realized in the first case, lazy in the second
+template <class E>
+Tensor evaluate(const E& e, bool realize_lazy) {
+  constexpr size_t NL = E::n_leaves;
+  std::array<const Tensor*, NL> leaves{};
+  std::array<int64_t, E::n_key> key{};
+  size_t li = 0, ki = 0;
+  bool plannable = NL > 0;
+  auto leaf = [&](const auto& l) {
+    leaves[li++] = &l.tensor();
+    for (auto d : l.dyn_dims) key[ki++] = d;
+    plannable &= l.tensor().is_realized() && !l.tensor().requires_grad();
+  };
+  auto scalar = [&](double v) { key[ki++] = std::bit_cast<int64_t>(v); };
+  e.visit(leaf, scalar);
+  const std::string& dev = NL ? leaves[0]->device() : default_device();
+  for (auto* l : leaves) plannable &= l->device() == dev;
+  if (!plannable) {
+    static_stats().lazy++;
+    Tensor t = lower_root(e, leaves.data(), dev);
+    return realize_lazy ? t.realize() : t;
+  }
+  auto& c = plan_cache<E>::get();
+  std::shared_ptr<plan> p;
+  {
+    std::lock_guard lk(c.mu);
+    for (auto& en : c.entries) if (en.key == key && en.device == dev) { p = en.p; break; }
+  }
+  auto rs = e.rt_shape();
+  Shape shape(rs.begin(), rs.end());
+  if (p) static_stats().plan_hits++;
+  else {
+    std::array<Tensor, NL> ph;
+    std::array<const Tensor*, NL> php;
+    std::array<UOpRef, NL> in;
+    for (size_t i = 0; i < NL; i++) {
+      in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
+      ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
+      php[i] = &ph[i];
+    }
+    p = build_plan(lower_root(e, php.data(), dev), in, dev);
+    std::lock_guard lk(c.mu);
+    c.entries.push_back({dev, key, p});
+  }
+  return run_plan(*p, leaves, dev, E::dtype, shape);
+}
+
+}  // namespace detail::st
+}  // namespace tinygrad

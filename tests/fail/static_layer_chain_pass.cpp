@@ -1,0 +1,10 @@
+// PASS
+// static: the third layer (index 2) expects 100 features, the one before it gives 128 (the compiling twin of static_layer_chain_fail.cpp)
+#include <tinygrad.hpp>
+using namespace tinygrad;
+
+int main() {
+  auto model = static_nn::seq(static_nn::Linear<784, 128>{}, static_nn::relu, static_nn::Linear<128, 10>{});
+  auto x = static_tensor<float, dyn, 784>::zeros(4);
+  auto y = model(x);
+}

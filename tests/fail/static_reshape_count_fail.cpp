@@ -1,0 +1,9 @@
+// FAIL-FIRST-REGEX: reshape_changes_element_count<tinygrad::op::reshape<4, 2>, tinygrad::shape<2, 3>, tinygrad::shape<4, 2>
+// static: 6 elements do not make a (4,2)
+#include <tinygrad.hpp>
+using namespace tinygrad;
+
+int main() {
+  static_tensor<float, 2, 3> a;
+  auto b = a.reshape<4, 2>();
+}

@@ -1,0 +1,178 @@
+// Devices: transfers between CPU, OpenCL and CUDA (where present), mixing devices, missing drivers,
+// GPU compile failures, allocation balance, and the golden CUDA / OpenCL renderings of a few kernels
+// (UPDATE_GOLDEN=1 rewrites them: tools/gen_golden).
+#include <catch2/catch.hpp>
+#include <tinygrad.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using Catch::Matchers::Contains;
+using tinygrad::DType;
+using tinygrad::Tensor;
+
+namespace {
+// whether a device opens here (PoCL in CI; CUDA only on a GPU machine)
+bool has_device(const std::string& d) {
+  try { tinygrad::runtime(d); return true; } catch (const tinygrad::DeviceError&) { return false; }
+}
+std::vector<float> iota(size_t n, float scale = 1) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = float(i) * scale - 3;
+  return v;
+}
+// the kernels one realize of t would run (inputs numbered in graph order), without running them
+std::vector<tinygrad::KernelAST> kernels_of(const Tensor& t) {
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int n = 0;
+  for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  return tinygrad::create_schedule({t.uop()}, slots, n).kernels;
+}
+}  // namespace
+
+TEST_CASE("device: CPU <-> GPU round trips and to() chains", "[device]") {
+  for (std::string d : {"CL", "CUDA"}) {
+    if (!has_device(d)) { WARN(d << " is not available here: skipped"); continue; }
+    INFO(d);
+    auto v = iota(1000, 0.5f);
+    Tensor a = Tensor(v, {10, 100}, "CPU");
+    Tensor g = a.to(d);
+    CHECK(g.device() == d);
+    CHECK(g.to_vector<float>() == v);
+    // compute there, come back, compute here, go again
+    Tensor r = ((g * 2).to("CPU") + 1).to(d).sum(1).to("CPU");
+    CHECK(r.device() == "CPU");
+    auto got = r.to_vector<float>();
+    for (size_t i = 0; i < 10; i++) {
+      float want = 0;
+      for (size_t j = 0; j < 100; j++) want += v[i * 100 + j] * 2 + 1;
+      CHECK(got[i] == Approx(want));
+    }
+    // a view and other dtypes cross too
+    CHECK(a.T().to(d).to("CPU").to_vector<float>() == a.T().contiguous().to_vector<float>());
+    Tensor ints = Tensor(std::vector<int64_t>{1, -2, 3}, {}, "CPU").to(d);
+    CHECK((ints * 3).to_vector<int64_t>() == std::vector<int64_t>{3, -6, 9});
+    CHECK(Tensor(std::vector<bool>{true, false}, {}, "CPU").to(d).logical_not().to_vector<bool>() == std::vector<bool>{false, true});
+    // device to device on the same device is the same tensor; to() of an unrealized graph realizes it there
+    CHECK(g.to(d).uop() == g.uop());
+    CHECK((a + 1).to(d).to_vector<float>() == (a + 1).to_vector<float>());
+  }
+}
+
+TEST_CASE("device: ops mixing devices without to() are a DeviceError", "[device][errors]") {
+  if (!has_device("CL")) { WARN("CL is not available here: skipped"); return; }
+  Tensor a(std::vector<float>{1, 2}, {}, "CPU");
+  Tensor b(std::vector<float>{3, 4}, {}, "CL");
+  try {
+    (void)(a + b);
+    FAIL_CHECK("no DeviceError");
+  } catch (const tinygrad::DeviceError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("CPU") && Contains("CL") && Contains(".to()"));
+  }
+  CHECK((a + b.to("CPU")).to_vector<float>() == std::vector<float>{4, 6});
+}
+
+TEST_CASE("device: a missing driver or device is a DeviceError saying what is missing", "[device][errors]") {
+  if (!has_device("CUDA")) {
+    try {
+      tinygrad::runtime("CUDA");
+      FAIL_CHECK("no DeviceError");
+    } catch (const tinygrad::DeviceError& e) {
+      std::string m = e.what();
+      CHECK((m.find("libcuda") != std::string::npos || m.find("GPU") != std::string::npos || m.find("libnvrtc") != std::string::npos));
+    }
+    CHECK_THROWS_AS(Tensor(std::vector<float>{1}, {}, "CUDA"), tinygrad::DeviceError);
+  }
+  CHECK_THROWS_WITH(tinygrad::runtime("CUDA:99"), Contains("CUDA"));
+  CHECK_THROWS_WITH(tinygrad::runtime("CL:99"), Contains("CL") || Contains("OpenCL"));
+  CHECK_THROWS_WITH(tinygrad::runtime("NOPE"), Contains("NOPE"));
+}
+
+TEST_CASE("device: a GPU kernel that fails to build is a CompileError with the source and the log", "[device][errors]") {
+  std::string bad = "__kernel void f(__global float* a) { a[0] = undefined_thing; }\n";
+  if (has_device("CL")) {
+    try {
+      tinygrad::runtime("CL").compiler->compile(bad);
+      FAIL_CHECK("no CompileError");
+    } catch (const tinygrad::CompileError& e) {
+      CHECK_THAT(e.source, Contains("undefined_thing"));
+      CHECK_THAT(e.log, Contains("undefined_thing"));
+    }
+  }
+  if (tinygrad::detail::nvrtc()) {
+    try {
+      tinygrad::NVRTCCompiler("compute_90").compile("extern \"C\" __global__ void f(float* a) { a[0] = undefined_thing; }\n");
+      FAIL_CHECK("no CompileError");
+    } catch (const tinygrad::CompileError& e) {
+      CHECK_THAT(e.log, Contains("undefined_thing"));
+      CHECK_THAT(std::string(e.what()), Contains("NVRTC"));
+    }
+  } else {
+    WARN("libnvrtc not found: the NVRTC half of this test is skipped");
+  }
+}
+
+TEST_CASE("device: every allocation is freed, and out of memory is a clear DeviceError", "[device]") {
+  std::vector<std::string> devs{tinygrad::default_device()};
+  if (devs[0] != "CL" && has_device("CL")) devs.push_back("CL");
+  for (auto& d : devs) {
+    INFO(d);
+    auto& al = *tinygrad::runtime(d).allocator;
+    int64_t live = al.live_allocations();
+    {
+      Tensor a = Tensor::rand({64, 64}, DType::Float32, d);
+      Tensor b = (a.matmul(a) + 1).relu().sum(0);
+      b.realize();
+      CHECK(al.live_allocations() > live);
+    }
+    CHECK(al.live_allocations() == live);
+    // far more than any device has: the cache is dropped, the retry fails, and the error says so
+    {
+      Tensor huge = Tensor::empty({int64_t(1) << 38}, DType::Float32, d);
+      CHECK_THROWS_WITH((huge + 1).realize(), Contains("out of memory"));
+    }
+    CHECK(al.live_allocations() == live);
+  }
+}
+
+TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cuda]") {
+  if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
+  tinygrad::CUDARenderer ren;
+  tinygrad::NVRTCCompiler nv("compute_90");
+  Tensor a = Tensor::empty({16, 32}, DType::Float32, "CPU"), h = Tensor::empty({32}, DType::Float16, "CPU");
+  for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3, (a < 0).where(a, INFINITY)})
+    for (auto& k : kernels_of(t)) {
+      auto p = tinygrad::to_program(k.ast, ren);
+      CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
+    }
+}
+
+TEST_CASE("golden: CUDA and OpenCL renderings of a few kernels", "[golden]") {
+  namespace fs = std::filesystem;
+  Tensor a = Tensor::empty({64, 64}, DType::Float32, "CPU"), b = Tensor::empty({64, 64}, DType::Float32, "CPU");
+  Tensor img = Tensor::empty({1, 4, 8, 8}, DType::Float32, "CPU"), w = Tensor::empty({8, 4, 3, 3}, DType::Float32, "CPU");
+  std::vector<std::pair<std::string, Tensor>> cases{
+      {"elementwise", ((a + b) * a - 1).relu().exp() / (b + 2)},
+      {"reduce", (a * b).sum(1)},
+      {"matmul", a.matmul(b)},
+      {"conv", img.conv2d(w).relu()},
+      {"half", (a.cast(DType::Float16) * 2).cast(DType::BFloat16)},
+  };
+  tinygrad::CUDARenderer cuda;
+  tinygrad::OpenCLRenderer cl;
+  bool update = tinygrad::getenv_int("UPDATE_GOLDEN", 0) != 0;
+  for (auto& [name, t] : cases) {
+    auto ks = kernels_of(t);
+    REQUIRE(ks.size() == 1);
+    for (auto [ren, dir, ext] : {std::tuple<tinygrad::Renderer*, const char*, const char*>{&cuda, "cuda", ".cu"}, {&cl, "opencl", ".cl"}}) {
+      std::string src = tinygrad::to_program(ks[0].ast, *ren).src;
+      fs::path f = fs::path(TG_TEST_SOURCE_DIR) / "tests" / "golden" / dir / (name + ext);
+      INFO(f.string());
+      if (update) { fs::create_directories(f.parent_path()); std::ofstream(f) << src; continue; }
+      std::ifstream in(f);
+      REQUIRE(in.good());
+      std::string want((std::istreambuf_iterator<char>(in)), {});
+      CHECK(src == want);
+    }
+  }
+}

@@ -1,0 +1,284 @@
+// Static tensors against the dynamic Tensor path: same values, same gradients, errors at run time for
+// dyn extents, and the plan cache (a second evaluation builds no graph and compiles nothing).
+#include <catch2/catch.hpp>
+#include <tinygrad.hpp>
+
+using namespace tinygrad;
+
+namespace {
+template <int64_t... E> using F = static_tensor<float, E...>;
+
+// values in [-2, 2) from a fixed seed, realized
+template <class ST, class... D> ST data(D... dyn_extents) { return ST::uniform(2.0, dyn_extents...); }
+
+// the static expression gives Tensor's shape, dtype and values
+template <class X>
+void same(const X& s, const Tensor& d, double tol = 1e-5) {
+  auto rs = s.rt_shape();
+  REQUIRE(Shape(rs.begin(), rs.end()) == d.shape());
+  REQUIRE(X::dtype == d.dtype());
+  auto a = s.template to_vector<double>(), b = d.to_vector<double>();
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); i++) {
+    INFO("element " << i);
+    if (std::isnan(b[i])) CHECK(std::isnan(a[i]));
+    else CHECK(a[i] == Approx(b[i]).margin(tol));
+  }
+}
+void same_t(const Tensor& a, const Tensor& b, double tol = 1e-5) {
+  REQUIRE(a.shape() == b.shape());
+  auto x = a.to_vector<double>(), y = b.to_vector<double>();
+  for (size_t i = 0; i < x.size(); i++) CHECK(x[i] == Approx(y[i]).margin(tol));
+}
+template <class Fn>
+std::string shape_error(Fn&& f) {
+  try { f(); } catch (const ShapeError& e) { return e.what(); }
+  return "no error";
+}
+}  // namespace
+
+TEST_CASE("static: elementwise ops and broadcasting match Tensor", "[static]") {
+  Tensor::manual_seed(1);
+  auto a = data<F<2, 3>>();
+  auto b = data<F<3>>();
+  auto c = data<F<dyn, 1>>(2);
+  Tensor A = a, B = b, C = c;
+  same(a + b, A + B);
+  same(a - b, A - B);
+  same(a * c, A * C);
+  same(a / (b.abs() + 1.0f), A / (B.abs() + 1.0));
+  same(a.maximum(b), A.maximum(B));
+  same(a.minimum(c), A.minimum(C));
+  same(a.maximum(0.5), A.maximum(0.5));
+  same(2.0f * a - 1.0f, 2.0 * A - 1.0);
+  same(1.0f / (a.abs() + 1.0f), 1.0 / (A.abs() + 1.0));
+  same(a.abs().pow(b), A.abs().pow(B), 1e-4);
+  same(a < b, A < B);
+  same(a >= c, A >= C);
+  same(a == a, A == A);
+  same(a != b, A != B);
+  same((a > 0.0f).where(a, b), (A > 0.0).where(A, B));
+  same(where(c > 0.0f, a, b * 2.0f), (C > 0.0).where(A, B * 2.0));
+  same(-a, -A);
+  same(a.exp(), A.exp(), 1e-4);
+  same(a.abs().log(), A.abs().log(), 1e-4);
+  same(a.abs().sqrt(), A.abs().sqrt());
+  same(a.relu(), A.relu());
+  same(a.sigmoid(), A.sigmoid());
+  same(a.tanh(), A.tanh());
+  same(a.gelu(), A.gelu());
+  same(a.sin() + a.cos(), A.sin() + A.cos());
+  same(a.square(), A.square());
+  same(a.floor(), A.floor());
+  same(a.cast<int32_t>(), A.cast(DType::Int32));
+  auto i = static_tensor<int32_t, 4>::from(std::vector<int>{1, 2, 3, 12});
+  Tensor I = i;
+  same(i & (i * 2), I & (I * 2.0));
+  same(i ^ i, I ^ I);
+  same(i * 2, I * 2.0);
+  same(i / i, I / I);
+  same(i * 2.5, I.cast(DType::Float32) * 2.5);  // a float literal makes an int tensor float (like torch)
+}
+
+TEST_CASE("static: reductions match Tensor", "[static]") {
+  Tensor::manual_seed(2);
+  auto a = data<F<2, 3, 4>>();
+  Tensor A = a;
+  same(a.sum<1>(), A.sum(1));
+  same(a.sum<0, -1>(), A.sum({0, -1}));
+  same(a.sum<>(), A.sum());
+  same(a.sum_keepdim<2>(), A.sum(2, true));
+  same(a.max<1>(), A.max(1));
+  same(a.max_keepdim<0>(), A.max(0, true));
+  same(a.min<2>(), A.min(2));
+  same(a.mean<1, 2>(), A.mean({1, 2}));
+  same(a.mean_keepdim<0>(), A.mean(0, true));
+  same(a.softmax(), A.softmax(-1));
+  same(a.softmax<1>(), A.softmax(1));
+  same(a.log_softmax<0>(), A.log_softmax(0));
+  auto d = data<F<dyn, 5>>(3);
+  same(d.sum<0>(), Tensor(d).sum(0));
+  same(d.mean<0>(), Tensor(d).mean(0));
+  auto i = static_tensor<int8_t, 3>::from(std::vector<int>{100, 100, 100});
+  same(i.sum<>(), Tensor(i).sum());  // accumulates in int32
+}
+
+TEST_CASE("static: movement ops match Tensor", "[static]") {
+  Tensor::manual_seed(3);
+  auto a = data<F<2, 3, 4>>();
+  Tensor A = a;
+  same(a.reshape<6, 4>(), A.reshape({6, 4}));
+  same(a.reshape<dyn, 2>(), A.reshape({-1, 2}));
+  same(a.flatten<1>(), A.flatten(1));
+  same(a.flatten<>(), A.flatten());
+  same(a.permute<2, 0, 1>(), A.permute({2, 0, 1}));
+  same(a.T(), A.transpose(-2, -1));
+  same(a.transpose<0, 2>(), A.transpose(0, 2));
+  same(a.sum_keepdim<1>().expand<2, 5, 4>(), A.sum(1, true).expand({2, 5, 4}));
+  same(a.pad<0, 0, 1, 2, 0, 1>(), A.pad({{0, 0}, {1, 2}, {0, 1}}));
+  same(a.shrink<1, 2, 0, 3, 1, 3>(), A.shrink({{1, 2}, {0, 3}, {1, 3}}));
+  same(a.flip<0, 2>(), A.flip({0, 2}));
+  same(a.slice<2, 1, 3>(), A.shrink({{0, 2}, {0, 3}, {1, 3}}));
+  auto b = data<F<2, 5, 4>>();
+  same(cat<1>(a, b), Tensor::cat({A, Tensor(b)}, 1));
+  auto d = data<F<dyn, 6>>(4);
+  same(d.reshape<dyn, 2, 3>(), Tensor(d).reshape({4, 2, 3}));
+  same(d.shrink<1, 3, 0, 6>(), Tensor(d).shrink({{1, 3}, {0, 6}}));
+  same(cat<0>(d, d), Tensor::cat({Tensor(d), Tensor(d)}, 0));
+}
+
+TEST_CASE("static: matmul, conv2d, pooling and losses match Tensor", "[static]") {
+  Tensor::manual_seed(4);
+  auto x = data<F<dyn, 8>>(5);
+  auto w = data<F<8, 3>>();
+  auto v = data<F<8>>();
+  Tensor X = x, W = w, V = v;
+  same(x.matmul(w), X.matmul(W));
+  same(matmul(x, v), X.matmul(V));
+  same(v.matmul(w), V.matmul(W));
+  same(v.matmul(v), V.matmul(V));
+  auto bx = data<F<2, 4, 8>>();
+  same(bx.matmul(w), Tensor(bx).matmul(W));
+  auto bb = data<F<3>>();
+  same(linear(x, w, bb).relu().sum<1>(), (X.matmul(W) + Tensor(bb)).relu().sum(1), 1e-4);
+
+  auto img = data<F<dyn, 2, 9, 9>>(2);
+  auto k = data<F<4, 2, 3, 3>>();
+  auto kb = data<F<4>>();
+  Tensor IMG = img, K = k, KB = kb;
+  same(conv2d(img, k), IMG.conv2d(K), 1e-4);
+  same(conv2d<2, 1>(img, k, kb), IMG.conv2d(K, KB, 1, {2}, {1}, {1}), 1e-4);
+  same(conv2d<1, 0, 2>(img, k), IMG.conv2d(K, std::nullopt, 1, {1}, {2}, {0}), 1e-4);
+  auto kg = data<F<4, 1, 3, 3>>();
+  same(conv2d<1, 0, 1, 2>(img, kg), IMG.conv2d(Tensor(kg), std::nullopt, 2), 1e-4);
+  same(max_pool2d(img), IMG.max_pool2d({2, 2}));
+  same(max_pool2d<3, 2>(img), IMG.max_pool2d({3, 3}, {2, 2}));
+  same(avg_pool2d<3>(img), IMG.avg_pool2d({3, 3}), 1e-5);
+
+  auto logits = data<F<dyn, 10>>(4);
+  auto labels = static_tensor<int32_t, dyn>::from(std::vector<int>{3, 0, 9, 3}, 4);
+  Tensor L = logits;
+  auto ref = -(L.log_softmax(-1) * (Tensor(labels).unsqueeze(-1) == Tensor::arange(10)).cast(DType::Float32)).sum(-1).mean();
+  same(sparse_categorical_crossentropy(logits, labels), ref, 1e-5);
+}
+
+TEST_CASE("static: gradients match the dynamic path and keep the static type", "[static]") {
+  Tensor::manual_seed(5);
+  auto x = data<F<dyn, 6>>(4);
+  auto w = data<F<6, 3>>();
+  auto b = data<F<3>>();
+  auto labels = static_tensor<int32_t, dyn>::from(std::vector<int>{0, 2, 1, 2}, 4);
+  auto [gw, gb] = gradient(sparse_categorical_crossentropy((x.matmul(w) + b).relu(), labels), w, b);
+  static_assert(std::is_same_v<decltype(gw), F<6, 3>>);
+  static_assert(std::is_same_v<decltype(gb), F<3>>);
+  Tensor X = x, W = w, B = b;
+  auto ref = gradient(sparse_categorical_crossentropy((x.matmul(w) + b).relu(), labels).lazy(), {W, B});
+  Tensor l = (X.matmul(W) + B).relu().log_softmax(-1);
+  auto oh = (Tensor(labels).unsqueeze(-1) == Tensor::arange(3)).cast(DType::Float32);
+  auto dref = gradient(-(l * oh).sum(-1).mean(), {W, B});
+  same(gw, dref[0], 1e-5);
+  same(gb, dref[1], 1e-5);
+  same_t(ref[0], dref[0]);
+
+  // conv + pool + movement, through backward() and grad()
+  auto img = data<F<2, 1, 6, 6>>();
+  auto k = data<F<3, 1, 3, 3>>();
+  k.requires_grad_();
+  auto loss = (max_pool2d(conv2d<1, 1>(img, k)).flatten<1>().permute<1, 0>().pad<1, 0, 0, 0>() * 0.5f).square().mean<>();
+  loss.backward();
+  F<3, 1, 3, 3> gk = k.grad();
+  Tensor K = Tensor(k).detach();
+  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, {1}, {1}, {1}).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5).square().mean(), {K});
+  same(gk, dg[0], 1e-5);
+}
+
+TEST_CASE("static: dyn extents that do not fit throw at run time with the op and the shapes", "[static]") {
+  auto a = F<dyn>::zeros(3);
+  auto b = F<dyn>::zeros(4);
+  CHECK(shape_error([&] { auto c = a + b; }) == "tinygrad::error::shapes_not_broadcastable<op::add, shape<3>, shape<4>>");
+  auto x = F<dyn, 5>::zeros(2);
+  auto w = F<dyn, 3>::zeros(4);
+  CHECK(shape_error([&] { auto c = x.matmul(w); }) == "tinygrad::error::inner_dims_differ<op::matmul, shape<2, 5>, shape<4, 3>>");
+  CHECK(shape_error([&] { auto c = x.reshape<3, dyn>(); }) == "tinygrad::error::reshape_changes_element_count<op::reshape, shape<2, 5>>");
+  CHECK(shape_error([&] { auto c = cat<1>(x, w); }) == "tinygrad::error::shapes_differ<op::cat, shape<2, 5>, shape<4, 3>>");
+  auto img = F<1, 1, dyn, dyn>::zeros(3, 3);
+  CHECK(shape_error([&] { auto c = max_pool2d<4>(img); }) == "tinygrad::error::window_larger_than_input<op::max_pool2d, shape<1, 1, 3, 3>>");
+  auto y = static_tensor<int32_t, dyn>::zeros(3);
+  CHECK(shape_error([&] { auto c = sparse_categorical_crossentropy(x, y); }) ==
+        "tinygrad::error::batch_sizes_differ<op::sparse_categorical_crossentropy, shape<2, 5>, shape<3>>");
+  CHECK(shape_error([&] { F<3, 5> z = x * 2.0f; }) == "tinygrad::error::shapes_differ<op::assign, shape<3, 5>, shape<2, 5>>");
+  CHECK(shape_error([&] { auto c = x.shrink<0, 3, 0, 5>(); }) == "tinygrad::error::shrink_out_of_bounds<op::shrink, shape<2, 5>>");
+}
+
+TEST_CASE("static: a Tensor converts to a static type with a run-time check", "[static]") {
+  Tensor t = Tensor::ones({4, 784});
+  F<dyn, 784> a(t);
+  CHECK(a.rt_shape()[0] == 4);
+  using W1 = F<dyn, 10>;
+  using W2 = F<4, 784, 1>;
+  using W3 = static_tensor<int32_t, dyn, 784>;
+  CHECK_THROWS_AS(W1(t), ShapeError);
+  CHECK_THROWS_AS(W2(t), ShapeError);
+  CHECK_THROWS_AS(W3(t), DTypeError);
+  CHECK_THROWS_WITH(W1(t), Catch::Contains("static_tensor<float, -1, 10>") && Catch::Contains("(4, 784)"));
+  Tensor back = a * 2.0f;  // and back, freely
+  CHECK(back.shape() == Shape{4, 784});
+  using V = F<2>;
+  CHECK_THROWS_AS(V().grad(), GradientError);
+}
+
+TEST_CASE("static: the plan cache: a second evaluation builds no graph and compiles nothing", "[static]") {
+  Tensor::manual_seed(6);
+  auto a = data<F<dyn, 16>>(8);
+  auto b = data<F<16>>();
+  auto f = [](const auto& x, const auto& y) { return ((x * y + 1.0f).relu().template sum<1>() / 16.0f).sqrt(); };
+  using R = F<dyn>;
+  R first = f(a, b);
+  auto a2 = data<F<dyn, 16>>(8);
+  auto g0 = static_stats().graphs_built.load(), h0 = static_stats().plan_hits.load();
+  auto k0 = run_stats().kernels_compiled, s0 = run_stats().schedules_built, r0 = run_stats().kernels_run;
+  // new data, same type and extents: only binds buffers and launches
+  R second = f(a2, b);
+  CHECK(static_stats().graphs_built.load() == g0);
+  CHECK(static_stats().plan_hits.load() == h0 + 1);
+  CHECK(run_stats().kernels_compiled == k0);
+  CHECK(run_stats().schedules_built == s0);
+  CHECK(run_stats().kernels_run > r0);
+  same(second, ((Tensor(a2) * Tensor(b) + 1.0).relu().sum(1) / 16.0).sqrt());
+  same(first, ((Tensor(a) * Tensor(b) + 1.0).relu().sum(1) / 16.0).sqrt());
+  // another dyn extent: another plan
+  auto a3 = data<F<dyn, 16>>(3);
+  R third = f(a3, b);
+  CHECK(static_stats().graphs_built.load() == g0 + 1);
+  CHECK(third.rt_shape()[0] == 3);
+  // another scalar value: another plan, and the right answer
+  F<dyn, 16> s1 = a * 2.0f;
+  F<dyn, 16> s2 = a * 3.0f;
+  same(s2, Tensor(a) * 3.0);
+  same(s1, Tensor(a) * 2.0);
+  // a leaf that needs gradients keeps the graph lazy (autograd sees it)
+  auto w = data<F<16>>();
+  w.requires_grad_();
+  F<dyn, 16> lz = a * w;
+  CHECK_FALSE(lz.tensor().is_realized());
+}
+
+TEST_CASE("static: nn layers chained with seq match the dynamic model", "[static]") {
+  Tensor::manual_seed(7);
+  namespace snn = static_nn;
+  snn::Conv2d<1, 4, 3> c1;
+  snn::Linear<4 * 3 * 3, 5> l1;
+  auto model = snn::seq(c1, snn::relu, snn::MaxPool2d<2>{}, snn::Flatten<>{}, l1);
+  CHECK(model.parameters().size() == 4);
+  auto x = data<F<dyn, 1, 8, 8>>(3);
+  auto y = model(x);
+  static_assert(std::is_same_v<decltype(y)::shape_type, shape<-1, 5>>);
+  Tensor X = x;
+  auto ref = X.conv2d(c1.weight, Tensor(c1.bias)).relu().max_pool2d({2, 2}).flatten(1).matmul(Tensor(l1.weight).T()) + Tensor(l1.bias);
+  same(y, ref, 1e-4);
+  // parameters are the layers' own tensors: an optimizer step through them is seen by the model
+  auto p = model.parameters();
+  p[3].assign(Tensor::zeros({5}));
+  p[3].realize();
+  same(model(x), X.conv2d(c1.weight, Tensor(c1.bias)).relu().max_pool2d({2, 2}).flatten(1).matmul(Tensor(l1.weight).T()), 1e-4);
+}
