@@ -7903,8 +7903,7 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
 template <static_expr L, class... P>
 std::tuple<P...> gradient(const L& loss, const P&... params) {
   auto gs = gradient(loss.lazy(), std::vector<Tensor>{params.tensor()...});
-  size_t i = 0;
-  return {P(gs[i++], P::unchecked)...};
+  return [&]<size_t... I>(std::index_sequence<I...>) { return std::tuple<P...>{P(gs[I], P::unchecked)...}; }(std::index_sequence_for<P...>{});
 }
 
 }  // namespace tinygrad
