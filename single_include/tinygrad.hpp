@@ -2941,6 +2941,7 @@ class Scheduler {
     std::vector<int> slots;
     std::unordered_map<int, int> param_of_slot;
     std::map<std::vector<const void*>, UOpRef> memo;
+    std::vector<UOpRef> memo_keys;  // the memo is keyed by address: keep those nodes alive so no address is reused
     int64_t next_range;
   };
 
@@ -2968,6 +2969,8 @@ class Scheduler {
     for (auto& i : idx) key.push_back(i.get());
     if (auto it = c.memo.find(key); it != c.memo.end()) return it->second;
     UOpRef r = lower_node(c, u, idx, gate);
+    c.memo_keys.push_back(u); c.memo_keys.push_back(gate);
+    c.memo_keys.insert(c.memo_keys.end(), idx.begin(), idx.end());
     return c.memo[key] = r;
   }
 
@@ -3371,8 +3374,6 @@ namespace tinygrad::detail {
 template <class T>
 struct CreationOps {
  public:
-  // dropout is active only while this is true (tinygrad's Tensor.training); process-wide, not per thread
-  static inline bool training = false;
 
   // ---- like another tensor: same shape and device, its dtype unless given ----
   T full_like(double v, std::optional<DType> dt = std::nullopt) const { return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device()); }
@@ -3477,7 +3478,7 @@ struct CreationOps {
   // zero each element with probability p and scale the rest by 1/(1-p); identity unless training
   T dropout(double p = 0.5) const {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::dropout: p must be in [0, 1], got " + std::to_string(p));
-    if (!training || p == 0) return self();
+    if (!tinygrad::training() || p == 0) return self();
     if (p == 1) return self() * 0.0;
     return (rand_like(DType::Float32) >= p).where(self(), 0.0) * (1.0 / (1.0 - p));
   }

@@ -977,15 +977,15 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
   }
   SECTION("dropout: identity unless training, then zeros ~p and scales the rest") {
     Tensor x = Tensor::ones({4000});
-    CHECK_FALSE(Tensor::training);
+    CHECK_FALSE(tinygrad::training());
     CHECK(x.dropout(0.3).uop() == x.uop());
-    Tensor::training = true;
+    tinygrad::training() = true;
     auto d = x.dropout(0.25).to_vector<double>();
-    Tensor::training = false;
+    tinygrad::training() = false;
     int zeros = 0;
     for (double v : d) { if (v == 0) zeros++; else CHECK(v == Approx(1 / 0.75)); }
     CHECK(zeros / 4000.0 == Approx(0.25).margin(0.03));
-    Tensor::training = true;
+    tinygrad::training() = true;
     CHECK(x.dropout(0).uop() == x.uop());
     CHECK(x.dropout(1).sum().item<double>() == 0);
     // gradient flows through the kept elements only
@@ -993,7 +993,7 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
     Tensor out = p.dropout(0.5);
     auto g = tinygrad::gradient(out.sum(), {p})[0].to_vector<double>();
     auto o = out.to_vector<double>();
-    Tensor::training = false;
+    tinygrad::training() = false;
     for (size_t i = 0; i < 50; i++) CHECK(g[i] == (o[i] == 0 ? 0 : 2));
   }
 }

@@ -138,6 +138,7 @@ class Scheduler {
     std::vector<int> slots;
     std::unordered_map<int, int> param_of_slot;
     std::map<std::vector<const void*>, UOpRef> memo;
+    std::vector<UOpRef> memo_keys;  // the memo is keyed by address: keep those nodes alive so no address is reused
     int64_t next_range;
   };
 
@@ -165,6 +166,8 @@ class Scheduler {
     for (auto& i : idx) key.push_back(i.get());
     if (auto it = c.memo.find(key); it != c.memo.end()) return it->second;
     UOpRef r = lower_node(c, u, idx, gate);
+    c.memo_keys.push_back(u); c.memo_keys.push_back(gate);
+    c.memo_keys.insert(c.memo_keys.end(), idx.begin(), idx.end());
     return c.memo[key] = r;
   }
 

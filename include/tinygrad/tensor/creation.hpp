@@ -11,8 +11,6 @@ namespace tinygrad::detail {
 template <class T>
 struct CreationOps {
  public:
-  // dropout is active only while this is true (tinygrad's Tensor.training); process-wide, not per thread
-  static inline bool training = false;
 
   // ---- like another tensor: same shape and device, its dtype unless given ----
   T full_like(double v, std::optional<DType> dt = std::nullopt) const { return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device()); }
@@ -117,7 +115,7 @@ struct CreationOps {
   // zero each element with probability p and scale the rest by 1/(1-p); identity unless training
   T dropout(double p = 0.5) const {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::dropout: p must be in [0, 1], got " + std::to_string(p));
-    if (!training || p == 0) return self();
+    if (!tinygrad::training() || p == 0) return self();
     if (p == 1) return self() * 0.0;
     return (rand_like(DType::Float32) >= p).where(self(), 0.0) * (1.0 / (1.0 - p));
   }
