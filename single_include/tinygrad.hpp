@@ -2941,8 +2941,8 @@ class Scheduler {
     std::vector<int> slots;
     std::unordered_map<int, int> param_of_slot;
     std::map<std::vector<const void*>, UOpRef> memo;
-    std::vector<UOpRef> memo_keys;  // the memo is keyed by address: keep those nodes alive so no address is reused
     int64_t next_range;
+    std::vector<UOpRef> memo_keys;  // the memo is keyed by address: keep those nodes alive so no address is reused
   };
 
   UOpRef flat_index(const std::vector<UOpRef>& idx, const Shape& shape) {
@@ -3044,7 +3044,7 @@ class Scheduler {
   }
 
   KernelAST lower_kernel(const UOpRef& k) {
-    KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size())};
+    KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size()), {}};
     int out = slot_.at(k.get());
     c.slots.push_back(out);
     c.param_of_slot[out] = 0;
