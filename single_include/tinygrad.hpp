@@ -6117,7 +6117,11 @@ inline void safe_save(const StateDict& d, const std::string& path, const std::ma
   if (!metadata.empty()) {
     header += "\"__metadata__\":{";
     bool first = true;
-    for (auto& [k, v] : metadata) { header += (first ? "" : ",") + detail::json_str(k) + ":" + detail::json_str(v); first = false; }
+    for (auto& [k, v] : metadata) {
+      if (!first) header += ',';
+      header += detail::json_str(k) + ":" + detail::json_str(v);
+      first = false;
+    }
     header += "},";
   }
   for (auto& [name, t] : d) {
@@ -6126,7 +6130,10 @@ inline void safe_save(const StateDict& d, const std::string& path, const std::ma
     if (!code) throw StateError("tinygrad::safe_save: " + path + ": tensor '" + name + "' has dtype " + to_string(t.dtype()) + ", which safetensors cannot store");
     blobs.push_back(detail::tensor_bytes(t));
     std::string shape;
-    for (auto s : t.shape()) shape += (shape.empty() ? "" : ",") + std::to_string(s);
+    for (auto s : t.shape()) {
+      if (!shape.empty()) shape += ',';
+      shape += std::to_string(s);
+    }
     header += detail::json_str(name) + ":{\"dtype\":\"" + code + "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(off) + "," +
               std::to_string(off + blobs.back().size()) + "]},";
     off += blobs.back().size();

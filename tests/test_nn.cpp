@@ -573,7 +573,7 @@ TEST_CASE("nn: gradient of LSTMCell (one and two steps) vs float64 central diffe
     };
     check_param_grads(loss, {&cell.weight_ih, &cell.weight_hh, &*cell.bias_ih, &h, &c}, 1e-6, false);
   }
-  }
+}
 
 // ---------------------------------------------------------------------------------------------
 // state
