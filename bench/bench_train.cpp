@@ -1,31 +1,15 @@
 // Seconds per training step of the Fashion-MNIST model (tinygrad's beautiful_mnist: 4 convs, 2 batchnorms,
 // 2 max-pools, a linear; Adam) at batch BS (default 512) on the CPU, next to tinygrad's jitted step on the
 // same machine in the same run (bench/tinygrad_train_peer.py; skipped when tinygrad is not installed).
-#include <tinygrad.hpp>
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <string>
+#include "../examples/fashion_mnist.hpp"
 
 using namespace tinygrad;
 
-struct Model {
-  nn::Conv2d c1{1, 32, 5}, c2{32, 32, 5};
-  nn::BatchNorm bn1{32};
-  nn::Conv2d c3{32, 64, 3}, c4{64, 64, 3};
-  nn::BatchNorm bn2{64};
-  nn::Linear fc{576, 10};
-  Tensor operator()(const Tensor& x) const {
-    Tensor h = bn1(c2(c1(x).relu()).relu()).max_pool2d();
-    h = bn2(c4(c3(h).relu()).relu()).max_pool2d();
-    return fc(h.flatten(1));
-  }
-};
-TINYGRAD_STATE(Model, c1, c2, bn1, c3, c4, bn2, fc);
-
 int main() {
   const int64_t bs = getenv_int("BS", 512), warm = getenv_int("WARM", 3), steps = getenv_int("STEPS", 5);
-  Model model;
+  fashion::Model model;
   nn::optim::Adam opt(nn::get_parameters(model));
   Tensor x = Tensor::rand({bs, 1, 28, 28}).realize(), y = (Tensor::rand({bs}) * 10).cast(DType::Int32).realize();
   std::vector<double> times;

@@ -4,31 +4,16 @@
 //   STEPS (default 400) training steps of batch BS (default 512) with Adam, then test accuracy.
 // TEST-ENV: STEPS=40
 // EXPECT-OUTPUT: test accuracy ([7-9][0-9])\.[0-9]+%
-#include <tinygrad.hpp>
-#include <chrono>
-#include <cstdio>
-#include <random>
+#include "fashion_mnist.hpp"
 
 using namespace tinygrad;
 namespace snn = tinygrad::static_nn;
 
 int main() {
-  const int64_t steps = getenv_int("STEPS", 400), bs = getenv_int("BS", 512);
-  auto data = nn::datasets::fashion_mnist();
-  const auto X = data.X_train.to_vector<uint8_t>(), Y = data.Y_train.to_vector<uint8_t>();
-  const int64_t n = data.X_train.shape(0), px = 28 * 28;
+  fashion::Data data;
   using Images = static_tensor<float, dyn, 1, 28, 28>;
   using Labels = static_tensor<int32_t, dyn>;
-  // images to [0, 1] floats on the host, one batch at a time
-  auto batch = [&](const std::vector<uint8_t>& xs, const std::vector<uint8_t>& ys, const std::vector<int64_t>& idx) {
-    std::vector<float> xb(idx.size() * px);
-    std::vector<int32_t> yb(idx.size());
-    for (size_t i = 0; i < idx.size(); i++) {
-      for (int64_t k = 0; k < px; k++) xb[i * px + k] = float(xs[size_t(idx[i] * px + k)]) / 255.f;
-      yb[i] = ys[size_t(idx[i])];
-    }
-    return std::pair{Images::from(xb, int64_t(idx.size())), Labels::from(yb, int64_t(idx.size()))};
-  };
+  auto input = [](const fashion::Batch& b) { return std::pair{Images::from(b.x, b.n), Labels::from(b.y, b.n)}; };
 
   Tensor::manual_seed(42);
   // 28 -conv5-> 24 -conv5-> 20 -pool-> 10 -conv3-> 8 -conv3-> 6 -pool-> 3: 64 * 3 * 3 = 576 features
@@ -36,13 +21,8 @@ int main() {
                         snn::Conv2d<32, 64, 3>{}, snn::relu, snn::Conv2d<64, 64, 3>{}, snn::relu, snn::BatchNorm<64>{}, snn::MaxPool2d<2>{},
                         snn::Flatten<1>{}, snn::Linear<576, 10>{});
   nn::optim::Adam opt(model.parameters());
-  std::mt19937_64 rng(42);
-  std::printf("training on %s: %lld steps of batch %lld\n", default_device().c_str(), (long long)steps, (long long)bs);
-  auto t_start = std::chrono::steady_clock::now();
-  for (int64_t step = 1; step <= steps; step++) {
-    std::vector<int64_t> idx(static_cast<size_t>(bs));
-    for (auto& i : idx) i = int64_t(rng() % uint64_t(n));
-    auto [x, y] = batch(X, Y, idx);
+  double s_per_step = fashion::train(data, [&](const fashion::Batch& b) {
+    auto [x, y] = input(b);
     TrainingScope train;
     opt.zero_grad();
     static_tensor<float> loss = sparse_categorical_crossentropy(model(x), y);
@@ -50,26 +30,10 @@ int main() {
     auto todo = opt.schedule_step();
     todo.push_back(loss);
     Tensor::realize_all(todo);
-    double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-    if (step % 10 == 0 || step == steps) {
-      int bar = int(30 * step / steps);
-      std::printf("\r[%.*s%*s] %4lld/%lld  loss %.3f  %.2f s/step ", bar, "==============================", 30 - bar, "", (long long)step, (long long)steps,
-                  loss.item<float>(), secs / double(step));
-      std::fflush(stdout);
-    }
-  }
-  double train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  std::printf("\n");
-
-  // evaluate on the 10000 test images, in batches, with running BatchNorm statistics
-  const auto Xt = data.X_test.to_vector<uint8_t>(), Yt = data.Y_test.to_vector<uint8_t>();
-  const int64_t nt = data.X_test.shape(0);
-  int64_t correct = 0;
-  for (int64_t s = 0; s < nt; s += 1000) {
-    std::vector<int64_t> idx;
-    for (int64_t i = s; i < std::min(nt, s + 1000); i++) idx.push_back(i);
-    auto [x, y] = batch(Xt, Yt, idx);
-    correct += (Tensor(model(x)).argmax(-1) == Tensor(y)).sum().item<int64_t>();
-  }
-  std::printf("test accuracy %.2f%% after %lld steps, %.3f s/step\n", 100.0 * double(correct) / double(nt), (long long)steps, train_s / double(steps));
+    return loss;
+  });
+  fashion::report(data, s_per_step, [&](const fashion::Batch& b) {
+    auto [x, y] = input(b);
+    return (Tensor(model(x)).argmax(-1) == Tensor(y)).sum().item<int64_t>();
+  });
 }

@@ -20,7 +20,7 @@
 #include "tinygrad/nn/nn.hpp"
 #include "tinygrad/nn/optim.hpp"
 #include "tinygrad/nn/datasets.hpp"
-#include "tinygrad/static/nn.hpp"
+#include "tinygrad/nn/static.hpp"
 
 namespace tinygrad {
 inline constexpr int version_major = 0;

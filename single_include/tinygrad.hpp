@@ -2465,16 +2465,15 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
 
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
   UOpRef vaxis;
-  // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
-  if (lanes >= 8 && has_reduce)
-    for (auto& r : out_rngs) if (r->range_end() % lanes && r->range_end() % (lanes / 2) == 0 && stride_class(addr(stores[0]), r) == 1) { lanes /= 2; break; }
   if (lanes > 1) {
     for (auto it = out_rngs.rbegin(); it != out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
-      if (r->range_end() % lanes || stride_class(addr(stores[0]), r) != 1) continue;
+      // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
+      int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
+      if (!amt || stride_class(addr(stores[0]), r) != 1) continue;
       bool ok = true;
       for (auto& l : loads) ok &= stride_class(addr(l), r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
-      if (ok) vaxis = r;
+      if (ok) { vaxis = r; lanes = amt; }
     }
   }
   if (vaxis) { opts.push_back({OptOp::VECTOR, vaxis->range_id(), lanes}); left[vaxis->range_id()] /= lanes; }
@@ -3824,8 +3823,7 @@ struct MovementOps {
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
     T x = t;
     for (size_t d = 0; d < p.size(); d++) {
-      auto [b, a] = p[d];
-      int64_t s = t.shape()[d];
+      int64_t b = p[d].first, a = p[d].second, s = t.shape()[d];  // NOTE: not a structured binding: `bad` captures them (clang)
       auto bad = [&](const std::string& why) {
         return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) + " of " + to_string(t.shape()) + " " + why);
       };
@@ -5220,11 +5218,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->uop = v.cast(dtype()).uop();
     return *this;
   }
+  // the device buffer that holds the value (contiguous, numel elements), realizing first
+  std::shared_ptr<Buffer> buffer() const {
+    Tensor t = *this;
+    t.realize();  // a realized tensor is BUFFER or RESHAPE(BUFFER)
+    return (t.uop()->op == Ops::BUFFER ? t.uop() : t.uop()->src[0])->buffer();
+  }
   template <class T>
   std::vector<T> to_vector() const {
-    Tensor t = *this;
-    t.realize();
-    auto buf = t.uop()->src.empty() ? t.uop()->buffer() : t.uop()->src[0]->buffer();
+    auto buf = buffer();
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
     std::vector<T> out(static_cast<size_t>(numel()));
@@ -5679,6 +5681,54 @@ namespace tinygrad {
 struct GradientError : Error { using Error::Error; };
 
 namespace detail {
+// the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
+// arg: groups, stride[n], dilation[n], (pad before, after)[n]
+inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) {
+  size_t n = x.ndim() - 2;
+  auto join = [](std::initializer_list<Shape> parts) { Shape r; for (auto& p : parts) r.insert(r.end(), p.begin(), p.end()); return r; };
+  int64_t groups = a[0], bs = x.shape(0), cout = w.shape(0), cin = w.shape(1);
+  std::vector<int64_t> stride(a.begin() + 1, a.begin() + 1 + int64_t(n)), dil(a.begin() + 1 + int64_t(n), a.begin() + 1 + 2 * int64_t(n)), flips;
+  std::vector<std::pair<int64_t, int64_t>> xpads{{0, 0}, {0, 0}}, keep{{0, cout}, {0, cin}}, dil_pad{{0, 0}, {0, 0}}, conv_pad{{0, 0}, {0, 0}},
+      dil_keep{{0, bs}, {0, cout}};
+  Shape s1{bs, cout}, s2 = s1, ks, os;
+  for (size_t i = 0; i < n; i++) {
+    int64_t o = g.shape(2 + i), k = w.shape(2 + i), e = dil[i] * (k - 1), pb = a[1 + 2 * n + 2 * i], pa = a[2 + 2 * n + 2 * i];
+    int64_t outpad = x.shape(2 + i) - ((o - 1) * stride[i] - pb - pa + e + 1);  // input pixels no output window reached
+    xpads.push_back({pb, pa});
+    keep.push_back({0, k});
+    s1.insert(s1.end(), {o, 1}); s2.push_back(o * stride[i]);
+    dil_pad.insert(dil_pad.end(), {{0, 0}, {0, stride[i] - 1}});
+    dil_keep.push_back({0, (o - 1) * stride[i] + 1});
+    conv_pad.push_back({e - pb, e - pa + outpad});
+    flips.push_back(int64_t(3 + i));
+    ks.push_back(k); os.push_back(o);
+  }
+  // dx: the transposed convolution of g: zeros between its pixels for the stride, padded by the kernel's reach,
+  // then a conv with the flipped kernel, in and out channels swapped per group.
+  // NOTE: the padded g is materialized: the conv reads it k*k*cin times, gated loads would dominate
+  Tensor gd = s2 == g.shape() ? g : g.reshape(s1).pad(dil_pad).reshape(s2).shrink(dil_keep);
+  Shape wg = join({Shape{groups, cout / groups, cin}, ks}), wf = join({Shape{groups * cin, cout / groups}, ks});
+  Tensor dx = gd.pad(conv_pad).contiguous().conv2d(w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf), std::nullopt, groups, {1}, dil);
+  // dw: correlate x with g; groups > 1 as a conv of x (channels as batch, batch as channels) with g as the kernel
+  Tensor xp = x.pad(xpads);
+  if (groups != 1) {
+    std::vector<int64_t> perm{2, 1, 0};
+    for (size_t i = 0; i < n; i++) perm.push_back(int64_t(3 + i));
+    Shape sp(xp.shape().begin() + 2, xp.shape().end());
+    Tensor xt = xp.reshape(join({Shape{bs, groups, cin}, sp})).permute(perm).reshape(join({Shape{cin, groups * bs}, sp}));
+    return {dx, xt.conv2d(g.transpose(0, 1), std::nullopt, groups, dil, stride).transpose(0, 1).shrink(keep)};
+  }
+  // NOTE: laid out (cin, *k', cout) with cout innermost, so the kernel vectorizes over cout like a matmul
+  Tensor P = xp.pool(os, dil, stride);  // (bs, cin, *k', *o)
+  std::vector<int64_t> red{0}, gperm{0}, to_oik{int64_t(n + 1), 0};
+  for (size_t i = 0; i < n; i++) { red.push_back(int64_t(2 + n + i)); gperm.push_back(int64_t(2 + i)); to_oik.push_back(int64_t(1 + i)); }
+  gperm.push_back(1);
+  Tensor gT = g.permute(gperm).contiguous();  // (bs, *o, cout)
+  Shape pw = join({P.shape(), Shape{1}}), gs = join({Shape{bs, 1}, Shape(n, 1), os, Shape{cout}});
+  Tensor dw = (P.reshape(pw) * gT.reshape(gs)).sum(red).contiguous().permute(to_oik);  // (cout, cin, *k')
+  return {dx, dw.shrink(keep)};
+}
+
 // the gradients of u's sources, given u's gradient g (nullopt: no gradient flows)
 inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
   auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
@@ -5737,68 +5787,7 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
       Tensor count = mask.sum(u->reduce_axes(), true);
       return {(g / count).expand(x.shape()) * mask};
     }
-    case Ops::CONV: {  // src: (forward value, x, w); arg: groups, stride[n], dilation[n], (pad before, after)[n]
-      Tensor x = S(1), w = S(2);
-      const auto& a = u->varg();
-      size_t n = x.ndim() - 2;
-      int64_t groups = a[0], bs = x.shape(0), cin = w.shape(1);
-      std::vector<int64_t> stride(a.begin() + 1, a.begin() + 1 + n), dil(a.begin() + 1 + n, a.begin() + 1 + 2 * n), pads(a.begin() + 1 + 2 * n, a.end()), outpad;
-      std::vector<std::pair<int64_t, int64_t>> xpads{{0, 0}, {0, 0}}, keep{{0, w.shape(0)}, {0, w.shape(1)}};
-      for (size_t i = 0; i < n; i++) {
-        int64_t o = g.shape(2 + i), k = w.shape(2 + i);
-        outpad.push_back(x.shape(2 + i) - ((o - 1) * stride[i] - pads[2 * i] - pads[2 * i + 1] + dil[i] * (k - 1) + 1));
-        xpads.push_back({pads[2 * i], pads[2 * i + 1]});
-        keep.push_back({0, k});
-      }
-      // dx: the transposed convolution of g: zeros between its pixels for the stride, padded by the kernel's reach,
-      // then a conv with the flipped kernel, in and out channels swapped per group.
-      // NOTE: the padded g is materialized: the conv reads it k*k*cin times, gated loads would dominate
-      Tensor gd = g;
-      Shape s1{bs, g.shape(1)}, s2 = s1;
-      std::vector<std::pair<int64_t, int64_t>> dil_pad{{0, 0}, {0, 0}}, conv_pad{{0, 0}, {0, 0}}, dil_keep{{0, bs}, {0, g.shape(1)}};
-      std::vector<int64_t> flips;
-      for (size_t i = 0; i < n; i++) {
-        int64_t o = g.shape(2 + i), e = dil[i] * (w.shape(2 + i) - 1);
-        s1.insert(s1.end(), {o, 1}); s2.push_back(o * stride[i]);
-        dil_pad.insert(dil_pad.end(), {{0, 0}, {0, stride[i] - 1}});
-        dil_keep.push_back({0, (o - 1) * stride[i] + 1});
-        conv_pad.push_back({e - pads[2 * i], e - pads[2 * i + 1] + outpad[i]});
-        flips.push_back(int64_t(3 + i));
-      }
-      if (s2 != g.shape()) gd = g.reshape(s1).pad(dil_pad).reshape(s2).shrink(dil_keep);
-      Shape wg{groups, w.shape(0) / groups}, wf{groups * cin, w.shape(0) / groups};
-      for (size_t i = 0; i < n; i++) { wg.push_back(w.shape(2 + i)); wf.push_back(w.shape(2 + i)); }
-      wg.insert(wg.begin() + 2, cin);
-      Tensor wt = w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf);
-      Tensor dx = gd.pad(conv_pad).contiguous().conv2d(wt, std::nullopt, groups, {1}, dil);
-      // dw: a convolution of x (channels as batch, batch as channels) with g as the kernel, stride and dilation swapped
-      Tensor xp = x.pad(xpads), gt = g.transpose(0, 1);
-      Shape xs{bs, groups, cin}, flat{cin, groups * bs};
-      std::vector<int64_t> perm{2, 1, 0};
-      for (size_t i = 0; i < n; i++) { xs.push_back(xp.shape(2 + i)); flat.push_back(xp.shape(2 + i)); perm.push_back(int64_t(3 + i)); }
-      Tensor dw;
-      if (groups == 1) {
-        // NOTE: laid out (cin, *k, cout) with cout innermost, so the kernel vectorizes over cout like a matmul
-        Shape os(g.shape().begin() + 2, g.shape().end()), pw{bs, cin};
-        std::vector<int64_t> red{0}, to_oik{int64_t(n + 1), 0};
-        Tensor P = xp.pool(os, dil, stride);  // (bs, cin, *k', *o)
-        for (size_t i = 0; i < n; i++) { pw.push_back(P.shape(2 + i)); to_oik.push_back(int64_t(1 + i)); }
-        for (size_t i = 0; i < n; i++) { pw.push_back(os[i]); red.push_back(int64_t(2 + n + i)); }
-        pw.push_back(1);
-        std::vector<int64_t> gperm{0};
-        for (size_t i = 0; i < n; i++) gperm.push_back(int64_t(2 + i));
-        gperm.push_back(1);
-        Tensor gT = g.permute(gperm).contiguous();  // (bs, *o, cout)
-        Shape gs{bs, 1}; for (size_t i = 0; i < n; i++) gs.push_back(1); for (auto o : os) gs.push_back(o); gs.push_back(w.shape(0));
-        dw = (P.reshape(pw) * gT.reshape(gs)).sum(red).contiguous().permute(to_oik);  // (cout, cin, *k')
-        std::vector<std::pair<int64_t, int64_t>> kk{{0, w.shape(0)}, {0, cin}};
-        for (size_t i = 0; i < n; i++) kk.push_back({0, w.shape(2 + i)});
-        dw = dw.shrink(kk);
-      } else {
-        dw = xp.reshape(xs).permute(perm).reshape(flat).conv2d(gt, std::nullopt, groups, dil, stride).transpose(0, 1).shrink(keep);
-      }
-      return {std::nullopt, dx, dw};
-    }
+    case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
     default: return std::vector<std::optional<Tensor>>(u->src.size());  // no gradient (comparisons, bit ops, detach, ...)
   }
 }
@@ -5981,12 +5970,17 @@ inline const std::pair<DType, const char*> st_dtypes[] = {
     {DType::BFloat16, "BF16"}, {DType::Float32, "F32"}, {DType::Float64, "F64"}};
 
 // just enough JSON for a safetensors header: objects, arrays, strings, integers (floats/bools/null skipped)
+struct JsonMember;
 struct Json {
   enum Kind { Null, Int, Str, Arr, Obj } kind = Null;
   int64_t i = 0;
   std::string s;
   std::vector<Json> arr;
-  std::vector<std::pair<std::string, Json>> obj;
+  std::vector<JsonMember> obj;  // NOTE: not std::pair<std::string, Json>: a pair needs Json complete here (clang)
+};
+struct JsonMember {
+  std::string key;
+  Json value;
 };
 struct JsonParser {
   const std::string& t;
@@ -6049,7 +6043,7 @@ struct JsonParser {
       while (true) {
         std::string k = str();
         expect(':');
-        j.obj.emplace_back(std::move(k), value(depth + 1));
+        j.obj.push_back(JsonMember{std::move(k), value(depth + 1)});
         if (peek() == ',') { p++; continue; }
         expect('}'); return j;
       }
@@ -6100,9 +6094,7 @@ inline std::string json_str(const std::string& s) {
 }
 
 inline std::vector<char> tensor_bytes(const Tensor& t) {
-  Tensor c = t.contiguous();  // copyout reads any device
-  c.realize();
-  auto buf = c.uop()->src.empty() ? c.uop()->buffer() : c.uop()->src[0]->buffer();
+  auto buf = t.buffer();  // copyout reads any device
   std::vector<char> host(buf->nbytes());
   buf->copyout(host.data());
   return host;
@@ -6184,7 +6176,9 @@ inline StateDict safe_load(const std::string& path, const std::string& device = 
   auto fail = [&](const std::string& what) { return sf.fail(what); };
   uint64_t data_size = sf.fsize - 8 - sf.n;
   StateDict d;
-  for (auto& [name, e] : sf.root.obj) {
+  for (auto& member : sf.root.obj) {
+    const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
+    const detail::Json& e = member.value;
     if (name == "__metadata__") continue;
     if (e.kind != detail::Json::Obj) throw fail("entry '" + name + "' is not an object");
     auto field = [&](const char* k, detail::Json::Kind kind) -> const detail::Json& {
@@ -6248,7 +6242,7 @@ namespace tinygrad::nn {
 
 namespace detail {
 // uniform(-bound, bound), requiring grad
-inline Tensor uniform_param(Shape shape, double bound) { return ((Tensor::rand(std::move(shape)) * 2.0 - 1.0) * bound).realize().requires_grad_(); }
+inline Tensor uniform_param(Shape shape, double bound) { return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); }
 inline Tensor param(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); }
 inline Tensor buffer(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize(); }
 // shape (1, c, 1, ...) to broadcast a per-channel vector over x
@@ -6367,9 +6361,7 @@ struct BatchNorm {
       mean = running_mean;
       var = running_var;
     }
-    Tensor r = (x - detail::channel(mean, x)) * detail::channel((var + eps).rsqrt(), x);
-    if (weight) r = r * detail::channel(*weight, x) + detail::channel(*bias, x);
-    return r;
+    return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
   }
 };
 using BatchNorm1d = BatchNorm;
@@ -6390,8 +6382,7 @@ struct LayerNorm {
       throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
     std::vector<int64_t> axes;
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
-    Tensor y = x - x.mean(axes, true);
-    Tensor r = y * ((y * y).mean(axes, true) + eps).rsqrt();
+    Tensor r = x.layernorm(axes, eps);
     return weight ? r * *weight + *bias : r;
   }
 };
@@ -6420,9 +6411,7 @@ struct GroupNorm {
   }
   Tensor operator()(const Tensor& x) const {
     detail::check_channels(x, num_channels, "GroupNorm");
-    Tensor g = x.reshape({x.shape(0), num_groups, -1});
-    Tensor y = g - g.mean(-1, true);
-    Tensor r = (y * ((y * y).mean(-1, true) + eps).rsqrt()).reshape(x.shape());
+    Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
     return weight ? r * detail::channel(*weight, x) + detail::channel(*bias, x) : r;
   }
 };
@@ -6451,9 +6440,7 @@ struct Dropout {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
   Tensor operator()(const Tensor& x) const {
-    if (!training() || p == 0) return x;
-    if (p == 1) return Tensor::zeros(x.shape(), x.dtype(), x.device());
-    return (Tensor::rand(x.shape(), dtypes::default_float, x.device()) >= p).where(x / (1 - p), 0.0);
+    return x.dropout(p);
   }
 };
 
@@ -6475,8 +6462,8 @@ struct LSTMCell {
       throw ShapeError("tinygrad::nn::LSTMCell: expects input (batch, " + std::to_string(weight_ih.shape(1)) + "), got " + to_string(x.shape()));
     if (!hc) hc = std::pair{Tensor::zeros({x.shape(0), hs}, x.dtype(), x.device()), Tensor::zeros({x.shape(0), hs}, x.dtype(), x.device())};
     Tensor gates = x.linear(weight_ih.T(), bias_ih) + hc->first.linear(weight_hh.T(), bias_hh);
-    auto gate = [&](int64_t i) { return gates.slice({Slice{}, Slice{i * hs, (i + 1) * hs}}); };
-    Tensor i = gate(0).sigmoid(), f = gate(1).sigmoid(), g = gate(2).tanh(), o = gate(3).sigmoid();
+    auto gate = gates.chunk(4, 1);
+    Tensor i = gate[0].sigmoid(), f = gate[1].sigmoid(), g = gate[2].tanh(), o = gate[3].sigmoid();
     Tensor c = f * hc->second + i * g;
     return {o * c.tanh(), c};
   }
@@ -6533,8 +6520,7 @@ class Optimizer {
   // writes the device buffer in place: the next step reads it, nothing recompiles
   void set_lr(double v) {
     float f = float(v);
-    const UOpRef& u = lr_.uop();  // a realized scalar is RESHAPE(BUFFER)
-    (u->op == Ops::BUFFER ? u : u->src[0])->buffer()->copyin(&f);
+    lr_.buffer()->copyin(&f);
   }
 
   std::vector<Tensor> params, buffers;
@@ -6717,8 +6703,7 @@ struct Zlib {
   static const Zlib& get() {
     static Zlib z = [] {
       Zlib r;
-      void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-      if (!h) h = dlopen("libz.so", RTLD_NOW | RTLD_LOCAL);
+      void* h = tinygrad::detail::dlopen_first({"libz.so.1", "libz.so"});
       if (!h) return r;
       r.gzopen = reinterpret_cast<decltype(r.gzopen)>(dlsym(h, "gzopen"));
       r.gzread = reinterpret_cast<decltype(r.gzread)>(dlsym(h, "gzread"));
@@ -6803,7 +6788,7 @@ inline Split fashion_mnist(std::string dir = "") {
 
 }  // namespace tinygrad::nn::datasets
 // end include/tinygrad/nn/datasets.hpp
-// begin include/tinygrad/static/nn.hpp
+// begin include/tinygrad/nn/static.hpp
 // Static nn layers: sizes are template arguments, parameters are static tensors over ordinary Tensor
 // handles (parameters() hands them to any optimizer). seq(l1, relu, l2) chains layers; the compiler
 // checks each layer's input against the previous layer's output and names the layer on a mismatch.
@@ -8042,7 +8027,7 @@ struct sequential {
 template <class... L> sequential<L...> seq(const L&... l) { return {{l...}}; }
 
 }  // namespace tinygrad::static_nn
-// end include/tinygrad/static/nn.hpp
+// end include/tinygrad/nn/static.hpp
 
 namespace tinygrad {
 inline constexpr int version_major = 0;

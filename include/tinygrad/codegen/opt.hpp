@@ -168,16 +168,15 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
 
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
   UOpRef vaxis;
-  // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
-  if (lanes >= 8 && has_reduce)
-    for (auto& r : out_rngs) if (r->range_end() % lanes && r->range_end() % (lanes / 2) == 0 && stride_class(addr(stores[0]), r) == 1) { lanes /= 2; break; }
   if (lanes > 1) {
     for (auto it = out_rngs.rbegin(); it != out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
-      if (r->range_end() % lanes || stride_class(addr(stores[0]), r) != 1) continue;
+      // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
+      int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
+      if (!amt || stride_class(addr(stores[0]), r) != 1) continue;
       bool ok = true;
       for (auto& l : loads) ok &= stride_class(addr(l), r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
-      if (ok) vaxis = r;
+      if (ok) { vaxis = r; lanes = amt; }
     }
   }
   if (vaxis) { opts.push_back({OptOp::VECTOR, vaxis->range_id(), lanes}); left[vaxis->range_id()] /= lanes; }

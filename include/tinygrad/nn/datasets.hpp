@@ -25,8 +25,7 @@ struct Zlib {
   static const Zlib& get() {
     static Zlib z = [] {
       Zlib r;
-      void* h = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-      if (!h) h = dlopen("libz.so", RTLD_NOW | RTLD_LOCAL);
+      void* h = tinygrad::detail::dlopen_first({"libz.so.1", "libz.so"});
       if (!h) return r;
       r.gzopen = reinterpret_cast<decltype(r.gzopen)>(dlsym(h, "gzopen"));
       r.gzread = reinterpret_cast<decltype(r.gzread)>(dlsym(h, "gzread"));

@@ -8,7 +8,7 @@ namespace tinygrad::nn {
 
 namespace detail {
 // uniform(-bound, bound), requiring grad
-inline Tensor uniform_param(Shape shape, double bound) { return ((Tensor::rand(std::move(shape)) * 2.0 - 1.0) * bound).realize().requires_grad_(); }
+inline Tensor uniform_param(Shape shape, double bound) { return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); }
 inline Tensor param(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); }
 inline Tensor buffer(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize(); }
 // shape (1, c, 1, ...) to broadcast a per-channel vector over x
@@ -127,9 +127,7 @@ struct BatchNorm {
       mean = running_mean;
       var = running_var;
     }
-    Tensor r = (x - detail::channel(mean, x)) * detail::channel((var + eps).rsqrt(), x);
-    if (weight) r = r * detail::channel(*weight, x) + detail::channel(*bias, x);
-    return r;
+    return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
   }
 };
 using BatchNorm1d = BatchNorm;
@@ -150,8 +148,7 @@ struct LayerNorm {
       throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
     std::vector<int64_t> axes;
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
-    Tensor y = x - x.mean(axes, true);
-    Tensor r = y * ((y * y).mean(axes, true) + eps).rsqrt();
+    Tensor r = x.layernorm(axes, eps);
     return weight ? r * *weight + *bias : r;
   }
 };
@@ -180,9 +177,7 @@ struct GroupNorm {
   }
   Tensor operator()(const Tensor& x) const {
     detail::check_channels(x, num_channels, "GroupNorm");
-    Tensor g = x.reshape({x.shape(0), num_groups, -1});
-    Tensor y = g - g.mean(-1, true);
-    Tensor r = (y * ((y * y).mean(-1, true) + eps).rsqrt()).reshape(x.shape());
+    Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
     return weight ? r * detail::channel(*weight, x) + detail::channel(*bias, x) : r;
   }
 };
@@ -211,9 +206,7 @@ struct Dropout {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
   Tensor operator()(const Tensor& x) const {
-    if (!training() || p == 0) return x;
-    if (p == 1) return Tensor::zeros(x.shape(), x.dtype(), x.device());
-    return (Tensor::rand(x.shape(), dtypes::default_float, x.device()) >= p).where(x / (1 - p), 0.0);
+    return x.dropout(p);
   }
 };
 
@@ -235,8 +228,8 @@ struct LSTMCell {
       throw ShapeError("tinygrad::nn::LSTMCell: expects input (batch, " + std::to_string(weight_ih.shape(1)) + "), got " + to_string(x.shape()));
     if (!hc) hc = std::pair{Tensor::zeros({x.shape(0), hs}, x.dtype(), x.device()), Tensor::zeros({x.shape(0), hs}, x.dtype(), x.device())};
     Tensor gates = x.linear(weight_ih.T(), bias_ih) + hc->first.linear(weight_hh.T(), bias_hh);
-    auto gate = [&](int64_t i) { return gates.slice({Slice{}, Slice{i * hs, (i + 1) * hs}}); };
-    Tensor i = gate(0).sigmoid(), f = gate(1).sigmoid(), g = gate(2).tanh(), o = gate(3).sigmoid();
+    auto gate = gates.chunk(4, 1);
+    Tensor i = gate[0].sigmoid(), f = gate[1].sigmoid(), g = gate[2].tanh(), o = gate[3].sigmoid();
     Tensor c = f * hc->second + i * g;
     return {o * c.tanh(), c};
   }

@@ -35,8 +35,7 @@ class Optimizer {
   // writes the device buffer in place: the next step reads it, nothing recompiles
   void set_lr(double v) {
     float f = float(v);
-    const UOpRef& u = lr_.uop();  // a realized scalar is RESHAPE(BUFFER)
-    (u->op == Ops::BUFFER ? u : u->src[0])->buffer()->copyin(&f);
+    lr_.buffer()->copyin(&f);
   }
 
   std::vector<Tensor> params, buffers;

@@ -104,12 +104,17 @@ inline const std::pair<DType, const char*> st_dtypes[] = {
     {DType::BFloat16, "BF16"}, {DType::Float32, "F32"}, {DType::Float64, "F64"}};
 
 // just enough JSON for a safetensors header: objects, arrays, strings, integers (floats/bools/null skipped)
+struct JsonMember;
 struct Json {
   enum Kind { Null, Int, Str, Arr, Obj } kind = Null;
   int64_t i = 0;
   std::string s;
   std::vector<Json> arr;
-  std::vector<std::pair<std::string, Json>> obj;
+  std::vector<JsonMember> obj;  // NOTE: not std::pair<std::string, Json>: a pair needs Json complete here (clang)
+};
+struct JsonMember {
+  std::string key;
+  Json value;
 };
 struct JsonParser {
   const std::string& t;
@@ -172,7 +177,7 @@ struct JsonParser {
       while (true) {
         std::string k = str();
         expect(':');
-        j.obj.emplace_back(std::move(k), value(depth + 1));
+        j.obj.push_back(JsonMember{std::move(k), value(depth + 1)});
         if (peek() == ',') { p++; continue; }
         expect('}'); return j;
       }
@@ -223,9 +228,7 @@ inline std::string json_str(const std::string& s) {
 }
 
 inline std::vector<char> tensor_bytes(const Tensor& t) {
-  Tensor c = t.contiguous();  // copyout reads any device
-  c.realize();
-  auto buf = c.uop()->src.empty() ? c.uop()->buffer() : c.uop()->src[0]->buffer();
+  auto buf = t.buffer();  // copyout reads any device
   std::vector<char> host(buf->nbytes());
   buf->copyout(host.data());
   return host;
@@ -307,7 +310,9 @@ inline StateDict safe_load(const std::string& path, const std::string& device = 
   auto fail = [&](const std::string& what) { return sf.fail(what); };
   uint64_t data_size = sf.fsize - 8 - sf.n;
   StateDict d;
-  for (auto& [name, e] : sf.root.obj) {
+  for (auto& member : sf.root.obj) {
+    const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
+    const detail::Json& e = member.value;
     if (name == "__metadata__") continue;
     if (e.kind != detail::Json::Obj) throw fail("entry '" + name + "' is not an object");
     auto field = [&](const char* k, detail::Json::Kind kind) -> const detail::Json& {

@@ -8,6 +8,54 @@ namespace tinygrad {
 struct GradientError : Error { using Error::Error; };
 
 namespace detail {
+// the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
+// arg: groups, stride[n], dilation[n], (pad before, after)[n]
+inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) {
+  size_t n = x.ndim() - 2;
+  auto join = [](std::initializer_list<Shape> parts) { Shape r; for (auto& p : parts) r.insert(r.end(), p.begin(), p.end()); return r; };
+  int64_t groups = a[0], bs = x.shape(0), cout = w.shape(0), cin = w.shape(1);
+  std::vector<int64_t> stride(a.begin() + 1, a.begin() + 1 + int64_t(n)), dil(a.begin() + 1 + int64_t(n), a.begin() + 1 + 2 * int64_t(n)), flips;
+  std::vector<std::pair<int64_t, int64_t>> xpads{{0, 0}, {0, 0}}, keep{{0, cout}, {0, cin}}, dil_pad{{0, 0}, {0, 0}}, conv_pad{{0, 0}, {0, 0}},
+      dil_keep{{0, bs}, {0, cout}};
+  Shape s1{bs, cout}, s2 = s1, ks, os;
+  for (size_t i = 0; i < n; i++) {
+    int64_t o = g.shape(2 + i), k = w.shape(2 + i), e = dil[i] * (k - 1), pb = a[1 + 2 * n + 2 * i], pa = a[2 + 2 * n + 2 * i];
+    int64_t outpad = x.shape(2 + i) - ((o - 1) * stride[i] - pb - pa + e + 1);  // input pixels no output window reached
+    xpads.push_back({pb, pa});
+    keep.push_back({0, k});
+    s1.insert(s1.end(), {o, 1}); s2.push_back(o * stride[i]);
+    dil_pad.insert(dil_pad.end(), {{0, 0}, {0, stride[i] - 1}});
+    dil_keep.push_back({0, (o - 1) * stride[i] + 1});
+    conv_pad.push_back({e - pb, e - pa + outpad});
+    flips.push_back(int64_t(3 + i));
+    ks.push_back(k); os.push_back(o);
+  }
+  // dx: the transposed convolution of g: zeros between its pixels for the stride, padded by the kernel's reach,
+  // then a conv with the flipped kernel, in and out channels swapped per group.
+  // NOTE: the padded g is materialized: the conv reads it k*k*cin times, gated loads would dominate
+  Tensor gd = s2 == g.shape() ? g : g.reshape(s1).pad(dil_pad).reshape(s2).shrink(dil_keep);
+  Shape wg = join({Shape{groups, cout / groups, cin}, ks}), wf = join({Shape{groups * cin, cout / groups}, ks});
+  Tensor dx = gd.pad(conv_pad).contiguous().conv2d(w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf), std::nullopt, groups, {1}, dil);
+  // dw: correlate x with g; groups > 1 as a conv of x (channels as batch, batch as channels) with g as the kernel
+  Tensor xp = x.pad(xpads);
+  if (groups != 1) {
+    std::vector<int64_t> perm{2, 1, 0};
+    for (size_t i = 0; i < n; i++) perm.push_back(int64_t(3 + i));
+    Shape sp(xp.shape().begin() + 2, xp.shape().end());
+    Tensor xt = xp.reshape(join({Shape{bs, groups, cin}, sp})).permute(perm).reshape(join({Shape{cin, groups * bs}, sp}));
+    return {dx, xt.conv2d(g.transpose(0, 1), std::nullopt, groups, dil, stride).transpose(0, 1).shrink(keep)};
+  }
+  // NOTE: laid out (cin, *k', cout) with cout innermost, so the kernel vectorizes over cout like a matmul
+  Tensor P = xp.pool(os, dil, stride);  // (bs, cin, *k', *o)
+  std::vector<int64_t> red{0}, gperm{0}, to_oik{int64_t(n + 1), 0};
+  for (size_t i = 0; i < n; i++) { red.push_back(int64_t(2 + n + i)); gperm.push_back(int64_t(2 + i)); to_oik.push_back(int64_t(1 + i)); }
+  gperm.push_back(1);
+  Tensor gT = g.permute(gperm).contiguous();  // (bs, *o, cout)
+  Shape pw = join({P.shape(), Shape{1}}), gs = join({Shape{bs, 1}, Shape(n, 1), os, Shape{cout}});
+  Tensor dw = (P.reshape(pw) * gT.reshape(gs)).sum(red).contiguous().permute(to_oik);  // (cout, cin, *k')
+  return {dx, dw.shrink(keep)};
+}
+
 // the gradients of u's sources, given u's gradient g (nullopt: no gradient flows)
 inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
   auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
@@ -66,68 +114,7 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
       Tensor count = mask.sum(u->reduce_axes(), true);
       return {(g / count).expand(x.shape()) * mask};
     }
-    case Ops::CONV: {  // src: (forward value, x, w); arg: groups, stride[n], dilation[n], (pad before, after)[n]
-      Tensor x = S(1), w = S(2);
-      const auto& a = u->varg();
-      size_t n = x.ndim() - 2;
-      int64_t groups = a[0], bs = x.shape(0), cin = w.shape(1);
-      std::vector<int64_t> stride(a.begin() + 1, a.begin() + 1 + n), dil(a.begin() + 1 + n, a.begin() + 1 + 2 * n), pads(a.begin() + 1 + 2 * n, a.end()), outpad;
-      std::vector<std::pair<int64_t, int64_t>> xpads{{0, 0}, {0, 0}}, keep{{0, w.shape(0)}, {0, w.shape(1)}};
-      for (size_t i = 0; i < n; i++) {
-        int64_t o = g.shape(2 + i), k = w.shape(2 + i);
-        outpad.push_back(x.shape(2 + i) - ((o - 1) * stride[i] - pads[2 * i] - pads[2 * i + 1] + dil[i] * (k - 1) + 1));
-        xpads.push_back({pads[2 * i], pads[2 * i + 1]});
-        keep.push_back({0, k});
-      }
-      // dx: the transposed convolution of g: zeros between its pixels for the stride, padded by the kernel's reach,
-      // then a conv with the flipped kernel, in and out channels swapped per group.
-      // NOTE: the padded g is materialized: the conv reads it k*k*cin times, gated loads would dominate
-      Tensor gd = g;
-      Shape s1{bs, g.shape(1)}, s2 = s1;
-      std::vector<std::pair<int64_t, int64_t>> dil_pad{{0, 0}, {0, 0}}, conv_pad{{0, 0}, {0, 0}}, dil_keep{{0, bs}, {0, g.shape(1)}};
-      std::vector<int64_t> flips;
-      for (size_t i = 0; i < n; i++) {
-        int64_t o = g.shape(2 + i), e = dil[i] * (w.shape(2 + i) - 1);
-        s1.insert(s1.end(), {o, 1}); s2.push_back(o * stride[i]);
-        dil_pad.insert(dil_pad.end(), {{0, 0}, {0, stride[i] - 1}});
-        dil_keep.push_back({0, (o - 1) * stride[i] + 1});
-        conv_pad.push_back({e - pads[2 * i], e - pads[2 * i + 1] + outpad[i]});
-        flips.push_back(int64_t(3 + i));
-      }
-      if (s2 != g.shape()) gd = g.reshape(s1).pad(dil_pad).reshape(s2).shrink(dil_keep);
-      Shape wg{groups, w.shape(0) / groups}, wf{groups * cin, w.shape(0) / groups};
-      for (size_t i = 0; i < n; i++) { wg.push_back(w.shape(2 + i)); wf.push_back(w.shape(2 + i)); }
-      wg.insert(wg.begin() + 2, cin);
-      Tensor wt = w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf);
-      Tensor dx = gd.pad(conv_pad).contiguous().conv2d(wt, std::nullopt, groups, {1}, dil);
-      // dw: a convolution of x (channels as batch, batch as channels) with g as the kernel, stride and dilation swapped
-      Tensor xp = x.pad(xpads), gt = g.transpose(0, 1);
-      Shape xs{bs, groups, cin}, flat{cin, groups * bs};
-      std::vector<int64_t> perm{2, 1, 0};
-      for (size_t i = 0; i < n; i++) { xs.push_back(xp.shape(2 + i)); flat.push_back(xp.shape(2 + i)); perm.push_back(int64_t(3 + i)); }
-      Tensor dw;
-      if (groups == 1) {
-        // NOTE: laid out (cin, *k, cout) with cout innermost, so the kernel vectorizes over cout like a matmul
-        Shape os(g.shape().begin() + 2, g.shape().end()), pw{bs, cin};
-        std::vector<int64_t> red{0}, to_oik{int64_t(n + 1), 0};
-        Tensor P = xp.pool(os, dil, stride);  // (bs, cin, *k', *o)
-        for (size_t i = 0; i < n; i++) { pw.push_back(P.shape(2 + i)); to_oik.push_back(int64_t(1 + i)); }
-        for (size_t i = 0; i < n; i++) { pw.push_back(os[i]); red.push_back(int64_t(2 + n + i)); }
-        pw.push_back(1);
-        std::vector<int64_t> gperm{0};
-        for (size_t i = 0; i < n; i++) gperm.push_back(int64_t(2 + i));
-        gperm.push_back(1);
-        Tensor gT = g.permute(gperm).contiguous();  // (bs, *o, cout)
-        Shape gs{bs, 1}; for (size_t i = 0; i < n; i++) gs.push_back(1); for (auto o : os) gs.push_back(o); gs.push_back(w.shape(0));
-        dw = (P.reshape(pw) * gT.reshape(gs)).sum(red).contiguous().permute(to_oik);  // (cout, cin, *k')
-        std::vector<std::pair<int64_t, int64_t>> kk{{0, w.shape(0)}, {0, cin}};
-        for (size_t i = 0; i < n; i++) kk.push_back({0, w.shape(2 + i)});
-        dw = dw.shrink(kk);
-      } else {
-        dw = xp.reshape(xs).permute(perm).reshape(flat).conv2d(gt, std::nullopt, groups, dil, stride).transpose(0, 1).shrink(keep);
-      }
-      return {std::nullopt, dx, dw};
-    }
+    case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
     default: return std::vector<std::optional<Tensor>>(u->src.size());  // no gradient (comparisons, bit ops, detach, ...)
   }
 }

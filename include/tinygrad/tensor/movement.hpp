@@ -65,8 +65,7 @@ struct MovementOps {
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
     T x = t;
     for (size_t d = 0; d < p.size(); d++) {
-      auto [b, a] = p[d];
-      int64_t s = t.shape()[d];
+      int64_t b = p[d].first, a = p[d].second, s = t.shape()[d];  // NOTE: not a structured binding: `bad` captures them (clang)
       auto bad = [&](const std::string& why) {
         return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) + " of " + to_string(t.shape()) + " " + why);
       };

@@ -142,11 +142,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->uop = v.cast(dtype()).uop();
     return *this;
   }
+  // the device buffer that holds the value (contiguous, numel elements), realizing first
+  std::shared_ptr<Buffer> buffer() const {
+    Tensor t = *this;
+    t.realize();  // a realized tensor is BUFFER or RESHAPE(BUFFER)
+    return (t.uop()->op == Ops::BUFFER ? t.uop() : t.uop()->src[0])->buffer();
+  }
   template <class T>
   std::vector<T> to_vector() const {
-    Tensor t = *this;
-    t.realize();
-    auto buf = t.uop()->src.empty() ? t.uop()->buffer() : t.uop()->src[0]->buffer();
+    auto buf = buffer();
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
     std::vector<T> out(static_cast<size_t>(numel()));

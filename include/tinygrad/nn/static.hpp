@@ -3,8 +3,8 @@
 // handles (parameters() hands them to any optimizer). seq(l1, relu, l2) chains layers; the compiler
 // checks each layer's input against the previous layer's output and names the layer on a mismatch.
 #include <cmath>
-#include "../nn/nn.hpp"
-#include "tensor.hpp"
+#include "nn.hpp"
+#include "../static/tensor.hpp"
 
 namespace tinygrad::static_nn {
 
