@@ -111,7 +111,7 @@ void check_param_grads(const std::function<Tensor()>& loss, const std::vector<Te
   std::vector<Tensor> ts;
   for (auto* p : params) ts.push_back(*p);
   auto grads = gradient(loss(), ts);
-  if (realize_first) Tensor::realize_all(grads);  // NOTE: realized one by one, between the loss evaluations, some came out wrong ([!mayfail] case)
+  if (realize_first) Tensor::realize_all(grads);  // NOTE: realized one by one between the loss evaluations they once came out wrong (a stale lowering memo, fixed)
   for (size_t k = 0; k < params.size(); k++) {
     Tensor& p = *params[k];
     Vec v = vals(p), g = vals(grads[k]);
@@ -544,8 +544,7 @@ TEST_CASE("nn: gradients of layer stacks vs float64 central differences", "[nn]"
 // realized before them and on the kernel cache's history (not on THREADS, NOOPT or SCACHE). Reduced standalone:
 // g = h @ W.T; c' = g[:, 3:6] * c + g[:, 0:3]; h' = g[:, 9:12] * c', twice; d(sum(h2 + c2))/dh is off by up to 50%
 // while the forward matches loops. Here the gradients are realized one at a time, between loss evaluations.
-// The one-step case fails intermittently even with the gradients realized together. [!mayfail] until fixed.
-TEST_CASE("nn: gradient of LSTMCell (one and two steps) vs float64 central differences", "[nn][!mayfail]") {
+TEST_CASE("nn: gradient of LSTMCell (one and two steps) vs float64 central differences", "[nn]") {
   SECTION("LSTMCell (one step) and Embedding") {
     nn::LSTMCell cell(2, 3);
     to_f64(cell.weight_ih, 21); to_f64(cell.weight_hh, 22); to_f64(cell.bias_ih, 23);

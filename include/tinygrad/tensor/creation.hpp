@@ -43,11 +43,12 @@ struct CreationOps {
     }
     return r;
   }
-  // wrap caller memory (a device pointer of `device`, host memory for CPU) without a copy; it must outlive every use
+  // wrap caller memory without a copy: host memory (device CPU, the default) or a device pointer of `device`;
+  // it must outlive every use
   static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") {
     T::check_shape(shape, "from_blob");
     if (!ptr && tinygrad::prod(shape) > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
-    std::string dev = device.empty() ? default_device() : device;
+    std::string dev = device.empty() ? "CPU" : device;  // NOTE: not default_device(): a host pointer is CPU memory
     auto buf = std::make_shared<Buffer>(dev, dt, tinygrad::prod(shape), ptr);
     return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }
