@@ -1,5 +1,5 @@
 // bench_gpu: tinygrad.hpp on a CUDA GPU, each figure next to a peer measured in the same run:
-//   1. a fused 7-op elementwise chain over 1 GiB of float32 (GB/s) vs a device-to-device cuMemcpyDtoD
+//   1. a fused 7-op elementwise chain over 1 GiB of float32 (GB/s) vs a device-to-device cuMemcpyDtoD, and sums of it
 //   2. float32 matmul 4096 with the default heuristic (TFLOP/s) vs cuBLAS SGEMM (libcublas loaded with dlopen)
 //   3. per-op eager overhead (cached kernel, no JIT) vs the bare launch of the same compiled kernel
 // Bandwidth counts bytes read + written. Exits 0 with a message where no CUDA GPU is usable.
@@ -45,6 +45,12 @@ int main(int argc, char** argv) {
     al.free(dst, size_t(n) * 4);
     double gbs = 2.0 * double(n) * 4 / t / 1e9, mgbs = 2.0 * double(n) * 4 / tm / 1e9;
     std::printf("elementwise 7-op chain, 1 GiB: %8.1f GB/s | memcpy DtoD %8.1f GB/s | ratio %.2fx (target >= 0.85x)\n", gbs, mgbs, gbs / mgbs);
+    // long reduces (split over kernels, GROUP in shared memory): read bandwidth next to memcpy's read half
+    double rgbs_all = double(n) * 4 / best_time(5, [&] { return x.sum().realize(); }) / 1e9;
+    Tensor rows = x.reshape({64, n / 64});
+    double rgbs_rows = double(n) * 4 / best_time(5, [&] { return rows.sum(1).realize(); }) / 1e9;
+    std::printf("sum of 1 GiB: all %8.1f GB/s, into 64 rows %8.1f GB/s | memcpy reads %8.1f GB/s | ratios %.2fx, %.2fx\n", rgbs_all, rgbs_rows, mgbs / 2,
+                rgbs_all / (mgbs / 2), rgbs_rows / (mgbs / 2));
   }
 
   // ---- 2. matmul 4096 vs cuBLAS ----

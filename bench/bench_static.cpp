@@ -4,6 +4,7 @@
 #include <tinygrad.hpp>
 #include <algorithm>
 #include <cstdio>
+#include "peer.hpp"
 
 using namespace tinygrad;
 
@@ -54,4 +55,7 @@ int main() {
   std::printf("  static (plan cache)     %8.2f us/eval, host overhead %8.2f us\n", t_static, o_static);
   std::printf("  dynamic Tensor          %8.2f us/eval, host overhead %8.2f us\n", t_dyn, o_dyn);
   std::printf("  overhead ratio dynamic/static: %.1fx (target >= 5x; static target <= 5 us)\n", o_dyn / std::max(o_static, 1e-3));
+  double tg = peer_value("tinygrad_jit_peer.py", "jit_call_us");
+  if (std::isnan(tg)) std::printf("  tinygrad TinyJit call    (not run: pip install tinygrad numpy)\n");
+  else std::printf("  tinygrad TinyJit call   %8.2f us/eval (kernel included): static is %.1fx faster per eval\n", tg, tg / t_static);
 }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 #include "../examples/fashion_mnist.hpp"
+#include "peer.hpp"
 
 using namespace tinygrad;
 
@@ -29,15 +30,7 @@ int main() {
   double ours = times[times.size() / 2];
   std::printf("tinygrad.hpp  %.3f s/step (batch %lld, %d CPU threads, median of %lld)\n", ours, (long long)bs, cpu_threads(), (long long)steps);
 
-  std::string cmd = "python3 " TG_BENCH_DIR "/tinygrad_train_peer.py 2>/dev/null";
-  std::string out;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    char buf[512];
-    while (fgets(buf, sizeof(buf), p)) out += buf;
-    pclose(p);
-  }
-  auto at = out.find("\"s_per_step\": ");
-  if (at == std::string::npos) { std::printf("tinygrad      (not run: pip install tinygrad numpy)\n"); return 0; }
-  double peer = std::stod(out.substr(at + 14));
+  double peer = peer_value("tinygrad_train_peer.py", "s_per_step");
+  if (std::isnan(peer)) { std::printf("tinygrad      (not run: pip install tinygrad numpy)\n"); return 0; }
   std::printf("tinygrad      %.3f s/step (jitted, CPU backend)\nratio         %.2fx faster than tinygrad (target >= 1x, goal 2x)\n", peer, peer / ours);
 }

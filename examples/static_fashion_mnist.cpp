@@ -1,7 +1,7 @@
 // examples/fashion_mnist.cpp (tinygrad's beautiful_mnist CNN on Fashion-MNIST) written with static shapes:
 // layer sizes are template arguments and the batch is dyn, so the compiler checks the whole chain (a layer
 // that does not fit the one before it is an error naming the layer; see tests/fail/static_layer_chain_*).
-//   STEPS (default 400) training steps of batch BS (default 512) with Adam, then test accuracy.
+//   STEPS (default 1000) training steps of batch BS (default 512) with Adam, then test accuracy (>= 90%).
 // TEST-ENV: STEPS=60
 // EXPECT-OUTPUT: test accuracy ([7-9][0-9])\.[0-9]+%
 #include "fashion_mnist.hpp"
@@ -21,7 +21,7 @@ int main() {
                         snn::Conv2d<32, 64, 3>{}, snn::relu, snn::Conv2d<64, 64, 3>{}, snn::relu, snn::BatchNorm<64>{}, snn::MaxPool2d<2>{},
                         snn::Flatten<1>{}, snn::Linear<576, 10>{});
   nn::optim::Adam opt(model.parameters());
-  double s_per_step = fashion::train(data, [&](const fashion::Batch& b) {
+  double s_per_step = fashion::train(data, opt, [&](const fashion::Batch& b) {
     auto [x, y] = input(b);
     TrainingScope train;
     opt.zero_grad();

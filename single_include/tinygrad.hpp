@@ -1199,7 +1199,7 @@ namespace tinygrad {
   X(FDIV) X(WHERE) X(MULACC) X(CAST) X(BITCAST)                                                     \
   X(IOTA) X(REDUCE_AXIS) X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                           \
   X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                         \
-  X(DEFINE_GLOBAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
+  X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF)
 
 enum class Ops : uint8_t {
@@ -1878,6 +1878,7 @@ struct Renderer {
   std::string device;
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims)
+  bool has_shared = false;  // GPU: workgroup memory and barriers (GROUP reduces)
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
@@ -1894,8 +1895,9 @@ class CStyleRenderer : public Renderer {
     std::string fn_prefix = "static inline";  // helper functions in the prelude
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
     std::string gid[3], lid[3];    // how a global / local id is spelled
+    std::string smem_prefix, barrier;  // workgroup memory declaration, workgroup barrier
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
-  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, true};
+  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", true};
 
   std::string render(const std::string& name, const std::vector<UOpRef>& lin) const override {
     Ctx c;
@@ -1915,6 +1917,12 @@ class CStyleRenderer : public Renderer {
           c.param_ids.push_back(i);
           break;
         }
+        case Ops::DEFINE_LOCAL: {
+          c.r[&x] = cat("temp", x.varg()[0]);
+          line(cat(lang.smem_prefix, x.dtype == DType::Bool ? storage_type(DType::UInt8) : scalar_type(x.dtype), " ", c.r[&x], "[", x.varg()[1], "];"));
+          break;
+        }
+        case Ops::BARRIER: line(lang.barrier); break;
         case Ops::SPECIAL: {
           int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
           if (kind == 0) { c.r[&x] = "core_id"; break; }
@@ -1939,7 +1947,8 @@ class CStyleRenderer : public Renderer {
           std::string ptr = get(c, idx), v = c.name("val");
           bool gated = idx.src.size() > 2;
           DType st = x.dtype;
-          if (x.vcount > 1) {
+          if (idx.src[0]->op == Ops::DEFINE_LOCAL) line(cat(T, " ", v, " = *", ptr, ";"));  // held as a value, no conversion
+          else if (x.vcount > 1) {
             line(cat(T, " ", v, gated ? " = {0}" : "", ";"));
             line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", "__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"));
           } else {
@@ -1951,10 +1960,14 @@ class CStyleRenderer : public Renderer {
         }
         case Ops::STORE: {
           std::string ptr = S(0);
-          c.stored.insert(x.src[0]->src[0]->iarg());
+          const UOp& idx = *x.src[0];
+          bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
+          if (!local) c.stored.insert(idx.src[0]->iarg());
+          std::string gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
           const UOp& val = *x.src[1];
-          if (val.vcount > 1) line(cat("__builtin_memcpy(", ptr, ", &", S(1), ", sizeof(", value_type(val.dtype, val.vcount, c), "));"));
-          else line(cat("*", ptr, " = ", store_value(val.dtype, S(1)), ";"));
+          if (local) line(cat("*", ptr, " = ", S(1), ";"));
+          else if (val.vcount > 1) line(gate + cat("__builtin_memcpy(", ptr, ", &", S(1), ", sizeof(", value_type(val.dtype, val.vcount, c), "));"));
+          else line(gate + cat("*", ptr, " = ", store_value(val.dtype, S(1)), ";"));
           break;
         }
         case Ops::DEFINE_ACC: {
@@ -2198,7 +2211,7 @@ class CRenderer : public CStyleRenderer {
 // the GPU languages: thread ids instead of loops, buffers as kernel parameters, math functions by name
 class GPURenderer : public CStyleRenderer {
  public:
-  GPURenderer() { has_local = true; }
+  GPURenderer() { has_local = has_shared = true; }
   int64_t vector_lanes(DType) const override { return 1; }  // TODO: float4 loads and stores
 
  protected:
@@ -2240,6 +2253,8 @@ class CUDARenderer : public GPURenderer {
     lang.u2f = "return __uint_as_float(u);";
     lang.f2u = "return __float_as_uint(f);";
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("blockIdx.", "xyz"[d]); lang.lid[d] = cat("threadIdx.", "xyz"[d]); }
+    lang.smem_prefix = "__shared__ ";
+    lang.barrier = "__syncthreads();";
   }
 
  protected:
@@ -2263,6 +2278,8 @@ class OpenCLRenderer : public GPURenderer {
     lang.u2f = "return as_float(u);";
     lang.f2u = "return as_uint(f);";
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("get_group_id(", d, ")"); lang.lid[d] = cat("get_local_id(", d, ")"); }
+    lang.smem_prefix = "__local ";
+    lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
   }
 
  protected:
@@ -2299,14 +2316,16 @@ class OpenCLRenderer : public GPURenderer {
 // end include/tinygrad/renderer/cstyle.hpp
 // begin include/tinygrad/codegen/opt.hpp
 // kernel opts: reshape the RANGEs of a kernel AST. UPCAST duplicates an output axis into registers,
-// VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores.
+// VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores,
+// LOCAL puts part of an output axis on a GPU workgroup's threads, GROUP part of a reduce axis (the threads
+// combine their partial results through shared memory: codegen's lower_group_reduces).
 
 namespace tinygrad {
 
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL };
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP };
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id
-  std::string str() const { static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL"}; return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")"); }
+  std::string str() const { static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP"}; return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")"); }
 };
 struct KernelOptError : Error { using Error::Error; };
 
@@ -2344,7 +2363,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
   if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
   AxisType t = axis_type(r);
   bool is_reduce = t == AxisType::REDUCE;
-  if ((o.op == OptOp::UNROLL) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
+  if ((o.op == OptOp::UNROLL || o.op == OptOp::GROUP) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
   if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
   DType dt = r->dtype;
   int64_t nid = next_range_id(sink);
@@ -2367,18 +2386,22 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       for (int64_t u = 0; u < o.amt; u++) stores.push_back(sub_range(st, r, outer * o.amt + u));
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
-  // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies
+  // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies;
+  // GROUP: a REDUCE over the outer range and the group range (inner, so neighbouring threads read neighbours)
+  auto group = make_range(o.amt, nid, AxisType::GROUP, dt);
   std::unordered_map<const UOp*, UOpRef> sub;
   for (auto& u : toposort(sink)) {
     if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
     UOpRef acc;
-    for (int64_t k = 0; k < o.amt; k++) {
+    if (o.op == OptOp::GROUP) acc = sub_range(u->src[0], r, outer * o.amt + group);
+    else for (int64_t k = 0; k < o.amt; k++) {
       auto v = sub_range(u->src[0], r, outer * o.amt + k);
       acc = acc ? alu(u->reduce_op(), {acc, v}) : v;
     }
     std::vector<UOpRef> src{acc};
     for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != r) src.push_back(u->src[i]);
     if (outer->op == Ops::RANGE) src.push_back(outer);
+    if (o.op == OptOp::GROUP) src.push_back(group);
     sub[u.get()] = src.size() == 1 ? acc : make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
   }
   return substitute(sink, sub);
@@ -2396,7 +2419,19 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
   }
   for (auto& r : ranges_of(sink)) { if (axis_type(r) == AxisType::REDUCE) reduce_size *= r->range_end(); else out_rngs.push_back(r); }
-  if (stores.size() != 1 || out_rngs.empty()) return opts;
+  if (stores.size() != 1) return opts;
+  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP)
+  int64_t total = 1, n_reduces = 0;
+  for (auto& r : out_rngs) total *= r->range_end();
+  for (auto& u : toposort(sink)) n_reduces += u->op == Ops::REDUCE;
+  std::vector<Opt> group;
+  if (n_reduces == 1 && total <= 2048 && reduce_size >= 256 && ren.has_shared) {
+    auto rr = ranges_of(sink);
+    for (auto it = rr.rbegin(); it != rr.rend() && group.empty(); ++it)
+      if (axis_type(*it) == AxisType::REDUCE)
+        for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
+  }
+  if (out_rngs.empty()) return group;
   std::unordered_map<int64_t, int64_t> left;
   for (auto& r : out_rngs) left[r->range_id()] = r->range_end();
   auto try_opt = [&](OptOp op, const UOpRef& r, std::initializer_list<int64_t> amts) {
@@ -2423,6 +2458,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   }
   // elementwise and plain reduces: up to 256 threads a workgroup, x's local created last (local dim 0)
   int64_t budget = std::min<int64_t>(256, ren.max_threads);
+  for (auto& g : group) budget /= g.amt;
   std::vector<UOpRef> order{x};
   for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it) if (*it != x) order.push_back(*it);
   std::vector<Opt> locals;
@@ -2431,9 +2467,8 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     for (int64_t a = budget; a > 1; a /= 2)
       if (left[r->range_id()] % a == 0) { locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), a}); left[r->range_id()] /= a; budget /= a; break; }
   }
+  locals.insert(locals.end(), group.begin(), group.end());
   // elementwise: 4 elements a thread, 256 apart (coalesced): 1.0x memcpy on an H100, 0.79x without
-  int64_t total = 1;
-  for (auto& r : out_rngs) total *= r->range_end();
   if (reduce_size == 1 && total >= (1 << 16) && left[x->range_id()] % 4 == 0) locals.push_back({OptOp::UPCAST, x->range_id(), 4});
   return locals;
 }
@@ -2644,7 +2679,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::unordered_map<const UOp*, bool> done;
   auto emit = [&](const UOpRef& u) { if (!done[u.get()]) { done[u.get()] = true; out.push_back(u); } };
   // params and specials first
-  for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::SPECIAL) emit(u);
+  for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::DEFINE_LOCAL || u->op == Ops::SPECIAL) emit(u);
 
   auto emit_group = [&](const UOpRef& red) {
     std::vector<UOpRef> rngs(red->src.begin() + 1, red->src.end());
@@ -2732,7 +2767,52 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   return n;
 }
 
-// tinygrad's gpudims: loop axes become global ids, LOCAL axes local ids, innermost on x. More than 3 axes,
+// a REDUCE over GROUP ranges: each thread of the group reduces its share (the other ranges), writes it to
+// workgroup memory at its local position, and after a barrier reduces the group's shares read back from
+// there. Every thread computes the result; only the group's thread 0 stores it.
+inline UOpRef lower_group_reduces(const UOpRef& sink) {
+  auto rngs = ranges_of(sink);
+  std::vector<UOpRef> locals;  // local and group ranges: a thread's position in the workgroup
+  for (auto& r : rngs) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) locals.push_back(r);
+  if (std::none_of(locals.begin(), locals.end(), [](auto& r) { return axis_type(r) == AxisType::GROUP; })) return sink;
+  int64_t size = 1, next_id = next_range_id(sink), nbuf = 0;
+  for (auto& r : locals) size *= r->range_end();
+  auto position = [&](const std::unordered_map<const UOp*, UOpRef>& sub) {
+    UOpRef at = const_int(locals[0]->dtype, 0);
+    for (auto& r : locals) { auto it = sub.find(r.get()); at = at * r->range_end() + (it == sub.end() ? r : it->second); }
+    return at;
+  };
+  std::unordered_map<const UOp*, UOpRef> sub;
+  UOpRef first_thread = const_uop(DType::Bool, 1);
+  for (auto& u : toposort(sink)) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<UOpRef> own, rest{u->src[0]};
+    for (size_t i = 1; i < u->src.size(); i++) (axis_type(u->src[i]) == AxisType::GROUP ? own : rest).push_back(u->src[i]);
+    if (own.empty()) continue;
+    UOpRef part = rest.size() == 1 ? rest[0] : make_uop(Ops::REDUCE, u->dtype, rest, u->arg, u->vcount);
+    auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{nbuf++, size});
+    auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, position({})}), part});
+    auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+    std::unordered_map<const UOp*, UOpRef> other;
+    std::vector<UOpRef> src{nullptr};
+    for (auto& g : own) {
+      src.push_back(other[g.get()] = make_range(g->range_end(), next_id++, AxisType::REDUCE, g->dtype));
+      first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {g, const_int(g->dtype, 0)}));
+    }
+    src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, position(other)}), barrier});
+    sub[u.get()] = make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
+  }
+  std::vector<UOpRef> stores;
+  UOpRef lowered = substitute(sink, sub);
+  for (auto& st : lowered->src) {
+    const UOpRef& idx = st->src[0];
+    std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], first_thread) : first_thread};
+    stores.push_back(make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg, idx->vcount), st->src[1]}));
+  }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+
+// tinygrad's gpudims: loop axes become global ids, LOCAL and GROUP axes local ids, innermost on x. More than 3 axes,
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
 inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
   launch = {1, 1, 1, 1, 1, 1};
@@ -2741,7 +2821,7 @@ inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64
     std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
     auto rs = ranges_of(sink);
     for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
-      if (axis_type(*it) != (kind == 1 ? AxisType::LOOP : AxisType::LOCAL)) continue;
+      if (kind == 1 ? axis_type(*it) != AxisType::LOOP : axis_type(*it) != AxisType::LOCAL && axis_type(*it) != AxisType::GROUP) continue;
       if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
     }
     auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
@@ -2779,7 +2859,7 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
   p.launch = {threads};
   p.name = detail::kernel_name(sink, p.opts);
-  if (ren.has_local) sink = detail::gpudims(sink, ren, p.launch);
+  if (ren.has_local) sink = detail::gpudims(detail::lower_group_reduces(sink), ren, p.launch);
   // index math folds before and after the lanes become vectors
   sink = simplify(sink);
   sink = simplify(expand_lanes(sink));
@@ -4776,6 +4856,7 @@ struct ProcessingOps {
 // Axes are a list (empty: all) or one int. Everything stays lazy and differentiable: scans are windowed
 // reductions over a padded view (as tinygrad), sort is a bitonic network of min/max.
 #include <bit>
+#include <concepts>
 
 namespace tinygrad::detail {
 
@@ -4786,35 +4867,35 @@ struct ReduceOps {
  public:
   // ---- reductions ----
   T sum(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); }
-  T sum(int64_t axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
+  T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
   T prod(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
-  T prod(int64_t axis, bool keepdim = false) const { return prod(Axes{axis}, keepdim); }
+  T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
   T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, std::move(axes), keepdim, "max"); }
-  T max(int64_t axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
+  T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
   T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).max(std::move(axes), keepdim)); }
-  T min(int64_t axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
+  T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
   T mean(Axes axes = {}, bool keepdim = false) const {
     auto ax = self().norm_axes(axes, "mean");
     auto s = self().fl().sum(ax, keepdim);
     int64_t n = reduced_count(ax);
     return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
   }
-  T mean(int64_t axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
+  T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
   // sum((x - mean)^2) / (n - correction)
   T var(Axes axes = {}, bool keepdim = false, double correction = 1) const {
     auto ax = self().norm_axes(axes, "var");
     auto x = self().fl();
     return (x - x.mean(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
   }
-  T var(int64_t axis, bool keepdim = false, double correction = 1) const { return var(Axes{axis}, keepdim, correction); }
+  T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
   T std(Axes axes = {}, bool keepdim = false, double correction = 1) const { return var(std::move(axes), keepdim, correction).sqrt(); }
-  T std(int64_t axis, bool keepdim = false, double correction = 1) const { return std(Axes{axis}, keepdim, correction); }
+  T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {var(axes, keepdim, correction), mean(axes, keepdim)}; }
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {std(axes, keepdim, correction), mean(axes, keepdim)}; }
   T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().max(std::move(axes), keepdim); }
-  T any(int64_t axis, bool keepdim = false) const { return any(Axes{axis}, keepdim); }
+  T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const { return self().logical_not().any(std::move(axes), keepdim).logical_not(); }
-  T all(int64_t axis, bool keepdim = false) const { return all(Axes{axis}, keepdim); }
+  T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const { return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); }
   // index of the first maximum along axis (of the flattened tensor without one), int32
@@ -4841,7 +4922,7 @@ struct ReduceOps {
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
   }
-  T logsumexp(int64_t axis, bool keepdim = false) const { return logsumexp(Axes{axis}, keepdim); }
+  T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
   T softmax(int64_t axis = -1) const {
     axis = norm_axis(axis, self().ndim(), "softmax");
     auto m = self().fl() - self().fl().max(axis, true).detach();
@@ -5652,6 +5733,38 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::sort(r.begin(), r.end());
     return r;
   }
+  // REDUCE_AXIS keeping dims. A long reduce into few outputs is split in two kernels (like tinygrad's
+  // split_reduceop) so that it runs on every core / SM: axis a of size n becomes (n/d, d), the first kernel
+  // reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses),
+  // the second reduces the d partials.
+  Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const {
+    auto node = [&](const Tensor& t, const std::vector<int64_t>& axes) {
+      std::vector<int64_t> a{int64_t(op)};
+      a.insert(a.end(), axes.begin(), axes.end());
+      return Tensor(make_uop(Ops::REDUCE_AXIS, t.dtype(), {t.uop()}, a), t.device());
+    };
+    int64_t outs = numel(), in = numel();
+    for (auto a : ax) outs /= std::max<int64_t>(shape()[size_t(a)], 1);
+    // outputs enough to keep the device busy: one per core on the CPU, a few waves of workgroups on a GPU
+    int64_t enough = device() == "CPU" ? cpu_threads() : 65536;
+    if (outs == 0 || in / outs < 32768 || outs >= enough) return node(*this, ax);
+    for (auto a : ax) {
+      int64_t n = shape()[size_t(a)];
+      for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
+        if (n % d != 0 || n / d < 2) continue;
+        Shape s = shape();
+        s[size_t(a)] = n / d;
+        s.insert(s.begin() + a + 1, d);
+        std::vector<int64_t> first;
+        for (auto b : ax) first.push_back(b <= a ? b : b + 1);
+        Tensor part = reshape(s).reduce_axis(op, first).contiguous();
+        Shape kept = shape();
+        for (auto b : ax) kept[size_t(b)] = 1;
+        return part.reduce_axis(op, {a + 1}).reshape(kept);
+      }
+    }
+    return node(*this, ax);
+  }
   Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const {
     auto ax = norm_axes(axes, name);
     Tensor x = *this;
@@ -5662,7 +5775,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (dtype() == DType::Float16 || dtype() == DType::BFloat16) x = x.cast(DType::Float32);
       else x = x.cast(out_dt);
     }
-    Tensor r = ax.empty() || ndim() == 0 ? x : Tensor(make_uop(Ops::REDUCE_AXIS, x.dtype(), {x.uop()}, [&] { std::vector<int64_t> a{int64_t(op)}; a.insert(a.end(), ax.begin(), ax.end()); return a; }()), device());
+    Tensor r = ax.empty() || ndim() == 0 ? x : x.reduce_axis(op, ax);
     r = r.cast(out_dt);
     if (keepdim) return r;
     Shape s;
@@ -7091,6 +7204,23 @@ constexpr res<0> sparse_xent(const dims<A>& x, const dims<B>& y) {
   return r;
 }
 
+// logits (C) or (N, C, ...) with the class dim 1 (0 when 1-D), and a target: class indices (the logits' shape without the class
+// dim) or, when probs, class probabilities (the logits' shape) -> a scalar. 1: the target's rank fits neither, 2: the
+// probabilities' extents differ, 3: the indices' extents differ
+template <size_t A, size_t B>
+constexpr res<0> class_target(const dims<A>& x, const dims<B>& y, bool probs) {
+  res<0> r;
+  bool same_rank = probs && B == A;
+  if (A == 0 || !(same_rank || B + 1 == A)) { r.code = 1; return r; }
+  size_t cd = A == 1 ? 0 : 1;
+  for (size_t i = 0, j = 0; i < A; i++) {
+    if (!same_rank && i == cd) continue;
+    if (x[i] != dyn && y[j] != dyn && x[i] != y[j]) r.code = same_rank ? 2 : 3;
+    j++;
+  }
+  return r;
+}
+
 // assigning a of shape a to a tensor of shape t: equal where both are static; 1: differ
 template <size_t N, size_t A>
 constexpr res<N> same(const dims<A>& a, const dims<N>& t) {
@@ -7426,6 +7556,7 @@ template <class Op, class... S> struct pool_needs_2_dims;
 template <class Op, class... S> struct window_larger_than_input;
 template <class Op, class... S> struct needs_logits_n_c_and_labels_n;
 template <class Op, class... S> struct batch_sizes_differ;
+template <class Op, class... S> struct target_rank_does_not_fit;
 template <class Op, class... T> struct needs_integer_dtype;
 template <class Op, class... T> struct dtypes_differ;
 template <class Layer, class... S> struct layer_does_not_fit;
@@ -7483,7 +7614,8 @@ struct cast : same_shape<cast<D>> {
   static Tensor lower(const auto&, const Tensor& a) { return a.cast(D); }
 };
 
-#define TG_REDUCE(NAME)                                                                                               \
+// NAME's lowering passes the axes and Keep as __VA_ARGS__
+#define TG_REDUCE(NAME, ...)                                                                                          \
   template <bool Keep, int64_t... Ax>                                                                                 \
   struct NAME {                                                                                                       \
     static constexpr const char* name = #NAME;                                                                        \
@@ -7493,9 +7625,11 @@ struct cast : same_shape<cast<D>> {
       constexpr std::array<int64_t, sizeof...(Ax)> ax{Ax...};                                                         \
       return st::reduce<Keep, st::reduce_rank<Keep, A>(ax)>(a, ax);                                                   \
     }                                                                                                                 \
-    static Tensor lower(const auto&, const Tensor& a) { return a.NAME(std::vector<int64_t>{Ax...}, Keep); }          \
+    static Tensor lower(const auto&, const Tensor& a) { return a.NAME(__VA_ARGS__); }                                \
   };
-TG_REDUCE(sum) TG_REDUCE(max) TG_REDUCE(min) TG_REDUCE(mean)
+TG_REDUCE(sum, std::vector<int64_t>{Ax...}, Keep) TG_REDUCE(max, std::vector<int64_t>{Ax...}, Keep)
+TG_REDUCE(min, std::vector<int64_t>{Ax...}, Keep) TG_REDUCE(mean, std::vector<int64_t>{Ax...}, Keep)
+TG_REDUCE(argmax, std::optional<int64_t>{Ax...}, Keep) TG_REDUCE(argmin, std::optional<int64_t>{Ax...}, Keep)  // one axis or none
 #undef TG_REDUCE
 #define TG_AXIS_OP(NAME)                                                                                  \
   template <int64_t Ax>                                                                                   \
@@ -7645,6 +7779,30 @@ struct sparse_categorical_crossentropy {
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& y) { return st::sparse_xent(x, y); }
   static Tensor lower(const auto&, const Tensor& x, const Tensor& y) { return x.sparse_categorical_crossentropy(y); }
 };
+template <class Self>
+struct same_shape_loss {  // input and target of one shape -> a scalar
+  static constexpr const char* errors[] = {"shapes_differ"};
+  template <int, class... S> using error = tinygrad::error::shapes_differ<Self, S...>;
+  template <size_t A, size_t B> static constexpr st::res<0> rule(const dims<A>& x, const dims<B>& y) { return {st::same(x, y).code, {}}; }
+};
+template <class Self, bool Probs>
+struct class_loss {  // logits (C) or (N, C, ...) and class indices or (Probs) class probabilities -> a scalar
+  static constexpr const char* errors[] = {"target_rank_does_not_fit", "shapes_differ", "batch_sizes_differ"};
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::target_rank_does_not_fit<Self, S...>, tinygrad::error::shapes_differ<Self, S...>,
+                          tinygrad::error::batch_sizes_differ<Self, S...>>;
+  template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& y) { return st::class_target(x, y, Probs); }
+};
+template <class Self> using probs_or_labels_loss = class_loss<Self, true>;
+template <class Self> using labels_loss = class_loss<Self, false>;
+#define TG_LOSS(NAME, BASE)                                                                               \
+  struct NAME : BASE<NAME> {                                                                              \
+    static constexpr const char* name = #NAME;                                                            \
+    static Tensor lower(const auto&, const Tensor& x, const Tensor& y) { return x.NAME(y); }               \
+  };
+TG_LOSS(binary_crossentropy, same_shape_loss) TG_LOSS(binary_crossentropy_logits, same_shape_loss)
+TG_LOSS(cross_entropy, probs_or_labels_loss) TG_LOSS(nll_loss, labels_loss)
+#undef TG_LOSS
 
 // assigning an expression to a static tensor (shapes: the tensor's, the expression's)
 struct assign {
@@ -7665,6 +7823,10 @@ template <class S> constexpr DType weak(DType d) {
   if constexpr (std::is_floating_point_v<S>) return float_of(d);
   else if constexpr (std::is_same_v<S, bool>) return d;
   else return d == DType::Bool ? DType::Int32 : d;
+}
+// class labels are integers (not bool)
+template <class Op, DType D> constexpr void check_labels() {
+  if constexpr (float_dt(D) || D == DType::Bool) fail<error::needs_integer_dtype<Op, scalar_type<D>>>();
 }
 template <class Op> constexpr bool is_cmp = std::is_same_v<Op, op::lt> || std::is_same_v<Op, op::gt> || std::is_same_v<Op, op::le> || std::is_same_v<Op, op::ge> ||
                                              std::is_same_v<Op, op::eq> || std::is_same_v<Op, op::ne>;
@@ -7721,6 +7883,9 @@ struct static_ops {
   template <int64_t... Ax> auto min() const { return detail::st::make<op::min<false, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto mean() const { return detail::st::make<op::mean<false, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
   template <int64_t... Ax> auto mean_keepdim() const { return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
+  // int32 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const { return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self()); }
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const { return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self()); }
   template <int64_t Ax = -1> auto softmax() const { return detail::st::make<op::softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
   template <int64_t Ax = -1> auto log_softmax() const { return detail::st::make<op::log_softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
 
@@ -7784,8 +7949,31 @@ template <int64_t K = 2, int64_t Stride = K, static_expr X> auto avg_pool2d(cons
 // mean over the batch of -log softmax(logits)[label]; labels must be integers
 template <static_expr X, static_expr Y> auto sparse_categorical_crossentropy(const X& logits, const Y& labels) {
   using O = op::sparse_categorical_crossentropy;
-  if constexpr (detail::st::float_dt(Y::dtype) || Y::dtype == DType::Bool) detail::st::fail<error::needs_integer_dtype<O, scalar_type<Y::dtype>>>();
+  detail::st::check_labels<O, Y::dtype>();
   return detail::st::make<O, detail::st::float_of(X::dtype)>({}, logits, labels);
+}
+// the mean binary cross-entropy of probabilities p against targets y of the same shape
+template <static_expr P, static_expr Y> auto binary_crossentropy(const P& p, const Y& y) {
+  return detail::st::make<op::binary_crossentropy, detail::st::promote(detail::st::float_of(P::dtype), detail::st::float_of(Y::dtype))>({}, p, y);
+}
+// binary_crossentropy(sigmoid(x), y), computed from the logits x
+template <static_expr X, static_expr Y> auto binary_crossentropy_logits(const X& x, const Y& y) {
+  return detail::st::make<op::binary_crossentropy_logits, detail::st::promote(detail::st::float_of(X::dtype), detail::st::float_of(Y::dtype))>({}, x, y);
+}
+// the mean of -sum(target * log softmax(logits)) over the class dim (1; 0 for 1-D logits). target: class probabilities of the
+// logits' shape, or integer class indices of the logits' shape without the class dim
+template <static_expr X, static_expr Y> auto cross_entropy(const X& logits, const Y& target) {
+  using O = op::cross_entropy;
+  constexpr bool labels = Y::shape_type::rank + 1 == X::shape_type::rank;
+  if constexpr (labels) detail::st::check_labels<O, Y::dtype>();
+  // NOTE: the one-hot of labels is default_float (float32), as in Tensor::cross_entropy
+  return detail::st::make<O, detail::st::promote(detail::st::float_of(X::dtype), labels ? DType::Float32 : detail::st::float_of(Y::dtype))>({}, logits, target);
+}
+// the mean of -log_probs[label] over the batch: log_probs (C) or (N, C, ...), integer labels without the class dim
+template <static_expr X, static_expr Y> auto nll_loss(const X& log_probs, const Y& labels) {
+  using O = op::nll_loss;
+  detail::st::check_labels<O, Y::dtype>();
+  return detail::st::make<O, detail::st::float_of(X::dtype)>({}, log_probs, labels);
 }
 template <static_expr X, static_expr W> auto linear(const X& x, const W& w) { return x.matmul(w); }
 template <static_expr X, static_expr W, static_expr B> auto linear(const X& x, const W& w, const B& b) { return x.matmul(w) + b; }

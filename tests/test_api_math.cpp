@@ -521,6 +521,10 @@ TEST_CASE("api var, std, var_mean, std_mean", "[api][reduce]") {
   for (double a : v) s += (a - m) * (a - m);
   check(x.var(), {}, {s / 14}, 1e-5, 1e-5);
   check(x.std(std::vector<int64_t>{}, false, 0), {}, {std::sqrt(s / 15)}, 1e-5, 1e-5);
+  // `{}` is "all axes" (not axis 0) in every reduction that also takes one int axis
+  check(x.var({}, true), {1, 1}, {s / 14}, 1e-5, 1e-5);
+  check(x.sum({}, true), {1, 1}, {m * 15}, 1e-5, 1e-5);
+  check(x.mean({}, true) + x.max({}, true) * 0, {1, 1}, {m}, 1e-5, 1e-5);
   CHECK(std::isnan(Tensor(std::vector<float>{3}).var().item<float>()));
   check(Tensor({1, 2, 3, 4}).var(), {}, {5.0 / 3}, 1e-6, 1e-6);  // ints promote
   check_grad([](auto& x) { return x[0].var(1).sum() + x[0].std(0, true, 0); }, {{3, 4}});

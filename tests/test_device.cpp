@@ -140,7 +140,9 @@ TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cud
   tinygrad::CUDARenderer ren;
   tinygrad::NVRTCCompiler nv("compute_90");
   Tensor a = Tensor::empty({16, 32}, DType::Float32, "CPU"), h = Tensor::empty({32}, DType::Float16, "CPU");
-  for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3, (a < 0).where(a, INFINITY)})
+  Tensor long_h = Tensor::empty({4, 1024}, DType::Float16, "CPU");  // GROUP reduces: shared memory, barrier
+  for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3, (a < 0).where(a, INFINITY),
+                   a.sum(), long_h.max(1), (long_h > 0).any(1)})
     for (auto& k : kernels_of(t)) {
       auto p = tinygrad::to_program(k.ast, ren);
       CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
@@ -154,6 +156,7 @@ TEST_CASE("golden: CUDA and OpenCL renderings of a few kernels", "[golden]") {
   std::vector<std::pair<std::string, Tensor>> cases{
       {"elementwise", ((a + b) * a - 1).relu().exp() / (b + 2)},
       {"reduce", (a * b).sum(1)},
+      {"group_reduce", (a * b).sum()},
       {"matmul", a.matmul(b)},
       {"conv", img.conv2d(w).relu()},
       {"half", (a.cast(DType::Float16) * 2).cast(DType::BFloat16)},

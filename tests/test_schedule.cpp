@@ -86,6 +86,40 @@ TEST_CASE("schedule: a reduce of an elementwise chain is 1 kernel", "[schedule]"
   CHECK(s.item<float>() == Approx(want).epsilon(1e-4));
 }
 
+TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, same values", "[schedule]") {
+  // split when in/out >= 32768 and the outputs alone cannot keep the device busy (CPU: fewer than its cores)
+  Tensor a = input({3, 1 << 17}, 31), v = input({1 << 20}, 32, 0, 1);
+  auto va = host(a), vv = host(v);
+  std::vector<double> sum(3, 0), mx(3, -1e30);
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < (1 << 17); j++) { double x = va[size_t(i * (1 << 17) + j)]; sum[size_t(i)] += x; mx[size_t(i)] = std::max(mx[size_t(i)], x); }
+  double total = 0, sq = 0;
+  for (double x : vv) { total += x; sq += x * x; }
+  Tensor s = a.sum(1), m = a.max(1, true), t = v.sum(), mean = v.mean();
+  bool busy = a.device() == "CPU" && tinygrad::cpu_threads() <= 3;  // 3 outputs already feed every core
+  CHECK(kernels_to_realize(s) == (busy ? 1 : 2));
+  CHECK(kernels_to_realize(t) == (v.device() == "CPU" && tinygrad::cpu_threads() == 1 ? 1 : 2));
+  auto hs = host(s), hm = host(m);
+  for (int i = 0; i < 3; i++) {
+    CHECK(hs[size_t(i)] == Approx(sum[size_t(i)]).epsilon(1e-5));
+    CHECK(hm[size_t(i)] == float(mx[size_t(i)]));
+    CHECK(m.shape() == Shape{3, 1});
+  }
+  CHECK(t.item<float>() == Approx(total).epsilon(1e-5));
+  CHECK(mean.item<float>() == Approx(total / (1 << 20)).epsilon(1e-5));
+  CHECK((v * v).sum().item<float>() == Approx(sq).epsilon(1e-5));
+  // the gradient flows through both stages
+  Tensor w = Tensor(vv, {1 << 20}).requires_grad_();
+  (w * w).sum().backward();
+  auto g = host(*w.grad());
+  double err = 0;
+  for (size_t i = 0; i < vv.size(); i++) err = std::max(err, std::abs(g[i] - 2.0 * vv[i]));
+  CHECK(err < 1e-6);
+  // a reduce of a long broadcast axis splits too, and stays right
+  Tensor e = input({1}, 33).expand({1 << 20}).sum();
+  CHECK(e.item<float>() == Approx(double(host(input({1}, 33))[0]) * (1 << 20)).epsilon(1e-3));  // fp32 sums of 4096 equal terms
+}
+
 TEST_CASE("schedule: conv2d + relu is 1 kernel", "[schedule]") {
   Tensor x = input({2, 3, 10, 10}, 31), w = input({4, 3, 3, 3}, 32), b = input({4}, 33);
   Tensor y = x.conv2d(w).relu();

@@ -46,6 +46,10 @@ static_assert(is<decltype(val<F<2, 3, 4>>().max_keepdim<1>()), shape<2, 1, 4>>);
 static_assert(is<decltype(val<F<dyn, 10>>().mean<0>()), shape<10>>);
 static_assert(is<decltype(val<F<dyn, 10>>().softmax()), shape<-1, 10>>);
 static_assert(st::reduce<false, 1>(D<2>{2, 3}, std::array<int64_t, 1>{2}).code == 1);
+static_assert(is<decltype(val<F<2, 3, 4>>().argmax<1>()), shape<2, 4>>);
+static_assert(is<decltype(val<F<dyn, 10>>().argmin<-1>()), shape<-1>>);
+static_assert(is<decltype(val<F<2, 3, 4>>().argmax()), shape<>>);                 // no axis: of the flattened tensor
+static_assert(decltype(val<F<dyn, 10>>().argmax<1>())::dtype == DType::Int32);
 
 // ---- movement ----
 static_assert(is<decltype(val<F<2, 3>>().reshape<3, 2>()), shape<3, 2>>);
@@ -88,6 +92,19 @@ static_assert(is<decltype(conv2d(val<F<1, 1, dyn, 8>>(), val<F<2, 1, 3, 3>>())),
 static_assert(is<decltype(max_pool2d(val<F<dyn, 32, 24, 24>>())), shape<-1, 32, 12, 12>>);
 static_assert(is<decltype(avg_pool2d<3, 1>(val<F<1, 5, 5>>())), shape<1, 3, 3>>);
 static_assert(is<decltype(sparse_categorical_crossentropy(val<F<dyn, 10>>(), val<static_tensor<int32_t, dyn>>())), shape<>>);
+static_assert(is<decltype(binary_crossentropy(val<F<dyn, 3>>(), val<F<4, 3>>())), shape<>>);
+static_assert(is<decltype(binary_crossentropy_logits(val<F<4, 3>>(), val<F<4, 3>>())), shape<>>);
+static_assert(st::same(D<2>{4, 3}, D<2>{4, 2}).code == 1 && st::same(D<2>{4, 3}, D<1>{3}).code == 1);  // no broadcasting in a loss
+static_assert(is<decltype(cross_entropy(val<F<dyn, 10>>(), val<F<dyn, 10>>())), shape<>>);
+static_assert(is<decltype(cross_entropy(val<F<dyn, 10>>(), val<static_tensor<int32_t, dyn>>())), shape<>>);
+static_assert(is<decltype(nll_loss(val<F<dyn, 10>>(), val<static_tensor<int32_t, dyn>>())), shape<>>);
+static_assert(decltype(cross_entropy(val<static_tensor<double, 4, 10>>(), val<static_tensor<int32_t, 4>>()))::dtype == DType::Float64);
+static_assert(st::class_target(D<2>{8, 10}, D<1>{6}, false).code == 3);             // labels: the batch differs
+static_assert(st::class_target(D<2>{8, 10}, D<2>{8, 10}, false).code == 1);         // nll_loss takes no probabilities
+static_assert(st::class_target(D<2>{8, 10}, D<2>{8, 9}, true).code == 2);
+static_assert(st::class_target(D<4>{dyn, 5, 3, 3}, D<3>{2, 3, 3}, false).code == 0); // (N, C, H, W) with labels (N, H, W)
+static_assert(st::class_target(D<1>{5}, D<0>{}, false).code == 0);                   // (C) with one label
+static_assert(st::class_target(D<0>{}, D<0>{}, true).code == 1);
 
 // ---- layers ----
 static_assert(static_nn::Linear<784, 128>::fits<shape<-1, 784>>() && !static_nn::Linear<784, 128>::fits<shape<-1, 100>>());

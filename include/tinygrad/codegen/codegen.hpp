@@ -37,7 +37,52 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   return n;
 }
 
-// tinygrad's gpudims: loop axes become global ids, LOCAL axes local ids, innermost on x. More than 3 axes,
+// a REDUCE over GROUP ranges: each thread of the group reduces its share (the other ranges), writes it to
+// workgroup memory at its local position, and after a barrier reduces the group's shares read back from
+// there. Every thread computes the result; only the group's thread 0 stores it.
+inline UOpRef lower_group_reduces(const UOpRef& sink) {
+  auto rngs = ranges_of(sink);
+  std::vector<UOpRef> locals;  // local and group ranges: a thread's position in the workgroup
+  for (auto& r : rngs) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) locals.push_back(r);
+  if (std::none_of(locals.begin(), locals.end(), [](auto& r) { return axis_type(r) == AxisType::GROUP; })) return sink;
+  int64_t size = 1, next_id = next_range_id(sink), nbuf = 0;
+  for (auto& r : locals) size *= r->range_end();
+  auto position = [&](const std::unordered_map<const UOp*, UOpRef>& sub) {
+    UOpRef at = const_int(locals[0]->dtype, 0);
+    for (auto& r : locals) { auto it = sub.find(r.get()); at = at * r->range_end() + (it == sub.end() ? r : it->second); }
+    return at;
+  };
+  std::unordered_map<const UOp*, UOpRef> sub;
+  UOpRef first_thread = const_uop(DType::Bool, 1);
+  for (auto& u : toposort(sink)) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<UOpRef> own, rest{u->src[0]};
+    for (size_t i = 1; i < u->src.size(); i++) (axis_type(u->src[i]) == AxisType::GROUP ? own : rest).push_back(u->src[i]);
+    if (own.empty()) continue;
+    UOpRef part = rest.size() == 1 ? rest[0] : make_uop(Ops::REDUCE, u->dtype, rest, u->arg, u->vcount);
+    auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{nbuf++, size});
+    auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, position({})}), part});
+    auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+    std::unordered_map<const UOp*, UOpRef> other;
+    std::vector<UOpRef> src{nullptr};
+    for (auto& g : own) {
+      src.push_back(other[g.get()] = make_range(g->range_end(), next_id++, AxisType::REDUCE, g->dtype));
+      first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {g, const_int(g->dtype, 0)}));
+    }
+    src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, position(other)}), barrier});
+    sub[u.get()] = make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
+  }
+  std::vector<UOpRef> stores;
+  UOpRef lowered = substitute(sink, sub);
+  for (auto& st : lowered->src) {
+    const UOpRef& idx = st->src[0];
+    std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], first_thread) : first_thread};
+    stores.push_back(make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg, idx->vcount), st->src[1]}));
+  }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+
+// tinygrad's gpudims: loop axes become global ids, LOCAL and GROUP axes local ids, innermost on x. More than 3 axes,
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
 inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
   launch = {1, 1, 1, 1, 1, 1};
@@ -46,7 +91,7 @@ inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64
     std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
     auto rs = ranges_of(sink);
     for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
-      if (axis_type(*it) != (kind == 1 ? AxisType::LOOP : AxisType::LOCAL)) continue;
+      if (kind == 1 ? axis_type(*it) != AxisType::LOOP : axis_type(*it) != AxisType::LOCAL && axis_type(*it) != AxisType::GROUP) continue;
       if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
     }
     auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
@@ -84,7 +129,7 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
   p.launch = {threads};
   p.name = detail::kernel_name(sink, p.opts);
-  if (ren.has_local) sink = detail::gpudims(sink, ren, p.launch);
+  if (ren.has_local) sink = detail::gpudims(detail::lower_group_reduces(sink), ren, p.launch);
   // index math folds before and after the lanes become vectors
   sink = simplify(sink);
   sink = simplify(expand_lanes(sink));

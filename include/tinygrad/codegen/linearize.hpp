@@ -119,7 +119,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::unordered_map<const UOp*, bool> done;
   auto emit = [&](const UOpRef& u) { if (!done[u.get()]) { done[u.get()] = true; out.push_back(u); } };
   // params and specials first
-  for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::SPECIAL) emit(u);
+  for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::DEFINE_LOCAL || u->op == Ops::SPECIAL) emit(u);
 
   auto emit_group = [&](const UOpRef& red) {
     std::vector<UOpRef> rngs(red->src.begin() + 1, red->src.end());

@@ -1,15 +1,17 @@
 #pragma once
 // kernel opts: reshape the RANGEs of a kernel AST. UPCAST duplicates an output axis into registers,
-// VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores.
+// VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores,
+// LOCAL puts part of an output axis on a GPU workgroup's threads, GROUP part of a reduce axis (the threads
+// combine their partial results through shared memory: codegen's lower_group_reduces).
 #include "../renderer/cstyle.hpp"
 #include "../uop/symbolic.hpp"
 
 namespace tinygrad {
 
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL };
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP };
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id
-  std::string str() const { static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL"}; return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")"); }
+  std::string str() const { static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP"}; return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")"); }
 };
 struct KernelOptError : Error { using Error::Error; };
 
@@ -47,7 +49,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
   if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
   AxisType t = axis_type(r);
   bool is_reduce = t == AxisType::REDUCE;
-  if ((o.op == OptOp::UNROLL) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
+  if ((o.op == OptOp::UNROLL || o.op == OptOp::GROUP) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
   if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
   DType dt = r->dtype;
   int64_t nid = next_range_id(sink);
@@ -70,18 +72,22 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       for (int64_t u = 0; u < o.amt; u++) stores.push_back(sub_range(st, r, outer * o.amt + u));
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
-  // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies
+  // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies;
+  // GROUP: a REDUCE over the outer range and the group range (inner, so neighbouring threads read neighbours)
+  auto group = make_range(o.amt, nid, AxisType::GROUP, dt);
   std::unordered_map<const UOp*, UOpRef> sub;
   for (auto& u : toposort(sink)) {
     if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
     UOpRef acc;
-    for (int64_t k = 0; k < o.amt; k++) {
+    if (o.op == OptOp::GROUP) acc = sub_range(u->src[0], r, outer * o.amt + group);
+    else for (int64_t k = 0; k < o.amt; k++) {
       auto v = sub_range(u->src[0], r, outer * o.amt + k);
       acc = acc ? alu(u->reduce_op(), {acc, v}) : v;
     }
     std::vector<UOpRef> src{acc};
     for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != r) src.push_back(u->src[i]);
     if (outer->op == Ops::RANGE) src.push_back(outer);
+    if (o.op == OptOp::GROUP) src.push_back(group);
     sub[u.get()] = src.size() == 1 ? acc : make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
   }
   return substitute(sink, sub);
@@ -99,7 +105,19 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
   }
   for (auto& r : ranges_of(sink)) { if (axis_type(r) == AxisType::REDUCE) reduce_size *= r->range_end(); else out_rngs.push_back(r); }
-  if (stores.size() != 1 || out_rngs.empty()) return opts;
+  if (stores.size() != 1) return opts;
+  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP)
+  int64_t total = 1, n_reduces = 0;
+  for (auto& r : out_rngs) total *= r->range_end();
+  for (auto& u : toposort(sink)) n_reduces += u->op == Ops::REDUCE;
+  std::vector<Opt> group;
+  if (n_reduces == 1 && total <= 2048 && reduce_size >= 256 && ren.has_shared) {
+    auto rr = ranges_of(sink);
+    for (auto it = rr.rbegin(); it != rr.rend() && group.empty(); ++it)
+      if (axis_type(*it) == AxisType::REDUCE)
+        for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
+  }
+  if (out_rngs.empty()) return group;
   std::unordered_map<int64_t, int64_t> left;
   for (auto& r : out_rngs) left[r->range_id()] = r->range_end();
   auto try_opt = [&](OptOp op, const UOpRef& r, std::initializer_list<int64_t> amts) {
@@ -126,6 +144,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   }
   // elementwise and plain reduces: up to 256 threads a workgroup, x's local created last (local dim 0)
   int64_t budget = std::min<int64_t>(256, ren.max_threads);
+  for (auto& g : group) budget /= g.amt;
   std::vector<UOpRef> order{x};
   for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it) if (*it != x) order.push_back(*it);
   std::vector<Opt> locals;
@@ -134,9 +153,8 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     for (int64_t a = budget; a > 1; a /= 2)
       if (left[r->range_id()] % a == 0) { locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), a}); left[r->range_id()] /= a; budget /= a; break; }
   }
+  locals.insert(locals.end(), group.begin(), group.end());
   // elementwise: 4 elements a thread, 256 apart (coalesced): 1.0x memcpy on an H100, 0.79x without
-  int64_t total = 1;
-  for (auto& r : out_rngs) total *= r->range_end();
   if (reduce_size == 1 && total >= (1 << 16) && left[x->range_id()] % 4 == 0) locals.push_back({OptOp::UPCAST, x->range_id(), 4});
   return locals;
 }

@@ -10,6 +10,7 @@ struct Renderer {
   std::string device;
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims)
+  bool has_shared = false;  // GPU: workgroup memory and barriers (GROUP reduces)
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
@@ -26,8 +27,9 @@ class CStyleRenderer : public Renderer {
     std::string fn_prefix = "static inline";  // helper functions in the prelude
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
     std::string gid[3], lid[3];    // how a global / local id is spelled
+    std::string smem_prefix, barrier;  // workgroup memory declaration, workgroup barrier
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
-  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, true};
+  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", true};
 
   std::string render(const std::string& name, const std::vector<UOpRef>& lin) const override {
     Ctx c;
@@ -47,6 +49,12 @@ class CStyleRenderer : public Renderer {
           c.param_ids.push_back(i);
           break;
         }
+        case Ops::DEFINE_LOCAL: {
+          c.r[&x] = cat("temp", x.varg()[0]);
+          line(cat(lang.smem_prefix, x.dtype == DType::Bool ? storage_type(DType::UInt8) : scalar_type(x.dtype), " ", c.r[&x], "[", x.varg()[1], "];"));
+          break;
+        }
+        case Ops::BARRIER: line(lang.barrier); break;
         case Ops::SPECIAL: {
           int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
           if (kind == 0) { c.r[&x] = "core_id"; break; }
@@ -71,7 +79,8 @@ class CStyleRenderer : public Renderer {
           std::string ptr = get(c, idx), v = c.name("val");
           bool gated = idx.src.size() > 2;
           DType st = x.dtype;
-          if (x.vcount > 1) {
+          if (idx.src[0]->op == Ops::DEFINE_LOCAL) line(cat(T, " ", v, " = *", ptr, ";"));  // held as a value, no conversion
+          else if (x.vcount > 1) {
             line(cat(T, " ", v, gated ? " = {0}" : "", ";"));
             line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", "__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"));
           } else {
@@ -83,10 +92,14 @@ class CStyleRenderer : public Renderer {
         }
         case Ops::STORE: {
           std::string ptr = S(0);
-          c.stored.insert(x.src[0]->src[0]->iarg());
+          const UOp& idx = *x.src[0];
+          bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
+          if (!local) c.stored.insert(idx.src[0]->iarg());
+          std::string gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
           const UOp& val = *x.src[1];
-          if (val.vcount > 1) line(cat("__builtin_memcpy(", ptr, ", &", S(1), ", sizeof(", value_type(val.dtype, val.vcount, c), "));"));
-          else line(cat("*", ptr, " = ", store_value(val.dtype, S(1)), ";"));
+          if (local) line(cat("*", ptr, " = ", S(1), ";"));
+          else if (val.vcount > 1) line(gate + cat("__builtin_memcpy(", ptr, ", &", S(1), ", sizeof(", value_type(val.dtype, val.vcount, c), "));"));
+          else line(gate + cat("*", ptr, " = ", store_value(val.dtype, S(1)), ";"));
           break;
         }
         case Ops::DEFINE_ACC: {
@@ -330,7 +343,7 @@ class CRenderer : public CStyleRenderer {
 // the GPU languages: thread ids instead of loops, buffers as kernel parameters, math functions by name
 class GPURenderer : public CStyleRenderer {
  public:
-  GPURenderer() { has_local = true; }
+  GPURenderer() { has_local = has_shared = true; }
   int64_t vector_lanes(DType) const override { return 1; }  // TODO: float4 loads and stores
 
  protected:
@@ -372,6 +385,8 @@ class CUDARenderer : public GPURenderer {
     lang.u2f = "return __uint_as_float(u);";
     lang.f2u = "return __float_as_uint(f);";
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("blockIdx.", "xyz"[d]); lang.lid[d] = cat("threadIdx.", "xyz"[d]); }
+    lang.smem_prefix = "__shared__ ";
+    lang.barrier = "__syncthreads();";
   }
 
  protected:
@@ -395,6 +410,8 @@ class OpenCLRenderer : public GPURenderer {
     lang.u2f = "return as_float(u);";
     lang.f2u = "return as_uint(f);";
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("get_group_id(", d, ")"); lang.lid[d] = cat("get_local_id(", d, ")"); }
+    lang.smem_prefix = "__local ";
+    lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
   }
 
  protected:

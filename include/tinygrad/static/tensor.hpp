@@ -63,6 +63,7 @@ template <class Op, class... S> struct pool_needs_2_dims;
 template <class Op, class... S> struct window_larger_than_input;
 template <class Op, class... S> struct needs_logits_n_c_and_labels_n;
 template <class Op, class... S> struct batch_sizes_differ;
+template <class Op, class... S> struct target_rank_does_not_fit;
 template <class Op, class... T> struct needs_integer_dtype;
 template <class Op, class... T> struct dtypes_differ;
 template <class Layer, class... S> struct layer_does_not_fit;
@@ -120,7 +121,8 @@ struct cast : same_shape<cast<D>> {
   static Tensor lower(const auto&, const Tensor& a) { return a.cast(D); }
 };
 
-#define TG_REDUCE(NAME)                                                                                               \
+// NAME's lowering passes the axes and Keep as __VA_ARGS__
+#define TG_REDUCE(NAME, ...)                                                                                          \
   template <bool Keep, int64_t... Ax>                                                                                 \
   struct NAME {                                                                                                       \
     static constexpr const char* name = #NAME;                                                                        \
@@ -130,9 +132,11 @@ struct cast : same_shape<cast<D>> {
       constexpr std::array<int64_t, sizeof...(Ax)> ax{Ax...};                                                         \
       return st::reduce<Keep, st::reduce_rank<Keep, A>(ax)>(a, ax);                                                   \
     }                                                                                                                 \
-    static Tensor lower(const auto&, const Tensor& a) { return a.NAME(std::vector<int64_t>{Ax...}, Keep); }          \
+    static Tensor lower(const auto&, const Tensor& a) { return a.NAME(__VA_ARGS__); }                                \
   };
-TG_REDUCE(sum) TG_REDUCE(max) TG_REDUCE(min) TG_REDUCE(mean)
+TG_REDUCE(sum, std::vector<int64_t>{Ax...}, Keep) TG_REDUCE(max, std::vector<int64_t>{Ax...}, Keep)
+TG_REDUCE(min, std::vector<int64_t>{Ax...}, Keep) TG_REDUCE(mean, std::vector<int64_t>{Ax...}, Keep)
+TG_REDUCE(argmax, std::optional<int64_t>{Ax...}, Keep) TG_REDUCE(argmin, std::optional<int64_t>{Ax...}, Keep)  // one axis or none
 #undef TG_REDUCE
 #define TG_AXIS_OP(NAME)                                                                                  \
   template <int64_t Ax>                                                                                   \
@@ -282,6 +286,30 @@ struct sparse_categorical_crossentropy {
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& y) { return st::sparse_xent(x, y); }
   static Tensor lower(const auto&, const Tensor& x, const Tensor& y) { return x.sparse_categorical_crossentropy(y); }
 };
+template <class Self>
+struct same_shape_loss {  // input and target of one shape -> a scalar
+  static constexpr const char* errors[] = {"shapes_differ"};
+  template <int, class... S> using error = tinygrad::error::shapes_differ<Self, S...>;
+  template <size_t A, size_t B> static constexpr st::res<0> rule(const dims<A>& x, const dims<B>& y) { return {st::same(x, y).code, {}}; }
+};
+template <class Self, bool Probs>
+struct class_loss {  // logits (C) or (N, C, ...) and class indices or (Probs) class probabilities -> a scalar
+  static constexpr const char* errors[] = {"target_rank_does_not_fit", "shapes_differ", "batch_sizes_differ"};
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::target_rank_does_not_fit<Self, S...>, tinygrad::error::shapes_differ<Self, S...>,
+                          tinygrad::error::batch_sizes_differ<Self, S...>>;
+  template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& y) { return st::class_target(x, y, Probs); }
+};
+template <class Self> using probs_or_labels_loss = class_loss<Self, true>;
+template <class Self> using labels_loss = class_loss<Self, false>;
+#define TG_LOSS(NAME, BASE)                                                                               \
+  struct NAME : BASE<NAME> {                                                                              \
+    static constexpr const char* name = #NAME;                                                            \
+    static Tensor lower(const auto&, const Tensor& x, const Tensor& y) { return x.NAME(y); }               \
+  };
+TG_LOSS(binary_crossentropy, same_shape_loss) TG_LOSS(binary_crossentropy_logits, same_shape_loss)
+TG_LOSS(cross_entropy, probs_or_labels_loss) TG_LOSS(nll_loss, labels_loss)
+#undef TG_LOSS
 
 // assigning an expression to a static tensor (shapes: the tensor's, the expression's)
 struct assign {
@@ -302,6 +330,10 @@ template <class S> constexpr DType weak(DType d) {
   if constexpr (std::is_floating_point_v<S>) return float_of(d);
   else if constexpr (std::is_same_v<S, bool>) return d;
   else return d == DType::Bool ? DType::Int32 : d;
+}
+// class labels are integers (not bool)
+template <class Op, DType D> constexpr void check_labels() {
+  if constexpr (float_dt(D) || D == DType::Bool) fail<error::needs_integer_dtype<Op, scalar_type<D>>>();
 }
 template <class Op> constexpr bool is_cmp = std::is_same_v<Op, op::lt> || std::is_same_v<Op, op::gt> || std::is_same_v<Op, op::le> || std::is_same_v<Op, op::ge> ||
                                              std::is_same_v<Op, op::eq> || std::is_same_v<Op, op::ne>;
@@ -358,6 +390,9 @@ struct static_ops {
   template <int64_t... Ax> auto min() const { return detail::st::make<op::min<false, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto mean() const { return detail::st::make<op::mean<false, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
   template <int64_t... Ax> auto mean_keepdim() const { return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
+  // int32 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const { return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self()); }
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const { return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self()); }
   template <int64_t Ax = -1> auto softmax() const { return detail::st::make<op::softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
   template <int64_t Ax = -1> auto log_softmax() const { return detail::st::make<op::log_softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
 
@@ -421,8 +456,31 @@ template <int64_t K = 2, int64_t Stride = K, static_expr X> auto avg_pool2d(cons
 // mean over the batch of -log softmax(logits)[label]; labels must be integers
 template <static_expr X, static_expr Y> auto sparse_categorical_crossentropy(const X& logits, const Y& labels) {
   using O = op::sparse_categorical_crossentropy;
-  if constexpr (detail::st::float_dt(Y::dtype) || Y::dtype == DType::Bool) detail::st::fail<error::needs_integer_dtype<O, scalar_type<Y::dtype>>>();
+  detail::st::check_labels<O, Y::dtype>();
   return detail::st::make<O, detail::st::float_of(X::dtype)>({}, logits, labels);
+}
+// the mean binary cross-entropy of probabilities p against targets y of the same shape
+template <static_expr P, static_expr Y> auto binary_crossentropy(const P& p, const Y& y) {
+  return detail::st::make<op::binary_crossentropy, detail::st::promote(detail::st::float_of(P::dtype), detail::st::float_of(Y::dtype))>({}, p, y);
+}
+// binary_crossentropy(sigmoid(x), y), computed from the logits x
+template <static_expr X, static_expr Y> auto binary_crossentropy_logits(const X& x, const Y& y) {
+  return detail::st::make<op::binary_crossentropy_logits, detail::st::promote(detail::st::float_of(X::dtype), detail::st::float_of(Y::dtype))>({}, x, y);
+}
+// the mean of -sum(target * log softmax(logits)) over the class dim (1; 0 for 1-D logits). target: class probabilities of the
+// logits' shape, or integer class indices of the logits' shape without the class dim
+template <static_expr X, static_expr Y> auto cross_entropy(const X& logits, const Y& target) {
+  using O = op::cross_entropy;
+  constexpr bool labels = Y::shape_type::rank + 1 == X::shape_type::rank;
+  if constexpr (labels) detail::st::check_labels<O, Y::dtype>();
+  // NOTE: the one-hot of labels is default_float (float32), as in Tensor::cross_entropy
+  return detail::st::make<O, detail::st::promote(detail::st::float_of(X::dtype), labels ? DType::Float32 : detail::st::float_of(Y::dtype))>({}, logits, target);
+}
+// the mean of -log_probs[label] over the batch: log_probs (C) or (N, C, ...), integer labels without the class dim
+template <static_expr X, static_expr Y> auto nll_loss(const X& log_probs, const Y& labels) {
+  using O = op::nll_loss;
+  detail::st::check_labels<O, Y::dtype>();
+  return detail::st::make<O, detail::st::float_of(X::dtype)>({}, log_probs, labels);
 }
 template <static_expr X, static_expr W> auto linear(const X& x, const W& w) { return x.matmul(w); }
 template <static_expr X, static_expr W, static_expr B> auto linear(const X& x, const W& w, const B& b) { return x.matmul(w) + b; }

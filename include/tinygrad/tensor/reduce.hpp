@@ -4,6 +4,7 @@
 // Axes are a list (empty: all) or one int. Everything stays lazy and differentiable: scans are windowed
 // reductions over a padded view (as tinygrad), sort is a bitonic network of min/max.
 #include <bit>
+#include <concepts>
 #include <string_view>
 #include "elementwise.hpp"
 
@@ -16,35 +17,35 @@ struct ReduceOps {
  public:
   // ---- reductions ----
   T sum(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); }
-  T sum(int64_t axis, bool keepdim = false) const { return sum(Axes{axis}, keepdim); }
+  T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
   T prod(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
-  T prod(int64_t axis, bool keepdim = false) const { return prod(Axes{axis}, keepdim); }
+  T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
   T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, std::move(axes), keepdim, "max"); }
-  T max(int64_t axis, bool keepdim = false) const { return max(Axes{axis}, keepdim); }
+  T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
   T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).max(std::move(axes), keepdim)); }
-  T min(int64_t axis, bool keepdim = false) const { return min(Axes{axis}, keepdim); }
+  T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
   T mean(Axes axes = {}, bool keepdim = false) const {
     auto ax = self().norm_axes(axes, "mean");
     auto s = self().fl().sum(ax, keepdim);
     int64_t n = reduced_count(ax);
     return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
   }
-  T mean(int64_t axis, bool keepdim = false) const { return mean(Axes{axis}, keepdim); }
+  T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
   // sum((x - mean)^2) / (n - correction)
   T var(Axes axes = {}, bool keepdim = false, double correction = 1) const {
     auto ax = self().norm_axes(axes, "var");
     auto x = self().fl();
     return (x - x.mean(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
   }
-  T var(int64_t axis, bool keepdim = false, double correction = 1) const { return var(Axes{axis}, keepdim, correction); }
+  T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
   T std(Axes axes = {}, bool keepdim = false, double correction = 1) const { return var(std::move(axes), keepdim, correction).sqrt(); }
-  T std(int64_t axis, bool keepdim = false, double correction = 1) const { return std(Axes{axis}, keepdim, correction); }
+  T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {var(axes, keepdim, correction), mean(axes, keepdim)}; }
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {std(axes, keepdim, correction), mean(axes, keepdim)}; }
   T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().max(std::move(axes), keepdim); }
-  T any(int64_t axis, bool keepdim = false) const { return any(Axes{axis}, keepdim); }
+  T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const { return self().logical_not().any(std::move(axes), keepdim).logical_not(); }
-  T all(int64_t axis, bool keepdim = false) const { return all(Axes{axis}, keepdim); }
+  T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const { return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); }
   // index of the first maximum along axis (of the flattened tensor without one), int32
@@ -71,7 +72,7 @@ struct ReduceOps {
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
   }
-  T logsumexp(int64_t axis, bool keepdim = false) const { return logsumexp(Axes{axis}, keepdim); }
+  T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
   T softmax(int64_t axis = -1) const {
     axis = norm_axis(axis, self().ndim(), "softmax");
     auto m = self().fl() - self().fl().max(axis, true).detach();

@@ -284,6 +284,23 @@ constexpr res<0> sparse_xent(const dims<A>& x, const dims<B>& y) {
   return r;
 }
 
+// logits (C) or (N, C, ...) with the class dim 1 (0 when 1-D), and a target: class indices (the logits' shape without the class
+// dim) or, when probs, class probabilities (the logits' shape) -> a scalar. 1: the target's rank fits neither, 2: the
+// probabilities' extents differ, 3: the indices' extents differ
+template <size_t A, size_t B>
+constexpr res<0> class_target(const dims<A>& x, const dims<B>& y, bool probs) {
+  res<0> r;
+  bool same_rank = probs && B == A;
+  if (A == 0 || !(same_rank || B + 1 == A)) { r.code = 1; return r; }
+  size_t cd = A == 1 ? 0 : 1;
+  for (size_t i = 0, j = 0; i < A; i++) {
+    if (!same_rank && i == cd) continue;
+    if (x[i] != dyn && y[j] != dyn && x[i] != y[j]) r.code = same_rank ? 2 : 3;
+    j++;
+  }
+  return r;
+}
+
 // assigning a of shape a to a tensor of shape t: equal where both are static; 1: differ
 template <size_t N, size_t A>
 constexpr res<N> same(const dims<A>& a, const dims<N>& t) {

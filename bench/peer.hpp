@@ -1,0 +1,17 @@
+// Runs a Python peer script of bench/ (tinygrad on its CPU backend) and reads one number from the JSON line it
+// prints; NaN when the peer is not installed or fails, so a benchmark still reports its own figures.
+#pragma once
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+inline double peer_value(const std::string& script, const std::string& key) {
+  std::string cmd = "python3 " TG_BENCH_DIR "/" + script + " 2>/dev/null", out;
+  if (FILE* p = popen(cmd.c_str(), "r")) {
+    char buf[512];
+    while (fgets(buf, sizeof(buf), p)) out += buf;
+    pclose(p);
+  }
+  auto at = out.find("\"" + key + "\": ");
+  return at == std::string::npos ? NAN : std::stod(out.substr(at + key.size() + 4));
+}
