@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 using Catch::Matchers::Contains;
 using tinygrad::DType;
@@ -147,6 +148,44 @@ TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cud
       auto p = tinygrad::to_program(k.ast, ren);
       CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
     }
+}
+
+TEST_CASE("device: vector loads and stores where aligned, per lane where not; GROUP reduces", "[device]") {
+  // on the GPU devices present: big elementwise kernels use float4/int4 (the chain) or fall back to per-lane
+  // loads (an offset of 1 element), and few-output reduces use workgroup memory; values equal the CPU's
+  Tensor x(iota(1 << 16, 1e-4f), {1 << 16});
+  auto chain = [](const Tensor& a) { return ((((a * 1.5f + 0.5f).relu() * a) * 0.25f + a) * 2.f); };
+  auto cases = [&](const Tensor& a) {
+    return std::vector<Tensor>{chain(a), chain(a.shrink({{1, (1 << 16) - 3}})), (a * 1000).cast(DType::Int32) / 3 + (a > 0.3f).cast(DType::Int32),
+                               a.reshape({16, 4096}).sum(1), a.reshape({2, 32768}).max(1), (a.reshape({64, 1024}) > 1).any(1).cast(DType::Float32)};
+  };
+  auto want = cases(x);
+  for (std::string d : {"CL", "CUDA"}) {
+    if (!has_device(d)) { WARN(d << " is not available here: skipped"); continue; }
+    INFO(d);
+    auto got = cases(x.to(d));
+    for (size_t i = 0; i < want.size(); i++) {
+      INFO("case " << i);
+      auto a = want[i].cast(DType::Float32).to_vector<float>(), b = got[i].to("CPU").cast(DType::Float32).to_vector<float>();
+      REQUIRE(a.size() == b.size());
+      for (size_t j = 0; j < a.size(); j++) CHECK(b[j] == Approx(a[j]).epsilon(1e-5).margin(1e-5));
+    }
+  }
+  if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: PTX checks skipped"); return; }
+  tinygrad::CUDARenderer ren;
+  tinygrad::NVRTCCompiler nv("compute_90");
+  Tensor e = Tensor::empty({1 << 16}, DType::Float32, "CPU");
+  auto v4_loads = [&](const Tensor& t) {
+    auto ks = kernels_of(t);
+    REQUIRE(ks.size() == 1);
+    std::string ptx = nv.compile(tinygrad::to_program(ks[0].ast, ren).src), line;
+    int n = 0;
+    for (std::istringstream in(ptx); std::getline(in, line);) n += line.find("ld.global") != std::string::npos && line.find(".v4.") != std::string::npos;
+    return n;
+  };
+  CHECK(v4_loads(chain(e)) == 1);
+  CHECK(v4_loads(chain(e.shrink({{1, (1 << 16) - 3}}))) == 0);  // not 16-byte aligned: 4 scalar loads
+  CHECK(v4_loads(e.reshape({256, 256}).sum(1)) == 0);
 }
 
 TEST_CASE("golden: CUDA and OpenCL renderings of a few kernels", "[golden]") {

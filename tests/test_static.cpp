@@ -162,6 +162,51 @@ TEST_CASE("static: matmul, conv2d, pooling and losses match Tensor", "[static]")
   same(sparse_categorical_crossentropy(logits, labels), ref, 1e-5);
 }
 
+TEST_CASE("static: argmax, argmin and the losses match Tensor, values and gradients", "[static]") {
+  Tensor::manual_seed(6);
+  auto a = data<F<dyn, 5>>(4);
+  Tensor A = a;
+  same(a.argmax<1>(), A.argmax(1));
+  same(a.argmax<-2>(), A.argmax(-2));
+  same(a.argmin<0>(), A.argmin(0));
+  same(a.argmax(), A.argmax());
+  same(a.argmin(), A.argmin());
+  same((a * 2.0f).argmax<-1>(), (A * 2.0).argmax(-1));
+  auto i = static_tensor<int32_t, 2, 3>::from(std::vector<int>{3, 7, 7, -1, -5, -5});
+  same(i.argmax<1>(), Tensor(i).argmax(1));  // ties: the first
+  same(i.argmin<-1>(), Tensor(i).argmin(-1));
+
+  // a dyn batch of 4, 3 classes; the losses of a linear layer, with the gradients of its weight and input
+  auto x = data<F<dyn, 3>>(4);
+  auto w = data<F<3, 3>>();
+  auto y = static_tensor<float, dyn, 3>::from(std::vector<float>{1, 0, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0}, 4);
+  auto labels = static_tensor<int32_t, dyn>::from(std::vector<int>{2, 0, 1, 2}, 4);
+  Tensor X = x, W = w, Y = y, L = labels;
+  auto z = x.matmul(w);
+  // NOTE: the reference is built afresh for each loss and differentiated before it is realized (realizing a Tensor
+  // replaces its graph with the buffer, and the gradient would be 0)
+  auto check = [&](const auto& s, auto dyn_loss) {
+    auto [gw, gx] = gradient(s, w, x);
+    auto ref = gradient(dyn_loss(X.matmul(W)), {W, X});
+    same(gw, ref[0], 1e-5);
+    same(gx, ref[1], 1e-5);
+    same(s, dyn_loss(X.matmul(W)), 1e-5);
+  };
+  check(binary_crossentropy(z.sigmoid(), y), [&](const Tensor& Z) { return Z.sigmoid().binary_crossentropy(Y); });
+  check(binary_crossentropy_logits(z, y), [&](const Tensor& Z) { return Z.binary_crossentropy_logits(Y); });
+  check(cross_entropy(z, labels), [&](const Tensor& Z) { return Z.cross_entropy(L); });
+  check(cross_entropy(z, y * 0.5f), [&](const Tensor& Z) { return Z.cross_entropy(Y * 0.5); });  // class probabilities
+  check(nll_loss(z.log_softmax(), labels), [&](const Tensor& Z) { return Z.log_softmax(-1).nll_loss(L); });
+  // (N, C, L) logits with (N, L) labels, and (C) logits with one label
+  auto x3 = data<F<dyn, 3, 2>>(2);
+  auto l3 = static_tensor<int32_t, dyn, 2>::from(std::vector<int>{0, 2, 1, 1}, 2);
+  same(cross_entropy(x3, l3), Tensor(x3).cross_entropy(Tensor(l3)));
+  same(nll_loss(x3.log_softmax<1>(), l3), Tensor(x3).log_softmax(1).nll_loss(Tensor(l3)));
+  auto x1 = data<F<5>>();
+  auto l1 = static_tensor<int32_t>::from(std::vector<int>{3});
+  same(cross_entropy(x1, l1), Tensor(x1).cross_entropy(Tensor(l1)));
+}
+
 TEST_CASE("static: gradients match the dynamic path and keep the static type", "[static]") {
   Tensor::manual_seed(5);
   auto x = data<F<dyn, 6>>(4);
@@ -206,6 +251,10 @@ TEST_CASE("static: dyn extents that do not fit throw at run time with the op and
   auto y = static_tensor<int32_t, dyn>::zeros(3);
   CHECK(shape_error([&] { auto c = sparse_categorical_crossentropy(x, y); }) ==
         "tinygrad::error::batch_sizes_differ<op::sparse_categorical_crossentropy, shape<2, 5>, shape<3>>");
+  CHECK(shape_error([&] { auto c = nll_loss(x, y); }) == "tinygrad::error::batch_sizes_differ<op::nll_loss, shape<2, 5>, shape<3>>");
+  auto x3 = F<dyn, 5>::zeros(3);
+  CHECK(shape_error([&] { auto c = binary_crossentropy(x, x3); }) == "tinygrad::error::shapes_differ<op::binary_crossentropy, shape<2, 5>, shape<3, 5>>");
+  CHECK(shape_error([&] { auto c = cross_entropy(x, x3); }) == "tinygrad::error::shapes_differ<op::cross_entropy, shape<2, 5>, shape<3, 5>>");
   CHECK(shape_error([&] { F<3, 5> z = x * 2.0f; }) == "tinygrad::error::shapes_differ<op::assign, shape<3, 5>, shape<2, 5>>");
   CHECK(shape_error([&] { auto c = x.shrink<0, 3, 0, 5>(); }) == "tinygrad::error::shrink_out_of_bounds<op::shrink, shape<2, 5>>");
 }

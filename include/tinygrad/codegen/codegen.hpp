@@ -132,7 +132,7 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   if (ren.has_local) sink = detail::gpudims(detail::lower_group_reduces(sink), ren, p.launch);
   // index math folds before and after the lanes become vectors
   sink = simplify(sink);
-  sink = simplify(expand_lanes(sink));
+  sink = simplify(expand_lanes(sink, ren.aligned_vectors));
   p.flops = detail::estimate_flops(ast);
   auto lin = linearize(sink);
   if (flags().debug >= 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());

@@ -32,7 +32,8 @@ inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const
 
 // turn the LANE axis into vector nodes: contiguous loads/stores become vector loads/stores,
 // other lane-dependent loads become gathers, ALU ops run on vectors
-inline UOpRef expand_lanes(const UOpRef& sink) {
+// (aligned: a vector load/store also needs its first address a multiple of the lane count, else it is per lane)
+inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   UOpRef lane;
   for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
   if (!lane) return sink;
@@ -41,7 +42,10 @@ inline UOpRef expand_lanes(const UOpRef& sink) {
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
   auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(W, x), {}, W); };
-  auto contiguous = [&](const UOpRef& addr) { return simplify(addr - at(addr, 0)) == lane; };
+  auto contiguous = [&](const UOpRef& addr) {
+    if (simplify(addr - at(addr, 0)) != lane) return false;
+    return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
+  };
   std::function<UOpRef(const UOpRef&)> vec = [&](const UOpRef& u) -> UOpRef {
     if (!detail::depends_on(u, lane.get(), dep)) return u;
     if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
