@@ -20,9 +20,7 @@ int main() {
     opt.zero_grad();
     Tensor loss = model(x).sparse_categorical_crossentropy(y);
     loss.backward();
-    auto todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
+    opt.step({loss});
     loss.item<float>();
     if (i >= warm) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

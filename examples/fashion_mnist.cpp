@@ -17,9 +17,7 @@ int main() {
     opt.zero_grad();
     Tensor loss = model(input(b)).sparse_categorical_crossentropy(Tensor::from_data(b.y.data(), {b.n}));
     loss.backward();
-    auto todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
+    opt.step({loss});
     return loss;
   });
   fashion::report(data, s_per_step, [&](const fashion::Batch& b) {

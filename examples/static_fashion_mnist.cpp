@@ -27,9 +27,7 @@ int main() {
     opt.zero_grad();
     static_tensor<float> loss = sparse_categorical_crossentropy(model(x), y);
     loss.backward();
-    auto todo = opt.schedule_step();
-    todo.push_back(loss);
-    Tensor::realize_all(todo);
+    opt.step({loss});
     return loss;
   });
   fashion::report(data, s_per_step, [&](const fashion::Batch& b) {

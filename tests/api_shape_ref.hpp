@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 
+#include "ref_index.hpp"
+
 #include <cmath>
 #include <functional>
 #include <string>
@@ -11,16 +13,8 @@
 namespace api_ref {
 using namespace tinygrad;
 
-inline Shape unravel(int64_t i, const Shape& s) {
-  Shape idx(s.size());
-  for (size_t k = s.size(); k-- > 0;) { idx[k] = s[k] ? i % s[k] : 0; i = s[k] ? i / s[k] : 0; }
-  return idx;
-}
-inline int64_t ravel(const Shape& idx, const Shape& s) {
-  int64_t r = 0;
-  for (size_t k = 0; k < s.size(); k++) r = r * s[k] + idx[k];
-  return r;
-}
+using ref_index::ravel;
+using ref_index::unravel;
 
 // the reference: a row-major array of doubles
 struct Arr {

@@ -8,6 +8,8 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 
+#include "ref_index.hpp"
+
 #include <cmath>
 #include <functional>
 #include <map>
@@ -99,15 +101,7 @@ void check_unary(const char* name, const Fn1& op, const std::function<double(dou
 }
 
 // broadcasting reference: out[i] = f(a[ia], b[ib])
-Shape bshape(const Shape& a, const Shape& b) {
-  size_t n = std::max(a.size(), b.size());
-  Shape r(n);
-  for (size_t i = 0; i < n; i++) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    r[i] = x == 1 ? y : x;
-  }
-  return r;
-}
+using ref_index::bshape;
 V bcast(const V& v, const Shape& s, const Shape& out) {
   V r;
   size_t off = out.size() - s.size();

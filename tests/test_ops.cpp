@@ -11,6 +11,8 @@
 #include <Eigen/Dense>
 #include <tinygrad.hpp>
 
+#include "ref_index.hpp"
+
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -31,16 +33,8 @@ int64_t numel_of(const Shape& s) {
   for (auto x : s) n *= x;
   return n;
 }
-Shape unravel(int64_t i, const Shape& s) {
-  Shape idx(s.size());
-  for (size_t k = s.size(); k-- > 0;) { idx[k] = s[k] ? i % s[k] : 0; i = s[k] ? i / s[k] : 0; }
-  return idx;
-}
-int64_t ravel(const Shape& idx, const Shape& s) {
-  int64_t r = 0;
-  for (size_t k = 0; k < s.size(); k++) r = r * s[k] + idx[k];
-  return r;
-}
+using ref_index::ravel;
+using ref_index::unravel;
 
 // the reference: a row-major host array of doubles with its own (obvious) movement ops
 struct Ref {
@@ -105,15 +99,7 @@ struct Ref {
   }
 };
 
-Shape bshape(const Shape& a, const Shape& b) {
-  size_t n = std::max(a.size(), b.size());
-  Shape r(n);
-  for (size_t i = 0; i < n; i++) {
-    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-    r[i] = x == 1 ? y : x;
-  }
-  return r;
-}
+using ref_index::bshape;
 Ref zip(const Ref& a, const Ref& b, const std::function<double(double, double)>& f) {
   Shape s = bshape(a.shape, b.shape);
   Ref x = a.expand(s), y = b.expand(s);

@@ -98,25 +98,24 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {
   using namespace detail;
   std::vector<Opt> opts;
-  std::vector<UOpRef> loads, stores, out_rngs;
-  int64_t reduce_size = 1;
+  std::vector<UOpRef> loads, stores, out_rngs, red_rngs;
+  int64_t reduce_size = 1, total = 1, n_reduces = 0;
   for (auto& u : toposort(sink)) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
+    n_reduces += u->op == Ops::REDUCE;
   }
-  for (auto& r : ranges_of(sink)) { if (axis_type(r) == AxisType::REDUCE) reduce_size *= r->range_end(); else out_rngs.push_back(r); }
+  for (auto& r : ranges_of(sink)) {
+    if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
+    else { total *= r->range_end(); out_rngs.push_back(r); }
+  }
   if (stores.size() != 1) return opts;
-  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP)
-  int64_t total = 1, n_reduces = 0;
-  for (auto& r : out_rngs) total *= r->range_end();
-  for (auto& u : toposort(sink)) n_reduces += u->op == Ops::REDUCE;
+  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP),
+  // on the innermost reduce axis that a group size divides
   std::vector<Opt> group;
-  if (n_reduces == 1 && total <= 2048 && reduce_size >= 256 && ren.has_shared) {
-    auto rr = ranges_of(sink);
-    for (auto it = rr.rbegin(); it != rr.rend() && group.empty(); ++it)
-      if (axis_type(*it) == AxisType::REDUCE)
-        for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
-  }
+  if (n_reduces == 1 && total <= 2048 && reduce_size >= 256)
+    for (auto it = red_rngs.rbegin(); it != red_rngs.rend() && group.empty(); ++it)
+      for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
   if (out_rngs.empty()) return group;
   std::unordered_map<int64_t, int64_t> left;
   for (auto& r : out_rngs) left[r->range_id()] = r->range_end();

@@ -175,7 +175,6 @@ inline void realize(const std::vector<UOpRef>& roots) {
 
 inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
-  realize_copies(roots_in);
   std::vector<UOpRef> roots;
   for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
   if (roots.empty()) return;
@@ -191,6 +190,8 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     while (!stack.empty()) {
       auto& [u, i] = stack.back();
       if (topo_id.count(u)) { stack.pop_back(); continue; }
+      // a COPY not done yet: do the copies first (they become leaves), then start over
+      if (u->op == Ops::COPY && !is_leaf(u)) { realize_copies(roots); return realize_locked(roots_in); }
       if (!is_leaf(u) && i < u->src.size()) { const UOp* s = u->src[i++].get(); if (!topo_id.count(s)) stack.push_back({s, 0}); continue; }
       topo_id[u] = int(topo_id.size());
       if (const std::string* d = node_device(u)) {

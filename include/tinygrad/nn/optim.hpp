@@ -16,8 +16,13 @@ class Optimizer {
   virtual ~Optimizer() = default;
 
   void zero_grad() { for (auto& p : params) p.zero_grad(); }
-  // update every parameter from its .grad (fill it with backward() first)
-  void step() { Tensor::realize_all(schedule_step()); }
+  // update every parameter from its .grad (fill it with backward() first), realizing `also` (e.g. the loss)
+  // in the same schedule
+  void step(std::vector<Tensor> also = {}) {
+    auto todo = schedule_step();
+    todo.insert(todo.end(), also.begin(), also.end());
+    Tensor::realize_all(todo);
+  }
   // the lazy updated tensors, for realizing together with something else (e.g. the loss)
   std::vector<Tensor> schedule_step() {
     std::vector<Tensor> grads;

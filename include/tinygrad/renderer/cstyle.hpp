@@ -9,8 +9,7 @@ namespace tinygrad {
 struct Renderer {
   std::string device;
   int threads = 1;          // CPU cores for the THREAD axis
-  bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims)
-  bool has_shared = false;  // GPU: workgroup memory and barriers (GROUP reduces)
+  bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
@@ -29,8 +28,9 @@ class CStyleRenderer : public Renderer {
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
     std::string gid[3], lid[3];    // how a global / local id is spelled
     std::string smem_prefix, barrier;  // workgroup memory declaration, workgroup barrier
+    std::string vec[3];            // a vector value: vec[0] type vec[1] lanes, vec[2]: C (float4){a, b}
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
-  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", true};
+  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
 
   std::string render(const std::string& name, const std::vector<UOpRef>& lin) const override {
     Ctx c;
@@ -172,12 +172,13 @@ class CStyleRenderer : public Renderer {
     return is_float(dt) ? -INFINITY : double(detail::int_min(dt));
   }
   std::string broadcast(const std::string& T, const std::string& x, int n) const { return vec(T, std::vector<std::string>(size_t(n), x)); }
-  // vectors: GCC vector extensions in C; the GPU languages override these
-  virtual std::string vec(const std::string& T, const std::vector<std::string>& xs) const {
-    std::string s = "(" + T + "){";
+  static std::string join(const std::vector<std::string>& xs) {
+    std::string s;
     for (size_t i = 0; i < xs.size(); i++) s += (i ? ", " : "") + xs[i];
-    return s + "}";
+    return s;
   }
+  // vectors: GCC vector extensions in C; the GPU languages override the accesses
+  std::string vec(const std::string& T, const std::vector<std::string>& xs) const { return lang.vec[0] + T + lang.vec[1] + join(xs) + lang.vec[2]; }
   virtual std::string lane(const std::string& v, int i) const { return cat(v, "[", i, "]"); }
   virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const { return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"); }
   virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const { return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));"); }
@@ -355,7 +356,7 @@ class CRenderer : public CStyleRenderer {
 // the GPU languages: thread ids instead of loops, buffers as kernel parameters, math functions by name
 class GPURenderer : public CStyleRenderer {
  public:
-  GPURenderer() { has_local = has_shared = true; }
+  GPURenderer() { has_local = true; }
   // float4 / int4 / uint4 loads and stores; arithmetic runs per lane (CUDA has no vector operators)
   int64_t vector_lanes(DType dt) const override { return itemsize(dt) == 4 && dt != DType::Bool ? 4 : 1; }
 
@@ -370,9 +371,7 @@ class GPURenderer : public CStyleRenderer {
       int64_t i = c.param_ids[j];
       ps[size_t(i)] = cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
     }
-    std::string s;
-    for (size_t i = 0; i < ps.size(); i++) s += (i ? ", " : "") + ps[i];
-    return s;
+    return join(ps);
   }
   std::string params_prelude(const Ctx&) const override { return ""; }
   std::string vector_type(DType dt, int vc, Ctx&) const override {
@@ -405,17 +404,13 @@ class CUDARenderer : public GPURenderer {
     lang.f2u = "return __float_as_uint(f);";
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("blockIdx.", "xyz"[d]); lang.lid[d] = cat("threadIdx.", "xyz"[d]); }
     lang.smem_prefix = "__shared__ ";
-    aligned_vectors = true;
     lang.barrier = "__syncthreads();";
+    lang.vec[0] = "make_", lang.vec[1] = "(", lang.vec[2] = ")";
+    aligned_vectors = true;
   }
 
  protected:
   bool float_suffix() const override { return true; }
-  std::string vec(const std::string& T, const std::vector<std::string>& xs) const override {
-    std::string s = "make_" + T + "(";
-    for (size_t i = 0; i < xs.size(); i++) s += (i ? ", " : "") + xs[i];
-    return s + ")";
-  }
   std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override { return cat(v, " = *((const ", T, "*)", ptr, ");"); }
   std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const override { return cat("*((", T, "*)", ptr, ") = ", v, ";"); }
   std::string kernel_decl(const std::string& name, const Ctx& c) const override {
@@ -439,15 +434,11 @@ class OpenCLRenderer : public GPURenderer {
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("get_group_id(", d, ")"); lang.lid[d] = cat("get_local_id(", d, ")"); }
     lang.smem_prefix = "__local ";
     lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
+    lang.vec[0] = "(", lang.vec[1] = ")(", lang.vec[2] = ")";
   }
 
  protected:
   bool float_suffix() const override { return false; }
-  std::string vec(const std::string& T, const std::vector<std::string>& xs) const override {
-    std::string s = "(" + T + ")(";
-    for (size_t i = 0; i < xs.size(); i++) s += (i ? ", " : "") + xs[i];
-    return s + ")";
-  }
   // vloadN / vstoreN need only the element's alignment
   std::string vload(const std::string& v, const std::string&, const std::string& ptr, int n) const override { return cat(v, " = vload", n, "(0, ", ptr, ");"); }
   std::string vstore(const std::string& ptr, const std::string&, const std::string& v, int n) const override { return cat("vstore", n, "(", v, ", 0, ", ptr, ");"); }
