@@ -1,6 +1,7 @@
 #pragma once
 // OpenCL device: libOpenCL.so.1 loaded with dlopen (no headers needed); program binaries cached on disk.
 // Device choice: CL_DEVICE (an index over all devices), else the first GPU, else the first device.
+#include <utility>
 #include "device.hpp"
 
 namespace tinygrad {
@@ -28,6 +29,7 @@ struct CLApi {
   int (*clSetKernelArg)(H, unsigned, size_t, const void*);
   int (*clEnqueueNDRangeKernel)(H, H, unsigned, const size_t*, const size_t*, const size_t*, unsigned, const H*, H*);
   int (*clFinish)(H);
+  int (*clFlush)(H);
   int (*clWaitForEvents)(unsigned, const H*);
   int (*clGetEventProfilingInfo)(H, unsigned, size_t, void*, size_t*);
   int (*clReleaseEvent)(H);
@@ -39,7 +41,7 @@ struct CLApi {
     TG_CL(clCreateBuffer); TG_CL(clReleaseMemObject); TG_CL(clEnqueueWriteBuffer); TG_CL(clEnqueueReadBuffer); TG_CL(clEnqueueCopyBuffer);
     TG_CL(clCreateProgramWithSource); TG_CL(clCreateProgramWithBinary); TG_CL(clBuildProgram); TG_CL(clGetProgramBuildInfo);
     TG_CL(clGetProgramInfo); TG_CL(clCreateKernel); TG_CL(clGetKernelInfo); TG_CL(clSetKernelArg); TG_CL(clEnqueueNDRangeKernel);
-    TG_CL(clFinish); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent); TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
+    TG_CL(clFinish); TG_CL(clFlush); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent); TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
 #undef TG_CL
   }
 };
@@ -159,13 +161,16 @@ class CLProgram : public Program {
   ~CLProgram() override { d_->api->clReleaseKernel(k_); d_->api->clReleaseProgram(prg_); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
     std::lock_guard lk(mu_);  // kernel arguments are state of the kernel object
+    // NOTE: the first launch waits: PoCL compiles a kernel's work-group function at its first launch, on a worker
+    // thread; done asynchronously it could still be compiling when the process exits, and abort in a torn-down LLVM
+    wait = wait || std::exchange(first_, false);
     for (unsigned i = 0; i < nargs_ && i < bufs.size(); i++) cl_check(d_->api->clSetKernelArg(k_, i, sizeof(void*), &bufs[i]), "clSetKernelArg");
     void* ev = nullptr;
     int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global_, local_, 0, nullptr, wait ? &ev : nullptr);
     // NOTE: some drivers allocate buffers lazily, at the first kernel that touches them
     if (err == -4 || err == -5) throw DeviceError(cat("tinygrad: out of memory on ", d_->name, " (OpenCL error ", err, " launching a kernel)"));
     cl_check(err, "clEnqueueNDRangeKernel");
-    if (!wait) return 0;
+    if (!wait) return d_->api->clFlush(d_->queue), 0;  // submit now: PoCL holds unflushed commands until a read
     d_->api->clWaitForEvents(1, &ev);
     uint64_t t0 = 0, t1 = 0;
     d_->api->clGetEventProfilingInfo(ev, 0x1282 /* START */, 8, &t0, nullptr);
@@ -179,6 +184,7 @@ class CLProgram : public Program {
   void *prg_ = nullptr, *k_ = nullptr;
   unsigned nargs_ = 0;
   size_t global_[3], local_[3];
+  bool first_ = true;
   std::mutex mu_;
 };
 
@@ -199,6 +205,7 @@ struct CLAllocator : Allocator {
   }
   void copy(void* dst, const void* src, size_t n) override {
     cl_check(d->api->clEnqueueCopyBuffer(d->queue, const_cast<void*>(src), dst, 0, 0, n, 0, nullptr, nullptr), "clEnqueueCopyBuffer");
+    d->api->clFlush(d->queue);
   }
 };
 
