@@ -2058,9 +2058,14 @@ class CStyleRenderer : public Renderer {
   virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const { return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"); }
   virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const { return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));"); }
   virtual bool native_vector_ops() const { return true; }  // + - * / & | ^ and conversions on whole vectors
+  // a vector's element type (bools are held as ints) and its name: float4, uint4, long2
+  std::string vector_elem(DType dt) const { return dt == DType::Bool ? "int" : scalar_type(dt); }
+  static std::string vector_name(const std::string& elem, int vc) {
+    return cat(elem == "unsigned int" ? "uint" : elem == "long long" ? "long" : elem == "unsigned long long" ? "ulong" : elem, vc);
+  }
+  // C declares its vector types as GCC vectors; the GPU languages have them built in
   virtual std::string vector_type(DType dt, int vc, Ctx& c) const {
-    std::string base = dt == DType::Bool ? "int" : scalar_type(dt);
-    std::string name = cat(base == "unsigned int" ? "uint" : base == "long long" ? "long" : base == "unsigned long long" ? "ulong" : base, vc);
+    std::string base = vector_elem(dt), name = vector_name(base, vc);
     int bytes = (dt == DType::Bool ? 4 : base == "float" ? 4 : itemsize(dt)) * vc;
     c.typedefs.insert(cat("typedef ", base, " ", name, " __attribute__((vector_size(", bytes, ")));"));
     return name;
@@ -2249,10 +2254,7 @@ class GPURenderer : public CStyleRenderer {
     return join(ps);
   }
   std::string params_prelude(const Ctx&) const override { return ""; }
-  std::string vector_type(DType dt, int vc, Ctx&) const override {
-    std::string base = dt == DType::Bool ? "int" : scalar_type(dt);
-    return cat(base == "unsigned int" ? "uint" : base, vc);
-  }
+  std::string vector_type(DType dt, int vc, Ctx&) const override { return vector_name(vector_elem(dt), vc); }
   std::string lane(const std::string& v, int i) const override { return cat(v, ".", "xyzw"[i]); }
   bool native_vector_ops() const override { return false; }
   std::string bitcast(const std::string& v, const std::string& T, const std::string& srcT, const std::string& a) const override {
