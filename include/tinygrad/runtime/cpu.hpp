@@ -2,11 +2,15 @@
 // CPU device: the system C compiler builds shared objects (cached on disk), dlopen loads them,
 // a thread pool runs the THREAD axis.
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <condition_variable>
 #include <cstring>
 #include <thread>
 #include "device.hpp"
+
+extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
 namespace tinygrad {
 
@@ -94,15 +98,67 @@ inline std::string file_identity(const std::string& path) {
   auto mt = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
   return cat(p.string(), "|", sz, "|", mt);
 }
-// run a shell command, return (exit status, stdout+stderr)
-inline std::pair<int, std::string> run_command(const std::string& cmd) {
+// CC's words, split as make's shell would but without one: whitespace separates, '...' is literal, "..." and \ escape
+inline std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> words;
+  std::string w;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < s.size(); i++) {
+    char c = s[i];
+    if (quote == '\'') { if (c == '\'') quote = 0; else w += c; continue; }
+    if (quote == '"') {
+      if (c == '"') quote = 0;
+      else if (c == '\\' && i + 1 < s.size() && std::strchr("\"\\$`", s[i + 1])) w += s[++i];
+      else w += c;
+      continue;
+    }
+    if (c == '\'' || c == '"') quote = c, in_word = true;
+    else if (c == '\\' && i + 1 < s.size()) w += s[++i], in_word = true;
+    else if (c == ' ' || c == '\t' || c == '\n') { if (in_word) words.push_back(w); w.clear(); in_word = false; }
+    else w += c, in_word = true;
+  }
+  if (quote) throw DeviceError(cat("tinygrad: CC (", s, ") has an unterminated ", quote, " quote"));
+  if (in_word) words.push_back(w);
+  return words;
+}
+inline std::string describe_wait_status(int st) {
+  return WIFEXITED(st) ? cat("exit status ", WEXITSTATUS(st)) : WIFSIGNALED(st) ? cat("killed by signal ", WTERMSIG(st)) : cat("wait status ", st);
+}
+// runs args[0] (looked up on PATH) with args, no shell; returns (wait status, stdout+stderr). stdin is /dev/null and the
+// child gets no other descriptor of ours. Throws DeviceError when it cannot start.
+inline std::pair<int, std::string> run_process(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw DeviceError(cat("tinygrad: cannot run ", args.at(0), ": pipe: ", std::strerror(errno)));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  // NOTE: dup2 clears O_CLOEXEC on the copies; the pipe's own ends (CLOEXEC) close at exec, so a compiler spawned
+  // meanwhile by another thread cannot hold our write end open
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // descriptors the application opened without O_CLOEXEC
+#endif
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int e = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (e != 0) { ::close(fds[0]); throw DeviceError(cat("tinygrad: cannot run ", args[0], ": ", std::strerror(e))); }
   std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
   char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n > 0) out.append(buf, size_t(n));
+    else if (errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0)  // always reaped: no zombie
+    if (errno != EINTR) return {-1, out + cat("\ntinygrad: waitpid: ", std::strerror(errno))};
+  return {st, out};
 }
 inline std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -111,39 +167,27 @@ inline std::string cpu_model() {
 }
 }  // namespace detail
 
-// the system C compiler: CC, else clang, else gcc, else cc
+// the system C compiler: CC (a command with arguments, like make's), else clang, else gcc, else cc
 class CCompiler : public Compiler {
  public:
-  CCompiler() {
-    dir_ = cache_dir() / "cpu";
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+  // dir: the folder for shared objects (a private one when it is unusable or unsafe, see usable_cache_dir);
+  // sanitize: a -fsanitize= list every kernel is built with (CPU_SANITIZE), e.g. "undefined"
+  explicit CCompiler(const std::filesystem::path& dir = cache_dir() / "cpu", std::string sanitize = getenv_str("CPU_SANITIZE"))
+      : dir_(detail::usable_cache_dir(dir)), sanitize_(std::move(sanitize)) {
+    if (sanitize_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789,-_") != std::string::npos)
+      throw DeviceError("tinygrad: CPU_SANITIZE must be a list of sanitizers for -fsanitize=, e.g. 'undefined', not '" + sanitize_ + "'");
+    detail::remove_stale_dirs(dir_ / "tmp", "");  // build folders of killed processes
   }
-  // the compiler is looked up on every compile, so fixing CC takes effect without a restart
-  void resolve() {
-    std::string cc = getenv_str("CC");
-    if (!cc.empty()) {
-      if (!detail::on_path(cc)) throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found; the CPU device needs one");
-    } else {
-      for (const char* c : {"clang", "gcc", "cc"}) if (detail::on_path(c)) { cc = c; break; }
-      if (cc.empty()) throw DeviceError("tinygrad: no C compiler found for the CPU device: set CC or install clang or gcc");
-    }
-    std::lock_guard lk(mu_);
-    if (cc == cc_) return;
-    cc_ = cc;
-    // NOTE: keyed by the binary's identity, not `cc --version`: a warm start runs no process
-    key_ = hex64(hash_bytes(cc_ + "|" + flags_ + "|" + detail::file_identity(detail::which(cc_)) + "|" + detail::cpu_model()));
-  }
-  std::string cache_key() const override { return key_; }
+  std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
 
   // every source not in the cache is compiled in one compiler process per core, linked into one .so per group
   std::vector<std::string> compile_many(const std::vector<std::string>& srcs) override {
-    resolve();
+    auto cmd = setup();
     std::vector<std::string> out(srcs.size());
     std::vector<size_t> todo;
     for (size_t i = 0; i < srcs.size(); i++) {
-      if (auto p = lookup(srcs[i]); !p.empty()) out[i] = p; else todo.push_back(i);
+      if (auto p = lookup(*cmd, srcs[i]); !p.empty()) out[i] = p; else todo.push_back(i);
     }
     if (todo.empty()) return out;
     // dedupe identical sources
@@ -159,12 +203,12 @@ class CCompiler : public Compiler {
     std::vector<std::thread> ts;
     // NOTE: an exception must not escape a thread (std::terminate); it is rethrown here
     for (size_t g = 0; g < ngroups; g++)
-      ts.emplace_back([&, g] { try { so[g] = build(usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
+      ts.emplace_back([&, g] { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (auto& t : ts) t.join();
     for (size_t g = 0; g < ngroups; g++) {
       if (!err[g]) continue;
       try { std::rethrow_exception(err[g]); }
-      catch (const CompileError&) { for (auto i : groups[g]) build(usrc, {i}); throw; }  // name the failing kernel
+      catch (const CompileError&) { for (auto i : groups[g]) build(*cmd, usrc, {i}); throw; }  // name the failing kernel
     }
     for (size_t g = 0; g < ngroups; g++)
       for (auto i : groups[g]) for (auto j : uniq[usrc[i]]) out[j] = so[g];
@@ -172,10 +216,53 @@ class CCompiler : public Compiler {
   }
 
  private:
-  std::filesystem::path ref_path(const std::string& src) const { return dir_ / (hex64(hash_bytes(key_ + src)) + ".ref"); }
+  struct Setup {
+    std::string cc;                 // CC as given, for messages
+    std::vector<std::string> head;  // argv up to the shared object's name
+    std::string key;                // names the compiler, its flags and the CPU: part of every cache entry's name
+  };
+  // CC is read on every compile, so fixing it takes effect without a restart; a compile keeps the setup it started with
+  std::shared_ptr<const Setup> setup() const {
+    std::string cc = getenv_str("CC");
+    std::vector<std::string> words = detail::split_words(cc);
+    if (!words.empty()) {
+      if (!detail::on_path(words[0]))
+        throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found" + (words.size() > 1 ? " ('" + words[0] + "' is not on PATH)" : "") + "; the CPU device needs one");
+    } else {
+      for (const char* c : {"clang", "gcc", "cc"}) if (detail::on_path(c)) { cc = c; words = {c}; break; }
+      if (words.empty()) throw DeviceError("tinygrad: no C compiler found for the CPU device: set CC or install clang or gcc");
+    }
+    std::lock_guard lk(mu_);
+    if (setup_ && setup_->cc == cc) return setup_;
+    auto s = std::make_shared<Setup>();
+    s->cc = cc;
+    // the command is the words before the first option ("ccache gcc"); CC's options come after ours, so they win ("gcc -O1")
+    auto opt = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w.rfind('-', 0) == 0; });
+    s->head.assign(words.begin(), opt);
+    for (const char* f : {"-shared", "-fPIC", "-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math", "-pipe", "-w"}) s->head.push_back(f);
+    if (!sanitize_.empty()) {
+      s->head.insert(s->head.end(), {"-fsanitize=" + sanitize_, "-fno-sanitize-recover=all"});
+      // NOTE: clang links its sanitizer runtime statically into executables only; a .so dlopened by an unsanitized process
+      // needs the shared one, found through an rpath. gcc links libubsan.so by default and rejects -print-runtime-dir.
+      std::vector<std::string> probe = words;
+      probe.push_back("-print-runtime-dir");
+      auto [st, dir] = detail::run_process(probe);
+      while (!dir.empty() && std::isspace((unsigned char)dir.back())) dir.pop_back();
+      if (st == 0 && !dir.empty() && dir.find('\n') == std::string::npos) s->head.insert(s->head.end(), {"-shared-libsan", "-Wl,-rpath," + dir});
+    }
+    s->head.insert(s->head.end(), opt, words.end());
+    // NOTE: keyed by the binaries' identities, not `cc --version`: a warm start runs no process
+    std::string id;
+    for (auto& w : words) if (w.rfind('-', 0) != 0) if (auto p = detail::which(w); !p.empty()) id += detail::file_identity(p) + "|";
+    std::string all;
+    for (auto& a : s->head) all += a + '\0';
+    s->key = hex64(hash_bytes(all + "|" + id + detail::cpu_model()));
+    return setup_ = s;
+  }
+  std::filesystem::path ref_path(const Setup& s, const std::string& src) const { return dir_ / (hex64(hash_bytes(s.key + src)) + ".ref"); }
   // a cache entry is a .ref naming a shared object and its content hash; anything off means recompile
-  std::string lookup(const std::string& src) const {
-    std::string ref = read_file(ref_path(src));
+  std::string lookup(const Setup& s, const std::string& src) const {
+    std::string ref = read_file(ref_path(s, src));
     auto nl = ref.find('\n');
     if (nl == std::string::npos) return {};
     std::string so = ref.substr(0, nl), h = ref.substr(nl + 1);
@@ -184,37 +271,50 @@ class CCompiler : public Compiler {
     if (data.empty() || hex64(hash_bytes(data)) != h) return {};
     return (dir_ / so).string();
   }
-  std::string build(const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
-    uint64_t h = hash_bytes(key_);
+  std::string build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
+    namespace fs = std::filesystem;
+    uint64_t h = hash_bytes(s.key);
     for (auto i : idx) h = hash_mix(h, hash_bytes(srcs[i]));
     std::string name = "b_" + hex64(h) + ".so";
-    auto tmpdir = dir_ / cat("tmp_", ::getpid(), "_", hex64(h));
+    // NOTE: everything half-written lives in a build folder named by our pid, removed when done; one left by a killed
+    // process is removed by the next CCompiler. Finished files are renamed into place, so readers never see half a file.
+    static std::atomic<int> seq{0};
+    fs::path tmp = dir_ / "tmp" / cat(::getpid(), "_", seq++, "_", hex64(h));
     std::error_code ec;
-    std::filesystem::create_directories(tmpdir, ec);
-    std::string files;
+    fs::create_directories(tmp, ec);
+    if (ec) throw DeviceError(cat("tinygrad: cannot create the build folder ", tmp, " for the C compiler: ", ec.message()));
+    struct Cleanup { fs::path p; ~Cleanup() { std::error_code e; fs::remove_all(p, e); } } cleanup{tmp};
+    auto put = [&](const fs::path& f, const std::string& data) {
+      std::ofstream o(f, std::ios::binary);
+      if (!(o.write(data.data(), std::streamsize(data.size())) && o.flush())) throw DeviceError(cat("tinygrad: cannot write ", f));
+    };
+    std::vector<std::string> argv = s.head;
+    argv.insert(argv.end(), {"-o", (tmp / "out.so").string()});
     for (auto i : idx) {
-      auto f = tmpdir / (hex64(hash_bytes(srcs[i])) + ".c");
-      std::ofstream(f) << srcs[i];
-      files += " '" + f.string() + "'";
+      auto f = tmp / (hex64(hash_bytes(srcs[i])) + ".c");
+      put(f, srcs[i]);
+      argv.push_back(f.string());
     }
-    auto tmpso = tmpdir / "out.so";
-    auto [rc, log] = detail::run_command(cc_ + " " + flags_ + " -o '" + tmpso.string() + "'" + files + " -lm");
-    if (rc != 0) {
-      std::filesystem::remove_all(tmpdir, ec);
+    argv.push_back("-lm");
+    auto [st, log] = detail::run_process(argv);
+    if (st != 0) {
       std::string all;
       for (auto i : idx) all += srcs[i];
-      throw CompileError("tinygrad: kernel failed to compile with " + cc_, all, log);
+      throw CompileError("tinygrad: kernel failed to compile with " + s.cc + " (" + detail::describe_wait_status(st) + ")", all, log);
     }
-    std::string data = read_file(tmpso);
-    write_file_atomic(dir_ / name, data);
-    for (auto i : idx) write_file_atomic(ref_path(srcs[i]), name + "\n" + hex64(hash_bytes(data)) + "\n");
-    std::filesystem::remove_all(tmpdir, ec);
+    std::string data = read_file(tmp / "out.so");
+    fs::rename(tmp / "out.so", dir_ / name, ec);
+    if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
+    for (auto i : idx) {
+      put(tmp / "ref", name + "\n" + hex64(hash_bytes(data)) + "\n");
+      fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
+    }
     return (dir_ / name).string();
   }
-  std::string cc_, key_;
-  std::string flags_ = "-shared -fPIC -O2 -march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math -pipe -w";
   std::filesystem::path dir_;
-  std::mutex mu_;
+  std::string sanitize_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const Setup> setup_;
 };
 
 // a kernel in a dlopen'ed shared object: void name(void** bufs, const long long* vals, int core_id, int ncores)

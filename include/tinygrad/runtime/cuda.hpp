@@ -45,9 +45,7 @@ class NVRTCCompiler : public Compiler {
   explicit NVRTCCompiler(std::string arch) : arch_(std::move(arch)) {
     api_ = detail::nvrtc();
     if (!api_) throw DeviceError("tinygrad: the CUDA device needs NVRTC (libnvrtc.so from the CUDA toolkit), which was not found; set CUDA_PATH");
-    dir_ = cache_dir() / "cuda";
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+    dir_ = cache_subdir("cuda");
   }
   std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
   std::string compile(const std::string& src) override {

@@ -2,7 +2,11 @@
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
 #include <atomic>
 #include <functional>
 #include <filesystem>
@@ -10,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include "../dtype.hpp"
 
 namespace tinygrad {
@@ -157,19 +162,121 @@ struct Buffer {
 };
 
 // ---- on-disk cache for compiled code: CACHEDIR, default $XDG_CACHE_HOME/tinygrad.hpp or ~/.cache/tinygrad.hpp ----
-inline std::filesystem::path cache_dir() {
-  static std::filesystem::path dir = [] {
-    std::string d = getenv_str("CACHEDIR");
-    if (d.empty()) {
-      std::string base = getenv_str("XDG_CACHE_HOME");
-      if (base.empty()) base = getenv_str("HOME", "/tmp") + "/.cache";
-      d = base + "/tinygrad.hpp";
+// A cached shared object is code this process will load, so a folder is used only when it is ours and no other
+// user can write to it; otherwise compiled code goes to a private temporary folder, with a warning that names why.
+namespace detail {
+// the folder the environment asks for and, when the environment cannot give one, why ("" when it can)
+inline std::pair<std::filesystem::path, std::string> configured_cache_dir() {
+  std::string d = getenv_str("CACHEDIR");
+  if (d.empty()) {
+    std::string base = getenv_str("XDG_CACHE_HOME");
+    if (base.empty()) {
+      std::string home = getenv_str("HOME");
+      std::error_code ec;
+      // NOTE: a missing HOME is not created: HOME=/nonexistent is how daemons say "no home"
+      if (home.empty() || !std::filesystem::is_directory(home, ec))
+        return {std::filesystem::path(home.empty() ? "~" : home) / ".cache/tinygrad.hpp", home.empty() ? "HOME is not set" : "HOME (" + home + ") is not a directory"};
+      base = home + "/.cache";
     }
-    std::error_code ec;
-    std::filesystem::create_directories(d, ec);
-    return std::filesystem::path(d);
-  }();
+    d = base + "/tinygrad.hpp";
+  }
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(d, ec);  // NOTE: a relative path could start with '-' and read as a compiler option
+  return {ec ? std::filesystem::path(d) : abs, ""};
+}
+// why code must not be cached in `d` ("" when it may): it is created (mode 0700) when missing; it must be a folder
+// owned by this user that other users cannot write, and a real write must succeed (root ignores modes)
+inline std::string cache_dir_problem(const std::filesystem::path& d) {
+  std::error_code ec;
+  if (!std::filesystem::exists(d, ec)) {
+    std::filesystem::create_directories(d.parent_path(), ec);
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return cat("cannot create it: ", std::strerror(errno));
+  }
+  struct stat st {};
+  if (::stat(d.c_str(), &st) != 0) return cat("cannot stat it: ", std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != ::geteuid()) return cat("it is owned by uid ", st.st_uid, ", not by this user (uid ", ::geteuid(), ")");
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return cat("other users can write to it (mode ", mode, ")");
+  std::string probe = (d / ".write_test_XXXXXX").string();
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) return cat("cannot write to it: ", std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+// pid of a folder named "<prefix><pid>_..." or "<prefix><pid>-..." (0 when the name is not one)
+inline long pid_in_name(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return 0;
+  char* end = nullptr;
+  long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+  return pid > 0 && end && (*end == '_' || *end == '-') ? pid : 0;
+}
+// removes folders "<prefix><pid>..." in `dir` left by processes that died without cleaning up: the pid is gone and the
+// folder is older than `min_age` (a pid from another pid namespace sharing the folder may still be compiling)
+inline int remove_stale_dirs(const std::filesystem::path& dir, const std::string& prefix, std::chrono::seconds min_age = std::chrono::minutes(10)) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int removed = 0, seen = 0;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), e; !ec && it != e && seen < 10000; it.increment(ec), seen++) {  // NOTE: bounded work
+    long pid = pid_in_name(it->path().filename().string(), prefix);
+    if (!pid || pid == ::getpid() || !(::kill(pid_t(pid), 0) != 0 && errno == ESRCH)) continue;
+    struct stat st {};
+    std::error_code ec2;
+    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (now - fs::last_write_time(it->path(), ec2) < min_age || ec2) continue;
+    fs::remove_all(it->path(), ec2);
+    removed += !ec2;
+  }
+  return removed;
+}
+// this process's private folder for compiled code (mkdtemp: mode 0700), removed at exit
+inline std::filesystem::path private_cache_dir() {
+  namespace fs = std::filesystem;
+  static struct Dir {
+    fs::path p;
+    Dir() {
+      std::error_code ec;
+      fs::path tmp = fs::temp_directory_path(ec);
+      if (ec) tmp = "/tmp";
+      remove_stale_dirs(tmp, "tinygrad.hpp-");
+      std::string t = (tmp / cat("tinygrad.hpp-", ::getpid(), "-XXXXXX")).string();
+      if (!::mkdtemp(t.data())) throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
+      p = t;
+    }
+    ~Dir() { std::error_code ec; fs::remove_all(p, ec); }
+  } d;
+  return d.p;
+}
+// `d` when it is usable, else the private folder, with a warning on stderr naming `d` and why (once per folder)
+inline std::filesystem::path usable_cache_dir(const std::filesystem::path& d, std::string problem = "") {
+  if (problem.empty()) problem = cache_dir_problem(d);
+  if (problem.empty()) return d;
+  auto fallback = private_cache_dir();
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard lk(mu);
+  if (warned.insert(d.string()).second)
+    std::fprintf(stderr, "tinygrad: warning: not caching compiled kernels in %s: %s; using the private folder %s for this process instead\n",
+                 d.c_str(), problem.c_str(), fallback.c_str());
+  return fallback;
+}
+}  // namespace detail
+
+inline std::filesystem::path cache_dir() {
+  static std::filesystem::path dir = [] { auto [d, why] = detail::configured_cache_dir(); return detail::usable_cache_dir(d, why); }();
   return dir;
+}
+// one compiler's folder in the cache, held to the same rules as the cache itself
+inline std::filesystem::path cache_subdir(const std::string& name) {
+  auto d = cache_dir() / name;
+  auto u = detail::usable_cache_dir(d);
+  if (u == d) return d;
+  u /= name;
+  if (auto why = detail::cache_dir_problem(u); !why.empty()) throw DeviceError(cat("tinygrad: cannot use ", u, " for compiled kernels: ", why));
+  return u;
 }
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);

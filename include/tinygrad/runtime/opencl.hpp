@@ -122,9 +122,7 @@ struct CLDevice {
 class CLCompiler : public Compiler {
  public:
   explicit CLCompiler(std::shared_ptr<CLDevice> d) : d_(std::move(d)) {
-    dir_ = cache_dir() / "cl";
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+    dir_ = cache_subdir("cl");
   }
   std::string cache_key() const override { return d_->key; }
   std::string compile(const std::string& src) override {

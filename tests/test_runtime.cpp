@@ -1,0 +1,409 @@
+// The CPU runtime's compiler and disk cache: the compiler runs without a shell (cache paths with quotes,
+// spaces and newlines; CC with arguments), an unusable or unsafe cache folder is named and replaced by a
+// private one, build folders of killed processes are removed, and CPU_SANITIZE builds kernels with UBSan.
+#include <catch2/catch.hpp>
+#include <tinygrad.hpp>
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+// set (or, with nullopt, unset) an environment variable for one scope
+struct EnvVar {
+  std::string name;
+  std::optional<std::string> old;
+  EnvVar(std::string n, std::optional<std::string> v) : name(std::move(n)) {
+    if (const char* o = std::getenv(name.c_str())) old = o;
+    if (v) ::setenv(name.c_str(), v->c_str(), 1); else ::unsetenv(name.c_str());
+  }
+  ~EnvVar() {
+    if (old) ::setenv(name.c_str(), old->c_str(), 1);
+    else ::unsetenv(name.c_str());
+  }
+};
+
+// a fresh folder under the system temp dir, removed at the end of the scope
+struct TmpDir {
+  fs::path p;
+  TmpDir() {
+    std::string t = (fs::temp_directory_path() / "tg_runtime_test_XXXXXX").string();
+    REQUIRE(::mkdtemp(t.data()));
+    p = t;
+  }
+  ~TmpDir() {
+    std::error_code ec;
+    fs::permissions(p, fs::perms::owner_all, ec);
+    fs::remove_all(p, ec);
+  }
+};
+
+int unique_constant() {
+  static std::mt19937 g(std::random_device{}() ^ uint32_t(::getpid()));
+  return int(std::uniform_int_distribution<int>(1000000, 99999999)(g));
+}
+// a kernel in the CPU ABI: out[0] = a[0] / a[1] + k (a division by zero is UB in C)
+std::string div_kernel(int k) {
+  return "void tg_div(void** b, const long long* v, int c, int n) { int* o = (int*)b[0]; const int* a = (const int*)b[1]; o[0] = a[0] / a[1] + " +
+         std::to_string(k) + "; }\n";
+}
+// compile with `c`, load, run on (x, y): x / y + k
+int run_div(tinygrad::CCompiler& c, int k, int x, int y) {
+  std::string so = c.compile(div_kernel(k));
+  tinygrad::CPUProgram p("tg_div", so, 1);
+  int out = 0, in[2] = {x, y};
+  p.call({&out, in}, {}, true);
+  return out;
+}
+std::string self_exe() { return fs::read_symlink("/proc/self/exe").string(); }
+std::string file_text(const fs::path& p) {
+  std::ifstream f(p);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+bool is_root() { return ::geteuid() == 0; }
+}  // namespace
+
+// ============================================================================================
+// item 4: no shell
+// ============================================================================================
+
+TEST_CASE("runtime: CC is split into words like a shell would, without one", "[runtime][cpu]") {
+  using tinygrad::detail::split_words;
+  using V = std::vector<std::string>;
+  CHECK(split_words("gcc") == V{"gcc"});
+  CHECK(split_words("  ccache   gcc\t-O1 ") == V{"ccache", "gcc", "-O1"});
+  CHECK(split_words("'/opt/my cc/gcc' -DX=\"a b\"") == V{"/opt/my cc/gcc", "-DX=a b"});
+  CHECK(split_words(R"(gcc -DQ=\"x\" 'it''s' "a\"b\\c\d" a\ b)") == V{"gcc", "-DQ=\"x\"", "its", "a\"b\\c\\d", "a b"});
+  CHECK(split_words("gcc ''") == V{"gcc", ""});
+  CHECK(split_words("gcc; touch x $(y) `z`") == V{"gcc;", "touch", "x", "$(y)", "`z`"});  // no shell meaning
+  CHECK(split_words("").empty());
+  CHECK_THROWS_AS(split_words("gcc 'unterminated"), tinygrad::DeviceError);
+}
+
+TEST_CASE("runtime: run_process reaps its child, gives it no descriptor of ours, and survives signals", "[runtime][cpu]") {
+  using tinygrad::detail::run_process;
+  auto [st, out] = run_process({"echo", "a b", "$HOME", ";", "`x`"});
+  CHECK(st == 0);
+  CHECK(out == "a b $HOME ; `x`\n");
+  // stderr is captured too; a failing program's status comes back
+  auto [st2, out2] = run_process({"ls", "/nonexistent_tg_dir"});
+  CHECK(WIFEXITED(st2));
+  CHECK(WEXITSTATUS(st2) != 0);
+  CHECK_THAT(out2, Contains("nonexistent_tg_dir"));
+  // a missing program is a DeviceError naming it
+  auto m = [] { try { run_process({"tg_no_such_program_xyz"}); } catch (const tinygrad::DeviceError& e) { return std::string(e.what()); } return std::string(); }();
+  CHECK_THAT(m, Contains("tg_no_such_program_xyz"));
+  // a descriptor the application opened without O_CLOEXEC is not inherited
+  int fd = ::open("/dev/null", O_RDONLY);
+  REQUIRE(fd > 2);
+  auto [st3, fds] = run_process({"ls", "/proc/self/fd"});
+  ::close(fd);
+  CHECK(st3 == 0);
+  CHECK(fds == "0\n1\n2\n3\n");  // 3: ls's own handle on the folder
+  // no zombie is left behind
+  int wst = 0;
+  CHECK(::waitpid(-1, &wst, WNOHANG) == -1);
+  CHECK(errno == ECHILD);
+  // concurrent runs each get their own output
+  std::vector<std::string> outs(8);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; i++) ts.emplace_back([&, i] { outs[size_t(i)] = run_process({"echo", std::to_string(i)}).second; });
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < 8; i++) CHECK(outs[size_t(i)] == std::to_string(i) + "\n");
+  // reads and the wait are retried when a signal interrupts them (a handler installed without SA_RESTART)
+  struct sigaction sa {}, old {};
+  sa.sa_handler = [](int) {};
+  ::sigaction(SIGUSR1, &sa, &old);
+  pthread_t self = ::pthread_self();
+  std::atomic<bool> done{false};
+  std::thread pest([&] { while (!done) { ::pthread_kill(self, SIGUSR1); std::this_thread::sleep_for(std::chrono::milliseconds(5)); } });
+  auto [st4, out4] = run_process({"sh", "-c", "sleep 0.2; echo late"});  // NOTE: sh is the program under test here
+  done = true;
+  pest.join();
+  ::sigaction(SIGUSR1, &old, nullptr);
+  CHECK(st4 == 0);
+  CHECK(out4 == "late\n");
+}
+
+TEST_CASE("runtime: cache paths with spaces, quotes, $, ;, backticks and newlines compile and run nothing else", "[runtime][cpu]") {
+  TmpDir base;
+  fs::path marker = base.p / "pwned";
+  std::string m = marker.string();
+  std::vector<std::string> names = {
+      "with space", "o'brien", "dq\"uote", "dollar $HOME $(touch " + m + ")", "semi; touch " + m,
+      "x'; touch " + m + "; echo '", "back`touch " + m + "`tick", "new\nline", "-starts-with-dash", "tab\tand\\backslash",
+  };
+  for (auto& n : names) {
+    INFO(n);
+    fs::path dir = base.p / n / "cpu";
+    tinygrad::CCompiler c(dir);
+    int k = unique_constant();
+    CHECK(run_div(c, k, 7, 2) == 3 + k);
+    CHECK(fs::exists(dir));
+    CHECK_FALSE(fs::exists(marker));
+    // the second compiler finds the entry on disk: no recompile
+    tinygrad::CCompiler c2(dir);
+    std::string so = c2.compile(div_kernel(k));
+    CHECK(fs::path(so).parent_path() == dir);
+  }
+  CHECK_FALSE(fs::exists(marker));
+}
+
+TEST_CASE("runtime: CC may carry arguments; a missing one is named", "[runtime][cpu]") {
+  TmpDir base;
+  tinygrad::CCompiler c(base.p / "cpu");
+  std::string cc = tinygrad::detail::on_path("gcc") ? "gcc" : tinygrad::detail::on_path("clang") ? "clang" : "cc";
+  std::string plain_key;
+  {
+    EnvVar e("CC", cc);
+    plain_key = c.cache_key();
+  }
+  std::vector<std::string> ccs = {cc + " -O1", "'" + tinygrad::detail::which(cc) + "' -DUNUSED=\"a b\"", "env " + cc};
+  if (tinygrad::detail::on_path("ccache")) ccs.push_back("ccache " + cc);
+  for (auto& v : ccs) {
+    INFO("CC=" << v);
+    EnvVar ccache_dir("CCACHE_DIR", (base.p / "ccache").string());
+    EnvVar e("CC", v);
+    int k = unique_constant();
+    CHECK(run_div(c, k, 9, 3) == 3 + k);
+    CHECK(c.cache_key() != plain_key);  // the arguments are part of the cache key
+  }
+  {
+    EnvVar e("CC", "tg_missing_cc_xyz -O2");
+    try {
+      c.compile(div_kernel(unique_constant()));
+      FAIL_CHECK("no DeviceError");
+    } catch (const tinygrad::DeviceError& err) {
+      CHECK_THAT(std::string(err.what()), Contains("'tg_missing_cc_xyz' is not on PATH") && Contains("tg_missing_cc_xyz -O2"));
+    }
+  }
+  {
+    EnvVar e("CC", cc + " -O2 'oops");
+    CHECK_THROWS_WITH(c.compile(div_kernel(unique_constant())), Contains("unterminated"));
+  }
+  // a compiler that rejects an argument is a CompileError with its log
+  {
+    EnvVar e("CC", cc + " --tg-no-such-option");
+    try {
+      c.compile(div_kernel(unique_constant()));
+      FAIL_CHECK("no CompileError");
+    } catch (const tinygrad::CompileError& err) {
+      CHECK_THAT(err.log, Contains("tg-no-such-option"));
+      CHECK_THAT(std::string(err.what()), Contains(cc + " --tg-no-such-option") && Contains("exit status"));
+    }
+  }
+  int k = unique_constant();
+  CHECK(run_div(c, k, 8, 4) == 2 + k);  // CC restored: works again
+}
+
+// ============================================================================================
+// item 9: the cache folder
+// ============================================================================================
+
+TEST_CASE("runtime: an unusable or unsafe cache folder is named with the reason", "[runtime][cpu]") {
+  using tinygrad::detail::cache_dir_problem;
+  TmpDir base;
+  // a new folder is created private
+  fs::path fresh = base.p / "a" / "b";
+  CHECK(cache_dir_problem(fresh) == "");
+  struct stat st {};
+  REQUIRE(::stat(fresh.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  // a file, and a path under a file
+  fs::path file = base.p / "file";
+  std::ofstream(file) << "x";
+  CHECK(cache_dir_problem(file) == "it is not a directory");
+  CHECK_THAT(cache_dir_problem(file / "sub"), Contains("cannot create it") && Contains("Not a directory"));
+  // a folder other users can write to
+  fs::path shared = base.p / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms::all);
+  CHECK(cache_dir_problem(shared) == "other users can write to it (mode 0777)");
+  fs::permissions(shared, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_write);
+  CHECK(cache_dir_problem(shared) == "other users can write to it (mode 0760)");
+  // a read-only folder (root writes anyway: the real write decides)
+  fs::path ro = base.p / "ro";
+  fs::create_directories(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec);
+  if (is_root()) CHECK(cache_dir_problem(ro) == "");
+  else CHECK_THAT(cache_dir_problem(ro), Contains("cannot write to it"));
+  // a folder of another user (only root can make one)
+  if (is_root()) {
+    fs::path other = base.p / "other";
+    fs::create_directories(other);
+    fs::permissions(other, fs::perms::owner_all);
+    REQUIRE(::chown(other.c_str(), 12345, 12345) == 0);
+    CHECK_THAT(cache_dir_problem(other), Contains("owned by uid 12345"));
+  } else {
+    WARN("not root: a folder owned by another user cannot be made here; that case is skipped");
+  }
+}
+
+TEST_CASE("runtime: the cache folder from the environment", "[runtime][cpu]") {
+  using tinygrad::detail::configured_cache_dir;
+  {
+    EnvVar a("CACHEDIR", std::nullopt), b("XDG_CACHE_HOME", std::nullopt), h("HOME", "/nonexistent");
+    auto [d, why] = configured_cache_dir();
+    CHECK(d == fs::path("/nonexistent/.cache/tinygrad.hpp"));
+    CHECK(why == "HOME (/nonexistent) is not a directory");
+    CHECK_FALSE(fs::exists("/nonexistent"));
+  }
+  {
+    EnvVar a("CACHEDIR", std::nullopt), b("XDG_CACHE_HOME", "/tmp/o'brien");
+    auto [d, why] = configured_cache_dir();
+    CHECK(d == fs::path("/tmp/o'brien/tinygrad.hpp"));
+    CHECK(why == "");
+  }
+  {
+    EnvVar a("CACHEDIR", "-rel dir");  // relative: made absolute, so it never reads as an option
+    auto [d, why] = configured_cache_dir();
+    CHECK(d.is_absolute());
+    CHECK(d.filename() == "-rel dir");
+  }
+}
+
+TEST_CASE("runtime: an unsafe cache folder falls back to a private one, with one warning", "[runtime][cpu]") {
+  TmpDir base;
+  fs::path shared = base.p / "shared";
+  fs::create_directories(shared);
+  fs::permissions(shared, fs::perms::all);
+  // stderr into a file while the compiler is made
+  fs::path errf = base.p / "stderr";
+  std::fflush(stderr);
+  int saved = ::dup(2), f = ::open(errf.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  ::dup2(f, 2);
+  ::close(f);
+  tinygrad::CCompiler c(shared);
+  tinygrad::CCompiler c2(shared);
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string err = file_text(errf);
+  CHECK_THAT(err, Contains(shared.string()) && Contains("other users can write to it (mode 0777)"));
+  CHECK(err.find("warning") == err.rfind("warning"));  // once
+  // compiled code goes to the private folder, never into the shared one, and runs
+  int k = unique_constant();
+  CHECK(run_div(c, k, 5, 5) == 1 + k);
+  fs::path priv = tinygrad::detail::private_cache_dir();
+  CHECK(fs::path(c.compile(div_kernel(k))).parent_path() == priv);
+  CHECK(fs::is_empty(shared));
+  struct stat st {};
+  REQUIRE(::stat(priv.c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0700);
+  CHECK(st.st_uid == ::geteuid());
+  // an entry planted in the shared folder (a .ref naming a .so) is never loaded: the fallback compiled its own
+  CHECK(fs::path(c2.compile(div_kernel(unique_constant()))).parent_path() == priv);
+}
+
+TEST_CASE("runtime: build folders and private folders left by killed processes are removed", "[runtime][cpu]") {
+  TmpDir base;
+  fs::path dir = base.p / "cpu", tmp = dir / "tmp";
+  fs::create_directories(tmp);
+  long dead = 999999999;  // above any pid_max: no such process
+  REQUIRE(::kill(pid_t(dead), 0) != 0);
+  auto old = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  auto mk = [&](const std::string& n, bool aged) {
+    fs::create_directories(tmp / n);
+    std::ofstream(tmp / n / "x.c") << "int x;";
+    if (aged) fs::last_write_time(tmp / n, old);
+    return tmp / n;
+  };
+  auto stale = mk(std::to_string(dead) + "_0_abc", true);
+  auto young = mk(std::to_string(dead) + "_1_abc", false);           // may be a live process of another pid namespace
+  auto live = mk(std::to_string(::getppid()) + "_0_abc", true);      // its process is alive
+  auto other = mk("notapid", true);
+  tinygrad::CCompiler c(dir);
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(young));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other));
+  // and a compile cleans up after itself
+  int k = unique_constant();
+  CHECK(run_div(c, k, 1, 1) == 1 + k);
+  size_t n = 0;
+  for (auto& e : fs::directory_iterator(tmp)) n += e.path().filename().string().rfind(std::to_string(::getpid()) + "_", 0) == 0;
+  CHECK(n == 0);
+}
+
+// a child of the tests below: realizes one kernel on the CPU device with whatever cache folder the environment gives
+TEST_CASE("runtime child: realize on CPU", "[.runtime_child]") {
+  int k = unique_constant();
+  tinygrad::Tensor t(std::vector<int>{1, 2, 3}, {3}, "CPU");
+  REQUIRE((t * k).to_vector<int>() == std::vector<int>{k, 2 * k, 3 * k});
+  std::printf("private folder: %s\n", tinygrad::cache_dir().c_str());
+}
+
+TEST_CASE("runtime: the CPU device works in a process whose cache folder is unusable", "[runtime][cpu]") {
+  TmpDir base;
+  fs::path file = base.p / "file";
+  std::ofstream(file) << "x";
+  // a private folder left by a killed process, to be removed by the child
+  long dead = 999999999;
+  fs::path stale = fs::temp_directory_path() / ("tinygrad.hpp-" + std::to_string(dead) + "-XXXXXX");
+  fs::create_directories(stale);
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(1));
+  struct Case { std::vector<std::string> env; std::string dir, why; };
+  for (auto& c : {Case{{"CACHEDIR=" + file.string()}, file.string(), "it is not a directory"},
+                  Case{{"CACHEDIR=" + (file / "sub").string()}, (file / "sub").string(), "Not a directory"},
+                  Case{{"-u", "CACHEDIR", "-u", "XDG_CACHE_HOME", "HOME=/nonexistent"}, "/nonexistent/.cache/tinygrad.hpp", "HOME (/nonexistent) is not a directory"}}) {
+    INFO(c.dir);
+    std::vector<std::string> argv = {"env"};
+    argv.insert(argv.end(), c.env.begin(), c.env.end());
+    argv.insert(argv.end(), {self_exe(), "runtime child: realize on CPU"});
+    auto [st, out] = tinygrad::detail::run_process(argv);
+    INFO(out);
+    CHECK(st == 0);
+    CHECK_THAT(out, Contains("not caching compiled kernels in " + c.dir) && Contains(c.why));
+    // the private folder is gone after the child exits
+    auto p = out.find("private folder: ");
+    REQUIRE(p != std::string::npos);
+    std::string priv = out.substr(p + 16, out.find('\n', p) - p - 16);
+    CHECK(priv.find("tinygrad.hpp-") != std::string::npos);
+    CHECK_FALSE(fs::exists(priv));
+  }
+  CHECK_FALSE(fs::exists(stale));
+  CHECK_FALSE(fs::exists("/nonexistent"));
+}
+
+// ============================================================================================
+// CPU_SANITIZE: kernels built with UBSan
+// ============================================================================================
+
+// a child: one UB kernel (an int division by zero) built with -fsanitize=undefined
+TEST_CASE("runtime child: a UB kernel under CPU_SANITIZE", "[.runtime_ub_child]") {
+  tinygrad::CCompiler c(fs::path(std::getenv("TG_CHILD_DIR")), "undefined");
+  int k = unique_constant();
+  REQUIRE(run_div(c, k, 6, 3) == 2 + k);  // loads into this unsanitized process and runs
+  std::printf("loaded\n");
+  std::fflush(stdout);
+  volatile int zero = 0;
+  std::printf("result %d\n", run_div(c, k, 6, zero));
+}
+
+TEST_CASE("runtime: CPU_SANITIZE=undefined builds kernels that stop at undefined behaviour", "[runtime][cpu]") {
+  TmpDir base;
+  CHECK_THROWS_AS(tinygrad::CCompiler(base.p, "undefined; rm -rf"), tinygrad::DeviceError);
+  for (std::string cc : {"gcc", "clang"}) {
+    if (!tinygrad::detail::on_path(cc)) { WARN(cc << " is not on PATH: skipped"); continue; }
+    INFO(cc);
+    EnvVar e("CC", cc);
+    tinygrad::CCompiler plain(base.p / "cpu"), san(base.p / "cpu", "undefined");
+    CHECK(plain.cache_key() != san.cache_key());  // the flags are part of the cache key
+    EnvVar d("TG_CHILD_DIR", (base.p / "cpu").string());
+    auto [st, out] = tinygrad::detail::run_process({self_exe(), "runtime child: a UB kernel under CPU_SANITIZE"});
+    INFO(out);
+    CHECK(st != 0);
+    CHECK_THAT(out, Contains("loaded") && Contains("runtime error: division by zero"));
+    CHECK_THAT(out, !Contains("result"));
+  }
+}
