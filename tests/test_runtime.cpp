@@ -305,7 +305,7 @@ TEST_CASE("runtime: an unsafe cache folder falls back to a private one, with one
   CHECK(fs::path(c2.compile(div_kernel(unique_constant()))).parent_path() == priv);
 }
 
-TEST_CASE("runtime: build folders and private folders left by killed processes are removed", "[runtime][cpu]") {
+TEST_CASE("runtime: scratch files and folders left by killed processes are removed", "[runtime][cpu]") {
   TmpDir base;
   fs::path dir = base.p / "cpu", tmp = dir / "tmp";
   fs::create_directories(tmp);
@@ -322,7 +322,11 @@ TEST_CASE("runtime: build folders and private folders left by killed processes a
   auto young = mk(std::to_string(dead) + "_1_abc", false);           // may be a live process of another pid namespace
   auto live = mk(std::to_string(::getppid()) + "_0_abc", true);      // its process is alive
   auto other = mk("notapid", true);
+  auto file = tmp / (std::to_string(dead) + "_7");  // a half-written file (write_file_atomic)
+  std::ofstream(file) << "x";
+  fs::last_write_time(file, old);
   tinygrad::CCompiler c(dir);
+  CHECK_FALSE(fs::exists(file));
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(young));
   CHECK(fs::exists(live));

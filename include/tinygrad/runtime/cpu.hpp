@@ -132,11 +132,11 @@ inline std::pair<int, std::string> run_process(const std::vector<std::string>& a
   if (::pipe2(fds, O_CLOEXEC) != 0) throw DeviceError(cat("tinygrad: cannot run ", args.at(0), ": pipe: ", std::strerror(errno)));
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
   // NOTE: dup2 clears O_CLOEXEC on the copies; the pipe's own ends (CLOEXEC) close at exec, so a compiler spawned
-  // meanwhile by another thread cannot hold our write end open
+  // meanwhile by another thread cannot hold our write end open. stdin after the dup2s: the pipe may be fd 0.
   posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
   posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
   posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // descriptors the application opened without O_CLOEXEC
 #endif
@@ -176,7 +176,6 @@ class CCompiler : public Compiler {
       : dir_(detail::usable_cache_dir(dir)), sanitize_(std::move(sanitize)) {
     if (sanitize_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789,-_") != std::string::npos)
       throw DeviceError("tinygrad: CPU_SANITIZE must be a list of sanitizers for -fsanitize=, e.g. 'undefined', not '" + sanitize_ + "'");
-    detail::remove_stale_dirs(dir_ / "tmp", "");  // build folders of killed processes
   }
   std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
@@ -276,12 +275,11 @@ class CCompiler : public Compiler {
     uint64_t h = hash_bytes(s.key);
     for (auto i : idx) h = hash_mix(h, hash_bytes(srcs[i]));
     std::string name = "b_" + hex64(h) + ".so";
-    // NOTE: everything half-written lives in a build folder named by our pid, removed when done; one left by a killed
-    // process is removed by the next CCompiler. Finished files are renamed into place, so readers never see half a file.
-    static std::atomic<int> seq{0};
-    fs::path tmp = dir_ / "tmp" / cat(::getpid(), "_", seq++, "_", hex64(h));
+    // NOTE: everything half-written lives in a scratch folder named by our pid, removed when done (one left by a killed
+    // process is removed by the next usable_cache_dir); finished files are renamed into place
+    fs::path tmp = scratch_path(dir_, "_" + hex64(h));
     std::error_code ec;
-    fs::create_directories(tmp, ec);
+    fs::create_directory(tmp, ec);
     if (ec) throw DeviceError(cat("tinygrad: cannot create the build folder ", tmp, " for the C compiler: ", ec.message()));
     struct Cleanup { fs::path p; ~Cleanup() { std::error_code e; fs::remove_all(p, e); } } cleanup{tmp};
     auto put = [&](const fs::path& f, const std::string& data) {

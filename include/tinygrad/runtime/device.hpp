@@ -206,16 +206,16 @@ inline std::string cache_dir_problem(const std::filesystem::path& d) {
   ::unlink(probe.c_str());
   return "";
 }
-// pid of a folder named "<prefix><pid>_..." or "<prefix><pid>-..." (0 when the name is not one)
+// the pid in a name "<prefix><pid>_..." or "<prefix><pid>-..." (0 when the name is not one)
 inline long pid_in_name(const std::string& name, const std::string& prefix) {
   if (name.rfind(prefix, 0) != 0) return 0;
   char* end = nullptr;
   long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
   return pid > 0 && end && (*end == '_' || *end == '-') ? pid : 0;
 }
-// removes folders "<prefix><pid>..." in `dir` left by processes that died without cleaning up: the pid is gone and the
-// folder is older than `min_age` (a pid from another pid namespace sharing the folder may still be compiling)
-inline int remove_stale_dirs(const std::filesystem::path& dir, const std::string& prefix, std::chrono::seconds min_age = std::chrono::minutes(10)) {
+// removes files and folders "<prefix><pid>..." in `dir` left by processes that died without cleaning up: the pid is gone
+// and the entry is older than `min_age` (a pid from another pid namespace sharing the folder may still be compiling)
+inline int remove_stale(const std::filesystem::path& dir, const std::string& prefix, std::chrono::seconds min_age = std::chrono::minutes(10)) {
   namespace fs = std::filesystem;
   std::error_code ec;
   int removed = 0, seen = 0;
@@ -225,7 +225,7 @@ inline int remove_stale_dirs(const std::filesystem::path& dir, const std::string
     if (!pid || pid == ::getpid() || !(::kill(pid_t(pid), 0) != 0 && errno == ESRCH)) continue;
     struct stat st {};
     std::error_code ec2;
-    if (::lstat(it->path().c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::geteuid()) continue;
+    if (::lstat(it->path().c_str(), &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) || st.st_uid != ::geteuid()) continue;
     if (now - fs::last_write_time(it->path(), ec2) < min_age || ec2) continue;
     fs::remove_all(it->path(), ec2);
     removed += !ec2;
@@ -241,7 +241,7 @@ inline std::filesystem::path private_cache_dir() {
       std::error_code ec;
       fs::path tmp = fs::temp_directory_path(ec);
       if (ec) tmp = "/tmp";
-      remove_stale_dirs(tmp, "tinygrad.hpp-");
+      remove_stale(tmp, "tinygrad.hpp-");
       std::string t = (tmp / cat("tinygrad.hpp-", ::getpid(), "-XXXXXX")).string();
       if (!::mkdtemp(t.data())) throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
       p = t;
@@ -250,10 +250,11 @@ inline std::filesystem::path private_cache_dir() {
   } d;
   return d.p;
 }
-// `d` when it is usable, else the private folder, with a warning on stderr naming `d` and why (once per folder)
+// `d` when it is usable, else the private folder, with a warning on stderr naming `d` and why (once per folder).
+// What processes killed while writing to `d` left in its scratch folder is removed.
 inline std::filesystem::path usable_cache_dir(const std::filesystem::path& d, std::string problem = "") {
   if (problem.empty()) problem = cache_dir_problem(d);
-  if (problem.empty()) return d;
+  if (problem.empty()) return remove_stale(d / "tmp", ""), d;
   auto fallback = private_cache_dir();
   static std::mutex mu;
   static std::set<std::string> warned;
@@ -270,25 +271,24 @@ inline std::filesystem::path cache_dir() {
   return dir;
 }
 // one compiler's folder in the cache, held to the same rules as the cache itself
-inline std::filesystem::path cache_subdir(const std::string& name) {
-  auto d = cache_dir() / name;
-  auto u = detail::usable_cache_dir(d);
-  if (u == d) return d;
-  u /= name;
-  if (auto why = detail::cache_dir_problem(u); !why.empty()) throw DeviceError(cat("tinygrad: cannot use ", u, " for compiled kernels: ", why));
-  return u;
+inline std::filesystem::path cache_subdir(const std::string& name) { return detail::usable_cache_dir(cache_dir() / name); }
+// a new name in `dir`/tmp for something this process writes before moving it into place: "<pid>_<n><suffix>"
+inline std::filesystem::path scratch_path(const std::filesystem::path& dir, const std::string& suffix = "") {
+  static std::atomic<uint64_t> n{0};
+  std::error_code ec;
+  std::filesystem::create_directory(dir / "tmp", ec);
+  return dir / "tmp" / cat(::getpid(), "_", n++, suffix);
 }
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return {};
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
-// write through a temporary name and rename, so a reader never sees a half-written file
+// write through a scratch file and rename, so a reader never sees a half-written file
 inline void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
-  static std::atomic<int> n{0};
-  auto tmp = p; tmp += cat(".tmp", ::getpid(), "_", n++);
-  { std::ofstream f(tmp, std::ios::binary); f.write(data.data(), std::streamsize(data.size())); }
+  auto tmp = scratch_path(p.parent_path());
   std::error_code ec;
+  { std::ofstream f(tmp, std::ios::binary); f.write(data.data(), std::streamsize(data.size())); }
   std::filesystem::rename(tmp, p, ec);
   if (ec) std::filesystem::remove(tmp, ec);
 }
