@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <tinygrad.hpp>
-#include <tinygrad/nn/state.hpp>
 
 using namespace tinygrad;
 namespace fs = std::filesystem;

@@ -459,19 +459,25 @@ inline StateDict safe_load_bytes(std::string_view data, const std::string& devic
   return detail::load_tensors(l, read, device);
 }
 
-// the "__metadata__" string map of a .safetensors file (empty when it has none)
-inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
-  detail::FileReader r(path);
-  detail::SafeLayout l(path, r.size, r);
+namespace detail {
+// the "__metadata__" string map of a checked layout
+inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
   std::map<std::string, std::string> m;
-  const detail::Json* meta = l.metadata();
+  const Json* meta = l.metadata();
   if (!meta) return m;
-  if (meta->kind != detail::Json::Obj) throw l.fail("__metadata__ is not an object");
+  if (meta->kind != Json::Obj) throw l.fail("__metadata__ is not an object");
   for (auto& [k, v] : meta->obj) {
-    if (v.kind != detail::Json::Str) throw l.fail("__metadata__ value " + detail::quoted(k) + " is not a string");
+    if (v.kind != Json::Str) throw l.fail("__metadata__ value " + quoted(k) + " is not a string");
     m[k] = v.s;
   }
   return m;
+}
+}  // namespace detail
+
+// the "__metadata__" string map of a .safetensors file (empty when it has none)
+inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
+  detail::FileReader r(path);
+  return detail::metadata_map(detail::SafeLayout(path, r.size, r));
 }
 
 }  // namespace tinygrad::nn
