@@ -10,10 +10,14 @@
 //
 // The number of CPU threads a kernel uses is baked in when the device opens (THREADS env / flags().threads), so
 // every part runs in its own process with its own THREADS. Always exits 0: it is a report; misses are marked.
+// It measures the CPU device whatever DEV says (the peers are host loops and Eigen, and it reads results through host
+// pointers): main() pins the default device to CPU before any tensor exists, so it runs alike with and without a GPU.
+// Children are started without a shell (posix_spawn).
 #include <tinygrad.hpp>
 
 #include <Eigen/Dense>
 
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,8 +27,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fcntl.h>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,7 +56,9 @@ std::vector<float> random_floats(size_t n, uint32_t seed) {
   for (auto& f : v) { x ^= x << 13; x ^= x >> 17; x ^= x << 5; f = float(x >> 8) / 16777216.0f * 2.0f - 1.0f; }
   return v;
 }
-const float* data_of(const Tensor& t) {  // a realized tensor's buffer
+// a realized tensor's host memory. NOTE: only a CPU buffer is host memory (a CUDA buffer's pointer segfaults here)
+const float* data_of(const Tensor& t) {
+  if (t.device() != "CPU") throw tinygrad::DeviceError("bench_core: host access to a tensor on " + t.device() + "; the bench pins DEV=CPU");
   auto& u = t.uop();
   auto buf = u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->src[0]->buffer();
   return static_cast<const float*>(buf->ptr());
@@ -274,23 +282,63 @@ struct Child {
   double wall_s = 0;
   int rc = 0;
 };
-Child run_child(const std::string& env, const std::string& args, bool merge_stderr = false) {
+// runs argv (no shell) with its stdout (and stderr when merge_stderr) read through a pipe, or to /dev/null when out is null;
+// returns the exit status (-1 when it could not start or did not exit)
+int spawn(const std::vector<std::string>& argv, std::string* out, bool merge_stderr = false) {
+  int fd[2];
+  if (out && ::pipe(fd) != 0) return -1;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  if (out) {
+    posix_spawn_file_actions_adddup2(&fa, fd[1], 1);
+    if (merge_stderr) posix_spawn_file_actions_adddup2(&fa, fd[1], 2);
+    posix_spawn_file_actions_addclose(&fa, fd[0]);
+    posix_spawn_file_actions_addclose(&fa, fd[1]);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+  }
+  std::vector<char*> args;
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = -1;
+  int err = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (out) {
+    ::close(fd[1]);
+    char buf[8192];
+    for (ssize_t n; (n = ::read(fd[0], buf, sizeof buf)) > 0;) out->append(buf, size_t(n));
+    ::close(fd[0]);
+  }
+  if (err != 0) return -1;
+  int st = 0;
+  if (::waitpid(pid, &st, 0) < 0) return -1;
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+// runs this binary with `env` settings (arguments of env(1): NAME=value, -u NAME) and args, collecting "@R key value" lines
+Child run_child(const std::vector<std::string>& env, const std::vector<std::string>& args, bool merge_stderr = false) {
   Child c;
-  std::string cmd = "env " + env + " '" + self_exe() + "' " + args + (merge_stderr ? " 2>&1" : "");
+  std::vector<std::string> argv{"env"};
+  argv.insert(argv.end(), env.begin(), env.end());  // NOTE: env(1) takes its options (-u) before the assignments
+  argv.push_back("DEV=CPU");
+  argv.push_back(self_exe());
+  argv.insert(argv.end(), args.begin(), args.end());
   double t0 = now();
-  FILE* p = ::popen(cmd.c_str(), "r");
-  if (!p) { c.rc = -1; return c; }
-  char line[8192];
-  while (std::fgets(line, sizeof line, p)) {
+  std::string out;
+  c.rc = spawn(argv, &out, merge_stderr);
+  c.wall_s = now() - t0;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
     char key[256];
     double v;
-    if (std::sscanf(line, "@R %255s %lf", key, &v) == 2) c.r[key] = v;
-    else c.log += line;
+    if (std::sscanf(line.c_str(), "@R %255s %lf", key, &v) == 2) c.r[key] = v;
+    else c.log += line + "\n";
   }
-  int st = ::pclose(p);
-  c.wall_s = now() - t0;
-  c.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  if (c.rc != 0) std::fprintf(stderr, "bench_core: child `%s` failed (rc %d)\n%s\n", cmd.c_str(), c.rc, c.log.c_str());
+  if (c.rc != 0) {
+    std::string cmd;
+    for (auto& a : argv) cmd += (cmd.empty() ? "" : " ") + a;
+    std::fprintf(stderr, "bench_core: child `%s` failed (rc %d)\n%s\n", cmd.c_str(), c.rc, c.log.c_str());
+  }
   return c;
 }
 double get(const Child& c, const std::string& k) { auto it = c.r.find(k); return it == c.r.end() ? NAN : it->second; }
@@ -312,6 +360,14 @@ void add(const std::string& metric, const std::string& tg, const std::string& pe
   rows.push_back({metric, tg, peer, std::isnan(ratio) ? "" : fmt("%.2fx", ratio), target, st});
 }
 
+// CC may hold a command with arguments ("ccache gcc"), as with make
+std::vector<std::string> words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> r;
+  for (std::string w; in >> w;) r.push_back(w);
+  return r.empty() ? std::vector<std::string>{"cc"} : r;
+}
+
 std::string resolve_cc() {  // the compiler tinygrad.hpp's CPU device picks: CC, else clang, gcc, cc
   if (const char* e = std::getenv("CC"); e && *e) return e;
   for (const char* c : {"clang", "gcc", "cc"}) if (tinygrad::detail::on_path(c)) return c;
@@ -319,6 +375,7 @@ std::string resolve_cc() {  // the compiler tinygrad.hpp's CPU device picks: CC,
 }
 
 int driver() {
+  if (const char* d = std::getenv("DEV"); d && *d && std::string(d) != "CPU") std::fprintf(stderr, "bench_core: DEV=%s ignored: this report measures the CPU device\n", d);
   std::string model = tinygrad::detail::cpu_model();
   if (auto p = model.find(": "); p != std::string::npos) model = model.substr(p + 2);
   std::printf("bench_core: tinygrad.hpp CPU device vs peers | %s, %u hardware threads | kernels built by %s\n", model.c_str(),
@@ -330,21 +387,21 @@ int driver() {
   std::string cache = tmp + "/cache";
 
   std::fprintf(stderr, "[1/4] elementwise (default threads, then THREADS=1)...\n");
-  Child ewd = run_child("-u THREADS CACHEDIR='" + cache + "'", "--ew");
-  Child ew1 = run_child("THREADS=1 CACHEDIR='" + cache + "'", "--ew");
+  Child ewd = run_child({"-u", "THREADS", "CACHEDIR=" + cache}, {"--ew"});
+  Child ew1 = run_child({"THREADS=1", "CACHEDIR=" + cache}, {"--ew"});
   std::fprintf(stderr, "[2/4] matmul (1 thread)...\n");
-  Child mm = run_child("CACHEDIR='" + cache + "'", "--matmul");
+  Child mm = run_child({"CACHEDIR=" + cache}, {"--matmul"});
   std::fprintf(stderr, "[3/4] small-graph overhead...\n");
-  Child oh = run_child("-u THREADS CACHEDIR='" + cache + "'", "--overhead");
+  Child oh = run_child({"-u", "THREADS", "CACHEDIR=" + cache}, {"--overhead"});
   std::fprintf(stderr, "[4/4] first-kernel latency...\n");
   std::vector<double> cold_in, cold_wall, warm_in, warm_wall, cold_compile_ms;
   std::string src = tmp + "/kernel.c";
   for (int i = 0; i < 3; i++) {
     std::string cd = tmp + "/fk_cache_" + std::to_string(i);  // fresh: nothing cached
-    Child cold = run_child("DEBUG=1 CACHEDIR='" + cd + "'", "--first-kernel '" + src + "'", true);
+    Child cold = run_child({"DEBUG=1", "CACHEDIR=" + cd}, {"--first-kernel", src}, true);
     cold_in.push_back(get(cold, "fk.main_s")); cold_wall.push_back(cold.wall_s);
     if (auto p = cold.log.find("compiled 1 kernels in "); p != std::string::npos) cold_compile_ms.push_back(std::atof(cold.log.c_str() + p + 22));
-    Child warm = run_child("CACHEDIR='" + cd + "'", "--first-kernel ''");
+    Child warm = run_child({"CACHEDIR=" + cd}, {"--first-kernel", ""});
     warm_in.push_back(get(warm, "fk.main_s")); warm_wall.push_back(warm.wall_s);
     if (get(cold, "fk.compiled") != 1 || get(warm, "fk.compiled") != 1 || get(cold, "fk.check") != 8)
       std::fprintf(stderr, "bench_core: first-kernel child misbehaved (compiled %g/%g, check %g)\n", get(cold, "fk.compiled"), get(warm, "fk.compiled"),
@@ -355,9 +412,10 @@ int driver() {
   auto time_cc = [&](const std::string& compiler) {
     std::vector<double> t;
     for (int i = 0; i < 3; i++) {
-      std::string cmd = compiler + " -shared -fPIC -O2 -march=native -o '" + tmp + "/bare.so' '" + src + "' >/dev/null 2>&1";
+      std::vector<std::string> argv = words(compiler);
+      argv.insert(argv.end(), {"-shared", "-fPIC", "-O2", "-march=native", "-o", tmp + "/bare.so", src});
       double t0 = now();
-      int rc = std::system(cmd.c_str());
+      int rc = spawn(argv, nullptr);
       double dt = now() - t0;
       if (rc != 0) return double(NAN);
       t.push_back(dt);
@@ -366,7 +424,7 @@ int driver() {
   };
   double cc_s = time_cc(cc);
   double cc_other_s = time_cc(cc == "gcc" ? "clang" : "gcc");
-  double version_s = [&] { double t0 = now(); std::system((cc + " --version >/dev/null 2>&1").c_str()); return now() - t0; }();
+  double version_s = [&] { auto argv = words(cc); argv.push_back("--version"); double t0 = now(); spawn(argv, nullptr); return now() - t0; }();
 
   // ---- the table ----
   auto ew_rows = [&](const Child& c, const char* label) {
@@ -436,6 +494,7 @@ int driver() {
 
 int main(int argc, char** argv) {
   double t_main = now();
+  tinygrad::flags().dev = "CPU";  // before the first tensor: the default device is chosen once
   std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "--ew") run_ew();

@@ -29,6 +29,7 @@ template <class F> double best_time(int reps, F&& f) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool tune = argc > 1 && std::string(argv[1]) == "--tune";
+  tinygrad::flags().dev = "CUDA";  // every tensor here is on CUDA; host reads go through .to("CPU")
   try { tinygrad::runtime("CUDA"); } catch (const tinygrad::Error& e) { std::printf("bench_gpu: no CUDA GPU (%s)\n", e.what()); return 0; }
   const std::string D = "CUDA";
 

@@ -1,6 +1,6 @@
 // Host overhead of evaluating a cached static expression (plan cache: bind buffers, launch) against the
 // dynamic Tensor path (build the graph, schedule-cache lookup, launch), small tensors, kernel time
-// subtracted. Compile time of the static vs dynamic example: bench/static_compile_time.sh.
+// subtracted. Compile time of the static vs dynamic example: bench/static_compile_time.sh. Runs on DEV, default CPU.
 #include <tinygrad.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -23,6 +23,7 @@ double per_call_us(F&& f, int iters) {
 }  // namespace
 
 int main() {
+  std::string dev = pin_device("CPU");
   using X = static_tensor<float, dyn, 16>;
   auto a = X::uniform(1.0, 4);
   auto b = static_tensor<float, 16>::uniform(1.0);
@@ -50,7 +51,7 @@ int main() {
   double t_kernel = per_call_us([&] { for (size_t k = 0; k < p.kernels.size(); k++) p.kernels[k]->prg->call(ptrs[k], {}, false); }, iters);
 
   double o_static = t_static - t_kernel, o_dyn = t_dyn - t_kernel;
-  std::printf("static expression, %zu kernel(s), shape (4, 16) -> (4)\n", p.kernels.size());
+  std::printf("static expression on %s, %zu kernel(s), shape (4, 16) -> (4)\n", dev.c_str(), p.kernels.size());
   std::printf("  kernel time             %8.2f us\n", t_kernel);
   std::printf("  static (plan cache)     %8.2f us/eval, host overhead %8.2f us\n", t_static, o_static);
   std::printf("  dynamic Tensor          %8.2f us/eval, host overhead %8.2f us\n", t_dyn, o_dyn);

@@ -1,5 +1,5 @@
 // Seconds per training step of the Fashion-MNIST model (tinygrad's beautiful_mnist: 4 convs, 2 batchnorms,
-// 2 max-pools, a linear; Adam) at batch BS (default 512) on the CPU, next to tinygrad's jitted step on the
+// 2 max-pools, a linear; Adam) at batch BS (default 512) on DEV (default CPU), next to tinygrad's jitted step on the
 // same machine in the same run (bench/tinygrad_train_peer.py; skipped when tinygrad is not installed).
 #include <algorithm>
 #include <string>
@@ -9,6 +9,7 @@
 using namespace tinygrad;
 
 int main() {
+  std::string dev = pin_device("CPU");
   const int64_t bs = getenv_int("BS", 512), warm = getenv_int("WARM", 3), steps = getenv_int("STEPS", 5);
   fashion::Model model;
   nn::optim::Adam opt(nn::get_parameters(model));
@@ -26,7 +27,7 @@ int main() {
   }
   std::sort(times.begin(), times.end());
   double ours = times[times.size() / 2];
-  std::printf("tinygrad.hpp  %.3f s/step (batch %lld, %d CPU threads, median of %lld)\n", ours, (long long)bs, cpu_threads(), (long long)steps);
+  std::printf("tinygrad.hpp  %.3f s/step on %s (batch %lld, %d CPU threads, median of %lld)\n", ours, dev.c_str(), (long long)bs, cpu_threads(), (long long)steps);
 
   double peer = peer_value("tinygrad_train_peer.py", "s_per_step");
   if (std::isnan(peer)) { std::printf("tinygrad      (not run: pip install tinygrad numpy)\n"); return 0; }

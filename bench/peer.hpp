@@ -1,9 +1,19 @@
-// Runs a Python peer script of bench/ (tinygrad on its CPU backend) and reads one number from the JSON line it
-// prints; NaN when the peer is not installed or fails, so a benchmark still reports its own figures.
+// Shared by the bench programs: pin_device() fixes the device a benchmark measures, and peer_value() runs a Python
+// peer script of bench/ (tinygrad on its CPU backend) and reads one number from the JSON line it prints; NaN when
+// the peer is not installed or fails, so a benchmark still reports its own figures.
 #pragma once
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tinygrad/helpers.hpp>
+
+// the device a benchmark measures: DEV when set, else dflt (never the "best that loads", which is CUDA where a GPU
+// is present); pinned before the first tensor, since the default device is chosen once
+inline std::string pin_device(const std::string& dflt) {
+  auto& dev = tinygrad::flags().dev;
+  if (dev.empty()) dev = dflt;
+  return dev;
+}
 
 inline double peer_value(const std::string& script, const std::string& key) {
   std::string cmd = "python3 " TG_BENCH_DIR "/" + script + " 2>/dev/null", out;

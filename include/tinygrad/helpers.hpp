@@ -29,12 +29,44 @@ struct CompileError : Error {                         // a kernel that failed to
 
 using Shape = std::vector<int64_t>;
 
+// NOTE: unchecked (hot path): every shape is checked by checked_prod where it enters the library
 inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
 
 inline std::string to_string(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + (s.size() == 1 ? ",)" : ")");
+}
+
+// ---- checked sizes: a shape is valid when no dim is negative and the product of its nonzero dims fits int64 ----
+// NOTE: a zero dim does not excuse the others: strides and sub-products (a reshape, a pad, a byte offset) are still
+// products of the nonzero dims, so (2^40, 2^40, 0) is rejected like (2^40, 2^40) (as PyTorch and safetensors do).
+// Then every product of some of the dims of a valid shape fits int64 too.
+inline bool valid_shape(const Shape& s, int64_t* numel = nullptr) {
+  int64_t n = 1;
+  bool zero = false;
+  for (auto x : s) {
+    if (x < 0) return false;
+    if (x == 0) zero = true;
+    else if (__builtin_mul_overflow(n, x, &n)) return false;
+  }
+  if (numel) *numel = zero ? 0 : n;
+  return true;
+}
+// the number of elements of a shape entering op; ShapeError naming op and shape when it is not valid
+inline int64_t checked_prod(const Shape& s, const char* op) {
+  int64_t n = 0;
+  if (valid_shape(s, &n)) return n;
+  for (auto x : s)
+    if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
+  throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) + " has more than 2^63 elements (the product of its dims overflows int64)");
+}
+// numel * itemsize, the bytes of a buffer; ShapeError naming op when it overflows int64
+inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
+  int64_t r = 0;
+  if (numel < 0 || __builtin_mul_overflow(numel, itemsize, &r))
+    throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(numel) + " elements of " + std::to_string(itemsize) + " bytes do not fit in 2^63 bytes");
+  return r;
 }
 
 // strides of a contiguous row-major layout

@@ -64,19 +64,19 @@ inline std::vector<uint8_t> read_gz(const std::string& path) {
   return out;
 }
 
-// an IDX file of unsigned bytes: magic 0x00000800 | ndim, big-endian dims, data
-inline Tensor read_idx(const std::string& path, int expect_ndim) {
-  std::vector<uint8_t> b = read_gz(path);
-  auto fail = [&](const std::string& what) { return DatasetError("tinygrad::datasets: " + path + ": " + what); };
+// an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
+// in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
+inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = "CPU") {
+  auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
-  if (b.size() < 4) throw fail("truncated: " + std::to_string(b.size()) + " bytes, no IDX header");
+  if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
   if (b[0] != 0 || b[1] != 0 || b[2] != 0x08) throw fail("not an IDX file of unsigned bytes (bad magic)");
   if (b[3] != expect_ndim) throw fail("has " + std::to_string(b[3]) + " dims, expected " + std::to_string(expect_ndim));
-  size_t head = 4 + 4 * size_t(expect_ndim);
-  if (b.size() < head) throw fail("truncated inside the header");
+  size_t head = 4 + 4 * size_t(b[3]);
+  if (size < head) throw fail("truncated inside the header");
   Shape shape;
-  for (int i = 0; i < expect_ndim; i++) shape.push_back(int64_t(be32(4 + 4 * size_t(i))));
-  uint64_t n = 1, have = b.size() - head;
+  for (size_t i = 0; i < b[3]; i++) shape.push_back(int64_t(be32(4 + 4 * i)));
+  uint64_t n = 1, have = size - head;
   bool huge = false;  // the product overflows 64 bits
   for (auto s : shape) {
     if (s && n > UINT64_MAX / uint64_t(s)) huge = true;
@@ -85,7 +85,15 @@ inline Tensor read_idx(const std::string& path, int expect_ndim) {
   if (huge || have != n)
     throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) + " data bytes, file has " +
                std::to_string(have) + " (truncated?)");
-  return Tensor::from_bytes(b.data() + head, DType::UInt8, shape, "CPU");
+  // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
+  if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
+  return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
+}
+
+// an IDX file (gzip-compressed or plain) of unsigned bytes with expect_ndim dims
+inline Tensor read_idx(const std::string& path, int expect_ndim) {
+  std::vector<uint8_t> b = read_gz(path);
+  return parse_idx(b.data(), b.size(), expect_ndim, path);
 }
 }  // namespace detail
 

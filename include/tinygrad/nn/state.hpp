@@ -5,6 +5,7 @@
 #include <boost/hana/adapt_struct.hpp>
 #include <boost/hana/for_each.hpp>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include "../tensor/gradient.hpp"
@@ -278,95 +279,205 @@ inline void safe_save(const StateDict& d, const std::string& path, const std::ma
 }
 
 namespace detail {
-// an open .safetensors file with its parsed JSON header; every malformed part is an error naming the file
-struct SafeFile {
+// a name from a file, quoted for an error message: at most ~100 bytes of it
+inline std::string quoted(const std::string& s) {
+  constexpr size_t kMax = 100;
+  if (s.size() <= kMax) return "'" + s + "'";
+  size_t n = kMax;
+  while (n > 0 && (uint8_t(s[n]) & 0xC0) == 0x80) n--;  // NOTE: do not cut a UTF-8 sequence
+  return "'" + s.substr(0, n) + "...' (" + std::to_string(s.size()) + " bytes)";
+}
+inline bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    uint8_t c = uint8_t(s[i]);
+    size_t n = c < 0x80 ? 0 : c >= 0xC2 && c < 0xE0 ? 1 : c >= 0xE0 && c < 0xF0 ? 2 : c >= 0xF0 && c < 0xF5 ? 3 : 4;  // continuation bytes
+    if (n == 4 || s.size() - i <= n) return false;
+    uint32_t cp = c & (0x7Fu >> (n ? n + 1 : 0));
+    for (size_t k = 1; k <= n; k++) {
+      if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (uint8_t(s[i + k]) & 0x3Fu);
+    }
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;  // overlong, surrogate
+    i += n + 1;
+  }
+  return true;
+}
+
+struct SafeTensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;  // in the data region, which starts at 8 + header length
+};
+// the layout of a .safetensors image, checked as the reference implementation checks it: the header length fits
+// the file (and 100 MB), the header is a UTF-8 JSON object with no duplicate keys, every tensor has a known dtype,
+// a valid shape and byte size == numel * itemsize, and the tensors' data_offsets tile the data region exactly, in order
+// (no overlaps, gaps or trailing bytes). read(offset, size) returns the bytes of the image at offset.
+struct SafeLayout {
+  static constexpr uint64_t kMaxHeader = 100'000'000;
+  std::string what;  // the path, for messages
+  uint64_t n = 0;    // header bytes; the data starts at 8 + n
+  std::vector<SafeTensorInfo> tensors;  // in header order
+  Json root;
+
+  // "__metadata__" (nullptr when absent), not checked here: safe_load_metadata checks it
+  const Json* metadata() const {
+    for (auto& m : root.obj) if (m.key == "__metadata__") return &m.value;
+    return nullptr;
+  }
+
+  StateError fail(const std::string& why) const { return StateError("tinygrad::safe_load: " + what + ": " + why); }
+  template <class Read>
+  SafeLayout(std::string what_, uint64_t fsize, Read&& read) : what(std::move(what_)) {
+    if (fsize < 8) throw fail("file is " + std::to_string(fsize) + " bytes, shorter than the 8-byte header length");
+    const char* len = read(0, 8);
+    for (int i = 0; i < 8; i++) n |= uint64_t(uint8_t(len[i])) << (8 * i);
+    if (n > fsize - 8) throw fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(fsize));
+    if (n > kMaxHeader) throw fail("header length " + std::to_string(n) + " is larger than the limit of " + std::to_string(kMaxHeader) + " bytes");
+    std::string header(read(8, n), n);
+    if (!valid_utf8(header)) throw fail("malformed header: not valid UTF-8");
+    JsonParser jp{header, what};
+    root = jp.value();
+    jp.ws();
+    if (jp.p != header.size()) jp.fail("trailing characters after the JSON object");
+    if (root.kind != Json::Obj) throw fail("header is not a JSON object");
+    if (header[0] != '{') throw fail("malformed header: it must start with '{'");
+    check_keys(root, "the header");
+    parse_tensors(fsize - 8 - n);
+  }
+
+ private:
+  void check_keys(const Json& o, const std::string& where) const {
+    std::vector<const std::string*> keys;
+    for (auto& m : o.obj) keys.push_back(&m.key);
+    std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
+    for (size_t i = 1; i < keys.size(); i++)
+      if (*keys[i] == *keys[i - 1]) throw fail("key " + quoted(*keys[i]) + " appears twice in " + where);
+  }
+  void parse_tensors(uint64_t data_size) {
+    for (auto& member : root.obj) {
+      const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
+      const Json& e = member.value;
+      if (name == "__metadata__") continue;
+      std::string q = quoted(name);
+      if (e.kind != Json::Obj) throw fail("entry " + q + " is not an object");
+      check_keys(e, "tensor " + q);
+      auto field = [&](const char* k, Json::Kind kind) -> const Json& {
+        for (auto& [kk, v] : e.obj)
+          if (kk == k) {
+            if (v.kind != kind) throw fail("tensor " + q + " has a malformed \"" + k + "\"");
+            return v;
+          }
+        throw fail("tensor " + q + " has no \"" + k + "\"");
+      };
+      const auto& dtj = field("dtype", Json::Str);
+      std::optional<DType> dt;
+      for (auto& [x, c] : st_dtypes) if (dtj.s == c) dt = x;
+      if (!dt) throw fail("tensor " + q + " has unsupported dtype " + quoted(dtj.s));
+      Shape shape;
+      for (auto& s : field("shape", Json::Arr).arr) {
+        if (s.kind != Json::Int || s.i < 0) throw fail("tensor " + q + " has a bad shape entry");
+        shape.push_back(s.i);
+      }
+      const auto& offs = field("data_offsets", Json::Arr).arr;
+      if (offs.size() != 2 || offs[0].kind != Json::Int || offs[1].kind != Json::Int) throw fail("tensor " + q + " has bad data_offsets");
+      if (offs[0].i < 0 || offs[1].i < offs[0].i || uint64_t(offs[1].i) > data_size)
+        throw fail("tensor " + q + " data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " + std::to_string(data_size) +
+                   " data bytes (file truncated?)");
+      uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
+      int64_t numel = 0, need = 0;
+      bool ok = valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
+      if (!ok || en - b != uint64_t(need))
+        throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " + (ok ? std::to_string(need) : "more than 2^63") +
+                   " bytes, data_offsets give " + std::to_string(en - b));
+      tensors.push_back({name, *dt, shape, b, en});
+    }
+    // the data_offsets, in order, must tile [0, data_size)
+    std::vector<const SafeTensorInfo*> order;
+    for (auto& t : tensors) order.push_back(&t);
+    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return std::pair(a->begin, a->end) < std::pair(b->begin, b->end); });
+    uint64_t at = 0;
+    const SafeTensorInfo* prev = nullptr;
+    auto range = [](const SafeTensorInfo& t) { return quoted(t.name) + " [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")"; };
+    for (auto* t : order) {
+      if (t->begin < at) throw fail("tensor " + range(*t) + " overlaps tensor " + range(*prev));
+      if (t->begin > at) throw fail("data bytes [" + std::to_string(at) + ", " + std::to_string(t->begin) + ") belong to no tensor (a gap before tensor " + range(*t) + ")");
+      at = t->end;
+      prev = t;
+    }
+    if (at != data_size) throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " + std::to_string(data_size) + ")");
+  }
+};
+
+// the tensors of a checked layout; read(offset, size) as for SafeLayout
+template <class Read>
+StateDict load_tensors(const SafeLayout& l, Read&& read, const std::string& device) {
+  StateDict d;
+  for (auto& t : l.tensors) d.emplace(t.name, Tensor::from_bytes(read(8 + l.n + t.begin, t.end - t.begin), t.dtype, t.shape, device));
+  return d;
+}
+
+// reads a file at offsets, each read checked; the bytes stay valid until the next read
+struct FileReader {
   std::string path;
   std::ifstream f;
-  uint64_t fsize = 0, n = 0;
-  Json root;
-  StateError fail(const std::string& what) const { return StateError("tinygrad::safe_load: " + path + ": " + what); }
-  explicit SafeFile(const std::string& p) : path(p), f(p, std::ios::binary | std::ios::ate) {
-    if (!f) throw StateError("tinygrad::safe_load: cannot open " + path);
-    fsize = uint64_t(f.tellg());
-    if (fsize < 8) throw fail("file is " + std::to_string(fsize) + " bytes, shorter than the 8-byte header length");
-    f.seekg(0);
-    unsigned char len[8];
-    f.read(reinterpret_cast<char*>(len), 8);
-    for (int i = 0; i < 8; i++) n |= uint64_t(len[i]) << (8 * i);
-    if (n > fsize - 8) throw fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(fsize));
-    std::string header(n, '\0');
-    f.read(header.data(), std::streamsize(n));
-    if (!f) throw fail("reading the header failed");
-    JsonParser jp{header, path};
-    root = jp.value();
-    if (root.kind != Json::Obj) throw fail("header is not a JSON object");
+  uint64_t size = 0;
+  std::vector<char> buf;
+  explicit FileReader(const std::string& p) : path(p) {
+    std::error_code ec;
+    auto st = std::filesystem::status(p, ec);
+    // NOTE: a directory opens as a stream of size 0 or -1 whose reads fail: name it instead of reading garbage
+    if (std::filesystem::is_directory(st)) throw StateError("tinygrad::safe_load: " + p + " is a directory, not a .safetensors file");
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) throw StateError("tinygrad::safe_load: " + p + " is not a regular file");
+    f.open(p, std::ios::binary | std::ios::ate);
+    if (!f) throw StateError("tinygrad::safe_load: cannot open " + p);
+    auto end = f.tellg();
+    if (end < 0) throw StateError("tinygrad::safe_load: cannot determine the size of " + p);
+    size = uint64_t(end);
+  }
+  const char* operator()(uint64_t off, uint64_t n) {
+    buf.resize(n);
+    f.seekg(std::streamoff(off));
+    f.read(buf.data(), std::streamsize(n));
+    if (!f || uint64_t(f.gcount()) != n) throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
+    return buf.data();
   }
 };
 }  // namespace detail
 
-// read a .safetensors file into CPU tensors (or `device`); every malformed part is an error naming the file
+// read a .safetensors file into CPU tensors (or `device`); every malformed part is an error naming the file.
+// Everything is checked before any tensor is made.
 inline StateDict safe_load(const std::string& path, const std::string& device = "") {
-  detail::SafeFile sf(path);
-  auto fail = [&](const std::string& what) { return sf.fail(what); };
-  uint64_t data_size = sf.fsize - 8 - sf.n;
-  StateDict d;
-  for (auto& member : sf.root.obj) {
-    const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
-    const detail::Json& e = member.value;
-    if (name == "__metadata__") continue;
-    if (e.kind != detail::Json::Obj) throw fail("entry '" + name + "' is not an object");
-    auto field = [&](const char* k, detail::Json::Kind kind) -> const detail::Json& {
-      for (auto& [kk, v] : e.obj)
-        if (kk == k) {
-          if (v.kind != kind) throw fail("tensor '" + name + "' has a malformed \"" + k + "\"");
-          return v;
-        }
-      throw fail("tensor '" + name + "' has no \"" + k + "\"");
-    };
-    const auto& dtj = field("dtype", detail::Json::Str);
-    std::optional<DType> dt;
-    for (auto& [x, c] : detail::st_dtypes) if (dtj.s == c) dt = x;
-    if (!dt) throw fail("tensor '" + name + "' has unsupported dtype '" + dtj.s + "'");
-    Shape shape;
-    uint64_t need = uint64_t(itemsize(*dt));
-    for (auto& s : field("shape", detail::Json::Arr).arr) {
-      if (s.kind != detail::Json::Int || s.i < 0) throw fail("tensor '" + name + "' has a bad shape entry");
-      shape.push_back(s.i);
-      if (s.i && need > data_size / uint64_t(s.i)) need = UINT64_MAX;  // more bytes than the file has (and no overflow)
-      else need *= uint64_t(s.i);
-    }
-    const auto& offs = field("data_offsets", detail::Json::Arr).arr;
-    if (offs.size() != 2 || offs[0].kind != detail::Json::Int || offs[1].kind != detail::Json::Int) throw fail("tensor '" + name + "' has bad data_offsets");
-    if (offs[0].i < 0 || offs[1].i < offs[0].i || uint64_t(offs[1].i) > data_size)
-      throw fail("tensor '" + name + "' data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " + std::to_string(data_size) +
-                 " data bytes (file truncated?)");
-    uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
-    if (en - b != need)
-      throw fail("tensor '" + name + "' of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " + (need == UINT64_MAX ? "more" : std::to_string(need)) +
-                 " bytes, data_offsets give " + std::to_string(en - b));
-    if (d.count(name)) throw fail("tensor '" + name + "' appears twice");
-    std::vector<char> bytes(need);
-    sf.f.seekg(std::streamoff(8 + sf.n + b));
-    sf.f.read(bytes.data(), std::streamsize(need));
-    if (!sf.f) throw fail("reading tensor '" + name + "' failed");
-    d.emplace(name, Tensor::from_bytes(bytes.data(), *dt, shape, device));
-  }
-  return d;
+  detail::FileReader r(path);
+  detail::SafeLayout l(path, r.size, r);
+  return detail::load_tensors(l, r, device);
 }
+// the same from a .safetensors image in memory (a file read or mapped by the caller); `what` names it in errors
+inline StateDict safe_load_bytes(std::string_view data, const std::string& device = "", const std::string& what = "<memory>") {
+  auto read = [&](uint64_t off, uint64_t) { return data.data() + off; };  // NOTE: SafeLayout checks every range first
+  detail::SafeLayout l(what, data.size(), read);
+  return detail::load_tensors(l, read, device);
+}
+
+namespace detail {
+// the "__metadata__" string map of a checked layout
+inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
+  std::map<std::string, std::string> m;
+  const Json* meta = l.metadata();
+  if (!meta) return m;
+  if (meta->kind != Json::Obj) throw l.fail("__metadata__ is not an object");
+  for (auto& [k, v] : meta->obj) {
+    if (v.kind != Json::Str) throw l.fail("__metadata__ value " + quoted(k) + " is not a string");
+    m[k] = v.s;
+  }
+  return m;
+}
+}  // namespace detail
 
 // the "__metadata__" string map of a .safetensors file (empty when it has none)
 inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
-  detail::SafeFile sf(path);
-  std::map<std::string, std::string> m;
-  for (auto& [name, e] : sf.root.obj) {
-    if (name != "__metadata__") continue;
-    if (e.kind != detail::Json::Obj) throw sf.fail("__metadata__ is not an object");
-    for (auto& [k, v] : e.obj) {
-      if (v.kind != detail::Json::Str) throw sf.fail("__metadata__ value '" + k + "' is not a string");
-      m[k] = v.s;
-    }
-  }
-  return m;
+  detail::FileReader r(path);
+  return detail::metadata_map(detail::SafeLayout(path, r.size, r));
 }
 
 }  // namespace tinygrad::nn

@@ -138,10 +138,10 @@ void load_sym(void* lib, F& f, const char* name, const char* libname) {
 struct Buffer {
   std::string device;
   DType dtype;
-  int64_t size;  // elements
-  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) {}
+  int64_t size;  // elements; nbytes() fits int64 (checked here, so no byte size or offset computed from it overflows)
+  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { checked_nbytes(n, itemsize(dt), "Buffer"); }
   // wraps external memory (Tensor::from_blob): never allocated or freed here
-  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {}
+  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) { checked_nbytes(n, itemsize(dt), "Buffer"); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }

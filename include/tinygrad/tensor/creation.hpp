@@ -46,10 +46,10 @@ struct CreationOps {
   // wrap caller memory without a copy: host memory (device CPU, the default) or a device pointer of `device`;
   // it must outlive every use
   static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") {
-    T::check_shape(shape, "from_blob");
-    if (!ptr && tinygrad::prod(shape) > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
+    int64_t n = T::check_shape(shape, "from_blob");
+    if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
     std::string dev = device.empty() ? "CPU" : device;  // NOTE: not default_device(): a host pointer is CPU memory
-    auto buf = std::make_shared<Buffer>(dev, dt, tinygrad::prod(shape), ptr);
+    auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
     return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }
 
@@ -69,7 +69,7 @@ struct CreationOps {
   }
   // uniform in [-1, 1) / sqrt(numel)
   static T scaled_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
-    double s = std::pow(double(tinygrad::prod(shape)), -0.5);
+    double s = std::pow(double(T::check_shape(shape, "scaled_uniform")), -0.5);
     return (uniform(std::move(shape), -1, 1, dt, std::move(device)) * s).cast(dt);
   }
   // https://www.tensorflow.org/api_docs/python/tf/keras/initializers/GlorotUniform
@@ -126,6 +126,7 @@ struct CreationOps {
   DType float_dt() const { return is_float(self().dtype()) ? self().dtype() : dtypes::default_float; }
   static int64_t fan_in(const Shape& s, const char* op) {
     if (s.empty()) throw ShapeError(std::string("tinygrad::") + op + ": needs at least one dimension, got shape " + to_string(s));
+    T::check_shape(s, op);  // then the product of any of its dims fits
     return tinygrad::prod(Shape(s.begin() + 1, s.end()));
   }
 };

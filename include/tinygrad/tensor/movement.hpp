@@ -49,9 +49,16 @@ struct MovementOps {
     }
     T x = need_shrink ? t.shrink(sh) : t;
     std::vector<int64_t> arg;
-    bool any = false;
-    for (auto& [b, e] : p) { arg.push_back(std::max<int64_t>(0, b)); arg.push_back(std::max<int64_t>(0, e)); any |= b > 0 || e > 0; }
+    bool any = false, big = false;
+    Shape out = x.shape();
+    for (size_t i = 0; i < p.size(); i++) {
+      int64_t b = std::max<int64_t>(0, p[i].first), e = std::max<int64_t>(0, p[i].second);
+      arg.push_back(b); arg.push_back(e); any |= b > 0 || e > 0;
+      big |= __builtin_add_overflow(out[i], b, &out[i]) || __builtin_add_overflow(out[i], e, &out[i]);
+    }
     if (!any) return x;
+    if (big || !valid_shape(out))
+      throw ShapeError("tinygrad::pad: padding " + pads_str(p) + " of shape " + to_string(t.shape()) + " gives more than 2^63 elements (overflows int64)");
     T r = x.mov(Ops::PAD, arg);
     if (value == 0) return r;
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
@@ -107,7 +114,7 @@ struct MovementOps {
       if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
       dt = least_upper_dtype(dt, t.dtype());
-      total += t.shape()[size_t(d)];
+      if (__builtin_add_overflow(total, t.shape()[size_t(d)], &total)) throw ShapeError("tinygrad::cat: the sizes along dim " + std::to_string(d) + " overflow int64");
     }
     if (ts.size() == 1) return t0;
     std::optional<T> r;
@@ -179,8 +186,10 @@ struct MovementOps {
     for (size_t i = 0; i < repeats.size(); i++) {
       int64_t s = b.shape()[i], r = repeats[i];
       if (r < 0) throw ShapeError("tinygrad::repeat: negative repeat in " + to_string(repeats));
-      un.insert(un.end(), {1, s}); ex.insert(ex.end(), {r, s}); fin.push_back(r * s);
+      un.insert(un.end(), {1, s}); ex.insert(ex.end(), {r, s});
     }
+    checked_prod(ex, "repeat");  // then each r * s fits
+    for (size_t i = 0; i < repeats.size(); i++) fin.push_back(ex[2 * i] * ex[2 * i + 1]);
     return b.reshape(un).expand(ex).reshape(fin);
   }
   // each element `repeats` times in a row along dim (flattened when dim is not given)
@@ -190,6 +199,7 @@ struct MovementOps {
     int d = dim ? norm_axis(*dim, x.ndim(), "repeat_interleave") : 0;
     Shape s = x.shape(), e = s;
     s.insert(s.begin() + d + 1, 1); e.insert(e.begin() + d + 1, repeats);
+    checked_prod(e, "repeat_interleave");
     Shape f = x.shape();
     f[size_t(d)] *= repeats;
     return x.reshape(s).expand(e).reshape(f);
@@ -456,7 +466,7 @@ struct MovementOps {
           int64_t b = s.start ? clampi(*s.start, -1, n - 1) : n - 1, e = s.stop ? clampi(*s.stop, -1, n - 1) : -1;
           e = std::min(e, b); lo = e + 1; hi = b + 1; flips.push_back(int64_t(d));
         }
-        int64_t st = std::abs(s.step);
+        int64_t m = std::max<int64_t>(n, 1), st = std::abs(std::clamp(s.step, -m, m));  // as slice() clamps it
         lens.push_back((hi - lo + st - 1) / st); steps.push_back(st); place.push_back({lo, n - hi});
       }
       d++;
@@ -560,6 +570,11 @@ struct MovementOps {
  private:
   const T& self() const { return static_cast<const T&>(*this); }
   T& mself() { return static_cast<T&>(*this); }
+  static std::string pads_str(const Pads& p) {
+    std::string r;
+    for (auto& [b, e] : p) r += (r.empty() ? "" : ", ") + ("(" + std::to_string(b) + ", " + std::to_string(e) + ")");
+    return "(" + r + ")";
+  }
   static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
   static void check_int_index(const T& t, const char* op) {
     if (!is_int(t.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": index tensors must be integers, got " + to_string(t.dtype()));

@@ -38,10 +38,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   // copy n elements of type T from ptr into a new tensor of the given shape
   template <class T>
-  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(tinygrad::prod(shape)), shape, std::move(device)); }
+  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device)); }
 
   // copy raw bytes holding prod(shape) elements of dtype dt
-  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(tinygrad::prod(shape)), shape, std::move(device)); }
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); }
 
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     check_shape(shape, "full");
@@ -56,9 +56,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 1, dt, std::move(dev)); }
   // uninitialized memory
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
-    check_shape(shape, "empty");
+    int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
-    auto buf = std::make_shared<Buffer>(dev, dt, tinygrad::prod(shape));
+    auto buf = std::make_shared<Buffer>(dev, dt, n);
     return Tensor(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
@@ -66,7 +66,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (step == 0) throw Error("tinygrad::arange: step must not be 0");
     bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
-    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((*stop - start) / step)));
+    double len = std::ceil((*stop - start) / step);
+    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));  // NaN too
+    int64_t n = std::max<int64_t>(0, int64_t(len));
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
@@ -80,8 +82,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
   static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
-    check_shape(shape, "rand");
-    int64_t n = tinygrad::prod(shape);
+    int64_t n = check_shape(shape, "rand");
     uint64_t base = rng().counter;
     rng().counter += uint64_t(n);
     auto i = arange(double(n), std::nullopt, 1, DType::UInt32, device);
@@ -94,8 +95,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     // Box-Muller
-    auto u = rand({2, tinygrad::prod(shape)}, DType::Float32, device);
-    auto u1 = u.shrink({{0, 1}, {0, tinygrad::prod(shape)}}), u2 = u.shrink({{1, 2}, {0, tinygrad::prod(shape)}});
+    int64_t n = check_shape(shape, "randn");
+    auto u = rand({2, n}, DType::Float32, device);
+    auto u1 = u.shrink({{0, 1}, {0, n}}), u2 = u.shrink({{1, 2}, {0, n}});
     auto r = ((1.0 - u1).log() * -2.0).sqrt() * (u2 * (2 * M_PI)).cos();
     return r.cast(dt).reshape(shape);
   }
@@ -155,7 +157,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     buf->copyout(host.data());
     std::vector<T> out(static_cast<size_t>(numel()));
     if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
-      if (dtype_of<T>() == dtype()) { std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
+      // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
+      if (dtype_of<T>() == dtype()) { if (!out.empty()) std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
     }
     for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
     return out;
@@ -210,18 +213,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- movement (copy-free views) ----
   Tensor reshape(Shape new_shape) const {
     int64_t infer = -1, known = 1;
+    bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
     for (size_t i = 0; i < new_shape.size(); i++) {
       if (new_shape[i] == -1) {
         if (infer >= 0) throw ShapeError("tinygrad::reshape: only one dimension can be -1, got " + to_string(new_shape));
         infer = int64_t(i);
       } else if (new_shape[i] < 0) throw ShapeError("tinygrad::reshape: negative dimension in " + to_string(new_shape));
-      else known *= new_shape[i];
+      else if (new_shape[i] == 0) zero = true;
+      else big |= __builtin_mul_overflow(known, new_shape[i], &known);
     }
+    if (big) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape) + ": the product of its dims overflows int64");
+    if (zero) known = 0;
     if (infer >= 0) {
       if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
       new_shape[size_t(infer)] = numel() / known;
-    }
-    if (tinygrad::prod(new_shape) != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
+    } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   }
@@ -251,6 +257,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (new_shape[i] == -1) new_shape[i] = x.shape()[i];
       if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     }
+    checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   }
   Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
@@ -338,7 +345,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
           e = std::min(e, b);
           sh.push_back({e + 1, b + 1}); flips.push_back(int64_t(d));
         }
-        steps.push_back(std::abs(s.step));
+        // NOTE: a step past the dim picks one element, as a step of the dim does; clamped, the stride math below cannot overflow
+        int64_t m = std::max<int64_t>(n, 1);
+        steps.push_back(std::abs(std::clamp(s.step, -m, m)));
         int64_t len = sh.back().second - sh.back().first;
         final_shape.push_back((len + steps.back() - 1) / steps.back());
       }
@@ -433,12 +442,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const {
     size_t nk = ks.size(), nb = ndim() - nk;
     if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
+    if (stride.size() != nk || dilation.size() != nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " differ in length");
     Shape in(shape().begin() + int64_t(nb), shape().end()), o;
     for (size_t i = 0; i < nk; i++) {
-      int64_t span = dilation[i] * (ks[i] - 1) + 1;
-      if (span > in[i])
+      if (ks[i] < 1 || stride[i] < 1 || dilation[i] < 1)
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " must be positive");
+      int64_t span = 0;  // NOTE: an overflowing span is larger than any dim
+      if (__builtin_mul_overflow(dilation[i], ks[i] - 1, &span) || span >= in[i])
         throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
-      o.push_back((in[i] - span) / stride[i] + 1);
+      o.push_back((in[i] - span - 1) / stride[i] + 1);
+      stride[i] = std::min(stride[i], in[i]);  // NOTE: the same windows (o is 1 past it); keeps the padded dims below in range
     }
     Shape noop(shape().begin(), shape().begin() + int64_t(nb));
     // NOTE: windows that do not overlap (k <= s, no dilation) need no repeat: fit to o*s, split (o, s), keep k
@@ -458,7 +471,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     // repeat each window dim so every (k, o) pair reads a plain offset: idx = o*s + k*d
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
-      int64_t reps = (ks[i] * (in[i] + dilation[i]) + in[i] - 1) / in[i];
+      int64_t w = 0;  // k windows of i+d
+      if (__builtin_mul_overflow(ks[i], in[i] + dilation[i], &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
+      int64_t reps = w / in[i] + (w % in[i] != 0);
       rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
     }
     Tensor x = reshape(rs).expand(rexp).reshape(rep);
@@ -505,9 +520,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);
   }
 
-  static void check_shape(const Shape& s, const char* op) {
-    for (auto x : s) if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
-  }
+  // the number of elements of a shape that enters op; ShapeError for a negative dim or an overflowing product
+  static int64_t check_shape(const Shape& s, const char* op) { return checked_prod(s, op); }
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
@@ -516,8 +530,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
     if (shape.empty() && n != 1) shape = {int64_t(n)};
-    check_shape(shape, "Tensor");
-    if (size_t(tinygrad::prod(shape)) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
+    if (size_t(check_shape(shape, "Tensor")) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);

@@ -1,0 +1,75 @@
+# Fuzz test runner (cmake -P): builds one libFuzzer target of tests/fuzz/ with clang++ and runs it for a bounded
+# time over a corpus kept in BINARY_DIR (grown from the seeds in tests/fuzz/corpus/<NAME>/). Fails on any finding;
+# the input that found it is written to BINARY_DIR/<NAME>-crash-*. Skipped (message "fuzz skipped") where CXX
+# cannot link -fsanitize=fuzzer (no libFuzzer runtime).
+#
+#   cmake -DCXX=clang++ -DNAME=safetensors|idx -DSOURCE_DIR=<repo> -DBINARY_DIR=<scratch dir> [-DSECONDS=20]
+#         [-DLAUNCHER=ccache] -DINCLUDES=<the library's include dir>|dir2|... -P tests/fuzz/run.cmake
+#
+# The longer run by hand: see the comment at the top of tests/fuzz/fuzz_<NAME>.cpp.
+
+foreach(var CXX NAME SOURCE_DIR BINARY_DIR INCLUDES)
+  if(NOT DEFINED ${var} OR "${${var}}" STREQUAL "")
+    message(FATAL_ERROR "fuzz/run.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+if(NOT SECONDS)
+  set(SECONDS 20)
+endif()
+
+set(flags -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined)
+set(incs)
+string(REPLACE "|" ";" extra "${INCLUDES}")
+foreach(dir IN LISTS extra)
+  list(APPEND incs "-I${dir}")
+endforeach()
+file(MAKE_DIRECTORY "${BINARY_DIR}")
+set(launcher)
+if(LAUNCHER)
+  set(launcher "${LAUNCHER}")
+endif()
+
+# can this compiler build a libFuzzer target at all?
+set(probe "${BINARY_DIR}/probe.cpp")
+file(WRITE "${probe}" "#include <cstddef>\n#include <cstdint>\nextern \"C\" int LLVMFuzzerTestOneInput(const uint8_t*, size_t) { return 0; }\n")
+execute_process(COMMAND "${CXX}" ${flags} "${probe}" -o "${BINARY_DIR}/probe" RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+if(NOT rc EQUAL 0)
+  message("fuzz skipped: ${CXX} cannot build a -fsanitize=fuzzer program:\n${out}")
+  return()
+endif()
+
+# build the target when it is missing or older than its source or a header
+set(src "${SOURCE_DIR}/tests/fuzz/fuzz_${NAME}.cpp")
+set(exe "${BINARY_DIR}/fuzz_${NAME}")
+file(GLOB_RECURSE deps "${SOURCE_DIR}/include/*.hpp" "${SOURCE_DIR}/single_include/*.hpp")
+set(stale FALSE)
+foreach(dep IN LISTS deps ITEMS "${src}")
+  if(NOT EXISTS "${exe}" OR "${dep}" IS_NEWER_THAN "${exe}")
+    set(stale TRUE)
+    break()
+  endif()
+endforeach()
+if(stale)
+  execute_process(COMMAND ${launcher} "${CXX}" ${flags} ${incs} "${src}" -o "${exe}" -ldl -lpthread
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "fuzz.${NAME}: building ${src} failed (${rc}):\n${out}")
+  endif()
+endif()
+
+# run: new inputs go to the corpus dir in BINARY_DIR, the seeds are read only
+set(corpus "${BINARY_DIR}/corpus_${NAME}")
+file(MAKE_DIRECTORY "${corpus}")
+execute_process(COMMAND "${exe}" -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                        "-artifact_prefix=${BINARY_DIR}/${NAME}-" "${corpus}" "${SOURCE_DIR}/tests/fuzz/corpus/${NAME}"
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+string(REGEX MATCH "stat::number_of_executed_units: *[0-9]+" runs "${out}")
+if(NOT rc EQUAL 0)
+  string(LENGTH "${out}" len)
+  if(len GREATER 12000)
+    math(EXPR start "${len} - 12000")
+    string(SUBSTRING "${out}" ${start} -1 out)
+  endif()
+  message(FATAL_ERROR "fuzz.${NAME}: the fuzzer found a problem (rc ${rc}); the input is in ${BINARY_DIR}/${NAME}-*\n${out}")
+endif()
+message("fuzz.${NAME}: ${SECONDS} s, ${runs}, no findings")
