@@ -101,7 +101,9 @@ struct ElementwiseOps {
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::div: rounding division of bool tensors is not supported");
     auto q = a.idiv(b);
     if (rounding_mode == "trunc") return q;
-    return ((q * b != a) & ((a < 0.0) != (b < 0.0))).where(q - 1.0, q);
+    // a nonzero remainder whose sign differs from b's rounded toward zero (x // 0 = 0: the remainder is 0)
+    auto r = a.fmod(b);
+    return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
   }
   T div(double o, std::string_view rounding_mode = {}) const { return div(self().like(o, true), rounding_mode); }
   // integer division truncating toward zero, like C
