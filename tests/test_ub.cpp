@@ -68,6 +68,14 @@ template <class T> std::pair<std::vector<T>, std::vector<T>> div_operands() {
   return {a, b};
 }
 
+// results of one shape gathered into one tensor: one kernel to compile (constants: each element folded by the simplifier)
+template <class T> std::vector<T> values(const std::vector<Tensor>& ts) { return Tensor::stack(ts).template to_vector<T>(); }
+template <class T> std::vector<T> concat(const std::vector<std::vector<T>>& vs) {
+  std::vector<T> r;
+  for (auto& v : vs) r.insert(r.end(), v.begin(), v.end());
+  return r;
+}
+
 template <class T, class F> std::vector<T> apply(const std::vector<T>& a, const std::vector<T>& b, F f) {
   std::vector<T> r;
   for (size_t i = 0; i < a.size(); i++) r.push_back(f(a[i], b[i]));
@@ -83,27 +91,25 @@ TEMPLATE_TEST_CASE("ub: integer division and modulo by zero and MIN / -1 are def
   Tensor ta = tensor(a), tb = tensor(b);
   INFO(tinygrad::to_string(dt<T>()));
   CHECK(ta.idiv(tb).template to_vector<T>() == apply(a, b, ref_idiv<T>));
-  CHECK(ta.fmod(tb).template to_vector<T>() == apply(a, b, ref_fmod<T>));
-  CHECK((ta % tb).template to_vector<T>() == apply(a, b, ref_mod<T>));
-  CHECK(ta.div(tb, "floor").template to_vector<T>() == apply(a, b, ref_floordiv<T>));
-  CHECK(ta.div(tb, "trunc").template to_vector<T>() == apply(a, b, ref_idiv<T>));
+  CHECK(values<T>({ta.fmod(tb), ta % tb, ta.div(tb, "floor"), ta.div(tb, "trunc")}) ==
+        concat<T>({apply(a, b, ref_fmod<T>), apply(a, b, ref_mod<T>), apply(a, b, ref_floordiv<T>), apply(a, b, ref_idiv<T>)}));
   // a constant divisor: 0 and -1 (the compiler sees the value)
+  std::vector<Tensor> by_const;
+  std::vector<std::vector<T>> want_const;
   for (T d : {T(0), T(-1)}) {
-    INFO("constant divisor " << int64_t(d));
     std::vector<T> bd(a.size(), d);
-    CHECK(ta.idiv(cnst(d)).template to_vector<T>() == apply(a, bd, ref_idiv<T>));
-    CHECK(ta.fmod(cnst(d)).template to_vector<T>() == apply(a, bd, ref_fmod<T>));
-    CHECK((ta % cnst(d)).template to_vector<T>() == apply(a, bd, ref_mod<T>));
-    CHECK(ta.div(cnst(d), "floor").template to_vector<T>() == apply(a, bd, ref_floordiv<T>));
+    for (Tensor t : {ta.idiv(cnst(d)), ta.fmod(cnst(d)), ta % cnst(d), ta.div(cnst(d), "floor")}) by_const.push_back(t);
+    for (auto& w : {apply(a, bd, ref_idiv<T>), apply(a, bd, ref_fmod<T>), apply(a, bd, ref_mod<T>), apply(a, bd, ref_floordiv<T>)}) want_const.push_back(w);
   }
+  CHECK(values<T>(by_const) == concat(want_const));
   // both constant: the simplifier folds them
+  std::vector<Tensor> got;
+  std::vector<T> want;
   for (T x : {T(7), T(-7), kMin<T>}) for (T d : {T(0), T(-1), T(3)}) {
-    INFO("constants " << int64_t(x) << ", " << int64_t(d));
-    CHECK(cnst(x).idiv(cnst(d)).template item<T>() == ref_idiv(x, d));
-    CHECK(cnst(x).fmod(cnst(d)).template item<T>() == ref_fmod(x, d));
-    CHECK((cnst(x) % cnst(d)).template item<T>() == ref_mod(x, d));
-    CHECK(cnst(x).div(cnst(d), "floor").template item<T>() == ref_floordiv(x, d));
+    for (Tensor t : {cnst(x).idiv(cnst(d)), cnst(x).fmod(cnst(d)), cnst(x) % cnst(d), cnst(x).div(cnst(d), "floor")}) got.push_back(t);
+    for (T r : {ref_idiv(x, d), ref_fmod(x, d), ref_mod(x, d), ref_floordiv(x, d)}) want.push_back(r);
   }
+  CHECK(values<T>(got) == want);
 }
 
 TEST_CASE("ub: bool division by false is defined", "[ub]") {
@@ -112,24 +118,23 @@ TEST_CASE("ub: bool division by false is defined", "[ub]") {
   CHECK(Tensor::full({2}, 1, DType::Bool).idiv(Tensor::full({2}, 0, DType::Bool)).to_vector<bool>() == std::vector<bool>{false, false});
 }
 
-TEMPLATE_TEST_CASE("ub: integer add, sub, mul and neg wrap", "[ub]", TG_INT_TYPES) {
+TEMPLATE_TEST_CASE("ub: integer add sub mul and neg wrap around", "[ub]", TG_INT_TYPES) {
   using T = TestType;
   auto [a, b] = div_operands<T>();
   Tensor ta = tensor(a), tb = tensor(b);
   INFO(tinygrad::to_string(dt<T>()));
-  CHECK((ta + tb).template to_vector<T>() == apply(a, b, ref_add<T>));
   CHECK((ta * tb).template to_vector<T>() == apply(a, b, ref_mul<T>));
-  CHECK((ta - tb).template to_vector<T>() == apply(a, b, ref_sub<T>));
-  CHECK((-ta).template to_vector<T>() == apply(a, b, [](T x, T) { return ref_neg(x); }));
-  CHECK((ta * tb + ta).template to_vector<T>() == apply(a, b, [](T x, T y) { return ref_add(ref_mul(x, y), x); }));
+  CHECK(values<T>({ta + tb, ta - tb, -ta, ta * tb + ta}) ==
+        concat<T>({apply(a, b, ref_add<T>), apply(a, b, ref_sub<T>), apply(a, b, [](T x, T) { return ref_neg(x); }),
+                   apply(a, b, [](T x, T y) { return ref_add(ref_mul(x, y), x); })}));
   // constants fold with the same wrap-around
-  for (T x : {kMin<T>, T(-1), T(100)}) for (T y : {kMin<T>, T(-1), T(3)}) {
-    INFO("constants " << int64_t(x) << ", " << int64_t(y));
-    CHECK((cnst(x) + cnst(y)).template item<T>() == ref_add(x, y));
-    CHECK((cnst(x) * cnst(y)).template item<T>() == ref_mul(x, y));
-    CHECK((cnst(x) - cnst(y)).template item<T>() == ref_sub(x, y));
-    CHECK((-cnst(x)).template item<T>() == ref_neg(x));
+  std::vector<Tensor> got;
+  std::vector<T> want;
+  for (T x : {kMin<T>, T(-1), T(100), kMax<T>}) for (T y : {kMin<T>, T(-1), T(3), kMax<T>}) {
+    for (Tensor t : {cnst(x) + cnst(y), cnst(x) * cnst(y), cnst(x) - cnst(y), -cnst(x)}) got.push_back(t);
+    for (T r : {ref_add(x, y), ref_mul(x, y), ref_sub(x, y), ref_neg(x)}) want.push_back(r);
   }
+  CHECK(values<T>(got) == want);
   // a sum that overflows wraps (ints of 4 bytes or more accumulate in their own dtype)
   if constexpr (sizeof(T) >= 4) CHECK(tensor(std::vector<T>{kMax<T>, T(1), T(2)}).sum().template item<T>() == T(kMin<T> + 2));
 }
@@ -151,7 +156,7 @@ TEST_CASE("ub: comparisons of wrapping sums are not folded as if they could not 
   CHECK(((x + 1) < 0).to_vector<bool>() == std::vector<bool>{true, false, false});
 }
 
-TEMPLATE_TEST_CASE("ub: shifts by the bit width or more, or by a negative amount, are defined", "[ub]", TG_INT_TYPES) {
+TEMPLATE_TEST_CASE("ub: shifts by the bit width or more or by a negative count are defined", "[ub]", TG_INT_TYPES) {
   using T = TestType;
   constexpr int bits = int(sizeof(T) * 8);
   std::vector<T> a, s;
@@ -159,40 +164,41 @@ TEMPLATE_TEST_CASE("ub: shifts by the bit width or more, or by a negative amount
     for (T k : {T(0), T(1), T(bits - 1), T(bits), T(bits + 3), T(-1), T(kMax<T> - 1)}) { a.push_back(x); s.push_back(k); }
   Tensor ta = tensor(a), ts = tensor(s);
   INFO(tinygrad::to_string(dt<T>()));
-  CHECK((ta << ts).template to_vector<T>() == apply(a, s, ref_shl<T>));
-  CHECK((ta >> ts).template to_vector<T>() == apply(a, s, ref_shr<T>));
+  CHECK(values<T>({ta << ts, ta >> ts}) == concat<T>({apply(a, s, ref_shl<T>), apply(a, s, ref_shr<T>)}));
+  // by scalars
+  std::vector<Tensor> by_scalar;
+  std::vector<std::vector<T>> want_scalar;
   for (int64_t k : {int64_t(1), int64_t(bits), int64_t(bits + 3)}) {
-    INFO("shift by the scalar " << k);
     std::vector<T> sk(a.size(), T(k));
-    CHECK((ta << k).template to_vector<T>() == apply(a, sk, ref_shl<T>));
-    CHECK((ta >> k).template to_vector<T>() == apply(a, sk, ref_shr<T>));
+    by_scalar.push_back(ta << k); by_scalar.push_back(ta >> k);
+    want_scalar.push_back(apply(a, sk, ref_shl<T>)); want_scalar.push_back(apply(a, sk, ref_shr<T>));
   }
-  for (T x : {T(-1), T(5)}) for (T k : {T(1), T(bits), T(-1)}) {
-    INFO("constants " << int64_t(x) << ", " << int64_t(k));
-    CHECK((cnst(x) << cnst(k)).template item<T>() == ref_shl(x, k));
-    CHECK((cnst(x) >> cnst(k)).template item<T>() == ref_shr(x, k));
+  CHECK(values<T>(by_scalar) == concat(want_scalar));
+  std::vector<Tensor> got;
+  std::vector<T> want;
+  for (T x : {T(-1), T(5), kMin<T>}) for (T k : {T(1), T(bits - 1), T(bits), T(-1)}) {
+    for (Tensor t : {cnst(x) << cnst(k), cnst(x) >> cnst(k)}) got.push_back(t);
+    for (T r : {ref_shl(x, k), ref_shr(x, k)}) want.push_back(r);
   }
+  CHECK(values<T>(got) == want);
 }
 
-TEMPLATE_TEST_CASE("ub: float to int casts truncate, NaN gives 0, inf and out-of-range values saturate", "[ub]", TG_INT_TYPES) {
+TEMPLATE_TEST_CASE("ub: float to int casts truncate and saturate and NaN gives 0", "[ub]", TG_INT_TYPES) {
   using T = TestType;
   const double inf = INFINITY;
   std::vector<double> xs{NAN, inf, -inf, 1e30, -1e30, 2.7, -2.7, 0.5, -0.5, 0.0, -0.0, 100.9, -100.9, 255.5, 256.0, -128.5, -129.0,
                          32767.9, 32768.0, -32768.9, 65535.5, 65536.0, 2147483647.5, 2147483648.0, -2147483648.9, -2147483649.0,
                          4294967295.5, 4294967296.0, 9223372036854775807.0, -9223372036854775808.0, 1.8446744073709552e19, 3e19};
   INFO(tinygrad::to_string(dt<T>()));
+  std::vector<Tensor> got, got_const;
+  std::vector<T> want;
   for (DType from : {DType::Float64, DType::Float32, DType::Float16}) {
-    INFO("from " << tinygrad::to_string(from));
-    // the value as the source dtype holds it
-    auto held = [&](double x) { return Tensor(std::vector<double>{x}).cast(from).template item<double>(); };
-    std::vector<T> want;
-    for (double x : xs) want.push_back(ref_cast<T>(held(x)));
-    CHECK(Tensor(xs).cast(from).cast(dt<T>()).template to_vector<T>() == want);
-    for (size_t i = 0; i < xs.size(); i++) {
-      INFO("constant " << xs[i]);
-      CHECK(Tensor::full({}, xs[i], from).cast(dt<T>()).template item<T>() == want[i]);
-    }
+    for (double x : Tensor(xs).cast(from).template to_vector<double>()) want.push_back(ref_cast<T>(x));  // the values as `from` holds them
+    got.push_back(Tensor(xs).cast(from).cast(dt<T>()));
+    for (double x : xs) got_const.push_back(Tensor::full({}, x, from).cast(dt<T>()));
   }
+  CHECK(values<T>(got) == want);  // float64, then float32, then float16
+  CHECK(values<T>(got_const) == want);
 }
 
 TEST_CASE("ub: bool buffers holding bytes other than 0 and 1 read as true", "[ub]") {
