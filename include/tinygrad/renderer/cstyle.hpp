@@ -271,15 +271,15 @@ class CStyleRenderer : public Renderer {
     if (is_float(dt) || dt == DType::Bool || is_unsigned(ct)) return false;
     if (!u || op == Ops::MULACC) return true;
     const UOp &a = *u->src[0], &b = *u->src[op == Ops::NEG ? 0 : 1];
-    __int128 lo, hi;
-    if (op == Ops::ADD) { lo = __int128(a.vmin) + b.vmin; hi = __int128(a.vmax) + b.vmax; }
-    else if (op == Ops::NEG) { lo = -__int128(a.vmax); hi = -__int128(a.vmin); }
+    detail::i128 lo, hi;
+    if (op == Ops::ADD) { lo = detail::i128(a.vmin) + b.vmin; hi = detail::i128(a.vmax) + b.vmax; }
+    else if (op == Ops::NEG) { lo = -detail::i128(a.vmax); hi = -detail::i128(a.vmin); }
     else if (op == Ops::MUL) {
-      __int128 p[4] = {__int128(a.vmin) * b.vmin, __int128(a.vmin) * b.vmax, __int128(a.vmax) * b.vmin, __int128(a.vmax) * b.vmax};
+      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin, detail::i128(a.vmax) * b.vmax};
       lo = *std::min_element(p, p + 4); hi = *std::max_element(p, p + 4);
     } else if (op == Ops::SHL) {
       if (a.vmin < 0 || b.vmin < 0 || b.vmax >= itemsize(dt) * 8) return true;
-      lo = 0; hi = __int128(a.vmax) << b.vmax;
+      lo = 0; hi = detail::i128(a.vmax) << b.vmax;
     } else return false;
     return lo < detail::int_min(ct) || hi > detail::int_max(ct);
   }

@@ -106,6 +106,7 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
+__extension__ typedef __int128 i128;  // exact products and sums of int64s (__extension__: no -Wpedantic warning)
 inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
@@ -197,24 +198,24 @@ inline void detail::compute_vrange(UOp& u) {
   }
   auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
   // an exact result range; one that leaves the dtype wraps around, so it says nothing
-  auto exact = [&](__int128 l, __int128 h) { if (l >= lo && h <= hi) { lo = int64_t(l); hi = int64_t(h); } };
+  auto exact = [&](i128 l, i128 h) { if (l >= lo && h <= hi) { lo = int64_t(l); hi = int64_t(h); } };
   switch (u.op) {
     case Ops::CONST: lo = hi = std::get<int64_t>(u.arg); break;  // a vector constant holds its value in every lane
     case Ops::VECTORIZE: lo = hi = S(0).vmin; for (auto& s : u.src) { lo = std::min(lo, s->vmin); hi = std::max(hi, s->vmax); } break;
     case Ops::GEP: lo = S(0).vmin; hi = S(0).vmax; break;
     case Ops::REDUCE: {  // MAX: a value of the source (the identity if empty); ADD: n of them
-      __int128 n = 1;
-      for (size_t i = 1; i < u.src.size(); i++) n = std::min<__int128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), __int128(1) << 64);
+      i128 n = 1;
+      for (size_t i = 1; i < u.src.size(); i++) n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
       if (u.reduce_op() == Ops::MAX) { if (n > 0) { lo = S(0).vmin; hi = S(0).vmax; } }
-      else if (u.reduce_op() == Ops::ADD) exact(std::min<__int128>(n * S(0).vmin, 0), std::max<__int128>(n * S(0).vmax, 0));
+      else if (u.reduce_op() == Ops::ADD) exact(std::min<i128>(n * S(0).vmin, 0), std::max<i128>(n * S(0).vmax, 0));
       break;
     }
     case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: lo = 0; hi = std::max<int64_t>(0, u.range_end() - 1); break;
     case Ops::DEFINE_VAR: lo = u.varg()[0]; hi = u.varg()[1]; break;
-    case Ops::NEG: if (u.dtype != DType::Bool) exact(-__int128(S(0).vmax), -__int128(S(0).vmin)); break;
-    case Ops::ADD: exact(__int128(S(0).vmin) + S(1).vmin, __int128(S(0).vmax) + S(1).vmax); break;
+    case Ops::NEG: if (u.dtype != DType::Bool) exact(-i128(S(0).vmax), -i128(S(0).vmin)); break;
+    case Ops::ADD: exact(i128(S(0).vmin) + S(1).vmin, i128(S(0).vmax) + S(1).vmax); break;
     case Ops::MUL: {
-      __int128 c[4] = {__int128(S(0).vmin) * S(1).vmin, __int128(S(0).vmin) * S(1).vmax, __int128(S(0).vmax) * S(1).vmin, __int128(S(0).vmax) * S(1).vmax};
+      i128 c[4] = {i128(S(0).vmin) * S(1).vmin, i128(S(0).vmin) * S(1).vmax, i128(S(0).vmax) * S(1).vmin, i128(S(0).vmax) * S(1).vmax};
       exact(*std::min_element(c, c + 4), *std::max_element(c, c + 4)); break;
     }
     case Ops::IDIV:

@@ -89,7 +89,7 @@ namespace detail {
 inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
 inline int64_t wadd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 inline int64_t wmul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
-inline bool fits(DType dt, __int128 lo, __int128 hi) { return lo >= int_min(dt) && hi <= int_max(dt); }
+inline bool fits(DType dt, i128 lo, i128 hi) { return lo >= int_min(dt) && hi <= int_max(dt); }
 // an integer expression as sum(coeff * term) + k; the sums wrap like the dtype, so the form is exact only where
 // range() fits the dtype
 struct Linear {
@@ -103,9 +103,9 @@ struct Linear {
     for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); return; }
     terms.emplace_back(u, c);
   }
-  std::pair<__int128, __int128> range() const {
-    __int128 lo = k, hi = k;
-    for (auto& [t, c] : terms) { __int128 a = __int128(c) * t->vmin, b = __int128(c) * t->vmax; lo += std::min(a, b); hi += std::max(a, b); }
+  std::pair<i128, i128> range() const {
+    i128 lo = k, hi = k;
+    for (auto& [t, c] : terms) { i128 a = i128(c) * t->vmin, b = i128(c) * t->vmax; lo += std::min(a, b); hi += std::max(a, b); }
     return {lo, hi};
   }
   // (x // c) * (c*k) + (x % c) * k  ->  x * k   and   ((x // a) % b) * (a*k) + (x % a) * k  ->  (x % (a*b)) * k
@@ -115,10 +115,10 @@ struct Linear {
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || m->src[0]->op != Ops::IDIV || m->src[0]->src[1]->op != Ops::CONST) continue;
       const UOpRef& x = m->src[0]->src[0];
       int64_t a = ival(m->src[0]->src[1]), b = ival(m->src[1]);
-      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a || __int128(a) * b > int_max(x->dtype)) continue;
+      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a || i128(a) * b > int_max(x->dtype)) continue;
       for (size_t j = 0; j < terms.size(); j++) {
         auto& [r, rk] = terms[j];
-        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && ival(r->src[1]) == a && __int128(rk) * a == mk) {
+        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && ival(r->src[1]) == a && i128(rk) * a == mk) {
           int64_t kk = rk;
           terms.erase(terms.begin() + int64_t(std::max(i, j)));
           terms.erase(terms.begin() + int64_t(std::min(i, j)));
@@ -134,7 +134,7 @@ struct Linear {
       if (m->src[0]->vmin < 0) continue;
       for (size_t j = 0; j < terms.size(); j++) {
         auto& [d, dk] = terms[j];
-        if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && dk == __int128(c) * mk) {
+        if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && dk == i128(c) * mk) {
           UOpRef x = m->src[0];
           int64_t kk = mk;
           terms.erase(terms.begin() + int64_t(std::max(i, j)));
@@ -272,7 +272,7 @@ inline const PatternMatcher& symbolic() {
       // (x // a) // b -> x // (a*b)
       {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")), [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
-         return a > 0 && b > 0 && m["x"]->vmin >= 0 && __int128(a) * b <= detail::int_max(m["x"]->dtype) ? idiv(m["x"], a * b) : nullptr;
+         return a > 0 && b > 0 && m["x"]->vmin >= 0 && detail::i128(a) * b <= detail::int_max(m["x"]->dtype) ? idiv(m["x"], a * b) : nullptr;
        }},
       // (x % (c*k)) % c -> x % c
       {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"), [](const Match& m) -> UOpRef {
@@ -291,15 +291,15 @@ inline const PatternMatcher& symbolic() {
       {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"), [](const Match& m) -> UOpRef {
          auto& x = m["x"];
          if (!is_int_scalar(x)) return nullptr;
-         __int128 c1 = detail::ival(m["c1"]), d = __int128(detail::ival(m["c2"])) - c1;
+         detail::i128 c1 = detail::ival(m["c1"]), d = detail::i128(detail::ival(m["c2"])) - c1;
          return detail::fits(x->dtype, x->vmin + c1, x->vmax + c1) && detail::fits(x->dtype, d, d) ? lt(x, int64_t(d)) : nullptr;
        }},
       {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"), [](const Match& m) -> UOpRef {
          auto& x = m["x"];
          if (!is_int_scalar(x)) return nullptr;
          int64_t c = detail::ival(m["c"]), d = detail::ival(m["d"]);
-         if (c <= 0 || !detail::fits(x->dtype, __int128(x->vmin) * c, __int128(x->vmax) * c)) return nullptr;
-         return lt(x, int64_t(d > 0 ? (__int128(d) + c - 1) / c : -((-__int128(d)) / c)));
+         if (c <= 0 || !detail::fits(x->dtype, detail::i128(x->vmin) * c, detail::i128(x->vmax) * c)) return nullptr;
+         return lt(x, int64_t(d > 0 ? (detail::i128(d) + c - 1) / c : -((-detail::i128(d)) / c)));
        }},
       // canonical linear form of integer sums: like terms merged, sorted, constant last
       {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"), [](const Match& m) -> UOpRef {
