@@ -65,7 +65,7 @@ class CStyleRenderer : public Renderer {
           line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
           break;
         }
-        case Ops::CONST: c.r[&x] = render_const(x.const_value(), x.dtype); break;
+        case Ops::CONST: c.r[&x] = const_str(x); break;
         case Ops::RANGE: {
           std::string v = cat("ridx", x.range_id());
           c.r[&x] = v;
@@ -114,7 +114,7 @@ class CStyleRenderer : public Renderer {
         case Ops::ACC_UPDATE: {
           const UOp& red = *x.src[0];
           std::string a = c.r.at(&red);
-          line(cat(a, " = ", alu_expr(red.reduce_op(), red.dtype, x.vcount, {a, S(1)}, {red.dtype, red.dtype}, c), ";"));
+          line(cat(a, " = ", alu_expr(red.reduce_op(), red.dtype, x.vcount, {a, S(1)}, {red.dtype, red.dtype}, nullptr, c), ";"));
           break;
         }
         case Ops::REDUCE: break;  // named by its DEFINE_ACC
@@ -132,11 +132,13 @@ class CStyleRenderer : public Renderer {
           std::vector<DType> dts;
           for (size_t i = 0; i < x.src.size(); i++) { a.push_back(S(i)); dts.push_back(x.src[i]->dtype); }
           std::string v = c.name("alu");
-          if (x.op == Ops::BITCAST) {
+          if (x.op == Ops::BITCAST && x.dtype == DType::Bool) {  // NOTE: a bool's byte must be 0 or 1: any other byte is true
+            line(cat(T, " ", v, " = (", a[0], "!=0);"));
+          } else if (x.op == Ops::BITCAST) {
             line(cat(T, " ", v, ";"));
             line(bitcast(v, T, value_type(dts[0], x.vcount, c), a[0]));
           } else {
-            line(cat(T, " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, c), ";"));
+            line(cat(T, " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, &x, c), ";"));
           }
           c.r[&x] = v;
         }
@@ -163,7 +165,7 @@ class CStyleRenderer : public Renderer {
   // constants are not in the linear list: they print inline where used
   std::string get(Ctx& c, const UOp& u) const {
     if (auto it = c.r.find(&u); it != c.r.end()) return it->second;
-    if (u.op == Ops::CONST) return render_const(u.const_value(), u.dtype);
+    if (u.op == Ops::CONST) return const_str(u);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
   }
   static double reduce_identity(Ops op, DType dt) {
@@ -202,9 +204,10 @@ class CStyleRenderer : public Renderer {
     if (dt == DType::Bool) return "_Bool";
     return info(dt).cname;
   }
-  // how an element is stored in memory
+  // how an element is stored in memory (a bool in a byte: loads read any nonzero byte as true)
   virtual std::string storage_type(DType dt) const {
     if (dt == DType::Float16 || dt == DType::BFloat16) return "unsigned short";
+    if (dt == DType::Bool) return scalar_type(DType::UInt8);
     return scalar_type(dt);
   }
   std::string value_type(DType dt, int vc, Ctx& c) const {
@@ -214,6 +217,7 @@ class CStyleRenderer : public Renderer {
     return vc == 1 ? scalar_type(dt) : vector_type(dt, vc, c);
   }
   std::string load_value(DType dt, const std::string& e) const {
+    if (dt == DType::Bool) return "(" + e + "!=0)";
     if (dt == DType::Float16) return "tg_h2f(" + e + ")";
     if (dt == DType::BFloat16) return "tg_b2f(" + e + ")";
     return e;
@@ -233,21 +237,111 @@ class CStyleRenderer : public Renderer {
       if (s.find_first_of(".e") == std::string::npos) s += ".0";
       return s + (f ? "f" : "");
     }
+    return render_int(int64_t(v), dt);
+  }
+  // an int constant held as by wrap_int (a uint64 as its bit pattern)
+  virtual std::string render_int(int64_t v, DType dt) const {
     if (dt == DType::Bool) return v != 0 ? "1" : "0";
-    if (dt == DType::Int64) return v == double(INT64_MIN) ? "(-9223372036854775807ll-1)" : cat(int64_t(v), "ll");
+    if (dt == DType::Int64) return v == INT64_MIN ? "(-9223372036854775807ll-1)" : cat(v, "ll");
     if (dt == DType::UInt64) return cat(uint64_t(v), "ull");
     if (dt == DType::UInt32) return cat(uint64_t(v), "u");
-    if (dt == DType::Int32 && v == double(INT32_MIN)) return "(-2147483647-1)";
-    return cat(int64_t(v));
+    if (dt == DType::Int32 && v == INT32_MIN) return "(-2147483647-1)";
+    return cat(v);
+  }
+  std::string const_str(const UOp& u) const {
+    auto* i = std::get_if<int64_t>(&u.arg);
+    return i && !is_float(u.dtype) ? render_int(*i, u.dtype) : render_const(u.const_value(), u.dtype);
   }
   virtual std::string nonfinite(double v, bool f32) const {
     if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
     return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
   }
   static const char* fsuffix(DType dt) { return dt == DType::Float64 ? "" : "f"; }
+
+  // ---- defined results on every input (listed in uop/symbolic.hpp, which folds constants the same way) ----
+  // C leaves int division by 0, MIN / -1, signed overflow, shifts past the width and float -> int of values out of
+  // range undefined: such an op gets a guard, or computes in unsigned, unless its sources' value ranges rule the case
+  // out (index math: constant divisors > 0, small sums), so the usual kernel renders as plain C. u: the op (or null).
+  static bool may_be(const UOp* u, size_t i, int64_t v) { return !u || (u->src[i]->vmin <= v && v <= u->src[i]->vmax); }
+  // C computes an int op in int for narrower types (promotion), else in the type itself
+  static DType compute_type(DType dt) { return itemsize(dt) < 4 ? DType::Int32 : dt; }
+  // the exact result of a + b, a * b, -a or a << b may leave the signed type C computes it in
+  static bool may_overflow(Ops op, DType dt, const UOp* u) {
+    DType ct = compute_type(dt);
+    if (is_float(dt) || dt == DType::Bool || is_unsigned(ct)) return false;
+    if (!u || op == Ops::MULACC) return true;
+    const UOp &a = *u->src[0], &b = *u->src[op == Ops::NEG ? 0 : 1];
+    detail::i128 lo, hi;
+    if (op == Ops::ADD) { lo = detail::i128(a.vmin) + b.vmin; hi = detail::i128(a.vmax) + b.vmax; }
+    else if (op == Ops::NEG) { lo = -detail::i128(a.vmax); hi = -detail::i128(a.vmin); }
+    else if (op == Ops::MUL) {
+      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin, detail::i128(a.vmax) * b.vmax};
+      lo = *std::min_element(p, p + 4); hi = *std::max_element(p, p + 4);
+    } else if (op == Ops::SHL) {
+      if (a.vmin < 0 || b.vmin < 0 || b.vmax >= itemsize(dt) * 8) return true;
+      lo = 0; hi = detail::i128(a.vmax) << b.vmax;
+    } else return false;
+    return lo < detail::int_min(ct) || hi > detail::int_max(ct);
+  }
+  // the shift count (source 1) may be outside [0, bits)
+  static bool shift_out(DType dt, const UOp* u) { return !u || u->src[1]->vmin < 0 || u->src[1]->vmax >= itemsize(dt) * 8; }
+  // a division that may divide by 0, or MIN by -1 (narrower ints compute in int: MIN / -1 fits)
+  static bool div_zero(const UOp* u) { return may_be(u, 1, 0); }
+  static bool div_neg1(DType dt, const UOp* u) { return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt)); }
+  // the op needs more than its C operator
+  static bool guarded(Ops op, DType dt, const std::vector<DType>& dts, const UOp* u) {
+    if (op == Ops::IDIV || op == Ops::MOD) return div_zero(u) || div_neg1(dt, u);
+    if (op == Ops::SHL) return shift_out(dt, u) || may_overflow(op, dt, u);
+    if (op == Ops::SHR) return shift_out(dt, u);
+    if (op == Ops::CAST) return is_float(dts[0]) && !is_float(dt) && dt != DType::Bool;
+    return (op == Ops::ADD || op == Ops::MUL || op == Ops::NEG || op == Ops::MULACC) && may_overflow(op, dt, u);
+  }
+  // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined
+  // by C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T, U: the types (C vectors: a cast reinterprets)
+  std::string wrapped(Ops op, DType dt, const std::vector<std::string>& a, std::string T = "", std::string U = "") const {
+    if (T.empty()) { T = scalar_type(dt); U = scalar_type(itemsize(compute_type(dt)) == 8 ? DType::UInt64 : DType::UInt32); }
+    U = "(" + U + ")";
+    std::string e = op == Ops::NEG ? "-" + U + a[0] : op == Ops::ADD ? U + a[0] + "+" + U + a[1] : op == Ops::SHL ? U + a[0] + "<<" + a[1]
+                  : op == Ops::MUL ? U + a[0] + "*" + U + a[1] : "(" + U + a[0] + "*" + U + a[1] + ")+" + U + a[2];
+    return "((" + T + ")(" + e + "))";
+  }
+  // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
+  virtual std::string float_to_int(const std::string& x, DType from, DType to) const {
+    int digits = itemsize(to) * 8 - !is_unsigned(to);
+    int64_t hi = to == DType::UInt64 ? -1 : detail::int_max(to);  // as by wrap_int
+    return cat("((", x, "!=", x, ")?0:(", x, "<=", render_const(is_unsigned(to) ? 0.0 : -std::ldexp(1.0, digits), from), ")?", render_int(detail::int_min(to), to),
+               ":(", x, ">=", render_const(std::ldexp(1.0, digits), from), ")?", render_int(hi, to), ":(", scalar_type(to), ")", x, ")");
+  }
+  // an int op that needs a guard or unsigned arithmetic
+  std::string guarded_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u) const {
+    int bits = itemsize(dt) * 8;
+    auto count_ok = [&] { return cat("((", scalar_type(DType::UInt64), ")", a[1], "<", bits, ")"); };
+    switch (op) {
+      case Ops::IDIV: {
+        std::string e = "(" + a[0] + "/" + a[1] + ")";
+        if (div_neg1(dt, u)) e = cat("((", a[1], "==-1)?", wrapped(Ops::NEG, dt, a), ":", e, ")");
+        return div_zero(u) ? cat("((", a[1], "==0)?0:", e, ")") : e;
+      }
+      case Ops::MOD: {
+        std::string cond = div_zero(u) ? "(" + a[1] + "==0)" : "";
+        if (div_neg1(dt, u)) cond += (cond.empty() ? "(" : "||(") + a[1] + "==-1)";
+        return cat("(", cond, "?0:(", a[0], "%", a[1], "))");
+      }
+      case Ops::SHL: {
+        std::string e = may_overflow(op, dt, u) ? wrapped(op, dt, a) : "(" + a[0] + "<<" + a[1] + ")";
+        return shift_out(dt, u) ? cat("(", count_ok(), "?", e, ":0)") : e;
+      }
+      case Ops::SHR:
+        if (is_unsigned(dt)) return cat("(", count_ok(), "?(", a[0], ">>", a[1], "):0)");
+        return cat("(", a[0], ">>(", count_ok(), "?", a[1], ":", bits - 1, "))");  // a count past the width fills with the sign
+      case Ops::CAST: return float_to_int(a[0], dts[0], dt);
+      default: return wrapped(op, dt, a);
+    }
+  }
   // one ALU op on scalars
-  virtual std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const Ctx& c) const {
+  virtual std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, const Ctx& c) const {
     std::string f = fsuffix(dt);
+    if (guarded(op, dt, dts, u)) return guarded_op(op, dt, a, dts, u);
     switch (op) {
       case Ops::ADD: return "(" + a[0] + "+" + a[1] + ")";
       case Ops::MUL: return "(" + a[0] + "*" + a[1] + ")";
@@ -276,16 +370,18 @@ class CStyleRenderer : public Renderer {
         if (dt == DType::Bool) return "(" + a[0] + "!=0)";
         return "((" + scalar_type(dt) + ")" + a[0] + ")";
       }
-      default: (void)dts; (void)c; throw Error(std::string("tinygrad: C renderer has no code for ") + op_name(op));
+      default: (void)c; throw Error(std::string("tinygrad: C renderer has no code for ") + op_name(op));
     }
   }
-  // an ALU op on scalars or vectors, rounded to half precision where the result is half
-  std::string alu_expr(Ops op, DType dt, int vc, const std::vector<std::string>& a, const std::vector<DType>& dts, Ctx& c) const {
+  // an ALU op on scalars or vectors, rounded to half precision where the result is half (u: the op, or null)
+  std::string alu_expr(Ops op, DType dt, int vc, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, Ctx& c) const {
     std::string e;
     bool native_vec = op == Ops::ADD || op == Ops::MUL || op == Ops::FDIV || (op == Ops::IDIV || op == Ops::MOD || op == Ops::AND || op == Ops::OR || op == Ops::XOR);
-    bool plain = dt != DType::Float16 && dt != DType::BFloat16 && dt != DType::Bool;
-    if (vc == 1) e = scalar_op(op, dt, a, dts, c);
-    else if (native_vector_ops() && native_vec && plain) e = scalar_op(op, dt, a, dts, c);
+    bool plain = dt != DType::Float16 && dt != DType::BFloat16 && dt != DType::Bool && !guarded(op, dt, dts, u);
+    if (vc == 1) e = scalar_op(op, dt, a, dts, u, c);
+    else if (native_vector_ops() && native_vec && plain) e = scalar_op(op, dt, a, dts, u, c);
+    else if (native_vector_ops() && (op == Ops::ADD || op == Ops::MUL) && is_int(dt))  // guarded only as it may overflow
+      e = wrapped(op, dt, a, value_type(dt, vc, c), value_type(itemsize(dt) == 8 ? DType::UInt64 : DType::UInt32, vc, c));
     else if (native_vector_ops() && op == Ops::CAST && plain && dts[0] != DType::Bool)
       e = "__builtin_convertvector(" + a[0] + ", " + value_type(dt, vc, c) + ")";
     else {  // per lane
@@ -293,7 +389,7 @@ class CStyleRenderer : public Renderer {
       for (int i = 0; i < vc; i++) {
         std::vector<std::string> li;
         for (auto& s : a) { auto it = c.lanes.find(s); li.push_back(it != c.lanes.end() ? it->second[size_t(i)] : lane(s, i)); }
-        lanes.push_back(round_half(dt, scalar_op(op, dt, li, dts, c)));
+        lanes.push_back(round_half(dt, scalar_op(op, dt, li, dts, u, c)));
       }
       return vec(value_type(dt, vc, c), lanes);
     }
@@ -386,10 +482,10 @@ class GPURenderer : public CStyleRenderer {
     return cat("{ union { ", srcT, " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }");
   }
   virtual bool float_suffix() const = 0;  // CUDA: sinf; OpenCL: overloaded sin
-  std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const Ctx& c) const override {
+  std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, const Ctx& c) const override {
     const char* fn = op == Ops::EXP2 ? "exp2" : op == Ops::LOG2 ? "log2" : op == Ops::SIN ? "sin" : op == Ops::SQRT ? "sqrt" : op == Ops::TRUNC ? "trunc" : nullptr;
     if (fn) return cat(fn, float_suffix() && dt != DType::Float64 ? "f" : "", "(", a[0], ")");
-    return CStyleRenderer::scalar_op(op, dt, a, dts, c);
+    return CStyleRenderer::scalar_op(op, dt, a, dts, u, c);
   }
   std::string scalar_type(DType dt) const override { return dt == DType::Bool ? "bool" : CStyleRenderer::scalar_type(dt); }
 };
@@ -455,13 +551,13 @@ class OpenCLRenderer : public GPURenderer {
       default: return GPURenderer::scalar_type(dt);
     }
   }
-  // NOTE: bool is not allowed in a kernel parameter's pointer type
-  std::string storage_type(DType dt) const override { return dt == DType::Bool ? "uchar" : GPURenderer::storage_type(dt); }
-  std::string render_const(double v, DType dt) const override {
-    std::string s = GPURenderer::render_const(v, dt);  // long long is reserved: 1ll -> 1l
+  std::string render_int(int64_t v, DType dt) const override {
+    std::string s = GPURenderer::render_int(v, dt);  // long long is reserved: 1ll -> 1l
     if (dt == DType::Int64 || dt == DType::UInt64) for (size_t at; (at = s.find("ll")) != std::string::npos;) s.erase(at, 1);
     return s;
   }
+  // convert_T_sat: NaN -> 0, saturates, rounds toward zero
+  std::string float_to_int(const std::string& x, DType, DType to) const override { return cat("convert_", scalar_type(to), "_sat(", x, ")"); }
   std::string nonfinite(double v, bool f32) const override {
     std::string s = std::isnan(v) ? "NAN" : v < 0 ? "(-INFINITY)" : "INFINITY";
     return f32 ? s : "(double)" + s;

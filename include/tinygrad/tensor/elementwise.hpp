@@ -89,7 +89,7 @@ struct ElementwiseOps {
   T sub(double o) const { return self() - o; }
   T mul(const T& o) const { return self() * o; }
   T mul(double o) const { return self() * o; }
-  // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes
+  // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
   T div(const T& o, std::string_view rounding_mode = {}) const {
     auto [a, b] = T::broadcast_pair(self(), o, "div");
     if (rounding_mode.empty()) {
@@ -101,12 +101,14 @@ struct ElementwiseOps {
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::div: rounding division of bool tensors is not supported");
     auto q = a.idiv(b);
     if (rounding_mode == "trunc") return q;
-    return ((q * b != a) & ((a < 0.0) != (b < 0.0))).where(q - 1.0, q);
+    // a nonzero remainder whose sign differs from b's rounded toward zero (x // 0 = 0: the remainder is 0)
+    auto r = a.fmod(b);
+    return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
   }
   T div(double o, std::string_view rounding_mode = {}) const { return div(self().like(o, true), rounding_mode); }
-  // integer division truncating toward zero, like C
+  // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/symbolic.hpp)
   T idiv(const T& o) const { return self().binop(Ops::IDIV, o, "idiv"); }
-  // remainder with the sign of the divisor (Python's %)
+  // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
   T mod(const T& o) const {
     auto [a, b] = T::broadcast_pair(self(), o, "mod");
     if (is_float(a.dtype())) return a - a.div(b, "floor") * b;
@@ -114,7 +116,7 @@ struct ElementwiseOps {
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(r + b, r);
   }
   T mod(double o) const { return mod(self().like(o, true)); }
-  // remainder with the sign of the dividend (C's fmod / %)
+  // remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
   T fmod(const T& o) const {
     auto [a, b] = T::broadcast_pair(self(), o, "fmod");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::fmod: needs numbers, got " + to_string(a.dtype()));

@@ -106,6 +106,7 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
+__extension__ typedef __int128 i128;  // exact products and sums of int64s (__extension__: no -Wpedantic warning)
 inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
@@ -117,7 +118,6 @@ inline int64_t int_max(DType d) {
   int bits = itemsize(d) * 8 - (is_unsigned(d) ? 0 : 1);
   return bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1;
 }
-inline int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : int64_t(v); }
 void compute_vrange(UOp& u);
 Shape infer_shape(const UOp& u);
 }  // namespace detail
@@ -192,15 +192,31 @@ inline void detail::compute_vrange(UOp& u) {
   // NOTE: floats have no integer range: comparisons of them must never fold
   if (is_float(u.dtype)) { u.vmin = INT64_MIN; u.vmax = INT64_MAX; return; }
   int64_t lo = int_min(u.dtype), hi = int_max(u.dtype);
+  // NOTE: a uint64 past INT64_MAX has no int64 range: a uint64 node other than a constant below INT64_MAX may be anything
+  if (u.dtype == DType::UInt64 && !(u.op == Ops::CONST && u.vcount == 1 && std::get<int64_t>(u.arg) >= 0 && std::get<int64_t>(u.arg) < INT64_MAX)) {
+    u.vmin = lo; u.vmax = hi; return;
+  }
   auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
+  // an exact result range; one that leaves the dtype wraps around, so it says nothing
+  auto exact = [&](i128 l, i128 h) { if (l >= lo && h <= hi) { lo = int64_t(l); hi = int64_t(h); } };
   switch (u.op) {
-    case Ops::CONST: if (u.vcount == 1) lo = hi = std::get<int64_t>(u.arg); break;
+    case Ops::CONST: lo = hi = std::get<int64_t>(u.arg); break;  // a vector constant holds its value in every lane
+    case Ops::VECTORIZE: lo = hi = S(0).vmin; for (auto& s : u.src) { lo = std::min(lo, s->vmin); hi = std::max(hi, s->vmax); } break;
+    case Ops::GEP: lo = S(0).vmin; hi = S(0).vmax; break;
+    case Ops::REDUCE: {  // MAX: a value of the source (the identity if empty); ADD: n of them
+      i128 n = 1;
+      for (size_t i = 1; i < u.src.size(); i++) n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
+      if (u.reduce_op() == Ops::MAX) { if (n > 0) { lo = S(0).vmin; hi = S(0).vmax; } }
+      else if (u.reduce_op() == Ops::ADD) exact(std::min<i128>(n * S(0).vmin, 0), std::max<i128>(n * S(0).vmax, 0));
+      break;
+    }
     case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: lo = 0; hi = std::max<int64_t>(0, u.range_end() - 1); break;
     case Ops::DEFINE_VAR: lo = u.varg()[0]; hi = u.varg()[1]; break;
-    case Ops::ADD: lo = sat(__int128(S(0).vmin) + S(1).vmin); hi = sat(__int128(S(0).vmax) + S(1).vmax); break;
+    case Ops::NEG: if (u.dtype != DType::Bool) exact(-i128(S(0).vmax), -i128(S(0).vmin)); break;
+    case Ops::ADD: exact(i128(S(0).vmin) + S(1).vmin, i128(S(0).vmax) + S(1).vmax); break;
     case Ops::MUL: {
-      __int128 c[4] = {__int128(S(0).vmin) * S(1).vmin, __int128(S(0).vmin) * S(1).vmax, __int128(S(0).vmax) * S(1).vmin, __int128(S(0).vmax) * S(1).vmax};
-      lo = sat(*std::min_element(c, c + 4)); hi = sat(*std::max_element(c, c + 4)); break;
+      i128 c[4] = {i128(S(0).vmin) * S(1).vmin, i128(S(0).vmin) * S(1).vmax, i128(S(0).vmax) * S(1).vmin, i128(S(0).vmax) * S(1).vmax};
+      exact(*std::min_element(c, c + 4), *std::max_element(c, c + 4)); break;
     }
     case Ops::IDIV:
       if (S(1).vmin == S(1).vmax && S(1).vmin > 0) { lo = S(0).vmin / S(1).vmin; hi = S(0).vmax / S(1).vmin; }
@@ -224,7 +240,7 @@ inline void detail::compute_vrange(UOp& u) {
     case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
     case Ops::XOR: if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; } break;
     case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
-    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
+    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
     default: break;
   }
   u.vmin = lo; u.vmax = hi;

@@ -5,58 +5,108 @@
 
 namespace tinygrad {
 
-// evaluate one ALU op on constants, with the dtype's wrap-around and rounding
+// Defined results (the kernels compute the same: renderer/cstyle.hpp): integer x / 0 = 0 and x % 0 = 0, MIN / -1 = MIN
+// and MIN % -1 = 0; +, *, negation and << wrap; a shift by a count outside [0, bits) gives 0 (>> of a negative: -1);
+// float -> int truncates, NaN -> 0, +-inf and out-of-range values saturate.
+namespace detail {
+// an int of dtype dt held in an int64: wrapped to dt's width and sign-extended (a uint64 keeps its bit pattern)
+inline int64_t wrap_int(DType dt, uint64_t x) {
+  if (dt == DType::Bool) return x != 0;
+  int bits = itemsize(dt) * 8;
+  if (bits == 64) return int64_t(x);
+  uint64_t m = (uint64_t(1) << bits) - 1;
+  x &= m;
+  return !is_unsigned(dt) && (x >> (bits - 1)) ? int64_t(x | ~m) : int64_t(x);
+}
+// float -> int (or bool), saturating
+inline int64_t float_to_int(double x, DType dt) {
+  if (dt == DType::Bool) return x != 0;
+  if (std::isnan(x)) return 0;
+  int digits = itemsize(dt) * 8 - !is_unsigned(dt);
+  double hi = std::ldexp(1.0, digits);  // max + 1, exact
+  if (x <= (is_unsigned(dt) ? 0.0 : -hi)) return int_min(dt);
+  if (x >= hi) return wrap_int(dt, digits == 64 ? ~uint64_t(0) : (uint64_t(1) << digits) - 1);
+  return x >= 0x1p63 ? int64_t(uint64_t(x)) : int64_t(x);
+}
+inline double int_to_float(int64_t v, DType from) { return from == DType::UInt64 ? double(uint64_t(v)) : double(v); }
+// a double rounded to a float dtype
+inline double round_float(DType dt, double x) {
+  return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
+}
+}  // namespace detail
+
+// evaluate one ALU op on float constants (or a comparison of them), rounded to the dtype
 inline double exec_alu(Ops op, DType dt, const std::vector<double>& v) {
-  auto wrap = [&](double x) -> double {
-    if (is_float(dt)) return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
-    if (dt == DType::Bool) return x != 0;
-    int bits = itemsize(dt) * 8;
-    if (bits == 64) return is_unsigned(dt) ? double(uint64_t(int64_t(x))) : double(int64_t(x));
-    uint64_t m = (uint64_t(1) << bits) - 1, u = uint64_t(int64_t(x)) & m;
-    if (!is_unsigned(dt) && (u >> (bits - 1))) return double(int64_t(u) - int64_t(m) - 1);
-    return double(u);
-  };
-  auto I = [&](size_t i) { return int64_t(v[i]); };
+  auto R = [&](double x) { return dt == DType::Bool ? double(x != 0) : detail::round_float(dt, x); };
   switch (op) {
-    case Ops::NEG: return wrap(-v[0]);
-    case Ops::EXP2: return wrap(std::exp2(v[0]));
-    case Ops::LOG2: return wrap(std::log2(v[0]));
-    case Ops::SIN: return wrap(std::sin(v[0]));
-    case Ops::SQRT: return wrap(std::sqrt(v[0]));
-    case Ops::RECIPROCAL: return wrap(1.0 / v[0]);
-    case Ops::TRUNC: return wrap(std::trunc(v[0]));
-    case Ops::ADD: return wrap(v[0] + v[1]);
-    case Ops::MUL: return wrap(is_float(dt) ? v[0] * v[1] : double(I(0) * I(1)));
-    case Ops::FDIV: return wrap(v[0] / v[1]);
-    case Ops::IDIV: return I(1) == 0 ? 0 : wrap(double(I(0) / I(1)));
-    case Ops::MOD: return I(1) == 0 ? 0 : wrap(double(I(0) % I(1)));
-    case Ops::MAX: return wrap(std::max(v[0], v[1]));
+    case Ops::NEG: return R(-v[0]);
+    case Ops::EXP2: return R(std::exp2(v[0]));
+    case Ops::LOG2: return R(std::log2(v[0]));
+    case Ops::SIN: return R(std::sin(v[0]));
+    case Ops::SQRT: return R(std::sqrt(v[0]));
+    case Ops::RECIPROCAL: return R(1.0 / v[0]);
+    case Ops::TRUNC: return R(std::trunc(v[0]));
+    case Ops::ADD: return R(v[0] + v[1]);
+    case Ops::MUL: return R(v[0] * v[1]);
+    case Ops::FDIV: return R(v[0] / v[1]);
+    case Ops::MAX: return R(v[0] != v[0] || v[0] > v[1] ? v[0] : v[1]);  // NaN wins, as rendered
     case Ops::CMPLT: return v[0] < v[1];
     case Ops::CMPNE: return v[0] != v[1];
     case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::AND: return wrap(double(I(0) & I(1)));
-    case Ops::OR: return wrap(double(I(0) | I(1)));
-    case Ops::XOR: return wrap(double(I(0) ^ I(1)));
-    case Ops::SHL: return wrap(double(I(0) << I(1)));
-    case Ops::SHR: return wrap(double(I(0) >> I(1)));
     case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    case Ops::MULACC: return wrap(v[0] * v[1] + v[2]);
-    default: throw Error(std::string("tinygrad: exec_alu cannot evaluate ") + op_name(op));
+    case Ops::MULACC: return R(v[0] * v[1] + v[2]);
+    default: throw Error(std::string("tinygrad: exec_alu cannot evaluate ") + op_name(op) + " on floats");
+  }
+}
+
+// evaluate one ALU op on int or bool constants of dtype sdt (held as by wrap_int), giving dtype dt: exact, wrapping
+inline int64_t exec_int(Ops op, DType dt, DType sdt, const std::vector<int64_t>& v) {
+  bool uns = is_unsigned(sdt) || sdt == DType::Bool;
+  uint64_t a = uint64_t(v[0]), b = v.size() > 1 ? uint64_t(v[1]) : 0, bits = uint64_t(itemsize(sdt)) * 8;
+  auto W = [&](uint64_t x) { return detail::wrap_int(dt, x); };
+  switch (op) {
+    case Ops::NEG: return dt == DType::Bool ? !a : W(0 - a);
+    case Ops::ADD: return W(a + b);
+    case Ops::MUL: return W(a * b);
+    case Ops::IDIV: return b == 0 ? 0 : uns ? W(a / b) : v[1] == -1 ? W(0 - a) : W(uint64_t(v[0] / v[1]));
+    case Ops::MOD: return b == 0 || (!uns && v[1] == -1) ? 0 : uns ? W(a % b) : W(uint64_t(v[0] % v[1]));
+    case Ops::MAX: return uns ? W(std::max(a, b)) : std::max(v[0], v[1]);
+    case Ops::CMPLT: return uns ? a < b : v[0] < v[1];
+    case Ops::CMPNE: return a != b;
+    case Ops::CMPEQ: return a == b;
+    case Ops::AND: return W(a & b);
+    case Ops::OR: return W(a | b);
+    case Ops::XOR: return W(a ^ b);
+    case Ops::SHL: return b < bits ? W(a << b) : 0;
+    case Ops::SHR: return b < bits ? (uns ? W(a >> b) : v[0] >> b) : !uns && v[0] < 0 ? -1 : 0;
+    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
+    case Ops::MULACC: return W(a * b + uint64_t(v[2]));
+    default: throw Error(std::string("tinygrad: exec_int cannot evaluate ") + op_name(op) + " on ints");
   }
 }
 
 namespace detail {
-// an integer expression as sum(coeff * term) + k
+inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
+inline int64_t wadd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+inline int64_t wmul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+inline bool fits(DType dt, i128 lo, i128 hi) { return lo >= int_min(dt) && hi <= int_max(dt); }
+// an integer expression as sum(coeff * term) + k; the sums wrap like the dtype, so the form is exact only where
+// range() fits the dtype
 struct Linear {
   std::vector<std::pair<UOpRef, int64_t>> terms;
   int64_t k = 0;
   void add(const UOpRef& u, int64_t c) {
-    if (u->op == Ops::CONST && u->vcount == 1) { k += c * int64_t(u->const_value()); return; }
+    if (u->op == Ops::CONST && u->vcount == 1) { k = wadd(k, wmul(c, ival(u))); return; }
     if (u->op == Ops::ADD) { add(u->src[0], c); add(u->src[1], c); return; }
-    if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { add(u->src[0], c * int64_t(u->src[1]->const_value())); return; }
-    if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { add(u->src[1], c * int64_t(u->src[0]->const_value())); return; }
-    for (auto& [t, tc] : terms) if (t == u) { tc += c; return; }
+    if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { add(u->src[0], wmul(c, ival(u->src[1]))); return; }
+    if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { add(u->src[1], wmul(c, ival(u->src[0]))); return; }
+    for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); return; }
     terms.emplace_back(u, c);
+  }
+  std::pair<i128, i128> range() const {
+    i128 lo = k, hi = k;
+    for (auto& [t, c] : terms) { i128 a = i128(c) * t->vmin, b = i128(c) * t->vmax; lo += std::min(a, b); hi += std::max(a, b); }
+    return {lo, hi};
   }
   // (x // c) * (c*k) + (x % c) * k  ->  x * k   and   ((x // a) % b) * (a*k) + (x % a) * k  ->  (x % (a*b)) * k
   bool merge_divmod() {
@@ -64,11 +114,11 @@ struct Linear {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || m->src[0]->op != Ops::IDIV || m->src[0]->src[1]->op != Ops::CONST) continue;
       const UOpRef& x = m->src[0]->src[0];
-      int64_t a = int64_t(m->src[0]->src[1]->const_value()), b = int64_t(m->src[1]->const_value());
-      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a) continue;
+      int64_t a = ival(m->src[0]->src[1]), b = ival(m->src[1]);
+      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a || i128(a) * b > int_max(x->dtype)) continue;
       for (size_t j = 0; j < terms.size(); j++) {
         auto& [r, rk] = terms[j];
-        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && int64_t(r->src[1]->const_value()) == a && rk * a == mk) {
+        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && ival(r->src[1]) == a && i128(rk) * a == mk) {
           int64_t kk = rk;
           terms.erase(terms.begin() + int64_t(std::max(i, j)));
           terms.erase(terms.begin() + int64_t(std::min(i, j)));
@@ -80,11 +130,11 @@ struct Linear {
     for (size_t i = 0; i < terms.size(); i++) {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || mk == 0) continue;
-      int64_t c = int64_t(m->src[1]->const_value());
+      int64_t c = ival(m->src[1]);
       if (m->src[0]->vmin < 0) continue;
       for (size_t j = 0; j < terms.size(); j++) {
         auto& [d, dk] = terms[j];
-        if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && dk == c * mk) {
+        if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && dk == i128(c) * mk) {
           UOpRef x = m->src[0];
           int64_t kk = mk;
           terms.erase(terms.begin() + int64_t(std::max(i, j)));
@@ -99,36 +149,40 @@ struct Linear {
   UOpRef build(DType dt) {
     while (merge_divmod()) {}
     std::vector<std::pair<UOpRef, int64_t>> ts;
-    for (auto& t : terms) if (t.second != 0) ts.push_back(t);
+    for (auto& [t, c] : terms) if (int64_t w = wrap_int(dt, uint64_t(c))) ts.emplace_back(t, w);
     std::sort(ts.begin(), ts.end(), [](auto& a, auto& b) { return a.first->key < b.first->key; });
     UOpRef r;
     for (auto& [t, c] : ts) {
       UOpRef term = c == 1 ? t : make_uop(Ops::MUL, dt, {t, const_int(dt, c)});
       r = r ? make_uop(Ops::ADD, dt, {r, term}) : term;
     }
-    if (!r) return const_int(dt, k);
-    return k ? make_uop(Ops::ADD, dt, {r, const_int(dt, k)}) : r;
+    int64_t kw = wrap_int(dt, uint64_t(k));
+    if (!r) return const_int(dt, kw);
+    return kw ? make_uop(Ops::ADD, dt, {r, const_int(dt, kw)}) : r;
   }
-  int64_t gcd_all() const {
-    int64_t g = std::abs(k);
-    for (auto& [t, c] : terms) g = std::gcd(g, std::abs(c));
+  int64_t gcd_all() const {  // (1 where a coefficient is INT64_MIN)
+    auto mag = [](int64_t x) { return x == INT64_MIN ? int64_t(1) : std::abs(x); };
+    int64_t g = mag(k);
+    for (auto& [t, c] : terms) g = std::gcd(g, mag(c));
     return g;
   }
 };
 inline Linear linear_of(const UOpRef& u) { Linear L; L.add(u, 1); return L; }
 inline bool is_int_scalar(const UOpRef& u) { return !is_float(u->dtype) && u->dtype != DType::Bool && u->vcount == 1; }
 
-// x // c or x % c for a positive constant c and x >= 0
+// x // c or x % c for a positive constant c and x >= 0 (a linear x that cannot wrap)
 inline UOpRef fold_divmod(const UOpRef& root) {
   const UOpRef& x = root->src[0];
-  int64_t c = int64_t(root->src[1]->const_value());
-  if (c <= 0 || x->vmin < 0 || !is_int_scalar(x)) return nullptr;
+  if (!is_int_scalar(x) || x->dtype == DType::UInt64) return nullptr;
+  int64_t c = ival(root->src[1]);
+  if (c <= 0 || x->vmin < 0) return nullptr;
   DType dt = x->dtype;
   bool is_div = root->op == Ops::IDIV;
   if (x->vmin == x->vmax) return const_int(dt, is_div ? x->vmin / c : x->vmin % c);
   if (!is_div && x->vmax < c) return x;
   if (is_div && x->vmax < c) return const_int(dt, 0);
   Linear L = linear_of(x);
+  if (auto [lo, hi] = L.range(); !fits(dt, lo, hi)) return nullptr;
   bool all_nonneg = L.k >= 0;
   for (auto& [t, tc] : L.terms) all_nonneg &= t->vmin >= 0 && tc >= 0;
   // common factor: (g*a) // (g*b) -> a // b
@@ -169,16 +223,30 @@ inline const PatternMatcher& symbolic() {
                      Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::FDIV, Ops::WHERE, Ops::MULACC}, "a"),
        [](const Match& m) -> UOpRef {
          auto& a = m["a"];
+         if (a->vcount != 1) return nullptr;
          std::vector<double> v;
-         for (auto& s : a->src) { if (s->op != Ops::CONST || s->vcount != 1) return nullptr; v.push_back(s->const_value()); }
-         return a->vcount == 1 ? const_uop(a->dtype, exec_alu(a->op, a->dtype, v)) : nullptr;
+         std::vector<int64_t> iv;
+         for (auto& s : a->src) {
+           if (s->op != Ops::CONST || s->vcount != 1) return nullptr;
+           v.push_back(is_float(s->dtype) ? detail::round_float(s->dtype, s->const_value()) : s->const_value());  // as the kernel holds it
+           if (auto* i = std::get_if<int64_t>(&s->arg)) iv.push_back(*i);
+         }
+         // ints exactly (a double holds 53 bits), floats in double rounded to their dtype
+         if (iv.size() == v.size()) return const_int(a->dtype, exec_int(a->op, a->dtype, a->src[a->op == Ops::WHERE ? 1 : 0]->dtype, iv));
+         return const_uop(a->dtype, exec_alu(a->op, a->dtype, v));
        }},
       {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"), [](const Match& m) -> UOpRef {
          auto& a = m["a"];
-         double v = m["c"]->const_value();
-         if (!is_float(a->dtype) && !std::isfinite(v)) return nullptr;
-         return a->vcount == 1 ? const_uop(a->dtype, exec_alu(Ops::ADD, a->dtype, {is_float(a->dtype) ? v : std::trunc(v), 0})) : nullptr;
+         auto& c = m["c"];
+         if (a->vcount != 1) return nullptr;
+         auto* i = std::get_if<int64_t>(&c->arg);
+         double f = i ? detail::int_to_float(*i, c->dtype) : detail::round_float(c->dtype, c->const_value());
+         if (is_float(a->dtype)) return const_uop(a->dtype, detail::round_float(a->dtype, f));
+         return const_int(a->dtype, i ? detail::wrap_int(a->dtype, uint64_t(*i)) : detail::float_to_int(f, a->dtype));
        }},
+      // x / 0 = x % 0 = 0 for ints (as the kernels compute it)
+      {idiv(UPat::var("x"), UPat::cnst(0)), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
+      {UPat::var("x") % UPat::cnst(0), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
       // a node whose value range is one number is that number
       {UPat::ops_of({Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::WHERE}, "a"),
        [](const Match& m) -> UOpRef {
@@ -203,30 +271,35 @@ inline const PatternMatcher& symbolic() {
       {UPat::op(Ops::CAST, {UPat::var("x")}, "c"), [](const Match& m) -> UOpRef { return m["c"]->dtype == m["x"]->dtype ? m["x"] : nullptr; }},
       // (x // a) // b -> x // (a*b)
       {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")), [](const Match& m) -> UOpRef {
-         int64_t a = int64_t(m["a"]->const_value()), b = int64_t(m["b"]->const_value());
-         return a > 0 && b > 0 && m["x"]->vmin >= 0 ? idiv(m["x"], a * b) : nullptr;
+         int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
+         return a > 0 && b > 0 && m["x"]->vmin >= 0 && detail::i128(a) * b <= detail::int_max(m["x"]->dtype) ? idiv(m["x"], a * b) : nullptr;
        }},
       // (x % (c*k)) % c -> x % c
       {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"), [](const Match& m) -> UOpRef {
-         int64_t a = int64_t(m["a"]->const_value()), b = int64_t(m["b"]->const_value());
+         int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(m["x"], b) : nullptr;
        }},
       // (x % (c*k)) // c -> (x // c) % k
       {idiv(UPat::var("x") % UPat::cvar("a"), UPat::cvar("b")), [](const Match& m) -> UOpRef {
-         int64_t a = int64_t(m["a"]->const_value()), b = int64_t(m["b"]->const_value());
+         int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(idiv(m["x"], b), a / b) : nullptr;
        }},
       // div/mod folding over linear expressions
       {UPat::op(Ops::IDIV, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
       {UPat::op(Ops::MOD, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
-      // (x + c1) < c2 -> x < c2 - c1 ; x*c < d -> x < ceil(d/c)
+      // (x + c1) < c2 -> x < c2 - c1 ; x*c < d -> x < ceil(d/c)  (where the sum or product cannot wrap)
       {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"), [](const Match& m) -> UOpRef {
-         return is_int_scalar(m["x"]) ? lt(m["x"], int64_t(m["c2"]->const_value() - m["c1"]->const_value())) : nullptr;
+         auto& x = m["x"];
+         if (!is_int_scalar(x)) return nullptr;
+         detail::i128 c1 = detail::ival(m["c1"]), d = detail::i128(detail::ival(m["c2"])) - c1;
+         return detail::fits(x->dtype, x->vmin + c1, x->vmax + c1) && detail::fits(x->dtype, d, d) ? lt(x, int64_t(d)) : nullptr;
        }},
       {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"), [](const Match& m) -> UOpRef {
-         int64_t c = int64_t(m["c"]->const_value()), d = int64_t(m["d"]->const_value());
-         if (!is_int_scalar(m["x"]) || c <= 0) return nullptr;
-         return lt(m["x"], d > 0 ? (d + c - 1) / c : -((-d) / c));
+         auto& x = m["x"];
+         if (!is_int_scalar(x)) return nullptr;
+         int64_t c = detail::ival(m["c"]), d = detail::ival(m["d"]);
+         if (c <= 0 || !detail::fits(x->dtype, detail::i128(x->vmin) * c, detail::i128(x->vmax) * c)) return nullptr;
+         return lt(x, int64_t(d > 0 ? (detail::i128(d) + c - 1) / c : -((-detail::i128(d)) / c)));
        }},
       // canonical linear form of integer sums: like terms merged, sorted, constant last
       {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"), [](const Match& m) -> UOpRef {
