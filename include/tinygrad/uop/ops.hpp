@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include "../dtype.hpp"
 #include "../runtime/device.hpp"
@@ -123,10 +124,21 @@ Shape infer_shape(const UOp& u);
 }  // namespace detail
 
 inline UOp::~UOp() {
-  auto& t = detail::InternTable::get();
-  std::lock_guard lk(t.mu);
-  auto [b, e] = t.map.equal_range(key);
-  for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+  {
+    auto& t = detail::InternTable::get();
+    std::lock_guard lk(t.mu);
+    auto [b, e] = t.map.equal_range(key);
+    for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+  }
+  // NOTE: releasing src here would recurse once per level of a deep graph (a 100k-op chain overflows the
+  // stack): the sources go to a per-thread list instead, which the outermost destructor empties in a loop
+  struct Pending { std::vector<UOpRef> v; bool draining = false; };
+  thread_local Pending q;
+  for (auto& s : src) q.v.push_back(std::move(s));
+  if (q.draining) return;
+  q.draining = true;
+  while (!q.v.empty()) { UOpRef x = std::move(q.v.back()); q.v.pop_back(); }
+  q.draining = false;
 }
 
 // the one constructor: returns the existing node when an identical one is alive
@@ -246,21 +258,27 @@ inline Shape detail::infer_shape(const UOp& u) {
 }
 
 // ---- graph walks ----
-// post-order (sources first), each node once
-inline std::vector<UOpRef> toposort(const UOpRef& root) {
+// post-order (sources first), each node once; the sources of a node where descend(node) is false are not visited
+template <class F>
+std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
   std::vector<UOpRef> out;
-  std::unordered_map<const UOp*, bool> seen;
-  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
-  seen[root.get()] = true;
+  std::unordered_set<const UOp*> seen{root.get()};
+  std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+  if (!descend(root.get())) stack.back().second = root->src.size();
   while (!stack.empty()) {
     auto& [u, i] = stack.back();
     if (i < u->src.size()) {
-      const UOpRef& s = u->src[i++];
-      if (!seen[s.get()]) { seen[s.get()] = true; stack.push_back({s, 0}); }
-    } else { out.push_back(u); stack.pop_back(); }
+      const UOp* s = u->src[i++].get();
+      if (seen.insert(s).second) stack.push_back({s, descend(s) ? 0 : s->src.size()});
+    } else {
+      stack.pop_back();
+      // NOTE: a node is reached through its parent's src (alive while root is), the root through root
+      out.push_back(stack.empty() ? root : stack.back().first->src[stack.back().second - 1]);
+    }
   }
   return out;
 }
+inline std::vector<UOpRef> toposort(const UOpRef& root) { return toposort(root, [](const UOp*) { return true; }); }
 
 // printable form (DEBUG=5, errors)
 inline std::string arg_str(const Arg& a) {
