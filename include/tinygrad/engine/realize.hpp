@@ -73,6 +73,7 @@ struct Plan {
   std::string device;
   std::vector<std::shared_ptr<CompiledKernel>> kernels;
   ScheduleSpec spec;
+  std::vector<std::vector<int>> release;  // per kernel: the buffers no later kernel reads (a long chain holds two at a time)
 };
 struct EngineState {
   std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
@@ -226,6 +227,12 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     plan->device = device;
     plan->spec = create_schedule(roots, input_slot, int(inputs.size()));
     plan->kernels = get_programs(get_device(device), plan->spec.kernels);
+    const ScheduleSpec& sp = plan->spec;
+    std::vector<int> last(size_t(sp.n_inputs) + sp.new_slots.size(), -1);
+    for (size_t k = 0; k < sp.kernels.size(); k++) for (int x : sp.kernels[k].slots) last[size_t(x)] = int(k);
+    for (int r : sp.root_slots) last[size_t(r)] = -1;
+    plan->release.resize(sp.kernels.size());
+    for (size_t x = size_t(sp.n_inputs); x < last.size(); x++) if (last[x] >= 0) plan->release[size_t(last[x])].push_back(int(x));
     if (flags().scache) st.schedule_cache[key] = plan;
     run_stats().schedules_built++;
   }
@@ -250,6 +257,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
                    (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0, ck.spec.flops / std::max(tm, 1e-9) / 1e9,
                    mem / std::max(tm, 1e-9) / 1e9);
     }
+    for (int s : plan->release[k]) slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized = slots[size_t(sp.root_slots[i])];
 }

@@ -211,6 +211,8 @@ class Scheduler {
           if (key > best_key) { best = b; best_key = key; }
         }
         if (!best) break;  // nothing left to split off
+        if (flags().debug >= 3)
+          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op), (long long)cost.at(best).size, cost.at(best).bufs.size());
         forced_.insert(best);
         c = measure();
       }
