@@ -130,15 +130,15 @@ inline UOp::~UOp() {
     auto [b, e] = t.map.equal_range(key);
     for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
   }
-  // NOTE: releasing src here would recurse once per level of a deep graph (a 100k-op chain overflows the
-  // stack): the sources go to a per-thread list instead, which the outermost destructor empties in a loop
-  struct Pending { std::vector<UOpRef> v; bool draining = false; };
-  thread_local Pending q;
-  for (auto& s : src) q.v.push_back(std::move(s));
-  if (q.draining) return;
-  q.draining = true;
-  while (!q.v.empty()) { UOpRef x = std::move(q.v.back()); q.v.pop_back(); }
-  q.draining = false;
+  // NOTE: releasing src as members would recurse once per level of a deep graph (a 100k-op chain overflows the
+  // stack): a destructor run while another on this thread releases sources hands its own to that one's list
+  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors at exit
+  if (pending) { for (auto& s : src) pending->push_back(std::move(s)); return; }
+  std::vector<UOpRef> q;
+  pending = &q;
+  for (auto& s : src) { UOpRef x = std::move(s); }  // a source that dies here fills q
+  while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
+  pending = nullptr;
 }
 
 // the one constructor: returns the existing node when an identical one is alive
