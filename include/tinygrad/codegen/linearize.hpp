@@ -5,13 +5,6 @@
 namespace tinygrad {
 
 namespace detail {
-inline bool depends_on(const UOpRef& u, const UOp* x, std::unordered_map<const UOp*, bool>& memo) {
-  if (u.get() == x) return true;
-  if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
-  bool r = false;
-  for (auto& s : u->src) if ((r = depends_on(s, x, memo))) break;
-  return memo[u.get()] = r;
-}
 // the ranges each node sits inside (a REDUCE closes its own)
 inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const std::vector<UOpRef>& topo) {
   std::unordered_map<const UOp*, std::vector<const UOp*>> rs;
@@ -38,7 +31,9 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
   if (!lane) return sink;
   int W = int(lane->range_end());
-  std::unordered_map<const UOp*, bool> dep;
+  std::unordered_set<const UOp*> dep;  // the nodes that depend on the lane
+  for (auto& u : toposort(sink))
+    if (u == lane || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
   auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(W, x), {}, W); };
@@ -46,43 +41,61 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
     if (simplify(addr - at(addr, 0)) != lane) return false;
     return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
   };
-  std::function<UOpRef(const UOpRef&)> vec = [&](const UOpRef& u) -> UOpRef {
-    if (!detail::depends_on(u, lane.get(), dep)) return u;
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
-    UOpRef r;
+  // the sources of u that are vectorized before u (a LOAD reads its lanes' addresses itself)
+  auto inputs = [&](const UOpRef& u) -> std::vector<UOpRef> {
+    if (u->op == Ops::REDUCE) return {u->src[0]};
+    if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) return u->src;
+    if (u->op == Ops::LANE || u->op == Ops::LOAD) return {};
+    throw Error(std::string("tinygrad: expander cannot vectorize ") + op_name(u->op));
+  };
+  auto get = [&](const UOpRef& x) { return dep.count(x.get()) ? memo.at(x.get()) : x; };
+  auto vec_one = [&](const UOpRef& u) -> UOpRef {
     if (u->op == Ops::LANE) {
       std::vector<UOpRef> s;
       for (int i = 0; i < W; i++) s.push_back(const_int(u->dtype, i));
-      r = make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
-    } else if (u->op == Ops::LOAD) {
+      return make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
+    }
+    if (u->op == Ops::LOAD) {
       const UOpRef& idx = u->src[0];
       bool gated = idx->src.size() > 2;
-      if (contiguous(idx->src[1]) && (!gated || !detail::depends_on(idx->src[2], lane.get(), dep))) {
+      if (contiguous(idx->src[1]) && (!gated || !dep.count(idx->src[2].get()))) {
         std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
         if (gated) isrc.push_back(idx->src[2]);
-        r = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
-      } else {
-        std::vector<UOpRef> s;
-        for (int i = 0; i < W; i++) s.push_back(at(u, i));
-        r = make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
+        return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
       }
-    } else if (u->op == Ops::REDUCE) {
-      std::vector<UOpRef> src{bcast(vec(u->src[0]))};
-      src.insert(src.end(), u->src.begin() + 1, u->src.end());
-      r = make_uop(Ops::REDUCE, u->dtype, src, u->arg, W);
-    } else if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) {
-      std::vector<UOpRef> src;
-      for (auto& s : u->src) src.push_back(bcast(vec(s)));
-      r = make_uop(u->op, u->dtype, src, u->arg, W);
-    } else {
-      throw Error(std::string("tinygrad: expander cannot vectorize ") + op_name(u->op));
+      std::vector<UOpRef> s;
+      for (int i = 0; i < W; i++) s.push_back(at(u, i));
+      return make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
     }
-    return memo[u.get()] = r;
+    if (u->op == Ops::REDUCE) {
+      std::vector<UOpRef> src{bcast(get(u->src[0]))};
+      src.insert(src.end(), u->src.begin() + 1, u->src.end());
+      return make_uop(Ops::REDUCE, u->dtype, src, u->arg, W);
+    }
+    std::vector<UOpRef> src;
+    for (auto& s : u->src) src.push_back(bcast(get(s)));
+    return make_uop(u->op, u->dtype, src, u->arg, W);
+  };
+  // vectorize what root needs, inputs first (an explicit stack: no recursion)
+  auto vec = [&](const UOpRef& root) -> UOpRef {
+    std::vector<std::pair<UOpRef, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [u, ready] = stack.back();
+      if (!dep.count(u.get()) || memo.count(u.get())) { stack.pop_back(); continue; }
+      if (!ready) {
+        stack.back().second = true;
+        for (auto& s : inputs(u)) if (dep.count(s.get()) && !memo.count(s.get())) stack.push_back({s, false});
+        continue;
+      }
+      stack.pop_back();
+      memo[u.get()] = vec_one(u);
+    }
+    return get(root);
   };
   std::vector<UOpRef> stores;
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
-    if (!detail::depends_on(st, lane.get(), dep)) { stores.push_back(st); continue; }
+    if (!dep.count(st.get())) { stores.push_back(st); continue; }
     if (contiguous(idx->src[1]) && idx->src.size() == 2) {
       auto vidx = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], at(idx->src[1], 0)}, {}, W);
       stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));

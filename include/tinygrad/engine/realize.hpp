@@ -73,6 +73,7 @@ struct Plan {
   std::string device;
   std::vector<std::shared_ptr<CompiledKernel>> kernels;
   ScheduleSpec spec;
+  std::vector<std::vector<int>> release;  // per kernel: the buffers no later kernel reads (a long chain holds two at a time)
 };
 struct EngineState {
   std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
@@ -117,8 +118,11 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   std::vector<std::shared_ptr<CompiledKernel>> out(ks.size());
   std::vector<size_t> todo;
   std::vector<ProgramSpec> specs;
+  std::unordered_map<const UOp*, size_t> first;  // NOTE: the pieces of a long chain share one AST: one program
+  std::vector<std::pair<size_t, size_t>> same;    // (kernel, earlier kernel with its AST)
   for (size_t i = 0; i < ks.size(); i++) {
     if (auto it = st.programs.find({dev.rt.name, ks[i].ast.get()}); it != st.programs.end()) out[i] = it->second.second;
+    else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
     else { todo.push_back(i); specs.push_back(to_program(ks[i].ast, *dev.renderer)); }
   }
   if (todo.empty()) return out;
@@ -136,6 +140,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
     out[todo[j]] = ck;
     run_stats().kernels_compiled++;
   }
+  for (auto [i, j] : same) out[i] = out[j];
   return out;
 }
 }  // namespace detail
@@ -146,12 +151,9 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in);
 // a COPY between devices: realize its source on its own device, then copy the buffer across; the COPY node
 // becomes a leaf holding the new buffer, so the graph above it sees one device
 inline void realize_copies(const std::vector<UOpRef>& roots) {
-  std::unordered_map<const UOp*, bool> seen;
-  std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
-    if (is_leaf(u.get()) || seen[u.get()]) return;
-    seen[u.get()] = true;
-    for (auto& s : u->src) walk(s);
-    if (u->op != Ops::COPY) return;
+  // sources first, so a COPY of a COPY copies in order
+  for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    if (u->op != Ops::COPY || is_leaf(u.get())) continue;
     UOpRef src = u->src[0];
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
@@ -162,8 +164,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
     u->realized = to;
-  };
-  for (auto& r : roots) walk(r);
+  }
 }
 }  // namespace detail
 
@@ -213,7 +214,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     key.push_back(uint64_t(topo_id.at(root.get())));
   }
   if (device.empty()) device = default_device();
-  key.push_back(hash_bytes(device));
+  key.insert(key.end(), {hash_bytes(device), uint64_t(kernel_limits().max_buffers), uint64_t(kernel_limits().max_ops)});
 
   std::shared_ptr<Plan> plan;
   bool hit = false;
@@ -226,6 +227,12 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     plan->device = device;
     plan->spec = create_schedule(roots, input_slot, int(inputs.size()));
     plan->kernels = get_programs(get_device(device), plan->spec.kernels);
+    const ScheduleSpec& sp = plan->spec;
+    std::vector<int> last(size_t(sp.n_inputs) + sp.new_slots.size(), -1);
+    for (size_t k = 0; k < sp.kernels.size(); k++) for (int x : sp.kernels[k].slots) last[size_t(x)] = int(k);
+    for (int r : sp.root_slots) last[size_t(r)] = -1;
+    plan->release.resize(sp.kernels.size());
+    for (size_t x = size_t(sp.n_inputs); x < last.size(); x++) if (last[x] >= 0) plan->release[size_t(last[x])].push_back(int(x));
     if (flags().scache) st.schedule_cache[key] = plan;
     run_stats().schedules_built++;
   }
@@ -250,6 +257,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
                    (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0, ck.spec.flops / std::max(tm, 1e-9) / 1e9,
                    mem / std::max(tm, 1e-9) / 1e9);
     }
+    for (int s : plan->release[k]) slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized = slots[size_t(sp.root_slots[i])];
 }

@@ -24,6 +24,16 @@ struct ScheduleSpec {
   std::vector<int> root_slots;      // where each root ends up
 };
 
+// a kernel's bounds (tinygrad's MAX_KERNEL_BUFFERS): the buffers it reads and writes, and its size, counted as the
+// nodes of the tensor graph it fuses (a DAG's shared nodes once per use). A kernel past them gets some of its
+// sources realized first by kernels of their own; one of 10^6 ops or 1000 inputs would take minutes to compile.
+// Writable at run time; part of the schedule cache's key.
+struct KernelLimits {
+  int64_t max_buffers = getenv_int("MAX_KERNEL_BUFFERS", 32);
+  int64_t max_ops = getenv_int("MAX_KERNEL_OPS", 1000);
+};
+inline KernelLimits& kernel_limits() { static KernelLimits l; return l; }
+
 namespace detail {
 inline bool is_leaf(const UOp* u) { return u->op == Ops::BUFFER || u->realized != nullptr; }
 inline bool expands(const UOp* u) {
@@ -31,13 +41,22 @@ inline bool expands(const UOp* u) {
   for (size_t i = 0; i < in.size(); i++) if (in[i] != u->shape[i]) return true;
   return false;
 }
+// every node below the roots once, sources first; descend(u) false: u's sources are not visited
+template <class F>
+std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) {
+  auto sink = make_uop(Ops::SINK, DType::Bool, roots);
+  auto topo = toposort(sink, [&](const UOp* u) { return u == sink.get() || descend(u); });
+  topo.pop_back();
+  return topo;
+}
 
 class Scheduler {
  public:
   Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs)
       : slot_(input_slots), n_inputs_(n_inputs) {
     spec_.n_inputs = n_inputs;
-    // a reduce that two kernels would both fuse is computed once, in its own kernel: plan again until none is shared
+    // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
+    // kernel; a kernel past its limits gets sources of its own
     const auto inputs = slot_;
     while (true) {
       for (auto& r : roots) {
@@ -45,32 +64,34 @@ class Scheduler {
         else spec_.root_slots.push_back(make_root(r));
       }
       owner_.clear();
-      size_t shared = shared_.size();
+      size_t shared = shared_.size(), forced = forced_.size();
       for (size_t i = 0; i < kroots_.size(); i++) { UOpRef k = kroots_[i]; analyze(k); }  // kroots_ grows while we walk
-      if (shared_.size() == shared) break;
+      if (shared_.size() == shared) limit_kernels(roots);
+      if (shared_.size() == shared && forced_.size() == forced) break;
       slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
     // 64-bit indices only where a flattened index can pass 2^31: buffers, kernel outputs and reshapes, not
     // broadcast views (a matmul's N*M*K view is never flattened; int64 index math is slow on GPUs)
     int64_t maxn = 1;
-    std::unordered_map<const UOp*, bool> seen;
-    std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
-      if (seen[u.get()]) return;
-      seen[u.get()] = true;
+    for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
       if (is_leaf(u.get()) || is_kroot(u.get()) || u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->shape));
       if (u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->src[0]->shape));
-      if (!is_leaf(u.get())) for (auto& s : u->src) walk(s);
-    };
-    for (auto& r : roots) walk(r);
+    }
     idx_dt_ = maxn > INT32_MAX ? DType::Int64 : DType::Int32;
-    std::unordered_map<const UOp*, bool> done;
-    std::function<void(const UOpRef&)> order = [&](const UOpRef& k) {
-      if (done[k.get()]) return;
-      done[k.get()] = true;
-      for (auto* d : deps_[k.get()]) order(by_ptr_[d]);
-      if (prod(k->shape) > 0) spec_.kernels.push_back(lower_kernel(k));
-    };
-    for (auto& k : kroots_) order(k);
+    // kernels in dependency order: a kernel after the kernels it reads
+    std::unordered_set<const UOp*> done;
+    for (auto& k0 : kroots_) {
+      std::vector<std::pair<const UOp*, size_t>> stack{{k0.get(), 0}};
+      if (!done.insert(k0.get()).second) continue;
+      while (!stack.empty()) {
+        auto& [k, i] = stack.back();
+        auto& ds = deps_[k];
+        if (i < ds.size()) { const UOp* d = ds[i++]; if (done.insert(d).second) stack.push_back({d, 0}); continue; }
+        const UOpRef& kr = by_ptr_.at(k);
+        stack.pop_back();
+        if (prod(kr->shape) > 0) spec_.kernels.push_back(lower_kernel(kr));
+      }
+    }
   }
   ScheduleSpec spec() { return std::move(spec_); }
 
@@ -89,47 +110,114 @@ class Scheduler {
   // broadcasting this would recompute transcendental math or a long chain per output element
   bool expensive(const UOpRef& root) {
     int n = 0;
-    bool heavy = false;
-    std::unordered_map<const UOp*, bool> seen;
-    std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
-      if (seen[u.get()] || is_leaf(u.get()) || is_kroot(u.get())) return;
-      seen[u.get()] = true;
-      if (is_alu(u->op)) { n++; heavy |= u->op == Ops::EXP2 || u->op == Ops::LOG2 || u->op == Ops::SIN || u->op == Ops::SQRT || u->op == Ops::RECIPROCAL; }
-      heavy |= u->op == Ops::REDUCE_AXIS;
-      for (auto& s : u->src) walk(s);
-    };
-    walk(root);
-    return heavy || n > 16;
+    std::unordered_set<const UOp*> seen;
+    std::vector<const UOp*> stack{root.get()};
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (is_leaf(u) || is_kroot(u) || !seen.insert(u).second) continue;
+      if (u->op == Ops::REDUCE_AXIS || u->op == Ops::EXP2 || u->op == Ops::LOG2 || u->op == Ops::SIN || u->op == Ops::SQRT || u->op == Ops::RECIPROCAL) return true;
+      if (is_alu(u->op) && ++n > 16) return true;
+      for (auto& s : u->src) stack.push_back(s.get());
+    }
+    return false;
   }
 
+  // walk the nodes kernel k fuses (stopping at buffers and other kernels) and decide which become kernels of their own
   void analyze(const UOpRef& k) {
-    std::map<std::tuple<const UOp*, bool, bool>, bool> seen;
-    std::function<void(const UOpRef&, bool, bool)> visit = [&](const UOpRef& u, bool expanded, bool in_reduce) {
-      if (u != k && (is_leaf(u.get()) || is_kroot(u.get()))) { if (is_kroot(u.get())) deps_[k.get()].push_back(u.get()); return; }
-      if (seen[{u.get(), expanded, in_reduce}]) return;
-      seen[{u.get(), expanded, in_reduce}] = true;
-      bool realize_here = u != k && (u->op == Ops::CONTIGUOUS || u->op == Ops::COPY || shared_.count(u.get()) || (u->op == Ops::REDUCE_AXIS && (expanded || in_reduce)));
-      if (realize_here) { make_root(u); deps_[k.get()].push_back(u.get()); return; }
+    // (node, below an expand, below a reduce), each combination once
+    std::unordered_set<uintptr_t> seen;
+    struct Visit { const UOpRef* u; bool expanded, in_reduce; };
+    std::vector<Visit> stack{{&k, false, false}};
+    while (!stack.empty()) {
+      auto [up, expanded, in_reduce] = stack.back();
+      stack.pop_back();
+      const UOpRef& u = *up;  // NOTE: a source of a node (or k), alive while k is
+      if (u != k && (is_leaf(u.get()) || is_kroot(u.get()))) { if (is_kroot(u.get())) deps_[k.get()].push_back(u.get()); continue; }
+      if (!seen.insert(reinterpret_cast<uintptr_t>(u.get()) | uintptr_t(expanded) | uintptr_t(in_reduce) << 1).second) continue;
+      auto visit = [&](const UOpRef& s, bool e, bool r) { stack.push_back({&s, e, r}); };
+      bool realize_here = u != k && (u->op == Ops::CONTIGUOUS || u->op == Ops::COPY || shared_.count(u.get()) || forced_.count(u.get()) ||
+                                     (u->op == Ops::REDUCE_AXIS && (expanded || in_reduce)));
+      if (realize_here) { make_root(u); deps_[k.get()].push_back(u.get()); continue; }
       if (u->op == Ops::REDUCE_AXIS) {
         if (auto [it, fresh] = owner_.try_emplace(u.get(), k.get()); !fresh && it->second != k.get()) shared_.insert(u.get());
         visit(u->src[0], expanded, true);
-        return;
+        continue;
       }
-      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); return; }  // src[1:] only serve autograd
+      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
       if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) {
         // realize below the movement ops: a window view of the value can be far larger than the value
-        UOpRef b = u->src[0];
-        while (is_movement(b->op) && !is_leaf(b.get()) && !is_kroot(b.get())) b = b->src[0];
-        if (is_leaf(b.get())) { visit(u->src[0], true, in_reduce); return; }
-        make_root(b);
-        deps_[k.get()].push_back(b.get());
-        if (b != u->src[0]) visit(u->src[0], true, in_reduce);
-        return;
+        const UOpRef* b = &u->src[0];
+        while (is_movement((*b)->op) && !is_leaf(b->get()) && !is_kroot(b->get())) b = &(*b)->src[0];
+        if (is_leaf(b->get())) { visit(u->src[0], true, in_reduce); continue; }
+        make_root(*b);
+        deps_[k.get()].push_back(b->get());
+        if (*b != u->src[0]) visit(u->src[0], true, in_reduce);
+        continue;
       }
-      if (u->op == Ops::EXPAND) { visit(u->src[0], expanded || expands(u.get()), in_reduce); return; }
-      for (auto& s : u->src) visit(s, expanded, in_reduce);
+      if (u->op == Ops::EXPAND) { visit(u->src[0], expanded || expands(u.get()), in_reduce); continue; }
+      // NOTE: pushed in reverse, so sources are walked in order (the order kernels and buffers get numbered)
+      for (size_t i = u->src.size(); i-- > 0;) visit(u->src[i], expanded, in_reduce);
+    }
+  }
+
+  // bound every kernel's size and buffer count: bottom-up, a node that would fuse more than the limits allow gets its
+  // largest fused sources realized first (below their movement ops). Cut from the inputs up, the pieces of a long
+  // chain are alike: they lower to one kernel AST, compiled once and launched many times.
+  void limit_kernels(const std::vector<UOpRef>& roots) {
+    const KernelLimits lim = kernel_limits();
+    // size and buffers (sorted, distinct) of the fused expression rooted at a node; a movement op only points at its
+    // base below the movement ops, which may be cut after the movement op was measured
+    struct Cost { int64_t size = 0; std::vector<const UOp*> bufs; const UOp* base = nullptr; int64_t hops = 0; };
+    std::unordered_map<const UOp*, Cost> cost;
+    auto cut = [&](const UOp* s) { return is_leaf(s) || is_kroot(s) || forced_.count(s); };
+    auto contrib = [&](const UOp* s, Cost& c) {  // what source s adds to its consumer's kernel
+      if (!cut(s) && is_movement(s->op)) { const Cost& m = cost.at(s); c.size += m.hops; s = m.base; }
+      if (cut(s)) { c.bufs.push_back(s); return; }
+      const Cost& cs = cost.at(s);
+      c.size = std::min<int64_t>(c.size + cs.size, int64_t(1) << 40);
+      c.bufs.insert(c.bufs.end(), cs.bufs.begin(), cs.bufs.end());
     };
-    visit(k, false, false);
+    auto fused_srcs = [](const UOp* u) { return u->op == Ops::CONV ? size_t(1) : u->src.size(); };  // CONV's src[1:] serve autograd only
+    for (auto& up : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+      const UOp* u = up.get();
+      if (is_leaf(u)) continue;
+      if (is_movement(u->op)) {
+        const UOp* s = u->src[0].get();
+        bool chain = !cut(s) && is_movement(s->op);
+        cost[u] = Cost{0, {}, chain ? cost.at(s).base : s, chain ? cost.at(s).hops + 1 : 1};
+        continue;
+      }
+      auto measure = [&] {
+        Cost c;
+        c.size = u->op == Ops::CONST || u->op == Ops::DEVICE ? 0 : 1;
+        for (size_t i = 0; i < fused_srcs(u); i++) contrib(u->src[i].get(), c);
+        std::sort(c.bufs.begin(), c.bufs.end());
+        c.bufs.erase(std::unique(c.bufs.begin(), c.bufs.end()), c.bufs.end());
+        return c;
+      };
+      Cost c = measure();
+      // NOTE: one buffer is the kernel's output
+      while (c.size > lim.max_ops || int64_t(c.bufs.size()) > lim.max_buffers - 1) {
+        bool by_bufs = int64_t(c.bufs.size()) > lim.max_buffers - 1;
+        const UOp* best = nullptr;
+        std::pair<int64_t, int64_t> best_key{0, 0};
+        for (size_t i = 0; i < fused_srcs(u); i++) {
+          const UOp* b = u->src[i].get();
+          if (!cut(b) && is_movement(b->op)) b = cost.at(b).base;
+          if (cut(b) || b->op == Ops::CONST || b->op == Ops::DEVICE) continue;
+          const Cost& cb = cost.at(b);
+          std::pair<int64_t, int64_t> key = by_bufs ? std::pair{int64_t(cb.bufs.size()), cb.size} : std::pair{cb.size, int64_t(cb.bufs.size())};
+          if (key > best_key) { best = b; best_key = key; }
+        }
+        if (!best) break;  // nothing left to split off
+        if (flags().debug >= 3)
+          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op), (long long)cost.at(best).size, cost.at(best).bufs.size());
+        forced_.insert(best);
+        c = measure();
+      }
+      cost[u] = std::move(c);
+    }
   }
 
   // ---- lowering one kernel ----
@@ -160,50 +248,78 @@ class Scheduler {
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 
-  UOpRef lower(KCtx& c, const UOpRef& u, const std::vector<UOpRef>& idx, const UOpRef& gate) {
-    if (u.get() != c.root && (is_leaf(u.get()) || is_kroot(u.get()))) return load(c, u.get(), idx, gate);
-    std::vector<const void*> key{u.get(), gate.get()};
-    for (auto& i : idx) key.push_back(i.get());
-    if (auto it = c.memo.find(key); it != c.memo.end()) return it->second;
-    UOpRef r = lower_node(c, u, idx, gate);
-    c.memo_keys.push_back(u); c.memo_keys.push_back(gate);
-    c.memo_keys.insert(c.memo_keys.end(), idx.begin(), idx.end());
-    return c.memo[key] = r;
+  // one value to lower: node u at index idx (one per dim of u), read only where gate holds
+  struct Req { UOpRef u; std::vector<UOpRef> idx; UOpRef gate; };
+  // a node being lowered: its sources' requests, their values once lowered, what the node itself adds
+  struct Frame { Req r; std::vector<const void*> key; std::vector<Req> kids; std::vector<UOpRef> vals, extra; };
+
+  // u's value at idx as a kernel graph. NOTE: an explicit stack (no recursion): a kernel can be as deep as it is long
+  UOpRef lower(KCtx& c, Req root) {
+    std::vector<Frame> stack;
+    UOpRef ret;
+    // a load or a memoized value sets ret; anything else is pushed to be lowered
+    auto start = [&](Req r) {
+      if (r.u.get() != c.root && (is_leaf(r.u.get()) || is_kroot(r.u.get()))) { ret = load(c, r.u.get(), r.idx, r.gate); return true; }
+      std::vector<const void*> key{r.u.get(), r.gate.get()};
+      for (auto& i : r.idx) key.push_back(i.get());
+      if (auto it = c.memo.find(key); it != c.memo.end()) { ret = it->second; return true; }
+      Frame f{std::move(r), std::move(key), {}, {}, {}};
+      plan(c, f);
+      stack.push_back(std::move(f));
+      return false;
+    };
+    if (start(std::move(root))) return ret;
+    while (!stack.empty()) {
+      size_t top = stack.size() - 1;
+      if (stack[top].vals.size() < stack[top].kids.size()) {
+        if (start(stack[top].kids[stack[top].vals.size()])) stack[top].vals.push_back(ret);
+        continue;
+      }
+      Frame f = std::move(stack.back());
+      stack.pop_back();
+      ret = combine(f);
+      c.memo_keys.push_back(f.r.u); c.memo_keys.push_back(f.r.gate);
+      c.memo_keys.insert(c.memo_keys.end(), f.r.idx.begin(), f.r.idx.end());
+      c.memo[f.key] = ret;
+      if (!stack.empty()) stack.back().vals.push_back(ret);
+    }
+    return ret;
   }
 
-  UOpRef lower_node(KCtx& c, const UOpRef& u, std::vector<UOpRef> idx, const UOpRef& gate) {
+  // what lowering f's node needs first: movement ops become index math on their source's request
+  void plan(KCtx& c, Frame& f) {
+    const UOpRef& u = f.r.u;
+    std::vector<UOpRef> idx = f.r.idx;
+    const UOpRef& gate = f.r.gate;
     const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape;
+    auto kid = [&](std::vector<UOpRef> i, UOpRef g) { f.kids.push_back({u->src[0], std::move(i), std::move(g)}); };
     switch (u->op) {
-      case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
-      case Ops::IOTA: return cast_uop(idx[0], u->dtype);
-      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return lower(c, u->src[0], idx, gate);
+      case Ops::CONST: case Ops::IOTA: return;
+      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return kid(idx, gate);
       case Ops::RESHAPE: {
-        if (in == u->shape) return lower(c, u->src[0], idx, gate);
+        if (in == u->shape) return kid(idx, gate);
         UOpRef flat = flat_index(idx, u->shape);
         Shape st = strides_for(in);
         std::vector<UOpRef> ni;
         // NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
         for (size_t j = 0; j < in.size(); j++)
           ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
-        return lower(c, u->src[0], ni, gate);
+        return kid(std::move(ni), gate);
       }
       case Ops::PERMUTE: {
         std::vector<UOpRef> ni(idx.size());
         for (size_t i = 0; i < idx.size(); i++) ni[size_t(u->varg()[i])] = idx[i];
-        return lower(c, u->src[0], ni, gate);
+        return kid(std::move(ni), gate);
       }
-      case Ops::EXPAND: {
+      case Ops::EXPAND:
         for (size_t i = 0; i < in.size(); i++) if (in[i] == 1) idx[i] = const_int(idx_dt_, 0);
-        return lower(c, u->src[0], idx, gate);
-      }
-      case Ops::SHRINK: {
+        return kid(std::move(idx), gate);
+      case Ops::SHRINK:
         for (size_t i = 0; i < in.size(); i++) idx[i] = idx[i] + u->varg()[2 * i];
-        return lower(c, u->src[0], idx, gate);
-      }
-      case Ops::FLIP: {
+        return kid(std::move(idx), gate);
+      case Ops::FLIP:
         for (size_t i = 0; i < in.size(); i++) if (u->varg()[i]) idx[i] = const_int(idx_dt_, in[i] - 1) - idx[i];
-        return lower(c, u->src[0], idx, gate);
-      }
+        return kid(std::move(idx), gate);
       case Ops::PAD: {
         UOpRef valid = const_uop(DType::Bool, 1);
         for (size_t i = 0; i < in.size(); i++) {
@@ -213,30 +329,41 @@ class Scheduler {
           idx[i] = idx[i] - b;
         }
         valid = simplify(valid);
-        UOpRef v = lower(c, u->src[0], idx, simplify(logical_and(gate, valid)));
-        return alu(Ops::WHERE, {valid, v, const_uop(u->dtype, 0)});
+        f.extra = {valid};
+        return kid(std::move(idx), simplify(logical_and(gate, valid)));
       }
       case Ops::REDUCE_AXIS: {
-        std::vector<UOpRef> rngs{};
         for (auto a : u->reduce_axes()) {
           if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(idx_dt_, 0); continue; }
           auto r = make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], c.next_range++, int64_t(AxisType::REDUCE)});
           idx[size_t(a)] = r;
-          rngs.push_back(r);
+          f.extra.push_back(r);
         }
-        UOpRef v = lower(c, u->src[0], idx, gate);
-        if (rngs.empty()) return v;
-        std::vector<UOpRef> src{v};
-        src.insert(src.end(), rngs.begin(), rngs.end());
-        return make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
+        return kid(std::move(idx), gate);
       }
-      default: {
+      default:
         if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST)
           throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
-        std::vector<UOpRef> src;
-        for (auto& s : u->src) src.push_back(lower(c, s, idx, gate));
-        return make_uop(u->op, u->dtype, src, u->arg);
+        for (auto& s : u->src) f.kids.push_back({s, idx, gate});
+    }
+  }
+
+  // f's node from its sources' values
+  UOpRef combine(Frame& f) {
+    const UOpRef& u = f.r.u;
+    switch (u->op) {
+      case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
+      case Ops::IOTA: return cast_uop(f.r.idx[0], u->dtype);
+      case Ops::PAD: return alu(Ops::WHERE, {f.extra[0], f.vals[0], const_uop(u->dtype, 0)});
+      case Ops::REDUCE_AXIS: {
+        if (f.extra.empty()) return f.vals[0];
+        std::vector<UOpRef> src{f.vals[0]};
+        src.insert(src.end(), f.extra.begin(), f.extra.end());
+        return make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
       }
+      default:
+        if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) return make_uop(u->op, u->dtype, f.vals, u->arg);
+        return f.vals[0];  // movement ops and CONTIGUOUS, DETACH, CONV: their source's value
     }
   }
 
@@ -248,10 +375,14 @@ class Scheduler {
     std::vector<UOpRef> idx;
     for (size_t i = 0; i < k->shape.size(); i++)
       idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
-    UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
+    UOpRef v = lower(c, {k, idx, const_uop(DType::Bool, 1)});
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
-    return {simplify(make_uop(Ops::SINK, DType::Bool, {st})), c.slots};
+    // NOTE: the pieces of a long chain lower to one AST: simplify it once
+    auto sink = make_uop(Ops::SINK, DType::Bool, {st});
+    auto [it, fresh] = simplified_.try_emplace(sink.get(), sink, nullptr);
+    if (fresh) it->second.second = simplify(sink);
+    return {it->second.second, c.slots};
   }
 
   std::unordered_map<const UOp*, int> slot_;
@@ -261,6 +392,8 @@ class Scheduler {
   std::unordered_map<const UOp*, std::vector<const UOp*>> deps_;
   std::unordered_map<const UOp*, const UOp*> owner_;  // reduce -> the first kernel that fused it
   std::unordered_set<const UOp*> shared_;             // reduces that get their own kernel
+  std::unordered_set<const UOp*> forced_;             // nodes realized to keep kernels within kernel_limits()
+  std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> simplified_;  // lowered AST -> simplified (holding the key)
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
 };

@@ -5,6 +5,7 @@
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 #include "../dtype.hpp"
 #include "../runtime/device.hpp"
@@ -123,10 +124,21 @@ Shape infer_shape(const UOp& u);
 }  // namespace detail
 
 inline UOp::~UOp() {
-  auto& t = detail::InternTable::get();
-  std::lock_guard lk(t.mu);
-  auto [b, e] = t.map.equal_range(key);
-  for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+  {
+    auto& t = detail::InternTable::get();
+    std::lock_guard lk(t.mu);
+    auto [b, e] = t.map.equal_range(key);
+    for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+  }
+  // NOTE: releasing src as members would recurse once per level of a deep graph (a 100k-op chain overflows the
+  // stack): a destructor run while another on this thread releases sources hands its own to that one's list
+  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors at exit
+  if (pending) { for (auto& s : src) pending->push_back(std::move(s)); return; }
+  std::vector<UOpRef> q;
+  pending = &q;
+  for (auto& s : src) { UOpRef x = std::move(s); }  // a source that dies here fills q
+  while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
+  pending = nullptr;
 }
 
 // the one constructor: returns the existing node when an identical one is alive
@@ -262,21 +274,27 @@ inline Shape detail::infer_shape(const UOp& u) {
 }
 
 // ---- graph walks ----
-// post-order (sources first), each node once
-inline std::vector<UOpRef> toposort(const UOpRef& root) {
+// post-order (sources first), each node once; the sources of a node where descend(node) is false are not visited
+template <class F>
+std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
   std::vector<UOpRef> out;
-  std::unordered_map<const UOp*, bool> seen;
-  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
-  seen[root.get()] = true;
+  std::unordered_set<const UOp*> seen{root.get()};
+  std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+  if (!descend(root.get())) stack.back().second = root->src.size();
   while (!stack.empty()) {
     auto& [u, i] = stack.back();
     if (i < u->src.size()) {
-      const UOpRef& s = u->src[i++];
-      if (!seen[s.get()]) { seen[s.get()] = true; stack.push_back({s, 0}); }
-    } else { out.push_back(u); stack.pop_back(); }
+      const UOp* s = u->src[i++].get();
+      if (seen.insert(s).second) stack.push_back({s, descend(s) ? 0 : s->src.size()});
+    } else {
+      stack.pop_back();
+      // NOTE: a node is reached through its parent's src (alive while root is), the root through root
+      out.push_back(stack.empty() ? root : stack.back().first->src[stack.back().second - 1]);
+    }
   }
   return out;
 }
+inline std::vector<UOpRef> toposort(const UOpRef& root) { return toposort(root, [](const UOp*) { return true; }); }
 
 // printable form (DEBUG=5, errors)
 inline std::string arg_str(const Arg& a) {

@@ -95,13 +95,21 @@ inline bool fits(DType dt, i128 lo, i128 hi) { return lo >= int_min(dt) && hi <=
 struct Linear {
   std::vector<std::pair<UOpRef, int64_t>> terms;
   int64_t k = 0;
-  void add(const UOpRef& u, int64_t c) {
-    if (u->op == Ops::CONST && u->vcount == 1) { k = wadd(k, wmul(c, ival(u))); return; }
-    if (u->op == Ops::ADD) { add(u->src[0], c); add(u->src[1], c); return; }
-    if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { add(u->src[0], wmul(c, ival(u->src[1]))); return; }
-    if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { add(u->src[1], wmul(c, ival(u->src[0]))); return; }
-    for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); return; }
-    terms.emplace_back(u, c);
+  void add(const UOpRef& root, int64_t coeff) {
+    // NOTE: an explicit stack, not recursion: a sum can be as deep as the kernel is long
+    std::vector<std::pair<const UOpRef*, int64_t>> stack{{&root, coeff}};
+    while (!stack.empty()) {
+      auto [p, c] = stack.back();
+      const UOpRef& u = *p;
+      stack.pop_back();
+      if (u->op == Ops::CONST && u->vcount == 1) { k = wadd(k, wmul(c, ival(u))); continue; }
+      if (u->op == Ops::ADD) { stack.push_back({&u->src[1], c}); stack.push_back({&u->src[0], c}); continue; }
+      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { stack.push_back({&u->src[0], wmul(c, ival(u->src[1]))}); continue; }
+      if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { stack.push_back({&u->src[1], wmul(c, ival(u->src[0]))}); continue; }
+      bool found = false;
+      for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); found = true; break; }
+      if (!found) terms.emplace_back(u, c);
+    }
   }
   std::pair<i128, i128> range() const {
     i128 lo = k, hi = k;

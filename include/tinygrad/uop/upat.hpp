@@ -112,39 +112,60 @@ class PatternMatcher {
   std::vector<std::vector<size_t>> by_op_;
 };
 
-// rewrite bottom-up until no rule applies
+// rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
+// NOTE: iterative (an explicit stack), so a graph of any depth rewrites
 inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr) {
-  // NOTE: the memo keeps its keys alive, so a freed node's address can never alias a live one
+  // node -> (node, its rewrite or null while in progress); holding the key keeps its address from being reused
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
-  std::function<UOpRef(const UOpRef&, int)> go = [&](const UOpRef& u, int depth) -> UOpRef {
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second.second;
-    if (depth > 100000) throw Error("tinygrad: graph_rewrite recursion too deep");
-    std::vector<UOpRef> src;
-    bool changed = false;
-    src.reserve(u->src.size());
-    for (auto& s : u->src) { src.push_back(go(s, depth + 1)); changed |= src.back() != s; }
-    UOpRef x = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
-    UOpRef out = x;
-    if (auto r = pm.rewrite(x, ctx)) out = go(r, depth + 1);
-    memo[u.get()] = {u, out};
-    if (x != u) memo[x.get()] = {x, out};
-    return out;
+  struct Frame { UOpRef u, x, r; int stage; };  // stage 0: enter, 1: sources done, 2: r (what x became) done
+  std::vector<Frame> stack{{root, nullptr, nullptr, 0}};
+  auto done = [&](const UOp* u) -> const UOpRef* {
+    auto it = memo.find(u);
+    return it == memo.end() || !it->second.second ? nullptr : &it->second.second;
   };
-  return go(root, 0);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.stage == 0) {
+      auto [it, fresh] = memo.try_emplace(f.u.get(), f.u, nullptr);
+      if (!fresh) {
+        if (!it->second.second) throw Error(cat("tinygrad: graph_rewrite: the rules rewrite a ", op_name(f.u->op), " into itself"));
+        stack.pop_back();
+        continue;
+      }
+      f.stage = 1;
+      const UOp* u = f.u.get();  // NOTE: push_back moves the frames; u stays alive in memo
+      for (size_t i = u->src.size(); i-- > 0;) if (!memo.count(u->src[i].get())) stack.push_back({u->src[i], nullptr, nullptr, 0});
+      continue;
+    }
+    if (f.stage == 1) {
+      std::vector<UOpRef> src;
+      bool changed = false;
+      src.reserve(f.u->src.size());
+      for (auto& s : f.u->src) { src.push_back(*done(s.get())); changed |= src.back() != s; }
+      f.x = changed ? make_uop(f.u->op, f.u->dtype, std::move(src), f.u->arg, f.u->vcount) : f.u;
+      f.r = pm.rewrite(f.x, ctx);
+      if (f.r && !done(f.r.get())) { f.stage = 2; UOpRef r = f.r; stack.push_back({std::move(r), nullptr, nullptr, 0}); continue; }
+    }
+    UOpRef out = f.r ? *done(f.r.get()) : f.x;
+    memo[f.u.get()].second = out;
+    if (f.x != f.u) memo.try_emplace(f.x.get(), f.x, out);
+    stack.pop_back();
+  }
+  return *done(root.get());
 }
 
 // replace nodes by other nodes everywhere below root
 inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
   std::unordered_map<const UOp*, UOpRef> memo;
-  std::function<UOpRef(const UOpRef&)> go = [&](const UOpRef& u) -> UOpRef {
-    if (auto it = sub.find(u.get()); it != sub.end()) return it->second;
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+  for (auto& u : toposort(root, [&](const UOp* x) { return !sub.count(x); })) {
+    if (auto it = sub.find(u.get()); it != sub.end()) { memo[u.get()] = it->second; continue; }
     std::vector<UOpRef> src;
     bool changed = false;
-    for (auto& s : u->src) { src.push_back(go(s)); changed |= src.back() != s; }
-    return memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
-  };
-  return go(root);
+    src.reserve(u->src.size());
+    for (auto& s : u->src) { src.push_back(memo.at(s.get())); changed |= src.back() != s; }
+    memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
+  }
+  return memo.at(root.get());
 }
 
 }  // namespace tinygrad
