@@ -120,22 +120,41 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
-// d(root)/d(target) for each target, seeded with `seed` (root's shape)
+// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient reaches it.
+// A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
+// before a realize() or assign() replaced its uop. Any other target is found by its node.
 inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets) {
   auto topo = toposort(root.uop());
+  // the targets each node stands for
+  std::unordered_map<const UOp*, std::vector<size_t>> by_node;
+  std::unordered_map<int64_t, std::vector<size_t>> by_id;
+  for (size_t i = 0; i < targets.size(); i++) {
+    by_node[targets[i].uop().get()].push_back(i);
+    if (targets[i].impl_->requires_grad) by_id[targets[i].impl_->param].push_back(i);
+  }
+  auto targets_of = [&](const UOp* u) {
+    std::vector<size_t> r;
+    if (auto it = by_node.find(u); it != by_node.end()) r = it->second;
+    if (auto it = u->is_param() ? by_id.find(u->iarg()) : by_id.end(); it != by_id.end())
+      for (size_t i : it->second) if (std::find(r.begin(), r.end(), i) == r.end()) r.push_back(i);
+    return r;
+  };
   // only nodes on a path to a target get gradients
   std::unordered_map<const UOp*, bool> on_path;
-  for (auto& t : targets) on_path[t.uop().get()] = true;
   for (auto& u : topo) {
+    if (by_node.count(u.get()) || (u->is_param() && by_id.count(u->iarg()))) { on_path[u.get()] = true; continue; }
     if (u->op == Ops::DETACH) continue;
     for (auto& s : u->src) if (on_path[s.get()]) { on_path[u.get()] = true; break; }
   }
   std::unordered_map<const UOp*, Tensor> grads;
   grads.emplace(root.uop().get(), seed);
+  std::vector<std::optional<Tensor>> out(targets.size());
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const UOpRef& u = *it;
     auto g = grads.find(u.get());
-    if (g == grads.end() || !on_path[u.get()] || u->src.empty()) continue;
+    if (g == grads.end() || !on_path[u.get()]) continue;
+    for (size_t i : targets_of(u.get())) out[i] = out[i] ? *out[i] + g->second : g->second;
+    if (u->src.empty()) continue;
     auto sg = detail::grad_rule(u, g->second, root.device());
     for (size_t i = 0; i < u->src.size() && i < sg.size(); i++) {
       if (!sg[i] || !on_path[u->src[i].get()]) continue;
@@ -143,23 +162,21 @@ inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, c
       if (!fresh) at->second = at->second + *sg[i];
     }
   }
-  std::vector<std::optional<Tensor>> out;
-  for (auto& t : targets) {
-    auto it = grads.find(t.uop().get());
-    out.push_back(it == grads.end() ? std::nullopt : std::optional<Tensor>(it->second));
-  }
   return out;
 }
 
-// gradients of a scalar loss with respect to targets; does not touch .grad
+// gradients of a scalar loss with respect to targets; does not touch .grad. Throws GradientError for a target
+// the loss does not reach through differentiable ops (like torch.autograd.grad without allow_unused).
 inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
   if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
   auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
-    if (!gs[i]) out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
-    else out.push_back(gs[i]->cast(targets[i].dtype()));
+    if (!gs[i])
+      throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " + to_string(targets[i].dtype()) +
+                          ") is not reached by the loss through differentiable ops");
+    out.push_back(gs[i]->cast(targets[i].dtype()));
   }
   return out;
 }
@@ -168,15 +185,15 @@ inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
   if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
   if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
   if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
-  // the registered tensors this one depends on
-  std::unordered_map<const UOp*, bool> in_graph;
-  for (auto& u : toposort(uop())) in_graph[u.get()] = true;
+  // the registered tensors this one depends on (by their parameter ids)
+  std::unordered_map<int64_t, bool> in_graph;
+  for (auto& u : toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
   std::vector<std::shared_ptr<Impl>> params;
   {
     std::lock_guard lk(grad_mutex());
     auto& reg = grad_registry();
     std::erase_if(reg, [](auto& w) { return w.expired(); });
-    for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph[p->uop.get()]) params.push_back(p);
+    for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph.count(p->param)) params.push_back(p);
   }
   if (params.empty()) throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
   std::vector<Tensor> targets;
@@ -184,7 +201,7 @@ inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
   auto gs = compute_gradient(*this, seed.value_or(Tensor::full(shape(), 1.0, dtype(), device())), targets);
   for (size_t i = 0; i < params.size(); i++) {
     if (!gs[i]) continue;
-    Tensor g = gs[i]->cast(targets[i].dtype());
+    Tensor g = gs[i]->cast(targets[i].dtype()).detach();  // .grad is a value, not part of a graph (reading it keeps none)
     params[i]->grad = (params[i]->grad ? Tensor(params[i]->grad) + g : g).impl_;
   }
   return *this;

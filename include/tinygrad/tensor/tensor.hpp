@@ -20,7 +20,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr})) {}
+  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -103,9 +103,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- autograd (tensor/gradient.hpp) ----
+  // A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
+  // hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
+  // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
+  // too: the gradient flows on through them.
   Tensor& requires_grad_(bool r = true) {
+    if (r && !impl_->requires_grad) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
     impl_->requires_grad = r;
-    if (r) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
+    const UOpRef& u = uop();
+    bool mine = u->is_param() && u->iarg() == impl_->param;
+    if (r && !mine) {
+      static std::atomic<int64_t> ids{0};
+      if (!impl_->param) impl_->param = ++ids;
+      impl_->uop = param_node(u);
+    }
+    if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
     return *this;
   }
   bool requires_grad() const { return impl_->requires_grad; }
@@ -122,7 +134,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   const std::string& device() const { return impl_->device; }
   size_t ndim() const { return shape().size(); }
   int64_t numel() const { return tinygrad::prod(shape()); }
-  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && uop()->src[0]->op == Ops::BUFFER); }
+  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); }
 
   // ---- realize and read back ----
   Tensor& realize() {
@@ -137,18 +149,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (!roots.empty()) tinygrad::realize(roots);
     for (auto& t : ts) t.adopt_realized();
   }
-  // replace the value in place, lazily: every handle that shares this tensor sees v
+  // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
+  // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
   Tensor& assign(const Tensor& v) {
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
-    impl_->uop = v.cast(dtype()).uop();
+    Tensor nv = v.cast(dtype());
+    impl_->uop = nv.uop()->grad_dep ? nv.detach().uop() : nv.uop();
+    if (impl_->requires_grad) impl_->uop = param_node(impl_->uop);
     return *this;
   }
   // the device buffer that holds the value (contiguous, numel elements), realizing first
   std::shared_ptr<Buffer> buffer() const {
     Tensor t = *this;
-    t.realize();  // a realized tensor is BUFFER or RESHAPE(BUFFER)
-    return (t.uop()->op == Ops::BUFFER ? t.uop() : t.uop()->src[0])->buffer();
+    t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
+    const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
+    return u->op == Ops::BUFFER ? u->buffer() : u->realized;
   }
   template <class T>
   std::vector<T> to_vector() const {
@@ -506,7 +522,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string device;
     bool requires_grad = false;
     std::shared_ptr<Impl> grad;
+    int64_t param = 0;  // the id of this tensor's parameter nodes (0: never required grad)
   };
+  friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&);
   // tensors that asked for gradients, found again by backward()
   static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
   static std::mutex& grad_mutex() { static std::mutex m; return m; }
@@ -537,11 +555,31 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t(make_uop(Ops::BUFFER, src_dt, {}, buf), dev);
     return t.reshape(shape);
   }
+  static bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+  // BUFFER (reshaped) of a realized node
+  static UOpRef buffer_view(const UOpRef& u) {
+    if (is_buffer_view(u.get())) return u;
+    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized : u->src[0]->realized);  // a leaf or RESHAPE(leaf)
+    return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+  }
+  // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
+  UOpRef param_node(const UOpRef& u) const {
+    auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
+    if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
+      const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
+      p->realized = l->op == Ops::BUFFER ? l->buffer() : l->realized;
+    }
+    return p;
+  }
+  // after a realize: drop the graph below the value unless autograd needs it. A parameter keeps its id over
+  // its buffer; a value that depends on parameters keeps its graph (the root holds .realized, so schedules
+  // read it as an input); anything else becomes its buffer.
   void adopt_realized() {
-    auto& u = impl_->uop;
-    if (u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER)) return;
-    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized);
-    impl_->uop = b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+    const UOpRef& u = impl_->uop;
+    if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
+      if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
+    } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
+    else if (!u->grad_dep) impl_->uop = buffer_view(u);
   }
   Tensor fl() const { return is_float(dtype()) ? *this : cast(dtypes::default_float); }
   Tensor unary(Ops op, std::optional<DType> dt = std::nullopt) const { return Tensor(make_uop(op, dt.value_or(dtype()), {uop()}), device()); }

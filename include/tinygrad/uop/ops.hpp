@@ -68,6 +68,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
   mutable std::shared_ptr<Buffer> realized;  // set once this node's value lives in a buffer
+  bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
   ~UOp();
@@ -82,6 +83,8 @@ struct UOp : std::enable_shared_from_this<UOp> {
   int64_t range_end() const { return varg()[0]; }                       // RANGE / SPECIAL / LANE
   int64_t range_id() const { return varg()[1]; }
   const std::shared_ptr<Buffer>& buffer() const { return std::get<std::shared_ptr<Buffer>>(arg); }
+  // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
+  bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
   int64_t numel() const { return prod(shape); }
 };
 
@@ -160,6 +163,11 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   u->key = h;
   u->shape = detail::infer_shape(*u);
   detail::compute_vrange(*u);
+  // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
+  if (is_float(dtype)) {
+    u->grad_dep = u->is_param();
+    if (op != Ops::DETACH) for (auto& s : u->src) u->grad_dep |= s->grad_dep;
+  }
   t.map.emplace(h, u.get());
   return u;
 }

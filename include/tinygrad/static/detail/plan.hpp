@@ -30,7 +30,7 @@ struct plan_cache {
 
 inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
-  if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) return u->src[0]->buffer();
+  if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
   return u->op == Ops::BUFFER ? u->buffer() : u->realized;
 }
 
