@@ -30,7 +30,7 @@ inline double exec_alu(Ops op, DType dt, const std::vector<double>& v) {
     case Ops::FDIV: return wrap(v[0] / v[1]);
     case Ops::IDIV: return I(1) == 0 ? 0 : wrap(double(I(0) / I(1)));
     case Ops::MOD: return I(1) == 0 ? 0 : wrap(double(I(0) % I(1)));
-    case Ops::MAX: return wrap(std::max(v[0], v[1]));
+    case Ops::MAX: return wrap(std::isnan(v[0]) || v[0] > v[1] ? v[0] : v[1]);  // NaN propagates, as the rendered MAX
     case Ops::CMPLT: return v[0] < v[1];
     case Ops::CMPNE: return v[0] != v[1];
     case Ops::CMPEQ: return v[0] == v[1];
