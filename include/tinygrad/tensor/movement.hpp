@@ -437,6 +437,7 @@ struct MovementOps {
       Shape r = pos.shape();
       v = expand_value(v, r, "setitem");
       int64_t nr = pos.numel(), n = x.numel();
+      if (nr == 0) return x;  // nothing selected (and the max below would be of an empty dim)
       T hit = pos.reshape({nr, 1}) == T::arange(double(n), std::nullopt, 1, DType::Int32, x.device()).reshape({1, n});
       T rank = T::arange(double(nr), std::nullopt, 1, DType::Int32, x.device()).reshape({nr, 1}) + 1;
       T top = hit.where(rank, 0).max(0, true);  // (1, n): 0 where untouched
@@ -508,6 +509,7 @@ struct MovementOps {
   // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
   T scatter(int64_t dim, const T& index, const T& src) const {
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
+    if (mask.shape().back() == 0) return self();  // no sources: nothing written
     // per target: the last source position that writes it
     int64_t n = mask.shape().back();
     Shape rs(mask.ndim(), 1);
@@ -525,6 +527,7 @@ struct MovementOps {
       throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
     if (src.dtype() != x.dtype()) throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
     auto [s, mask] = pre_scatter(dim, index, src, "scatter_reduce");
+    if (mask.shape().back() == 0) return x;  // no sources: every reduce leaves x
     T untouched = mask.max(-1).logical_not();  // NOTE: max of bools is any
     auto base = [&](double ident) { return include_self ? x : untouched.where(x, ident); };
     if (reduce == "sum") return (mask.where(s, 0.0).sum(-1) + base(0)).cast(x.dtype());

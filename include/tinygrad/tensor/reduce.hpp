@@ -20,9 +20,10 @@ struct ReduceOps {
   T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
   T prod(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
-  T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, std::move(axes), keepdim, "max"); }
+  // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
+  T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); }
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
-  T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).max(std::move(axes), keepdim)); }
+  T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); }
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
   T mean(Axes axes = {}, bool keepdim = false) const {
     auto ax = self().norm_axes(axes, "mean");
@@ -42,13 +43,13 @@ struct ReduceOps {
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {var(axes, keepdim, correction), mean(axes, keepdim)}; }
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {std(axes, keepdim, correction), mean(axes, keepdim)}; }
-  T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().max(std::move(axes), keepdim); }
+  T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); }
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const { return self().logical_not().any(std::move(axes), keepdim).logical_not(); }
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const { return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); }
-  // index of the first maximum along axis (of the flattened tensor without one), int32
+  // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const {
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
@@ -60,14 +61,14 @@ struct ReduceOps {
     Shape rs(x.ndim() - size_t(a), 1);
     rs[0] = n;
     auto rev = T::arange(double(n), 0.0, -1, DType::Int32, x.device()).reshape(rs);
-    return (double(n) - ((x == x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
+    return (double(n) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
   }
   T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const { return inv(self()).argmax(axis, keepdim); }
   // log(sum(exp(x))), shifted by the (detached) max for stability
   T logsumexp(Axes axes = {}, bool keepdim = false) const {
     axes = self().norm_axes(axes, "logsumexp");
     auto x = self().fl();
-    auto m = x.max(axes, true).detach();
+    auto m = x.reduce(Ops::MAX, axes, true, "logsumexp").detach();  // an empty dim gives -inf, as torch
     m = m.isinf().where(0.0, m);  // an all -inf slice gives -inf, not NaN
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
@@ -75,13 +76,13 @@ struct ReduceOps {
   T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
   T softmax(int64_t axis = -1) const {
     axis = norm_axis(axis, self().ndim(), "softmax");
-    auto m = self().fl() - self().fl().max(axis, true).detach();
+    auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "softmax").detach();
     auto e = m.exp();
     return e / e.sum(axis, true);
   }
   T log_softmax(int64_t axis = -1) const {
     axis = norm_axis(axis, self().ndim(), "log_softmax");
-    auto m = self().fl() - self().fl().max(axis, true).detach();
+    auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "log_softmax").detach();
     return m - m.exp().sum(axis, true).log();
   }
   T softmin(int64_t axis = -1) const { return (-self()).softmax(axis); }
@@ -97,7 +98,8 @@ struct ReduceOps {
 
   // ---- sorting ----
   // (values, int32 indices) along dim. Equal values keep their original order (the k-th equal value in the
-  // output is the k-th in the input), ascending and descending alike. NaNs are not ordered.
+  // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
+  // descending), as torch.
   std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const {
     auto& x0 = self();
     if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int32, x0.device())};
@@ -112,7 +114,8 @@ struct ReduceOps {
     pads.push_back({0, (int64_t(1) << s) - n});
     Shape twos = lead;
     twos.insert(twos.end(), size_t(s), 2);
-    T x = y.pad(pads, descending ? dtype_min(y.dtype()) : dtype_max(y.dtype())).reshape(twos);
+    double last = descending ? dtype_min(y.dtype()) : is_float(y.dtype()) ? double(NAN) : dtype_max(y.dtype());
+    T x = y.pad(pads, last).reshape(twos);
     size_t nb = lead.size();
     auto bit = [&](int w) { return int64_t(nb) + s - 1 - w; };
     auto first = [&](int64_t dm) {  // true where the bit of dim dm is 0
@@ -128,7 +131,8 @@ struct ReduceOps {
       auto cross = [&] { if (stage != s) x = first(bit(stage)).where(x, x.flip(low)); };
       cross();
       for (int sub = stage - 1; sub >= 0; sub--) {
-        T p = x.flip(bit(sub)), lo = x.minimum(p), hi = x.maximum(p);
+        // NOTE: not minimum/maximum: they propagate NaN into both outputs
+        T p = x.flip(bit(sub)), up = after(x, p), lo = up.where(p, x), hi = up.where(x, p);
         x = first(bit(sub)).where(descending ? hi : lo, descending ? lo : hi).contiguous();
       }
       cross();
@@ -142,9 +146,9 @@ struct ReduceOps {
     // indices: sorted position i takes the original j with the same value and the same occurrence count
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
     T tri = idx.reshape({1, n}) <= idx.reshape({n, 1});  // [i, j]: j <= i
-    auto occ = [&](const T& t) { return ((t.unsqueeze(-1) == t.unsqueeze(-2)) & tri).sum(-1); };
+    auto occ = [&](const T& t) { return (same(t.unsqueeze(-1), t.unsqueeze(-2)) & tri).sum(-1); };
     T yd = y.detach(), sd = ys.detach();
-    T cond = (sd.unsqueeze(-1) == yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
+    T cond = same(sd.unsqueeze(-1), yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
     T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int32);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
   }
@@ -234,6 +238,18 @@ struct ReduceOps {
   const T& self() const { return static_cast<const T&>(*this); }
   int64_t reduced_count(const Axes& ax) const { int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; }
   // order-reversing: min = inv(max(inv))
+  // the axes (normalized) of a max or min, none of them empty
+  Axes nonempty(const Axes& axes, const char* op) const {
+    auto ax = self().norm_axes(axes, op);
+    for (auto a : ax)
+      if (self().shape()[size_t(a)] == 0)
+        throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " + to_string(self().shape()) + " (an empty max or min has no value)");
+    return ax;
+  }
+  // a == b, with NaN equal to NaN (max and cummax propagate NaN, so NaN is where they found it)
+  static T same(const T& a, const T& b) { return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; }
+  // a sorts after b: NaN after everything but NaN
+  static T after(const T& a, const T& b) { return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; }
   static T inv(const T& x) { return is_float(x.dtype()) ? -x : x.bitwise_not(); }
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
   static T cum_last(const T& x, Ops op, const char* name) {
@@ -278,15 +294,15 @@ struct ReduceOps {
     p.push_back({before, after});
     return p;
   }
-  // index of the last j <= i with x[j] == v[i]
+  // index of the last j <= i with x[j] == v[i] (NaN == NaN: torch gives the last NaN so far)
   static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) {
     if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int32, x0.device())};
     int a = norm_axis(axis, x0.ndim(), name);
     T x = x0.transpose(a, -1).detach(), v = v0.transpose(a, -1).detach();
     int64_t n = x.shape().back();
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
-    T hit = (x.unsqueeze(-2) == v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
-    return {v0, (hit * idx.reshape({1, n})).max(-1).cast(DType::Int32).transpose(a, -1)};
+    T hit = same(x.unsqueeze(-2), v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
+    return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int32).transpose(a, -1)};
   }
   // bool (..., C at dim, ...) from labels y (..., 1 at dim, ...)
   static T label_mask(const T& y, int64_t c, int64_t dim) {
