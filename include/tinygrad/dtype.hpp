@@ -152,11 +152,28 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
+namespace detail {
+// one element of dtype D in its storage type T, to double and back
+// NOTE: templates, so that the branches of the other dtypes are discarded (in a plain function they are compiled)
+template <DType D, class T>
+double elem_to_double(T v) {
+  if constexpr (D == DType::Float16) return f16_to_f32(v);
+  else if constexpr (D == DType::BFloat16) return bf16_to_f32(v);
+  else return double(v);
+}
+template <DType D, class T, char K>
+T elem_from_double(double x) {
+  if constexpr (D == DType::Float16) return f32_to_f16(float(x));
+  else if constexpr (D == DType::BFloat16) return f32_to_bf16(float(x));
+  else if constexpr (K == 'i' || K == 'u') return std::isfinite(x) ? T(int64_t(x)) : T(0);
+  else return T(x);
+}
+}  // namespace detail
+
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); \
-      if constexpr (DType::n == DType::Float16) return f16_to_f32(v); else if constexpr (DType::n == DType::BFloat16) return bf16_to_f32(v); else return double(v); }
+#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -164,10 +181,7 @@ inline double load_as_double(const void* p, DType d, size_t i) {
 }
 inline void store_from_double(void* p, DType d, size_t i, double x) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; \
-      if constexpr (DType::n == DType::Float16) v = f32_to_f16(float(x)); else if constexpr (DType::n == DType::BFloat16) v = f32_to_bf16(float(x)); \
-      else if constexpr (k == 'i' || k == 'u') v = std::isfinite(x) ? t(int64_t(x)) : t(0); else v = t(x); \
-      std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
+#define TG_X(n, t, sz, k, c) case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
     TG_DTYPES(TG_X)
 #undef TG_X
   }

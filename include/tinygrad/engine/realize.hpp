@@ -1,5 +1,6 @@
 #pragma once
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
+#include <list>
 #include "../runtime/cpu.hpp"
 #include "../runtime/cuda.hpp"
 #include "../runtime/opencl.hpp"
@@ -69,16 +70,50 @@ struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built
 inline RunStats& run_stats() { static RunStats s; return s; }
 
 namespace detail {
+// a map that keeps its `cap` most recently used entries; get() marks an entry used
+template <class K, class V>
+struct LRUMap {
+  struct Entry;
+  using Map = std::map<K, Entry>;
+  struct Entry { V v; typename std::list<typename Map::iterator>::iterator pos; };
+  explicit LRUMap(size_t c) : cap(std::max<size_t>(c, 1)) {}
+  V* get(const K& k) {
+    auto it = map.find(k);
+    if (it == map.end()) return nullptr;
+    order.splice(order.begin(), order, it->second.pos);
+    return &it->second.v;
+  }
+  void put(const K& k, V v) {
+    auto [it, fresh] = map.insert_or_assign(k, Entry{std::move(v), {}});
+    if (!fresh) order.erase(it->second.pos);
+    order.push_front(it);
+    it->second.pos = order.begin();
+    trim();
+  }
+  void set_cap(size_t c) { cap = std::max<size_t>(c, 1); trim(); }
+  void trim() { while (map.size() > cap) { map.erase(order.back()); order.pop_back(); } }
+  void clear() { order.clear(); map.clear(); }
+  size_t size() const { return map.size(); }
+  size_t cap;
+  Map map;
+  std::list<typename Map::iterator> order;  // most recent first
+};
+
 struct Plan {
   std::string device;
   std::vector<std::shared_ptr<CompiledKernel>> kernels;
   ScheduleSpec spec;
   std::vector<std::vector<int>> release;  // per kernel: the buffers no later kernel reads (a long chain holds two at a time)
 };
+// NOTE: both caches are bounded (a loaded GPU program holds driver memory: PoCL's grew past 6 GB in the test suite).
+// An evicted program stays alive while a plan (cached schedule, static plan, JIT) still holds it: the driver
+// program is released when its last owner drops it.
 struct EngineState {
   std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
-  std::map<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache;
-  std::map<std::pair<std::string, const UOp*>, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>> programs;
+  LRUMap<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache{size_t(std::max<int64_t>(getenv_int("SCHEDULE_CACHE", 1024), 1))};
+  // per device: kernel AST (kept alive, it is the key) -> loaded program
+  std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>>> programs;
+  size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
 }  // namespace detail
@@ -89,6 +124,17 @@ inline void clear_program_cache() {
   std::lock_guard lk(st.mu);
   st.schedule_cache.clear();
   st.programs.clear();
+}
+
+// bound the caches: at most `programs` loaded programs per device, `schedules` cached schedules (defaults: env
+// PROGRAM_CACHE=512, SCHEDULE_CACHE=1024); the least recently used are dropped, and a program is released once no
+// cached schedule or static plan holds it
+inline void set_cache_limits(size_t programs, size_t schedules) {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.max_programs = std::max<size_t>(programs, 1);
+  for (auto& [dev, c] : st.programs) c.set_cap(programs);
+  st.schedule_cache.set_cap(schedules);
 }
 
 namespace detail {
@@ -115,13 +161,14 @@ inline void cuda_compile_check(const std::vector<KernelAST>& ks, const std::vect
 // compile every kernel of a schedule that is not compiled yet, in one batch
 inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, const std::vector<KernelAST>& ks) {
   auto& st = EngineState::get();
+  auto& cache = st.programs.try_emplace(dev.rt.name, st.max_programs).first->second;
   std::vector<std::shared_ptr<CompiledKernel>> out(ks.size());
   std::vector<size_t> todo;
   std::vector<ProgramSpec> specs;
   std::unordered_map<const UOp*, size_t> first;  // NOTE: the pieces of a long chain share one AST: one program
   std::vector<std::pair<size_t, size_t>> same;    // (kernel, earlier kernel with its AST)
   for (size_t i = 0; i < ks.size(); i++) {
-    if (auto it = st.programs.find({dev.rt.name, ks[i].ast.get()}); it != st.programs.end()) out[i] = it->second.second;
+    if (auto* e = cache.get(ks[i].ast.get())) out[i] = e->second;
     else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
     else { todo.push_back(i); specs.push_back(to_program(ks[i].ast, *dev.renderer)); }
   }
@@ -136,7 +183,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
     auto ck = std::make_shared<CompiledKernel>();
     ck->prg = dev.rt.load(specs[j].fn, bins[j], specs[j].launch);
     ck->spec = std::move(specs[j]);
-    st.programs[{dev.rt.name, ks[todo[j]].ast.get()}] = {ks[todo[j]].ast, ck};
+    cache.put(ks[todo[j]].ast.get(), {ks[todo[j]].ast, ck});
     out[todo[j]] = ck;
     run_stats().kernels_compiled++;
   }
@@ -218,8 +265,8 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
 
   std::shared_ptr<Plan> plan;
   bool hit = false;
-  if (auto it = st.schedule_cache.find(key); flags().scache && it != st.schedule_cache.end()) {
-    plan = it->second;
+  if (auto* p = flags().scache ? st.schedule_cache.get(key) : nullptr) {
+    plan = *p;
     hit = true;
     run_stats().schedule_cache_hits++;
   } else {
@@ -233,7 +280,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     for (int r : sp.root_slots) last[size_t(r)] = -1;
     plan->release.resize(sp.kernels.size());
     for (size_t x = size_t(sp.n_inputs); x < last.size(); x++) if (last[x] >= 0) plan->release[size_t(last[x])].push_back(int(x));
-    if (flags().scache) st.schedule_cache[key] = plan;
+    if (flags().scache) st.schedule_cache.put(key, plan);
     run_stats().schedules_built++;
   }
   if (flags().debug >= 1 && plan->kernels.size() > 1)

@@ -39,8 +39,9 @@ struct ConvNd {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups;
-  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups, bool has_bias)
-      : stride(std::move(stride)), padding(std::move(padding)), dilation(std::move(dilation)), groups(groups) {
+  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_, std::vector<int64_t> dilation_, int64_t groups_,
+         bool has_bias)
+      : stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
@@ -57,15 +58,15 @@ struct ConvNd {
   }
 };
 struct Conv1d : ConvNd {
-  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
-      : ConvNd(in, out, {kernel}, {stride}, {padding}, {dilation}, groups, bias) {}
+  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+      : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
 struct Conv2d : ConvNd {
-  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
-      : ConvNd(in, out, {kernel, kernel}, {stride}, {padding}, {dilation}, groups, bias) {}
-  Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
-         std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool bias = true)
-      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride), std::move(padding), std::move(dilation), groups, bias) {}
+  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+      : ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
+  Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
+         std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool bias_ = true)
+      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {}
 };
 
 // transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
@@ -76,9 +77,9 @@ struct ConvTranspose2d {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, output_padding, dilation;
   int64_t groups;
-  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
-                  std::vector<int64_t> output_padding = {0}, std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool has_bias = true)
-      : stride(std::move(stride)), padding(std::move(padding)), output_padding(std::move(output_padding)), dilation(std::move(dilation)), groups(groups) {
+  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
+                  std::vector<int64_t> output_padding_ = {0}, std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool has_bias = true)
+      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
                        std::to_string(groups) + " groups");
@@ -86,9 +87,9 @@ struct ConvTranspose2d {
     weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
-  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0, int64_t dilation = 1,
-                  int64_t groups = 1, bool bias = true)
-      : ConvTranspose2d(in, out, {kernel, kernel}, {stride}, {padding}, {output_padding}, {dilation}, groups, bias) {}
+  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
+                  int64_t groups_ = 1, bool bias_ = true)
+      : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
   Tensor operator()(const Tensor& x) const {
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
@@ -102,9 +103,9 @@ struct BatchNorm {
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
-  BatchNorm(int64_t size, double eps = 1e-5, bool affine = true, bool track_running_stats = true, double momentum = 0.1)
+  BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
       : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
-        eps(eps), momentum(momentum), track_running_stats(track_running_stats) {
+        eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
   }
   Tensor operator()(const Tensor& x) const {
@@ -138,10 +139,10 @@ struct LayerNorm {
   Shape normalized_shape;
   std::optional<Tensor> weight, bias;
   double eps;
-  LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true) : normalized_shape(normalized_shape), eps(eps) {
+  LayerNorm(Shape normalized_shape_, double eps_ = 1e-5, bool elementwise_affine = true) : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
   }
-  LayerNorm(int64_t n, double eps = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps, elementwise_affine) {}
+  LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
   Tensor operator()(const Tensor& x) const {
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
@@ -157,7 +158,7 @@ struct LayerNorm {
 struct RMSNorm {
   Tensor weight;
   double eps;
-  RMSNorm(int64_t dim, double eps = 1e-6) : weight(detail::param({dim}, 1)), eps(eps) {}
+  RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
   Tensor operator()(const Tensor& x) const {
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
@@ -170,7 +171,7 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
-  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true) : num_groups(num_groups), num_channels(num_channels), eps(eps) {
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
     if (num_groups <= 0 || num_channels % num_groups)
       throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
@@ -184,7 +185,7 @@ struct GroupNorm {
 
 // GroupNorm with one group per channel
 struct InstanceNorm : GroupNorm {
-  InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps, affine) {}
+  InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
 
 // rows of weight picked by integer indices; weight (vocab, dim)
@@ -202,7 +203,7 @@ struct Embedding {
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
-  explicit Dropout(double p = 0.5) : p(p) {
+  explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
   Tensor operator()(const Tensor& x) const {

@@ -55,8 +55,8 @@ class Optimizer {
 // SGD with momentum (torch's: b = momentum * b + g), nesterov and L2 weight decay
 class SGD : public Optimizer {
  public:
-  SGD(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
-      : Optimizer(params, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
+  SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
+      : Optimizer(tensors, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
   }
 
@@ -82,8 +82,8 @@ class SGD : public Optimizer {
 // LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
 class LAMB : public Optimizer {
  public:
-  LAMB(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
-      : Optimizer(params, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
+  LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
+      : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
         b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
   }
@@ -119,12 +119,12 @@ class LAMB : public Optimizer {
 };
 
 struct Adam : LAMB {
-  Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
-      : LAMB(params, lr, b1, b2, eps, weight_decay, true) {}
+  Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
 };
 struct AdamW : LAMB {
-  AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
-      : LAMB(params, lr, b1, b2, eps, weight_decay, true) {}
+  AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
 };
 
 // ---- learning-rate schedules: call step() once per epoch (or per iteration for OneCycleLR) ----

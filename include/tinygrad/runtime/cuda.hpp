@@ -173,6 +173,7 @@ class CUDAProgram : public Program {
   }
   ~CUDAProgram() override {
     d_->current();
+    d_->api->cuCtxSynchronize();  // NOTE: a launch may still run: the module must outlive it (the program cache evicts)
     for (auto e : ev_) d_->api->cuEventDestroy(e);
     d_->api->cuModuleUnload(mod_);
   }
