@@ -66,8 +66,9 @@ int unique_constant() {
 std::string loaded_source_with(const std::string& needle) {
   auto& st = tinygrad::detail::EngineState::get();
   std::lock_guard lk(st.mu);
-  for (auto& [k, v] : st.programs)
-    if (v.second->spec.src.find(needle) != std::string::npos) return v.second->spec.src;
+  for (auto& [dev, cache] : st.programs)
+    for (auto& [k, e] : cache.map)
+      if (e.v.second->spec.src.find(needle) != std::string::npos) return e.v.second->spec.src;
   return {};
 }
 }  // namespace
