@@ -120,10 +120,12 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
-// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient reaches it.
+// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient flows to it.
+// reached (optional) tells which targets root uses at all (not only behind DETACH): there nullopt means zero.
 // A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
 // before a realize() or assign() replaced its uop. Any other target is found by its node.
-inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets) {
+inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
+                                                           std::vector<bool>* reached = nullptr) {
   auto topo = toposort(root.uop());
   // the targets each node stands for
   std::unordered_map<const UOp*, std::vector<size_t>> by_node;
@@ -149,12 +151,18 @@ inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, c
   std::unordered_map<const UOp*, Tensor> grads;
   grads.emplace(root.uop().get(), seed);
   std::vector<std::optional<Tensor>> out(targets.size());
+  std::unordered_map<const UOp*, bool> reach{{root.uop().get(), true}};  // on a path from root, with or without gradient
+  if (reached) reached->assign(targets.size(), false);
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const UOpRef& u = *it;
+    if (!on_path[u.get()] || !reach[u.get()]) continue;
+    if (u->op != Ops::DETACH) for (auto& s : u->src) reach[s.get()] = true;
     auto g = grads.find(u.get());
-    if (g == grads.end() || !on_path[u.get()]) continue;
-    for (size_t i : targets_of(u.get())) out[i] = out[i] ? *out[i] + g->second : g->second;
-    if (u->src.empty()) continue;
+    for (size_t i : targets_of(u.get())) {
+      if (reached) (*reached)[i] = true;
+      if (g != grads.end()) out[i] = out[i] ? *out[i] + g->second : g->second;
+    }
+    if (g == grads.end() || u->src.empty()) continue;
     auto sg = detail::grad_rule(u, g->second, root.device());
     for (size_t i = 0; i < u->src.size() && i < sg.size(); i++) {
       if (!sg[i] || !on_path[u->src[i].get()]) continue;
@@ -165,18 +173,20 @@ inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, c
   return out;
 }
 
-// gradients of a scalar loss with respect to targets; does not touch .grad. Throws GradientError for a target
-// the loss does not reach through differentiable ops (like torch.autograd.grad without allow_unused).
+// gradients of a scalar loss with respect to targets; does not touch .grad. A target the loss uses only through
+// ops without a gradient (comparisons, casts to int) gets zeros; one the loss does not use at all (or only behind
+// detach()) throws GradientError, like torch.autograd.grad without allow_unused.
 inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
   if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
-  auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets);
+  std::vector<bool> reached;
+  auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets, &reached);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
-    if (!gs[i])
+    if (!reached[i])
       throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " + to_string(targets[i].dtype()) +
-                          ") is not reached by the loss through differentiable ops");
-    out.push_back(gs[i]->cast(targets[i].dtype()));
+                          ") is not used by the loss" + (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
+    out.push_back(gs[i] ? gs[i]->cast(targets[i].dtype()) : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
   }
   return out;
 }

@@ -155,8 +155,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
     Tensor nv = v.cast(dtype());
-    impl_->uop = nv.uop()->grad_dep ? nv.detach().uop() : nv.uop();
-    if (impl_->requires_grad) impl_->uop = param_node(impl_->uop);
+    UOpRef u = nv.uop();
+    if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
+    impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   }
   // the device buffer that holds the value (contiguous, numel elements), realizing first
@@ -524,7 +525,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::shared_ptr<Impl> grad;
     int64_t param = 0;  // the id of this tensor's parameter nodes (0: never required grad)
   };
-  friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&);
+  friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&, std::vector<bool>*);
   // tensors that asked for gradients, found again by backward()
   static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
   static std::mutex& grad_mutex() { static std::mutex m; return m; }
