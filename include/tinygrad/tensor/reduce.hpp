@@ -2,7 +2,7 @@
 // Tensor methods: reductions, scans, sorting, losses.
 // A CRTP mixin of Tensor (see tensor.hpp): T is Tensor, every method is composed from Tensor's primitives.
 // Axes are a list (empty: all) or one int. Everything stays lazy and differentiable: scans are windowed
-// reductions over a padded view (as tinygrad), sort is a bitonic network of min/max.
+// reductions over a padded view (as tinygrad), sort is a bitonic network of compare-and-swaps.
 #include <bit>
 #include <concepts>
 #include <string_view>
@@ -237,7 +237,6 @@ struct ReduceOps {
  private:
   const T& self() const { return static_cast<const T&>(*this); }
   int64_t reduced_count(const Axes& ax) const { int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; }
-  // order-reversing: min = inv(max(inv))
   // the axes (normalized) of a max or min, none of them empty
   Axes nonempty(const Axes& axes, const char* op) const {
     auto ax = self().norm_axes(axes, op);
@@ -250,6 +249,7 @@ struct ReduceOps {
   static T same(const T& a, const T& b) { return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; }
   // a sorts after b: NaN after everything but NaN
   static T after(const T& a, const T& b) { return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; }
+  // order-reversing: min = inv(max(inv))
   static T inv(const T& x) { return is_float(x.dtype()) ? -x : x.bitwise_not(); }
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
   static T cum_last(const T& x, Ops op, const char* name) {
