@@ -82,3 +82,19 @@ TEST_CASE("program cache: evicted CPU kernels are unmapped (dlclose)", "[cache][
   // NOTE: a kernel .so may hold a few kernels of one schedule; 9 new kernels must not leave 9 new mappings
   CHECK(mapped_kernels().size() <= before + 2);
 }
+
+TEST_CASE("program cache: the static plan cache keeps a bounded number of plans per expression", "[cache][static]") {
+  auto a = static_tensor<float, 4>::uniform(1.0);
+  auto f = [&](float s) { return a * s + 0.40625f; };
+  using E = decltype(f(1.0f));
+  auto& plans = detail::st::plan_cache<E>::get();
+  size_t saved = detail::st::max_plans_per_expression;
+  detail::st::max_plans_per_expression = 3;
+  for (int i = 0; i < 6; i++) {
+    float s = 1.0f + float(i) / 64.0f;  // a scalar is part of the plan's key
+    auto want = (Tensor(a) * s + 0.40625).to_vector<float>();
+    CHECK(f(s).to_vector<float>() == want);
+    CHECK(plans.entries.size() == size_t(std::min(i + 1, 3)));
+  }
+  detail::st::max_plans_per_expression = saved;
+}

@@ -20,6 +20,9 @@ struct plan {
   std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
 };
 
+// NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
+// programs, per step); the oldest plan goes first
+inline size_t max_plans_per_expression = 64;
 template <class E>
 struct plan_cache {
   struct entry { std::string device; std::array<int64_t, E::n_key> key; std::shared_ptr<plan> p; };
@@ -145,6 +148,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
     }
     p = build_plan(lower_root(e, php.data(), dev), in, dev);
     std::lock_guard lk(c.mu);
+    if (c.entries.size() >= max_plans_per_expression) c.entries.erase(c.entries.begin());
     c.entries.push_back({dev, key, p});
   }
   return run_plan(*p, leaves, dev, E::dtype, shape);
