@@ -36,6 +36,7 @@ struct CompileError : Error {                         // a kernel that failed to
 
 using Shape = std::vector<int64_t>;
 
+// NOTE: unchecked (hot path): every shape is checked by checked_prod where it enters the library
 inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
 
 inline std::string to_string(const Shape& s) {
@@ -44,10 +45,41 @@ inline std::string to_string(const Shape& s) {
   return r + (s.size() == 1 ? ",)" : ")");
 }
 
+// ---- checked sizes: a shape is valid when no dim is negative and the product of its nonzero dims fits int64 ----
+// NOTE: a zero dim does not excuse the others: strides and sub-products (a reshape, a pad, a byte offset) are still
+// products of the nonzero dims, so (2^40, 2^40, 0) is rejected like (2^40, 2^40) (as PyTorch and safetensors do).
+// Then every product of some of the dims of a valid shape fits int64 too.
+inline bool valid_shape(const Shape& s, int64_t* numel = nullptr) {
+  int64_t n = 1;
+  bool zero = false;
+  for (auto x : s) {
+    if (x < 0) return false;
+    if (x == 0) zero = true;
+    else if (__builtin_mul_overflow(n, x, &n)) return false;
+  }
+  if (numel) *numel = zero ? 0 : n;
+  return true;
+}
+// the number of elements of a shape entering op; ShapeError naming op and shape when it is not valid
+inline int64_t checked_prod(const Shape& s, const char* op) {
+  int64_t n = 0;
+  if (valid_shape(s, &n)) return n;
+  for (auto x : s)
+    if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
+  throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) + " has more than 2^63 elements (the product of its dims overflows int64)");
+}
+// numel * itemsize, the bytes of a buffer; ShapeError naming op when it overflows int64
+inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
+  int64_t r = 0;
+  if (numel < 0 || __builtin_mul_overflow(numel, itemsize, &r))
+    throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(numel) + " elements of " + std::to_string(itemsize) + " bytes do not fit in 2^63 bytes");
+  return r;
+}
+
 // strides of a contiguous row-major layout
 inline Shape strides_for(const Shape& s) {
   Shape st(s.size(), 1);
-  for (int i = int(s.size()) - 2; i >= 0; i--) st[i] = st[i + 1] * s[i + 1];
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
   return st;
 }
 
@@ -90,7 +122,7 @@ inline uint64_t hash_mix(uint64_t h, uint64_t v) {
 }
 inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across processes
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
+  for (char c : s) { h ^= uint8_t(c); h *= 1099511628211ull; }
   return h;
 }
 inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }
@@ -254,11 +286,28 @@ inline uint16_t f32_to_bf16(float f) {
   return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
 
+namespace detail {
+// one element of dtype D in its storage type T, to double and back
+// NOTE: templates, so that the branches of the other dtypes are discarded (in a plain function they are compiled)
+template <DType D, class T>
+double elem_to_double(T v) {
+  if constexpr (D == DType::Float16) return f16_to_f32(v);
+  else if constexpr (D == DType::BFloat16) return bf16_to_f32(v);
+  else return double(v);
+}
+template <DType D, class T, char K>
+T elem_from_double(double x) {
+  if constexpr (D == DType::Float16) return f32_to_f16(float(x));
+  else if constexpr (D == DType::BFloat16) return f32_to_bf16(float(x));
+  else if constexpr (K == 'i' || K == 'u') return std::isfinite(x) ? T(int64_t(x)) : T(0);
+  else return T(x);
+}
+}  // namespace detail
+
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); \
-      if constexpr (DType::n == DType::Float16) return f16_to_f32(v); else if constexpr (DType::n == DType::BFloat16) return bf16_to_f32(v); else return double(v); }
+#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -266,10 +315,7 @@ inline double load_as_double(const void* p, DType d, size_t i) {
 }
 inline void store_from_double(void* p, DType d, size_t i, double x) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; \
-      if constexpr (DType::n == DType::Float16) v = f32_to_f16(float(x)); else if constexpr (DType::n == DType::BFloat16) v = f32_to_bf16(float(x)); \
-      else if constexpr (k == 'i' || k == 'u') v = std::isfinite(x) ? t(int64_t(x)) : t(0); else v = t(x); \
-      std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
+#define TG_X(n, t, sz, k, c) case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -281,13 +327,17 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
 #include <dlfcn.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 
 namespace tinygrad {
 
@@ -410,10 +460,10 @@ void load_sym(void* lib, F& f, const char* name, const char* libname) {
 struct Buffer {
   std::string device;
   DType dtype;
-  int64_t size;  // elements
-  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) {}
+  int64_t size;  // elements; nbytes() fits int64 (checked here, so no byte size or offset computed from it overflows)
+  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { checked_nbytes(n, itemsize(dt), "Buffer"); }
   // wraps external memory (Tensor::from_blob): never allocated or freed here
-  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {}
+  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) { checked_nbytes(n, itemsize(dt), "Buffer"); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }
@@ -434,31 +484,133 @@ struct Buffer {
 };
 
 // ---- on-disk cache for compiled code: CACHEDIR, default $XDG_CACHE_HOME/tinygrad.hpp or ~/.cache/tinygrad.hpp ----
-inline std::filesystem::path cache_dir() {
-  static std::filesystem::path dir = [] {
-    std::string d = getenv_str("CACHEDIR");
-    if (d.empty()) {
-      std::string base = getenv_str("XDG_CACHE_HOME");
-      if (base.empty()) base = getenv_str("HOME", "/tmp") + "/.cache";
-      d = base + "/tinygrad.hpp";
+// A cached shared object is code this process will load, so a folder is used only when it is ours and no other
+// user can write to it; otherwise compiled code goes to a private temporary folder, with a warning that names why.
+namespace detail {
+// the folder the environment asks for and, when the environment cannot give one, why ("" when it can)
+inline std::pair<std::filesystem::path, std::string> configured_cache_dir() {
+  std::string d = getenv_str("CACHEDIR");
+  if (d.empty()) {
+    std::string base = getenv_str("XDG_CACHE_HOME");
+    if (base.empty()) {
+      std::string home = getenv_str("HOME");
+      std::error_code ec;
+      // NOTE: a missing HOME is not created: HOME=/nonexistent is how daemons say "no home"
+      if (home.empty() || !std::filesystem::is_directory(home, ec))
+        return {std::filesystem::path(home.empty() ? "~" : home) / ".cache/tinygrad.hpp", home.empty() ? "HOME is not set" : "HOME (" + home + ") is not a directory"};
+      base = home + "/.cache";
     }
-    std::error_code ec;
-    std::filesystem::create_directories(d, ec);
-    return std::filesystem::path(d);
-  }();
+    d = base + "/tinygrad.hpp";
+  }
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(d, ec);  // NOTE: a relative path could start with '-' and read as a compiler option
+  return {ec ? std::filesystem::path(d) : abs, ""};
+}
+// why code must not be cached in `d` ("" when it may): it is created (mode 0700) when missing; it must be a folder
+// owned by this user that other users cannot write, and a real write must succeed (root ignores modes)
+inline std::string cache_dir_problem(const std::filesystem::path& d) {
+  std::error_code ec;
+  if (!std::filesystem::exists(d, ec)) {
+    std::filesystem::create_directories(d.parent_path(), ec);
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) return cat("cannot create it: ", std::strerror(errno));
+  }
+  struct stat st {};
+  if (::stat(d.c_str(), &st) != 0) return cat("cannot stat it: ", std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+  if (st.st_uid != ::geteuid()) return cat("it is owned by uid ", st.st_uid, ", not by this user (uid ", ::geteuid(), ")");
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", unsigned(st.st_mode & 07777));
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) return cat("other users can write to it (mode ", mode, ")");
+  std::string probe = (d / ".write_test_XXXXXX").string();
+  int fd = ::mkstemp(probe.data());
+  if (fd < 0) return cat("cannot write to it: ", std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return "";
+}
+// the pid in a name "<prefix><pid>_..." or "<prefix><pid>-..." (0 when the name is not one)
+inline long pid_in_name(const std::string& name, const std::string& prefix) {
+  if (name.rfind(prefix, 0) != 0) return 0;
+  char* end = nullptr;
+  long pid = std::strtol(name.c_str() + prefix.size(), &end, 10);
+  return pid > 0 && end && (*end == '_' || *end == '-') ? pid : 0;
+}
+// removes files and folders "<prefix><pid>..." in `dir` left by processes that died without cleaning up: the pid is gone
+// and the entry is older than `min_age` (a pid from another pid namespace sharing the folder may still be compiling)
+inline int remove_stale(const std::filesystem::path& dir, const std::string& prefix, std::chrono::seconds min_age = std::chrono::minutes(10)) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  int removed = 0, seen = 0;
+  auto now = fs::file_time_type::clock::now();
+  for (fs::directory_iterator it(dir, ec), e; !ec && it != e && seen < 10000; it.increment(ec), seen++) {  // NOTE: bounded work
+    long pid = pid_in_name(it->path().filename().string(), prefix);
+    if (!pid || pid == ::getpid() || !(::kill(pid_t(pid), 0) != 0 && errno == ESRCH)) continue;
+    struct stat st {};
+    std::error_code ec2;
+    if (::lstat(it->path().c_str(), &st) != 0 || !(S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) || st.st_uid != ::geteuid()) continue;
+    if (now - fs::last_write_time(it->path(), ec2) < min_age || ec2) continue;
+    fs::remove_all(it->path(), ec2);
+    removed += !ec2;
+  }
+  return removed;
+}
+// this process's private folder for compiled code (mkdtemp: mode 0700), removed at exit
+inline std::filesystem::path private_cache_dir() {
+  namespace fs = std::filesystem;
+  static struct Dir {
+    fs::path p;
+    Dir() {
+      std::error_code ec;
+      fs::path tmp = fs::temp_directory_path(ec);
+      if (ec) tmp = "/tmp";
+      remove_stale(tmp, "tinygrad.hpp-");
+      std::string t = (tmp / cat("tinygrad.hpp-", ::getpid(), "-XXXXXX")).string();
+      if (!::mkdtemp(t.data())) throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
+      p = t;
+    }
+    ~Dir() { std::error_code ec; fs::remove_all(p, ec); }
+  } d;
+  return d.p;
+}
+// `d` when it is usable, else the private folder, with a warning on stderr naming `d` and why (once per folder).
+// What processes killed while writing to `d` left in its scratch folder is removed.
+inline std::filesystem::path usable_cache_dir(const std::filesystem::path& d, std::string problem = "") {
+  if (problem.empty()) problem = cache_dir_problem(d);
+  if (problem.empty()) return remove_stale(d / "tmp", ""), d;
+  auto fallback = private_cache_dir();
+  static std::mutex mu;
+  static std::set<std::string> warned;
+  std::lock_guard lk(mu);
+  if (warned.insert(d.string()).second)
+    std::fprintf(stderr, "tinygrad: warning: not caching compiled kernels in %s: %s; using the private folder %s for this process instead\n",
+                 d.c_str(), problem.c_str(), fallback.c_str());
+  return fallback;
+}
+}  // namespace detail
+
+inline std::filesystem::path cache_dir() {
+  static std::filesystem::path dir = [] { auto [d, why] = detail::configured_cache_dir(); return detail::usable_cache_dir(d, why); }();
   return dir;
+}
+// one compiler's folder in the cache, held to the same rules as the cache itself
+inline std::filesystem::path cache_subdir(const std::string& name) { return detail::usable_cache_dir(cache_dir() / name); }
+// a new name in `dir`/tmp for something this process writes before moving it into place: "<pid>_<n><suffix>"
+inline std::filesystem::path scratch_path(const std::filesystem::path& dir, const std::string& suffix = "") {
+  static std::atomic<uint64_t> n{0};
+  std::error_code ec;
+  std::filesystem::create_directory(dir / "tmp", ec);
+  return dir / "tmp" / cat(::getpid(), "_", n++, suffix);
 }
 inline std::string read_file(const std::filesystem::path& p) {
   std::ifstream f(p, std::ios::binary);
   if (!f) return {};
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
-// write through a temporary name and rename, so a reader never sees a half-written file
+// write through a scratch file and rename, so a reader never sees a half-written file
 inline void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
-  static std::atomic<int> n{0};
-  auto tmp = p; tmp += cat(".tmp", ::getpid(), "_", n++);
-  { std::ofstream f(tmp, std::ios::binary); f.write(data.data(), std::streamsize(data.size())); }
+  auto tmp = scratch_path(p.parent_path());
   std::error_code ec;
+  { std::ofstream f(tmp, std::ios::binary); f.write(data.data(), std::streamsize(data.size())); }
   std::filesystem::rename(tmp, p, ec);
   if (ec) std::filesystem::remove(tmp, ec);
 }
@@ -468,9 +620,13 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 // begin include/tinygrad/runtime/cpu.hpp
 // CPU device: the system C compiler builds shared objects (cached on disk), dlopen loads them,
 // a thread pool runs the THREAD axis.
+#include <fcntl.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <condition_variable>
 #include <thread>
+
+extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
 namespace tinygrad {
 
@@ -558,15 +714,67 @@ inline std::string file_identity(const std::string& path) {
   auto mt = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
   return cat(p.string(), "|", sz, "|", mt);
 }
-// run a shell command, return (exit status, stdout+stderr)
-inline std::pair<int, std::string> run_command(const std::string& cmd) {
+// CC's words, split as make's shell would but without one: whitespace separates, '...' is literal, "..." and \ escape
+inline std::vector<std::string> split_words(const std::string& s) {
+  std::vector<std::string> words;
+  std::string w;
+  bool in_word = false;
+  char quote = 0;
+  for (size_t i = 0; i < s.size(); i++) {
+    char c = s[i];
+    if (quote == '\'') { if (c == '\'') quote = 0; else w += c; continue; }
+    if (quote == '"') {
+      if (c == '"') quote = 0;
+      else if (c == '\\' && i + 1 < s.size() && std::strchr("\"\\$`", s[i + 1])) w += s[++i];
+      else w += c;
+      continue;
+    }
+    if (c == '\'' || c == '"') quote = c, in_word = true;
+    else if (c == '\\' && i + 1 < s.size()) w += s[++i], in_word = true;
+    else if (c == ' ' || c == '\t' || c == '\n') { if (in_word) words.push_back(w); w.clear(); in_word = false; }
+    else w += c, in_word = true;
+  }
+  if (quote) throw DeviceError(cat("tinygrad: CC (", s, ") has an unterminated ", quote, " quote"));
+  if (in_word) words.push_back(w);
+  return words;
+}
+inline std::string describe_wait_status(int st) {
+  return WIFEXITED(st) ? cat("exit status ", WEXITSTATUS(st)) : WIFSIGNALED(st) ? cat("killed by signal ", WTERMSIG(st)) : cat("wait status ", st);
+}
+// runs args[0] (looked up on PATH) with args, no shell; returns (wait status, stdout+stderr). stdin is /dev/null and the
+// child gets no other descriptor of ours. Throws DeviceError when it cannot start.
+inline std::pair<int, std::string> run_process(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) throw DeviceError(cat("tinygrad: cannot run ", args.at(0), ": pipe: ", std::strerror(errno)));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  // NOTE: dup2 clears O_CLOEXEC on the copies; the pipe's own ends (CLOEXEC) close at exec, so a compiler spawned
+  // meanwhile by another thread cannot hold our write end open. stdin after the dup2s: the pipe may be fd 0.
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, fds[1], 2);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  posix_spawn_file_actions_addclosefrom_np(&fa, 3);  // descriptors the application opened without O_CLOEXEC
+#endif
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  int e = ::posix_spawnp(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  ::close(fds[1]);
+  if (e != 0) { ::close(fds[0]); throw DeviceError(cat("tinygrad: cannot run ", args[0], ": ", std::strerror(e))); }
   std::string out;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return {-1, "popen failed"};
   char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, p)) > 0;) out.append(buf, n);
-  int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) != 0;) {
+    if (n > 0) out.append(buf, size_t(n));
+    else if (errno != EINTR) break;
+  }
+  ::close(fds[0]);
+  int st = 0;
+  while (::waitpid(pid, &st, 0) < 0)  // always reaped: no zombie
+    if (errno != EINTR) return {-1, out + cat("\ntinygrad: waitpid: ", std::strerror(errno))};
+  return {st, out};
 }
 inline std::string cpu_model() {
   std::ifstream f("/proc/cpuinfo");
@@ -575,39 +783,26 @@ inline std::string cpu_model() {
 }
 }  // namespace detail
 
-// the system C compiler: CC, else clang, else gcc, else cc
+// the system C compiler: CC (a command with arguments, like make's), else clang, else gcc, else cc
 class CCompiler : public Compiler {
  public:
-  CCompiler() {
-    dir_ = cache_dir() / "cpu";
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+  // dir: the folder for shared objects (a private one when it is unusable or unsafe, see usable_cache_dir);
+  // sanitize: a -fsanitize= list every kernel is built with (CPU_SANITIZE), e.g. "undefined"
+  explicit CCompiler(const std::filesystem::path& dir = cache_dir() / "cpu", std::string sanitize = getenv_str("CPU_SANITIZE"))
+      : dir_(detail::usable_cache_dir(dir)), sanitize_(std::move(sanitize)) {
+    if (sanitize_.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789,-_") != std::string::npos)
+      throw DeviceError("tinygrad: CPU_SANITIZE must be a list of sanitizers for -fsanitize=, e.g. 'undefined', not '" + sanitize_ + "'");
   }
-  // the compiler is looked up on every compile, so fixing CC takes effect without a restart
-  void resolve() {
-    std::string cc = getenv_str("CC");
-    if (!cc.empty()) {
-      if (!detail::on_path(cc)) throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found; the CPU device needs one");
-    } else {
-      for (const char* c : {"clang", "gcc", "cc"}) if (detail::on_path(c)) { cc = c; break; }
-      if (cc.empty()) throw DeviceError("tinygrad: no C compiler found for the CPU device: set CC or install clang or gcc");
-    }
-    std::lock_guard lk(mu_);
-    if (cc == cc_) return;
-    cc_ = cc;
-    // NOTE: keyed by the binary's identity, not `cc --version`: a warm start runs no process
-    key_ = hex64(hash_bytes(cc_ + "|" + flags_ + "|" + detail::file_identity(detail::which(cc_)) + "|" + detail::cpu_model()));
-  }
-  std::string cache_key() const override { return key_; }
+  std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
 
   // every source not in the cache is compiled in one compiler process per core, linked into one .so per group
   std::vector<std::string> compile_many(const std::vector<std::string>& srcs) override {
-    resolve();
+    auto cmd = setup();
     std::vector<std::string> out(srcs.size());
     std::vector<size_t> todo;
     for (size_t i = 0; i < srcs.size(); i++) {
-      if (auto p = lookup(srcs[i]); !p.empty()) out[i] = p; else todo.push_back(i);
+      if (auto p = lookup(*cmd, srcs[i]); !p.empty()) out[i] = p; else todo.push_back(i);
     }
     if (todo.empty()) return out;
     // dedupe identical sources
@@ -623,12 +818,12 @@ class CCompiler : public Compiler {
     std::vector<std::thread> ts;
     // NOTE: an exception must not escape a thread (std::terminate); it is rethrown here
     for (size_t g = 0; g < ngroups; g++)
-      ts.emplace_back([&, g] { try { so[g] = build(usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
+      ts.emplace_back([&, g] { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (auto& t : ts) t.join();
     for (size_t g = 0; g < ngroups; g++) {
       if (!err[g]) continue;
       try { std::rethrow_exception(err[g]); }
-      catch (const CompileError&) { for (auto i : groups[g]) build(usrc, {i}); throw; }  // name the failing kernel
+      catch (const CompileError&) { for (auto i : groups[g]) build(*cmd, usrc, {i}); throw; }  // name the failing kernel
     }
     for (size_t g = 0; g < ngroups; g++)
       for (auto i : groups[g]) for (auto j : uniq[usrc[i]]) out[j] = so[g];
@@ -636,10 +831,53 @@ class CCompiler : public Compiler {
   }
 
  private:
-  std::filesystem::path ref_path(const std::string& src) const { return dir_ / (hex64(hash_bytes(key_ + src)) + ".ref"); }
+  struct Setup {
+    std::string cc;                 // CC as given, for messages
+    std::vector<std::string> head;  // argv up to the shared object's name
+    std::string key;                // names the compiler, its flags and the CPU: part of every cache entry's name
+  };
+  // CC is read on every compile, so fixing it takes effect without a restart; a compile keeps the setup it started with
+  std::shared_ptr<const Setup> setup() const {
+    std::string cc = getenv_str("CC");
+    std::vector<std::string> words = detail::split_words(cc);
+    if (!words.empty()) {
+      if (!detail::on_path(words[0]))
+        throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found" + (words.size() > 1 ? " ('" + words[0] + "' is not on PATH)" : "") + "; the CPU device needs one");
+    } else {
+      for (const char* c : {"clang", "gcc", "cc"}) if (detail::on_path(c)) { cc = c; words = {c}; break; }
+      if (words.empty()) throw DeviceError("tinygrad: no C compiler found for the CPU device: set CC or install clang or gcc");
+    }
+    std::lock_guard lk(mu_);
+    if (setup_ && setup_->cc == cc) return setup_;
+    auto s = std::make_shared<Setup>();
+    s->cc = cc;
+    // the command is the words before the first option ("ccache gcc"); CC's options come after ours, so they win ("gcc -O1")
+    auto opt = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w.rfind('-', 0) == 0; });
+    s->head.assign(words.begin(), opt);
+    for (const char* f : {"-shared", "-fPIC", "-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math", "-pipe", "-w"}) s->head.push_back(f);
+    if (!sanitize_.empty()) {
+      s->head.insert(s->head.end(), {"-fsanitize=" + sanitize_, "-fno-sanitize-recover=all"});
+      // NOTE: clang links its sanitizer runtime statically into executables only; a .so dlopened by an unsanitized process
+      // needs the shared one, found through an rpath. gcc links libubsan.so by default and rejects -print-runtime-dir.
+      std::vector<std::string> probe = words;
+      probe.push_back("-print-runtime-dir");
+      auto [st, dir] = detail::run_process(probe);
+      while (!dir.empty() && std::isspace((unsigned char)dir.back())) dir.pop_back();
+      if (st == 0 && !dir.empty() && dir.find('\n') == std::string::npos) s->head.insert(s->head.end(), {"-shared-libsan", "-Wl,-rpath," + dir});
+    }
+    s->head.insert(s->head.end(), opt, words.end());
+    // NOTE: keyed by the binaries' identities, not `cc --version`: a warm start runs no process
+    std::string id;
+    for (auto& w : words) if (w.rfind('-', 0) != 0) if (auto p = detail::which(w); !p.empty()) id += detail::file_identity(p) + "|";
+    std::string all;
+    for (auto& a : s->head) all += a + '\0';
+    s->key = hex64(hash_bytes(all + "|" + id + detail::cpu_model()));
+    return setup_ = s;
+  }
+  std::filesystem::path ref_path(const Setup& s, const std::string& src) const { return dir_ / (hex64(hash_bytes(s.key + src)) + ".ref"); }
   // a cache entry is a .ref naming a shared object and its content hash; anything off means recompile
-  std::string lookup(const std::string& src) const {
-    std::string ref = read_file(ref_path(src));
+  std::string lookup(const Setup& s, const std::string& src) const {
+    std::string ref = read_file(ref_path(s, src));
     auto nl = ref.find('\n');
     if (nl == std::string::npos) return {};
     std::string so = ref.substr(0, nl), h = ref.substr(nl + 1);
@@ -648,37 +886,49 @@ class CCompiler : public Compiler {
     if (data.empty() || hex64(hash_bytes(data)) != h) return {};
     return (dir_ / so).string();
   }
-  std::string build(const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
-    uint64_t h = hash_bytes(key_);
+  std::string build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
+    namespace fs = std::filesystem;
+    uint64_t h = hash_bytes(s.key);
     for (auto i : idx) h = hash_mix(h, hash_bytes(srcs[i]));
     std::string name = "b_" + hex64(h) + ".so";
-    auto tmpdir = dir_ / cat("tmp_", ::getpid(), "_", hex64(h));
+    // NOTE: everything half-written lives in a scratch folder named by our pid, removed when done (one left by a killed
+    // process is removed by the next usable_cache_dir); finished files are renamed into place
+    fs::path tmp = scratch_path(dir_, "_" + hex64(h));
     std::error_code ec;
-    std::filesystem::create_directories(tmpdir, ec);
-    std::string files;
+    fs::create_directory(tmp, ec);
+    if (ec) throw DeviceError(cat("tinygrad: cannot create the build folder ", tmp, " for the C compiler: ", ec.message()));
+    struct Cleanup { fs::path p; ~Cleanup() { std::error_code e; fs::remove_all(p, e); } } cleanup{tmp};
+    auto put = [&](const fs::path& f, const std::string& data) {
+      std::ofstream o(f, std::ios::binary);
+      if (!(o.write(data.data(), std::streamsize(data.size())) && o.flush())) throw DeviceError(cat("tinygrad: cannot write ", f));
+    };
+    std::vector<std::string> argv = s.head;
+    argv.insert(argv.end(), {"-o", (tmp / "out.so").string()});
     for (auto i : idx) {
-      auto f = tmpdir / (hex64(hash_bytes(srcs[i])) + ".c");
-      std::ofstream(f) << srcs[i];
-      files += " '" + f.string() + "'";
+      auto f = tmp / (hex64(hash_bytes(srcs[i])) + ".c");
+      put(f, srcs[i]);
+      argv.push_back(f.string());
     }
-    auto tmpso = tmpdir / "out.so";
-    auto [rc, log] = detail::run_command(cc_ + " " + flags_ + " -o '" + tmpso.string() + "'" + files + " -lm");
-    if (rc != 0) {
-      std::filesystem::remove_all(tmpdir, ec);
+    argv.push_back("-lm");
+    auto [st, log] = detail::run_process(argv);
+    if (st != 0) {
       std::string all;
       for (auto i : idx) all += srcs[i];
-      throw CompileError("tinygrad: kernel failed to compile with " + cc_, all, log);
+      throw CompileError("tinygrad: kernel failed to compile with " + s.cc + " (" + detail::describe_wait_status(st) + ")", all, log);
     }
-    std::string data = read_file(tmpso);
-    write_file_atomic(dir_ / name, data);
-    for (auto i : idx) write_file_atomic(ref_path(srcs[i]), name + "\n" + hex64(hash_bytes(data)) + "\n");
-    std::filesystem::remove_all(tmpdir, ec);
+    std::string data = read_file(tmp / "out.so");
+    fs::rename(tmp / "out.so", dir_ / name, ec);
+    if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
+    for (auto i : idx) {
+      put(tmp / "ref", name + "\n" + hex64(hash_bytes(data)) + "\n");
+      fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
+    }
     return (dir_ / name).string();
   }
-  std::string cc_, key_;
-  std::string flags_ = "-shared -fPIC -O2 -march=native -ffp-contract=fast -fno-math-errno -fno-trapping-math -pipe -w";
   std::filesystem::path dir_;
-  std::mutex mu_;
+  std::string sanitize_;
+  mutable std::mutex mu_;
+  mutable std::shared_ptr<const Setup> setup_;
 };
 
 // a kernel in a dlopen'ed shared object: void name(void** bufs, const long long* vals, int core_id, int ncores)
@@ -776,9 +1026,7 @@ class NVRTCCompiler : public Compiler {
   explicit NVRTCCompiler(std::string arch) : arch_(std::move(arch)) {
     api_ = detail::nvrtc();
     if (!api_) throw DeviceError("tinygrad: the CUDA device needs NVRTC (libnvrtc.so from the CUDA toolkit), which was not found; set CUDA_PATH");
-    dir_ = cache_dir() / "cuda";
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+    dir_ = cache_subdir("cuda");
   }
   std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
   std::string compile(const std::string& src) override {
@@ -906,6 +1154,7 @@ class CUDAProgram : public Program {
   }
   ~CUDAProgram() override {
     d_->current();
+    d_->api->cuCtxSynchronize();  // NOTE: a launch may still run: the module must outlive it (the program cache evicts)
     for (auto e : ev_) d_->api->cuEventDestroy(e);
     d_->api->cuModuleUnload(mod_);
   }
@@ -1045,7 +1294,7 @@ struct CLDevice {
         out->insert(out->end(), d.begin(), d.end());
       }
     if (all.empty()) throw DeviceError("tinygrad: OpenCL: no device found");
-    int idx = ordinal >= 0 ? ordinal : getenv_int("CL_DEVICE", -1);
+    int idx = ordinal >= 0 ? ordinal : int(getenv_int("CL_DEVICE", -1));
     if (idx >= int(all.size())) throw DeviceError(cat("tinygrad: OpenCL: no device ", idx, " (", all.size(), " found)"));
     dev = idx >= 0 ? all[size_t(idx)] : !gpus.empty() ? gpus[0] : all[0];
     int err = 0;
@@ -1087,9 +1336,7 @@ struct CLDevice {
 class CLCompiler : public Compiler {
  public:
   explicit CLCompiler(std::shared_ptr<CLDevice> d) : d_(std::move(d)) {
-    dir_ = cache_dir() / "cl";
-    std::error_code ec;
-    std::filesystem::create_directories(dir_, ec);
+    dir_ = cache_subdir("cl");
   }
   std::string cache_key() const override { return d_->key; }
   std::string compile(const std::string& src) override {
@@ -1194,6 +1441,7 @@ inline const bool cl_registered = (register_runtime("CL", [](const std::string& 
 // UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
 // returns the same pointer, so equality is pointer equality and subgraphs are cache keys.
 #include <unordered_map>
+#include <unordered_set>
 #include <variant>
 
 namespace tinygrad {
@@ -1254,6 +1502,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
   mutable std::shared_ptr<Buffer> realized;  // set once this node's value lives in a buffer
+  bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
   ~UOp();
@@ -1268,6 +1517,8 @@ struct UOp : std::enable_shared_from_this<UOp> {
   int64_t range_end() const { return varg()[0]; }                       // RANGE / SPECIAL / LANE
   int64_t range_id() const { return varg()[1]; }
   const std::shared_ptr<Buffer>& buffer() const { return std::get<std::shared_ptr<Buffer>>(arg); }
+  // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
+  bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
   int64_t numel() const { return prod(shape); }
 };
 
@@ -1293,6 +1544,7 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
+__extension__ typedef __int128 i128;  // exact products and sums of int64s (__extension__: no -Wpedantic warning)
 inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
@@ -1304,16 +1556,26 @@ inline int64_t int_max(DType d) {
   int bits = itemsize(d) * 8 - (is_unsigned(d) ? 0 : 1);
   return bits >= 63 ? INT64_MAX : (int64_t(1) << bits) - 1;
 }
-inline int64_t sat(__int128 v) { return v > INT64_MAX ? INT64_MAX : v < INT64_MIN ? INT64_MIN : int64_t(v); }
 void compute_vrange(UOp& u);
 Shape infer_shape(const UOp& u);
 }  // namespace detail
 
 inline UOp::~UOp() {
-  auto& t = detail::InternTable::get();
-  std::lock_guard lk(t.mu);
-  auto [b, e] = t.map.equal_range(key);
-  for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+  {
+    auto& t = detail::InternTable::get();
+    std::lock_guard lk(t.mu);
+    auto [b, e] = t.map.equal_range(key);
+    for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
+  }
+  // NOTE: releasing src as members would recurse once per level of a deep graph (a 100k-op chain overflows the
+  // stack): a destructor run while another on this thread releases sources hands its own to that one's list
+  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors at exit
+  if (pending) { for (auto& s : src) pending->push_back(std::move(s)); return; }
+  std::vector<UOpRef> q;
+  pending = &q;
+  for (auto& s : src) { UOpRef x = std::move(s); }  // a source that dies here fills q
+  while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
+  pending = nullptr;
 }
 
 // the one constructor: returns the existing node when an identical one is alive
@@ -1335,6 +1597,11 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   u->key = h;
   u->shape = detail::infer_shape(*u);
   detail::compute_vrange(*u);
+  // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
+  if (is_float(dtype)) {
+    u->grad_dep = u->is_param();
+    if (op != Ops::DETACH) for (auto& s : u->src) u->grad_dep |= s->grad_dep;
+  }
   t.map.emplace(h, u.get());
   return u;
 }
@@ -1379,15 +1646,31 @@ inline void detail::compute_vrange(UOp& u) {
   // NOTE: floats have no integer range: comparisons of them must never fold
   if (is_float(u.dtype)) { u.vmin = INT64_MIN; u.vmax = INT64_MAX; return; }
   int64_t lo = int_min(u.dtype), hi = int_max(u.dtype);
+  // NOTE: a uint64 past INT64_MAX has no int64 range: a uint64 node other than a constant below INT64_MAX may be anything
+  if (u.dtype == DType::UInt64 && !(u.op == Ops::CONST && u.vcount == 1 && std::get<int64_t>(u.arg) >= 0 && std::get<int64_t>(u.arg) < INT64_MAX)) {
+    u.vmin = lo; u.vmax = hi; return;
+  }
   auto S = [&](size_t i) -> const UOp& { return *u.src[i]; };
+  // an exact result range; one that leaves the dtype wraps around, so it says nothing
+  auto exact = [&](i128 l, i128 h) { if (l >= lo && h <= hi) { lo = int64_t(l); hi = int64_t(h); } };
   switch (u.op) {
-    case Ops::CONST: if (u.vcount == 1) lo = hi = std::get<int64_t>(u.arg); break;
+    case Ops::CONST: lo = hi = std::get<int64_t>(u.arg); break;  // a vector constant holds its value in every lane
+    case Ops::VECTORIZE: lo = hi = S(0).vmin; for (auto& s : u.src) { lo = std::min(lo, s->vmin); hi = std::max(hi, s->vmax); } break;
+    case Ops::GEP: lo = S(0).vmin; hi = S(0).vmax; break;
+    case Ops::REDUCE: {  // MAX: a value of the source (the identity if empty); ADD: n of them
+      i128 n = 1;
+      for (size_t i = 1; i < u.src.size(); i++) n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
+      if (u.reduce_op() == Ops::MAX) { if (n > 0) { lo = S(0).vmin; hi = S(0).vmax; } }
+      else if (u.reduce_op() == Ops::ADD) exact(std::min<i128>(n * S(0).vmin, 0), std::max<i128>(n * S(0).vmax, 0));
+      break;
+    }
     case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: lo = 0; hi = std::max<int64_t>(0, u.range_end() - 1); break;
     case Ops::DEFINE_VAR: lo = u.varg()[0]; hi = u.varg()[1]; break;
-    case Ops::ADD: lo = sat(__int128(S(0).vmin) + S(1).vmin); hi = sat(__int128(S(0).vmax) + S(1).vmax); break;
+    case Ops::NEG: if (u.dtype != DType::Bool) exact(-i128(S(0).vmax), -i128(S(0).vmin)); break;
+    case Ops::ADD: exact(i128(S(0).vmin) + S(1).vmin, i128(S(0).vmax) + S(1).vmax); break;
     case Ops::MUL: {
-      __int128 c[4] = {__int128(S(0).vmin) * S(1).vmin, __int128(S(0).vmin) * S(1).vmax, __int128(S(0).vmax) * S(1).vmin, __int128(S(0).vmax) * S(1).vmax};
-      lo = sat(*std::min_element(c, c + 4)); hi = sat(*std::max_element(c, c + 4)); break;
+      i128 c[4] = {i128(S(0).vmin) * S(1).vmin, i128(S(0).vmin) * S(1).vmax, i128(S(0).vmax) * S(1).vmin, i128(S(0).vmax) * S(1).vmax};
+      exact(*std::min_element(c, c + 4), *std::max_element(c, c + 4)); break;
     }
     case Ops::IDIV:
       if (S(1).vmin == S(1).vmax && S(1).vmin > 0) { lo = S(0).vmin / S(1).vmin; hi = S(0).vmax / S(1).vmin; }
@@ -1411,7 +1694,7 @@ inline void detail::compute_vrange(UOp& u) {
     case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
     case Ops::XOR: if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; } break;
     case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
-    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
+    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
     default: break;
   }
   u.vmin = lo; u.vmax = hi;
@@ -1423,31 +1706,37 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::BUFFER: return {u.buffer()->size};
     case Ops::IOTA: return {u.iarg()};
     case Ops::RESHAPE: case Ops::EXPAND: return std::get<std::vector<int64_t>>(u.arg);
-    case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[a]); return s; }
+    case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[size_t(a)]); return s; }
     case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
     case Ops::SHRINK: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i]; return s; }
-    case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[a] = 1; return s; }
+    case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
     case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK: return {};
     default: return u.src.empty() ? Shape{} : u.src[0]->shape;
   }
 }
 
 // ---- graph walks ----
-// post-order (sources first), each node once
-inline std::vector<UOpRef> toposort(const UOpRef& root) {
+// post-order (sources first), each node once; the sources of a node where descend(node) is false are not visited
+template <class F>
+std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
   std::vector<UOpRef> out;
-  std::unordered_map<const UOp*, bool> seen;
-  std::vector<std::pair<UOpRef, size_t>> stack{{root, 0}};
-  seen[root.get()] = true;
+  std::unordered_set<const UOp*> seen{root.get()};
+  std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
+  if (!descend(root.get())) stack.back().second = root->src.size();
   while (!stack.empty()) {
     auto& [u, i] = stack.back();
     if (i < u->src.size()) {
-      const UOpRef& s = u->src[i++];
-      if (!seen[s.get()]) { seen[s.get()] = true; stack.push_back({s, 0}); }
-    } else { out.push_back(u); stack.pop_back(); }
+      const UOp* s = u->src[i++].get();
+      if (seen.insert(s).second) stack.push_back({s, descend(s) ? 0 : s->src.size()});
+    } else {
+      stack.pop_back();
+      // NOTE: a node is reached through its parent's src (alive while root is), the root through root
+      out.push_back(stack.empty() ? root : stack.back().first->src[stack.back().second - 1]);
+    }
   }
   return out;
 }
+inline std::vector<UOpRef> toposort(const UOpRef& root) { return toposort(root, [](const UOp*) { return true; }); }
 
 // printable form (DEBUG=5, errors)
 inline std::string arg_str(const Arg& a) {
@@ -1588,39 +1877,60 @@ class PatternMatcher {
   std::vector<std::vector<size_t>> by_op_;
 };
 
-// rewrite bottom-up until no rule applies
+// rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
+// NOTE: iterative (an explicit stack), so a graph of any depth rewrites
 inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr) {
-  // NOTE: the memo keeps its keys alive, so a freed node's address can never alias a live one
+  // node -> (node, its rewrite or null while in progress); holding the key keeps its address from being reused
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
-  std::function<UOpRef(const UOpRef&, int)> go = [&](const UOpRef& u, int depth) -> UOpRef {
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second.second;
-    if (depth > 100000) throw Error("tinygrad: graph_rewrite recursion too deep");
-    std::vector<UOpRef> src;
-    bool changed = false;
-    src.reserve(u->src.size());
-    for (auto& s : u->src) { src.push_back(go(s, depth + 1)); changed |= src.back() != s; }
-    UOpRef x = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
-    UOpRef out = x;
-    if (auto r = pm.rewrite(x, ctx)) out = go(r, depth + 1);
-    memo[u.get()] = {u, out};
-    if (x != u) memo[x.get()] = {x, out};
-    return out;
+  struct Frame { UOpRef u, x, r; int stage; };  // stage 0: enter, 1: sources done, 2: r (what x became) done
+  std::vector<Frame> stack{{root, nullptr, nullptr, 0}};
+  auto done = [&](const UOp* u) -> const UOpRef* {
+    auto it = memo.find(u);
+    return it == memo.end() || !it->second.second ? nullptr : &it->second.second;
   };
-  return go(root, 0);
+  while (!stack.empty()) {
+    Frame& f = stack.back();
+    if (f.stage == 0) {
+      auto [it, fresh] = memo.try_emplace(f.u.get(), f.u, nullptr);
+      if (!fresh) {
+        if (!it->second.second) throw Error(cat("tinygrad: graph_rewrite: the rules rewrite a ", op_name(f.u->op), " into itself"));
+        stack.pop_back();
+        continue;
+      }
+      f.stage = 1;
+      const UOp* u = f.u.get();  // NOTE: push_back moves the frames; u stays alive in memo
+      for (size_t i = u->src.size(); i-- > 0;) if (!memo.count(u->src[i].get())) stack.push_back({u->src[i], nullptr, nullptr, 0});
+      continue;
+    }
+    if (f.stage == 1) {
+      std::vector<UOpRef> src;
+      bool changed = false;
+      src.reserve(f.u->src.size());
+      for (auto& s : f.u->src) { src.push_back(*done(s.get())); changed |= src.back() != s; }
+      f.x = changed ? make_uop(f.u->op, f.u->dtype, std::move(src), f.u->arg, f.u->vcount) : f.u;
+      f.r = pm.rewrite(f.x, ctx);
+      if (f.r && !done(f.r.get())) { f.stage = 2; UOpRef r = f.r; stack.push_back({std::move(r), nullptr, nullptr, 0}); continue; }
+    }
+    UOpRef out = f.r ? *done(f.r.get()) : f.x;
+    memo[f.u.get()].second = out;
+    if (f.x != f.u) memo.try_emplace(f.x.get(), f.x, out);
+    stack.pop_back();
+  }
+  return *done(root.get());
 }
 
 // replace nodes by other nodes everywhere below root
 inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
   std::unordered_map<const UOp*, UOpRef> memo;
-  std::function<UOpRef(const UOpRef&)> go = [&](const UOpRef& u) -> UOpRef {
-    if (auto it = sub.find(u.get()); it != sub.end()) return it->second;
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
+  for (auto& u : toposort(root, [&](const UOp* x) { return !sub.count(x); })) {
+    if (auto it = sub.find(u.get()); it != sub.end()) { memo[u.get()] = it->second; continue; }
     std::vector<UOpRef> src;
     bool changed = false;
-    for (auto& s : u->src) { src.push_back(go(s)); changed |= src.back() != s; }
-    return memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
-  };
-  return go(root);
+    src.reserve(u->src.size());
+    for (auto& s : u->src) { src.push_back(memo.at(s.get())); changed |= src.back() != s; }
+    memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
+  }
+  return memo.at(root.get());
 }
 
 }  // namespace tinygrad
@@ -1631,58 +1941,116 @@ inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*
 
 namespace tinygrad {
 
-// evaluate one ALU op on constants, with the dtype's wrap-around and rounding
+// Defined results (the kernels compute the same: renderer/cstyle.hpp): integer x / 0 = 0 and x % 0 = 0, MIN / -1 = MIN
+// and MIN % -1 = 0; +, *, negation and << wrap; a shift by a count outside [0, bits) gives 0 (>> of a negative: -1);
+// float -> int truncates, NaN -> 0, +-inf and out-of-range values saturate.
+namespace detail {
+// an int of dtype dt held in an int64: wrapped to dt's width and sign-extended (a uint64 keeps its bit pattern)
+inline int64_t wrap_int(DType dt, uint64_t x) {
+  if (dt == DType::Bool) return x != 0;
+  int bits = itemsize(dt) * 8;
+  if (bits == 64) return int64_t(x);
+  uint64_t m = (uint64_t(1) << bits) - 1;
+  x &= m;
+  return !is_unsigned(dt) && (x >> (bits - 1)) ? int64_t(x | ~m) : int64_t(x);
+}
+// float -> int (or bool), saturating
+inline int64_t float_to_int(double x, DType dt) {
+  if (dt == DType::Bool) return x != 0;
+  if (std::isnan(x)) return 0;
+  int digits = itemsize(dt) * 8 - !is_unsigned(dt);
+  double hi = std::ldexp(1.0, digits);  // max + 1, exact
+  if (x <= (is_unsigned(dt) ? 0.0 : -hi)) return int_min(dt);
+  if (x >= hi) return wrap_int(dt, digits == 64 ? ~uint64_t(0) : (uint64_t(1) << digits) - 1);
+  return x >= 0x1p63 ? int64_t(uint64_t(x)) : int64_t(x);
+}
+inline double int_to_float(int64_t v, DType from) { return from == DType::UInt64 ? double(uint64_t(v)) : double(v); }
+// a double rounded to a float dtype
+inline double round_float(DType dt, double x) {
+  return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
+}
+}  // namespace detail
+
+// evaluate one ALU op on float constants (or a comparison of them), rounded to the dtype
 inline double exec_alu(Ops op, DType dt, const std::vector<double>& v) {
-  auto wrap = [&](double x) -> double {
-    if (is_float(dt)) return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
-    if (dt == DType::Bool) return x != 0;
-    int bits = itemsize(dt) * 8;
-    if (bits == 64) return is_unsigned(dt) ? double(uint64_t(int64_t(x))) : double(int64_t(x));
-    uint64_t m = (uint64_t(1) << bits) - 1, u = uint64_t(int64_t(x)) & m;
-    if (!is_unsigned(dt) && (u >> (bits - 1))) return double(int64_t(u) - int64_t(m) - 1);
-    return double(u);
-  };
-  auto I = [&](size_t i) { return int64_t(v[i]); };
+  auto R = [&](double x) { return dt == DType::Bool ? double(x != 0) : detail::round_float(dt, x); };
   switch (op) {
-    case Ops::NEG: return wrap(-v[0]);
-    case Ops::EXP2: return wrap(std::exp2(v[0]));
-    case Ops::LOG2: return wrap(std::log2(v[0]));
-    case Ops::SIN: return wrap(std::sin(v[0]));
-    case Ops::SQRT: return wrap(std::sqrt(v[0]));
-    case Ops::RECIPROCAL: return wrap(1.0 / v[0]);
-    case Ops::TRUNC: return wrap(std::trunc(v[0]));
-    case Ops::ADD: return wrap(v[0] + v[1]);
-    case Ops::MUL: return wrap(is_float(dt) ? v[0] * v[1] : double(I(0) * I(1)));
-    case Ops::FDIV: return wrap(v[0] / v[1]);
-    case Ops::IDIV: return I(1) == 0 ? 0 : wrap(double(I(0) / I(1)));
-    case Ops::MOD: return I(1) == 0 ? 0 : wrap(double(I(0) % I(1)));
-    case Ops::MAX: return wrap(std::max(v[0], v[1]));
+    case Ops::NEG: return R(-v[0]);
+    case Ops::EXP2: return R(std::exp2(v[0]));
+    case Ops::LOG2: return R(std::log2(v[0]));
+    case Ops::SIN: return R(std::sin(v[0]));
+    case Ops::SQRT: return R(std::sqrt(v[0]));
+    case Ops::RECIPROCAL: return R(1.0 / v[0]);
+    case Ops::TRUNC: return R(std::trunc(v[0]));
+    case Ops::ADD: return R(v[0] + v[1]);
+    case Ops::MUL: return R(v[0] * v[1]);
+    case Ops::FDIV: return R(v[0] / v[1]);
+    case Ops::MAX: return R(v[0] != v[0] || v[0] > v[1] ? v[0] : v[1]);  // NaN wins, as rendered
     case Ops::CMPLT: return v[0] < v[1];
     case Ops::CMPNE: return v[0] != v[1];
     case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::AND: return wrap(double(I(0) & I(1)));
-    case Ops::OR: return wrap(double(I(0) | I(1)));
-    case Ops::XOR: return wrap(double(I(0) ^ I(1)));
-    case Ops::SHL: return wrap(double(I(0) << I(1)));
-    case Ops::SHR: return wrap(double(I(0) >> I(1)));
     case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    case Ops::MULACC: return wrap(v[0] * v[1] + v[2]);
-    default: throw Error(std::string("tinygrad: exec_alu cannot evaluate ") + op_name(op));
+    case Ops::MULACC: return R(v[0] * v[1] + v[2]);
+    default: throw Error(std::string("tinygrad: exec_alu cannot evaluate ") + op_name(op) + " on floats");
+  }
+}
+
+// evaluate one ALU op on int or bool constants of dtype sdt (held as by wrap_int), giving dtype dt: exact, wrapping
+inline int64_t exec_int(Ops op, DType dt, DType sdt, const std::vector<int64_t>& v) {
+  bool uns = is_unsigned(sdt) || sdt == DType::Bool;
+  uint64_t a = uint64_t(v[0]), b = v.size() > 1 ? uint64_t(v[1]) : 0, bits = uint64_t(itemsize(sdt)) * 8;
+  auto W = [&](uint64_t x) { return detail::wrap_int(dt, x); };
+  switch (op) {
+    case Ops::NEG: return dt == DType::Bool ? !a : W(0 - a);
+    case Ops::ADD: return W(a + b);
+    case Ops::MUL: return W(a * b);
+    case Ops::IDIV: return b == 0 ? 0 : uns ? W(a / b) : v[1] == -1 ? W(0 - a) : W(uint64_t(v[0] / v[1]));
+    case Ops::MOD: return b == 0 || (!uns && v[1] == -1) ? 0 : uns ? W(a % b) : W(uint64_t(v[0] % v[1]));
+    case Ops::MAX: return uns ? W(std::max(a, b)) : std::max(v[0], v[1]);
+    case Ops::CMPLT: return uns ? a < b : v[0] < v[1];
+    case Ops::CMPNE: return a != b;
+    case Ops::CMPEQ: return a == b;
+    case Ops::AND: return W(a & b);
+    case Ops::OR: return W(a | b);
+    case Ops::XOR: return W(a ^ b);
+    case Ops::SHL: return b < bits ? W(a << b) : 0;
+    case Ops::SHR: return b < bits ? (uns ? W(a >> b) : v[0] >> b) : !uns && v[0] < 0 ? -1 : 0;
+    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
+    case Ops::MULACC: return W(a * b + uint64_t(v[2]));
+    default: throw Error(std::string("tinygrad: exec_int cannot evaluate ") + op_name(op) + " on ints");
   }
 }
 
 namespace detail {
-// an integer expression as sum(coeff * term) + k
+inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
+inline int64_t wadd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
+inline int64_t wmul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
+inline bool fits(DType dt, i128 lo, i128 hi) { return lo >= int_min(dt) && hi <= int_max(dt); }
+// an integer expression as sum(coeff * term) + k; the sums wrap like the dtype, so the form is exact only where
+// range() fits the dtype
 struct Linear {
   std::vector<std::pair<UOpRef, int64_t>> terms;
   int64_t k = 0;
-  void add(const UOpRef& u, int64_t c) {
-    if (u->op == Ops::CONST && u->vcount == 1) { k += c * int64_t(u->const_value()); return; }
-    if (u->op == Ops::ADD) { add(u->src[0], c); add(u->src[1], c); return; }
-    if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { add(u->src[0], c * int64_t(u->src[1]->const_value())); return; }
-    if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { add(u->src[1], c * int64_t(u->src[0]->const_value())); return; }
-    for (auto& [t, tc] : terms) if (t == u) { tc += c; return; }
-    terms.emplace_back(u, c);
+  void add(const UOpRef& root, int64_t coeff) {
+    // NOTE: an explicit stack, not recursion: a sum can be as deep as the kernel is long
+    std::vector<std::pair<const UOpRef*, int64_t>> stack{{&root, coeff}};
+    while (!stack.empty()) {
+      auto [p, c] = stack.back();
+      const UOpRef& u = *p;
+      stack.pop_back();
+      if (u->op == Ops::CONST && u->vcount == 1) { k = wadd(k, wmul(c, ival(u))); continue; }
+      if (u->op == Ops::ADD) { stack.push_back({&u->src[1], c}); stack.push_back({&u->src[0], c}); continue; }
+      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { stack.push_back({&u->src[0], wmul(c, ival(u->src[1]))}); continue; }
+      if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { stack.push_back({&u->src[1], wmul(c, ival(u->src[0]))}); continue; }
+      bool found = false;
+      for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); found = true; break; }
+      if (!found) terms.emplace_back(u, c);
+    }
+  }
+  std::pair<i128, i128> range() const {
+    i128 lo = k, hi = k;
+    for (auto& [t, c] : terms) { i128 a = i128(c) * t->vmin, b = i128(c) * t->vmax; lo += std::min(a, b); hi += std::max(a, b); }
+    return {lo, hi};
   }
   // (x // c) * (c*k) + (x % c) * k  ->  x * k   and   ((x // a) % b) * (a*k) + (x % a) * k  ->  (x % (a*b)) * k
   bool merge_divmod() {
@@ -1690,11 +2058,11 @@ struct Linear {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || m->src[0]->op != Ops::IDIV || m->src[0]->src[1]->op != Ops::CONST) continue;
       const UOpRef& x = m->src[0]->src[0];
-      int64_t a = int64_t(m->src[0]->src[1]->const_value()), b = int64_t(m->src[1]->const_value());
-      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a) continue;
+      int64_t a = ival(m->src[0]->src[1]), b = ival(m->src[1]);
+      if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a || i128(a) * b > int_max(x->dtype)) continue;
       for (size_t j = 0; j < terms.size(); j++) {
         auto& [r, rk] = terms[j];
-        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && int64_t(r->src[1]->const_value()) == a && rk * a == mk) {
+        if (r->op == Ops::MOD && r->src[0] == x && r->src[1]->op == Ops::CONST && ival(r->src[1]) == a && i128(rk) * a == mk) {
           int64_t kk = rk;
           terms.erase(terms.begin() + int64_t(std::max(i, j)));
           terms.erase(terms.begin() + int64_t(std::min(i, j)));
@@ -1706,11 +2074,11 @@ struct Linear {
     for (size_t i = 0; i < terms.size(); i++) {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || mk == 0) continue;
-      int64_t c = int64_t(m->src[1]->const_value());
+      int64_t c = ival(m->src[1]);
       if (m->src[0]->vmin < 0) continue;
       for (size_t j = 0; j < terms.size(); j++) {
         auto& [d, dk] = terms[j];
-        if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && dk == c * mk) {
+        if (d->op == Ops::IDIV && d->src[0] == m->src[0] && d->src[1] == m->src[1] && dk == i128(c) * mk) {
           UOpRef x = m->src[0];
           int64_t kk = mk;
           terms.erase(terms.begin() + int64_t(std::max(i, j)));
@@ -1725,36 +2093,40 @@ struct Linear {
   UOpRef build(DType dt) {
     while (merge_divmod()) {}
     std::vector<std::pair<UOpRef, int64_t>> ts;
-    for (auto& t : terms) if (t.second != 0) ts.push_back(t);
+    for (auto& [t, c] : terms) if (int64_t w = wrap_int(dt, uint64_t(c))) ts.emplace_back(t, w);
     std::sort(ts.begin(), ts.end(), [](auto& a, auto& b) { return a.first->key < b.first->key; });
     UOpRef r;
     for (auto& [t, c] : ts) {
       UOpRef term = c == 1 ? t : make_uop(Ops::MUL, dt, {t, const_int(dt, c)});
       r = r ? make_uop(Ops::ADD, dt, {r, term}) : term;
     }
-    if (!r) return const_int(dt, k);
-    return k ? make_uop(Ops::ADD, dt, {r, const_int(dt, k)}) : r;
+    int64_t kw = wrap_int(dt, uint64_t(k));
+    if (!r) return const_int(dt, kw);
+    return kw ? make_uop(Ops::ADD, dt, {r, const_int(dt, kw)}) : r;
   }
-  int64_t gcd_all() const {
-    int64_t g = std::abs(k);
-    for (auto& [t, c] : terms) g = std::gcd(g, std::abs(c));
+  int64_t gcd_all() const {  // (1 where a coefficient is INT64_MIN)
+    auto mag = [](int64_t x) { return x == INT64_MIN ? int64_t(1) : std::abs(x); };
+    int64_t g = mag(k);
+    for (auto& [t, c] : terms) g = std::gcd(g, mag(c));
     return g;
   }
 };
 inline Linear linear_of(const UOpRef& u) { Linear L; L.add(u, 1); return L; }
 inline bool is_int_scalar(const UOpRef& u) { return !is_float(u->dtype) && u->dtype != DType::Bool && u->vcount == 1; }
 
-// x // c or x % c for a positive constant c and x >= 0
+// x // c or x % c for a positive constant c and x >= 0 (a linear x that cannot wrap)
 inline UOpRef fold_divmod(const UOpRef& root) {
   const UOpRef& x = root->src[0];
-  int64_t c = int64_t(root->src[1]->const_value());
-  if (c <= 0 || x->vmin < 0 || !is_int_scalar(x)) return nullptr;
+  if (!is_int_scalar(x) || x->dtype == DType::UInt64) return nullptr;
+  int64_t c = ival(root->src[1]);
+  if (c <= 0 || x->vmin < 0) return nullptr;
   DType dt = x->dtype;
   bool is_div = root->op == Ops::IDIV;
   if (x->vmin == x->vmax) return const_int(dt, is_div ? x->vmin / c : x->vmin % c);
   if (!is_div && x->vmax < c) return x;
   if (is_div && x->vmax < c) return const_int(dt, 0);
   Linear L = linear_of(x);
+  if (auto [lo, hi] = L.range(); !fits(dt, lo, hi)) return nullptr;
   bool all_nonneg = L.k >= 0;
   for (auto& [t, tc] : L.terms) all_nonneg &= t->vmin >= 0 && tc >= 0;
   // common factor: (g*a) // (g*b) -> a // b
@@ -1795,16 +2167,30 @@ inline const PatternMatcher& symbolic() {
                      Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::FDIV, Ops::WHERE, Ops::MULACC}, "a"),
        [](const Match& m) -> UOpRef {
          auto& a = m["a"];
+         if (a->vcount != 1) return nullptr;
          std::vector<double> v;
-         for (auto& s : a->src) { if (s->op != Ops::CONST || s->vcount != 1) return nullptr; v.push_back(s->const_value()); }
-         return a->vcount == 1 ? const_uop(a->dtype, exec_alu(a->op, a->dtype, v)) : nullptr;
+         std::vector<int64_t> iv;
+         for (auto& s : a->src) {
+           if (s->op != Ops::CONST || s->vcount != 1) return nullptr;
+           v.push_back(is_float(s->dtype) ? detail::round_float(s->dtype, s->const_value()) : s->const_value());  // as the kernel holds it
+           if (auto* i = std::get_if<int64_t>(&s->arg)) iv.push_back(*i);
+         }
+         // ints exactly (a double holds 53 bits), floats in double rounded to their dtype
+         if (iv.size() == v.size()) return const_int(a->dtype, exec_int(a->op, a->dtype, a->src[a->op == Ops::WHERE ? 1 : 0]->dtype, iv));
+         return const_uop(a->dtype, exec_alu(a->op, a->dtype, v));
        }},
       {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"), [](const Match& m) -> UOpRef {
          auto& a = m["a"];
-         double v = m["c"]->const_value();
-         if (!is_float(a->dtype) && !std::isfinite(v)) return nullptr;
-         return a->vcount == 1 ? const_uop(a->dtype, exec_alu(Ops::ADD, a->dtype, {is_float(a->dtype) ? v : std::trunc(v), 0})) : nullptr;
+         auto& c = m["c"];
+         if (a->vcount != 1) return nullptr;
+         auto* i = std::get_if<int64_t>(&c->arg);
+         double f = i ? detail::int_to_float(*i, c->dtype) : detail::round_float(c->dtype, c->const_value());
+         if (is_float(a->dtype)) return const_uop(a->dtype, detail::round_float(a->dtype, f));
+         return const_int(a->dtype, i ? detail::wrap_int(a->dtype, uint64_t(*i)) : detail::float_to_int(f, a->dtype));
        }},
+      // x / 0 = x % 0 = 0 for ints (as the kernels compute it)
+      {idiv(UPat::var("x"), UPat::cnst(0)), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
+      {UPat::var("x") % UPat::cnst(0), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
       // a node whose value range is one number is that number
       {UPat::ops_of({Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::WHERE}, "a"),
        [](const Match& m) -> UOpRef {
@@ -1829,30 +2215,35 @@ inline const PatternMatcher& symbolic() {
       {UPat::op(Ops::CAST, {UPat::var("x")}, "c"), [](const Match& m) -> UOpRef { return m["c"]->dtype == m["x"]->dtype ? m["x"] : nullptr; }},
       // (x // a) // b -> x // (a*b)
       {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")), [](const Match& m) -> UOpRef {
-         int64_t a = int64_t(m["a"]->const_value()), b = int64_t(m["b"]->const_value());
-         return a > 0 && b > 0 && m["x"]->vmin >= 0 ? idiv(m["x"], a * b) : nullptr;
+         int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
+         return a > 0 && b > 0 && m["x"]->vmin >= 0 && detail::i128(a) * b <= detail::int_max(m["x"]->dtype) ? idiv(m["x"], a * b) : nullptr;
        }},
       // (x % (c*k)) % c -> x % c
       {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"), [](const Match& m) -> UOpRef {
-         int64_t a = int64_t(m["a"]->const_value()), b = int64_t(m["b"]->const_value());
+         int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(m["x"], b) : nullptr;
        }},
       // (x % (c*k)) // c -> (x // c) % k
       {idiv(UPat::var("x") % UPat::cvar("a"), UPat::cvar("b")), [](const Match& m) -> UOpRef {
-         int64_t a = int64_t(m["a"]->const_value()), b = int64_t(m["b"]->const_value());
+         int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(idiv(m["x"], b), a / b) : nullptr;
        }},
       // div/mod folding over linear expressions
       {UPat::op(Ops::IDIV, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
       {UPat::op(Ops::MOD, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
-      // (x + c1) < c2 -> x < c2 - c1 ; x*c < d -> x < ceil(d/c)
+      // (x + c1) < c2 -> x < c2 - c1 ; x*c < d -> x < ceil(d/c)  (where the sum or product cannot wrap)
       {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"), [](const Match& m) -> UOpRef {
-         return is_int_scalar(m["x"]) ? lt(m["x"], int64_t(m["c2"]->const_value() - m["c1"]->const_value())) : nullptr;
+         auto& x = m["x"];
+         if (!is_int_scalar(x)) return nullptr;
+         detail::i128 c1 = detail::ival(m["c1"]), d = detail::i128(detail::ival(m["c2"])) - c1;
+         return detail::fits(x->dtype, x->vmin + c1, x->vmax + c1) && detail::fits(x->dtype, d, d) ? lt(x, int64_t(d)) : nullptr;
        }},
       {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"), [](const Match& m) -> UOpRef {
-         int64_t c = int64_t(m["c"]->const_value()), d = int64_t(m["d"]->const_value());
-         if (!is_int_scalar(m["x"]) || c <= 0) return nullptr;
-         return lt(m["x"], d > 0 ? (d + c - 1) / c : -((-d) / c));
+         auto& x = m["x"];
+         if (!is_int_scalar(x)) return nullptr;
+         int64_t c = detail::ival(m["c"]), d = detail::ival(m["d"]);
+         if (c <= 0 || !detail::fits(x->dtype, detail::i128(x->vmin) * c, detail::i128(x->vmax) * c)) return nullptr;
+         return lt(x, int64_t(d > 0 ? (detail::i128(d) + c - 1) / c : -((-detail::i128(d)) / c)));
        }},
       // canonical linear form of integer sums: like terms merged, sorted, constant last
       {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"), [](const Match& m) -> UOpRef {
@@ -1877,7 +2268,6 @@ inline UOpRef simplify(const UOpRef& u) { return graph_rewrite(u, symbolic()); }
 // begin include/tinygrad/renderer/cstyle.hpp
 // the C-style renderer family: a linear kernel (from codegen/linearize.hpp) printed as source.
 // A language is a traits struct (Lang) plus a few virtual overrides; C for the CPU lives here.
-#include <set>
 
 namespace tinygrad {
 
@@ -1940,7 +2330,7 @@ class CStyleRenderer : public Renderer {
           line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
           break;
         }
-        case Ops::CONST: c.r[&x] = render_const(x.const_value(), x.dtype); break;
+        case Ops::CONST: c.r[&x] = const_str(x); break;
         case Ops::RANGE: {
           std::string v = cat("ridx", x.range_id());
           c.r[&x] = v;
@@ -1989,7 +2379,7 @@ class CStyleRenderer : public Renderer {
         case Ops::ACC_UPDATE: {
           const UOp& red = *x.src[0];
           std::string a = c.r.at(&red);
-          line(cat(a, " = ", alu_expr(red.reduce_op(), red.dtype, x.vcount, {a, S(1)}, {red.dtype, red.dtype}, c), ";"));
+          line(cat(a, " = ", alu_expr(red.reduce_op(), red.dtype, x.vcount, {a, S(1)}, {red.dtype, red.dtype}, nullptr, c), ";"));
           break;
         }
         case Ops::REDUCE: break;  // named by its DEFINE_ACC
@@ -2007,11 +2397,13 @@ class CStyleRenderer : public Renderer {
           std::vector<DType> dts;
           for (size_t i = 0; i < x.src.size(); i++) { a.push_back(S(i)); dts.push_back(x.src[i]->dtype); }
           std::string v = c.name("alu");
-          if (x.op == Ops::BITCAST) {
+          if (x.op == Ops::BITCAST && x.dtype == DType::Bool) {  // NOTE: a bool's byte must be 0 or 1: any other byte is true
+            line(cat(T, " ", v, " = (", a[0], "!=0);"));
+          } else if (x.op == Ops::BITCAST) {
             line(cat(T, " ", v, ";"));
             line(bitcast(v, T, value_type(dts[0], x.vcount, c), a[0]));
           } else {
-            line(cat(T, " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, c), ";"));
+            line(cat(T, " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, &x, c), ";"));
           }
           c.r[&x] = v;
         }
@@ -2038,7 +2430,7 @@ class CStyleRenderer : public Renderer {
   // constants are not in the linear list: they print inline where used
   std::string get(Ctx& c, const UOp& u) const {
     if (auto it = c.r.find(&u); it != c.r.end()) return it->second;
-    if (u.op == Ops::CONST) return render_const(u.const_value(), u.dtype);
+    if (u.op == Ops::CONST) return const_str(u);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
   }
   static double reduce_identity(Ops op, DType dt) {
@@ -2077,9 +2469,10 @@ class CStyleRenderer : public Renderer {
     if (dt == DType::Bool) return "_Bool";
     return info(dt).cname;
   }
-  // how an element is stored in memory
+  // how an element is stored in memory (a bool in a byte: loads read any nonzero byte as true)
   virtual std::string storage_type(DType dt) const {
     if (dt == DType::Float16 || dt == DType::BFloat16) return "unsigned short";
+    if (dt == DType::Bool) return scalar_type(DType::UInt8);
     return scalar_type(dt);
   }
   std::string value_type(DType dt, int vc, Ctx& c) const {
@@ -2089,6 +2482,7 @@ class CStyleRenderer : public Renderer {
     return vc == 1 ? scalar_type(dt) : vector_type(dt, vc, c);
   }
   std::string load_value(DType dt, const std::string& e) const {
+    if (dt == DType::Bool) return "(" + e + "!=0)";
     if (dt == DType::Float16) return "tg_h2f(" + e + ")";
     if (dt == DType::BFloat16) return "tg_b2f(" + e + ")";
     return e;
@@ -2108,21 +2502,111 @@ class CStyleRenderer : public Renderer {
       if (s.find_first_of(".e") == std::string::npos) s += ".0";
       return s + (f ? "f" : "");
     }
+    return render_int(int64_t(v), dt);
+  }
+  // an int constant held as by wrap_int (a uint64 as its bit pattern)
+  virtual std::string render_int(int64_t v, DType dt) const {
     if (dt == DType::Bool) return v != 0 ? "1" : "0";
-    if (dt == DType::Int64) return v == double(INT64_MIN) ? "(-9223372036854775807ll-1)" : cat(int64_t(v), "ll");
+    if (dt == DType::Int64) return v == INT64_MIN ? "(-9223372036854775807ll-1)" : cat(v, "ll");
     if (dt == DType::UInt64) return cat(uint64_t(v), "ull");
     if (dt == DType::UInt32) return cat(uint64_t(v), "u");
-    if (dt == DType::Int32 && v == double(INT32_MIN)) return "(-2147483647-1)";
-    return cat(int64_t(v));
+    if (dt == DType::Int32 && v == INT32_MIN) return "(-2147483647-1)";
+    return cat(v);
+  }
+  std::string const_str(const UOp& u) const {
+    auto* i = std::get_if<int64_t>(&u.arg);
+    return i && !is_float(u.dtype) ? render_int(*i, u.dtype) : render_const(u.const_value(), u.dtype);
   }
   virtual std::string nonfinite(double v, bool f32) const {
     if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
     return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
   }
   static const char* fsuffix(DType dt) { return dt == DType::Float64 ? "" : "f"; }
+
+  // ---- defined results on every input (listed in uop/symbolic.hpp, which folds constants the same way) ----
+  // C leaves int division by 0, MIN / -1, signed overflow, shifts past the width and float -> int of values out of
+  // range undefined: such an op gets a guard, or computes in unsigned, unless its sources' value ranges rule the case
+  // out (index math: constant divisors > 0, small sums), so the usual kernel renders as plain C. u: the op (or null).
+  static bool may_be(const UOp* u, size_t i, int64_t v) { return !u || (u->src[i]->vmin <= v && v <= u->src[i]->vmax); }
+  // C computes an int op in int for narrower types (promotion), else in the type itself
+  static DType compute_type(DType dt) { return itemsize(dt) < 4 ? DType::Int32 : dt; }
+  // the exact result of a + b, a * b, -a or a << b may leave the signed type C computes it in
+  static bool may_overflow(Ops op, DType dt, const UOp* u) {
+    DType ct = compute_type(dt);
+    if (is_float(dt) || dt == DType::Bool || is_unsigned(ct)) return false;
+    if (!u || op == Ops::MULACC) return true;
+    const UOp &a = *u->src[0], &b = *u->src[op == Ops::NEG ? 0 : 1];
+    detail::i128 lo, hi;
+    if (op == Ops::ADD) { lo = detail::i128(a.vmin) + b.vmin; hi = detail::i128(a.vmax) + b.vmax; }
+    else if (op == Ops::NEG) { lo = -detail::i128(a.vmax); hi = -detail::i128(a.vmin); }
+    else if (op == Ops::MUL) {
+      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin, detail::i128(a.vmax) * b.vmax};
+      lo = *std::min_element(p, p + 4); hi = *std::max_element(p, p + 4);
+    } else if (op == Ops::SHL) {
+      if (a.vmin < 0 || b.vmin < 0 || b.vmax >= itemsize(dt) * 8) return true;
+      lo = 0; hi = detail::i128(a.vmax) << b.vmax;
+    } else return false;
+    return lo < detail::int_min(ct) || hi > detail::int_max(ct);
+  }
+  // the shift count (source 1) may be outside [0, bits)
+  static bool shift_out(DType dt, const UOp* u) { return !u || u->src[1]->vmin < 0 || u->src[1]->vmax >= itemsize(dt) * 8; }
+  // a division that may divide by 0, or MIN by -1 (narrower ints compute in int: MIN / -1 fits)
+  static bool div_zero(const UOp* u) { return may_be(u, 1, 0); }
+  static bool div_neg1(DType dt, const UOp* u) { return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt)); }
+  // the op needs more than its C operator
+  static bool guarded(Ops op, DType dt, const std::vector<DType>& dts, const UOp* u) {
+    if (op == Ops::IDIV || op == Ops::MOD) return div_zero(u) || div_neg1(dt, u);
+    if (op == Ops::SHL) return shift_out(dt, u) || may_overflow(op, dt, u);
+    if (op == Ops::SHR) return shift_out(dt, u);
+    if (op == Ops::CAST) return is_float(dts[0]) && !is_float(dt) && dt != DType::Bool;
+    return (op == Ops::ADD || op == Ops::MUL || op == Ops::NEG || op == Ops::MULACC) && may_overflow(op, dt, u);
+  }
+  // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined
+  // by C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T, U: the types (C vectors: a cast reinterprets)
+  std::string wrapped(Ops op, DType dt, const std::vector<std::string>& a, std::string T = "", std::string U = "") const {
+    if (T.empty()) { T = scalar_type(dt); U = scalar_type(itemsize(compute_type(dt)) == 8 ? DType::UInt64 : DType::UInt32); }
+    U = "(" + U + ")";
+    std::string e = op == Ops::NEG ? "-" + U + a[0] : op == Ops::ADD ? U + a[0] + "+" + U + a[1] : op == Ops::SHL ? U + a[0] + "<<" + a[1]
+                  : op == Ops::MUL ? U + a[0] + "*" + U + a[1] : "(" + U + a[0] + "*" + U + a[1] + ")+" + U + a[2];
+    return "((" + T + ")(" + e + "))";
+  }
+  // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
+  virtual std::string float_to_int(const std::string& x, DType from, DType to) const {
+    int digits = itemsize(to) * 8 - !is_unsigned(to);
+    int64_t hi = to == DType::UInt64 ? -1 : detail::int_max(to);  // as by wrap_int
+    return cat("((", x, "!=", x, ")?0:(", x, "<=", render_const(is_unsigned(to) ? 0.0 : -std::ldexp(1.0, digits), from), ")?", render_int(detail::int_min(to), to),
+               ":(", x, ">=", render_const(std::ldexp(1.0, digits), from), ")?", render_int(hi, to), ":(", scalar_type(to), ")", x, ")");
+  }
+  // an int op that needs a guard or unsigned arithmetic
+  std::string guarded_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u) const {
+    int bits = itemsize(dt) * 8;
+    auto count_ok = [&] { return cat("((", scalar_type(DType::UInt64), ")", a[1], "<", bits, ")"); };
+    switch (op) {
+      case Ops::IDIV: {
+        std::string e = "(" + a[0] + "/" + a[1] + ")";
+        if (div_neg1(dt, u)) e = cat("((", a[1], "==-1)?", wrapped(Ops::NEG, dt, a), ":", e, ")");
+        return div_zero(u) ? cat("((", a[1], "==0)?0:", e, ")") : e;
+      }
+      case Ops::MOD: {
+        std::string cond = div_zero(u) ? "(" + a[1] + "==0)" : "";
+        if (div_neg1(dt, u)) cond += (cond.empty() ? "(" : "||(") + a[1] + "==-1)";
+        return cat("(", cond, "?0:(", a[0], "%", a[1], "))");
+      }
+      case Ops::SHL: {
+        std::string e = may_overflow(op, dt, u) ? wrapped(op, dt, a) : "(" + a[0] + "<<" + a[1] + ")";
+        return shift_out(dt, u) ? cat("(", count_ok(), "?", e, ":0)") : e;
+      }
+      case Ops::SHR:
+        if (is_unsigned(dt)) return cat("(", count_ok(), "?(", a[0], ">>", a[1], "):0)");
+        return cat("(", a[0], ">>(", count_ok(), "?", a[1], ":", bits - 1, "))");  // a count past the width fills with the sign
+      case Ops::CAST: return float_to_int(a[0], dts[0], dt);
+      default: return wrapped(op, dt, a);
+    }
+  }
   // one ALU op on scalars
-  virtual std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const Ctx& c) const {
+  virtual std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, const Ctx& c) const {
     std::string f = fsuffix(dt);
+    if (guarded(op, dt, dts, u)) return guarded_op(op, dt, a, dts, u);
     switch (op) {
       case Ops::ADD: return "(" + a[0] + "+" + a[1] + ")";
       case Ops::MUL: return "(" + a[0] + "*" + a[1] + ")";
@@ -2151,16 +2635,18 @@ class CStyleRenderer : public Renderer {
         if (dt == DType::Bool) return "(" + a[0] + "!=0)";
         return "((" + scalar_type(dt) + ")" + a[0] + ")";
       }
-      default: (void)dts; (void)c; throw Error(std::string("tinygrad: C renderer has no code for ") + op_name(op));
+      default: (void)c; throw Error(std::string("tinygrad: C renderer has no code for ") + op_name(op));
     }
   }
-  // an ALU op on scalars or vectors, rounded to half precision where the result is half
-  std::string alu_expr(Ops op, DType dt, int vc, const std::vector<std::string>& a, const std::vector<DType>& dts, Ctx& c) const {
+  // an ALU op on scalars or vectors, rounded to half precision where the result is half (u: the op, or null)
+  std::string alu_expr(Ops op, DType dt, int vc, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, Ctx& c) const {
     std::string e;
     bool native_vec = op == Ops::ADD || op == Ops::MUL || op == Ops::FDIV || (op == Ops::IDIV || op == Ops::MOD || op == Ops::AND || op == Ops::OR || op == Ops::XOR);
-    bool plain = dt != DType::Float16 && dt != DType::BFloat16 && dt != DType::Bool;
-    if (vc == 1) e = scalar_op(op, dt, a, dts, c);
-    else if (native_vector_ops() && native_vec && plain) e = scalar_op(op, dt, a, dts, c);
+    bool plain = dt != DType::Float16 && dt != DType::BFloat16 && dt != DType::Bool && !guarded(op, dt, dts, u);
+    if (vc == 1) e = scalar_op(op, dt, a, dts, u, c);
+    else if (native_vector_ops() && native_vec && plain) e = scalar_op(op, dt, a, dts, u, c);
+    else if (native_vector_ops() && (op == Ops::ADD || op == Ops::MUL) && is_int(dt))  // guarded only as it may overflow
+      e = wrapped(op, dt, a, value_type(dt, vc, c), value_type(itemsize(dt) == 8 ? DType::UInt64 : DType::UInt32, vc, c));
     else if (native_vector_ops() && op == Ops::CAST && plain && dts[0] != DType::Bool)
       e = "__builtin_convertvector(" + a[0] + ", " + value_type(dt, vc, c) + ")";
     else {  // per lane
@@ -2168,7 +2654,7 @@ class CStyleRenderer : public Renderer {
       for (int i = 0; i < vc; i++) {
         std::vector<std::string> li;
         for (auto& s : a) { auto it = c.lanes.find(s); li.push_back(it != c.lanes.end() ? it->second[size_t(i)] : lane(s, i)); }
-        lanes.push_back(round_half(dt, scalar_op(op, dt, li, dts, c)));
+        lanes.push_back(round_half(dt, scalar_op(op, dt, li, dts, u, c)));
       }
       return vec(value_type(dt, vc, c), lanes);
     }
@@ -2261,10 +2747,10 @@ class GPURenderer : public CStyleRenderer {
     return cat("{ union { ", srcT, " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }");
   }
   virtual bool float_suffix() const = 0;  // CUDA: sinf; OpenCL: overloaded sin
-  std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const Ctx& c) const override {
+  std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, const Ctx& c) const override {
     const char* fn = op == Ops::EXP2 ? "exp2" : op == Ops::LOG2 ? "log2" : op == Ops::SIN ? "sin" : op == Ops::SQRT ? "sqrt" : op == Ops::TRUNC ? "trunc" : nullptr;
     if (fn) return cat(fn, float_suffix() && dt != DType::Float64 ? "f" : "", "(", a[0], ")");
-    return CStyleRenderer::scalar_op(op, dt, a, dts, c);
+    return CStyleRenderer::scalar_op(op, dt, a, dts, u, c);
   }
   std::string scalar_type(DType dt) const override { return dt == DType::Bool ? "bool" : CStyleRenderer::scalar_type(dt); }
 };
@@ -2330,13 +2816,13 @@ class OpenCLRenderer : public GPURenderer {
       default: return GPURenderer::scalar_type(dt);
     }
   }
-  // NOTE: bool is not allowed in a kernel parameter's pointer type
-  std::string storage_type(DType dt) const override { return dt == DType::Bool ? "uchar" : GPURenderer::storage_type(dt); }
-  std::string render_const(double v, DType dt) const override {
-    std::string s = GPURenderer::render_const(v, dt);  // long long is reserved: 1ll -> 1l
+  std::string render_int(int64_t v, DType dt) const override {
+    std::string s = GPURenderer::render_int(v, dt);  // long long is reserved: 1ll -> 1l
     if (dt == DType::Int64 || dt == DType::UInt64) for (size_t at; (at = s.find("ll")) != std::string::npos;) s.erase(at, 1);
     return s;
   }
+  // convert_T_sat: NaN -> 0, saturates, rounds toward zero
+  std::string float_to_int(const std::string& x, DType, DType to) const override { return cat("convert_", scalar_type(to), "_sat(", x, ")"); }
   std::string nonfinite(double v, bool f32) const override {
     std::string s = std::isnan(v) ? "NAN" : v < 0 ? "(-INFINITY)" : "INFINITY";
     return f32 ? s : "(double)" + s;
@@ -2606,13 +3092,6 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
 namespace tinygrad {
 
 namespace detail {
-inline bool depends_on(const UOpRef& u, const UOp* x, std::unordered_map<const UOp*, bool>& memo) {
-  if (u.get() == x) return true;
-  if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
-  bool r = false;
-  for (auto& s : u->src) if ((r = depends_on(s, x, memo))) break;
-  return memo[u.get()] = r;
-}
 // the ranges each node sits inside (a REDUCE closes its own)
 inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const std::vector<UOpRef>& topo) {
   std::unordered_map<const UOp*, std::vector<const UOp*>> rs;
@@ -2639,51 +3118,71 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
   if (!lane) return sink;
   int W = int(lane->range_end());
-  std::unordered_map<const UOp*, bool> dep;
+  std::unordered_set<const UOp*> dep;  // the nodes that depend on the lane
+  for (auto& u : toposort(sink))
+    if (u == lane || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
-  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(W, x), {}, W); };
+  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(size_t(W), x), {}, W); };
   auto contiguous = [&](const UOpRef& addr) {
     if (simplify(addr - at(addr, 0)) != lane) return false;
     return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
   };
-  std::function<UOpRef(const UOpRef&)> vec = [&](const UOpRef& u) -> UOpRef {
-    if (!detail::depends_on(u, lane.get(), dep)) return u;
-    if (auto it = memo.find(u.get()); it != memo.end()) return it->second;
-    UOpRef r;
+  // the sources of u that are vectorized before u (a LOAD reads its lanes' addresses itself)
+  auto inputs = [&](const UOpRef& u) -> std::vector<UOpRef> {
+    if (u->op == Ops::REDUCE) return {u->src[0]};
+    if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) return u->src;
+    if (u->op == Ops::LANE || u->op == Ops::LOAD) return {};
+    throw Error(std::string("tinygrad: expander cannot vectorize ") + op_name(u->op));
+  };
+  auto get = [&](const UOpRef& x) { return dep.count(x.get()) ? memo.at(x.get()) : x; };
+  auto vec_one = [&](const UOpRef& u) -> UOpRef {
     if (u->op == Ops::LANE) {
       std::vector<UOpRef> s;
       for (int i = 0; i < W; i++) s.push_back(const_int(u->dtype, i));
-      r = make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
-    } else if (u->op == Ops::LOAD) {
+      return make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
+    }
+    if (u->op == Ops::LOAD) {
       const UOpRef& idx = u->src[0];
       bool gated = idx->src.size() > 2;
-      if (contiguous(idx->src[1]) && (!gated || !detail::depends_on(idx->src[2], lane.get(), dep))) {
+      if (contiguous(idx->src[1]) && (!gated || !dep.count(idx->src[2].get()))) {
         std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
         if (gated) isrc.push_back(idx->src[2]);
-        r = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
-      } else {
-        std::vector<UOpRef> s;
-        for (int i = 0; i < W; i++) s.push_back(at(u, i));
-        r = make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
+        return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
       }
-    } else if (u->op == Ops::REDUCE) {
-      std::vector<UOpRef> src{bcast(vec(u->src[0]))};
-      src.insert(src.end(), u->src.begin() + 1, u->src.end());
-      r = make_uop(Ops::REDUCE, u->dtype, src, u->arg, W);
-    } else if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) {
-      std::vector<UOpRef> src;
-      for (auto& s : u->src) src.push_back(bcast(vec(s)));
-      r = make_uop(u->op, u->dtype, src, u->arg, W);
-    } else {
-      throw Error(std::string("tinygrad: expander cannot vectorize ") + op_name(u->op));
+      std::vector<UOpRef> s;
+      for (int i = 0; i < W; i++) s.push_back(at(u, i));
+      return make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
     }
-    return memo[u.get()] = r;
+    if (u->op == Ops::REDUCE) {
+      std::vector<UOpRef> src{bcast(get(u->src[0]))};
+      src.insert(src.end(), u->src.begin() + 1, u->src.end());
+      return make_uop(Ops::REDUCE, u->dtype, src, u->arg, W);
+    }
+    std::vector<UOpRef> src;
+    for (auto& s : u->src) src.push_back(bcast(get(s)));
+    return make_uop(u->op, u->dtype, src, u->arg, W);
+  };
+  // vectorize what root needs, inputs first (an explicit stack: no recursion)
+  auto vec = [&](const UOpRef& root) -> UOpRef {
+    std::vector<std::pair<UOpRef, bool>> stack{{root, false}};
+    while (!stack.empty()) {
+      auto [u, ready] = stack.back();
+      if (!dep.count(u.get()) || memo.count(u.get())) { stack.pop_back(); continue; }
+      if (!ready) {
+        stack.back().second = true;
+        for (auto& s : inputs(u)) if (dep.count(s.get()) && !memo.count(s.get())) stack.push_back({s, false});
+        continue;
+      }
+      stack.pop_back();
+      memo[u.get()] = vec_one(u);
+    }
+    return get(root);
   };
   std::vector<UOpRef> stores;
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
-    if (!detail::depends_on(st, lane.get(), dep)) { stores.push_back(st); continue; }
+    if (!dep.count(st.get())) { stores.push_back(st); continue; }
     if (contiguous(idx->src[1]) && idx->src.size() == 2) {
       auto vidx = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], at(idx->src[1], 0)}, {}, W);
       stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));
@@ -2712,7 +3211,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
   auto loop_level = [&](const UOp* u) {
     int l = -1;
-    for (auto* r : rs[u]) for (int i = 0; i < int(loops.size()); i++) if (loops[i].get() == r) l = std::max(l, i);
+    for (auto* r : rs[u]) for (int i = 0; i < int(loops.size()); i++) if (loops[size_t(i)].get() == r) l = std::max(l, i);
     return l;
   };
   auto in_reduce = [&](const UOp* u) {
@@ -2751,7 +3250,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
       out.push_back(rngs[j]);
       for (auto& u : body) {
         int l = -1;
-        for (auto* r : rs[u.get()]) for (int i = 0; i < int(rngs.size()); i++) if (rngs[i].get() == r) l = std::max(l, i);
+        for (auto* r : rs[u.get()]) for (int i = 0; i < int(rngs.size()); i++) if (rngs[size_t(i)].get() == r) l = std::max(l, i);
         if (l == int(j)) emit(u);
       }
     }
@@ -2935,7 +3434,6 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
 //   - explicit CONTIGUOUS / COPY nodes and the realized roots,
 //   - a REDUCE whose result is broadcast again (an EXPAND on the way to the consumer) or that sits
 //     inside another REDUCE: recomputing it per output element would multiply its cost.
-#include <unordered_set>
 
 namespace tinygrad {
 
@@ -2951,6 +3449,16 @@ struct ScheduleSpec {
   std::vector<int> root_slots;      // where each root ends up
 };
 
+// a kernel's bounds (tinygrad's MAX_KERNEL_BUFFERS): the buffers it reads and writes, and its size, counted as the
+// nodes of the tensor graph it fuses (a DAG's shared nodes once per use). A kernel past them gets some of its
+// sources realized first by kernels of their own; one of 10^6 ops or 1000 inputs would take minutes to compile.
+// Writable at run time; part of the schedule cache's key.
+struct KernelLimits {
+  int64_t max_buffers = getenv_int("MAX_KERNEL_BUFFERS", 32);
+  int64_t max_ops = getenv_int("MAX_KERNEL_OPS", 1000);
+};
+inline KernelLimits& kernel_limits() { static KernelLimits l; return l; }
+
 namespace detail {
 inline bool is_leaf(const UOp* u) { return u->op == Ops::BUFFER || u->realized != nullptr; }
 inline bool expands(const UOp* u) {
@@ -2958,13 +3466,22 @@ inline bool expands(const UOp* u) {
   for (size_t i = 0; i < in.size(); i++) if (in[i] != u->shape[i]) return true;
   return false;
 }
+// every node below the roots once, sources first; descend(u) false: u's sources are not visited
+template <class F>
+std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) {
+  auto sink = make_uop(Ops::SINK, DType::Bool, roots);
+  auto topo = toposort(sink, [&](const UOp* u) { return u == sink.get() || descend(u); });
+  topo.pop_back();
+  return topo;
+}
 
 class Scheduler {
  public:
   Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs)
       : slot_(input_slots), n_inputs_(n_inputs) {
     spec_.n_inputs = n_inputs;
-    // a reduce that two kernels would both fuse is computed once, in its own kernel: plan again until none is shared
+    // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
+    // kernel; a kernel past its limits gets sources of its own
     const auto inputs = slot_;
     while (true) {
       for (auto& r : roots) {
@@ -2972,32 +3489,34 @@ class Scheduler {
         else spec_.root_slots.push_back(make_root(r));
       }
       owner_.clear();
-      size_t shared = shared_.size();
+      size_t shared = shared_.size(), forced = forced_.size();
       for (size_t i = 0; i < kroots_.size(); i++) { UOpRef k = kroots_[i]; analyze(k); }  // kroots_ grows while we walk
-      if (shared_.size() == shared) break;
+      if (shared_.size() == shared) limit_kernels(roots);
+      if (shared_.size() == shared && forced_.size() == forced) break;
       slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
     // 64-bit indices only where a flattened index can pass 2^31: buffers, kernel outputs and reshapes, not
     // broadcast views (a matmul's N*M*K view is never flattened; int64 index math is slow on GPUs)
     int64_t maxn = 1;
-    std::unordered_map<const UOp*, bool> seen;
-    std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
-      if (seen[u.get()]) return;
-      seen[u.get()] = true;
+    for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
       if (is_leaf(u.get()) || is_kroot(u.get()) || u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->shape));
       if (u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->src[0]->shape));
-      if (!is_leaf(u.get())) for (auto& s : u->src) walk(s);
-    };
-    for (auto& r : roots) walk(r);
+    }
     idx_dt_ = maxn > INT32_MAX ? DType::Int64 : DType::Int32;
-    std::unordered_map<const UOp*, bool> done;
-    std::function<void(const UOpRef&)> order = [&](const UOpRef& k) {
-      if (done[k.get()]) return;
-      done[k.get()] = true;
-      for (auto* d : deps_[k.get()]) order(by_ptr_[d]);
-      if (prod(k->shape) > 0) spec_.kernels.push_back(lower_kernel(k));
-    };
-    for (auto& k : kroots_) order(k);
+    // kernels in dependency order: a kernel after the kernels it reads
+    std::unordered_set<const UOp*> done;
+    for (auto& k0 : kroots_) {
+      std::vector<std::pair<const UOp*, size_t>> stack{{k0.get(), 0}};
+      if (!done.insert(k0.get()).second) continue;
+      while (!stack.empty()) {
+        auto& [k, i] = stack.back();
+        auto& ds = deps_[k];
+        if (i < ds.size()) { const UOp* d = ds[i++]; if (done.insert(d).second) stack.push_back({d, 0}); continue; }
+        const UOpRef& kr = by_ptr_.at(k);
+        stack.pop_back();
+        if (prod(kr->shape) > 0) spec_.kernels.push_back(lower_kernel(kr));
+      }
+    }
   }
   ScheduleSpec spec() { return std::move(spec_); }
 
@@ -3016,47 +3535,114 @@ class Scheduler {
   // broadcasting this would recompute transcendental math or a long chain per output element
   bool expensive(const UOpRef& root) {
     int n = 0;
-    bool heavy = false;
-    std::unordered_map<const UOp*, bool> seen;
-    std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
-      if (seen[u.get()] || is_leaf(u.get()) || is_kroot(u.get())) return;
-      seen[u.get()] = true;
-      if (is_alu(u->op)) { n++; heavy |= u->op == Ops::EXP2 || u->op == Ops::LOG2 || u->op == Ops::SIN || u->op == Ops::SQRT || u->op == Ops::RECIPROCAL; }
-      heavy |= u->op == Ops::REDUCE_AXIS;
-      for (auto& s : u->src) walk(s);
-    };
-    walk(root);
-    return heavy || n > 16;
+    std::unordered_set<const UOp*> seen;
+    std::vector<const UOp*> stack{root.get()};
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (is_leaf(u) || is_kroot(u) || !seen.insert(u).second) continue;
+      if (u->op == Ops::REDUCE_AXIS || u->op == Ops::EXP2 || u->op == Ops::LOG2 || u->op == Ops::SIN || u->op == Ops::SQRT || u->op == Ops::RECIPROCAL) return true;
+      if (is_alu(u->op) && ++n > 16) return true;
+      for (auto& s : u->src) stack.push_back(s.get());
+    }
+    return false;
   }
 
+  // walk the nodes kernel k fuses (stopping at buffers and other kernels) and decide which become kernels of their own
   void analyze(const UOpRef& k) {
-    std::map<std::tuple<const UOp*, bool, bool>, bool> seen;
-    std::function<void(const UOpRef&, bool, bool)> visit = [&](const UOpRef& u, bool expanded, bool in_reduce) {
-      if (u != k && (is_leaf(u.get()) || is_kroot(u.get()))) { if (is_kroot(u.get())) deps_[k.get()].push_back(u.get()); return; }
-      if (seen[{u.get(), expanded, in_reduce}]) return;
-      seen[{u.get(), expanded, in_reduce}] = true;
-      bool realize_here = u != k && (u->op == Ops::CONTIGUOUS || u->op == Ops::COPY || shared_.count(u.get()) || (u->op == Ops::REDUCE_AXIS && (expanded || in_reduce)));
-      if (realize_here) { make_root(u); deps_[k.get()].push_back(u.get()); return; }
+    // (node, below an expand, below a reduce), each combination once
+    std::unordered_set<uintptr_t> seen;
+    struct Visit { const UOpRef* u; bool expanded, in_reduce; };
+    std::vector<Visit> stack{{&k, false, false}};
+    while (!stack.empty()) {
+      auto [up, expanded, in_reduce] = stack.back();
+      stack.pop_back();
+      const UOpRef& u = *up;  // NOTE: a source of a node (or k), alive while k is
+      if (u != k && (is_leaf(u.get()) || is_kroot(u.get()))) { if (is_kroot(u.get())) deps_[k.get()].push_back(u.get()); continue; }
+      if (!seen.insert(reinterpret_cast<uintptr_t>(u.get()) | uintptr_t(expanded) | uintptr_t(in_reduce) << 1).second) continue;
+      auto visit = [&](const UOpRef& s, bool e, bool r) { stack.push_back({&s, e, r}); };
+      bool realize_here = u != k && (u->op == Ops::CONTIGUOUS || u->op == Ops::COPY || shared_.count(u.get()) || forced_.count(u.get()) ||
+                                     (u->op == Ops::REDUCE_AXIS && (expanded || in_reduce)));
+      if (realize_here) { make_root(u); deps_[k.get()].push_back(u.get()); continue; }
       if (u->op == Ops::REDUCE_AXIS) {
         if (auto [it, fresh] = owner_.try_emplace(u.get(), k.get()); !fresh && it->second != k.get()) shared_.insert(u.get());
         visit(u->src[0], expanded, true);
-        return;
+        continue;
       }
-      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); return; }  // src[1:] only serve autograd
+      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
       if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) {
         // realize below the movement ops: a window view of the value can be far larger than the value
-        UOpRef b = u->src[0];
-        while (is_movement(b->op) && !is_leaf(b.get()) && !is_kroot(b.get())) b = b->src[0];
-        if (is_leaf(b.get())) { visit(u->src[0], true, in_reduce); return; }
-        make_root(b);
-        deps_[k.get()].push_back(b.get());
-        if (b != u->src[0]) visit(u->src[0], true, in_reduce);
-        return;
+        const UOpRef* b = &u->src[0];
+        while (is_movement((*b)->op) && !is_leaf(b->get()) && !is_kroot(b->get())) b = &(*b)->src[0];
+        if (is_leaf(b->get())) { visit(u->src[0], true, in_reduce); continue; }
+        make_root(*b);
+        deps_[k.get()].push_back(b->get());
+        if (*b != u->src[0]) visit(u->src[0], true, in_reduce);
+        continue;
       }
-      if (u->op == Ops::EXPAND) { visit(u->src[0], expanded || expands(u.get()), in_reduce); return; }
-      for (auto& s : u->src) visit(s, expanded, in_reduce);
+      if (u->op == Ops::EXPAND) { visit(u->src[0], expanded || expands(u.get()), in_reduce); continue; }
+      // NOTE: pushed in reverse, so sources are walked in order (the order kernels and buffers get numbered)
+      for (size_t i = u->src.size(); i-- > 0;) visit(u->src[i], expanded, in_reduce);
+    }
+  }
+
+  // bound every kernel's size and buffer count: bottom-up, a node that would fuse more than the limits allow gets its
+  // largest fused sources realized first (below their movement ops). Cut from the inputs up, the pieces of a long
+  // chain are alike: they lower to one kernel AST, compiled once and launched many times.
+  void limit_kernels(const std::vector<UOpRef>& roots) {
+    const KernelLimits lim = kernel_limits();
+    // size and buffers (sorted, distinct) of the fused expression rooted at a node; a movement op only points at its
+    // base below the movement ops, which may be cut after the movement op was measured
+    struct Cost { int64_t size = 0; std::vector<const UOp*> bufs; const UOp* base = nullptr; int64_t hops = 0; };
+    std::unordered_map<const UOp*, Cost> cost;
+    auto cut = [&](const UOp* s) { return is_leaf(s) || is_kroot(s) || forced_.count(s); };
+    auto contrib = [&](const UOp* s, Cost& c) {  // what source s adds to its consumer's kernel
+      if (!cut(s) && is_movement(s->op)) { const Cost& m = cost.at(s); c.size += m.hops; s = m.base; }
+      if (cut(s)) { c.bufs.push_back(s); return; }
+      const Cost& cs = cost.at(s);
+      c.size = std::min<int64_t>(c.size + cs.size, int64_t(1) << 40);
+      c.bufs.insert(c.bufs.end(), cs.bufs.begin(), cs.bufs.end());
     };
-    visit(k, false, false);
+    auto fused_srcs = [](const UOp* u) { return u->op == Ops::CONV ? size_t(1) : u->src.size(); };  // CONV's src[1:] serve autograd only
+    for (auto& up : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+      const UOp* u = up.get();
+      if (is_leaf(u)) continue;
+      if (is_movement(u->op)) {
+        const UOp* s = u->src[0].get();
+        bool chain = !cut(s) && is_movement(s->op);
+        cost[u] = Cost{0, {}, chain ? cost.at(s).base : s, chain ? cost.at(s).hops + 1 : 1};
+        continue;
+      }
+      auto measure = [&] {
+        Cost c;
+        c.size = u->op == Ops::CONST || u->op == Ops::DEVICE ? 0 : 1;
+        for (size_t i = 0; i < fused_srcs(u); i++) contrib(u->src[i].get(), c);
+        std::sort(c.bufs.begin(), c.bufs.end());
+        c.bufs.erase(std::unique(c.bufs.begin(), c.bufs.end()), c.bufs.end());
+        return c;
+      };
+      Cost c = measure();
+      // NOTE: one buffer is the kernel's output
+      while (c.size > lim.max_ops || int64_t(c.bufs.size()) > lim.max_buffers - 1) {
+        bool by_bufs = int64_t(c.bufs.size()) > lim.max_buffers - 1;
+        const UOp* best = nullptr;
+        std::pair<int64_t, int64_t> best_key{0, 0};
+        for (size_t i = 0; i < fused_srcs(u); i++) {
+          const UOp* b = u->src[i].get();
+          if (!cut(b) && is_movement(b->op)) b = cost.at(b).base;
+          if (cut(b) || b->op == Ops::CONST || b->op == Ops::DEVICE) continue;
+          const Cost& cb = cost.at(b);
+          std::pair<int64_t, int64_t> key = by_bufs ? std::pair{int64_t(cb.bufs.size()), cb.size} : std::pair{cb.size, int64_t(cb.bufs.size())};
+          if (key > best_key) { best = b; best_key = key; }
+        }
+        if (!best) break;  // nothing left to split off
+        if (flags().debug >= 3)
+          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op), (long long)cost.at(best).size, cost.at(best).bufs.size());
+        forced_.insert(best);
+        c = measure();
+      }
+      cost[u] = std::move(c);
+    }
   }
 
   // ---- lowering one kernel ----
@@ -3087,50 +3673,78 @@ class Scheduler {
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 
-  UOpRef lower(KCtx& c, const UOpRef& u, const std::vector<UOpRef>& idx, const UOpRef& gate) {
-    if (u.get() != c.root && (is_leaf(u.get()) || is_kroot(u.get()))) return load(c, u.get(), idx, gate);
-    std::vector<const void*> key{u.get(), gate.get()};
-    for (auto& i : idx) key.push_back(i.get());
-    if (auto it = c.memo.find(key); it != c.memo.end()) return it->second;
-    UOpRef r = lower_node(c, u, idx, gate);
-    c.memo_keys.push_back(u); c.memo_keys.push_back(gate);
-    c.memo_keys.insert(c.memo_keys.end(), idx.begin(), idx.end());
-    return c.memo[key] = r;
+  // one value to lower: node u at index idx (one per dim of u), read only where gate holds
+  struct Req { UOpRef u; std::vector<UOpRef> idx; UOpRef gate; };
+  // a node being lowered: its sources' requests, their values once lowered, what the node itself adds
+  struct Frame { Req r; std::vector<const void*> key; std::vector<Req> kids; std::vector<UOpRef> vals, extra; };
+
+  // u's value at idx as a kernel graph. NOTE: an explicit stack (no recursion): a kernel can be as deep as it is long
+  UOpRef lower(KCtx& c, Req root) {
+    std::vector<Frame> stack;
+    UOpRef ret;
+    // a load or a memoized value sets ret; anything else is pushed to be lowered
+    auto start = [&](Req r) {
+      if (r.u.get() != c.root && (is_leaf(r.u.get()) || is_kroot(r.u.get()))) { ret = load(c, r.u.get(), r.idx, r.gate); return true; }
+      std::vector<const void*> key{r.u.get(), r.gate.get()};
+      for (auto& i : r.idx) key.push_back(i.get());
+      if (auto it = c.memo.find(key); it != c.memo.end()) { ret = it->second; return true; }
+      Frame f{std::move(r), std::move(key), {}, {}, {}};
+      plan(c, f);
+      stack.push_back(std::move(f));
+      return false;
+    };
+    if (start(std::move(root))) return ret;
+    while (!stack.empty()) {
+      size_t top = stack.size() - 1;
+      if (stack[top].vals.size() < stack[top].kids.size()) {
+        if (start(stack[top].kids[stack[top].vals.size()])) stack[top].vals.push_back(ret);
+        continue;
+      }
+      Frame f = std::move(stack.back());
+      stack.pop_back();
+      ret = combine(f);
+      c.memo_keys.push_back(f.r.u); c.memo_keys.push_back(f.r.gate);
+      c.memo_keys.insert(c.memo_keys.end(), f.r.idx.begin(), f.r.idx.end());
+      c.memo[f.key] = ret;
+      if (!stack.empty()) stack.back().vals.push_back(ret);
+    }
+    return ret;
   }
 
-  UOpRef lower_node(KCtx& c, const UOpRef& u, std::vector<UOpRef> idx, const UOpRef& gate) {
+  // what lowering f's node needs first: movement ops become index math on their source's request
+  void plan(KCtx& c, Frame& f) {
+    const UOpRef& u = f.r.u;
+    std::vector<UOpRef> idx = f.r.idx;
+    const UOpRef& gate = f.r.gate;
     const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape;
+    auto kid = [&](std::vector<UOpRef> i, UOpRef g) { f.kids.push_back({u->src[0], std::move(i), std::move(g)}); };
     switch (u->op) {
-      case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
-      case Ops::IOTA: return cast_uop(idx[0], u->dtype);
-      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return lower(c, u->src[0], idx, gate);
+      case Ops::CONST: case Ops::IOTA: return;
+      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return kid(idx, gate);
       case Ops::RESHAPE: {
-        if (in == u->shape) return lower(c, u->src[0], idx, gate);
+        if (in == u->shape) return kid(idx, gate);
         UOpRef flat = flat_index(idx, u->shape);
         Shape st = strides_for(in);
         std::vector<UOpRef> ni;
         // NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
         for (size_t j = 0; j < in.size(); j++)
           ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
-        return lower(c, u->src[0], ni, gate);
+        return kid(std::move(ni), gate);
       }
       case Ops::PERMUTE: {
         std::vector<UOpRef> ni(idx.size());
         for (size_t i = 0; i < idx.size(); i++) ni[size_t(u->varg()[i])] = idx[i];
-        return lower(c, u->src[0], ni, gate);
+        return kid(std::move(ni), gate);
       }
-      case Ops::EXPAND: {
+      case Ops::EXPAND:
         for (size_t i = 0; i < in.size(); i++) if (in[i] == 1) idx[i] = const_int(idx_dt_, 0);
-        return lower(c, u->src[0], idx, gate);
-      }
-      case Ops::SHRINK: {
+        return kid(std::move(idx), gate);
+      case Ops::SHRINK:
         for (size_t i = 0; i < in.size(); i++) idx[i] = idx[i] + u->varg()[2 * i];
-        return lower(c, u->src[0], idx, gate);
-      }
-      case Ops::FLIP: {
+        return kid(std::move(idx), gate);
+      case Ops::FLIP:
         for (size_t i = 0; i < in.size(); i++) if (u->varg()[i]) idx[i] = const_int(idx_dt_, in[i] - 1) - idx[i];
-        return lower(c, u->src[0], idx, gate);
-      }
+        return kid(std::move(idx), gate);
       case Ops::PAD: {
         UOpRef valid = const_uop(DType::Bool, 1);
         for (size_t i = 0; i < in.size(); i++) {
@@ -3140,30 +3754,41 @@ class Scheduler {
           idx[i] = idx[i] - b;
         }
         valid = simplify(valid);
-        UOpRef v = lower(c, u->src[0], idx, simplify(logical_and(gate, valid)));
-        return alu(Ops::WHERE, {valid, v, const_uop(u->dtype, 0)});
+        f.extra = {valid};
+        return kid(std::move(idx), simplify(logical_and(gate, valid)));
       }
       case Ops::REDUCE_AXIS: {
-        std::vector<UOpRef> rngs{};
         for (auto a : u->reduce_axes()) {
           if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(idx_dt_, 0); continue; }
           auto r = make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], c.next_range++, int64_t(AxisType::REDUCE)});
           idx[size_t(a)] = r;
-          rngs.push_back(r);
+          f.extra.push_back(r);
         }
-        UOpRef v = lower(c, u->src[0], idx, gate);
-        if (rngs.empty()) return v;
-        std::vector<UOpRef> src{v};
-        src.insert(src.end(), rngs.begin(), rngs.end());
-        return make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
+        return kid(std::move(idx), gate);
       }
-      default: {
+      default:
         if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST)
           throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
-        std::vector<UOpRef> src;
-        for (auto& s : u->src) src.push_back(lower(c, s, idx, gate));
-        return make_uop(u->op, u->dtype, src, u->arg);
+        for (auto& s : u->src) f.kids.push_back({s, idx, gate});
+    }
+  }
+
+  // f's node from its sources' values
+  UOpRef combine(Frame& f) {
+    const UOpRef& u = f.r.u;
+    switch (u->op) {
+      case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
+      case Ops::IOTA: return cast_uop(f.r.idx[0], u->dtype);
+      case Ops::PAD: return alu(Ops::WHERE, {f.extra[0], f.vals[0], const_uop(u->dtype, 0)});
+      case Ops::REDUCE_AXIS: {
+        if (f.extra.empty()) return f.vals[0];
+        std::vector<UOpRef> src{f.vals[0]};
+        src.insert(src.end(), f.extra.begin(), f.extra.end());
+        return make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
       }
+      default:
+        if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) return make_uop(u->op, u->dtype, f.vals, u->arg);
+        return f.vals[0];  // movement ops and CONTIGUOUS, DETACH, CONV: their source's value
     }
   }
 
@@ -3175,10 +3800,14 @@ class Scheduler {
     std::vector<UOpRef> idx;
     for (size_t i = 0; i < k->shape.size(); i++)
       idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
-    UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
+    UOpRef v = lower(c, {k, idx, const_uop(DType::Bool, 1)});
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
-    return {simplify(make_uop(Ops::SINK, DType::Bool, {st})), c.slots};
+    // NOTE: the pieces of a long chain lower to one AST: simplify it once
+    auto sink = make_uop(Ops::SINK, DType::Bool, {st});
+    auto [it, fresh] = simplified_.try_emplace(sink.get(), sink, nullptr);
+    if (fresh) it->second.second = simplify(sink);
+    return {it->second.second, c.slots};
   }
 
   std::unordered_map<const UOp*, int> slot_;
@@ -3188,6 +3817,8 @@ class Scheduler {
   std::unordered_map<const UOp*, std::vector<const UOp*>> deps_;
   std::unordered_map<const UOp*, const UOp*> owner_;  // reduce -> the first kernel that fused it
   std::unordered_set<const UOp*> shared_;             // reduces that get their own kernel
+  std::unordered_set<const UOp*> forced_;             // nodes realized to keep kernels within kernel_limits()
+  std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> simplified_;  // lowered AST -> simplified (holding the key)
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
 };
@@ -3202,6 +3833,7 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
 // end include/tinygrad/engine/schedule.hpp
 // begin include/tinygrad/engine/realize.hpp
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
+#include <list>
 
 namespace tinygrad {
 
@@ -3267,15 +3899,50 @@ struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built
 inline RunStats& run_stats() { static RunStats s; return s; }
 
 namespace detail {
+// a map that keeps its `cap` most recently used entries; get() marks an entry used
+template <class K, class V>
+struct LRUMap {
+  struct Entry;
+  using Map = std::map<K, Entry>;
+  struct Entry { V v; typename std::list<typename Map::iterator>::iterator pos; };
+  explicit LRUMap(size_t c) : cap(std::max<size_t>(c, 1)) {}
+  V* get(const K& k) {
+    auto it = map.find(k);
+    if (it == map.end()) return nullptr;
+    order.splice(order.begin(), order, it->second.pos);
+    return &it->second.v;
+  }
+  void put(const K& k, V v) {
+    auto [it, fresh] = map.insert_or_assign(k, Entry{std::move(v), {}});
+    if (!fresh) order.erase(it->second.pos);
+    order.push_front(it);
+    it->second.pos = order.begin();
+    trim();
+  }
+  void set_cap(size_t c) { cap = std::max<size_t>(c, 1); trim(); }
+  void trim() { while (map.size() > cap) { map.erase(order.back()); order.pop_back(); } }
+  void clear() { order.clear(); map.clear(); }
+  size_t size() const { return map.size(); }
+  size_t cap;
+  Map map;
+  std::list<typename Map::iterator> order;  // most recent first
+};
+
 struct Plan {
   std::string device;
   std::vector<std::shared_ptr<CompiledKernel>> kernels;
   ScheduleSpec spec;
+  std::vector<std::vector<int>> release;  // per kernel: the buffers no later kernel reads (a long chain holds two at a time)
 };
+// NOTE: both caches are bounded (a loaded GPU program holds driver memory: PoCL's grew past 6 GB in the test suite).
+// An evicted program stays alive while a plan (cached schedule, static plan, JIT) still holds it: the driver
+// program is released when its last owner drops it.
 struct EngineState {
   std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
-  std::map<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache;
-  std::map<std::pair<std::string, const UOp*>, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>> programs;
+  LRUMap<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache{size_t(std::max<int64_t>(getenv_int("SCHEDULE_CACHE", 1024), 1))};
+  // per device: kernel AST (kept alive, it is the key) -> loaded program
+  std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>>> programs;
+  size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
 }  // namespace detail
@@ -3286,6 +3953,17 @@ inline void clear_program_cache() {
   std::lock_guard lk(st.mu);
   st.schedule_cache.clear();
   st.programs.clear();
+}
+
+// bound the caches: at most `programs` loaded programs per device, `schedules` cached schedules (defaults: env
+// PROGRAM_CACHE=512, SCHEDULE_CACHE=1024); the least recently used are dropped, and a program is released once no
+// cached schedule or static plan holds it
+inline void set_cache_limits(size_t programs, size_t schedules) {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.max_programs = std::max<size_t>(programs, 1);
+  for (auto& [dev, c] : st.programs) c.set_cap(programs);
+  st.schedule_cache.set_cap(schedules);
 }
 
 namespace detail {
@@ -3312,11 +3990,15 @@ inline void cuda_compile_check(const std::vector<KernelAST>& ks, const std::vect
 // compile every kernel of a schedule that is not compiled yet, in one batch
 inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, const std::vector<KernelAST>& ks) {
   auto& st = EngineState::get();
+  auto& cache = st.programs.try_emplace(dev.rt.name, st.max_programs).first->second;
   std::vector<std::shared_ptr<CompiledKernel>> out(ks.size());
   std::vector<size_t> todo;
   std::vector<ProgramSpec> specs;
+  std::unordered_map<const UOp*, size_t> first;  // NOTE: the pieces of a long chain share one AST: one program
+  std::vector<std::pair<size_t, size_t>> same;    // (kernel, earlier kernel with its AST)
   for (size_t i = 0; i < ks.size(); i++) {
-    if (auto it = st.programs.find({dev.rt.name, ks[i].ast.get()}); it != st.programs.end()) out[i] = it->second.second;
+    if (auto* e = cache.get(ks[i].ast.get())) out[i] = e->second;
+    else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
     else { todo.push_back(i); specs.push_back(to_program(ks[i].ast, *dev.renderer)); }
   }
   if (todo.empty()) return out;
@@ -3330,10 +4012,11 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
     auto ck = std::make_shared<CompiledKernel>();
     ck->prg = dev.rt.load(specs[j].fn, bins[j], specs[j].launch);
     ck->spec = std::move(specs[j]);
-    st.programs[{dev.rt.name, ks[todo[j]].ast.get()}] = {ks[todo[j]].ast, ck};
+    cache.put(ks[todo[j]].ast.get(), {ks[todo[j]].ast, ck});
     out[todo[j]] = ck;
     run_stats().kernels_compiled++;
   }
+  for (auto [i, j] : same) out[i] = out[j];
   return out;
 }
 }  // namespace detail
@@ -3344,12 +4027,9 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in);
 // a COPY between devices: realize its source on its own device, then copy the buffer across; the COPY node
 // becomes a leaf holding the new buffer, so the graph above it sees one device
 inline void realize_copies(const std::vector<UOpRef>& roots) {
-  std::unordered_map<const UOp*, bool> seen;
-  std::function<void(const UOpRef&)> walk = [&](const UOpRef& u) {
-    if (is_leaf(u.get()) || seen[u.get()]) return;
-    seen[u.get()] = true;
-    for (auto& s : u->src) walk(s);
-    if (u->op != Ops::COPY) return;
+  // sources first, so a COPY of a COPY copies in order
+  for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    if (u->op != Ops::COPY || is_leaf(u.get())) continue;
     UOpRef src = u->src[0];
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
@@ -3360,8 +4040,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
     u->realized = to;
-  };
-  for (auto& r : roots) walk(r);
+  }
 }
 }  // namespace detail
 
@@ -3411,12 +4090,12 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     key.push_back(uint64_t(topo_id.at(root.get())));
   }
   if (device.empty()) device = default_device();
-  key.push_back(hash_bytes(device));
+  key.insert(key.end(), {hash_bytes(device), uint64_t(kernel_limits().max_buffers), uint64_t(kernel_limits().max_ops)});
 
   std::shared_ptr<Plan> plan;
   bool hit = false;
-  if (auto it = st.schedule_cache.find(key); flags().scache && it != st.schedule_cache.end()) {
-    plan = it->second;
+  if (auto* p = flags().scache ? st.schedule_cache.get(key) : nullptr) {
+    plan = *p;
     hit = true;
     run_stats().schedule_cache_hits++;
   } else {
@@ -3424,7 +4103,13 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     plan->device = device;
     plan->spec = create_schedule(roots, input_slot, int(inputs.size()));
     plan->kernels = get_programs(get_device(device), plan->spec.kernels);
-    if (flags().scache) st.schedule_cache[key] = plan;
+    const ScheduleSpec& sp = plan->spec;
+    std::vector<int> last(size_t(sp.n_inputs) + sp.new_slots.size(), -1);
+    for (size_t k = 0; k < sp.kernels.size(); k++) for (int x : sp.kernels[k].slots) last[size_t(x)] = int(k);
+    for (int r : sp.root_slots) last[size_t(r)] = -1;
+    plan->release.resize(sp.kernels.size());
+    for (size_t x = size_t(sp.n_inputs); x < last.size(); x++) if (last[x] >= 0) plan->release[size_t(last[x])].push_back(int(x));
+    if (flags().scache) st.schedule_cache.put(key, plan);
     run_stats().schedules_built++;
   }
   if (flags().debug >= 1 && plan->kernels.size() > 1)
@@ -3448,6 +4133,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
                    (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0, ck.spec.flops / std::max(tm, 1e-9) / 1e9,
                    mem / std::max(tm, 1e-9) / 1e9);
     }
+    for (int s : plan->release[k]) slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized = slots[size_t(sp.root_slots[i])];
 }
@@ -3534,10 +4220,10 @@ struct CreationOps {
   // wrap caller memory without a copy: host memory (device CPU, the default) or a device pointer of `device`;
   // it must outlive every use
   static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") {
-    T::check_shape(shape, "from_blob");
-    if (!ptr && tinygrad::prod(shape) > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
+    int64_t n = T::check_shape(shape, "from_blob");
+    if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
     std::string dev = device.empty() ? "CPU" : device;  // NOTE: not default_device(): a host pointer is CPU memory
-    auto buf = std::make_shared<Buffer>(dev, dt, tinygrad::prod(shape), ptr);
+    auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
     return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }
 
@@ -3557,7 +4243,7 @@ struct CreationOps {
   }
   // uniform in [-1, 1) / sqrt(numel)
   static T scaled_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
-    double s = std::pow(double(tinygrad::prod(shape)), -0.5);
+    double s = std::pow(double(T::check_shape(shape, "scaled_uniform")), -0.5);
     return (uniform(std::move(shape), -1, 1, dt, std::move(device)) * s).cast(dt);
   }
   // https://www.tensorflow.org/api_docs/python/tf/keras/initializers/GlorotUniform
@@ -3614,6 +4300,7 @@ struct CreationOps {
   DType float_dt() const { return is_float(self().dtype()) ? self().dtype() : dtypes::default_float; }
   static int64_t fan_in(const Shape& s, const char* op) {
     if (s.empty()) throw ShapeError(std::string("tinygrad::") + op + ": needs at least one dimension, got shape " + to_string(s));
+    T::check_shape(s, op);  // then the product of any of its dims fits
     return tinygrad::prod(Shape(s.begin() + 1, s.end()));
   }
 };
@@ -3709,7 +4396,7 @@ struct ElementwiseOps {
   T sub(double o) const { return self() - o; }
   T mul(const T& o) const { return self() * o; }
   T mul(double o) const { return self() * o; }
-  // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes
+  // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
   T div(const T& o, std::string_view rounding_mode = {}) const {
     auto [a, b] = T::broadcast_pair(self(), o, "div");
     if (rounding_mode.empty()) {
@@ -3721,12 +4408,14 @@ struct ElementwiseOps {
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::div: rounding division of bool tensors is not supported");
     auto q = a.idiv(b);
     if (rounding_mode == "trunc") return q;
-    return ((q * b != a) & ((a < 0.0) != (b < 0.0))).where(q - 1.0, q);
+    // a nonzero remainder whose sign differs from b's rounded toward zero (x // 0 = 0: the remainder is 0)
+    auto r = a.fmod(b);
+    return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
   }
   T div(double o, std::string_view rounding_mode = {}) const { return div(self().like(o, true), rounding_mode); }
-  // integer division truncating toward zero, like C
+  // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/symbolic.hpp)
   T idiv(const T& o) const { return self().binop(Ops::IDIV, o, "idiv"); }
-  // remainder with the sign of the divisor (Python's %)
+  // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
   T mod(const T& o) const {
     auto [a, b] = T::broadcast_pair(self(), o, "mod");
     if (is_float(a.dtype())) return a - a.div(b, "floor") * b;
@@ -3734,7 +4423,7 @@ struct ElementwiseOps {
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(r + b, r);
   }
   T mod(double o) const { return mod(self().like(o, true)); }
-  // remainder with the sign of the dividend (C's fmod / %)
+  // remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
   T fmod(const T& o) const {
     auto [a, b] = T::broadcast_pair(self(), o, "fmod");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::fmod: needs numbers, got " + to_string(a.dtype()));
@@ -3934,9 +4623,16 @@ struct MovementOps {
     }
     T x = need_shrink ? t.shrink(sh) : t;
     std::vector<int64_t> arg;
-    bool any = false;
-    for (auto& [b, e] : p) { arg.push_back(std::max<int64_t>(0, b)); arg.push_back(std::max<int64_t>(0, e)); any |= b > 0 || e > 0; }
+    bool any = false, big = false;
+    Shape out = x.shape();
+    for (size_t i = 0; i < p.size(); i++) {
+      int64_t b = std::max<int64_t>(0, p[i].first), e = std::max<int64_t>(0, p[i].second);
+      arg.push_back(b); arg.push_back(e); any |= b > 0 || e > 0;
+      big |= __builtin_add_overflow(out[i], b, &out[i]) || __builtin_add_overflow(out[i], e, &out[i]);
+    }
     if (!any) return x;
+    if (big || !valid_shape(out))
+      throw ShapeError("tinygrad::pad: padding " + pads_str(p) + " of shape " + to_string(t.shape()) + " gives more than 2^63 elements (overflows int64)");
     T r = x.mov(Ops::PAD, arg);
     if (value == 0) return r;
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
@@ -3992,7 +4688,7 @@ struct MovementOps {
       if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
       dt = least_upper_dtype(dt, t.dtype());
-      total += t.shape()[size_t(d)];
+      if (__builtin_add_overflow(total, t.shape()[size_t(d)], &total)) throw ShapeError("tinygrad::cat: the sizes along dim " + std::to_string(d) + " overflow int64");
     }
     if (ts.size() == 1) return t0;
     std::optional<T> r;
@@ -4064,8 +4760,10 @@ struct MovementOps {
     for (size_t i = 0; i < repeats.size(); i++) {
       int64_t s = b.shape()[i], r = repeats[i];
       if (r < 0) throw ShapeError("tinygrad::repeat: negative repeat in " + to_string(repeats));
-      un.insert(un.end(), {1, s}); ex.insert(ex.end(), {r, s}); fin.push_back(r * s);
+      un.insert(un.end(), {1, s}); ex.insert(ex.end(), {r, s});
     }
+    checked_prod(ex, "repeat");  // then each r * s fits
+    for (size_t i = 0; i < repeats.size(); i++) fin.push_back(ex[2 * i] * ex[2 * i + 1]);
     return b.reshape(un).expand(ex).reshape(fin);
   }
   // each element `repeats` times in a row along dim (flattened when dim is not given)
@@ -4075,6 +4773,7 @@ struct MovementOps {
     int d = dim ? norm_axis(*dim, x.ndim(), "repeat_interleave") : 0;
     Shape s = x.shape(), e = s;
     s.insert(s.begin() + d + 1, 1); e.insert(e.begin() + d + 1, repeats);
+    checked_prod(e, "repeat_interleave");
     Shape f = x.shape();
     f[size_t(d)] *= repeats;
     return x.reshape(s).expand(e).reshape(f);
@@ -4312,6 +5011,7 @@ struct MovementOps {
       Shape r = pos.shape();
       v = expand_value(v, r, "setitem");
       int64_t nr = pos.numel(), n = x.numel();
+      if (nr == 0) return x;  // nothing selected (and the max below would be of an empty dim)
       T hit = pos.reshape({nr, 1}) == T::arange(double(n), std::nullopt, 1, DType::Int32, x.device()).reshape({1, n});
       T rank = T::arange(double(nr), std::nullopt, 1, DType::Int32, x.device()).reshape({nr, 1}) + 1;
       T top = hit.where(rank, 0).max(0, true);  // (1, n): 0 where untouched
@@ -4341,7 +5041,7 @@ struct MovementOps {
           int64_t b = s.start ? clampi(*s.start, -1, n - 1) : n - 1, e = s.stop ? clampi(*s.stop, -1, n - 1) : -1;
           e = std::min(e, b); lo = e + 1; hi = b + 1; flips.push_back(int64_t(d));
         }
-        int64_t st = std::abs(s.step);
+        int64_t m = std::max<int64_t>(n, 1), st = std::abs(std::clamp(s.step, -m, m));  // as slice() clamps it
         lens.push_back((hi - lo + st - 1) / st); steps.push_back(st); place.push_back({lo, n - hi});
       }
       d++;
@@ -4383,6 +5083,7 @@ struct MovementOps {
   // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
   T scatter(int64_t dim, const T& index, const T& src) const {
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
+    if (mask.shape().back() == 0) return self();  // no sources: nothing written
     // per target: the last source position that writes it
     int64_t n = mask.shape().back();
     Shape rs(mask.ndim(), 1);
@@ -4400,6 +5101,7 @@ struct MovementOps {
       throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
     if (src.dtype() != x.dtype()) throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
     auto [s, mask] = pre_scatter(dim, index, src, "scatter_reduce");
+    if (mask.shape().back() == 0) return x;  // no sources: every reduce leaves x
     T untouched = mask.max(-1).logical_not();  // NOTE: max of bools is any
     auto base = [&](double ident) { return include_self ? x : untouched.where(x, ident); };
     if (reduce == "sum") return (mask.where(s, 0.0).sum(-1) + base(0)).cast(x.dtype());
@@ -4445,6 +5147,11 @@ struct MovementOps {
  private:
   const T& self() const { return static_cast<const T&>(*this); }
   T& mself() { return static_cast<T&>(*this); }
+  static std::string pads_str(const Pads& p) {
+    std::string r;
+    for (auto& [b, e] : p) r += (r.empty() ? "" : ", ") + ("(" + std::to_string(b) + ", " + std::to_string(e) + ")");
+    return "(" + r + ")";
+  }
   static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
   static void check_int_index(const T& t, const char* op) {
     if (!is_int(t.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": index tensors must be integers, got " + to_string(t.dtype()));
@@ -4900,7 +5607,7 @@ struct ProcessingOps {
 // Tensor methods: reductions, scans, sorting, losses.
 // A CRTP mixin of Tensor (see tensor.hpp): T is Tensor, every method is composed from Tensor's primitives.
 // Axes are a list (empty: all) or one int. Everything stays lazy and differentiable: scans are windowed
-// reductions over a padded view (as tinygrad), sort is a bitonic network of min/max.
+// reductions over a padded view (as tinygrad), sort is a bitonic network of compare-and-swaps.
 #include <bit>
 #include <concepts>
 
@@ -4916,9 +5623,10 @@ struct ReduceOps {
   T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
   T prod(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
-  T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, std::move(axes), keepdim, "max"); }
+  // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
+  T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); }
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
-  T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).max(std::move(axes), keepdim)); }
+  T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); }
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
   T mean(Axes axes = {}, bool keepdim = false) const {
     auto ax = self().norm_axes(axes, "mean");
@@ -4938,13 +5646,13 @@ struct ReduceOps {
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {var(axes, keepdim, correction), mean(axes, keepdim)}; }
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {std(axes, keepdim, correction), mean(axes, keepdim)}; }
-  T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().max(std::move(axes), keepdim); }
+  T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); }
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const { return self().logical_not().any(std::move(axes), keepdim).logical_not(); }
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const { return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); }
-  // index of the first maximum along axis (of the flattened tensor without one), int32
+  // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const {
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
@@ -4956,14 +5664,14 @@ struct ReduceOps {
     Shape rs(x.ndim() - size_t(a), 1);
     rs[0] = n;
     auto rev = T::arange(double(n), 0.0, -1, DType::Int32, x.device()).reshape(rs);
-    return (double(n) - ((x == x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
+    return (double(n) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
   }
   T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const { return inv(self()).argmax(axis, keepdim); }
   // log(sum(exp(x))), shifted by the (detached) max for stability
   T logsumexp(Axes axes = {}, bool keepdim = false) const {
     axes = self().norm_axes(axes, "logsumexp");
     auto x = self().fl();
-    auto m = x.max(axes, true).detach();
+    auto m = x.reduce(Ops::MAX, axes, true, "logsumexp").detach();  // an empty dim gives -inf, as torch
     m = m.isinf().where(0.0, m);  // an all -inf slice gives -inf, not NaN
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
@@ -4971,13 +5679,13 @@ struct ReduceOps {
   T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
   T softmax(int64_t axis = -1) const {
     axis = norm_axis(axis, self().ndim(), "softmax");
-    auto m = self().fl() - self().fl().max(axis, true).detach();
+    auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "softmax").detach();
     auto e = m.exp();
     return e / e.sum(axis, true);
   }
   T log_softmax(int64_t axis = -1) const {
     axis = norm_axis(axis, self().ndim(), "log_softmax");
-    auto m = self().fl() - self().fl().max(axis, true).detach();
+    auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "log_softmax").detach();
     return m - m.exp().sum(axis, true).log();
   }
   T softmin(int64_t axis = -1) const { return (-self()).softmax(axis); }
@@ -4993,7 +5701,8 @@ struct ReduceOps {
 
   // ---- sorting ----
   // (values, int32 indices) along dim. Equal values keep their original order (the k-th equal value in the
-  // output is the k-th in the input), ascending and descending alike. NaNs are not ordered.
+  // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
+  // descending), as torch.
   std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const {
     auto& x0 = self();
     if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int32, x0.device())};
@@ -5008,7 +5717,8 @@ struct ReduceOps {
     pads.push_back({0, (int64_t(1) << s) - n});
     Shape twos = lead;
     twos.insert(twos.end(), size_t(s), 2);
-    T x = y.pad(pads, descending ? dtype_min(y.dtype()) : dtype_max(y.dtype())).reshape(twos);
+    double last = descending ? dtype_min(y.dtype()) : is_float(y.dtype()) ? double(NAN) : dtype_max(y.dtype());
+    T x = y.pad(pads, last).reshape(twos);
     size_t nb = lead.size();
     auto bit = [&](int w) { return int64_t(nb) + s - 1 - w; };
     auto first = [&](int64_t dm) {  // true where the bit of dim dm is 0
@@ -5024,7 +5734,8 @@ struct ReduceOps {
       auto cross = [&] { if (stage != s) x = first(bit(stage)).where(x, x.flip(low)); };
       cross();
       for (int sub = stage - 1; sub >= 0; sub--) {
-        T p = x.flip(bit(sub)), lo = x.minimum(p), hi = x.maximum(p);
+        // NOTE: not minimum/maximum: they propagate NaN into both outputs
+        T p = x.flip(bit(sub)), up = after(x, p), lo = up.where(p, x), hi = up.where(x, p);
         x = first(bit(sub)).where(descending ? hi : lo, descending ? lo : hi).contiguous();
       }
       cross();
@@ -5038,9 +5749,9 @@ struct ReduceOps {
     // indices: sorted position i takes the original j with the same value and the same occurrence count
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
     T tri = idx.reshape({1, n}) <= idx.reshape({n, 1});  // [i, j]: j <= i
-    auto occ = [&](const T& t) { return ((t.unsqueeze(-1) == t.unsqueeze(-2)) & tri).sum(-1); };
+    auto occ = [&](const T& t) { return (same(t.unsqueeze(-1), t.unsqueeze(-2)) & tri).sum(-1); };
     T yd = y.detach(), sd = ys.detach();
-    T cond = (sd.unsqueeze(-1) == yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
+    T cond = same(sd.unsqueeze(-1), yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
     T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int32);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
   }
@@ -5129,6 +5840,18 @@ struct ReduceOps {
  private:
   const T& self() const { return static_cast<const T&>(*this); }
   int64_t reduced_count(const Axes& ax) const { int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; }
+  // the axes (normalized) of a max or min, none of them empty
+  Axes nonempty(const Axes& axes, const char* op) const {
+    auto ax = self().norm_axes(axes, op);
+    for (auto a : ax)
+      if (self().shape()[size_t(a)] == 0)
+        throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " + to_string(self().shape()) + " (an empty max or min has no value)");
+    return ax;
+  }
+  // a == b, with NaN equal to NaN (max and cummax propagate NaN, so NaN is where they found it)
+  static T same(const T& a, const T& b) { return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; }
+  // a sorts after b: NaN after everything but NaN
+  static T after(const T& a, const T& b) { return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; }
   // order-reversing: min = inv(max(inv))
   static T inv(const T& x) { return is_float(x.dtype()) ? -x : x.bitwise_not(); }
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
@@ -5174,15 +5897,15 @@ struct ReduceOps {
     p.push_back({before, after});
     return p;
   }
-  // index of the last j <= i with x[j] == v[i]
+  // index of the last j <= i with x[j] == v[i] (NaN == NaN: torch gives the last NaN so far)
   static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) {
     if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int32, x0.device())};
     int a = norm_axis(axis, x0.ndim(), name);
     T x = x0.transpose(a, -1).detach(), v = v0.transpose(a, -1).detach();
     int64_t n = x.shape().back();
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
-    T hit = (x.unsqueeze(-2) == v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
-    return {v0, (hit * idx.reshape({1, n})).max(-1).cast(DType::Int32).transpose(a, -1)};
+    T hit = same(x.unsqueeze(-2), v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
+    return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int32).transpose(a, -1)};
   }
   // bool (..., C at dim, ...) from labels y (..., 1 at dim, ...)
   static T label_mask(const T& y, int64_t c, int64_t dim) {
@@ -5224,7 +5947,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr})) {}
+  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -5242,10 +5965,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   // copy n elements of type T from ptr into a new tensor of the given shape
   template <class T>
-  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(tinygrad::prod(shape)), shape, std::move(device)); }
+  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device)); }
 
   // copy raw bytes holding prod(shape) elements of dtype dt
-  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(tinygrad::prod(shape)), shape, std::move(device)); }
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); }
 
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     check_shape(shape, "full");
@@ -5260,9 +5983,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 1, dt, std::move(dev)); }
   // uninitialized memory
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
-    check_shape(shape, "empty");
+    int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
-    auto buf = std::make_shared<Buffer>(dev, dt, tinygrad::prod(shape));
+    auto buf = std::make_shared<Buffer>(dev, dt, n);
     return Tensor(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
@@ -5270,7 +5993,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (step == 0) throw Error("tinygrad::arange: step must not be 0");
     bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
-    int64_t n = std::max<int64_t>(0, int64_t(std::ceil((*stop - start) / step)));
+    double len = std::ceil((*stop - start) / step);
+    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));  // NaN too
+    int64_t n = std::max<int64_t>(0, int64_t(len));
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
@@ -5284,8 +6009,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
   static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
-    check_shape(shape, "rand");
-    int64_t n = tinygrad::prod(shape);
+    int64_t n = check_shape(shape, "rand");
     uint64_t base = rng().counter;
     rng().counter += uint64_t(n);
     auto i = arange(double(n), std::nullopt, 1, DType::UInt32, device);
@@ -5298,16 +6022,29 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     // Box-Muller
-    auto u = rand({2, tinygrad::prod(shape)}, DType::Float32, device);
-    auto u1 = u.shrink({{0, 1}, {0, tinygrad::prod(shape)}}), u2 = u.shrink({{1, 2}, {0, tinygrad::prod(shape)}});
+    int64_t n = check_shape(shape, "randn");
+    auto u = rand({2, n}, DType::Float32, device);
+    auto u1 = u.shrink({{0, 1}, {0, n}}), u2 = u.shrink({{1, 2}, {0, n}});
     auto r = ((1.0 - u1).log() * -2.0).sqrt() * (u2 * (2 * M_PI)).cos();
     return r.cast(dt).reshape(shape);
   }
 
   // ---- autograd (tensor/gradient.hpp) ----
+  // A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
+  // hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
+  // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
+  // too: the gradient flows on through them.
   Tensor& requires_grad_(bool r = true) {
+    if (r && !impl_->requires_grad) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
     impl_->requires_grad = r;
-    if (r) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
+    const UOpRef& u = uop();
+    bool mine = u->is_param() && u->iarg() == impl_->param;
+    if (r && !mine) {
+      static std::atomic<int64_t> ids{0};
+      if (!impl_->param) impl_->param = ++ids;
+      impl_->uop = param_node(u);
+    }
+    if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
     return *this;
   }
   bool requires_grad() const { return impl_->requires_grad; }
@@ -5324,7 +6061,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   const std::string& device() const { return impl_->device; }
   size_t ndim() const { return shape().size(); }
   int64_t numel() const { return tinygrad::prod(shape()); }
-  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && uop()->src[0]->op == Ops::BUFFER); }
+  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); }
 
   // ---- realize and read back ----
   Tensor& realize() {
@@ -5339,18 +6076,23 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (!roots.empty()) tinygrad::realize(roots);
     for (auto& t : ts) t.adopt_realized();
   }
-  // replace the value in place, lazily: every handle that shares this tensor sees v
+  // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
+  // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
   Tensor& assign(const Tensor& v) {
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
-    impl_->uop = v.cast(dtype()).uop();
+    Tensor nv = v.cast(dtype());
+    UOpRef u = nv.uop();
+    if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
+    impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   }
   // the device buffer that holds the value (contiguous, numel elements), realizing first
   std::shared_ptr<Buffer> buffer() const {
     Tensor t = *this;
-    t.realize();  // a realized tensor is BUFFER or RESHAPE(BUFFER)
-    return (t.uop()->op == Ops::BUFFER ? t.uop() : t.uop()->src[0])->buffer();
+    t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
+    const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
+    return u->op == Ops::BUFFER ? u->buffer() : u->realized;
   }
   template <class T>
   std::vector<T> to_vector() const {
@@ -5359,7 +6101,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     buf->copyout(host.data());
     std::vector<T> out(static_cast<size_t>(numel()));
     if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
-      if (dtype_of<T>() == dtype()) { std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
+      // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
+      if (dtype_of<T>() == dtype()) { if (!out.empty()) std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
     }
     for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
     return out;
@@ -5414,18 +6157,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- movement (copy-free views) ----
   Tensor reshape(Shape new_shape) const {
     int64_t infer = -1, known = 1;
+    bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
     for (size_t i = 0; i < new_shape.size(); i++) {
       if (new_shape[i] == -1) {
         if (infer >= 0) throw ShapeError("tinygrad::reshape: only one dimension can be -1, got " + to_string(new_shape));
         infer = int64_t(i);
       } else if (new_shape[i] < 0) throw ShapeError("tinygrad::reshape: negative dimension in " + to_string(new_shape));
-      else known *= new_shape[i];
+      else if (new_shape[i] == 0) zero = true;
+      else big |= __builtin_mul_overflow(known, new_shape[i], &known);
     }
+    if (big) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape) + ": the product of its dims overflows int64");
+    if (zero) known = 0;
     if (infer >= 0) {
       if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
       new_shape[size_t(infer)] = numel() / known;
-    }
-    if (tinygrad::prod(new_shape) != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
+    } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   }
@@ -5455,6 +6201,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (new_shape[i] == -1) new_shape[i] = x.shape()[i];
       if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     }
+    checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   }
   Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
@@ -5542,7 +6289,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
           e = std::min(e, b);
           sh.push_back({e + 1, b + 1}); flips.push_back(int64_t(d));
         }
-        steps.push_back(std::abs(s.step));
+        // NOTE: a step past the dim picks one element, as a step of the dim does; clamped, the stride math below cannot overflow
+        int64_t m = std::max<int64_t>(n, 1);
+        steps.push_back(std::abs(std::clamp(s.step, -m, m)));
         int64_t len = sh.back().second - sh.back().first;
         final_shape.push_back((len + steps.back() - 1) / steps.back());
       }
@@ -5637,12 +6386,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const {
     size_t nk = ks.size(), nb = ndim() - nk;
     if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
+    if (stride.size() != nk || dilation.size() != nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " differ in length");
     Shape in(shape().begin() + int64_t(nb), shape().end()), o;
     for (size_t i = 0; i < nk; i++) {
-      int64_t span = dilation[i] * (ks[i] - 1) + 1;
-      if (span > in[i])
+      if (ks[i] < 1 || stride[i] < 1 || dilation[i] < 1)
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " must be positive");
+      int64_t span = 0;  // NOTE: an overflowing span is larger than any dim
+      if (__builtin_mul_overflow(dilation[i], ks[i] - 1, &span) || span >= in[i])
         throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
-      o.push_back((in[i] - span) / stride[i] + 1);
+      o.push_back((in[i] - span - 1) / stride[i] + 1);
+      stride[i] = std::min(stride[i], in[i]);  // NOTE: the same windows (o is 1 past it); keeps the padded dims below in range
     }
     Shape noop(shape().begin(), shape().begin() + int64_t(nb));
     // NOTE: windows that do not overlap (k <= s, no dilation) need no repeat: fit to o*s, split (o, s), keep k
@@ -5662,7 +6415,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     // repeat each window dim so every (k, o) pair reads a plain offset: idx = o*s + k*d
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
-      int64_t reps = (ks[i] * (in[i] + dilation[i]) + in[i] - 1) / in[i];
+      int64_t w = 0;  // k windows of i+d
+      if (__builtin_mul_overflow(ks[i], in[i] + dilation[i], &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
+      int64_t reps = w / in[i] + (w % in[i] != 0);
       rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
     }
     Tensor x = reshape(rs).expand(rexp).reshape(rep);
@@ -5695,7 +6450,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string device;
     bool requires_grad = false;
     std::shared_ptr<Impl> grad;
+    int64_t param = 0;  // the id of this tensor's parameter nodes (0: never required grad)
   };
+  friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&, std::vector<bool>*);
   // tensors that asked for gradients, found again by backward()
   static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
   static std::mutex& grad_mutex() { static std::mutex m; return m; }
@@ -5709,9 +6466,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);
   }
 
-  static void check_shape(const Shape& s, const char* op) {
-    for (auto x : s) if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
-  }
+  // the number of elements of a shape that enters op; ShapeError for a negative dim or an overflowing product
+  static int64_t check_shape(const Shape& s, const char* op) { return checked_prod(s, op); }
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
@@ -5720,19 +6476,38 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
     if (shape.empty() && n != 1) shape = {int64_t(n)};
-    check_shape(shape, "Tensor");
-    if (size_t(tinygrad::prod(shape)) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
+    if (size_t(check_shape(shape, "Tensor")) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
     Tensor t(make_uop(Ops::BUFFER, src_dt, {}, buf), dev);
     return t.reshape(shape);
   }
+  static bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+  // BUFFER (reshaped) of a realized node
+  static UOpRef buffer_view(const UOpRef& u) {
+    if (is_buffer_view(u.get())) return u;
+    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized : u->src[0]->realized);  // a leaf or RESHAPE(leaf)
+    return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+  }
+  // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
+  UOpRef param_node(const UOpRef& u) const {
+    auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
+    if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
+      const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
+      p->realized = l->op == Ops::BUFFER ? l->buffer() : l->realized;
+    }
+    return p;
+  }
+  // after a realize: drop the graph below the value unless autograd needs it. A parameter keeps its id over
+  // its buffer; a value that depends on parameters keeps its graph (the root holds .realized, so schedules
+  // read it as an input); anything else becomes its buffer.
   void adopt_realized() {
-    auto& u = impl_->uop;
-    if (u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER)) return;
-    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized);
-    impl_->uop = b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+    const UOpRef& u = impl_->uop;
+    if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
+      if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
+    } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
+    else if (!u->grad_dep) impl_->uop = buffer_view(u);
   }
   Tensor fl() const { return is_float(dtype()) ? *this : cast(dtypes::default_float); }
   Tensor unary(Ops op, std::optional<DType> dt = std::nullopt) const { return Tensor(make_uop(op, dt.value_or(dtype()), {uop()}), device()); }
@@ -5852,8 +6627,8 @@ inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, co
       dil_keep{{0, bs}, {0, cout}};
   Shape s1{bs, cout}, s2 = s1, ks, os;
   for (size_t i = 0; i < n; i++) {
-    int64_t o = g.shape(2 + i), k = w.shape(2 + i), e = dil[i] * (k - 1), pb = a[1 + 2 * n + 2 * i], pa = a[2 + 2 * n + 2 * i];
-    int64_t outpad = x.shape(2 + i) - ((o - 1) * stride[i] - pb - pa + e + 1);  // input pixels no output window reached
+    int64_t d = int64_t(2 + i), o = g.shape(d), k = w.shape(d), e = dil[i] * (k - 1), pb = a[1 + 2 * n + 2 * i], pa = a[2 + 2 * n + 2 * i];
+    int64_t outpad = x.shape(d) - ((o - 1) * stride[i] - pb - pa + e + 1);  // input pixels no output window reached
     xpads.push_back({pb, pa});
     keep.push_back({0, k});
     s1.insert(s1.end(), {o, 1}); s2.push_back(o * stride[i]);
@@ -5953,22 +6728,49 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
-// d(root)/d(target) for each target, seeded with `seed` (root's shape)
-inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets) {
+// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient flows to it.
+// reached (optional) tells which targets root uses at all (not only behind DETACH): there nullopt means zero.
+// A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
+// before a realize() or assign() replaced its uop. Any other target is found by its node.
+inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
+                                                           std::vector<bool>* reached = nullptr) {
   auto topo = toposort(root.uop());
+  // the targets each node stands for
+  std::unordered_map<const UOp*, std::vector<size_t>> by_node;
+  std::unordered_map<int64_t, std::vector<size_t>> by_id;
+  for (size_t i = 0; i < targets.size(); i++) {
+    by_node[targets[i].uop().get()].push_back(i);
+    if (targets[i].impl_->requires_grad) by_id[targets[i].impl_->param].push_back(i);
+  }
+  auto targets_of = [&](const UOp* u) {
+    std::vector<size_t> r;
+    if (auto it = by_node.find(u); it != by_node.end()) r = it->second;
+    if (auto it = u->is_param() ? by_id.find(u->iarg()) : by_id.end(); it != by_id.end())
+      for (size_t i : it->second) if (std::find(r.begin(), r.end(), i) == r.end()) r.push_back(i);
+    return r;
+  };
   // only nodes on a path to a target get gradients
   std::unordered_map<const UOp*, bool> on_path;
-  for (auto& t : targets) on_path[t.uop().get()] = true;
   for (auto& u : topo) {
+    if (by_node.count(u.get()) || (u->is_param() && by_id.count(u->iarg()))) { on_path[u.get()] = true; continue; }
     if (u->op == Ops::DETACH) continue;
     for (auto& s : u->src) if (on_path[s.get()]) { on_path[u.get()] = true; break; }
   }
   std::unordered_map<const UOp*, Tensor> grads;
   grads.emplace(root.uop().get(), seed);
+  std::vector<std::optional<Tensor>> out(targets.size());
+  std::unordered_map<const UOp*, bool> reach{{root.uop().get(), true}};  // on a path from root, with or without gradient
+  if (reached) reached->assign(targets.size(), false);
   for (auto it = topo.rbegin(); it != topo.rend(); ++it) {
     const UOpRef& u = *it;
+    if (!on_path[u.get()] || !reach[u.get()]) continue;
+    if (u->op != Ops::DETACH) for (auto& s : u->src) reach[s.get()] = true;
     auto g = grads.find(u.get());
-    if (g == grads.end() || !on_path[u.get()] || u->src.empty()) continue;
+    for (size_t i : targets_of(u.get())) {
+      if (reached) (*reached)[i] = true;
+      if (g != grads.end()) out[i] = out[i] ? *out[i] + g->second : g->second;
+    }
+    if (g == grads.end() || u->src.empty()) continue;
     auto sg = detail::grad_rule(u, g->second, root.device());
     for (size_t i = 0; i < u->src.size() && i < sg.size(); i++) {
       if (!sg[i] || !on_path[u->src[i].get()]) continue;
@@ -5976,23 +6778,23 @@ inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, c
       if (!fresh) at->second = at->second + *sg[i];
     }
   }
-  std::vector<std::optional<Tensor>> out;
-  for (auto& t : targets) {
-    auto it = grads.find(t.uop().get());
-    out.push_back(it == grads.end() ? std::nullopt : std::optional<Tensor>(it->second));
-  }
   return out;
 }
 
-// gradients of a scalar loss with respect to targets; does not touch .grad
+// gradients of a scalar loss with respect to targets; does not touch .grad. A target the loss uses only through
+// ops without a gradient (comparisons, casts to int) gets zeros; one the loss does not use at all (or only behind
+// detach()) throws GradientError, like torch.autograd.grad without allow_unused.
 inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
   if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
-  auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets);
+  std::vector<bool> reached;
+  auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets, &reached);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
-    if (!gs[i]) out.push_back(Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
-    else out.push_back(gs[i]->cast(targets[i].dtype()));
+    if (!reached[i])
+      throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " + to_string(targets[i].dtype()) +
+                          ") is not used by the loss" + (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
+    out.push_back(gs[i] ? gs[i]->cast(targets[i].dtype()) : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
   }
   return out;
 }
@@ -6001,15 +6803,15 @@ inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
   if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
   if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
   if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
-  // the registered tensors this one depends on
-  std::unordered_map<const UOp*, bool> in_graph;
-  for (auto& u : toposort(uop())) in_graph[u.get()] = true;
+  // the registered tensors this one depends on (by their parameter ids)
+  std::unordered_map<int64_t, bool> in_graph;
+  for (auto& u : toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
   std::vector<std::shared_ptr<Impl>> params;
   {
     std::lock_guard lk(grad_mutex());
     auto& reg = grad_registry();
     std::erase_if(reg, [](auto& w) { return w.expired(); });
-    for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph[p->uop.get()]) params.push_back(p);
+    for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph.count(p->param)) params.push_back(p);
   }
   if (params.empty()) throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
   std::vector<Tensor> targets;
@@ -6017,7 +6819,7 @@ inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
   auto gs = compute_gradient(*this, seed.value_or(Tensor::full(shape(), 1.0, dtype(), device())), targets);
   for (size_t i = 0; i < params.size(); i++) {
     if (!gs[i]) continue;
-    Tensor g = gs[i]->cast(targets[i].dtype());
+    Tensor g = gs[i]->cast(targets[i].dtype()).detach();  // .grad is a value, not part of a graph (reading it keeps none)
     params[i]->grad = (params[i]->grad ? Tensor(params[i]->grad) + g : g).impl_;
   }
   return *this;
@@ -6304,95 +7106,205 @@ inline void safe_save(const StateDict& d, const std::string& path, const std::ma
 }
 
 namespace detail {
-// an open .safetensors file with its parsed JSON header; every malformed part is an error naming the file
-struct SafeFile {
+// a name from a file, quoted for an error message: at most ~100 bytes of it
+inline std::string quoted(const std::string& s) {
+  constexpr size_t kMax = 100;
+  if (s.size() <= kMax) return "'" + s + "'";
+  size_t n = kMax;
+  while (n > 0 && (uint8_t(s[n]) & 0xC0) == 0x80) n--;  // NOTE: do not cut a UTF-8 sequence
+  return "'" + s.substr(0, n) + "...' (" + std::to_string(s.size()) + " bytes)";
+}
+inline bool valid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    uint8_t c = uint8_t(s[i]);
+    size_t n = c < 0x80 ? 0 : c >= 0xC2 && c < 0xE0 ? 1 : c >= 0xE0 && c < 0xF0 ? 2 : c >= 0xF0 && c < 0xF5 ? 3 : 4;  // continuation bytes
+    if (n == 4 || s.size() - i <= n) return false;
+    uint32_t cp = c & (0x7Fu >> (n ? n + 1 : 0));
+    for (size_t k = 1; k <= n; k++) {
+      if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return false;
+      cp = cp << 6 | (uint8_t(s[i + k]) & 0x3Fu);
+    }
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;  // overlong, surrogate
+    i += n + 1;
+  }
+  return true;
+}
+
+struct SafeTensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  uint64_t begin, end;  // in the data region, which starts at 8 + header length
+};
+// the layout of a .safetensors image, checked as the reference implementation checks it: the header length fits
+// the file (and 100 MB), the header is a UTF-8 JSON object with no duplicate keys, every tensor has a known dtype,
+// a valid shape and byte size == numel * itemsize, and the tensors' data_offsets tile the data region exactly, in order
+// (no overlaps, gaps or trailing bytes). read(offset, size) returns the bytes of the image at offset.
+struct SafeLayout {
+  static constexpr uint64_t kMaxHeader = 100'000'000;
+  std::string what;  // the path, for messages
+  uint64_t n = 0;    // header bytes; the data starts at 8 + n
+  std::vector<SafeTensorInfo> tensors;  // in header order
+  Json root;
+
+  // "__metadata__" (nullptr when absent), not checked here: safe_load_metadata checks it
+  const Json* metadata() const {
+    for (auto& m : root.obj) if (m.key == "__metadata__") return &m.value;
+    return nullptr;
+  }
+
+  StateError fail(const std::string& why) const { return StateError("tinygrad::safe_load: " + what + ": " + why); }
+  template <class Read>
+  SafeLayout(std::string what_, uint64_t fsize, Read&& read) : what(std::move(what_)) {
+    if (fsize < 8) throw fail("file is " + std::to_string(fsize) + " bytes, shorter than the 8-byte header length");
+    const char* len = read(0, 8);
+    for (int i = 0; i < 8; i++) n |= uint64_t(uint8_t(len[i])) << (8 * i);
+    if (n > fsize - 8) throw fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(fsize));
+    if (n > kMaxHeader) throw fail("header length " + std::to_string(n) + " is larger than the limit of " + std::to_string(kMaxHeader) + " bytes");
+    std::string header(read(8, n), n);
+    if (!valid_utf8(header)) throw fail("malformed header: not valid UTF-8");
+    JsonParser jp{header, what};
+    root = jp.value();
+    jp.ws();
+    if (jp.p != header.size()) jp.fail("trailing characters after the JSON object");
+    if (root.kind != Json::Obj) throw fail("header is not a JSON object");
+    if (header[0] != '{') throw fail("malformed header: it must start with '{'");
+    check_keys(root, "the header");
+    parse_tensors(fsize - 8 - n);
+  }
+
+ private:
+  void check_keys(const Json& o, const std::string& where) const {
+    std::vector<const std::string*> keys;
+    for (auto& m : o.obj) keys.push_back(&m.key);
+    std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
+    for (size_t i = 1; i < keys.size(); i++)
+      if (*keys[i] == *keys[i - 1]) throw fail("key " + quoted(*keys[i]) + " appears twice in " + where);
+  }
+  void parse_tensors(uint64_t data_size) {
+    for (auto& member : root.obj) {
+      const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
+      const Json& e = member.value;
+      if (name == "__metadata__") continue;
+      std::string q = quoted(name);
+      if (e.kind != Json::Obj) throw fail("entry " + q + " is not an object");
+      check_keys(e, "tensor " + q);
+      auto field = [&](const char* k, Json::Kind kind) -> const Json& {
+        for (auto& [kk, v] : e.obj)
+          if (kk == k) {
+            if (v.kind != kind) throw fail("tensor " + q + " has a malformed \"" + k + "\"");
+            return v;
+          }
+        throw fail("tensor " + q + " has no \"" + k + "\"");
+      };
+      const auto& dtj = field("dtype", Json::Str);
+      std::optional<DType> dt;
+      for (auto& [x, c] : st_dtypes) if (dtj.s == c) dt = x;
+      if (!dt) throw fail("tensor " + q + " has unsupported dtype " + quoted(dtj.s));
+      Shape shape;
+      for (auto& s : field("shape", Json::Arr).arr) {
+        if (s.kind != Json::Int || s.i < 0) throw fail("tensor " + q + " has a bad shape entry");
+        shape.push_back(s.i);
+      }
+      const auto& offs = field("data_offsets", Json::Arr).arr;
+      if (offs.size() != 2 || offs[0].kind != Json::Int || offs[1].kind != Json::Int) throw fail("tensor " + q + " has bad data_offsets");
+      if (offs[0].i < 0 || offs[1].i < offs[0].i || uint64_t(offs[1].i) > data_size)
+        throw fail("tensor " + q + " data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " + std::to_string(data_size) +
+                   " data bytes (file truncated?)");
+      uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
+      int64_t numel = 0, need = 0;
+      bool ok = valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
+      if (!ok || en - b != uint64_t(need))
+        throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " + (ok ? std::to_string(need) : "more than 2^63") +
+                   " bytes, data_offsets give " + std::to_string(en - b));
+      tensors.push_back({name, *dt, shape, b, en});
+    }
+    // the data_offsets, in order, must tile [0, data_size)
+    std::vector<const SafeTensorInfo*> order;
+    for (auto& t : tensors) order.push_back(&t);
+    std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) { return std::pair(a->begin, a->end) < std::pair(b->begin, b->end); });
+    uint64_t at = 0;
+    const SafeTensorInfo* prev = nullptr;
+    auto range = [](const SafeTensorInfo& t) { return quoted(t.name) + " [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")"; };
+    for (auto* t : order) {
+      if (t->begin < at) throw fail("tensor " + range(*t) + " overlaps tensor " + range(*prev));
+      if (t->begin > at) throw fail("data bytes [" + std::to_string(at) + ", " + std::to_string(t->begin) + ") belong to no tensor (a gap before tensor " + range(*t) + ")");
+      at = t->end;
+      prev = t;
+    }
+    if (at != data_size) throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " + std::to_string(data_size) + ")");
+  }
+};
+
+// the tensors of a checked layout; read(offset, size) as for SafeLayout
+template <class Read>
+StateDict load_tensors(const SafeLayout& l, Read&& read, const std::string& device) {
+  StateDict d;
+  for (auto& t : l.tensors) d.emplace(t.name, Tensor::from_bytes(read(8 + l.n + t.begin, t.end - t.begin), t.dtype, t.shape, device));
+  return d;
+}
+
+// reads a file at offsets, each read checked; the bytes stay valid until the next read
+struct FileReader {
   std::string path;
   std::ifstream f;
-  uint64_t fsize = 0, n = 0;
-  Json root;
-  StateError fail(const std::string& what) const { return StateError("tinygrad::safe_load: " + path + ": " + what); }
-  explicit SafeFile(const std::string& p) : path(p), f(p, std::ios::binary | std::ios::ate) {
-    if (!f) throw StateError("tinygrad::safe_load: cannot open " + path);
-    fsize = uint64_t(f.tellg());
-    if (fsize < 8) throw fail("file is " + std::to_string(fsize) + " bytes, shorter than the 8-byte header length");
-    f.seekg(0);
-    unsigned char len[8];
-    f.read(reinterpret_cast<char*>(len), 8);
-    for (int i = 0; i < 8; i++) n |= uint64_t(len[i]) << (8 * i);
-    if (n > fsize - 8) throw fail("header length " + std::to_string(n) + " exceeds the file size " + std::to_string(fsize));
-    std::string header(n, '\0');
-    f.read(header.data(), std::streamsize(n));
-    if (!f) throw fail("reading the header failed");
-    JsonParser jp{header, path};
-    root = jp.value();
-    if (root.kind != Json::Obj) throw fail("header is not a JSON object");
+  uint64_t size = 0;
+  std::vector<char> buf;
+  explicit FileReader(const std::string& p) : path(p) {
+    std::error_code ec;
+    auto st = std::filesystem::status(p, ec);
+    // NOTE: a directory opens as a stream of size 0 or -1 whose reads fail: name it instead of reading garbage
+    if (std::filesystem::is_directory(st)) throw StateError("tinygrad::safe_load: " + p + " is a directory, not a .safetensors file");
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) throw StateError("tinygrad::safe_load: " + p + " is not a regular file");
+    f.open(p, std::ios::binary | std::ios::ate);
+    if (!f) throw StateError("tinygrad::safe_load: cannot open " + p);
+    auto end = f.tellg();
+    if (end < 0) throw StateError("tinygrad::safe_load: cannot determine the size of " + p);
+    size = uint64_t(end);
+  }
+  const char* operator()(uint64_t off, uint64_t n) {
+    buf.resize(n);
+    f.seekg(std::streamoff(off));
+    f.read(buf.data(), std::streamsize(n));
+    if (!f || uint64_t(f.gcount()) != n) throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
+    return buf.data();
   }
 };
 }  // namespace detail
 
-// read a .safetensors file into CPU tensors (or `device`); every malformed part is an error naming the file
+// read a .safetensors file into CPU tensors (or `device`); every malformed part is an error naming the file.
+// Everything is checked before any tensor is made.
 inline StateDict safe_load(const std::string& path, const std::string& device = "") {
-  detail::SafeFile sf(path);
-  auto fail = [&](const std::string& what) { return sf.fail(what); };
-  uint64_t data_size = sf.fsize - 8 - sf.n;
-  StateDict d;
-  for (auto& member : sf.root.obj) {
-    const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
-    const detail::Json& e = member.value;
-    if (name == "__metadata__") continue;
-    if (e.kind != detail::Json::Obj) throw fail("entry '" + name + "' is not an object");
-    auto field = [&](const char* k, detail::Json::Kind kind) -> const detail::Json& {
-      for (auto& [kk, v] : e.obj)
-        if (kk == k) {
-          if (v.kind != kind) throw fail("tensor '" + name + "' has a malformed \"" + k + "\"");
-          return v;
-        }
-      throw fail("tensor '" + name + "' has no \"" + k + "\"");
-    };
-    const auto& dtj = field("dtype", detail::Json::Str);
-    std::optional<DType> dt;
-    for (auto& [x, c] : detail::st_dtypes) if (dtj.s == c) dt = x;
-    if (!dt) throw fail("tensor '" + name + "' has unsupported dtype '" + dtj.s + "'");
-    Shape shape;
-    uint64_t need = uint64_t(itemsize(*dt));
-    for (auto& s : field("shape", detail::Json::Arr).arr) {
-      if (s.kind != detail::Json::Int || s.i < 0) throw fail("tensor '" + name + "' has a bad shape entry");
-      shape.push_back(s.i);
-      if (s.i && need > data_size / uint64_t(s.i)) need = UINT64_MAX;  // more bytes than the file has (and no overflow)
-      else need *= uint64_t(s.i);
-    }
-    const auto& offs = field("data_offsets", detail::Json::Arr).arr;
-    if (offs.size() != 2 || offs[0].kind != detail::Json::Int || offs[1].kind != detail::Json::Int) throw fail("tensor '" + name + "' has bad data_offsets");
-    if (offs[0].i < 0 || offs[1].i < offs[0].i || uint64_t(offs[1].i) > data_size)
-      throw fail("tensor '" + name + "' data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " + std::to_string(data_size) +
-                 " data bytes (file truncated?)");
-    uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
-    if (en - b != need)
-      throw fail("tensor '" + name + "' of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " + (need == UINT64_MAX ? "more" : std::to_string(need)) +
-                 " bytes, data_offsets give " + std::to_string(en - b));
-    if (d.count(name)) throw fail("tensor '" + name + "' appears twice");
-    std::vector<char> bytes(need);
-    sf.f.seekg(std::streamoff(8 + sf.n + b));
-    sf.f.read(bytes.data(), std::streamsize(need));
-    if (!sf.f) throw fail("reading tensor '" + name + "' failed");
-    d.emplace(name, Tensor::from_bytes(bytes.data(), *dt, shape, device));
-  }
-  return d;
+  detail::FileReader r(path);
+  detail::SafeLayout l(path, r.size, r);
+  return detail::load_tensors(l, r, device);
 }
+// the same from a .safetensors image in memory (a file read or mapped by the caller); `what` names it in errors
+inline StateDict safe_load_bytes(std::string_view data, const std::string& device = "", const std::string& what = "<memory>") {
+  auto read = [&](uint64_t off, uint64_t) { return data.data() + off; };  // NOTE: SafeLayout checks every range first
+  detail::SafeLayout l(what, data.size(), read);
+  return detail::load_tensors(l, read, device);
+}
+
+namespace detail {
+// the "__metadata__" string map of a checked layout
+inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
+  std::map<std::string, std::string> m;
+  const Json* meta = l.metadata();
+  if (!meta) return m;
+  if (meta->kind != Json::Obj) throw l.fail("__metadata__ is not an object");
+  for (auto& [k, v] : meta->obj) {
+    if (v.kind != Json::Str) throw l.fail("__metadata__ value " + quoted(k) + " is not a string");
+    m[k] = v.s;
+  }
+  return m;
+}
+}  // namespace detail
 
 // the "__metadata__" string map of a .safetensors file (empty when it has none)
 inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
-  detail::SafeFile sf(path);
-  std::map<std::string, std::string> m;
-  for (auto& [name, e] : sf.root.obj) {
-    if (name != "__metadata__") continue;
-    if (e.kind != detail::Json::Obj) throw sf.fail("__metadata__ is not an object");
-    for (auto& [k, v] : e.obj) {
-      if (v.kind != detail::Json::Str) throw sf.fail("__metadata__ value '" + k + "' is not a string");
-      m[k] = v.s;
-    }
-  }
-  return m;
+  detail::FileReader r(path);
+  return detail::metadata_map(detail::SafeLayout(path, r.size, r));
 }
 
 }  // namespace tinygrad::nn
@@ -6433,8 +7345,9 @@ struct ConvNd {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups;
-  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride, std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups, bool has_bias)
-      : stride(std::move(stride)), padding(std::move(padding)), dilation(std::move(dilation)), groups(groups) {
+  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_, std::vector<int64_t> dilation_, int64_t groups_,
+         bool has_bias)
+      : stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
@@ -6451,15 +7364,15 @@ struct ConvNd {
   }
 };
 struct Conv1d : ConvNd {
-  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
-      : ConvNd(in, out, {kernel}, {stride}, {padding}, {dilation}, groups, bias) {}
+  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+      : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
 struct Conv2d : ConvNd {
-  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t dilation = 1, int64_t groups = 1, bool bias = true)
-      : ConvNd(in, out, {kernel, kernel}, {stride}, {padding}, {dilation}, groups, bias) {}
-  Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
-         std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool bias = true)
-      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride), std::move(padding), std::move(dilation), groups, bias) {}
+  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+      : ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
+  Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
+         std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool bias_ = true)
+      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {}
 };
 
 // transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
@@ -6470,9 +7383,9 @@ struct ConvTranspose2d {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, output_padding, dilation;
   int64_t groups;
-  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride = {1}, std::vector<int64_t> padding = {0},
-                  std::vector<int64_t> output_padding = {0}, std::vector<int64_t> dilation = {1}, int64_t groups = 1, bool has_bias = true)
-      : stride(std::move(stride)), padding(std::move(padding)), output_padding(std::move(output_padding)), dilation(std::move(dilation)), groups(groups) {
+  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
+                  std::vector<int64_t> output_padding_ = {0}, std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool has_bias = true)
+      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
                        std::to_string(groups) + " groups");
@@ -6480,9 +7393,9 @@ struct ConvTranspose2d {
     weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
-  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t padding = 0, int64_t output_padding = 0, int64_t dilation = 1,
-                  int64_t groups = 1, bool bias = true)
-      : ConvTranspose2d(in, out, {kernel, kernel}, {stride}, {padding}, {output_padding}, {dilation}, groups, bias) {}
+  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
+                  int64_t groups_ = 1, bool bias_ = true)
+      : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
   Tensor operator()(const Tensor& x) const {
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
@@ -6496,9 +7409,9 @@ struct BatchNorm {
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
-  BatchNorm(int64_t size, double eps = 1e-5, bool affine = true, bool track_running_stats = true, double momentum = 0.1)
+  BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
       : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
-        eps(eps), momentum(momentum), track_running_stats(track_running_stats) {
+        eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
   }
   Tensor operator()(const Tensor& x) const {
@@ -6532,10 +7445,10 @@ struct LayerNorm {
   Shape normalized_shape;
   std::optional<Tensor> weight, bias;
   double eps;
-  LayerNorm(Shape normalized_shape, double eps = 1e-5, bool elementwise_affine = true) : normalized_shape(normalized_shape), eps(eps) {
+  LayerNorm(Shape normalized_shape_, double eps_ = 1e-5, bool elementwise_affine = true) : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
   }
-  LayerNorm(int64_t n, double eps = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps, elementwise_affine) {}
+  LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
   Tensor operator()(const Tensor& x) const {
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
@@ -6551,7 +7464,7 @@ struct LayerNorm {
 struct RMSNorm {
   Tensor weight;
   double eps;
-  RMSNorm(int64_t dim, double eps = 1e-6) : weight(detail::param({dim}, 1)), eps(eps) {}
+  RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
   Tensor operator()(const Tensor& x) const {
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
@@ -6564,7 +7477,7 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
-  GroupNorm(int64_t num_groups, int64_t num_channels, double eps = 1e-5, bool affine = true) : num_groups(num_groups), num_channels(num_channels), eps(eps) {
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
     if (num_groups <= 0 || num_channels % num_groups)
       throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
@@ -6578,7 +7491,7 @@ struct GroupNorm {
 
 // GroupNorm with one group per channel
 struct InstanceNorm : GroupNorm {
-  InstanceNorm(int64_t num_features, double eps = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps, affine) {}
+  InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
 
 // rows of weight picked by integer indices; weight (vocab, dim)
@@ -6596,7 +7509,7 @@ struct Embedding {
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
-  explicit Dropout(double p = 0.5) : p(p) {
+  explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
   Tensor operator()(const Tensor& x) const {
@@ -6700,8 +7613,8 @@ class Optimizer {
 // SGD with momentum (torch's: b = momentum * b + g), nesterov and L2 weight decay
 class SGD : public Optimizer {
  public:
-  SGD(const std::vector<Tensor>& params, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
-      : Optimizer(params, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
+  SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
+      : Optimizer(tensors, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
   }
 
@@ -6727,8 +7640,8 @@ class SGD : public Optimizer {
 // LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
 class LAMB : public Optimizer {
  public:
-  LAMB(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
-      : Optimizer(params, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
+  LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
+      : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
         b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
   }
@@ -6764,12 +7677,12 @@ class LAMB : public Optimizer {
 };
 
 struct Adam : LAMB {
-  Adam(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
-      : LAMB(params, lr, b1, b2, eps, weight_decay, true) {}
+  Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
 };
 struct AdamW : LAMB {
-  AdamW(const std::vector<Tensor>& params, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
-      : LAMB(params, lr, b1, b2, eps, weight_decay, true) {}
+  AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
 };
 
 // ---- learning-rate schedules: call step() once per epoch (or per iteration for OneCycleLR) ----
@@ -6907,19 +7820,19 @@ inline std::vector<uint8_t> read_gz(const std::string& path) {
   return out;
 }
 
-// an IDX file of unsigned bytes: magic 0x00000800 | ndim, big-endian dims, data
-inline Tensor read_idx(const std::string& path, int expect_ndim) {
-  std::vector<uint8_t> b = read_gz(path);
-  auto fail = [&](const std::string& what) { return DatasetError("tinygrad::datasets: " + path + ": " + what); };
+// an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
+// in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
+inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = "CPU") {
+  auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
-  if (b.size() < 4) throw fail("truncated: " + std::to_string(b.size()) + " bytes, no IDX header");
+  if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
   if (b[0] != 0 || b[1] != 0 || b[2] != 0x08) throw fail("not an IDX file of unsigned bytes (bad magic)");
   if (b[3] != expect_ndim) throw fail("has " + std::to_string(b[3]) + " dims, expected " + std::to_string(expect_ndim));
-  size_t head = 4 + 4 * size_t(expect_ndim);
-  if (b.size() < head) throw fail("truncated inside the header");
+  size_t head = 4 + 4 * size_t(b[3]);
+  if (size < head) throw fail("truncated inside the header");
   Shape shape;
-  for (int i = 0; i < expect_ndim; i++) shape.push_back(int64_t(be32(4 + 4 * size_t(i))));
-  uint64_t n = 1, have = b.size() - head;
+  for (size_t i = 0; i < b[3]; i++) shape.push_back(int64_t(be32(4 + 4 * i)));
+  uint64_t n = 1, have = size - head;
   bool huge = false;  // the product overflows 64 bits
   for (auto s : shape) {
     if (s && n > UINT64_MAX / uint64_t(s)) huge = true;
@@ -6928,7 +7841,15 @@ inline Tensor read_idx(const std::string& path, int expect_ndim) {
   if (huge || have != n)
     throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) + " data bytes, file has " +
                std::to_string(have) + " (truncated?)");
-  return Tensor::from_bytes(b.data() + head, DType::UInt8, shape, "CPU");
+  // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
+  if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
+  return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
+}
+
+// an IDX file (gzip-compressed or plain) of unsigned bytes with expect_ndim dims
+inline Tensor read_idx(const std::string& path, int expect_ndim) {
+  std::vector<uint8_t> b = read_gz(path);
+  return parse_idx(b.data(), b.size(), expect_ndim, path);
 }
 }  // namespace detail
 
@@ -7416,6 +8337,9 @@ struct plan {
   std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
 };
 
+// NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
+// programs, per step); the oldest plan goes first
+inline size_t max_plans_per_expression = 64;
 template <class E>
 struct plan_cache {
   struct entry { std::string device; std::array<int64_t, E::n_key> key; std::shared_ptr<plan> p; };
@@ -7426,7 +8350,7 @@ struct plan_cache {
 
 inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
-  if (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER) return u->src[0]->buffer();
+  if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
   return u->op == Ops::BUFFER ? u->buffer() : u->realized;
 }
 
@@ -7541,6 +8465,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
     }
     p = build_plan(lower_root(e, php.data(), dev), in, dev);
     std::lock_guard lk(c.mu);
+    if (c.entries.size() >= max_plans_per_expression) c.entries.erase(c.entries.begin());
     c.entries.push_back({dev, key, p});
   }
   return run_plan(*p, leaves, dev, E::dtype, shape);

@@ -72,7 +72,7 @@ inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
 // strides of a contiguous row-major layout
 inline Shape strides_for(const Shape& s) {
   Shape st(s.size(), 1);
-  for (int i = int(s.size()) - 2; i >= 0; i--) st[i] = st[i + 1] * s[i + 1];
+  for (size_t i = s.size(); i-- > 1;) st[i - 1] = st[i] * s[i];
   return st;
 }
 
@@ -115,7 +115,7 @@ inline uint64_t hash_mix(uint64_t h, uint64_t v) {
 }
 inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across processes
   uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : s) { h ^= c; h *= 1099511628211ull; }
+  for (char c : s) { h ^= uint8_t(c); h *= 1099511628211ull; }
   return h;
 }
 inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }

@@ -36,7 +36,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
     if (u == lane || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
-  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(W, x), {}, W); };
+  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(size_t(W), x), {}, W); };
   auto contiguous = [&](const UOpRef& addr) {
     if (simplify(addr - at(addr, 0)) != lane) return false;
     return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
@@ -124,7 +124,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
   auto loop_level = [&](const UOp* u) {
     int l = -1;
-    for (auto* r : rs[u]) for (int i = 0; i < int(loops.size()); i++) if (loops[i].get() == r) l = std::max(l, i);
+    for (auto* r : rs[u]) for (int i = 0; i < int(loops.size()); i++) if (loops[size_t(i)].get() == r) l = std::max(l, i);
     return l;
   };
   auto in_reduce = [&](const UOp* u) {
@@ -163,7 +163,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
       out.push_back(rngs[j]);
       for (auto& u : body) {
         int l = -1;
-        for (auto* r : rs[u.get()]) for (int i = 0; i < int(rngs.size()); i++) if (rngs[i].get() == r) l = std::max(l, i);
+        for (auto* r : rs[u.get()]) for (int i = 0; i < int(rngs.size()); i++) if (rngs[size_t(i)].get() == r) l = std::max(l, i);
         if (l == int(j)) emit(u);
       }
     }

@@ -80,7 +80,7 @@ struct CLDevice {
         out->insert(out->end(), d.begin(), d.end());
       }
     if (all.empty()) throw DeviceError("tinygrad: OpenCL: no device found");
-    int idx = ordinal >= 0 ? ordinal : getenv_int("CL_DEVICE", -1);
+    int idx = ordinal >= 0 ? ordinal : int(getenv_int("CL_DEVICE", -1));
     if (idx >= int(all.size())) throw DeviceError(cat("tinygrad: OpenCL: no device ", idx, " (", all.size(), " found)"));
     dev = idx >= 0 ? all[size_t(idx)] : !gpus.empty() ? gpus[0] : all[0];
     int err = 0;

@@ -19,8 +19,8 @@ inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, co
       dil_keep{{0, bs}, {0, cout}};
   Shape s1{bs, cout}, s2 = s1, ks, os;
   for (size_t i = 0; i < n; i++) {
-    int64_t o = g.shape(2 + i), k = w.shape(2 + i), e = dil[i] * (k - 1), pb = a[1 + 2 * n + 2 * i], pa = a[2 + 2 * n + 2 * i];
-    int64_t outpad = x.shape(2 + i) - ((o - 1) * stride[i] - pb - pa + e + 1);  // input pixels no output window reached
+    int64_t d = int64_t(2 + i), o = g.shape(d), k = w.shape(d), e = dil[i] * (k - 1), pb = a[1 + 2 * n + 2 * i], pa = a[2 + 2 * n + 2 * i];
+    int64_t outpad = x.shape(d) - ((o - 1) * stride[i] - pb - pa + e + 1);  // input pixels no output window reached
     xpads.push_back({pb, pa});
     keep.push_back({0, k});
     s1.insert(s1.end(), {o, 1}); s2.push_back(o * stride[i]);
