@@ -409,5 +409,12 @@ TEST_CASE("runtime: CPU_SANITIZE=undefined builds kernels that stop at undefined
     CHECK(st != 0);
     CHECK_THAT(out, Contains("loaded") && Contains("runtime error: division by zero"));
     CHECK_THAT(out, !Contains("result"));
+    // the report names a kept source file and line
+    auto at = out.find(".c:");
+    REQUIRE(at != std::string::npos);
+    auto from = out.rfind('\n', at) + 1;
+    fs::path src = out.substr(from, at + 2 - from);
+    CHECK(src.parent_path() == base.p / "cpu" / "src");
+    CHECK_THAT(file_text(src), Contains("a[0] / a[1]"));
   }
 }
