@@ -904,9 +904,12 @@ class CCompiler : public Compiler {
     };
     std::vector<std::string> argv = s.head;
     argv.insert(argv.end(), {"-o", (tmp / "out.so").string()});
+    // NOTE: a sanitizer's report names the kernel's file and line, so with CPU_SANITIZE the sources are kept in src/
+    fs::path srcdir = sanitize_.empty() ? tmp : dir_ / "src";
+    fs::create_directory(srcdir, ec);
     for (auto i : idx) {
-      auto f = tmp / (hex64(hash_bytes(srcs[i])) + ".c");
-      put(f, srcs[i]);
+      auto f = srcdir / (hex64(hash_bytes(srcs[i])) + ".c");
+      if (sanitize_.empty()) put(f, srcs[i]); else write_file_atomic(f, srcs[i]);
       argv.push_back(f.string());
     }
     argv.push_back("-lm");
