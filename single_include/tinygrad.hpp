@@ -3947,6 +3947,13 @@ struct EngineState {
   std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>>> programs;
   size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
+  // every loaded program, most recently used first per device (for tests and benches; the caller holds mu)
+  std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() const {
+    std::vector<std::shared_ptr<CompiledKernel>> r;
+    for (auto& [dev, cache] : programs)
+      for (auto it : cache.order) r.push_back(it->second.v.second);
+    return r;
+  }
 };
 }  // namespace detail
 
@@ -5151,9 +5158,16 @@ struct MovementOps {
   const T& self() const { return static_cast<const T&>(*this); }
   T& mself() { return static_cast<T&>(*this); }
   static std::string pads_str(const Pads& p) {
-    std::string r;
-    for (auto& [b, e] : p) r += (r.empty() ? "" : ", ") + ("(" + std::to_string(b) + ", " + std::to_string(e) + ")");
-    return "(" + r + ")";
+    std::string r = "(";
+    for (size_t i = 0; i < p.size(); i++) {
+      if (i) r += ", ";
+      r += "(";
+      r += std::to_string(p[i].first);
+      r += ", ";
+      r += std::to_string(p[i].second);
+      r += ")";
+    }
+    return r + ")";
   }
   static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
   static void check_int_index(const T& t, const char* op) {

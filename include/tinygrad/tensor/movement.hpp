@@ -574,9 +574,16 @@ struct MovementOps {
   const T& self() const { return static_cast<const T&>(*this); }
   T& mself() { return static_cast<T&>(*this); }
   static std::string pads_str(const Pads& p) {
-    std::string r;
-    for (auto& [b, e] : p) r += (r.empty() ? "" : ", ") + ("(" + std::to_string(b) + ", " + std::to_string(e) + ")");
-    return "(" + r + ")";
+    std::string r = "(";
+    for (size_t i = 0; i < p.size(); i++) {
+      if (i) r += ", ";
+      r += "(";
+      r += std::to_string(p[i].first);
+      r += ", ";
+      r += std::to_string(p[i].second);
+      r += ")";
+    }
+    return r + ")";
   }
   static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
   static void check_int_index(const T& t, const char* op) {
