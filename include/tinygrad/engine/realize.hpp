@@ -125,6 +125,17 @@ inline void clear_program_cache() {
   st.programs.clear();
 }
 
+namespace detail {
+// the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
+inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
+  auto& st = EngineState::get();
+  std::lock_guard lk(st.mu);
+  std::vector<std::shared_ptr<CompiledKernel>> r;
+  for (auto& [dev, c] : st.programs) for (auto it : c.order) r.push_back(it->second.v.second);
+  return r;
+}
+}  // namespace detail
+
 // bound the caches: at most `programs` loaded programs per device, `schedules` cached schedules (defaults: env
 // PROGRAM_CACHE=512, SCHEDULE_CACHE=1024); the least recently used are dropped, and a program is released once no
 // cached schedule or static plan holds it
