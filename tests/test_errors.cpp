@@ -64,11 +64,8 @@ int unique_constant() {
 
 // the source of the loaded program whose code contains `needle`
 std::string loaded_source_with(const std::string& needle) {
-  auto& st = tinygrad::detail::EngineState::get();
-  std::lock_guard lk(st.mu);
-  for (auto& [dev, cache] : st.programs)
-    for (auto& [k, e] : cache.map)
-      if (e.v.second->spec.src.find(needle) != std::string::npos) return e.v.second->spec.src;
+  for (auto& ck : tinygrad::detail::loaded_programs())
+    if (ck->spec.src.find(needle) != std::string::npos) return ck->spec.src;
   return {};
 }
 }  // namespace

@@ -70,13 +70,14 @@ struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built
 inline RunStats& run_stats() { static RunStats s; return s; }
 
 namespace detail {
-// a map that keeps its `cap` most recently used entries; get() marks an entry used
-template <class K, class V>
+// a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
+// always stays); get() marks an entry used
+template <class K, class V, class Weight>
 struct LRUMap {
   struct Entry;
   using Map = std::map<K, Entry>;
   struct Entry { V v; typename std::list<typename Map::iterator>::iterator pos; };
-  explicit LRUMap(size_t c) : cap(std::max<size_t>(c, 1)) {}
+  explicit LRUMap(size_t c) : cap(c) {}
   V* get(const K& k) {
     auto it = map.find(k);
     if (it == map.end()) return nullptr;
@@ -84,19 +85,23 @@ struct LRUMap {
     return &it->second.v;
   }
   void put(const K& k, V v) {
-    auto [it, fresh] = map.insert_or_assign(k, Entry{std::move(v), {}});
-    if (!fresh) order.erase(it->second.pos);
+    if (auto it = map.find(k); it != map.end()) erase(it);
+    weight += Weight{}(v);
+    auto it = map.emplace(k, Entry{std::move(v), {}}).first;
     order.push_front(it);
     it->second.pos = order.begin();
     trim();
   }
-  void set_cap(size_t c) { cap = std::max<size_t>(c, 1); trim(); }
-  void trim() { while (map.size() > cap) { map.erase(order.back()); order.pop_back(); } }
-  void clear() { order.clear(); map.clear(); }
+  void set_cap(size_t c) { cap = c; trim(); }
+  void clear() { order.clear(); map.clear(); weight = 0; }
   size_t size() const { return map.size(); }
-  size_t cap;
+  size_t cap, weight = 0;
   Map map;
   std::list<typename Map::iterator> order;  // most recent first
+
+ private:
+  void erase(typename Map::iterator it) { weight -= Weight{}(it->second.v); order.erase(it->second.pos); map.erase(it); }
+  void trim() { while (weight > cap && map.size() > 1) erase(order.back()); }
 };
 
 struct Plan {
@@ -105,14 +110,18 @@ struct Plan {
   ScheduleSpec spec;
   std::vector<std::vector<int>> release;  // per kernel: the buffers no later kernel reads (a long chain holds two at a time)
 };
-// NOTE: both caches are bounded (a loaded GPU program holds driver memory: PoCL's grew past 6 GB in the test suite).
-// An evicted program stays alive while a plan (cached schedule, static plan, JIT) still holds it: the driver
-// program is released when its last owner drops it.
+// NOTE: both caches are bounded in programs (a loaded GPU program holds driver memory: PoCL's grew past 6 GB in the
+// test suite). An evicted program stays alive while a plan (cached schedule, static plan, JIT) still holds it: the
+// driver program is released when its last owner drops it. So at most PROGRAM_CACHE + SCHEDULE_CACHE are loaded,
+// besides those of static plans.
+struct ProgramWeight { template <class V> size_t operator()(const V&) const { return 1; } };
+struct PlanWeight { size_t operator()(const std::shared_ptr<Plan>& p) const { return std::max<size_t>(p->kernels.size(), 1); } };
 struct EngineState {
   std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
-  LRUMap<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache{size_t(std::max<int64_t>(getenv_int("SCHEDULE_CACHE", 1024), 1))};
+  // structural key -> plan; its weight is the plan's kernel count
+  LRUMap<std::vector<uint64_t>, std::shared_ptr<Plan>, PlanWeight> schedule_cache{size_t(std::max<int64_t>(getenv_int("SCHEDULE_CACHE", 512), 1))};
   // per device: kernel AST (kept alive, it is the key) -> loaded program
-  std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>>> programs;
+  std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>, ProgramWeight>> programs;
   size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
@@ -126,15 +135,26 @@ inline void clear_program_cache() {
   st.programs.clear();
 }
 
-// bound the caches: at most `programs` loaded programs per device, `schedules` cached schedules (defaults: env
-// PROGRAM_CACHE=512, SCHEDULE_CACHE=1024); the least recently used are dropped, and a program is released once no
-// cached schedule or static plan holds it
-inline void set_cache_limits(size_t programs, size_t schedules) {
+namespace detail {
+// the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
+inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
+  auto& st = EngineState::get();
+  std::lock_guard lk(st.mu);
+  std::vector<std::shared_ptr<CompiledKernel>> r;
+  for (auto& [dev, c] : st.programs) for (auto it : c.order) r.push_back(it->second.v.second);
+  return r;
+}
+}  // namespace detail
+
+// bound the caches: at most `programs` loaded programs per device, and cached schedules of `schedule_kernels` kernels
+// in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
+// released once no cached schedule or static plan holds it
+inline void set_cache_limits(size_t programs, size_t schedule_kernels) {
   auto& st = detail::EngineState::get();
   std::lock_guard lk(st.mu);
   st.max_programs = std::max<size_t>(programs, 1);
-  for (auto& [dev, c] : st.programs) c.set_cap(programs);
-  st.schedule_cache.set_cap(schedules);
+  for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
+  st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
 }
 
 namespace detail {
