@@ -36,7 +36,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
     if (u == lane || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
-  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(W, x), {}, W); };
+  auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(size_t(W), x), {}, W); };
   auto contiguous = [&](const UOpRef& addr) {
     if (simplify(addr - at(addr, 0)) != lane) return false;
     return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
