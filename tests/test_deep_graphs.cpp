@@ -29,16 +29,14 @@ struct Limits {
 TEST_CASE("deep graphs: a 100,000-node UOp chain is walked, rewritten and destroyed without recursion", "[deep]") {
   const int n = 100000;
   auto x = make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{0, 10});
-  UOpRef y = x, f = const_uop(DType::Float32, 0.5);
-  for (int i = 0; i < n; i++) { y = y + 1; f = alu(Ops::MUL, {f, const_uop(DType::Float32, 1.0)}); }
+  UOpRef y = x;
+  for (int i = 0; i < n; i++) y = y + 1;
   CHECK(toposort(y).size() == size_t(n) + 2);  // x, the constant 1, n adds
   // the symbolic rules fold the sum bottom-up, one level at a time
   CHECK(simplify(y) == simplify(x + n));
-  CHECK(simplify(f) == const_uop(DType::Float32, 0.5));
   auto z = make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{0, 5});
   CHECK(toposort(substitute(y, {{x.get(), z}})).front() == z);
   y = nullptr;  // the old ~UOp released its sources recursively: a 100,000-node chain overflowed the stack
-  f = nullptr;
 }
 
 TEST_CASE("deep graphs: graph_rewrite reports rules that loop instead of recursing forever", "[deep]") {

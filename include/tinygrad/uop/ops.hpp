@@ -124,6 +124,23 @@ inline int64_t int_max(DType d) {
 }
 void compute_vrange(UOp& u);
 Shape infer_shape(const UOp& u);
+
+// NOTE: releasing a node's sources recurses once per level of its graph (a 100k-op chain overflowed the stack):
+// past 64 levels the sources go to the list of the outermost release on this thread, which empties it in a loop
+inline void release_sources(std::vector<UOpRef>& src) {
+  thread_local int depth = 0;
+  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors run at exit
+  if (depth >= 64) { for (auto& s : src) pending->push_back(std::move(s)); return; }
+  std::vector<UOpRef> q;  // allocates only for a graph deeper than 64
+  bool outer = depth++ == 0;
+  if (outer) pending = &q;
+  src.clear();
+  if (outer) {
+    while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
+    pending = nullptr;
+  }
+  depth--;
+}
 }  // namespace detail
 
 inline UOp::~UOp() {
@@ -133,15 +150,9 @@ inline UOp::~UOp() {
     auto [b, e] = t.map.equal_range(key);
     for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
   }
-  // NOTE: releasing src as members would recurse once per level of a deep graph (a 100k-op chain overflows the
-  // stack): a destructor run while another on this thread releases sources hands its own to that one's list
-  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors at exit
-  if (pending) { for (auto& s : src) pending->push_back(std::move(s)); return; }
-  std::vector<UOpRef> q;
-  pending = &q;
-  for (auto& s : src) { UOpRef x = std::move(s); }  // a source that dies here fills q
-  while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
-  pending = nullptr;
+  // only sources that die with this node recurse (use_count() is a hint: a source that another thread drops
+  // meanwhile dies at a depth of its own)
+  if (std::any_of(src.begin(), src.end(), [](const UOpRef& s) { return s.use_count() == 1; })) detail::release_sources(src);
 }
 
 // the one constructor: returns the existing node when an identical one is alive
