@@ -61,6 +61,17 @@ inline int64_t checked_prod(const Shape& s, const char* op) {
     if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
   throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) + " has more than 2^63 elements (the product of its dims overflows int64)");
 }
+// a * b and a + b of sizes (a window, a padded or repeated dim); ShapeError naming op when they overflow int64
+inline int64_t size_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+inline int64_t size_add(int64_t a, int64_t b, const char* op) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
 // numel * itemsize, the bytes of a buffer; ShapeError naming op when it overflows int64
 inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
   int64_t r = 0;

@@ -114,7 +114,7 @@ struct MovementOps {
       if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
       dt = least_upper_dtype(dt, t.dtype());
-      if (__builtin_add_overflow(total, t.shape()[size_t(d)], &total)) throw ShapeError("tinygrad::cat: the sizes along dim " + std::to_string(d) + " overflow int64");
+      total = size_add(total, t.shape()[size_t(d)], "cat");
     }
     if (ts.size() == 1) return t0;
     std::optional<T> r;
@@ -144,7 +144,7 @@ struct MovementOps {
     int64_t n = x.shape()[size_t(d)], tot = 0;
     for (auto s : sizes) {
       if (s < 0) throw ShapeError("tinygrad::split: negative size in " + to_string(sizes));
-      tot += s;
+      tot = size_add(tot, s, "split");
     }
     if (tot != n) throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
     std::vector<T> out;
@@ -173,7 +173,7 @@ struct MovementOps {
     if (chunks <= 0) throw ShapeError("tinygrad::chunk: chunks must be positive, got " + std::to_string(chunks));
     int64_t n = x.shape()[size_t(d)];
     if (n == 0) return split(std::vector<int64_t>(size_t(chunks), 0), d);
-    return split((n + chunks - 1) / chunks, d);
+    return split(n / chunks + (n % chunks != 0), d);
   }
 
   // ---- repeat, roll, windows, diagonals ----
@@ -220,7 +220,7 @@ struct MovementOps {
       if (n == 0) continue;
       int64_t delta = n - ((shifts[i] % n) + n) % n;
       reps[size_t(d)] = 2;
-      sl[size_t(d)] = Slice{delta, delta + n};
+      sl[size_t(d)] = Slice{delta, size_add(delta, n, "roll")};
     }
     return x.repeat(reps).slice(sl);
   }
@@ -341,7 +341,7 @@ struct MovementOps {
       int64_t n = x.shape()[dim++], have = 1, unknown = -1;
       for (size_t k = 0; k < g.names.size(); k++) {
         auto it = known.find(g.names[k]);
-        if (it != known.end()) have *= it->second;
+        if (it != known.end()) have = size_mul(have, it->second, "rearrange");
         else if (unknown >= 0) throw fail("cannot infer the sizes of \"" + g.names[size_t(unknown)] + "\" and \"" + g.names[k] + "\"", g.pos);
         else unknown = int64_t(k);
       }
@@ -468,7 +468,7 @@ struct MovementOps {
           e = std::min(e, b); lo = e + 1; hi = b + 1; flips.push_back(int64_t(d));
         }
         int64_t m = std::max<int64_t>(n, 1), st = std::abs(std::clamp(s.step, -m, m));  // as slice() clamps it
-        lens.push_back((hi - lo + st - 1) / st); steps.push_back(st); place.push_back({lo, n - hi});
+        lens.push_back((hi - lo) / st + ((hi - lo) % st != 0)); steps.push_back(st); place.push_back({lo, n - hi});
       }
       d++;
     }
@@ -481,7 +481,7 @@ struct MovementOps {
         s.insert(s.begin() + int64_t(k) + 1, 1);
         Pads p(s.size(), {0, 0});
         p[k + 1] = {0, steps[k] - 1};
-        s3[k] = lens[k] * steps[k];
+        s3[k] = size_mul(lens[k], steps[k], "setitem");
         Pads sh;
         for (size_t j = 0; j < s3.size(); j++) sh.push_back({0, j == k ? len : s3[j]});
         t = t.reshape(s).pad(p).reshape(s3).shrink(sh);

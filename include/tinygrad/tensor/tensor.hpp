@@ -68,7 +68,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
     if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));  // NaN too
-    int64_t n = std::max<int64_t>(0, int64_t(len));
+    int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
@@ -366,7 +366,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
         int64_t m = std::max<int64_t>(n, 1);
         steps.push_back(std::abs(std::clamp(s.step, -m, m)));
         int64_t len = sh.back().second - sh.back().first;
-        final_shape.push_back((len + steps.back() - 1) / steps.back());
+        final_shape.push_back(len / steps.back() + (len % steps.back() != 0));
       }
       d++;
     }
@@ -376,8 +376,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       std::vector<std::pair<int64_t, int64_t>> pads, sh2;
       Shape split;
       for (size_t i = 0; i < steps.size(); i++) {
-        int64_t len = x.shape()[i], st = steps[i], m = (len + st - 1) / st;
-        pads.push_back({0, m * st - len});
+        int64_t len = x.shape()[i], st = steps[i], m = len / st + (len % st != 0);
+        pads.push_back({0, size_mul(m, st, "slice") - len});
         split.push_back(m); split.push_back(st);
         sh2.push_back({0, m}); sh2.push_back({0, 1});
       }
@@ -464,6 +464,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < nk; i++) {
       if (ks[i] < 1 || stride[i] < 1 || dilation[i] < 1)
         throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " must be positive");
+      if (ks[i] == 1) dilation[i] = 1;  // NOTE: no effect on one tap; keeps in + dilation below in range
       int64_t span = 0;  // NOTE: an overflowing span is larger than any dim
       if (__builtin_mul_overflow(dilation[i], ks[i] - 1, &span) || span >= in[i])
         throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
@@ -477,7 +478,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (simple) {
       std::vector<std::pair<int64_t, int64_t>> p(nb, {0, 0}), sh;
       Shape s = noop;
-      for (size_t i = 0; i < nk; i++) { p.push_back({0, o[i] * stride[i] - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
+      for (size_t i = 0; i < nk; i++) { p.push_back({0, size_mul(o[i], stride[i], op) - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
       for (auto n : noop) sh.push_back({0, n});
       for (size_t i = 0; i < nk; i++) { sh.push_back({0, o[i]}); sh.push_back({0, ks[i]}); }
       std::vector<int64_t> perm(nb);
@@ -489,7 +490,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
       int64_t w = 0;  // k windows of i+d
-      if (__builtin_mul_overflow(ks[i], in[i] + dilation[i], &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
+      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
       int64_t reps = w / in[i] + (w % in[i] != 0);
       rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
     }
