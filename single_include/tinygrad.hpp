@@ -68,6 +68,17 @@ inline int64_t checked_prod(const Shape& s, const char* op) {
     if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
   throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) + " has more than 2^63 elements (the product of its dims overflows int64)");
 }
+// a * b and a + b of sizes (a window, a padded or repeated dim); ShapeError naming op when they overflow int64
+inline int64_t size_mul(int64_t a, int64_t b, const char* op) {
+  int64_t r = 0;
+  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  return r;
+}
+inline int64_t size_add(int64_t a, int64_t b, const char* op) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  return r;
+}
 // numel * itemsize, the bytes of a buffer; ShapeError naming op when it overflows int64
 inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
   int64_t r = 0;
@@ -1561,6 +1572,23 @@ inline int64_t int_max(DType d) {
 }
 void compute_vrange(UOp& u);
 Shape infer_shape(const UOp& u);
+
+// NOTE: releasing a node's sources recurses once per level of its graph (a 100k-op chain overflowed the stack):
+// past 64 levels the sources go to the list of the outermost release on this thread, which empties it in a loop
+inline void release_sources(std::vector<UOpRef>& src) {
+  thread_local int depth = 0;
+  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors run at exit
+  if (depth >= 64) { for (auto& s : src) pending->push_back(std::move(s)); return; }
+  std::vector<UOpRef> q;  // allocates only for a graph deeper than 64
+  bool outer = depth++ == 0;
+  if (outer) pending = &q;
+  src.clear();
+  if (outer) {
+    while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
+    pending = nullptr;
+  }
+  depth--;
+}
 }  // namespace detail
 
 inline UOp::~UOp() {
@@ -1570,15 +1598,9 @@ inline UOp::~UOp() {
     auto [b, e] = t.map.equal_range(key);
     for (auto it = b; it != e; ++it) if (it->second == this) { t.map.erase(it); break; }
   }
-  // NOTE: releasing src as members would recurse once per level of a deep graph (a 100k-op chain overflows the
-  // stack): a destructor run while another on this thread releases sources hands its own to that one's list
-  thread_local std::vector<UOpRef>* pending = nullptr;  // trivially destructible: safe in destructors at exit
-  if (pending) { for (auto& s : src) pending->push_back(std::move(s)); return; }
-  std::vector<UOpRef> q;
-  pending = &q;
-  for (auto& s : src) { UOpRef x = std::move(s); }  // a source that dies here fills q
-  while (!q.empty()) { UOpRef x = std::move(q.back()); q.pop_back(); }
-  pending = nullptr;
+  // only sources that die with this node recurse (use_count() is a hint: a source that another thread drops
+  // meanwhile dies at a depth of its own)
+  if (std::any_of(src.begin(), src.end(), [](const UOpRef& s) { return s.use_count() == 1; })) detail::release_sources(src);
 }
 
 // the one constructor: returns the existing node when an identical one is alive
@@ -3902,13 +3924,14 @@ struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built
 inline RunStats& run_stats() { static RunStats s; return s; }
 
 namespace detail {
-// a map that keeps its `cap` most recently used entries; get() marks an entry used
-template <class K, class V>
+// a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
+// always stays); get() marks an entry used
+template <class K, class V, class Weight>
 struct LRUMap {
   struct Entry;
   using Map = std::map<K, Entry>;
   struct Entry { V v; typename std::list<typename Map::iterator>::iterator pos; };
-  explicit LRUMap(size_t c) : cap(std::max<size_t>(c, 1)) {}
+  explicit LRUMap(size_t c) : cap(c) {}
   V* get(const K& k) {
     auto it = map.find(k);
     if (it == map.end()) return nullptr;
@@ -3916,19 +3939,23 @@ struct LRUMap {
     return &it->second.v;
   }
   void put(const K& k, V v) {
-    auto [it, fresh] = map.insert_or_assign(k, Entry{std::move(v), {}});
-    if (!fresh) order.erase(it->second.pos);
+    if (auto it = map.find(k); it != map.end()) erase(it);
+    weight += Weight{}(v);
+    auto it = map.emplace(k, Entry{std::move(v), {}}).first;
     order.push_front(it);
     it->second.pos = order.begin();
     trim();
   }
-  void set_cap(size_t c) { cap = std::max<size_t>(c, 1); trim(); }
-  void trim() { while (map.size() > cap) { map.erase(order.back()); order.pop_back(); } }
-  void clear() { order.clear(); map.clear(); }
+  void set_cap(size_t c) { cap = c; trim(); }
+  void clear() { order.clear(); map.clear(); weight = 0; }
   size_t size() const { return map.size(); }
-  size_t cap;
+  size_t cap, weight = 0;
   Map map;
   std::list<typename Map::iterator> order;  // most recent first
+
+ private:
+  void erase(typename Map::iterator it) { weight -= Weight{}(it->second.v); order.erase(it->second.pos); map.erase(it); }
+  void trim() { while (weight > cap && map.size() > 1) erase(order.back()); }
 };
 
 struct Plan {
@@ -3937,23 +3964,20 @@ struct Plan {
   ScheduleSpec spec;
   std::vector<std::vector<int>> release;  // per kernel: the buffers no later kernel reads (a long chain holds two at a time)
 };
-// NOTE: both caches are bounded (a loaded GPU program holds driver memory: PoCL's grew past 6 GB in the test suite).
-// An evicted program stays alive while a plan (cached schedule, static plan, JIT) still holds it: the driver
-// program is released when its last owner drops it.
+// NOTE: both caches are bounded in programs (a loaded GPU program holds driver memory: PoCL's grew past 6 GB in the
+// test suite). An evicted program stays alive while a plan (cached schedule, static plan, JIT) still holds it: the
+// driver program is released when its last owner drops it. So at most PROGRAM_CACHE + SCHEDULE_CACHE are loaded,
+// besides those of static plans.
+struct ProgramWeight { template <class V> size_t operator()(const V&) const { return 1; } };
+struct PlanWeight { size_t operator()(const std::shared_ptr<Plan>& p) const { return std::max<size_t>(p->kernels.size(), 1); } };
 struct EngineState {
   std::mutex mu;  // one realize at a time: the graph a realize walks is never half-built by another
-  LRUMap<std::vector<uint64_t>, std::shared_ptr<Plan>> schedule_cache{size_t(std::max<int64_t>(getenv_int("SCHEDULE_CACHE", 1024), 1))};
+  // structural key -> plan; its weight is the plan's kernel count
+  LRUMap<std::vector<uint64_t>, std::shared_ptr<Plan>, PlanWeight> schedule_cache{size_t(std::max<int64_t>(getenv_int("SCHEDULE_CACHE", 512), 1))};
   // per device: kernel AST (kept alive, it is the key) -> loaded program
-  std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>>> programs;
+  std::map<std::string, LRUMap<const UOp*, std::pair<UOpRef, std::shared_ptr<CompiledKernel>>, ProgramWeight>> programs;
   size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
-  // every loaded program, most recently used first per device (for tests and benches; the caller holds mu)
-  std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() const {
-    std::vector<std::shared_ptr<CompiledKernel>> r;
-    for (auto& [dev, cache] : programs)
-      for (auto it : cache.order) r.push_back(it->second.v.second);
-    return r;
-  }
 };
 }  // namespace detail
 
@@ -3965,15 +3989,26 @@ inline void clear_program_cache() {
   st.programs.clear();
 }
 
-// bound the caches: at most `programs` loaded programs per device, `schedules` cached schedules (defaults: env
-// PROGRAM_CACHE=512, SCHEDULE_CACHE=1024); the least recently used are dropped, and a program is released once no
-// cached schedule or static plan holds it
-inline void set_cache_limits(size_t programs, size_t schedules) {
+namespace detail {
+// the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
+inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
+  auto& st = EngineState::get();
+  std::lock_guard lk(st.mu);
+  std::vector<std::shared_ptr<CompiledKernel>> r;
+  for (auto& [dev, c] : st.programs) for (auto it : c.order) r.push_back(it->second.v.second);
+  return r;
+}
+}  // namespace detail
+
+// bound the caches: at most `programs` loaded programs per device, and cached schedules of `schedule_kernels` kernels
+// in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
+// released once no cached schedule or static plan holds it
+inline void set_cache_limits(size_t programs, size_t schedule_kernels) {
   auto& st = detail::EngineState::get();
   std::lock_guard lk(st.mu);
   st.max_programs = std::max<size_t>(programs, 1);
-  for (auto& [dev, c] : st.programs) c.set_cap(programs);
-  st.schedule_cache.set_cap(schedules);
+  for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
+  st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
 }
 
 namespace detail {
@@ -4698,7 +4733,7 @@ struct MovementOps {
       if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
       dt = least_upper_dtype(dt, t.dtype());
-      if (__builtin_add_overflow(total, t.shape()[size_t(d)], &total)) throw ShapeError("tinygrad::cat: the sizes along dim " + std::to_string(d) + " overflow int64");
+      total = size_add(total, t.shape()[size_t(d)], "cat");
     }
     if (ts.size() == 1) return t0;
     std::optional<T> r;
@@ -4728,7 +4763,7 @@ struct MovementOps {
     int64_t n = x.shape()[size_t(d)], tot = 0;
     for (auto s : sizes) {
       if (s < 0) throw ShapeError("tinygrad::split: negative size in " + to_string(sizes));
-      tot += s;
+      tot = size_add(tot, s, "split");
     }
     if (tot != n) throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
     std::vector<T> out;
@@ -4757,7 +4792,7 @@ struct MovementOps {
     if (chunks <= 0) throw ShapeError("tinygrad::chunk: chunks must be positive, got " + std::to_string(chunks));
     int64_t n = x.shape()[size_t(d)];
     if (n == 0) return split(std::vector<int64_t>(size_t(chunks), 0), d);
-    return split((n + chunks - 1) / chunks, d);
+    return split(n / chunks + (n % chunks != 0), d);
   }
 
   // ---- repeat, roll, windows, diagonals ----
@@ -4804,7 +4839,7 @@ struct MovementOps {
       if (n == 0) continue;
       int64_t delta = n - ((shifts[i] % n) + n) % n;
       reps[size_t(d)] = 2;
-      sl[size_t(d)] = Slice{delta, delta + n};
+      sl[size_t(d)] = Slice{delta, size_add(delta, n, "roll")};
     }
     return x.repeat(reps).slice(sl);
   }
@@ -4925,7 +4960,7 @@ struct MovementOps {
       int64_t n = x.shape()[dim++], have = 1, unknown = -1;
       for (size_t k = 0; k < g.names.size(); k++) {
         auto it = known.find(g.names[k]);
-        if (it != known.end()) have *= it->second;
+        if (it != known.end()) have = size_mul(have, it->second, "rearrange");
         else if (unknown >= 0) throw fail("cannot infer the sizes of \"" + g.names[size_t(unknown)] + "\" and \"" + g.names[k] + "\"", g.pos);
         else unknown = int64_t(k);
       }
@@ -5052,7 +5087,7 @@ struct MovementOps {
           e = std::min(e, b); lo = e + 1; hi = b + 1; flips.push_back(int64_t(d));
         }
         int64_t m = std::max<int64_t>(n, 1), st = std::abs(std::clamp(s.step, -m, m));  // as slice() clamps it
-        lens.push_back((hi - lo + st - 1) / st); steps.push_back(st); place.push_back({lo, n - hi});
+        lens.push_back((hi - lo) / st + ((hi - lo) % st != 0)); steps.push_back(st); place.push_back({lo, n - hi});
       }
       d++;
     }
@@ -5065,7 +5100,7 @@ struct MovementOps {
         s.insert(s.begin() + int64_t(k) + 1, 1);
         Pads p(s.size(), {0, 0});
         p[k + 1] = {0, steps[k] - 1};
-        s3[k] = lens[k] * steps[k];
+        s3[k] = size_mul(lens[k], steps[k], "setitem");
         Pads sh;
         for (size_t j = 0; j < s3.size(); j++) sh.push_back({0, j == k ? len : s3[j]});
         t = t.reshape(s).pad(p).reshape(s3).shrink(sh);
@@ -6012,7 +6047,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
     if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));  // NaN too
-    int64_t n = std::max<int64_t>(0, int64_t(len));
+    int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
@@ -6310,7 +6345,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
         int64_t m = std::max<int64_t>(n, 1);
         steps.push_back(std::abs(std::clamp(s.step, -m, m)));
         int64_t len = sh.back().second - sh.back().first;
-        final_shape.push_back((len + steps.back() - 1) / steps.back());
+        final_shape.push_back(len / steps.back() + (len % steps.back() != 0));
       }
       d++;
     }
@@ -6320,8 +6355,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       std::vector<std::pair<int64_t, int64_t>> pads, sh2;
       Shape split;
       for (size_t i = 0; i < steps.size(); i++) {
-        int64_t len = x.shape()[i], st = steps[i], m = (len + st - 1) / st;
-        pads.push_back({0, m * st - len});
+        int64_t len = x.shape()[i], st = steps[i], m = len / st + (len % st != 0);
+        pads.push_back({0, size_mul(m, st, "slice") - len});
         split.push_back(m); split.push_back(st);
         sh2.push_back({0, m}); sh2.push_back({0, 1});
       }
@@ -6408,6 +6443,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < nk; i++) {
       if (ks[i] < 1 || stride[i] < 1 || dilation[i] < 1)
         throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " must be positive");
+      if (ks[i] == 1) dilation[i] = 1;  // NOTE: no effect on one tap; keeps in + dilation below in range
       int64_t span = 0;  // NOTE: an overflowing span is larger than any dim
       if (__builtin_mul_overflow(dilation[i], ks[i] - 1, &span) || span >= in[i])
         throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
@@ -6421,7 +6457,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (simple) {
       std::vector<std::pair<int64_t, int64_t>> p(nb, {0, 0}), sh;
       Shape s = noop;
-      for (size_t i = 0; i < nk; i++) { p.push_back({0, o[i] * stride[i] - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
+      for (size_t i = 0; i < nk; i++) { p.push_back({0, size_mul(o[i], stride[i], op) - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
       for (auto n : noop) sh.push_back({0, n});
       for (size_t i = 0; i < nk; i++) { sh.push_back({0, o[i]}); sh.push_back({0, ks[i]}); }
       std::vector<int64_t> perm(nb);
@@ -6433,7 +6469,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
       int64_t w = 0;  // k windows of i+d
-      if (__builtin_mul_overflow(ks[i], in[i] + dilation[i], &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
+      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
       int64_t reps = w / in[i] + (w % in[i] != 0);
       rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
     }
