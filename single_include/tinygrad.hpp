@@ -1770,7 +1770,7 @@ inline std::string arg_str(const Arg& a) {
     if constexpr (std::is_same_v<T, std::monostate>) return "None";
     else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return cat(v);
     else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return to_string(Shape(v));
-    else if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
+    else if constexpr (std::is_same_v<T, std::string>) return cat("'", v, "'");
     else return "<buffer>";
   }, a);
 }
@@ -1782,7 +1782,7 @@ inline std::string print_graph(const UOpRef& root) {
     id[u.get()] = id.size();
     s += cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? cat("x", u->vcount) : "", " [");
     for (size_t i = 0; i < u->src.size(); i++) s += cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += "] " + arg_str(u->arg) + (u->shape.empty() ? "" : " " + to_string(u->shape)) + "\n";
+    s += cat("] ", arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }
@@ -5362,10 +5362,16 @@ struct ProcessingOps {
     T idx = T::arange(double(n), 0.0, -1, dtypes::default_int, x.device()).reshape(sp);
     Pads ip(a.pads.end() - int64_t(a.ks.size()), a.pads.end());
     T ipool = idx.pad(ip, dtype_min(idx.dtype())).pool(a.ks, a.st, a.dl, "max_pool2d");
-    T best = (p == mx).where(ipool, 0.0).max(a.axes);
     Shape out = mx.shape();
     out.resize(out.size() - a.ks.size());
-    return {mx.reshape(out), (T::scalar(double(n), best.dtype(), x.device()) - best).detach()};
+    T key = (p == mx).where(ipool, 0.0);
+    if (!is_float(x.dtype())) return {mx.reshape(out), (double(n) - key.max(a.axes)).detach()};
+    // NOTE: a window holding NaN gives NaN and, like torch, the index of its last NaN: the smallest reversed
+    // position, found by the same max as -position (padding is -inf, never NaN)
+    T hasnan = mx.isnan();
+    key = hasnan.where(p.isnan().where(-ipool, dtype_min(ipool.dtype())), key).max(a.axes);
+    T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
+    return {mx.reshape(out), index.detach()};
   }
   T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
                bool ceil_mode = false, bool count_include_pad = true) const {

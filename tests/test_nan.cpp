@@ -263,3 +263,28 @@ TEST_CASE("empty: max and min of an empty dim throw, like torch", "[nan][reduce]
   check(x.scatter_reduce(0, none, Tensor::ones({0}), "amin", false), {3}, {1, 2, 3});
   check(x.scatter_reduce(0, none, Tensor::ones({0}), "mean"), {3}, {1, 2, 3});
 }
+
+// torch.nn.functional.max_pool2d(x, (1, 3), stride=1, return_indices=True) and friends, torch 2.x on the CPU:
+// a window with NaN gives NaN and the index of its last NaN; a window without gives its first maximum
+TEST_CASE("nan: max_pool2d and its indices", "[nan][reduce]") {
+  Tensor x = Tensor({1.f, NAN, 3.f, NAN, 2.f, 5.f}).reshape({1, 1, 1, 6});
+  auto [v, i] = x.max_pool2d_with_indices({1, 3}, {1, 1});
+  check(v, {1, 1, 1, 4}, {NA, NA, NA, NA});
+  check(i, {1, 1, 1, 4}, {1, 3, 3, 3});
+  auto [v4, i4] = x.max_pool2d_with_indices({1, 4});
+  check(v4, {1, 1, 1, 1}, {NA});
+  check(i4, {1, 1, 1, 1}, {3});
+  // NaN in some windows only, 2-d windows, padding: the others are as before
+  Tensor y = Tensor({1.f, 2.f, 9.f, 4.f, NAN, 6.f, 7.f, 8.f, -INFINITY, 0.f, 0.f, 3.f}).reshape({1, 1, 3, 4});
+  auto [v2, i2] = y.max_pool2d_with_indices({2, 2}, {1, 2}, {1}, {0});
+  check(v2, {1, 1, 2, 2}, {NA, 9, NA, 8});
+  check(i2, {1, 1, 2, 2}, {4, 2, 4, 7});
+  auto [v3, i3] = y.max_pool2d_with_indices({3, 3}, {2, 2}, {1}, {1});
+  check(v3, {1, 1, 2, 2}, {NA, 9, NA, 8});
+  check(i3, {1, 1, 2, 2}, {4, 2, 4, 7});
+  CHECK(std::isnan(y.max_pool2d({2, 2}).to_vector<float>()[0]));
+  // ints: no NaN path
+  auto [vi, ii] = Tensor({3, 1, 3, 2}).reshape({1, 1, 1, 4}).max_pool2d_with_indices({1, 4});
+  check(vi, {1, 1, 1, 1}, {3});
+  check(ii, {1, 1, 1, 1}, {0});
+}

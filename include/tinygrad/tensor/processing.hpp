@@ -84,10 +84,16 @@ struct ProcessingOps {
     T idx = T::arange(double(n), 0.0, -1, dtypes::default_int, x.device()).reshape(sp);
     Pads ip(a.pads.end() - int64_t(a.ks.size()), a.pads.end());
     T ipool = idx.pad(ip, dtype_min(idx.dtype())).pool(a.ks, a.st, a.dl, "max_pool2d");
-    T best = (p == mx).where(ipool, 0.0).max(a.axes);
     Shape out = mx.shape();
     out.resize(out.size() - a.ks.size());
-    return {mx.reshape(out), (T::scalar(double(n), best.dtype(), x.device()) - best).detach()};
+    T key = (p == mx).where(ipool, 0.0);
+    if (!is_float(x.dtype())) return {mx.reshape(out), (double(n) - key.max(a.axes)).detach()};
+    // NOTE: a window holding NaN gives NaN and, like torch, the index of its last NaN: the smallest reversed
+    // position, found by the same max as -position (padding is -inf, never NaN)
+    T hasnan = mx.isnan();
+    key = hasnan.where(p.isnan().where(-ipool, dtype_min(ipool.dtype())), key).max(a.axes);
+    T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
+    return {mx.reshape(out), index.detach()};
   }
   T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
                bool ceil_mode = false, bool count_include_pad = true) const {

@@ -322,7 +322,7 @@ inline std::string arg_str(const Arg& a) {
     if constexpr (std::is_same_v<T, std::monostate>) return "None";
     else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return cat(v);
     else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return to_string(Shape(v));
-    else if constexpr (std::is_same_v<T, std::string>) return "'" + v + "'";
+    else if constexpr (std::is_same_v<T, std::string>) return cat("'", v, "'");
     else return "<buffer>";
   }, a);
 }
@@ -334,7 +334,7 @@ inline std::string print_graph(const UOpRef& root) {
     id[u.get()] = id.size();
     s += cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? cat("x", u->vcount) : "", " [");
     for (size_t i = 0; i < u->src.size(); i++) s += cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += "] " + arg_str(u->arg) + (u->shape.empty() ? "" : " " + to_string(u->shape)) + "\n";
+    s += cat("] ", arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }
