@@ -14,6 +14,7 @@
 #include "tinygrad/codegen/linearize.hpp"
 #include "tinygrad/codegen/codegen.hpp"
 #include "tinygrad/engine/schedule.hpp"
+#include "tinygrad/engine/search.hpp"
 #include "tinygrad/engine/realize.hpp"
 #include "tinygrad/tensor/tensor.hpp"
 #include "tinygrad/tensor/gradient.hpp"

@@ -2953,6 +2953,116 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
   return substitute(sink, sub);
 }
 
+// One kernel as a point in the space of opts: its AST, the opts applied so far and the graph they produced.
+// apply() checks an opt against the kernel and the device (an illegal one throws KernelOptError with the reason
+// and leaves the kernel as it was); valid_opts() lists every legal next opt. The heuristics and BEAM drive this.
+class Kernel {
+ public:
+  // NOTE: register expansion (UPCAST x UNROLL x VECTOR) is capped: past it, code size grows faster than speed
+  static constexpr int64_t max_expand = 256;
+
+  Kernel(UOpRef ast, const Renderer& ren) : ast_(ast), sink_(std::move(ast)), ren_(&ren) {}
+  const UOpRef& ast() const { return ast_; }
+  const UOpRef& sink() const { return sink_; }
+  const std::vector<Opt>& applied() const { return opts_; }
+  const Renderer& renderer() const { return *ren_; }
+  // the ranges left, by id, with their kinds (upcast and unrolled parts are no ranges: see applied())
+  std::vector<UOpRef> ranges() const { return detail::ranges_of(sink_); }
+  // 0: the index of every load/store does not depend on range r, 1: walks it contiguously, 2: strided
+  std::vector<int> stride_classes(const UOpRef& r) const {
+    std::vector<int> c;
+    for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD || u->op == Ops::STORE) c.push_back(detail::stride_class(u->src[0]->src[1], r));
+    return c;
+  }
+  int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) if (o.op == OptOp::LOCAL || o.op == OptOp::GROUP) w *= o.amt; return w; }
+
+  Kernel& apply(const Opt& o) {
+    check(o);
+    sink_ = apply_opt(sink_, o);
+    opts_.push_back(o);
+    return *this;
+  }
+  // every opt that apply() accepts now; amounts tried: the device's vector widths, tile and workgroup sizes
+  std::vector<Opt> valid_opts() const {
+    std::vector<Opt> cand;
+    auto add = [&](OptOp op, int64_t axis, std::initializer_list<int64_t> amts) { for (auto a : amts) cand.push_back({op, axis, a}); };
+    DType out_dt = sink_->src.empty() ? DType::Float32 : sink_->src[0]->src[1]->dtype;
+    int64_t lanes = ren_->vector_lanes(out_dt);
+    for (auto& r : ranges()) {
+      int64_t id = r->range_id();
+      auto t = detail::axis_type(r);
+      if (t == AxisType::REDUCE) {
+        add(OptOp::UNROLL, id, {2, 3, 4, 8});
+        if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
+      } else if (t == AxisType::LOOP) {
+        add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
+        if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
+        if (ren_->has_local) add(OptOp::LOCAL, id, {2, 4, 8, 16, 32});
+        else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
+      }
+    }
+    std::vector<Opt> ok;
+    for (auto& o : cand) {
+      if (o.amt <= 1) continue;
+      try { check(o); ok.push_back(o); } catch (const KernelOptError&) {}
+    }
+    return ok;
+  }
+
+ private:
+  void check(const Opt& o) const {
+    using namespace detail;
+    auto fail = [&](const std::string& why) { throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on ", kernel_ranges(), ": ", why)); };
+    UOpRef r;
+    for (auto& x : ranges()) if (x->range_id() == o.axis) r = x;
+    if (!r) fail("no such axis");
+    int64_t n = r->range_end();
+    if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
+    AxisType t = axis_type(r);
+    bool reduce = t == AxisType::REDUCE;
+    if ((o.op == OptOp::UNROLL || o.op == OptOp::GROUP) != reduce) fail(reduce ? "a reduce axis takes UNROLL or GROUP" : "UNROLL and GROUP need a reduce axis");
+    if (!reduce && t != AxisType::LOOP) fail("the axis is no longer a loop");
+    int count_thread = 0, count_vector = 0;
+    for (auto& p : opts_) { count_thread += p.op == OptOp::THREAD; count_vector += p.op == OptOp::VECTOR; }
+    switch (o.op) {
+      case OptOp::THREAD:
+        if (ren_->has_local || ren_->threads <= 1) fail("the device has no CPU threads");
+        if (o.amt > ren_->threads) fail(cat("more threads than the device's ", ren_->threads));
+        if (count_thread) fail("the kernel is already split over threads");
+        break;
+      case OptOp::LOCAL: case OptOp::GROUP: {
+        if (!ren_->has_local) fail("the device has no workgroups");
+        if (workgroup() * o.amt > ren_->max_threads) fail(cat("a workgroup of ", workgroup() * o.amt, " threads is over the device's ", ren_->max_threads));
+        break;
+      }
+      case OptOp::VECTOR: {
+        if (count_vector) fail("the kernel already has vector lanes");
+        if (sink_->src.size() != 1) fail("vector lanes need a single store");
+        DType dt = sink_->src[0]->src[1]->dtype;
+        int64_t lanes = ren_->vector_lanes(dt);
+        if (lanes <= 1 || (o.amt != lanes && o.amt * 2 != lanes)) fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+        if (stride_class(sink_->src[0]->src[0]->src[1], r) != 1) fail("the store does not walk the axis contiguously");
+        for (auto& u : toposort(sink_))
+          if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
+            fail("a load walks the axis with a stride, or has another element size");
+        [[fallthrough]];
+      }
+      case OptOp::UPCAST: case OptOp::UNROLL:
+        if (expand() * o.amt > max_expand) fail(cat("the register expansion ", expand() * o.amt, " is over ", max_expand));
+        break;
+    }
+  }
+  std::string kernel_ranges() const {
+    std::string s;
+    for (auto& r : ranges()) s += cat(s.empty() ? "" : " ", r->range_id(), ":", r->range_end(), detail::axis_type(r) == AxisType::REDUCE ? "r" : "");
+    return "[" + s + "]";
+  }
+  UOpRef ast_, sink_;
+  const Renderer* ren_;
+  std::vector<Opt> opts_;
+};
+
 // the hand-written heuristic for GPUs: the store's contiguous axis on local x (coalesced), an 8x32 workgroup
 // of 8x4 register tiles for reduces whose loads are reused (matmul, conv: 27 TFLOP/s at 4096 on an H100)
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {
@@ -3415,15 +3525,13 @@ inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64
 }
 }  // namespace detail
 
-inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
+// a kernel with its opts applied -> source and launch dimensions
+inline ProgramSpec to_program(const Kernel& k) {
+  const Renderer& ren = k.renderer();
   ProgramSpec p;
-  p.ast = ast;
-  std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
-  UOpRef sink = ast;
-  for (auto& o : want) {
-    try { sink = apply_opt(sink, o); p.opts.push_back(o); }
-    catch (const KernelOptError&) { if (pinned) throw; }
-  }
+  p.ast = k.ast();
+  p.opts = k.applied();
+  UOpRef sink = k.sink();
   int64_t threads = 1;
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
   p.launch = {threads};
@@ -3432,7 +3540,7 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   // index math folds before and after the lanes become vectors
   sink = simplify(sink);
   sink = simplify(expand_lanes(sink, ren.aligned_vectors));
-  p.flops = detail::estimate_flops(ast);
+  p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
   if (flags().debug >= 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
@@ -3447,6 +3555,18 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   }
   if (flags().debug >= 4) std::fprintf(stderr, "%s\n", p.src.c_str());
   return p;
+}
+
+// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none), each
+// kept only where the kernel accepts it
+inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
+  Kernel k(ast, ren);
+  std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
+  for (auto& o : want) {
+    try { k.apply(o); }
+    catch (const KernelOptError&) { if (pinned) throw; }
+  }
+  return to_program(k);
 }
 
 }  // namespace tinygrad
@@ -3856,6 +3976,181 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
 
 }  // namespace tinygrad
 // end include/tinygrad/engine/schedule.hpp
+// begin include/tinygrad/engine/search.hpp
+// BEAM search (tinygrad's "don't hand-tune, search"): a kernel is a point in the space of opts. From the
+// heuristic's kernel, expand every kernel of the beam by each of its valid_opts(), compile the new
+// candidates in one batch (all cores), time each on the device on scratch buffers, keep the `width` fastest and
+// repeat while the best gets faster. The winner's opts are cached on disk per (kernel AST, device, compiler), so
+// a later process runs no search. BEAM=n in the environment, or a BeamScope in code, turns it on.
+
+namespace tinygrad {
+
+struct SearchStats { int64_t searches = 0, cache_hits = 0, candidates = 0; };
+inline SearchStats& search_stats() { static SearchStats s; return s; }
+
+// BEAM width for the lifetime of the scope (0: no search); restores the previous width
+class BeamScope {
+ public:
+  explicit BeamScope(int width) : old_(flags().beam) { flags().beam = width; }
+  ~BeamScope() { flags().beam = old_; }
+  BeamScope(const BeamScope&) = delete;
+  BeamScope& operator=(const BeamScope&) = delete;
+ private:
+  int old_;
+};
+
+namespace detail {
+// elements each DEFINE_GLOBAL of a kernel is indexed over: one past the largest index any access can reach
+// (an upper bound from the indexes' value ranges; nullopt where a bound is data dependent or too large)
+inline std::optional<std::vector<std::pair<DType, int64_t>>> kernel_buffers(const UOpRef& ast) {
+  std::map<int64_t, std::pair<DType, int64_t>> bufs;
+  for (auto& u : toposort(ast)) {
+    if (u->op != Ops::INDEX || u->src[0]->op != Ops::DEFINE_GLOBAL) continue;
+    const UOpRef& idx = u->src[1];
+    if (idx->vmax >= (int64_t(1) << 31) / 8) return std::nullopt;  // NOTE: a gather's loaded index, or > 256M elements
+    auto& b = bufs.try_emplace(std::get<int64_t>(u->src[0]->arg), u->src[0]->dtype, 1).first->second;
+    b.second = std::max(b.second, idx->vmax + 1);
+  }
+  std::vector<std::pair<DType, int64_t>> r;
+  for (auto& [i, b] : bufs) {
+    if (i != int64_t(r.size())) return std::nullopt;
+    r.push_back(b);
+  }
+  return r;
+}
+
+inline std::string opts_text(const std::vector<Opt>& opts) {
+  std::string s;
+  for (auto& o : opts) s += cat(int(o.op), " ", o.axis, " ", o.amt, "\n");
+  return s;
+}
+inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  if (!f) return std::nullopt;
+  std::vector<Opt> r;
+  for (int64_t op, axis, amt; f >> op >> axis >> amt;) {
+    if (op < 0 || op > int64_t(OptOp::GROUP)) return std::nullopt;
+    r.push_back({OptOp(op), axis, amt});
+  }
+  return f.eof() ? std::optional(r) : std::nullopt;
+}
+
+struct Candidate { Kernel k; double t; };
+
+// one timed run; more runs (best of 3) only for candidates within 3x of the best so far
+inline double time_program(Program& prg, const std::vector<void*>& ptrs, double best) {
+  double t = prg.call(ptrs, {}, true);
+  if (t > best * 3) return t;  // hopeless: no more runs
+  for (int i = 0; i < 2; i++) t = std::min(t, prg.call(ptrs, {}, true));
+  return t;
+}
+
+// compile and time kernels; ones that fail to render or compile are dropped (a bug, reported at DEBUG>=2)
+inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime& rt, const std::vector<void*>& ptrs, double best,
+                                           std::unordered_set<uint64_t>& seen) {
+  std::vector<ProgramSpec> specs;
+  std::vector<Kernel> kept;
+  for (auto& k : ks) {
+    try {
+      auto p = to_program(k);
+      // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
+      std::string same = p.fn.substr(p.fn.rfind('_'));
+      for (auto l : p.launch) same += cat(",", l);
+      if (!seen.insert(hash_bytes(same)).second) continue;
+      specs.push_back(std::move(p));
+      kept.push_back(std::move(k));
+    } catch (const Error& e) {
+      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: dropped %s: %s\n", opts_text(k.applied()).c_str(), e.what());
+    }
+  }
+  std::vector<std::string> srcs;
+  for (auto& s : specs) srcs.push_back(s.src);
+  std::vector<std::string> bins;
+  try { bins = rt.compiler->compile_many(srcs); }
+  catch (const Error&) {  // one bad candidate: compile one at a time to keep the others
+    bins.assign(srcs.size(), "");
+    for (size_t i = 0; i < srcs.size(); i++) try { bins[i] = rt.compiler->compile(srcs[i]); } catch (const Error&) {}
+  }
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < specs.size(); i++) {
+    if (bins[i].empty()) continue;
+    try {
+      auto prg = rt.load(specs[i].fn, bins[i], specs[i].launch);
+      double t = time_program(*prg, ptrs, best);
+      out.push_back({std::move(kept[i]), t});
+      best = std::min(best, t);
+      search_stats().candidates++;
+    } catch (const Error& e) {
+      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: %s failed: %s\n", specs[i].name.c_str(), e.what());
+    }
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.t < b.t; });
+  return out;
+}
+}  // namespace detail
+
+// the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
+// (its buffer sizes are not known from its indexes)
+inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width) {
+  using namespace detail;
+  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width)));
+  std::filesystem::path file = cache_subdir("beam") / key;
+  if (auto opts = read_opts(file)) {
+    try {
+      Kernel k(ast, ren);
+      for (auto& o : *opts) k.apply(o);
+      search_stats().cache_hits++;
+      return opts;
+    } catch (const KernelOptError&) {}  // stale: search again
+  }
+  auto sizes = kernel_buffers(ast);
+  if (!sizes) return std::nullopt;
+  search_stats().searches++;
+  double t0 = now_s(), limit = double(getenv_int("BEAM_TIMEOUT", 60));
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<void*> ptrs;
+  for (auto& [dt, n] : *sizes) {
+    bufs.push_back(std::make_unique<Buffer>(rt.name, dt, n));
+    bufs.back()->copyin(std::vector<char>(bufs.back()->nbytes()).data());  // zeros: no NaN or denormal slows a candidate
+    ptrs.push_back(bufs.back()->ptr());
+  }
+  std::unordered_set<uint64_t> seen;
+  // NOTE: the start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul alone
+  // costs seconds to time, and every path from it passes kernels the heuristic already beats
+  Kernel start(ast, ren);
+  for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
+  auto beam = time_kernels({start}, rt, ptrs, 1e30, seen);
+  if (beam.empty()) return std::nullopt;
+  Candidate best = beam[0];
+  int round = 0;
+  bool progress_line = false;
+  while (now_s() - t0 < limit) {
+    std::vector<Kernel> next;
+    for (auto& c : beam)
+      for (auto& o : c.k.valid_opts()) next.push_back(Kernel(c.k).apply(o));
+    auto timed = time_kernels(std::move(next), rt, ptrs, best.t, seen);
+    round++;
+    if (flags().debug >= 2 || (now_s() - t0 > 5 && !progress_line)) {
+      std::fprintf(stderr, "BEAM %s round %d: %zu candidates, best %.2f us%s\n", kernel_name(ast, {}).c_str(), round, timed.size(),
+                   (timed.empty() ? best.t : std::min(best.t, timed[0].t)) * 1e6, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
+      progress_line = flags().debug < 2;
+    }
+    if (timed.empty() || timed[0].t >= best.t * 0.98) break;  // no candidate 2% faster: done
+    best = timed[0];
+    if (timed.size() > size_t(std::max(width, 1))) timed.erase(timed.begin() + std::max(width, 1), timed.end());
+    beam = std::move(timed);
+  }
+  if (flags().debug >= 2) {
+    std::string s;
+    for (auto& o : best.k.applied()) s += o.str() + " ";
+    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %.2f s\n", kernel_name(ast, {}).c_str(), best.t * 1e6, s.c_str(), now_s() - t0);
+  }
+  write_file_atomic(file, opts_text(best.k.applied()));
+  return best.k.applied();
+}
+
+}  // namespace tinygrad
+// end include/tinygrad/engine/search.hpp
 // begin include/tinygrad/engine/realize.hpp
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
 #include <list>
@@ -4044,7 +4339,11 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (size_t i = 0; i < ks.size(); i++) {
     if (auto* e = cache.get(ks[i].ast.get())) out[i] = e->second;
     else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
-    else { todo.push_back(i); specs.push_back(to_program(ks[i].ast, *dev.renderer)); }
+    else {
+      todo.push_back(i);
+      auto searched = flags().beam > 0 ? beam_search(ks[i].ast, dev.rt, *dev.renderer, flags().beam) : std::nullopt;
+      specs.push_back(searched ? to_program(ks[i].ast, *dev.renderer, *searched) : to_program(ks[i].ast, *dev.renderer));
+    }
   }
   if (todo.empty()) return out;
   std::vector<std::string> srcs;

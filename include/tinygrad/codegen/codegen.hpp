@@ -116,15 +116,13 @@ inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64
 }
 }  // namespace detail
 
-inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
+// a kernel with its opts applied -> source and launch dimensions
+inline ProgramSpec to_program(const Kernel& k) {
+  const Renderer& ren = k.renderer();
   ProgramSpec p;
-  p.ast = ast;
-  std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
-  UOpRef sink = ast;
-  for (auto& o : want) {
-    try { sink = apply_opt(sink, o); p.opts.push_back(o); }
-    catch (const KernelOptError&) { if (pinned) throw; }
-  }
+  p.ast = k.ast();
+  p.opts = k.applied();
+  UOpRef sink = k.sink();
   int64_t threads = 1;
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
   p.launch = {threads};
@@ -133,7 +131,7 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   // index math folds before and after the lanes become vectors
   sink = simplify(sink);
   sink = simplify(expand_lanes(sink, ren.aligned_vectors));
-  p.flops = detail::estimate_flops(ast);
+  p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
   if (flags().debug >= 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
@@ -148,6 +146,18 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   }
   if (flags().debug >= 4) std::fprintf(stderr, "%s\n", p.src.c_str());
   return p;
+}
+
+// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none), each
+// kept only where the kernel accepts it
+inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
+  Kernel k(ast, ren);
+  std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
+  for (auto& o : want) {
+    try { k.apply(o); }
+    catch (const KernelOptError&) { if (pinned) throw; }
+  }
+  return to_program(k);
 }
 
 }  // namespace tinygrad

@@ -93,6 +93,116 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
   return substitute(sink, sub);
 }
 
+// One kernel as a point in the space of opts: its AST, the opts applied so far and the graph they produced.
+// apply() checks an opt against the kernel and the device (an illegal one throws KernelOptError with the reason
+// and leaves the kernel as it was); valid_opts() lists every legal next opt. The heuristics and BEAM drive this.
+class Kernel {
+ public:
+  // NOTE: register expansion (UPCAST x UNROLL x VECTOR) is capped: past it, code size grows faster than speed
+  static constexpr int64_t max_expand = 256;
+
+  Kernel(UOpRef ast, const Renderer& ren) : ast_(ast), sink_(std::move(ast)), ren_(&ren) {}
+  const UOpRef& ast() const { return ast_; }
+  const UOpRef& sink() const { return sink_; }
+  const std::vector<Opt>& applied() const { return opts_; }
+  const Renderer& renderer() const { return *ren_; }
+  // the ranges left, by id, with their kinds (upcast and unrolled parts are no ranges: see applied())
+  std::vector<UOpRef> ranges() const { return detail::ranges_of(sink_); }
+  // 0: the index of every load/store does not depend on range r, 1: walks it contiguously, 2: strided
+  std::vector<int> stride_classes(const UOpRef& r) const {
+    std::vector<int> c;
+    for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD || u->op == Ops::STORE) c.push_back(detail::stride_class(u->src[0]->src[1], r));
+    return c;
+  }
+  int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) if (o.op == OptOp::LOCAL || o.op == OptOp::GROUP) w *= o.amt; return w; }
+
+  Kernel& apply(const Opt& o) {
+    check(o);
+    sink_ = apply_opt(sink_, o);
+    opts_.push_back(o);
+    return *this;
+  }
+  // every opt that apply() accepts now; amounts tried: the device's vector widths, tile and workgroup sizes
+  std::vector<Opt> valid_opts() const {
+    std::vector<Opt> cand;
+    auto add = [&](OptOp op, int64_t axis, std::initializer_list<int64_t> amts) { for (auto a : amts) cand.push_back({op, axis, a}); };
+    DType out_dt = sink_->src.empty() ? DType::Float32 : sink_->src[0]->src[1]->dtype;
+    int64_t lanes = ren_->vector_lanes(out_dt);
+    for (auto& r : ranges()) {
+      int64_t id = r->range_id();
+      auto t = detail::axis_type(r);
+      if (t == AxisType::REDUCE) {
+        add(OptOp::UNROLL, id, {2, 3, 4, 8});
+        if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
+      } else if (t == AxisType::LOOP) {
+        add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
+        if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
+        if (ren_->has_local) add(OptOp::LOCAL, id, {2, 4, 8, 16, 32});
+        else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
+      }
+    }
+    std::vector<Opt> ok;
+    for (auto& o : cand) {
+      if (o.amt <= 1) continue;
+      try { check(o); ok.push_back(o); } catch (const KernelOptError&) {}
+    }
+    return ok;
+  }
+
+ private:
+  void check(const Opt& o) const {
+    using namespace detail;
+    auto fail = [&](const std::string& why) { throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on ", kernel_ranges(), ": ", why)); };
+    UOpRef r;
+    for (auto& x : ranges()) if (x->range_id() == o.axis) r = x;
+    if (!r) fail("no such axis");
+    int64_t n = r->range_end();
+    if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
+    AxisType t = axis_type(r);
+    bool reduce = t == AxisType::REDUCE;
+    if ((o.op == OptOp::UNROLL || o.op == OptOp::GROUP) != reduce) fail(reduce ? "a reduce axis takes UNROLL or GROUP" : "UNROLL and GROUP need a reduce axis");
+    if (!reduce && t != AxisType::LOOP) fail("the axis is no longer a loop");
+    int count_thread = 0, count_vector = 0;
+    for (auto& p : opts_) { count_thread += p.op == OptOp::THREAD; count_vector += p.op == OptOp::VECTOR; }
+    switch (o.op) {
+      case OptOp::THREAD:
+        if (ren_->has_local || ren_->threads <= 1) fail("the device has no CPU threads");
+        if (o.amt > ren_->threads) fail(cat("more threads than the device's ", ren_->threads));
+        if (count_thread) fail("the kernel is already split over threads");
+        break;
+      case OptOp::LOCAL: case OptOp::GROUP: {
+        if (!ren_->has_local) fail("the device has no workgroups");
+        if (workgroup() * o.amt > ren_->max_threads) fail(cat("a workgroup of ", workgroup() * o.amt, " threads is over the device's ", ren_->max_threads));
+        break;
+      }
+      case OptOp::VECTOR: {
+        if (count_vector) fail("the kernel already has vector lanes");
+        if (sink_->src.size() != 1) fail("vector lanes need a single store");
+        DType dt = sink_->src[0]->src[1]->dtype;
+        int64_t lanes = ren_->vector_lanes(dt);
+        if (lanes <= 1 || (o.amt != lanes && o.amt * 2 != lanes)) fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+        if (stride_class(sink_->src[0]->src[0]->src[1], r) != 1) fail("the store does not walk the axis contiguously");
+        for (auto& u : toposort(sink_))
+          if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
+            fail("a load walks the axis with a stride, or has another element size");
+        [[fallthrough]];
+      }
+      case OptOp::UPCAST: case OptOp::UNROLL:
+        if (expand() * o.amt > max_expand) fail(cat("the register expansion ", expand() * o.amt, " is over ", max_expand));
+        break;
+    }
+  }
+  std::string kernel_ranges() const {
+    std::string s;
+    for (auto& r : ranges()) s += cat(s.empty() ? "" : " ", r->range_id(), ":", r->range_end(), detail::axis_type(r) == AxisType::REDUCE ? "r" : "");
+    return "[" + s + "]";
+  }
+  UOpRef ast_, sink_;
+  const Renderer* ren_;
+  std::vector<Opt> opts_;
+};
+
 // the hand-written heuristic for GPUs: the store's contiguous axis on local x (coalesced), an 8x32 workgroup
 // of 8x4 register tiles for reduces whose loads are reused (matmul, conv: 27 TFLOP/s at 4096 on an H100)
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {

@@ -5,6 +5,7 @@
 #include "../runtime/cuda.hpp"
 #include "../runtime/opencl.hpp"
 #include "schedule.hpp"
+#include "search.hpp"
 
 namespace tinygrad {
 
@@ -190,7 +191,11 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (size_t i = 0; i < ks.size(); i++) {
     if (auto* e = cache.get(ks[i].ast.get())) out[i] = e->second;
     else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
-    else { todo.push_back(i); specs.push_back(to_program(ks[i].ast, *dev.renderer)); }
+    else {
+      todo.push_back(i);
+      auto searched = flags().beam > 0 ? beam_search(ks[i].ast, dev.rt, *dev.renderer, flags().beam) : std::nullopt;
+      specs.push_back(searched ? to_program(ks[i].ast, *dev.renderer, *searched) : to_program(ks[i].ast, *dev.renderer));
+    }
   }
   if (todo.empty()) return out;
   std::vector<std::string> srcs;

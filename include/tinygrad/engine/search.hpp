@@ -1,0 +1,178 @@
+#pragma once
+// BEAM search (tinygrad's "don't hand-tune, search"): a kernel is a point in the space of opts. From the
+// heuristic's kernel, expand every kernel of the beam by each of its valid_opts(), compile the new
+// candidates in one batch (all cores), time each on the device on scratch buffers, keep the `width` fastest and
+// repeat while the best gets faster. The winner's opts are cached on disk per (kernel AST, device, compiler), so
+// a later process runs no search. BEAM=n in the environment, or a BeamScope in code, turns it on.
+#include <fstream>
+#include <unordered_set>
+#include "../codegen/codegen.hpp"
+#include "../runtime/device.hpp"
+
+namespace tinygrad {
+
+struct SearchStats { int64_t searches = 0, cache_hits = 0, candidates = 0; };
+inline SearchStats& search_stats() { static SearchStats s; return s; }
+
+// BEAM width for the lifetime of the scope (0: no search); restores the previous width
+class BeamScope {
+ public:
+  explicit BeamScope(int width) : old_(flags().beam) { flags().beam = width; }
+  ~BeamScope() { flags().beam = old_; }
+  BeamScope(const BeamScope&) = delete;
+  BeamScope& operator=(const BeamScope&) = delete;
+ private:
+  int old_;
+};
+
+namespace detail {
+// elements each DEFINE_GLOBAL of a kernel is indexed over: one past the largest index any access can reach
+// (an upper bound from the indexes' value ranges; nullopt where a bound is data dependent or too large)
+inline std::optional<std::vector<std::pair<DType, int64_t>>> kernel_buffers(const UOpRef& ast) {
+  std::map<int64_t, std::pair<DType, int64_t>> bufs;
+  for (auto& u : toposort(ast)) {
+    if (u->op != Ops::INDEX || u->src[0]->op != Ops::DEFINE_GLOBAL) continue;
+    const UOpRef& idx = u->src[1];
+    if (idx->vmax >= (int64_t(1) << 31) / 8) return std::nullopt;  // NOTE: a gather's loaded index, or > 256M elements
+    auto& b = bufs.try_emplace(std::get<int64_t>(u->src[0]->arg), u->src[0]->dtype, 1).first->second;
+    b.second = std::max(b.second, idx->vmax + 1);
+  }
+  std::vector<std::pair<DType, int64_t>> r;
+  for (auto& [i, b] : bufs) {
+    if (i != int64_t(r.size())) return std::nullopt;
+    r.push_back(b);
+  }
+  return r;
+}
+
+inline std::string opts_text(const std::vector<Opt>& opts) {
+  std::string s;
+  for (auto& o : opts) s += cat(int(o.op), " ", o.axis, " ", o.amt, "\n");
+  return s;
+}
+inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p) {
+  std::ifstream f(p);
+  if (!f) return std::nullopt;
+  std::vector<Opt> r;
+  for (int64_t op, axis, amt; f >> op >> axis >> amt;) {
+    if (op < 0 || op > int64_t(OptOp::GROUP)) return std::nullopt;
+    r.push_back({OptOp(op), axis, amt});
+  }
+  return f.eof() ? std::optional(r) : std::nullopt;
+}
+
+struct Candidate { Kernel k; double t; };
+
+// one timed run; more runs (best of 3) only for candidates within 3x of the best so far
+inline double time_program(Program& prg, const std::vector<void*>& ptrs, double best) {
+  double t = prg.call(ptrs, {}, true);
+  if (t > best * 3) return t;  // hopeless: no more runs
+  for (int i = 0; i < 2; i++) t = std::min(t, prg.call(ptrs, {}, true));
+  return t;
+}
+
+// compile and time kernels; ones that fail to render or compile are dropped (a bug, reported at DEBUG>=2)
+inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime& rt, const std::vector<void*>& ptrs, double best,
+                                           std::unordered_set<uint64_t>& seen) {
+  std::vector<ProgramSpec> specs;
+  std::vector<Kernel> kept;
+  for (auto& k : ks) {
+    try {
+      auto p = to_program(k);
+      // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
+      std::string same = p.fn.substr(p.fn.rfind('_'));
+      for (auto l : p.launch) same += cat(",", l);
+      if (!seen.insert(hash_bytes(same)).second) continue;
+      specs.push_back(std::move(p));
+      kept.push_back(std::move(k));
+    } catch (const Error& e) {
+      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: dropped %s: %s\n", opts_text(k.applied()).c_str(), e.what());
+    }
+  }
+  std::vector<std::string> srcs;
+  for (auto& s : specs) srcs.push_back(s.src);
+  std::vector<std::string> bins;
+  try { bins = rt.compiler->compile_many(srcs); }
+  catch (const Error&) {  // one bad candidate: compile one at a time to keep the others
+    bins.assign(srcs.size(), "");
+    for (size_t i = 0; i < srcs.size(); i++) try { bins[i] = rt.compiler->compile(srcs[i]); } catch (const Error&) {}
+  }
+  std::vector<Candidate> out;
+  for (size_t i = 0; i < specs.size(); i++) {
+    if (bins[i].empty()) continue;
+    try {
+      auto prg = rt.load(specs[i].fn, bins[i], specs[i].launch);
+      double t = time_program(*prg, ptrs, best);
+      out.push_back({std::move(kept[i]), t});
+      best = std::min(best, t);
+      search_stats().candidates++;
+    } catch (const Error& e) {
+      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: %s failed: %s\n", specs[i].name.c_str(), e.what());
+    }
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) { return a.t < b.t; });
+  return out;
+}
+}  // namespace detail
+
+// the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
+// (its buffer sizes are not known from its indexes)
+inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width) {
+  using namespace detail;
+  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width)));
+  std::filesystem::path file = cache_subdir("beam") / key;
+  if (auto opts = read_opts(file)) {
+    try {
+      Kernel k(ast, ren);
+      for (auto& o : *opts) k.apply(o);
+      search_stats().cache_hits++;
+      return opts;
+    } catch (const KernelOptError&) {}  // stale: search again
+  }
+  auto sizes = kernel_buffers(ast);
+  if (!sizes) return std::nullopt;
+  search_stats().searches++;
+  double t0 = now_s(), limit = double(getenv_int("BEAM_TIMEOUT", 60));
+  std::vector<std::unique_ptr<Buffer>> bufs;
+  std::vector<void*> ptrs;
+  for (auto& [dt, n] : *sizes) {
+    bufs.push_back(std::make_unique<Buffer>(rt.name, dt, n));
+    bufs.back()->copyin(std::vector<char>(bufs.back()->nbytes()).data());  // zeros: no NaN or denormal slows a candidate
+    ptrs.push_back(bufs.back()->ptr());
+  }
+  std::unordered_set<uint64_t> seen;
+  // NOTE: the start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul alone
+  // costs seconds to time, and every path from it passes kernels the heuristic already beats
+  Kernel start(ast, ren);
+  for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
+  auto beam = time_kernels({start}, rt, ptrs, 1e30, seen);
+  if (beam.empty()) return std::nullopt;
+  Candidate best = beam[0];
+  int round = 0;
+  bool progress_line = false;
+  while (now_s() - t0 < limit) {
+    std::vector<Kernel> next;
+    for (auto& c : beam)
+      for (auto& o : c.k.valid_opts()) next.push_back(Kernel(c.k).apply(o));
+    auto timed = time_kernels(std::move(next), rt, ptrs, best.t, seen);
+    round++;
+    if (flags().debug >= 2 || (now_s() - t0 > 5 && !progress_line)) {
+      std::fprintf(stderr, "BEAM %s round %d: %zu candidates, best %.2f us%s\n", kernel_name(ast, {}).c_str(), round, timed.size(),
+                   (timed.empty() ? best.t : std::min(best.t, timed[0].t)) * 1e6, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
+      progress_line = flags().debug < 2;
+    }
+    if (timed.empty() || timed[0].t >= best.t * 0.98) break;  // no candidate 2% faster: done
+    best = timed[0];
+    if (timed.size() > size_t(std::max(width, 1))) timed.erase(timed.begin() + std::max(width, 1), timed.end());
+    beam = std::move(timed);
+  }
+  if (flags().debug >= 2) {
+    std::string s;
+    for (auto& o : best.k.applied()) s += o.str() + " ";
+    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %.2f s\n", kernel_name(ast, {}).c_str(), best.t * 1e6, s.c_str(), now_s() - t0);
+  }
+  write_file_atomic(file, opts_text(best.k.applied()));
+  return best.k.applied();
+}
+
+}  // namespace tinygrad
