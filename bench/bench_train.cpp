@@ -1,6 +1,7 @@
 // Seconds per training step of the Fashion-MNIST model (tinygrad's beautiful_mnist: 4 convs, 2 batchnorms,
 // 2 max-pools, a linear; Adam) at batch BS (default 512) on DEV (default CPU), next to tinygrad's jitted step on the
-// same machine in the same run (bench/tinygrad_train_peer.py; skipped when tinygrad is not installed).
+// same machine in the same run (bench/tinygrad_train_peer.py; skipped when tinygrad is not installed), and PyTorch's
+// eager step with as many threads as ours (bench/torch_train_peer.py; skipped when torch is not installed).
 #include <algorithm>
 #include <string>
 #include "../examples/fashion_mnist.hpp"
@@ -29,6 +30,10 @@ int main() {
   double ours = times[times.size() / 2];
   std::printf("tinygrad.hpp  %.3f s/step on %s (batch %lld, %d CPU threads, median of %lld)\n", ours, dev.c_str(), (long long)bs, cpu_threads(), (long long)steps);
 
+  ::setenv("THREADS", std::to_string(cpu_threads()).c_str(), 1);  // the peers use as many threads as we do
+  double torch = dev == "CPU" ? peer_value("torch_train_peer.py", "s_per_step") : NAN;
+  if (std::isnan(torch)) std::printf("PyTorch       (not run: pip install torch; CPU only)\n");
+  else std::printf("PyTorch       %.3f s/step (eager, %d threads)\nratio         %.2fx PyTorch's time (target <= 2x)\n", torch, cpu_threads(), ours / torch);
   double peer = peer_value("tinygrad_train_peer.py", "s_per_step");
   if (std::isnan(peer)) { std::printf("tinygrad      (not run: pip install tinygrad numpy)\n"); return 0; }
   std::printf("tinygrad      %.3f s/step (jitted, CPU backend)\nratio         %.2fx faster than tinygrad (target >= 1x, goal 2x)\n", peer, peer / ours);

@@ -1,0 +1,31 @@
+#!/usr/bin/env python3
+"""Peer of bench_train: seconds per training step of the same Fashion-MNIST model (tinygrad's beautiful_mnist, the
+model of examples/fashion_mnist.cpp: 4 convs, 2 batchnorms, 2 max-pools, a linear; Adam) in PyTorch eager on the CPU,
+at batch BS with THREADS intra-op threads (bench_train passes its own count). Usage: pip install torch; prints one
+JSON line."""
+import json, os, time
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+BS, WARM, STEPS = int(os.getenv("BS", "512")), int(os.getenv("WARM", "3")), int(os.getenv("STEPS", "5"))
+torch.set_num_threads(int(os.getenv("THREADS", str(os.cpu_count() or 1))))
+model = nn.Sequential(nn.Conv2d(1, 32, 5), nn.ReLU(), nn.Conv2d(32, 32, 5), nn.ReLU(), nn.BatchNorm2d(32), nn.MaxPool2d(2),
+                      nn.Conv2d(32, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.BatchNorm2d(64), nn.MaxPool2d(2),
+                      nn.Flatten(1), nn.Linear(576, 10))
+opt = torch.optim.Adam(model.parameters())
+X, Y = torch.rand(BS, 1, 28, 28), torch.randint(0, 10, (BS,))
+
+def step():
+  opt.zero_grad()
+  loss = F.cross_entropy(model(X), Y)
+  loss.backward()
+  opt.step()
+  return loss.item()
+
+model.train()
+for _ in range(WARM): step()
+times = []
+for _ in range(STEPS):
+  t0 = time.perf_counter(); step(); times.append(time.perf_counter() - t0)
+print(json.dumps({"s_per_step": sorted(times)[len(times) // 2], "batch": BS, "threads": torch.get_num_threads(), "torch": torch.__version__}))
