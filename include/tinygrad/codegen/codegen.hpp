@@ -33,7 +33,8 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   for (auto& u : toposort(sink)) red |= u->op == Ops::REDUCE;
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
-  for (auto& o : opts) if (o.op != OptOp::THREAD) n += cat("_", o.amt);
+  // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS) n += cat("_", o.amt);
   return n;
 }
 

@@ -55,7 +55,7 @@ inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p)
   if (!f) return std::nullopt;
   std::vector<Opt> r;
   for (int64_t op, axis, amt; f >> op >> axis >> amt;) {
-    if (op < 0 || op > int64_t(OptOp::GROUP)) return std::nullopt;
+    if (op < 0 || op > int64_t(last_optop)) return std::nullopt;
     r.push_back({OptOp(op), axis, amt});
   }
   return f.eof() ? std::optional(r) : std::nullopt;

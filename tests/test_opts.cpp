@@ -1,0 +1,368 @@
+// Kernel opts pinned one by one (and in chains) on representative kernels: each result equals the kernel without
+// opts and, where cheap, a plain loop. Every run reads inputs from buffers twice their size whose tail is NaN and
+// writes into an output whose tail holds a sentinel: a load past the end (an unmasked PADTO) shows as NaN, a store
+// past the end as a changed sentinel. CPU opts run on the C renderer; workgroup opts (LOCAL, GROUP, GROUPTOP,
+// NOLOCALS) on OpenCL (PoCL here; skipped with a warning where no OpenCL device opens) and compile as CUDA via NVRTC.
+#include <catch2/catch.hpp>
+#include <tinygrad.hpp>
+
+#include <cmath>
+#include <random>
+#include <set>
+
+using tinygrad::DType;
+using tinygrad::Kernel;
+using tinygrad::KernelOptError;
+using tinygrad::Opt;
+using tinygrad::OptOp;
+using tinygrad::Tensor;
+using Catch::Matchers::Contains;
+
+namespace {
+constexpr float sentinel = 1234.5f;
+
+bool has_device(const std::string& d) {
+  try { tinygrad::runtime(d); return true; } catch (const tinygrad::DeviceError&) { return false; }
+}
+Tensor rnd(const tinygrad::Shape& s, uint64_t seed, const std::string& dev = "CPU") {
+  Tensor::manual_seed(seed);
+  return (Tensor::rand(s) - 0.5).to(dev).realize();
+}
+std::string opts_str(const std::vector<Opt>& os) { std::string s; for (auto& o : os) s += o.str() + " "; return s; }
+
+// one kernel with its slots in guarded buffers (twice the size: NaN past the end of inputs, sentinels in the output)
+struct Guarded {
+  tinygrad::KernelAST k;
+  std::string dev;
+  std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;  // by slot
+  std::vector<int64_t> sizes;                           // the real sizes
+};
+Guarded guarded(const Tensor& t) {
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  std::vector<std::shared_ptr<tinygrad::Buffer>> src;
+  for (auto& u : tinygrad::toposort(t.uop()))
+    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) {
+      slots[u.get()] = int(src.size());
+      src.push_back(u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->realized);
+    }
+  auto spec = tinygrad::create_schedule({t.uop()}, slots, int(src.size()));
+  REQUIRE(spec.kernels.size() == 1);
+  Guarded g{spec.kernels[0], t.device(), {}, {}};
+  for (auto& b : src) {
+    REQUIRE(b->dtype == DType::Float32);
+    std::vector<float> host(size_t(b->size * 2 + 16), NAN);
+    b->copyout(host.data());
+    g.bufs.push_back(std::make_shared<tinygrad::Buffer>(t.device(), DType::Float32, int64_t(host.size())));
+    g.bufs.back()->copyin(host.data());
+    g.sizes.push_back(b->size);
+  }
+  for (auto& [dt, n] : spec.new_slots) {
+    REQUIRE(dt == DType::Float32);
+    g.bufs.push_back(std::make_shared<tinygrad::Buffer>(t.device(), dt, n * 2 + 16));
+    g.sizes.push_back(n);
+  }
+  return g;
+}
+// run the kernel once per opt list (compiled in one batch): each output; the tail of the output must stay untouched
+std::vector<std::vector<double>> run_each(Guarded& g, const std::vector<std::vector<Opt>>& optss) {
+  auto& d = tinygrad::get_device(g.dev);
+  std::vector<tinygrad::ProgramSpec> specs;
+  std::vector<std::string> srcs;
+  for (auto& o : optss) {
+    INFO(opts_str(o));
+    specs.push_back(tinygrad::to_program(g.k.ast, *d.renderer, o));
+    srcs.push_back(specs.back().src);
+  }
+  auto bins = d.rt.compiler->compile_many(srcs);
+  std::vector<void*> ptrs;
+  for (int s : g.k.slots) ptrs.push_back(g.bufs[size_t(s)]->ptr());
+  auto& out = *g.bufs[size_t(g.k.slots[0])];
+  size_t n = size_t(g.sizes[size_t(g.k.slots[0])]);
+  std::vector<std::vector<double>> res;
+  for (size_t i = 0; i < specs.size(); i++) {
+    std::vector<float> host(size_t(out.size), sentinel);
+    out.copyin(host.data());
+    d.rt.load(specs[i].fn, bins[i], specs[i].launch)->call(ptrs, {}, true);
+    out.copyout(host.data());
+    size_t written = 0;
+    for (size_t j = n; j < host.size(); j++) written += host[j] != sentinel;
+    INFO(opts_str(optss[i]) << "\n" << specs[i].src);
+    CHECK(written == 0);
+    res.push_back(std::vector<double>(host.begin(), host.begin() + long(n)));
+  }
+  return res;
+}
+void check_close(const std::vector<double>& got, const std::vector<double>& want, const std::string& what) {
+  INFO(what);
+  REQUIRE(got.size() == want.size());
+  double scale = 0;  // NOTE: opts reorder float sums: the error scales with the output's largest value
+  for (double w : want) scale = std::max(scale, std::abs(w));
+  size_t bad = 0;
+  for (size_t i = 0; i < got.size(); i++) bad += !(std::abs(got[i] - want[i]) <= 1e-4 * std::abs(want[i]) + 1e-5 * (1 + scale));
+  CHECK(bad == 0);
+}
+std::string reason(Kernel k, const Opt& o) {
+  try { k.apply(o); } catch (const KernelOptError& e) { return e.what(); }
+  return "accepted";
+}
+bool has(const std::vector<Opt>& os, OptOp op, int64_t axis = -2) {
+  return std::any_of(os.begin(), os.end(), [&](auto& o) { return o.op == op && (axis == -2 || o.axis == axis); });
+}
+
+struct Case { std::string name; Tensor t; std::vector<double> ref; };
+std::vector<double> host(const Tensor& t) { auto v = t.to("CPU").to_vector<float>(); return {v.begin(), v.end()}; }
+// representative kernels; ref: a plain-loop reference where one is cheap to write
+std::vector<Case> cases(const std::string& dev) {
+  Tensor x = rnd({17, 1}, 1, dev), y = rnd({1, 31}, 2, dev), t = rnd({17, 31}, 3, dev), v = rnd({1000}, 4, dev);
+  Tensor a = rnd({17, 31}, 5, dev), b = rnd({31, 13}, 6, dev), img = rnd({2, 3, 9, 10}, 7, dev), w = rnd({4, 3, 3, 3}, 8, dev);
+  auto ht = host(t), ha = host(a), hb = host(b), hi = host(img), hw = host(w);
+  std::vector<double> rsum(17), rmax(17, -INFINITY), rmm(17 * 13), rconv(2 * 4 * 7 * 8);
+  for (int i = 0; i < 17; i++)
+    for (int j = 0; j < 31; j++) { rsum[size_t(i)] += ht[size_t(i * 31 + j)]; rmax[size_t(i)] = std::max(rmax[size_t(i)], ht[size_t(i * 31 + j)]); }
+  for (int i = 0; i < 17; i++)
+    for (int j = 0; j < 13; j++)
+      for (int k = 0; k < 31; k++) rmm[size_t(i * 13 + j)] += ha[size_t(i * 31 + k)] * hb[size_t(k * 13 + j)];
+  for (int n = 0; n < 2; n++)
+    for (int o = 0; o < 4; o++)
+      for (int p = 0; p < 7; p++)
+        for (int q = 0; q < 8; q++)
+          for (int c = 0; c < 3; c++)
+            for (int kh = 0; kh < 3; kh++)
+              for (int kw = 0; kw < 3; kw++)
+                rconv[size_t(((n * 4 + o) * 7 + p) * 8 + q)] += hi[size_t(((n * 3 + c) * 9 + p + kh) * 10 + q + kw)] * hw[size_t(((o * 3 + c) * 3 + kh) * 3 + kw)];
+  return {
+      {"elementwise, broadcast 17x31", (x * y).exp() + x, {}},
+      {"elementwise, 1000", (v * 3).sin() * v, {}},
+      {"sum over 31", t.sum(1), rsum},
+      {"max over 31", t.max(1), rmax},
+      {"sum of exp (not paddable)", t.exp().sum(1), {}},
+      {"sum of a broadcast plus (not paddable)", (x + t).sum(1), {}},
+      {"matmul 17x31x13", a.matmul(b), rmm},
+      {"conv2d", img.conv2d(w), rconv},
+  };
+}
+// each valid opt alone, each valid PADTO followed by each opt valid after it, and random chains of four
+std::vector<std::vector<Opt>> opt_lists(const Kernel& k, std::mt19937& g, size_t max_pairs) {
+  std::vector<std::vector<Opt>> optss{{}};
+  for (auto& o : k.valid_opts()) optss.push_back({o});
+  size_t pairs = 0;
+  for (auto& o : k.valid_opts()) {
+    if (o.op != OptOp::PADTO) continue;
+    Kernel kp = Kernel(k).apply(o);
+    for (auto& o2 : kp.valid_opts()) if (pairs++ < max_pairs) optss.push_back({o, o2});
+  }
+  for (int c = 0; c < 8; c++) {
+    Kernel kc(k);
+    for (int s = 0; s < 4; s++) {
+      auto vo = kc.valid_opts();
+      if (vo.empty()) break;
+      kc.apply(vo[std::uniform_int_distribution<size_t>(0, vo.size() - 1)(g)]);
+    }
+    optss.push_back(kc.applied());
+  }
+  return optss;
+}
+void run_cases(const std::string& dev, size_t max_pairs, std::set<OptOp>& seen) {
+  std::mt19937 g(7);
+  for (auto& c : cases(dev)) {
+    INFO(dev << ": " << c.name);
+    auto gk = guarded(c.t);
+    Kernel k(gk.k.ast, *tinygrad::get_device(dev).renderer);
+    auto optss = opt_lists(k, g, max_pairs);
+    for (auto& os : optss) for (auto& o : os) seen.insert(o.op);
+    auto res = run_each(gk, optss);
+    if (!c.ref.empty()) check_close(res[0], c.ref, "no opts vs the plain loop");
+    for (size_t i = 1; i < res.size(); i++) check_close(res[i], res[0], "with " + opts_str(optss[i]));
+  }
+}
+}  // namespace
+
+TEST_CASE("opts: every CPU opt, alone, after a PADTO and in chains, computes what no opts compute", "[opts]") {
+  std::set<OptOp> seen;
+  run_cases("CPU", 1000, seen);
+  for (OptOp op : {OptOp::UPCAST, OptOp::VECTOR, OptOp::UNROLL, OptOp::PADTO, OptOp::SWAP}) CHECK(seen.count(op));
+  if (tinygrad::get_device("CPU").renderer->threads > 1) CHECK(seen.count(OptOp::THREAD));
+}
+
+TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on OpenCL", "[opts][cl]") {
+  if (!has_device("CL")) { WARN("no OpenCL device here: skipped"); return; }
+  std::set<OptOp> seen;
+  run_cases("CL", 40, seen);
+  for (OptOp op : {OptOp::LOCAL, OptOp::GROUP, OptOp::GROUPTOP, OptOp::NOLOCALS, OptOp::PADTO, OptOp::UPCAST, OptOp::UNROLL}) CHECK(seen.count(op));
+  // pinned: a long sum split over a workgroup both ways, on a padded axis too, and locals on padded output axes
+  Tensor t = rnd({5, 1000}, 9, "CL"), a = rnd({17, 31}, 10, "CL"), b = rnd({31, 13}, 11, "CL");
+  auto gs = guarded(t.sum(1));
+  Kernel ks(gs.k.ast, *tinygrad::get_device("CL").renderer);
+  int64_t i = ks.ranges()[0]->range_id(), r = ks.ranges()[1]->range_id();
+  std::vector<std::vector<Opt>> optss{{},
+                                      {{OptOp::GROUP, r, 8}},
+                                      {{OptOp::GROUPTOP, r, 8}},
+                                      {{OptOp::GROUPTOP, r, 8}, {OptOp::UNROLL, r, 5}},
+                                      {{OptOp::PADTO, r, 32}, {OptOp::GROUPTOP, r, 32}, {OptOp::UNROLL, r, 4}},
+                                      {{OptOp::PADTO, r, 256}, {OptOp::GROUP, r, 256}},
+                                      {{OptOp::PADTO, i, 8}, {OptOp::LOCAL, i, 8}, {OptOp::GROUPTOP, r, 8}},
+                                      {{OptOp::NOLOCALS, -1, 0}, {OptOp::UNROLL, r, 4}}};
+  auto res = run_each(gs, optss);
+  for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
+  auto gm = guarded(a.matmul(b));
+  Kernel km(gm.k.ast, *tinygrad::get_device("CL").renderer);
+  auto rs = km.ranges();
+  int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
+  optss = {{},
+           {{OptOp::PADTO, mi, 32}, {OptOp::PADTO, mj, 16}, {OptOp::LOCAL, mi, 8}, {OptOp::LOCAL, mj, 16}, {OptOp::UPCAST, mi, 4}},
+           {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mk, 32}, {OptOp::LOCAL, mi, 4}, {OptOp::GROUPTOP, mk, 8}, {OptOp::UNROLL, mk, 4}},
+           {{OptOp::SWAP, mi, mj}, {OptOp::PADTO, mj, 16}, {OptOp::LOCAL, mj, 16}},
+           {{OptOp::NOLOCALS, -1, 0}, {OptOp::PADTO, mj, 16}, {OptOp::UPCAST, mj, 4}}};
+  res = run_each(gm, optss);
+  for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
+}
+
+TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped", "[opts]") {
+  Tensor v = rnd({17}, 12), a = rnd({17, 31}, 13), b = rnd({31, 13}, 14);
+  auto ge = guarded((v * 2).exp());
+  auto& ren = *tinygrad::get_device("CPU").renderer;
+  Kernel k(ge.k.ast, ren);
+  int64_t i = k.ranges()[0]->range_id();
+  Kernel kp = Kernel(k).apply({OptOp::PADTO, i, 8});
+  CHECK(kp.ranges()[0]->range_end() == 24);
+  CHECK(has(kp.valid_opts(), OptOp::UPCAST, i));  // 24 divides by 8 (17 did not)
+  auto src = tinygrad::to_program(kp).src;
+  CHECK_THAT(src, Contains("<17"));  // NOTE: the rendered gate; the C renderer prints comparisons without spaces
+  std::vector<std::vector<Opt>> optss{{}, {{OptOp::PADTO, i, 8}}, {{OptOp::PADTO, i, 8}, {OptOp::UPCAST, i, 8}},
+                                      {{OptOp::PADTO, i, 4}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, i, 5}}};
+  int64_t lanes = ren.vector_lanes(DType::Float32);
+  if (lanes > 1) optss.push_back({{OptOp::PADTO, i, lanes}, {OptOp::VECTOR, i, lanes}});
+  if (ren.threads > 1) optss.push_back({{OptOp::PADTO, i, 8}, {OptOp::THREAD, i, 2}});
+  auto res = run_each(ge, optss);
+  for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
+  // a matmul padded on every axis (17 -> 20, 13 -> 16, the reduce 31 -> 32) with full tiles
+  auto gm = guarded(a.matmul(b));
+  Kernel km(gm.k.ast, ren);
+  auto rs = km.ranges();
+  int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
+  optss = {{}, {{OptOp::PADTO, mk, 32}, {OptOp::UNROLL, mk, 8}}, {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}},
+           {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 16}, {OptOp::PADTO, mk, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::UNROLL, mk, 4}}};
+  if (lanes > 1) optss.push_back({{OptOp::PADTO, mj, lanes}, {OptOp::VECTOR, mj, lanes}, {OptOp::UPCAST, mi, 17}});
+  res = run_each(gm, optss);
+  for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
+}
+
+TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the kernel usable", "[opts]") {
+  Tensor t = rnd({17, 31}, 15), x = rnd({17, 1}, 16), s = rnd({16, 32}, 17), big = rnd({5, 64}, 18);
+  tinygrad::CRenderer cpu(4);
+  tinygrad::OpenCLRenderer cl;
+  auto ast = [](const Tensor& u) { return guarded(u).k.ast; };
+  auto ids = [](const Kernel& k) { std::vector<int64_t> r; for (auto& x : k.ranges()) r.push_back(x->range_id()); return r; };
+  Kernel ksum(ast(t.sum(1)), cpu), kmax(ast(t.max(1)), cpu), kexp(ast(t.exp().sum(1)), cpu), kbc(ast((x + t).sum(1)), cpu);
+  int64_t i = ids(ksum)[0], r = ids(ksum)[1];
+  CHECK(reason(ksum, {OptOp::PADTO, r, 32}) == "accepted");
+  CHECK(reason(ksum, {OptOp::PADTO, i, 32}) == "accepted");
+  CHECK_THAT(reason(kmax, {OptOp::PADTO, r, 32}), Contains("needs a sum"));
+  CHECK(reason(kmax, {OptOp::PADTO, i, 32}) == "accepted");  // an output axis: its stores are masked
+  CHECK_THAT(reason(kexp, {OptOp::PADTO, r, 32}), Contains("does not keep the padded 0"));
+  CHECK_THAT(reason(kbc, {OptOp::PADTO, r, 32}), Contains("does not keep the padded 0"));
+  CHECK_THAT(reason(ksum, {OptOp::PADTO, r, 64}), Contains("more than double"));
+  CHECK_THAT(reason(ksum, {OptOp::PADTO, r, 1}), Contains("at least 2"));
+  Kernel k16(ast(s.sum(1)), cpu);
+  CHECK_THAT(reason(k16, {OptOp::PADTO, ids(k16)[1], 8}), Contains("already a multiple"));
+  CHECK_THAT(reason(ksum, {OptOp::PADTO, 99, 4}), Contains("no such axis"));
+  // SWAP: two different loop axes
+  Kernel ke(ast((t * 2).exp()), cpu);
+  CHECK(reason(ke, {OptOp::SWAP, ids(ke)[0], ids(ke)[1]}) == "accepted");
+  CHECK_THAT(reason(ke, {OptOp::SWAP, ids(ke)[0], ids(ke)[0]}), Contains("two different axes"));
+  CHECK_THAT(reason(ksum, {OptOp::SWAP, i, r}), Contains("two loop axes"));
+  CHECK_THAT(reason(ke, {OptOp::SWAP, ids(ke)[0], 42}), Contains("no axis to swap with"));
+  // workgroup opts: none on the CPU; NOLOCALS excludes LOCAL / GROUP / GROUPTOP both ways
+  CHECK_THAT(reason(ksum, {OptOp::NOLOCALS, -1, 0}), Contains("no workgroups"));
+  CHECK_THAT(reason(ksum, {OptOp::GROUPTOP, r, 31}), Contains("no workgroups"));
+  Kernel g(ast(big.sum(1)), cl);
+  int64_t gi = ids(g)[0], gr = ids(g)[1];
+  CHECK_THAT(reason(g, {OptOp::GROUPTOP, gi, 5}), Contains("need a reduce axis"));
+  CHECK_THAT(reason(g, {OptOp::GROUPTOP, gr, 24}), Contains("does not divide"));
+  CHECK_THAT(reason(g, {OptOp::UPCAST, gr, 2}), Contains("reduce axis takes UNROLL or GROUP"));
+  Kernel gn = Kernel(g).apply({OptOp::NOLOCALS, -1, 0});
+  CHECK_THAT(reason(gn, {OptOp::LOCAL, gi, 5}), Contains("NOLOCALS was applied"));
+  CHECK_THAT(reason(gn, {OptOp::GROUPTOP, gr, 16}), Contains("NOLOCALS was applied"));
+  CHECK_THAT(reason(gn, {OptOp::NOLOCALS, -1, 0}), Contains("already applied"));
+  CHECK_FALSE(has(gn.valid_opts(), OptOp::LOCAL));
+  CHECK_FALSE(has(gn.valid_opts(), OptOp::GROUPTOP));
+  Kernel gl = Kernel(g).apply({OptOp::GROUPTOP, gr, 16});
+  CHECK(gl.workgroup() == 16);
+  CHECK_THAT(reason(gl, {OptOp::NOLOCALS, -1, 0}), Contains("already uses LOCAL or GROUP"));
+  // the message names the opt and the kernel's axes
+  CHECK_THAT(reason(ksum, {OptOp::PADTO, r, 64}), Contains("tinygrad::Kernel: Opt(PADTO, ") && Contains("[0:17 1:31r]"));
+  // a rejected opt leaves the kernel as it was: it still takes legal opts and computes the same values
+  Kernel kk(ast(t.sum(1)), *tinygrad::get_device("CPU").renderer);
+  for (Opt bad : {Opt{OptOp::PADTO, r, 64}, Opt{OptOp::SWAP, i, r}, Opt{OptOp::UNROLL, r, 4}}) CHECK_THROWS_AS(kk.apply(bad), KernelOptError);
+  CHECK(kk.applied().empty());
+  kk.apply({OptOp::PADTO, r, 32}).apply({OptOp::UNROLL, r, 4});
+  CHECK_THROWS_AS(kk.apply({OptOp::UNROLL, r, 3}), KernelOptError);
+  CHECK(kk.applied().size() == 2);
+  auto gt = guarded(t.sum(1));
+  auto res = run_each(gt, {{}, kk.applied()});
+  check_close(res[1], res[0], opts_str(kk.applied()));
+  CHECK_THROWS_AS(tinygrad::to_program(gt.k.ast, cpu, std::vector<Opt>{{OptOp::PADTO, r, 64}}), KernelOptError);
+}
+
+TEST_CASE("opts: SWAP exchanges the loop order; valid_opts lists the new opts only where legal", "[opts]") {
+  Tensor t = rnd({17, 31}, 19), s = rnd({16, 32}, 20);
+  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto ge = guarded((t * 2).exp());
+  Kernel k(ge.k.ast, ren);
+  int64_t i = k.ranges()[0]->range_id(), j = k.ranges()[1]->range_id();
+  tinygrad::CRenderer cpu1(1);
+  auto first_loop = [&](const std::vector<Opt>& os) {
+    std::string src = tinygrad::to_program(ge.k.ast, cpu1, os).src;
+    auto at = src.find("for (");
+    REQUIRE(at != std::string::npos);
+    return src.substr(at, src.find('{', at) - at);
+  };
+  CHECK_THAT(first_loop({}), Contains("< 17"));
+  CHECK_THAT(first_loop({{OptOp::SWAP, i, j}}), Contains("< 31"));
+  auto res = run_each(ge, {{}, {{OptOp::SWAP, i, j}}, {{OptOp::SWAP, i, j}, {OptOp::PADTO, i, 4}, {OptOp::UPCAST, i, 4}}});
+  check_close(res[1], res[0], "SWAP");
+  check_close(res[2], res[0], "SWAP, PADTO, UPCAST");
+  // valid_opts: PADTO only where the size is no multiple, SWAP between loop axes, no workgroup opts on the CPU
+  auto vo = k.valid_opts();
+  CHECK(has(vo, OptOp::PADTO, i));
+  CHECK(has(vo, OptOp::SWAP, i));
+  CHECK_FALSE(has(vo, OptOp::NOLOCALS));
+  Kernel ks(guarded(s.sum(1)).k.ast, ren);
+  auto vs = ks.valid_opts();
+  CHECK_FALSE(has(vs, OptOp::PADTO));
+  CHECK_FALSE(has(vs, OptOp::SWAP));  // one loop axis
+  CHECK_FALSE(has(vs, OptOp::GROUPTOP));
+  tinygrad::OpenCLRenderer cl;
+  auto vg = Kernel(guarded(t.sum(1)).k.ast, cl).valid_opts();
+  CHECK(has(vg, OptOp::NOLOCALS));
+  CHECK(has(vg, OptOp::PADTO));
+  auto vg2 = Kernel(guarded(rnd({4, 256}, 21).sum(1)).k.ast, cl).valid_opts();
+  CHECK(has(vg2, OptOp::GROUPTOP));
+  CHECK(has(vg2, OptOp::GROUP));
+  CHECK_FALSE(has(vg2, OptOp::PADTO));
+}
+
+TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC", "[opts][cuda]") {
+  if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
+  tinygrad::CUDARenderer ren;
+  tinygrad::NVRTCCompiler nv("compute_90");
+  Tensor t = rnd({5, 1000}, 22), a = rnd({17, 31}, 23), b = rnd({31, 13}, 24);
+  auto kt = guarded(t.sum(1)).k.ast, km = guarded(a.matmul(b)).k.ast;
+  Kernel k1(kt, ren), k2(km, ren);
+  int64_t i = k1.ranges()[0]->range_id(), r = k1.ranges()[1]->range_id();
+  auto mr = k2.ranges();
+  std::vector<std::pair<tinygrad::UOpRef, std::vector<Opt>>> pins{
+      {kt, {{OptOp::GROUPTOP, r, 8}, {OptOp::UNROLL, r, 5}}},
+      {kt, {{OptOp::PADTO, r, 256}, {OptOp::GROUP, r, 256}}},
+      {kt, {{OptOp::PADTO, i, 8}, {OptOp::LOCAL, i, 8}, {OptOp::GROUPTOP, r, 8}}},
+      {kt, {{OptOp::NOLOCALS, -1, 0}, {OptOp::UNROLL, r, 4}}},
+      {km, {{OptOp::PADTO, mr[0]->range_id(), 32}, {OptOp::PADTO, mr[1]->range_id(), 16}, {OptOp::LOCAL, mr[0]->range_id(), 8},
+            {OptOp::LOCAL, mr[1]->range_id(), 16}, {OptOp::UPCAST, mr[0]->range_id(), 4}, {OptOp::PADTO, mr[2]->range_id(), 4}, {OptOp::UNROLL, mr[2]->range_id(), 4}}},
+      {km, {{OptOp::SWAP, mr[0]->range_id(), mr[1]->range_id()}, {OptOp::PADTO, mr[0]->range_id(), 4}, {OptOp::VECTOR, mr[0]->range_id(), 4}}},
+  };
+  for (auto& [ast, os] : pins) {
+    INFO(opts_str(os));
+    auto p = tinygrad::to_program(ast, ren, os);
+    CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
+  }
+}
