@@ -6,7 +6,11 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <set>
 
@@ -365,4 +369,62 @@ TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC"
     auto p = tinygrad::to_program(ast, ren, os);
     CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
   }
+}
+
+namespace {
+// stderr of a block, through a temporary file (fd 2 is redirected, so child output and fprintf are caught)
+struct StderrCapture {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("tg_opts_stderr_" + std::to_string(::getpid()));
+  int saved = -1;
+  StderrCapture() {
+    std::fflush(stderr);
+    saved = ::dup(2);
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ::dup2(::fileno(f), 2);
+    std::fclose(f);
+  }
+  std::string done() {
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    std::ifstream in(path);
+    std::string s((std::istreambuf_iterator<char>(in)), {});
+    std::filesystem::remove(path);
+    return s;
+  }
+};
+int unique_constant() {
+  static std::mt19937 g(std::random_device{}() ^ uint32_t(::getpid()));
+  return int(std::uniform_int_distribution<int>(1000000, 99999999)(g));
+}
+}  // namespace
+
+TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its rounds at DEBUG=2, and its opts compute the same", "[opts][beam]") {
+  float c = float(unique_constant());  // a new kernel AST in every run: the disk cache has no entry yet
+  Tensor a = rnd({17, 31}, 25), b = rnd({31, 13}, 26);
+  auto g = guarded(a.matmul(b) * c);
+  auto& d = tinygrad::get_device("CPU");
+  auto before = tinygrad::search_stats();
+  int old_debug = tinygrad::flags().debug;
+  tinygrad::flags().debug = 2;
+  StderrCapture cap;
+  auto from_empty = tinygrad::beam_search(g.k.ast, d.rt, *d.renderer, 2, tinygrad::BeamStart::empty);
+  std::string log = cap.done();
+  tinygrad::flags().debug = old_debug;
+  REQUIRE(from_empty);
+  CHECK_THAT(log, Contains("BEAM r_17_13_31 start: ") && Contains("with []"));
+  CHECK_THAT(log, Contains("BEAM r_17_13_31 round 1: ") && Contains("candidates"));
+  CHECK_THAT(log, Contains(" after "));
+  auto from_heuristic = tinygrad::beam_search(g.k.ast, d.rt, *d.renderer, 2);
+  REQUIRE(from_heuristic);
+  auto after = tinygrad::search_stats();
+  CHECK(after.searches == before.searches + 2);  // two starts: two cache entries
+  CHECK(after.candidates > before.candidates + 4);
+  // the cache answers both now
+  CHECK(tinygrad::beam_search(g.k.ast, d.rt, *d.renderer, 2, tinygrad::BeamStart::empty) == from_empty);
+  CHECK(tinygrad::search_stats().searches == after.searches);
+  CHECK(tinygrad::search_stats().cache_hits == after.cache_hits + 1);
+  auto res = run_each(g, {{}, *from_empty, *from_heuristic});
+  check_close(res[1], res[0], "BEAM from no opts: " + opts_str(*from_empty));
+  check_close(res[2], res[0], "BEAM from the heuristic: " + opts_str(*from_heuristic));
 }

@@ -21,6 +21,7 @@ struct Opt {
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
+  bool operator==(const Opt&) const = default;
 };
 struct KernelOptError : Error { using Error::Error; };
 
@@ -222,7 +223,7 @@ class Kernel {
     if (ren_->has_local) cand.push_back({OptOp::NOLOCALS, -1, 0});
     std::vector<Opt> ok;
     for (auto& o : cand) {
-      if (std::find_if(ok.begin(), ok.end(), [&](const Opt& p) { return p.op == o.op && p.axis == o.axis && p.amt == o.amt; }) != ok.end()) continue;
+      if (std::find(ok.begin(), ok.end(), o) != ok.end()) continue;
       try { check(o); ok.push_back(o); } catch (const KernelOptError&) {}
     }
     return ok;

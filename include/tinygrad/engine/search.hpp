@@ -1,10 +1,13 @@
 #pragma once
 // BEAM search (tinygrad's "don't hand-tune, search"): a kernel is a point in the space of opts. From the
-// heuristic's kernel, expand every kernel of the beam by each of its valid_opts(), compile the new
-// candidates in one batch (all cores), time each on the device on scratch buffers, keep the `width` fastest and
-// repeat while the best gets faster. The winner's opts are cached on disk per (kernel AST, device, compiler), so
-// a later process runs no search. BEAM=n in the environment, or a BeamScope in code, turns it on.
+// heuristic's kernel (or, with BEAM_START=empty, the kernel without opts, as tinygrad starts), expand every
+// kernel of the beam by each of its valid_opts(), render and compile the new candidates in one batch (all
+// cores), time each on the device on scratch buffers (best of 3 only for those within 3x of the best so far),
+// keep the `width` fastest and repeat while the best gets faster. The winner's opts are cached on disk per
+// (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
+// in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
 #include <fstream>
+#include <thread>
 #include <unordered_set>
 #include "../codegen/codegen.hpp"
 #include "../runtime/device.hpp"
@@ -12,6 +15,9 @@
 namespace tinygrad {
 
 struct SearchStats { int64_t searches = 0, cache_hits = 0, candidates = 0; };
+// where a search starts: the heuristic's kernel (the default) or the kernel without opts (tinygrad's start)
+enum class BeamStart { heuristic, empty };
+inline BeamStart beam_start_default() { return getenv_str("BEAM_START") == "empty" ? BeamStart::empty : BeamStart::heuristic; }
 inline SearchStats& search_stats() { static SearchStats s; return s; }
 
 // BEAM width for the lifetime of the scope (0: no search); restores the previous width
@@ -74,20 +80,32 @@ inline double time_program(Program& prg, const std::vector<void*>& ptrs, double 
 // compile and time kernels; ones that fail to render or compile are dropped (a bug, reported at DEBUG>=2)
 inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime& rt, const std::vector<void*>& ptrs, double best,
                                            std::unordered_set<uint64_t>& seen) {
+  // render on all cores (the UOp graph is shared between threads; each candidate is its own)
+  std::vector<std::optional<ProgramSpec>> rendered(ks.size());
+  std::vector<std::string> errors(ks.size());
+  size_t nthreads = std::min<size_t>(ks.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> ts;
+  for (size_t t = 0; t < nthreads; t++)
+    ts.emplace_back([&, t] {
+      for (size_t i = t; i < ks.size(); i += nthreads) {
+        try { rendered[i] = to_program(ks[i]); } catch (const std::exception& e) { errors[i] = e.what(); }
+      }
+    });
+  for (auto& t : ts) t.join();
   std::vector<ProgramSpec> specs;
   std::vector<Kernel> kept;
-  for (auto& k : ks) {
-    try {
-      auto p = to_program(k);
-      // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
-      std::string same = p.fn.substr(p.fn.rfind('_'));
-      for (auto l : p.launch) same += cat(",", l);
-      if (!seen.insert(hash_bytes(same)).second) continue;
-      specs.push_back(std::move(p));
-      kept.push_back(std::move(k));
-    } catch (const Error& e) {
-      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: dropped %s: %s\n", opts_text(k.applied()).c_str(), e.what());
+  for (size_t i = 0; i < ks.size(); i++) {
+    if (!rendered[i]) {
+      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: dropped %s: %s\n", opts_text(ks[i].applied()).c_str(), errors[i].c_str());
+      continue;
     }
+    auto& p = *rendered[i];
+    // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
+    std::string same = p.fn.substr(p.fn.rfind('_'));
+    for (auto l : p.launch) same += cat(",", l);
+    if (!seen.insert(hash_bytes(same)).second) continue;
+    specs.push_back(std::move(p));
+    kept.push_back(std::move(ks[i]));
   }
   std::vector<std::string> srcs;
   for (auto& s : specs) srcs.push_back(s.src);
@@ -117,9 +135,11 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
 
 // the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
 // (its buffer sizes are not known from its indexes)
-inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width) {
+inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
+                                                   BeamStart from = beam_start_default()) {
   using namespace detail;
-  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width)));
+  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width,
+                                         from == BeamStart::empty ? "|empty" : "")));
   std::filesystem::path file = cache_subdir("beam") / key;
   if (auto opts = read_opts(file)) {
     try {
@@ -141,36 +161,44 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
     ptrs.push_back(bufs.back()->ptr());
   }
   std::unordered_set<uint64_t> seen;
-  // NOTE: the start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul alone
-  // costs seconds to time, and every path from it passes kernels the heuristic already beats
+  // NOTE: the default start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul
+  // alone costs seconds to time, and every path from it passes kernels the heuristic already beats
   Kernel start(ast, ren);
-  for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
+  if (from == BeamStart::heuristic)
+    for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
   auto beam = time_kernels({start}, rt, ptrs, 1e30, seen);
   if (beam.empty()) return std::nullopt;
   Candidate best = beam[0];
+  std::string name = kernel_name(ast, {});
+  auto opts_str = [](const Kernel& k) {
+    std::string s;
+    for (auto& o : k.applied()) { if (!s.empty()) s += ' '; s += o.str(); }
+    return s;
+  };
+  if (flags().debug >= 2) std::fprintf(stderr, "BEAM %s start: %.2f us with [%s]\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str());
   int round = 0;
   bool progress_line = false;
   while (now_s() - t0 < limit) {
     std::vector<Kernel> next;
     for (auto& c : beam)
       for (auto& o : c.k.valid_opts()) next.push_back(Kernel(c.k).apply(o));
+    size_t tried = next.size();
     auto timed = time_kernels(std::move(next), rt, ptrs, best.t, seen);
     round++;
-    if (flags().debug >= 2 || (now_s() - t0 > 5 && !progress_line)) {
-      std::fprintf(stderr, "BEAM %s round %d: %zu candidates, best %.2f us%s\n", kernel_name(ast, {}).c_str(), round, timed.size(),
-                   (timed.empty() ? best.t : std::min(best.t, timed[0].t)) * 1e6, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
-      progress_line = flags().debug < 2;
+    // DEBUG=2: every round; otherwise one line once a search has run 2 s (so a long silence is explained)
+    if (flags().debug >= 2 || (now_s() - t0 > 2 && !progress_line)) {
+      const Candidate& b = !timed.empty() && timed[0].t < best.t ? timed[0] : best;
+      std::fprintf(stderr, "BEAM %s round %d: %zu candidates (%zu new), best %.2f us with [%s], %.2f s%s\n", name.c_str(), round, tried,
+                   timed.size(), b.t * 1e6, opts_str(b.k).c_str(), now_s() - t0, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
+      progress_line = true;
     }
     if (timed.empty() || timed[0].t >= best.t * 0.98) break;  // no candidate 2% faster: done
     best = timed[0];
     if (timed.size() > size_t(std::max(width, 1))) timed.erase(timed.begin() + std::max(width, 1), timed.end());
     beam = std::move(timed);
   }
-  if (flags().debug >= 2) {
-    std::string s;
-    for (auto& o : best.k.applied()) s += o.str() + " ";
-    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %.2f s\n", kernel_name(ast, {}).c_str(), best.t * 1e6, s.c_str(), now_s() - t0);
-  }
+  if (flags().debug >= 2)
+    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %d rounds, %.2f s\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str(), round, now_s() - t0);
   write_file_atomic(file, opts_text(best.k.applied()));
   return best.k.applied();
 }

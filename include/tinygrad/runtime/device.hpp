@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 #include "../dtype.hpp"
 
 namespace tinygrad {
@@ -73,10 +74,21 @@ struct Compiler {
   virtual ~Compiler() = default;
   virtual std::string cache_key() const = 0;
   virtual std::string compile(const std::string& src) = 0;  // throws CompileError
-  // compile several sources at once (one compiler process where possible)
+  // compile several sources at once: here one compile() a thread on every core (a compiler with a batch mode,
+  // one process for many sources, overrides it); the first failure in source order is rethrown
   virtual std::vector<std::string> compile_many(const std::vector<std::string>& srcs) {
-    std::vector<std::string> r;
-    for (auto& s : srcs) r.push_back(compile(s));
+    std::vector<std::string> r(srcs.size());
+    std::vector<std::exception_ptr> err(srcs.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < srcs.size();) try { r[i] = compile(srcs[i]); } catch (...) { err[i] = std::current_exception(); }
+    };
+    size_t n = std::min<size_t>(srcs.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> ts;
+    for (size_t t = 1; t < n; t++) ts.emplace_back(work);
+    work();
+    for (auto& t : ts) t.join();
+    for (auto& e : err) if (e) std::rethrow_exception(e);
     return r;
   }
 };
