@@ -349,6 +349,7 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 #include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
 
 namespace tinygrad {
 
@@ -406,10 +407,21 @@ struct Compiler {
   virtual ~Compiler() = default;
   virtual std::string cache_key() const = 0;
   virtual std::string compile(const std::string& src) = 0;  // throws CompileError
-  // compile several sources at once (one compiler process where possible)
+  // compile several sources at once: here one compile() a thread on every core (a compiler with a batch mode,
+  // one process for many sources, overrides it); the first failure in source order is rethrown
   virtual std::vector<std::string> compile_many(const std::vector<std::string>& srcs) {
-    std::vector<std::string> r;
-    for (auto& s : srcs) r.push_back(compile(s));
+    std::vector<std::string> r(srcs.size());
+    std::vector<std::exception_ptr> err(srcs.size());
+    std::atomic<size_t> next{0};
+    auto work = [&] {
+      for (size_t i; (i = next++) < srcs.size();) try { r[i] = compile(srcs[i]); } catch (...) { err[i] = std::current_exception(); }
+    };
+    size_t n = std::min<size_t>(srcs.size(), std::max(1u, std::thread::hardware_concurrency()));
+    std::vector<std::thread> ts;
+    for (size_t t = 1; t < n; t++) ts.emplace_back(work);
+    work();
+    for (auto& t : ts) t.join();
+    for (auto& e : err) if (e) std::rethrow_exception(e);
     return r;
   }
 };
@@ -635,7 +647,6 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 #include <spawn.h>
 #include <sys/wait.h>
 #include <condition_variable>
-#include <thread>
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
@@ -2864,14 +2875,24 @@ class OpenCLRenderer : public GPURenderer {
 // kernel opts: reshape the RANGEs of a kernel AST. UPCAST duplicates an output axis into registers,
 // VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores,
 // LOCAL puts part of an output axis on a GPU workgroup's threads, GROUP part of a reduce axis (the threads
-// combine their partial results through shared memory: codegen's lower_group_reduces).
+// combine their partial results through shared memory: codegen's lower_group_reduces), GROUPTOP the same with the
+// group taking the outer part (each thread a contiguous chunk). PADTO rounds an axis up to a multiple (the indexes
+// past the real size are masked: loads read 0, stores are skipped), SWAP exchanges the order of two loop axes,
+// NOLOCALS promises no LOCAL/GROUP opts (a GPU kernel with workgroups of one thread).
 
 namespace tinygrad {
 
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP };
+// NOTE: the values are stored in BEAM's disk cache: append, never reorder
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS };
+inline constexpr OptOp last_optop = OptOp::NOLOCALS;
 struct Opt {
-  OptOp op; int64_t axis; int64_t amt;  // axis: range id
-  std::string str() const { static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP"}; return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")"); }
+  OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
+  std::string str() const {
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS"};
+    static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
+    return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
+  }
+  bool operator==(const Opt&) const = default;
 };
 struct KernelOptError : Error { using Error::Error; };
 
@@ -2899,19 +2920,79 @@ inline int stride_class(const UOpRef& idx, const UOpRef& r) {
   if (d->op == Ops::CONST) { double v = d->const_value(); return v == 0 ? 0 : v == 1 ? 1 : 2; }
   return 2;
 }
+// the nodes below sink whose value depends on range x (a REDUCE over x closes it: its result does not)
+inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRef& x) {
+  std::unordered_set<const UOp*> dep;
+  for (auto& u : toposort(sink)) {
+    if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), x) != u->src.end()) continue;
+    if (u == x || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
+  }
+  return dep;
+}
+// whether u is 0 wherever every load in `zero_loads` reads 0 (PADTO of a reduce axis: the padded iterations must
+// add nothing). NOTE: conservative; 0 * inf from an unpadded operand is taken as 0, as tinygrad does
+inline bool zero_when_padded(const UOpRef& u, const std::unordered_set<const UOp*>& zero_loads) {
+  std::unordered_map<const UOp*, bool> z;
+  for (auto& x : toposort(u)) {
+    auto Z = [&](size_t i) { return z.at(x->src[i].get()); };
+    bool v = false;
+    switch (x->op) {
+      case Ops::LOAD: v = zero_loads.count(x.get()) > 0; break;
+      case Ops::CONST: v = x->const_value() == 0; break;
+      case Ops::MUL: case Ops::AND: v = Z(0) || Z(1); break;
+      case Ops::ADD: case Ops::OR: case Ops::XOR: case Ops::MAX: case Ops::CMPLT: case Ops::CMPNE: v = Z(0) && Z(1); break;
+      case Ops::NEG: case Ops::TRUNC: case Ops::SQRT: case Ops::SIN: case Ops::CAST: case Ops::BITCAST: case Ops::REDUCE: v = Z(0); break;
+      case Ops::WHERE: v = Z(2) && (Z(0) || Z(1)); break;
+      case Ops::MULACC: v = (Z(0) || Z(1)) && Z(2); break;
+      default: break;
+    }
+    z[x.get()] = v;
+  }
+  return z.at(u.get());
+}
 }  // namespace detail
 
 // apply one opt to a kernel AST (a SINK of STOREs)
 inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
   using namespace detail;
+  if (o.op == OptOp::NOLOCALS) return sink;  // a promise Kernel::check keeps; the graph is the same
   UOpRef r = find_range(sink, o.axis);
   int64_t n = r->range_end();
-  if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
   AxisType t = axis_type(r);
-  bool is_reduce = t == AxisType::REDUCE;
-  if ((o.op == OptOp::UNROLL || o.op == OptOp::GROUP) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
-  if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
   DType dt = r->dtype;
+  if (o.op == OptOp::SWAP) {
+    // the two ranges exchange ids: loops open (and gpudims assigns dims) in id order
+    UOpRef r2 = find_range(sink, o.amt);
+    if (r2 == r || t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) throw KernelOptError(o.str() + ": needs two loop axes");
+    return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt)}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt)}});
+  }
+  if (o.op == OptOp::PADTO) {
+    if (o.amt <= 1 || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
+    // the range grows; every load whose index depends on it reads 0 past the real size, every store that
+    // depends on it is skipped there (the gate also keeps the address of any access from being dereferenced)
+    auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
+    UOpRef grown = sub_range(sink, r, nr), valid = lt(nr, n);
+    auto dep = depends_on(grown, nr);
+    std::unordered_set<const UOp*> gate;
+    for (auto& u : toposort(grown))
+      if ((u->op == Ops::LOAD && dep.count(u->src[0].get())) || (u->op == Ops::STORE && dep.count(u.get()))) gate.insert(u->src[0].get());
+    std::unordered_map<const UOp*, UOpRef> m;
+    for (auto& u : toposort(grown)) {
+      std::vector<UOpRef> src;
+      for (auto& x : u->src) src.push_back(m.at(x.get()));
+      if (gate.count(u.get())) {
+        if (src.size() > 2) src[2] = logical_and(src[2], valid);
+        else src.push_back(valid);
+      }
+      m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
+    }
+    return m.at(grown.get());
+  }
+  if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
+  bool is_reduce = t == AxisType::REDUCE;
+  bool group_op = o.op == OptOp::GROUP || o.op == OptOp::GROUPTOP;
+  if ((o.op == OptOp::UNROLL || group_op) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
+  if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
   int64_t nid = next_range_id(sink);
   if (o.op == OptOp::THREAD) {
     // the outer part becomes the core id; the inner keeps the range's id
@@ -2933,13 +3014,15 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
   // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies;
-  // GROUP: a REDUCE over the outer range and the group range (inner, so neighbouring threads read neighbours)
+  // GROUP: a REDUCE over the outer range and the group range (inner, so neighbouring threads read neighbours);
+  // GROUPTOP: the group range is the outer part (each thread reduces a contiguous chunk of n / amt)
   auto group = make_range(o.amt, nid, AxisType::GROUP, dt);
   std::unordered_map<const UOp*, UOpRef> sub;
   for (auto& u : toposort(sink)) {
     if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
     UOpRef acc;
     if (o.op == OptOp::GROUP) acc = sub_range(u->src[0], r, outer * o.amt + group);
+    else if (o.op == OptOp::GROUPTOP) acc = sub_range(u->src[0], r, group * (n / o.amt) + outer);
     else for (int64_t k = 0; k < o.amt; k++) {
       auto v = sub_range(u->src[0], r, outer * o.amt + k);
       acc = acc ? alu(u->reduce_op(), {acc, v}) : v;
@@ -2947,7 +3030,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     std::vector<UOpRef> src{acc};
     for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != r) src.push_back(u->src[i]);
     if (outer->op == Ops::RANGE) src.push_back(outer);
-    if (o.op == OptOp::GROUP) src.push_back(group);
+    if (group_op) src.push_back(group);
     sub[u.get()] = src.size() == 1 ? acc : make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
   }
   return substitute(sink, sub);
@@ -2975,7 +3058,8 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) if (o.op == OptOp::LOCAL || o.op == OptOp::GROUP) w *= o.amt; return w; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) if (uses_locals(o.op)) w *= o.amt; return w; }
+  static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {
     check(o);
@@ -2989,22 +3073,28 @@ class Kernel {
     auto add = [&](OptOp op, int64_t axis, std::initializer_list<int64_t> amts) { for (auto a : amts) cand.push_back({op, axis, a}); };
     DType out_dt = sink_->src.empty() ? DType::Float32 : sink_->src[0]->src[1]->dtype;
     int64_t lanes = ren_->vector_lanes(out_dt);
-    for (auto& r : ranges()) {
+    auto rs = ranges();
+    for (auto& r : rs) {
       int64_t id = r->range_id();
       auto t = detail::axis_type(r);
       if (t == AxisType::REDUCE) {
         add(OptOp::UNROLL, id, {2, 3, 4, 8});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
+        if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
         if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
         if (ren_->has_local) add(OptOp::LOCAL, id, {2, 4, 8, 16, 32});
         else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
+        for (auto& r2 : rs) if (r2->range_id() > id) cand.push_back({OptOp::SWAP, id, r2->range_id()});
       }
+      // odd sizes: round up to full vectors, tiles or workgroups (check() drops sizes that are already multiples)
+      if (t == AxisType::LOOP || t == AxisType::REDUCE) add(OptOp::PADTO, id, {4, 8, 16, 32, lanes});
     }
+    if (ren_->has_local) cand.push_back({OptOp::NOLOCALS, -1, 0});
     std::vector<Opt> ok;
     for (auto& o : cand) {
-      if (o.amt <= 1) continue;
+      if (std::find(ok.begin(), ok.end(), o) != ok.end()) continue;
       try { check(o); ok.push_back(o); } catch (const KernelOptError&) {}
     }
     return ok;
@@ -3014,25 +3104,65 @@ class Kernel {
   void check(const Opt& o) const {
     using namespace detail;
     auto fail = [&](const std::string& why) { throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on ", kernel_ranges(), ": ", why)); };
+    int count_thread = 0, count_vector = 0, count_locals = 0, nolocals = 0;
+    for (auto& p : opts_) {
+      count_thread += p.op == OptOp::THREAD;
+      count_vector += p.op == OptOp::VECTOR;
+      count_locals += uses_locals(p.op);
+      nolocals += p.op == OptOp::NOLOCALS;
+    }
+    if (o.op == OptOp::NOLOCALS) {
+      if (!ren_->has_local) fail("the device has no workgroups");
+      if (nolocals) fail("NOLOCALS is already applied");
+      if (count_locals) fail("the kernel already uses LOCAL or GROUP opts");
+      return;
+    }
     UOpRef r;
     for (auto& x : ranges()) if (x->range_id() == o.axis) r = x;
     if (!r) fail("no such axis");
     int64_t n = r->range_end();
-    if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
     AxisType t = axis_type(r);
     bool reduce = t == AxisType::REDUCE;
-    if ((o.op == OptOp::UNROLL || o.op == OptOp::GROUP) != reduce) fail(reduce ? "a reduce axis takes UNROLL or GROUP" : "UNROLL and GROUP need a reduce axis");
+    if (o.op == OptOp::SWAP) {
+      UOpRef r2;
+      for (auto& x : ranges()) if (x->range_id() == o.amt) r2 = x;
+      if (!r2) fail("no axis to swap with");
+      if (r2 == r) fail("SWAP needs two different axes");
+      if (t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) fail("SWAP needs two loop axes");
+      return;
+    }
+    if (o.op == OptOp::PADTO) {
+      if (t != AxisType::LOOP && !reduce) fail("PADTO needs a loop or reduce axis");
+      if (o.amt <= 1) fail("the amount must be at least 2");
+      if (n % o.amt == 0) fail(cat("the axis's size ", n, " is already a multiple"));
+      int64_t padded = (n + o.amt - 1) / o.amt * o.amt;
+      if (padded >= 2 * n) fail(cat("padding ", n, " to ", padded, " would more than double the axis"));
+      if (reduce) {
+        // the padded iterations must add nothing: a sum whose terms are 0 where the loads read 0
+        auto dep = depends_on(sink_, r);
+        std::unordered_set<const UOp*> zero_loads;
+        for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD && dep.count(u->src[0].get())) zero_loads.insert(u.get());
+        for (auto& u : toposort(sink_)) {
+          if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
+          if (u->reduce_op() != Ops::ADD) fail("a padded reduce axis needs a sum (0 is not the identity of this reduce)");
+          if (!zero_when_padded(u->src[0], zero_loads)) fail("an op between the loads and the sum does not keep the padded 0 a 0");
+        }
+      }
+      return;
+    }
+    if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
+    bool group_op = o.op == OptOp::GROUP || o.op == OptOp::GROUPTOP;
+    if ((o.op == OptOp::UNROLL || group_op) != reduce) fail(reduce ? "a reduce axis takes UNROLL or GROUP (or GROUPTOP)" : "UNROLL and GROUP need a reduce axis");
     if (!reduce && t != AxisType::LOOP) fail("the axis is no longer a loop");
-    int count_thread = 0, count_vector = 0;
-    for (auto& p : opts_) { count_thread += p.op == OptOp::THREAD; count_vector += p.op == OptOp::VECTOR; }
     switch (o.op) {
       case OptOp::THREAD:
         if (ren_->has_local || ren_->threads <= 1) fail("the device has no CPU threads");
         if (o.amt > ren_->threads) fail(cat("more threads than the device's ", ren_->threads));
         if (count_thread) fail("the kernel is already split over threads");
         break;
-      case OptOp::LOCAL: case OptOp::GROUP: {
+      case OptOp::LOCAL: case OptOp::GROUP: case OptOp::GROUPTOP: {
         if (!ren_->has_local) fail("the device has no workgroups");
+        if (nolocals) fail("NOLOCALS was applied: the kernel uses no workgroups");
         if (workgroup() * o.amt > ren_->max_threads) fail(cat("a workgroup of ", workgroup() * o.amt, " threads is over the device's ", ren_->max_threads));
         break;
       }
@@ -3051,6 +3181,7 @@ class Kernel {
       case OptOp::UPCAST: case OptOp::UNROLL:
         if (expand() * o.amt > max_expand) fail(cat("the register expansion ", expand() * o.amt, " is over ", max_expand));
         break;
+      default: break;
     }
   }
   std::string kernel_ranges() const {
@@ -3442,7 +3573,8 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   for (auto& u : toposort(sink)) red |= u->op == Ops::REDUCE;
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
-  for (auto& o : opts) if (o.op != OptOp::THREAD) n += cat("_", o.amt);
+  // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS) n += cat("_", o.amt);
   return n;
 }
 
@@ -3978,14 +4110,19 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
 // end include/tinygrad/engine/schedule.hpp
 // begin include/tinygrad/engine/search.hpp
 // BEAM search (tinygrad's "don't hand-tune, search"): a kernel is a point in the space of opts. From the
-// heuristic's kernel, expand every kernel of the beam by each of its valid_opts(), compile the new
-// candidates in one batch (all cores), time each on the device on scratch buffers, keep the `width` fastest and
-// repeat while the best gets faster. The winner's opts are cached on disk per (kernel AST, device, compiler), so
-// a later process runs no search. BEAM=n in the environment, or a BeamScope in code, turns it on.
+// heuristic's kernel (or, with BEAM_START=empty, the kernel without opts, as tinygrad starts), expand every
+// kernel of the beam by each of its valid_opts(), render and compile the new candidates in one batch (all
+// cores), time each on the device on scratch buffers (best of 3 only for those within 3x of the best so far),
+// keep the `width` fastest and repeat while the best gets faster. The winner's opts are cached on disk per
+// (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
+// in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
 
 namespace tinygrad {
 
 struct SearchStats { int64_t searches = 0, cache_hits = 0, candidates = 0; };
+// where a search starts: the heuristic's kernel (the default) or the kernel without opts (tinygrad's start)
+enum class BeamStart { heuristic, empty };
+inline BeamStart beam_start_default() { return getenv_str("BEAM_START") == "empty" ? BeamStart::empty : BeamStart::heuristic; }
 inline SearchStats& search_stats() { static SearchStats s; return s; }
 
 // BEAM width for the lifetime of the scope (0: no search); restores the previous width
@@ -4029,7 +4166,7 @@ inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p)
   if (!f) return std::nullopt;
   std::vector<Opt> r;
   for (int64_t op, axis, amt; f >> op >> axis >> amt;) {
-    if (op < 0 || op > int64_t(OptOp::GROUP)) return std::nullopt;
+    if (op < 0 || op > int64_t(last_optop)) return std::nullopt;
     r.push_back({OptOp(op), axis, amt});
   }
   return f.eof() ? std::optional(r) : std::nullopt;
@@ -4048,20 +4185,32 @@ inline double time_program(Program& prg, const std::vector<void*>& ptrs, double 
 // compile and time kernels; ones that fail to render or compile are dropped (a bug, reported at DEBUG>=2)
 inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime& rt, const std::vector<void*>& ptrs, double best,
                                            std::unordered_set<uint64_t>& seen) {
+  // render on all cores (the UOp graph is shared between threads; each candidate is its own)
+  std::vector<std::optional<ProgramSpec>> rendered(ks.size());
+  std::vector<std::string> errors(ks.size());
+  size_t nthreads = std::min<size_t>(ks.size(), std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::thread> ts;
+  for (size_t t = 0; t < nthreads; t++)
+    ts.emplace_back([&, t] {
+      for (size_t i = t; i < ks.size(); i += nthreads) {
+        try { rendered[i] = to_program(ks[i]); } catch (const std::exception& e) { errors[i] = e.what(); }
+      }
+    });
+  for (auto& t : ts) t.join();
   std::vector<ProgramSpec> specs;
   std::vector<Kernel> kept;
-  for (auto& k : ks) {
-    try {
-      auto p = to_program(k);
-      // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
-      std::string same = p.fn.substr(p.fn.rfind('_'));
-      for (auto l : p.launch) same += cat(",", l);
-      if (!seen.insert(hash_bytes(same)).second) continue;
-      specs.push_back(std::move(p));
-      kept.push_back(std::move(k));
-    } catch (const Error& e) {
-      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: dropped %s: %s\n", opts_text(k.applied()).c_str(), e.what());
+  for (size_t i = 0; i < ks.size(); i++) {
+    if (!rendered[i]) {
+      if (flags().debug >= 2) std::fprintf(stderr, "BEAM: dropped %s: %s\n", opts_text(ks[i].applied()).c_str(), errors[i].c_str());
+      continue;
     }
+    auto& p = *rendered[i];
+    // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
+    std::string same = p.fn.substr(p.fn.rfind('_'));
+    for (auto l : p.launch) same += cat(",", l);
+    if (!seen.insert(hash_bytes(same)).second) continue;
+    specs.push_back(std::move(p));
+    kept.push_back(std::move(ks[i]));
   }
   std::vector<std::string> srcs;
   for (auto& s : specs) srcs.push_back(s.src);
@@ -4091,9 +4240,11 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
 
 // the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
 // (its buffer sizes are not known from its indexes)
-inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width) {
+inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
+                                                   BeamStart from = beam_start_default()) {
   using namespace detail;
-  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width)));
+  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width,
+                                         from == BeamStart::empty ? "|empty" : "")));
   std::filesystem::path file = cache_subdir("beam") / key;
   if (auto opts = read_opts(file)) {
     try {
@@ -4115,36 +4266,44 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
     ptrs.push_back(bufs.back()->ptr());
   }
   std::unordered_set<uint64_t> seen;
-  // NOTE: the start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul alone
-  // costs seconds to time, and every path from it passes kernels the heuristic already beats
+  // NOTE: the default start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul
+  // alone costs seconds to time, and every path from it passes kernels the heuristic already beats
   Kernel start(ast, ren);
-  for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
+  if (from == BeamStart::heuristic)
+    for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
   auto beam = time_kernels({start}, rt, ptrs, 1e30, seen);
   if (beam.empty()) return std::nullopt;
   Candidate best = beam[0];
+  std::string name = kernel_name(ast, {});
+  auto opts_str = [](const Kernel& k) {
+    std::string s;
+    for (auto& o : k.applied()) { if (!s.empty()) s += ' '; s += o.str(); }
+    return s;
+  };
+  if (flags().debug >= 2) std::fprintf(stderr, "BEAM %s start: %.2f us with [%s]\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str());
   int round = 0;
   bool progress_line = false;
   while (now_s() - t0 < limit) {
     std::vector<Kernel> next;
     for (auto& c : beam)
       for (auto& o : c.k.valid_opts()) next.push_back(Kernel(c.k).apply(o));
+    size_t tried = next.size();
     auto timed = time_kernels(std::move(next), rt, ptrs, best.t, seen);
     round++;
-    if (flags().debug >= 2 || (now_s() - t0 > 5 && !progress_line)) {
-      std::fprintf(stderr, "BEAM %s round %d: %zu candidates, best %.2f us%s\n", kernel_name(ast, {}).c_str(), round, timed.size(),
-                   (timed.empty() ? best.t : std::min(best.t, timed[0].t)) * 1e6, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
-      progress_line = flags().debug < 2;
+    // DEBUG=2: every round; otherwise one line once a search has run 2 s (so a long silence is explained)
+    if (flags().debug >= 2 || (now_s() - t0 > 2 && !progress_line)) {
+      const Candidate& b = !timed.empty() && timed[0].t < best.t ? timed[0] : best;
+      std::fprintf(stderr, "BEAM %s round %d: %zu candidates (%zu new), best %.2f us with [%s], %.2f s%s\n", name.c_str(), round, tried,
+                   timed.size(), b.t * 1e6, opts_str(b.k).c_str(), now_s() - t0, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
+      progress_line = true;
     }
     if (timed.empty() || timed[0].t >= best.t * 0.98) break;  // no candidate 2% faster: done
     best = timed[0];
     if (timed.size() > size_t(std::max(width, 1))) timed.erase(timed.begin() + std::max(width, 1), timed.end());
     beam = std::move(timed);
   }
-  if (flags().debug >= 2) {
-    std::string s;
-    for (auto& o : best.k.applied()) s += o.str() + " ";
-    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %.2f s\n", kernel_name(ast, {}).c_str(), best.t * 1e6, s.c_str(), now_s() - t0);
-  }
+  if (flags().debug >= 2)
+    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %d rounds, %.2f s\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str(), round, now_s() - t0);
   write_file_atomic(file, opts_text(best.k.applied()));
   return best.k.applied();
 }

@@ -188,15 +188,17 @@ TEST_CASE("opts: every CPU opt, alone, after a PADTO and in chains, computes wha
   if (tinygrad::get_device("CPU").renderer->threads > 1) CHECK(seen.count(OptOp::THREAD));
 }
 
-TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on OpenCL", "[opts][cl]") {
-  if (!has_device("CL")) { WARN("no OpenCL device here: skipped"); return; }
+TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on a GPU device (CUDA, else OpenCL)", "[opts][gpu]") {
+  std::string gpu = has_device("CUDA") ? "CUDA" : "CL";
+  if (!has_device(gpu)) { WARN("no CUDA or OpenCL device here: skipped"); return; }
+  INFO(gpu);
   std::set<OptOp> seen;
-  run_cases("CL", 40, seen);
+  run_cases(gpu, 40, seen);
   for (OptOp op : {OptOp::LOCAL, OptOp::GROUP, OptOp::GROUPTOP, OptOp::NOLOCALS, OptOp::PADTO, OptOp::UPCAST, OptOp::UNROLL}) CHECK(seen.count(op));
   // pinned: a long sum split over a workgroup both ways, on a padded axis too, and locals on padded output axes
-  Tensor t = rnd({5, 1000}, 9, "CL"), a = rnd({17, 31}, 10, "CL"), b = rnd({31, 13}, 11, "CL");
+  Tensor t = rnd({5, 1000}, 9, gpu), a = rnd({17, 31}, 10, gpu), b = rnd({31, 13}, 11, gpu);
   auto gs = guarded(t.sum(1));
-  Kernel ks(gs.k.ast, *tinygrad::get_device("CL").renderer);
+  Kernel ks(gs.k.ast, *tinygrad::get_device(gpu).renderer);
   int64_t i = ks.ranges()[0]->range_id(), r = ks.ranges()[1]->range_id();
   std::vector<std::vector<Opt>> optss{{},
                                       {{OptOp::GROUP, r, 8}},
@@ -209,7 +211,7 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
   auto res = run_each(gs, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
   auto gm = guarded(a.matmul(b));
-  Kernel km(gm.k.ast, *tinygrad::get_device("CL").renderer);
+  Kernel km(gm.k.ast, *tinygrad::get_device(gpu).renderer);
   auto rs = km.ranges();
   int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
   optss = {{},
