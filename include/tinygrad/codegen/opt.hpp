@@ -58,27 +58,6 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
-// whether u is 0 wherever every load in `zero_loads` reads 0 (PADTO of a reduce axis: the padded iterations must
-// add nothing). NOTE: conservative; 0 * inf from an unpadded operand is taken as 0, as tinygrad does
-inline bool zero_when_padded(const UOpRef& u, const std::unordered_set<const UOp*>& zero_loads) {
-  std::unordered_map<const UOp*, bool> z;
-  for (auto& x : toposort(u)) {
-    auto Z = [&](size_t i) { return z.at(x->src[i].get()); };
-    bool v = false;
-    switch (x->op) {
-      case Ops::LOAD: v = zero_loads.count(x.get()) > 0; break;
-      case Ops::CONST: v = x->const_value() == 0; break;
-      case Ops::MUL: case Ops::AND: v = Z(0) || Z(1); break;
-      case Ops::ADD: case Ops::OR: case Ops::XOR: case Ops::MAX: case Ops::CMPLT: case Ops::CMPNE: v = Z(0) && Z(1); break;
-      case Ops::NEG: case Ops::TRUNC: case Ops::SQRT: case Ops::SIN: case Ops::CAST: case Ops::BITCAST: case Ops::REDUCE: v = Z(0); break;
-      case Ops::WHERE: v = Z(2) && (Z(0) || Z(1)); break;
-      case Ops::MULACC: v = (Z(0) || Z(1)) && Z(2); break;
-      default: break;
-    }
-    z[x.get()] = v;
-  }
-  return z.at(u.get());
-}
 }  // namespace detail
 
 // apply one opt to a kernel AST (a SINK of STOREs)
@@ -112,6 +91,12 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       if (gate.count(u.get())) {
         if (src.size() > 2) src[2] = logical_and(src[2], valid);
         else src.push_back(valid);
+      }
+      // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
+      if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
+        double id = u->reduce_op() == Ops::ADD ? 0.0 : dtype_min(u->dtype);
+        auto idc = is_float(u->dtype) ? make_uop(Ops::CONST, u->dtype, {}, id) : make_uop(Ops::CONST, u->dtype, {}, int64_t(id));
+        src[0] = alu(Ops::WHERE, {valid, src[0], idc});
       }
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
@@ -266,17 +251,6 @@ class Kernel {
       if (n % o.amt == 0) fail(cat("the axis's size ", n, " is already a multiple"));
       int64_t padded = (n + o.amt - 1) / o.amt * o.amt;
       if (padded >= 2 * n) fail(cat("padding ", n, " to ", padded, " would more than double the axis"));
-      if (reduce) {
-        // the padded iterations must add nothing: a sum whose terms are 0 where the loads read 0
-        auto dep = depends_on(sink_, r);
-        std::unordered_set<const UOp*> zero_loads;
-        for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD && dep.count(u->src[0].get())) zero_loads.insert(u.get());
-        for (auto& u : toposort(sink_)) {
-          if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
-          if (u->reduce_op() != Ops::ADD) fail("a padded reduce axis needs a sum (0 is not the identity of this reduce)");
-          if (!zero_when_padded(u->src[0], zero_loads)) fail("an op between the loads and the sum does not keep the padded 0 a 0");
-        }
-      }
       return;
     }
     if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
