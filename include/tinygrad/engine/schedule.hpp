@@ -398,7 +398,7 @@ class Scheduler {
   // squares: the numerics of two kernels exactly, and no cancellation when the mean is large against the spread.
   struct KInfo {
     std::vector<int> writes;
-    std::unordered_set<int> reads, reduce_reads;  // slots loaded anywhere / inside a reduce
+    std::unordered_set<int> reads, reduce_reads;  // slots loaded anywhere / walked by a reduce
     const UOp* store_idx = nullptr;               // the address every store writes (null: they differ)
     bool reduce = false;                          // its graph reduces
   };
@@ -413,7 +413,13 @@ class Scheduler {
     for (auto& u : toposort(k.ast)) {
       if (u->op == Ops::LOAD) r.reads.insert(slot_of(k, u->src[0]));
       if (u->op != Ops::REDUCE) continue;
-      for (auto& x : toposort(u->src[0])) if (x->op == Ops::LOAD) r.reduce_reads.insert(slot_of(k, x->src[0]));
+      // NOTE: a load the reduce walks (its address depends on the reduce's ranges), not a broadcast scalar
+      for (auto& x : toposort(u->src[0])) {
+        if (x->op != Ops::LOAD) continue;
+        auto addr = toposort(x->src[0]->src[1]);
+        if (std::any_of(addr.begin(), addr.end(), [&](auto& a) { return std::find(u->src.begin() + 1, u->src.end(), a) != u->src.end(); }))
+          r.reduce_reads.insert(slot_of(k, x->src[0]));
+      }
     }
     if (r.reduce_reads.empty() && reduces) r.reduce_reads = r.reads;  // reduces over size-1 dims only: plain loads
     return r;
