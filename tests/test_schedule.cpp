@@ -193,7 +193,7 @@ RowStats row_stats(const std::vector<float>& v, int64_t rows, int64_t cols) {
 TEST_CASE("schedule: sum and max of one input over the same axes are 1 kernel", "[schedule]") {
   // (shape, axis): size-1 dims on either side, a size-1 reduce, a reduce over the outer dim
   struct Case { Shape shape; int64_t axis; };
-  for (auto [shape, axis] : std::vector<Case>{{{16, 33}, 1}, {{16, 33}, 0}, {{1, 7}, 1}, {{5, 1}, 1}, {{3, 1, 4}, 2}, {{1, 1}, 0}, {{64, 256}, 1}}) {
+  for (auto [shape, axis] : std::vector<Case>{{{16, 33}, 1}, {{16, 33}, 0}, {{1, 7}, 1}, {{5, 1}, 1}, {{3, 1, 4}, 2}, {{1, 1}, 0}, {{64, 256}, 1}, {{256, 1024}, 0}, {{1024, 256}, 1}}) {  // the last two: big enough for vector lanes and CPU threads
     INFO(tinygrad::to_string(shape) << " axis " << axis);
     Tensor x = input(shape, 101);
     Tensor s = x.sum(axis), m = x.max(axis);
@@ -207,7 +207,7 @@ TEST_CASE("schedule: sum and max of one input over the same axes are 1 kernel", 
     auto gs = host(s), gm = host(m);
     REQUIRE(gs.size() == size_t(rows));
     for (size_t i = 0; i < size_t(rows); i++) {
-      REQUIRE(gs[i] == Approx(want.sum[i]).margin(1e-4));
+      REQUIRE(gs[i] == Approx(want.sum[i]).margin(1e-3));
       REQUIRE(gm[i] == float(want.max[i]));
     }
   }
