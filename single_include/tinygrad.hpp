@@ -2911,6 +2911,12 @@ inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return
 inline AxisType axis_type(const UOpRef& r) { return AxisType(r->varg()[2]); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
 
+// NOTE: a multi-output kernel (several stores) takes the heuristics' opts when every store writes the same address:
+// then stores[0] stands for all of them
+inline bool one_address(const std::vector<UOpRef>& stores) {
+  return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](auto& s) { return s->src[1] == stores[0]->src[1]; });
+}
+
 // replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
 inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { return substitute(x, {{r.get(), e}}); }
 
@@ -3168,11 +3174,13 @@ class Kernel {
       }
       case OptOp::VECTOR: {
         if (count_vector) fail("the kernel already has vector lanes");
-        if (sink_->src.size() != 1) fail("vector lanes need a single store");
         DType dt = sink_->src[0]->src[1]->dtype;
         int64_t lanes = ren_->vector_lanes(dt);
         if (lanes <= 1 || (o.amt != lanes && o.amt * 2 != lanes)) fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-        if (stride_class(sink_->src[0]->src[0]->src[1], r) != 1) fail("the store does not walk the axis contiguously");
+        for (auto& st : sink_->src) {
+          if (st->src[1]->dtype != dt) fail("the stores have different dtypes");
+          if (stride_class(st->src[0]->src[1], r) != 1) fail("a store does not walk the axis contiguously");
+        }
         for (auto& u : toposort(sink_))
           if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
             fail("a load walks the axis with a stride, or has another element size");
@@ -3200,17 +3208,19 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   using namespace detail;
   std::vector<Opt> opts;
   std::vector<UOpRef> loads, stores, out_rngs, red_rngs;
-  int64_t reduce_size = 1, total = 1, n_reduces = 0;
+  int64_t reduce_size = 1, total = 1;
+  std::set<std::vector<UOpRef>> reduce_sets;
   for (auto& u : toposort(sink)) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-    n_reduces += u->op == Ops::REDUCE;
+    if (u->op == Ops::REDUCE) { std::vector<UOpRef> rs(u->src.begin() + 1, u->src.end()); std::sort(rs.begin(), rs.end()); reduce_sets.insert(rs); }
   }
+  int64_t n_reduces = int64_t(reduce_sets.size());  // reduces over the same ranges (a multi-output kernel's) run as one
   for (auto& r : ranges_of(sink)) {
     if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
     else { total *= r->range_end(); out_rngs.push_back(r); }
   }
-  if (stores.size() != 1) return opts;
+  if (!one_address(stores)) return opts;
   // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP),
   // on the innermost reduce axis that a group size divides
   std::vector<Opt> group;
@@ -3279,7 +3289,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
     has_reduce |= u->op == Ops::REDUCE;
   }
-  if (stores.size() != 1) return opts;
+  if (!one_address(stores)) return opts;
   DType out_dt = sink->src[0]->src[1]->dtype;
   auto rngs = ranges_of(sink);
   std::vector<UOpRef> out_rngs, red_rngs;
@@ -3792,8 +3802,10 @@ class Scheduler {
         const UOpRef& kr = by_ptr_.at(k);
         stack.pop_back();
         if (prod(kr->shape) > 0) spec_.kernels.push_back(lower_kernel(kr));
+        if (prod(kr->shape) > 0) reduces_.push_back(lowered_reduce_);
       }
     }
+    merge_kernels();
   }
   ScheduleSpec spec() { return std::move(spec_); }
 
@@ -4035,6 +4047,7 @@ class Scheduler {
         return kid(std::move(idx), simplify(logical_and(gate, valid)));
       }
       case Ops::REDUCE_AXIS: {
+        lowered_reduce_ = true;
         for (auto a : u->reduce_axes()) {
           if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(idx_dt_, 0); continue; }
           auto r = make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], c.next_range++, int64_t(AxisType::REDUCE)});
@@ -4071,6 +4084,7 @@ class Scheduler {
 
   KernelAST lower_kernel(const UOpRef& k) {
     KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size()), {}};
+    lowered_reduce_ = false;
     int out = slot_.at(k.get());
     c.slots.push_back(out);
     c.param_of_slot[out] = 0;
@@ -4087,8 +4101,150 @@ class Scheduler {
     return {it->second.second, c.slots};
   }
 
+  // ---- multi-output kernels ----
+  // A kernel joins an earlier reduce kernel over the same output ranges (one SINK, several STOREs) when both reduce
+  // the same input (x.sum(1) and x.max(1): one loop, each element loaded once), or when it reads the earlier kernel's
+  // output exactly at the element that kernel stores there (a sum, then the mean, then the variance around it: the
+  // value is used where it was computed, no buffer round trip; two reduces run as two loops in one kernel).
+  // NOTE: a variance keeps its two passes, sum((x - mean)^2) after the mean, rather than one pass of sum and sum of
+  // squares: the numerics of two kernels exactly, and no cancellation when the mean is large against the spread.
+  struct KInfo {
+    std::vector<int> writes;
+    std::unordered_set<int> reads, reduce_reads;  // slots loaded anywhere / walked by a reduce
+    const UOp* store_idx = nullptr;               // the address every store writes (null: they differ)
+    bool reduce = false;                          // its graph reduces
+  };
+  static int slot_of(const KernelAST& k, const UOpRef& index) { return k.slots[size_t(index->src[0]->iarg())]; }
+  static KInfo kernel_info(const KernelAST& k, bool reduces) {
+    KInfo r;
+    r.reduce = reduces;
+    for (auto& st : k.ast->src) {
+      r.writes.push_back(slot_of(k, st->src[0]));
+      r.store_idx = st == k.ast->src[0] || r.store_idx == st->src[0]->src[1].get() ? st->src[0]->src[1].get() : nullptr;
+    }
+    for (auto& u : toposort(k.ast)) {
+      if (u->op == Ops::LOAD) r.reads.insert(slot_of(k, u->src[0]));
+      if (u->op != Ops::REDUCE) continue;
+      // NOTE: a load the reduce walks (its address depends on the reduce's ranges), not a broadcast scalar
+      for (auto& x : toposort(u->src[0])) {
+        if (x->op != Ops::LOAD) continue;
+        auto addr = toposort(x->src[0]->src[1]);
+        if (std::any_of(addr.begin(), addr.end(), [&](auto& a) { return std::find(u->src.begin() + 1, u->src.end(), a) != u->src.end(); }))
+          r.reduce_reads.insert(slot_of(k, x->src[0]));
+      }
+    }
+    if (r.reduce_reads.empty() && reduces) r.reduce_reads = r.reads;  // reduces over size-1 dims only: plain loads
+    return r;
+  }
+  // the RANGEs a node depends on, less the ones in `skip`
+  static std::vector<const UOp*> ranges_below(const UOpRef& u, const std::vector<UOpRef>& skip) {
+    std::vector<const UOp*> r;
+    for (auto& x : toposort(u)) if (x->op == Ops::RANGE && std::find(skip.begin(), skip.end(), x) == skip.end()) r.push_back(x.get());
+    std::sort(r.begin(), r.end());
+    return r;
+  }
+
+  // kernel j (later) folded into kernel g (earlier), or nothing when that is not legal or gains nothing
+  std::optional<KernelAST> merge_pair(const KernelAST& g, const KInfo& gi, const KernelAST& j, const KInfo& ji) {
+    if (!gi.reduce || !gi.store_idx || !ji.store_idx) return std::nullopt;
+    bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; });
+    bool reads_g = std::any_of(gi.writes.begin(), gi.writes.end(), [&](int s) { return ji.reads.count(s) > 0; });
+    if (!share && !reads_g) return std::nullopt;
+    // j's loop ranges renamed to g's (a loop's id is its dim: outputs of shape (1,C,1,1) and (C,) run the same loop)
+    auto loops = [](const UOpRef& k) { auto r = ranges_of(k); std::erase_if(r, [](auto& x) { return axis_type(x) != AxisType::LOOP; }); return r; };
+    auto gl = loops(g.ast), jl = loops(j.ast);
+    if (gl.size() != jl.size()) return std::nullopt;
+    std::unordered_map<const UOp*, UOpRef> loop;
+    for (size_t i = 0; i < gl.size(); i++) {
+      if (gl[i]->range_end() != jl[i]->range_end()) return std::nullopt;
+      if (gl[i] != jl[i]) loop[jl[i].get()] = gl[i];
+    }
+    auto renamed = [&](const UOpRef& x) { return loop.empty() ? x : substitute(x, loop); };
+    if (renamed(j.ast->src[0]->src[0]->src[1]).get() != gi.store_idx) return std::nullopt;
+    std::unordered_map<int, UOpRef> stored;  // g's output slots -> the values it stores there
+    for (auto& st : g.ast->src) stored[slot_of(g, st->src[0])] = st->src[1];
+    KernelAST m{nullptr, g.slots};
+    std::unordered_map<int, int> param;
+    for (size_t p = 0; p < g.slots.size(); p++) param[g.slots[p]] = int(p);
+    // j's params renumbered into g's, its reads of g's outputs replaced by the values, its reduce ranges made fresh
+    std::unordered_map<const UOp*, UOpRef> sub = loop;
+    int64_t next_id = next_range_id(g.ast);
+    for (auto& u : toposort(j.ast)) {
+      if (u->op == Ops::DEFINE_GLOBAL) {
+        int s = j.slots[size_t(u->iarg())];
+        if (stored.count(s)) continue;  // only reached through the loads replaced below
+        auto [it, fresh] = param.try_emplace(s, int(m.slots.size()));
+        if (fresh) m.slots.push_back(s);
+        sub[u.get()] = make_uop(Ops::DEFINE_GLOBAL, u->dtype, {}, int64_t(it->second));
+      } else if (u->op == Ops::LOAD) {
+        auto it = stored.find(slot_of(j, u->src[0]));
+        if (it == stored.end()) continue;
+        // another element of g's output (a thread of its own may write it): not within one kernel
+        if (u->src[0]->src.size() != 2 || renamed(u->src[0]->src[1]).get() != gi.store_idx || it->second->dtype != u->dtype) return std::nullopt;
+        sub[u.get()] = it->second;
+      } else if (u->op == Ops::RANGE && axis_type(u) == AxisType::REDUCE) {
+        sub[u.get()] = make_range(u->range_end(), next_id++, AxisType::REDUCE, u->dtype);
+      }
+    }
+    if (int64_t(m.slots.size()) > kernel_limits().max_buffers) return std::nullopt;
+    UOpRef jn = substitute(j.ast, sub);
+    // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
+    // g's ranges: the linearizer runs both in one loop, and their common loads load once. Never one that reads a
+    // reduce of g (it runs after g's loop).
+    std::vector<UOpRef> greds;
+    for (auto& u : toposort(g.ast)) if (u->op == Ops::REDUCE) greds.push_back(u);
+    std::unordered_map<const UOp*, UOpRef> unify;
+    for (auto& r : toposort(jn)) {
+      if (r->op != Ops::REDUCE || std::find(greds.begin(), greds.end(), r) != greds.end()) continue;  // j's own reduces
+      auto below = toposort(r->src[0]);
+      if (std::any_of(below.begin(), below.end(), [](auto& x) { return x->op == Ops::REDUCE; })) continue;
+      std::vector<UOpRef> rr(r->src.begin() + 1, r->src.end());
+      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+      for (auto& gr : greds) {
+        std::vector<UOpRef> gg(gr->src.begin() + 1, gr->src.end());
+        std::sort(gg.begin(), gg.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+        if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;
+        std::unordered_map<const UOp*, UOpRef> rm;
+        for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];
+        UOpRef cand = substitute(r->src[0], rm);
+        if (ranges_below(cand, gg) != ranges_below(gr->src[0], gg)) continue;
+        std::unordered_set<const UOp*> gloads;
+        for (auto& x : toposort(gr->src[0])) if (x->op == Ops::LOAD) gloads.insert(x.get());
+        auto cl = toposort(cand);
+        if (std::none_of(cl.begin(), cl.end(), [&](auto& x) { return x->op == Ops::LOAD && gloads.count(x.get()); })) continue;
+        unify.insert(rm.begin(), rm.end());
+        break;
+      }
+    }
+    if (!unify.empty()) jn = substitute(jn, unify);
+    std::vector<UOpRef> stores(g.ast->src.begin(), g.ast->src.end());
+    stores.insert(stores.end(), jn->src.begin(), jn->src.end());
+    m.ast = make_uop(Ops::SINK, DType::Bool, stores);
+    return m;
+  }
+
+  // fold kernels into earlier ones where merge_pair allows; a merged kernel runs where its first part ran, so a
+  // kernel only joins one that no kernel it reads from runs after (looking back 32 kernels at most)
+  void merge_kernels() {
+    std::vector<KernelAST> out;
+    std::vector<KInfo> infos;
+    for (size_t i = 0; i < spec_.kernels.size(); i++) {
+      KernelAST& k = spec_.kernels[i];
+      KInfo ki = kernel_info(k, reduces_[i]);
+      bool merged = false;
+      for (size_t g = out.size(), tries = 0; ki.store_idx && g-- > 0 && tries++ < 32;) {
+        if (auto m = merge_pair(out[g], infos[g], k, ki)) { out[g] = std::move(*m); infos[g] = kernel_info(out[g], true); merged = true; break; }
+        if (std::any_of(infos[g].writes.begin(), infos[g].writes.end(), [&](int s) { return ki.reads.count(s) > 0; })) break;
+      }
+      if (!merged) { out.push_back(std::move(k)); infos.push_back(std::move(ki)); }
+    }
+    spec_.kernels = std::move(out);
+  }
+
   std::unordered_map<const UOp*, int> slot_;
   int n_inputs_;
+  std::vector<bool> reduces_;   // per kernel of spec_: its graph has a REDUCE_AXIS (over size-1 dims it lowers to none)
+  bool lowered_reduce_ = false;
   std::vector<UOpRef> kroots_;
   std::unordered_map<const UOp*, UOpRef> by_ptr_;
   std::unordered_map<const UOp*, std::vector<const UOp*>> deps_;

@@ -168,6 +168,182 @@ TEST_CASE("schedule: zero-size outputs run no kernel", "[schedule]") {
   CHECK(e.shape() == Shape{0, 4});
 }
 
+// multi-output kernels: reduces of one input over the same axes share a kernel (several stores in its SINK)
+namespace {
+int64_t kernels_to_realize_all(std::vector<Tensor> ts) {
+  int64_t before = tinygrad::run_stats().kernels_run;
+  Tensor::realize_all(ts);
+  return tinygrad::run_stats().kernels_run - before;
+}
+// a (rows, cols) view of a 2-d tensor's values, reduced along cols: sum, max, mean, biased variance (two passes)
+struct RowStats { std::vector<double> sum, max, mean, var; };
+RowStats row_stats(const std::vector<float>& v, int64_t rows, int64_t cols) {
+  RowStats r;
+  for (int64_t i = 0; i < rows; i++) {
+    double s = 0, m = -INFINITY, q = 0;
+    for (int64_t j = 0; j < cols; j++) { s += v[size_t(i * cols + j)]; m = std::max(m, double(v[size_t(i * cols + j)])); }
+    double mean = s / double(cols);
+    for (int64_t j = 0; j < cols; j++) q += (v[size_t(i * cols + j)] - mean) * (v[size_t(i * cols + j)] - mean);
+    r.sum.push_back(s); r.max.push_back(m); r.mean.push_back(mean); r.var.push_back(q / double(cols));
+  }
+  return r;
+}
+}  // namespace
+
+TEST_CASE("schedule: sum and max of one input over the same axes are 1 kernel", "[schedule]") {
+  // (shape, axis): size-1 dims on either side, a size-1 reduce, a reduce over the outer dim
+  struct Case { Shape shape; int64_t axis; };
+  for (auto [shape, axis] : std::vector<Case>{{{16, 33}, 1}, {{16, 33}, 0}, {{1, 7}, 1}, {{5, 1}, 1}, {{3, 1, 4}, 2}, {{1, 1}, 0}, {{64, 256}, 1}, {{256, 1024}, 0}, {{1024, 256}, 1}}) {  // the last two: big enough for vector lanes and CPU threads
+    INFO(tinygrad::to_string(shape) << " axis " << axis);
+    Tensor x = input(shape, 101);
+    Tensor s = x.sum(axis), m = x.max(axis);
+    CHECK(kernels_to_realize_all({s, m}) == 1);
+    // the same values as a plain loop, with the reduced axis last
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < int64_t(shape.size()); d++) if (d != axis) perm.push_back(d);
+    perm.push_back(axis);
+    int64_t cols = shape[size_t(axis)], rows = tinygrad::prod(shape) / cols;
+    RowStats want = row_stats(host(x.permute(perm).contiguous()), rows, cols);
+    auto gs = host(s), gm = host(m);
+    REQUIRE(gs.size() == size_t(rows));
+    for (size_t i = 0; i < size_t(rows); i++) {
+      REQUIRE(gs[i] == Approx(want.sum[i]).margin(1e-3));
+      REQUIRE(gm[i] == float(want.max[i]));
+    }
+  }
+}
+
+TEST_CASE("schedule: multi-output reduces of a transposed and of a broadcast input", "[schedule]") {
+  Tensor a = input({33, 16}, 102);
+  Tensor x = a.transpose(0, 1);  // (16, 33), not contiguous
+  Tensor s = x.sum(1), m = x.max(1), mn = x.min(1), me = x.mean(1);
+  CHECK(kernels_to_realize_all({s, m, mn, me}) == 1);
+  RowStats want = row_stats(host(x.contiguous()), 16, 33);
+  for (size_t i = 0; i < 16; i++) {
+    REQUIRE(host(s)[i] == Approx(want.sum[i]).margin(1e-4));
+    REQUIRE(host(m)[i] == float(want.max[i]));
+    REQUIRE(host(me)[i] == Approx(want.mean[i]).margin(1e-5));
+  }
+  auto va = host(a), gmn = host(mn);
+  for (size_t i = 0; i < 16; i++) {
+    float lo = INFINITY;
+    for (size_t j = 0; j < 33; j++) lo = std::min(lo, va[j * 16 + i]);
+    REQUIRE(gmn[i] == lo);
+  }
+  // an input broadcast along rows plus one that varies: (8, 1) + (1, 20) -> (8, 20)
+  Tensor r = input({8, 1}, 103), c = input({1, 20}, 104);
+  Tensor y = r + c;
+  Tensor ys = y.sum(1), ym = y.max(1);
+  CHECK(kernels_to_realize_all({ys, ym}) == 1);
+  auto vr = host(r), vc = host(c);
+  for (size_t i = 0; i < 8; i++) {
+    double sum = 0, mx = -INFINITY;
+    for (size_t j = 0; j < 20; j++) { sum += double(vr[i]) + vc[j]; mx = std::max(mx, double(vr[i] + vc[j])); }
+    REQUIRE(host(ys)[i] == Approx(sum).margin(1e-4));
+    REQUIRE(host(ym)[i] == float(mx));
+  }
+}
+
+TEST_CASE("schedule: mean and variance are 1 kernel, two passes (the numerics of two kernels)", "[schedule]") {
+  for (Shape shape : {Shape{16, 33}, Shape{1, 9}, Shape{7, 1}, Shape{4, 300}}) {
+    INFO(tinygrad::to_string(shape));
+    // a large mean against a small spread: one pass of sum and sum of squares would cancel
+    Tensor x = input(shape, 105, 1000, 1001);
+    Tensor me = x.mean(1), v = x.var(1, false, 0);
+    CHECK(kernels_to_realize_all({me, v}) == 1);
+    RowStats want = row_stats(host(x), shape[0], shape[1]);
+    auto gm = host(me), gv = host(v);
+    for (size_t i = 0; i < size_t(shape[0]); i++) {
+      REQUIRE(gm[i] == Approx(want.mean[i]).epsilon(1e-6));
+      REQUIRE(gv[i] == Approx(want.var[i]).epsilon(1e-3).margin(1e-4));
+    }
+  }
+  // the variance of a transpose, with the standard deviation from it
+  Tensor x = input({12, 10}, 106).transpose(0, 1);
+  Tensor me = x.mean(1), sd = x.std(1, false, 0);
+  CHECK(kernels_to_realize_all({me, sd}) == 1);
+  RowStats want = row_stats(host(x.contiguous()), 10, 12);
+  for (size_t i = 0; i < 10; i++) REQUIRE(host(sd)[i] == Approx(std::sqrt(want.var[i])).epsilon(1e-4));
+}
+
+TEST_CASE("schedule: BatchNorm and LayerNorm in training: the statistics are 1 kernel", "[schedule]") {
+  const int64_t N = 4, C = 3, H = 5, W = 5;
+  Tensor x = input({N, C, H, W}, 107, -1, 3);
+  tinygrad::nn::BatchNorm2d bn(C);
+  Tensor::realize_all({bn.running_mean, bn.running_var, bn.num_batches_tracked, *bn.weight, *bn.bias});
+  Tensor y;
+  {
+    tinygrad::TrainingScope train;
+    y = bn(x);
+  }
+  // one kernel for mean, variance, invstd and both running statistics; one for the output
+  CHECK(kernels_to_realize_all({y, bn.running_mean, bn.running_var}) == 2);
+  auto vx = host(x), vy = host(y), rm = host(bn.running_mean), rv = host(bn.running_var);
+  const double n = double(N * H * W);
+  for (int64_t c = 0; c < C; c++) {
+    double s = 0, q = 0;
+    for (int64_t i = 0; i < N; i++) for (int64_t j = 0; j < H * W; j++) s += vx[size_t((i * C + c) * H * W + j)];
+    double mean = s / n;
+    for (int64_t i = 0; i < N; i++) for (int64_t j = 0; j < H * W; j++) q += std::pow(vx[size_t((i * C + c) * H * W + j)] - mean, 2);
+    double var = q / n;
+    REQUIRE(rm[size_t(c)] == Approx(0.1 * mean).margin(1e-5));
+    REQUIRE(rv[size_t(c)] == Approx(0.9 + 0.1 * q / (n - 1)).margin(1e-5));
+    for (int64_t i = 0; i < N; i++)
+      for (int64_t j = 0; j < H * W; j++) {
+        size_t at = size_t((i * C + c) * H * W + j);
+        REQUIRE(vy[at] == Approx((vx[at] - mean) / std::sqrt(var + 1e-5)).margin(1e-4));
+      }
+  }
+
+  Tensor xl = input({4, 6, 8}, 108);
+  Tensor l = xl.layernorm();
+  CHECK(kernels_to_realize(l) == 2);  // mean and variance, then the output
+  RowStats want = row_stats(host(xl), 24, 8);
+  auto vl = host(xl), gl = host(l);
+  for (size_t i = 0; i < 24; i++)
+    for (size_t j = 0; j < 8; j++) REQUIRE(gl[i * 8 + j] == Approx((vl[i * 8 + j] - want.mean[i]) / std::sqrt(want.var[i] + 1e-5)).margin(1e-4));
+}
+
+TEST_CASE("schedule: kernels that must not share a kernel stay apart", "[schedule]") {
+  Tensor x = input({16, 33}, 109);
+  // different output shapes: two kernels
+  Tensor s1 = x.sum(1), s0 = x.sum(0);
+  CHECK(kernels_to_realize_all({s1, s0}) == 2);
+  // a reduce that reads another output element than the one this thread stores (a flip): values stay right
+  Tensor m = x.max(1, true);
+  Tensor z = (x - m.flip(0)).exp().sum(1);
+  Tensor::realize_all({m, z});
+  auto vx = host(x), vm = host(m), vz = host(z);
+  for (size_t i = 0; i < 16; i++) {
+    double s = 0;
+    for (size_t j = 0; j < 33; j++) s += std::exp(double(vx[i * 33 + j]) - vm[15 - i]);
+    REQUIRE(vz[i] == Approx(s).epsilon(1e-5));
+  }
+  // the softmax's max and sum share a kernel; its values are right
+  Tensor sm = input({32, 100}, 110, -5, 5).softmax();
+  CHECK(kernels_to_realize(sm) == 2);
+  for (float r : sm.sum(1).to_vector<float>()) CHECK(r == Approx(1).margin(1e-5));
+}
+
+TEST_CASE("schedule cache: a multi-output kernel's schedule is reused over new buffers", "[schedule][cache]") {
+  auto& st = tinygrad::run_stats();
+  auto build = [](const Tensor& x) { return std::vector<Tensor>{x.sum(1) * 0.6875, x.max(1), x.var(1, false, 0)}; };
+  std::vector<Tensor> r1 = build(input({9, 13}, 111));
+  Tensor::realize_all(r1);
+  int64_t hits = st.schedule_cache_hits, compiled = st.kernels_compiled;
+  Tensor x2 = input({9, 13}, 112);
+  std::vector<Tensor> r2 = build(x2);
+  CHECK(kernels_to_realize_all(r2) == 1);
+  CHECK(st.schedule_cache_hits == hits + 1);
+  CHECK(st.kernels_compiled == compiled);
+  RowStats want = row_stats(host(x2), 9, 13);
+  for (size_t i = 0; i < 9; i++) {
+    REQUIRE(host(r2[0])[i] == Approx(want.sum[i] * 0.6875).margin(1e-5));
+    REQUIRE(host(r2[1])[i] == float(want.max[i]));
+    REQUIRE(host(r2[2])[i] == Approx(want.var[i]).margin(1e-5));
+  }
+}
+
 TEST_CASE("schedule cache: the same graph structure over new buffers reuses the schedule", "[schedule][cache]") {
   auto& st = tinygrad::run_stats();
   // a structure no other test builds (the 0.8125 and 3.25 constants are part of the key)

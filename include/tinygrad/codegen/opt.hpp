@@ -40,6 +40,12 @@ inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return
 inline AxisType axis_type(const UOpRef& r) { return AxisType(r->varg()[2]); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
 
+// NOTE: a multi-output kernel (several stores) takes the heuristics' opts when every store writes the same address:
+// then stores[0] stands for all of them
+inline bool one_address(const std::vector<UOpRef>& stores) {
+  return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](auto& s) { return s->src[1] == stores[0]->src[1]; });
+}
+
 // replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
 inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { return substitute(x, {{r.get(), e}}); }
 
@@ -271,11 +277,13 @@ class Kernel {
       }
       case OptOp::VECTOR: {
         if (count_vector) fail("the kernel already has vector lanes");
-        if (sink_->src.size() != 1) fail("vector lanes need a single store");
         DType dt = sink_->src[0]->src[1]->dtype;
         int64_t lanes = ren_->vector_lanes(dt);
         if (lanes <= 1 || (o.amt != lanes && o.amt * 2 != lanes)) fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-        if (stride_class(sink_->src[0]->src[0]->src[1], r) != 1) fail("the store does not walk the axis contiguously");
+        for (auto& st : sink_->src) {
+          if (st->src[1]->dtype != dt) fail("the stores have different dtypes");
+          if (stride_class(st->src[0]->src[1], r) != 1) fail("a store does not walk the axis contiguously");
+        }
         for (auto& u : toposort(sink_))
           if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
             fail("a load walks the axis with a stride, or has another element size");
@@ -303,17 +311,19 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   using namespace detail;
   std::vector<Opt> opts;
   std::vector<UOpRef> loads, stores, out_rngs, red_rngs;
-  int64_t reduce_size = 1, total = 1, n_reduces = 0;
+  int64_t reduce_size = 1, total = 1;
+  std::set<std::vector<UOpRef>> reduce_sets;
   for (auto& u : toposort(sink)) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-    n_reduces += u->op == Ops::REDUCE;
+    if (u->op == Ops::REDUCE) { std::vector<UOpRef> rs(u->src.begin() + 1, u->src.end()); std::sort(rs.begin(), rs.end()); reduce_sets.insert(rs); }
   }
+  int64_t n_reduces = int64_t(reduce_sets.size());  // reduces over the same ranges (a multi-output kernel's) run as one
   for (auto& r : ranges_of(sink)) {
     if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
     else { total *= r->range_end(); out_rngs.push_back(r); }
   }
-  if (stores.size() != 1) return opts;
+  if (!one_address(stores)) return opts;
   // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP),
   // on the innermost reduce axis that a group size divides
   std::vector<Opt> group;
@@ -382,7 +392,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
     has_reduce |= u->op == Ops::REDUCE;
   }
-  if (stores.size() != 1) return opts;
+  if (!one_address(stores)) return opts;
   DType out_dt = sink->src[0]->src[1]->dtype;
   auto rngs = ranges_of(sink);
   std::vector<UOpRef> out_rngs, red_rngs;
