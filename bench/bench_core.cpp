@@ -2,12 +2,13 @@
 // peer measured in the same run:
 //   1. a fused 10-op elementwise chain over 16M float32 (GB/s) vs a hand-written C++ loop
 //   2. float32 matmul 256/512/1024/2048, 1 thread (GFLOP/s) vs Eigen (C.noalias() = A*B, 1 thread); 1024 again with
-//      BEAM=2 (search time, GFLOP/s) and in a second process that finds the searched kernel in the disk cache
+//      BEAM=2 (search time, GFLOP/s) and in a second process that finds the searched kernel in the disk cache;
+//      1024 on every core, default and BEAM=2, vs Eigen on as many OpenMP threads
 //   3. host overhead of realizing a small graph whose kernel is already compiled (us)
 //   4. first-kernel latency, cold (empty CACHEDIR) and warm (disk cache hit), vs one bare `cc -shared`
 //
 // Usage: bench_core            run everything (each part in a child process of this binary) and print the table
-//        bench_core --ew | --matmul | --overhead | --first-kernel SRC_OUT   one part; prints "@R key value" lines
+//        bench_core --ew | --matmul [N] | --matmul-all [N] | --overhead | --first-kernel SRC_OUT   one part; prints "@R key value" lines
 //
 // The number of CPU threads a kernel uses is baked in when the device opens (THREADS env / flags().threads), so
 // every part runs in its own process with its own THREADS. Always exits 0: it is a report; misses are marked.
@@ -151,9 +152,12 @@ void run_ew() {
 // 2. matmul, 1 thread, row-major on both sides: C[i,j] = sum_k A[i,k] B[k,j]
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-void run_matmul(const std::vector<int64_t>& sizes) {
-  tinygrad::flags().threads = 1;  // before the device opens: the renderer bakes the thread count in
-  Eigen::setNbThreads(1);
+// threads: 1, or 0 for every core (ours: the default thread count; Eigen: as many OpenMP threads)
+void run_matmul(const std::vector<int64_t>& sizes, int threads = 1) {
+  if (threads == 1) tinygrad::flags().threads = 1;  // before the device opens: the renderer bakes the thread count in
+  Eigen::setNbThreads(threads == 1 ? 1 : tinygrad::cpu_threads());
+  result("mm.threads", double(threads == 1 ? 1 : tinygrad::cpu_threads()));
+  result("mm.eigen_threads", double(Eigen::nbThreads()));
   for (int64_t n : sizes) {
     auto ha = random_floats(size_t(n * n), uint32_t(10 + n)), hb = random_floats(size_t(n * n), uint32_t(20 + n));
     Tensor a = Tensor(ha, {n, n}), b = Tensor(hb, {n, n});
@@ -396,6 +400,9 @@ int driver() {
   std::fprintf(stderr, "[2/4] matmul 1024 with BEAM=2 (1 thread), then again in a new process...\n");
   Child mmb = run_child({"BEAM=2", "CACHEDIR=" + tmp + "/beam_cache"}, {"--matmul", "1024"});
   Child mmb2 = run_child({"BEAM=2", "CACHEDIR=" + tmp + "/beam_cache"}, {"--matmul", "1024"});
+  std::fprintf(stderr, "[2/4] matmul 1024 on every core, default and BEAM=2...\n");
+  Child mma = run_child({"-u", "BEAM", "-u", "THREADS", "CACHEDIR=" + cache}, {"--matmul-all", "1024"});
+  Child mmab = run_child({"-u", "THREADS", "BEAM=2", "CACHEDIR=" + tmp + "/beam_cache"}, {"--matmul-all", "1024"});
   std::fprintf(stderr, "[3/4] small-graph overhead...\n");
   Child oh = run_child({"-u", "THREADS", "CACHEDIR=" + cache}, {"--overhead"});
   std::fprintf(stderr, "[4/4] first-kernel latency...\n");
@@ -452,6 +459,13 @@ int driver() {
     double search = get(mmb, "mm1024.first_s"), search2 = get(mmb2, "mm1024.first_s");
     add("BEAM=2 search, matmul 1024 (first call), s", fmt("%.1f", search), "163 tinygrad", search / 163, "<= 30 s", search, 30, false);
     add("second process: searches / first call ms", fmt("%.0f", get(mmb2, "mm.searches")), fmt("%.0f ms", search2 * 1e3), NAN, "0 searches", get(mmb2, "mm.searches"), 0, false);
+  }
+  for (auto* c : {&mma, &mmab}) {
+    double tg = get(*c, "mm1024.tg_gflops"), eg = get(*c, "mm1024.eigen_gflops");
+    std::string thr = fmt("%.0f", get(*c, "mm.threads")) + " thr";
+    add("matmul 1024 f32 " + thr + (c == &mma ? ", default" : ", BEAM=2") + ", GFLOP/s", fmt("%.1f", tg),
+        fmt("%.1f", eg) + " Eigen " + fmt("%.0f", get(*c, "mm.eigen_threads")) + " thr", tg / eg, c == &mma ? "(info)" : ">= 1.00x", tg / eg,
+        c == &mma ? NAN : 1.0, c != &mma);
   }
   double ohr = get(oh, "oh.realize_us"), ohv = get(oh, "oh.to_vector_us"), ohk = get(oh, "oh.kernel_us");
   add("small graph build+realize, us (median)", fmt("%.1f", ohr), fmt("%.2f", ohk) + " kernel call", ohr / ohk, "<= 30 us", ohr, 30, false);
@@ -511,6 +525,7 @@ int main(int argc, char** argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   try {
     if (mode == "--ew") run_ew();
+    else if (mode == "--matmul-all") run_matmul({argc > 2 ? std::atoll(argv[2]) : 1024}, 0);
     else if (mode == "--matmul") run_matmul(argc > 2 ? std::vector<int64_t>{std::atoll(argv[2])} : std::vector<int64_t>{256, 512, 1024, 2048});
     else if (mode == "--overhead") run_overhead();
     else if (mode == "--first-kernel") return run_first_kernel(argc > 2 ? argv[2] : nullptr, t_main);

@@ -2299,6 +2299,37 @@ inline const PatternMatcher& symbolic() {
 
 inline UOpRef simplify(const UOpRef& u) { return graph_rewrite(u, symbolic()); }
 
+// idx simplified where gate holds: ranges the gate bounds (r < c, !(r < c)) are narrowed while simplifying, so the
+// divisions and modulos that only the excluded values needed fold away (a reshape below a pad: the shifted index
+// is negative only where the pad's gate is false). Outside the gate the result may differ: it is never read there.
+inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
+  std::map<const UOp*, std::tuple<UOpRef, int64_t, int64_t>> bound;  // range -> (range, lo, hi): where gate holds
+  std::vector<const UOp*> todo{gate.get()};
+  while (!todo.empty()) {
+    const UOp* g = todo.back();
+    todo.pop_back();
+    if (g->op == Ops::AND && g->dtype == DType::Bool) { todo.push_back(g->src[0].get()); todo.push_back(g->src[1].get()); continue; }
+    bool negated = g->op == Ops::XOR && g->src[1]->is_const(1);
+    const UOp* c = negated ? g->src[0].get() : g;
+    if (c->op != Ops::CMPLT || c->src[0]->op != Ops::RANGE || c->src[1]->op != Ops::CONST || c->src[1]->vcount != 1) continue;
+    auto& [r, lo, hi] = bound.try_emplace(c->src[0].get(), c->src[0], c->src[0]->vmin, c->src[0]->vmax).first->second;
+    int64_t k = std::get<int64_t>(c->src[1]->arg);
+    if (negated) lo = std::max(lo, k); else hi = std::min(hi, k - 1);
+  }
+  std::unordered_map<const UOp*, UOpRef> narrow, back;
+  for (auto& [key, b] : bound) {
+    auto& [r, lo, hi] = b;
+    if (lo > hi || (lo == r->vmin && hi == r->vmax)) continue;
+    // NOTE: the narrowed range stands in for r - lo; its id is outside the kernel's ids
+    auto n = make_uop(Ops::RANGE, r->dtype, {}, std::vector<int64_t>{hi - lo + 1, -1 - r->range_id(), r->varg()[2]});
+    narrow[key] = n + const_int(r->dtype, lo);
+    back[n.get()] = r + const_int(r->dtype, -lo);
+  }
+  if (narrow.empty()) return idx;
+  UOpRef out = simplify(substitute(simplify(substitute(idx, narrow)), back));
+  return toposort(out).size() < toposort(idx).size() ? out : idx;
+}
+
 }  // namespace tinygrad
 // end include/tinygrad/uop/symbolic.hpp
 // begin include/tinygrad/renderer/cstyle.hpp
@@ -2312,6 +2343,7 @@ struct Renderer {
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
+  int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
@@ -2748,7 +2780,15 @@ class CStyleRenderer : public Renderer {
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
-  explicit CRenderer(int nthreads) { device = "CPU"; threads = nthreads; }
+  explicit CRenderer(int nthreads) {
+    device = "CPU";
+    threads = nthreads;
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx512f")) vector_registers = 32;  // kernels are built for this CPU (-march=native)
+#elif defined(__aarch64__)
+    vector_registers = 32;
+#endif
+  }
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
     return 32 / itemsize(dt);  // one AVX2 register
@@ -2935,27 +2975,6 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
-// whether u is 0 wherever every load in `zero_loads` reads 0 (PADTO of a reduce axis: the padded iterations must
-// add nothing). NOTE: conservative; 0 * inf from an unpadded operand is taken as 0, as tinygrad does
-inline bool zero_when_padded(const UOpRef& u, const std::unordered_set<const UOp*>& zero_loads) {
-  std::unordered_map<const UOp*, bool> z;
-  for (auto& x : toposort(u)) {
-    auto Z = [&](size_t i) { return z.at(x->src[i].get()); };
-    bool v = false;
-    switch (x->op) {
-      case Ops::LOAD: v = zero_loads.count(x.get()) > 0; break;
-      case Ops::CONST: v = x->const_value() == 0; break;
-      case Ops::MUL: case Ops::AND: v = Z(0) || Z(1); break;
-      case Ops::ADD: case Ops::OR: case Ops::XOR: case Ops::MAX: case Ops::CMPLT: case Ops::CMPNE: v = Z(0) && Z(1); break;
-      case Ops::NEG: case Ops::TRUNC: case Ops::SQRT: case Ops::SIN: case Ops::CAST: case Ops::BITCAST: case Ops::REDUCE: v = Z(0); break;
-      case Ops::WHERE: v = Z(2) && (Z(0) || Z(1)); break;
-      case Ops::MULACC: v = (Z(0) || Z(1)) && Z(2); break;
-      default: break;
-    }
-    z[x.get()] = v;
-  }
-  return z.at(u.get());
-}
 }  // namespace detail
 
 // apply one opt to a kernel AST (a SINK of STOREs)
@@ -2989,6 +3008,12 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       if (gate.count(u.get())) {
         if (src.size() > 2) src[2] = logical_and(src[2], valid);
         else src.push_back(valid);
+      }
+      // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
+      if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
+        double id = u->reduce_op() == Ops::ADD ? 0.0 : dtype_min(u->dtype);
+        auto idc = is_float(u->dtype) ? make_uop(Ops::CONST, u->dtype, {}, id) : make_uop(Ops::CONST, u->dtype, {}, int64_t(id));
+        src[0] = alu(Ops::WHERE, {valid, src[0], idc});
       }
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
@@ -3143,17 +3168,6 @@ class Kernel {
       if (n % o.amt == 0) fail(cat("the axis's size ", n, " is already a multiple"));
       int64_t padded = (n + o.amt - 1) / o.amt * o.amt;
       if (padded >= 2 * n) fail(cat("padding ", n, " to ", padded, " would more than double the axis"));
-      if (reduce) {
-        // the padded iterations must add nothing: a sum whose terms are 0 where the loads read 0
-        auto dep = depends_on(sink_, r);
-        std::unordered_set<const UOp*> zero_loads;
-        for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD && dep.count(u->src[0].get())) zero_loads.insert(u.get());
-        for (auto& u : toposort(sink_)) {
-          if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
-          if (u->reduce_op() != Ops::ADD) fail("a padded reduce axis needs a sum (0 is not the identity of this reduce)");
-          if (!zero_when_padded(u->src[0], zero_loads)) fail("an op between the loads and the sum does not keep the padded 0 a 0");
-        }
-      }
       return;
     }
     if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
@@ -3316,20 +3330,25 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   }
   if (vaxis) { opts.push_back({OptOp::VECTOR, vaxis->range_id(), lanes}); left[vaxis->range_id()] /= lanes; }
   if (has_reduce && reduce_size >= 16) {
-    // register tile: upcast output axes some load does not depend on (its value is reused across the tile);
-    // without vector lanes take two, each reusing a load the other does not (a conv: channels x pixels)
-    int upcasted = 0, max_up = vaxis ? 1 : 2;
+    // register tile: upcast output axes some load does not depend on (its value is reused across the tile), the
+    // second one that reuses a load the first does not (a conv: images x channels), while the accumulators
+    // fit the vector registers (BEAM's picks on AVX-512: 8 x 32 floats for convs and matmuls, 32 x 4 for 20-wide
+    // convs), or 16 scalars without vectors
+    const int64_t max_acc = vaxis ? lanes * ren.vector_registers : 16;
+    int64_t acc = vaxis ? lanes : 1, tile_axis = -1;  // tile_axis: the first upcast axis
+    int upcasted = 0;
     std::vector<bool> reused(loads.size());
-    for (int pass = 0; pass < max_up; pass++) {
+    for (int pass = 0; pass < 2; pass++) {
       UOpRef best;
       int64_t best_amt = 0, best_new = 0;
       for (auto& r : out_rngs) {
         if (r == vaxis || left[r->range_id()] != r->range_end()) continue;
         int64_t fresh = 0, any = 0;
         for (size_t i = 0; i < loads.size(); i++) if (stride_class(addr(loads[i]), r) == 0) { any++; fresh += !reused[i]; }
-        if (!any || (pass > 0 && !fresh)) continue;
-        for (int64_t amt : {4, 3, 2})
-          if (left[r->range_id()] % amt == 0) {
+        // NOTE: an axis reusing no new load only next to a first axis that is whole in registers (a 5x5 filter window)
+        if (!any || (pass > 0 && !fresh && left[tile_axis] != 1)) continue;
+        for (int64_t amt : {4, 3, 5, 2})
+          if (left[r->range_id()] % amt == 0 && acc * amt <= max_acc) {
             if (!best || fresh > best_new) { best = r; best_amt = amt; best_new = fresh; }
             break;
           }
@@ -3338,9 +3357,25 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       for (size_t i = 0; i < loads.size(); i++) reused[i] = reused[i] || stride_class(addr(loads[i]), best) == 0;
       opts.push_back({OptOp::UPCAST, best->range_id(), best_amt});
       left[best->range_id()] /= best_amt;
+      acc *= best_amt;
+      if (tile_axis < 0) tile_axis = best->range_id();
       upcasted++;
     }
-    if (vaxis && left[vaxis->range_id()] % 2 == 0 && upcasted) { opts.push_back({OptOp::UPCAST, vaxis->range_id(), 2}); left[vaxis->range_id()] /= 2; }
+    // twice the tile along an axis, while the accumulators fit and some axis is left to split over the cores
+    auto grow = [&](int64_t axis) {
+      if (acc * 2 > max_acc || left[axis] % 2 != 0) return;
+      left[axis] /= 2;
+      bool room = ren.threads <= 1;
+      for (auto& r : out_rngs) room = room || left[r->range_id()] % ren.threads == 0;
+      if (!room) { left[axis] *= 2; return; }
+      opts.push_back({OptOp::UPCAST, axis, 2});
+      acc *= 2;
+    };
+    if (vaxis && upcasted) grow(vaxis->range_id());
+    // a long reduce: more rows in the tile (BEAM's pick for 1024 matmuls: 8 x 16 floats of accumulators); a very long
+    // one (a weight gradient over a batch) wider still (BEAM: 8 x 32, 1.9x faster for a 32x32x5x5 conv's weights)
+    if (vaxis && upcasted && reduce_size >= 256) grow(tile_axis);
+    if (vaxis && upcasted && reduce_size >= 16384) grow(vaxis->range_id());
     if (!vaxis && !upcasted && !red_rngs.empty()) {
       auto& rr = red_rngs.back();
       for (int64_t amt : {4, 2}) if (rr->range_end() % amt == 0 && rr->range_end() > amt) { opts.push_back({OptOp::UNROLL, rr->range_id(), amt}); break; }
@@ -3958,7 +3993,7 @@ class Scheduler {
     auto g = make_uop(Ops::DEFINE_GLOBAL, u->dtype, {}, int64_t(it->second));
     Shape shape = u->op == Ops::BUFFER ? Shape{u->buffer()->size} : u->shape;
     std::vector<UOpRef> isrc{g, flat_index(idx, shape)};
-    if (!gate->is_const(1)) isrc.push_back(gate);
+    if (!gate->is_const(1)) { isrc[1] = simplify_given(simplify(isrc[1]), gate); isrc.push_back(gate); }
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 

@@ -257,7 +257,7 @@ TEST_CASE("opts: a padded reduce axis adds the identity: max, exp, broadcasts, a
   Tensor t = rnd({17, 31}, 21), x = rnd({17, 1}, 22);
   std::vector<float> c(17, 1.0f);
   c[3] = INFINITY; c[5] = -INFINITY; c[7] = NAN;
-  Tensor cs = Tensor::from_data(c.data(), {17, 1}).realize();
+  Tensor cs = Tensor::from_data(c.data(), {17, 1}, t.device()).realize();
   auto& ren = *tinygrad::get_device("CPU").renderer;
   for (const Tensor& e : {t.max(1), (-t).max(1), t.exp().sum(1), (x + t).sum(1), (t * cs).sum(1), (t * cs).max(1)}) {
     auto g = guarded(e);

@@ -419,20 +419,25 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   }
   if (vaxis) { opts.push_back({OptOp::VECTOR, vaxis->range_id(), lanes}); left[vaxis->range_id()] /= lanes; }
   if (has_reduce && reduce_size >= 16) {
-    // register tile: upcast output axes some load does not depend on (its value is reused across the tile);
-    // without vector lanes take two, each reusing a load the other does not (a conv: channels x pixels)
-    int upcasted = 0, max_up = vaxis ? 1 : 2;
+    // register tile: upcast output axes some load does not depend on (its value is reused across the tile), the
+    // second one that reuses a load the first does not (a conv: images x channels), while the accumulators
+    // fit the vector registers (BEAM's picks on AVX-512: 8 x 32 floats for convs and matmuls, 32 x 4 for 20-wide
+    // convs), or 16 scalars without vectors
+    const int64_t max_acc = vaxis ? lanes * ren.vector_registers : 16;
+    int64_t acc = vaxis ? lanes : 1, tile_axis = -1;  // tile_axis: the first upcast axis
+    int upcasted = 0;
     std::vector<bool> reused(loads.size());
-    for (int pass = 0; pass < max_up; pass++) {
+    for (int pass = 0; pass < 2; pass++) {
       UOpRef best;
       int64_t best_amt = 0, best_new = 0;
       for (auto& r : out_rngs) {
         if (r == vaxis || left[r->range_id()] != r->range_end()) continue;
         int64_t fresh = 0, any = 0;
         for (size_t i = 0; i < loads.size(); i++) if (stride_class(addr(loads[i]), r) == 0) { any++; fresh += !reused[i]; }
-        if (!any || (pass > 0 && !fresh)) continue;
-        for (int64_t amt : {4, 3, 2})
-          if (left[r->range_id()] % amt == 0) {
+        // NOTE: an axis reusing no new load only next to a first axis that is whole in registers (a 5x5 filter window)
+        if (!any || (pass > 0 && !fresh && left[tile_axis] != 1)) continue;
+        for (int64_t amt : {4, 3, 5, 2})
+          if (left[r->range_id()] % amt == 0 && acc * amt <= max_acc) {
             if (!best || fresh > best_new) { best = r; best_amt = amt; best_new = fresh; }
             break;
           }
@@ -441,9 +446,25 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       for (size_t i = 0; i < loads.size(); i++) reused[i] = reused[i] || stride_class(addr(loads[i]), best) == 0;
       opts.push_back({OptOp::UPCAST, best->range_id(), best_amt});
       left[best->range_id()] /= best_amt;
+      acc *= best_amt;
+      if (tile_axis < 0) tile_axis = best->range_id();
       upcasted++;
     }
-    if (vaxis && left[vaxis->range_id()] % 2 == 0 && upcasted) { opts.push_back({OptOp::UPCAST, vaxis->range_id(), 2}); left[vaxis->range_id()] /= 2; }
+    // twice the tile along an axis, while the accumulators fit and some axis is left to split over the cores
+    auto grow = [&](int64_t axis) {
+      if (acc * 2 > max_acc || left[axis] % 2 != 0) return;
+      left[axis] /= 2;
+      bool room = ren.threads <= 1;
+      for (auto& r : out_rngs) room = room || left[r->range_id()] % ren.threads == 0;
+      if (!room) { left[axis] *= 2; return; }
+      opts.push_back({OptOp::UPCAST, axis, 2});
+      acc *= 2;
+    };
+    if (vaxis && upcasted) grow(vaxis->range_id());
+    // a long reduce: more rows in the tile (BEAM's pick for 1024 matmuls: 8 x 16 floats of accumulators); a very long
+    // one (a weight gradient over a batch) wider still (BEAM: 8 x 32, 1.9x faster for a 32x32x5x5 conv's weights)
+    if (vaxis && upcasted && reduce_size >= 256) grow(tile_axis);
+    if (vaxis && upcasted && reduce_size >= 16384) grow(vaxis->range_id());
     if (!vaxis && !upcasted && !red_rngs.empty()) {
       auto& rr = red_rngs.back();
       for (int64_t amt : {4, 2}) if (rr->range_end() % amt == 0 && rr->range_end() > amt) { opts.push_back({OptOp::UNROLL, rr->range_id(), amt}); break; }

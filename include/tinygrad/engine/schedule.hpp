@@ -246,7 +246,7 @@ class Scheduler {
     auto g = make_uop(Ops::DEFINE_GLOBAL, u->dtype, {}, int64_t(it->second));
     Shape shape = u->op == Ops::BUFFER ? Shape{u->buffer()->size} : u->shape;
     std::vector<UOpRef> isrc{g, flat_index(idx, shape)};
-    if (!gate->is_const(1)) isrc.push_back(gate);
+    if (!gate->is_const(1)) { isrc[1] = simplify_given(simplify(isrc[1]), gate); isrc.push_back(gate); }
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 

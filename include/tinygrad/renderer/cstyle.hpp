@@ -11,6 +11,7 @@ struct Renderer {
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
+  int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
@@ -447,7 +448,15 @@ class CStyleRenderer : public Renderer {
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
-  explicit CRenderer(int nthreads) { device = "CPU"; threads = nthreads; }
+  explicit CRenderer(int nthreads) {
+    device = "CPU";
+    threads = nthreads;
+#if defined(__x86_64__) || defined(__i386__)
+    if (__builtin_cpu_supports("avx512f")) vector_registers = 32;  // kernels are built for this CPU (-march=native)
+#elif defined(__aarch64__)
+    vector_registers = 32;
+#endif
+  }
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
     return 32 / itemsize(dt);  // one AVX2 register

@@ -327,4 +327,35 @@ inline const PatternMatcher& symbolic() {
 
 inline UOpRef simplify(const UOpRef& u) { return graph_rewrite(u, symbolic()); }
 
+// idx simplified where gate holds: ranges the gate bounds (r < c, !(r < c)) are narrowed while simplifying, so the
+// divisions and modulos that only the excluded values needed fold away (a reshape below a pad: the shifted index
+// is negative only where the pad's gate is false). Outside the gate the result may differ: it is never read there.
+inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
+  std::map<const UOp*, std::tuple<UOpRef, int64_t, int64_t>> bound;  // range -> (range, lo, hi): where gate holds
+  std::vector<const UOp*> todo{gate.get()};
+  while (!todo.empty()) {
+    const UOp* g = todo.back();
+    todo.pop_back();
+    if (g->op == Ops::AND && g->dtype == DType::Bool) { todo.push_back(g->src[0].get()); todo.push_back(g->src[1].get()); continue; }
+    bool negated = g->op == Ops::XOR && g->src[1]->is_const(1);
+    const UOp* c = negated ? g->src[0].get() : g;
+    if (c->op != Ops::CMPLT || c->src[0]->op != Ops::RANGE || c->src[1]->op != Ops::CONST || c->src[1]->vcount != 1) continue;
+    auto& [r, lo, hi] = bound.try_emplace(c->src[0].get(), c->src[0], c->src[0]->vmin, c->src[0]->vmax).first->second;
+    int64_t k = std::get<int64_t>(c->src[1]->arg);
+    if (negated) lo = std::max(lo, k); else hi = std::min(hi, k - 1);
+  }
+  std::unordered_map<const UOp*, UOpRef> narrow, back;
+  for (auto& [key, b] : bound) {
+    auto& [r, lo, hi] = b;
+    if (lo > hi || (lo == r->vmin && hi == r->vmax)) continue;
+    // NOTE: the narrowed range stands in for r - lo; its id is outside the kernel's ids
+    auto n = make_uop(Ops::RANGE, r->dtype, {}, std::vector<int64_t>{hi - lo + 1, -1 - r->range_id(), r->varg()[2]});
+    narrow[key] = n + const_int(r->dtype, lo);
+    back[n.get()] = r + const_int(r->dtype, -lo);
+  }
+  if (narrow.empty()) return idx;
+  UOpRef out = simplify(substitute(simplify(substitute(idx, narrow)), back));
+  return toposort(out).size() < toposort(idx).size() ? out : idx;
+}
+
 }  // namespace tinygrad
