@@ -470,10 +470,11 @@ class Scheduler {
         // another element of g's output (a thread of its own may write it): not within one kernel
         if (u->src[0]->src.size() != 2 || renamed(u->src[0]->src[1]).get() != gi.store_idx || it->second->dtype != u->dtype) return std::nullopt;
         sub[u.get()] = it->second;
-      } else if (u->op == Ops::RANGE && axis_type(u) == AxisType::REDUCE) {
-        sub[u.get()] = make_range(u->range_end(), next_id++, AxisType::REDUCE, u->dtype);
       }
     }
+    // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside)
+    for (auto& r : ranges_of(j.ast))
+      if (axis_type(r) == AxisType::REDUCE) sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype);
     if (int64_t(m.slots.size()) > kernel_limits().max_buffers) return std::nullopt;
     UOpRef jn = substitute(j.ast, sub);
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
