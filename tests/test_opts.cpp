@@ -14,6 +14,8 @@
 #include <random>
 #include <set>
 
+#include "one_kernel.hpp"
+
 using tinygrad::DType;
 using tinygrad::Kernel;
 using tinygrad::KernelOptError;
@@ -42,15 +44,7 @@ struct Guarded {
   std::vector<int64_t> sizes;                           // the real sizes
 };
 Guarded guarded(const Tensor& t) {
-  std::unordered_map<const tinygrad::UOp*, int> slots;
-  std::vector<std::shared_ptr<tinygrad::Buffer>> src;
-  for (auto& u : tinygrad::toposort(t.uop()))
-    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) {
-      slots[u.get()] = int(src.size());
-      src.push_back(u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->realized);
-    }
-  auto spec = tinygrad::create_schedule({t.uop()}, slots, int(src.size()));
-  REQUIRE(spec.kernels.size() == 1);
+  auto [spec, src] = one_kernel_schedule(t);
   Guarded g{spec.kernels[0], t.device(), {}, {}};
   for (auto& b : src) {
     REQUIRE(b->dtype == DType::Float32);

@@ -7,6 +7,8 @@
 
 #include <random>
 
+#include "one_kernel.hpp"
+
 using tinygrad::DType;
 using tinygrad::Kernel;
 using tinygrad::KernelOptError;
@@ -22,15 +24,7 @@ struct OneKernel {
 };
 // the single kernel computing t from realized inputs, with buffers for its slots
 OneKernel one_kernel(const Tensor& t) {
-  std::unordered_map<const tinygrad::UOp*, int> slots;
-  std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;
-  for (auto& u : tinygrad::toposort(t.uop()))
-    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) {
-      slots[u.get()] = int(bufs.size());
-      bufs.push_back(u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->realized);
-    }
-  auto spec = tinygrad::create_schedule({t.uop()}, slots, int(bufs.size()));
-  REQUIRE(spec.kernels.size() == 1);
+  auto [spec, bufs] = one_kernel_schedule(t);
   for (auto& [dt, n] : spec.new_slots) bufs.push_back(std::make_shared<tinygrad::Buffer>(t.device(), dt, n));
   return {spec.kernels[0], bufs};
 }

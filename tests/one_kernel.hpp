@@ -1,0 +1,22 @@
+// The schedule of a tensor over its realized leaves, for tests that run one kernel by hand (test_search, test_opts)
+#pragma once
+#include <catch2/catch.hpp>
+#include <tinygrad.hpp>
+
+struct LeafSchedule {
+  tinygrad::ScheduleSpec spec;
+  std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;  // the leaves' buffers, by slot
+};
+// t's schedule, which must be one kernel, over its realized leaves
+inline LeafSchedule one_kernel_schedule(const tinygrad::Tensor& t) {
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  LeafSchedule s;
+  for (auto& u : tinygrad::toposort(t.uop()))
+    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) {
+      slots[u.get()] = int(s.bufs.size());
+      s.bufs.push_back(u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->realized);
+    }
+  s.spec = tinygrad::create_schedule({t.uop()}, slots, int(s.bufs.size()));
+  REQUIRE(s.spec.kernels.size() == 1);
+  return s;
+}
