@@ -6,8 +6,9 @@
 // begin include/tinygrad.hpp
 // tinygrad.hpp: the one include. A header-only tensor compiler in the spirit of tinygrad.
 // begin include/tinygrad/helpers.hpp
-// helpers: errors, shapes, env flags, hashing, timing. The bottom layer: includes only the STL.
+// helpers: errors, shapes, env flags, hashing, timing, parallel loops. The bottom layer: includes only the STL.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace tinygrad {
@@ -138,6 +140,20 @@ inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across pr
 }
 inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }
 
+// f(0), ..., f(n - 1) on up to one thread a core, this one included. NOTE: an exception must not escape a thread
+// (std::terminate): each is kept, and the first in index order is rethrown once every call has finished
+inline void parallel_for(size_t n, const std::function<void(size_t)>& f) {
+  std::vector<std::exception_ptr> err(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < n;) try { f(i); } catch (...) { err[i] = std::current_exception(); }
+  };
+  std::vector<std::thread> ts;
+  for (size_t t = 1; t < std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency())); t++) ts.emplace_back(work);
+  work();
+  for (auto& t : ts) t.join();
+  for (auto& e : err) if (e) std::rethrow_exception(e);
+}
 inline double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }
@@ -342,14 +358,12 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
-#include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 
 namespace tinygrad {
 
@@ -411,17 +425,7 @@ struct Compiler {
   // one process for many sources, overrides it); the first failure in source order is rethrown
   virtual std::vector<std::string> compile_many(const std::vector<std::string>& srcs) {
     std::vector<std::string> r(srcs.size());
-    std::vector<std::exception_ptr> err(srcs.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next++) < srcs.size();) try { r[i] = compile(srcs[i]); } catch (...) { err[i] = std::current_exception(); }
-    };
-    size_t n = std::min<size_t>(srcs.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> ts;
-    for (size_t t = 1; t < n; t++) ts.emplace_back(work);
-    work();
-    for (auto& t : ts) t.join();
-    for (auto& e : err) if (e) std::rethrow_exception(e);
+    parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
     return r;
   }
 };
@@ -712,6 +716,17 @@ inline int cpu_threads() {
   static const int hw = int(std::thread::hardware_concurrency());  // NOTE: glibc reads /sys each call (~7 us)
   return std::max(1, flags().threads > 0 ? flags().threads : hw);
 }
+// vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
+inline int cpu_vector_registers() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const int n = __builtin_cpu_supports("avx512f") ? 32 : 16;
+  return n;
+#elif defined(__aarch64__)
+  return 32;
+#else
+  return 16;
+#endif
+}
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
 namespace detail {
@@ -837,11 +852,7 @@ class CCompiler : public Compiler {
     for (size_t i = 0; i < usrc.size(); i++) groups[i % ngroups].push_back(i);
     std::vector<std::string> so(ngroups);
     std::vector<std::exception_ptr> err(ngroups);
-    std::vector<std::thread> ts;
-    // NOTE: an exception must not escape a thread (std::terminate); it is rethrown here
-    for (size_t g = 0; g < ngroups; g++)
-      ts.emplace_back([&, g] { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
-    for (auto& t : ts) t.join();
+    parallel_for(ngroups, [&](size_t g) { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (size_t g = 0; g < ngroups; g++) {
       if (!err[g]) continue;
       try { std::rethrow_exception(err[g]); }
@@ -1648,6 +1659,8 @@ inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
   if (dt == DType::Bool) return make_uop(Ops::CONST, dt, {}, int64_t(v != 0), vcount);
   return make_uop(Ops::CONST, dt, {}, int64_t(v), vcount);
 }
+// what a reduce starts from: ADD 0, MUL 1, MAX the dtype's least value (-inf for floats)
+inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
@@ -2501,11 +2514,6 @@ class CStyleRenderer : public Renderer {
     if (u.op == Ops::CONST) return const_str(u);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
   }
-  static double reduce_identity(Ops op, DType dt) {
-    if (op == Ops::ADD) return 0;
-    if (op == Ops::MUL) return 1;
-    return is_float(dt) ? -INFINITY : double(detail::int_min(dt));
-  }
   std::string broadcast(const std::string& T, const std::string& x, int n) const { return vec(T, std::vector<std::string>(size_t(n), x)); }
   static std::string join(const std::vector<std::string>& xs) {
     std::string s;
@@ -2780,14 +2788,10 @@ class CStyleRenderer : public Renderer {
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
-  explicit CRenderer(int nthreads) {
+  explicit CRenderer(int nthreads, int vregs = 16) {
     device = "CPU";
     threads = nthreads;
-#if defined(__x86_64__) || defined(__i386__)
-    if (__builtin_cpu_supports("avx512f")) vector_registers = 32;  // kernels are built for this CPU (-march=native)
-#elif defined(__aarch64__)
-    vector_registers = 32;
-#endif
+    vector_registers = vregs;
   }
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
@@ -2948,13 +2952,31 @@ inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   throw KernelOptError(cat("no range with id ", id));
 }
 inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)}); }
-inline AxisType axis_type(const UOpRef& r) { return AxisType(r->varg()[2]); }
+inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
+inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
 
 // NOTE: a multi-output kernel (several stores) takes the heuristics' opts when every store writes the same address:
 // then stores[0] stands for all of them
 inline bool one_address(const std::vector<UOpRef>& stores) {
   return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](auto& s) { return s->src[1] == stores[0]->src[1]; });
+}
+
+// each reduce loop of a kernel (REDUCEs over the same ranges run as one loop): its ranges -> the innermost of them
+inline std::map<std::vector<const UOp*>, UOpRef> reduce_loops(const std::vector<UOpRef>& topo) {
+  std::map<std::vector<const UOp*>, UOpRef> loops;
+  for (auto& u : topo) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<const UOp*> rs;
+    UOpRef inner = u->src.back();
+    for (size_t i = 1; i < u->src.size(); i++) {
+      rs.push_back(u->src[i].get());
+      if (u->src[i]->range_id() > inner->range_id()) inner = u->src[i];
+    }
+    std::sort(rs.begin(), rs.end());
+    loops[rs] = inner;
+  }
+  return loops;
 }
 
 // replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
@@ -3011,9 +3033,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       }
       // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
       if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
-        double id = u->reduce_op() == Ops::ADD ? 0.0 : dtype_min(u->dtype);
-        auto idc = is_float(u->dtype) ? make_uop(Ops::CONST, u->dtype, {}, id) : make_uop(Ops::CONST, u->dtype, {}, int64_t(id));
-        src[0] = alu(Ops::WHERE, {valid, src[0], idc});
+        src[0] = alu(Ops::WHERE, {valid, src[0], const_uop(u->dtype, reduce_identity(u->reduce_op(), u->dtype))});
       }
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
@@ -3148,15 +3168,15 @@ class Kernel {
       if (count_locals) fail("the kernel already uses LOCAL or GROUP opts");
       return;
     }
-    UOpRef r;
-    for (auto& x : ranges()) if (x->range_id() == o.axis) r = x;
+    auto rs = ranges();
+    auto find = [&](int64_t id) { for (auto& x : rs) if (x->range_id() == id) return x; return UOpRef(); };
+    UOpRef r = find(o.axis);
     if (!r) fail("no such axis");
     int64_t n = r->range_end();
     AxisType t = axis_type(r);
     bool reduce = t == AxisType::REDUCE;
     if (o.op == OptOp::SWAP) {
-      UOpRef r2;
-      for (auto& x : ranges()) if (x->range_id() == o.amt) r2 = x;
+      UOpRef r2 = find(o.amt);
       if (!r2) fail("no axis to swap with");
       if (r2 == r) fail("SWAP needs two different axes");
       if (t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) fail("SWAP needs two loop axes");
@@ -3223,13 +3243,12 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   std::vector<Opt> opts;
   std::vector<UOpRef> loads, stores, out_rngs, red_rngs;
   int64_t reduce_size = 1, total = 1;
-  std::set<std::vector<UOpRef>> reduce_sets;
-  for (auto& u : toposort(sink)) {
+  auto topo = toposort(sink);
+  for (auto& u : topo) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-    if (u->op == Ops::REDUCE) { std::vector<UOpRef> rs(u->src.begin() + 1, u->src.end()); std::sort(rs.begin(), rs.end()); reduce_sets.insert(rs); }
   }
-  int64_t n_reduces = int64_t(reduce_sets.size());  // reduces over the same ranges (a multi-output kernel's) run as one
+  int64_t n_reduces = int64_t(reduce_loops(topo).size());  // reduces over the same ranges (a multi-output kernel's) run as one
   for (auto& r : ranges_of(sink)) {
     if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
     else { total *= r->range_end(); out_rngs.push_back(r); }
@@ -3297,20 +3316,12 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   std::vector<Opt> opts;
   auto topo = toposort(sink);
   std::vector<UOpRef> loads, stores;
-  bool has_reduce = false;
-  std::map<std::vector<const UOp*>, UOpRef> loops;  // the reduce ranges of each reduce loop -> its innermost range
   for (auto& u : topo) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-    if (u->op != Ops::REDUCE) continue;
-    has_reduce = true;
-    std::vector<const UOp*> rs;
-    for (size_t i = 1; i < u->src.size(); i++) rs.push_back(u->src[i].get());
-    std::sort(rs.begin(), rs.end());
-    UOpRef inner = u->src.back();
-    for (size_t i = 1; i < u->src.size(); i++) if (u->src[i]->range_id() > inner->range_id()) inner = u->src[i];
-    loops[rs] = inner;
   }
+  auto loops = reduce_loops(topo);
+  bool has_reduce = !loops.empty();
   if (!one_address(stores)) return opts;
   // reduce loops one after another in a multi-output kernel (not one inside another, a conv under a max-pool): each
   // unrolled, as register tiles are for one loop
@@ -3323,7 +3334,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       const UOp* x = todo.back();
       todo.pop_back();
       if (!seen.insert(x).second || x->op == Ops::REDUCE) continue;  // NOTE: another reduce's ranges are its own
-      if (x->op == Ops::RANGE && AxisType(x->varg()[2]) == AxisType::REDUCE && std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; })) nested = true;
+      if (x->op == Ops::RANGE && axis_type(x) == AxisType::REDUCE && std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; })) nested = true;
       for (auto& s : x->src) todo.push_back(s.get());
     }
   }
@@ -4268,27 +4279,35 @@ class Scheduler {
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
     // g's ranges: the linearizer runs both in one loop, and their common loads load once. Never one that reads a
     // reduce of g (it runs after g's loop).
-    std::vector<UOpRef> greds;
-    for (auto& u : toposort(g.ast)) if (u->op == Ops::REDUCE) greds.push_back(u);
+    struct GReduce { UOpRef u; std::vector<UOpRef> ranges; std::vector<const UOp*> outer; std::unordered_set<const UOp*> loads; };
+    auto sorted_ranges = [](const UOpRef& red) {
+      std::vector<UOpRef> rr(red->src.begin() + 1, red->src.end());
+      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+      return rr;
+    };
+    std::vector<GReduce> greds;
+    for (auto& u : toposort(g.ast)) {
+      if (u->op != Ops::REDUCE) continue;
+      GReduce gr{u, sorted_ranges(u), {}, {}};
+      gr.outer = ranges_below(u->src[0], gr.ranges);
+      for (auto& x : toposort(u->src[0])) if (x->op == Ops::LOAD) gr.loads.insert(x.get());
+      greds.push_back(std::move(gr));
+    }
     std::unordered_map<const UOp*, UOpRef> unify;
     for (auto& r : toposort(jn)) {
-      if (r->op != Ops::REDUCE || std::find(greds.begin(), greds.end(), r) != greds.end()) continue;  // j's own reduces
+      if (r->op != Ops::REDUCE || std::any_of(greds.begin(), greds.end(), [&](auto& gr) { return gr.u == r; })) continue;  // j's own reduces
       auto below = toposort(r->src[0]);
       if (std::any_of(below.begin(), below.end(), [](auto& x) { return x->op == Ops::REDUCE; })) continue;
-      std::vector<UOpRef> rr(r->src.begin() + 1, r->src.end());
-      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+      auto rr = sorted_ranges(r);
       for (auto& gr : greds) {
-        std::vector<UOpRef> gg(gr->src.begin() + 1, gr->src.end());
-        std::sort(gg.begin(), gg.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+        auto& gg = gr.ranges;
         if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;
         std::unordered_map<const UOp*, UOpRef> rm;
         for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];
         UOpRef cand = substitute(r->src[0], rm);
-        if (ranges_below(cand, gg) != ranges_below(gr->src[0], gg)) continue;
-        std::unordered_set<const UOp*> gloads;
-        for (auto& x : toposort(gr->src[0])) if (x->op == Ops::LOAD) gloads.insert(x.get());
+        if (ranges_below(cand, gg) != gr.outer) continue;
         auto cl = toposort(cand);
-        if (std::none_of(cl.begin(), cl.end(), [&](auto& x) { return x->op == Ops::LOAD && gloads.count(x.get()); })) continue;
+        if (std::none_of(cl.begin(), cl.end(), [&](auto& x) { return x->op == Ops::LOAD && gr.loads.count(x.get()); })) continue;
         unify.insert(rm.begin(), rm.end());
         break;
       }
@@ -4421,15 +4440,9 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
   // render on all cores (the UOp graph is shared between threads; each candidate is its own)
   std::vector<std::optional<ProgramSpec>> rendered(ks.size());
   std::vector<std::string> errors(ks.size());
-  size_t nthreads = std::min<size_t>(ks.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> ts;
-  for (size_t t = 0; t < nthreads; t++)
-    ts.emplace_back([&, t] {
-      for (size_t i = t; i < ks.size(); i += nthreads) {
-        try { rendered[i] = to_program(ks[i]); } catch (const std::exception& e) { errors[i] = e.what(); }
-      }
-    });
-  for (auto& t : ts) t.join();
+  parallel_for(ks.size(), [&](size_t i) {
+    try { rendered[i] = to_program(ks[i]); } catch (const std::exception& e) { errors[i] = e.what(); }
+  });
   std::vector<ProgramSpec> specs;
   std::vector<Kernel> kept;
   for (size_t i = 0; i < ks.size(); i++) {
@@ -4563,7 +4576,7 @@ struct DeviceRegistry {
   static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
 };
 inline const bool c_renderer_registered = [] {
-  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads()); };
+  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads(), cpu_vector_registers()); };
   DeviceRegistry::get().renderers["CUDA"] = [](const std::string&) { return std::make_unique<CUDARenderer>(); };
   DeviceRegistry::get().renderers["CL"] = [](const std::string&) { return std::make_unique<OpenCLRenderer>(); };
   return true;
@@ -6606,7 +6619,7 @@ struct ReduceOps {
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
   static T cum_last(const T& x, Ops op, const char* name) {
     int64_t n = x.shape().back();
-    double ident = op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : dtype_min(x.dtype());
+    double ident = reduce_identity(op, x.dtype());
     std::vector<std::pair<int64_t, int64_t>> p(x.ndim() - 1, {0, 0});
     p.push_back({n - 1, 0});
     T w = x.pad(p, ident).pool({n}, {1}, {1}, name);
@@ -6622,7 +6635,7 @@ struct ReduceOps {
     T x = x0.transpose(a, -1);
     constexpr int64_t S = 512;
     if (n <= S) return cum_last(x, op, name).transpose(a, -1);
-    double ident = op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : dtype_min(x.dtype());
+    double ident = reduce_identity(op, x.dtype());
     int64_t m = (n + S - 1) / S;
     Shape blocks(x.shape().begin(), x.shape().end() - 1);
     blocks.insert(blocks.end(), {m, S});

@@ -247,13 +247,13 @@ TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped",
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
 }
 
-TEST_CASE("opts: a padded reduce axis adds the identity: max, exp, broadcasts, and inf or NaN in the other operand", "[opts]") {
+TEST_CASE("opts: a padded reduce axis adds the identity: max, prod, exp, broadcasts, and inf or NaN in the other operand", "[opts]") {
   Tensor t = rnd({17, 31}, 21), x = rnd({17, 1}, 22);
   std::vector<float> c(17, 1.0f);
   c[3] = INFINITY; c[5] = -INFINITY; c[7] = NAN;
   Tensor cs = Tensor::from_data(c.data(), {17, 1}, t.device()).realize();
   auto& ren = *tinygrad::get_device("CPU").renderer;
-  for (const Tensor& e : {t.max(1), (-t).max(1), t.exp().sum(1), (x + t).sum(1), (t * cs).sum(1), (t * cs).max(1)}) {
+  for (const Tensor& e : {t.max(1), (-t).max(1), t.exp().sum(1), (x + t).sum(1), (t * cs).sum(1), (t * cs).max(1), (t + 1).prod(1)}) {
     auto g = guarded(e);
     Kernel k(g.k.ast, ren);
     int64_t r = -1;

@@ -1,6 +1,7 @@
 #pragma once
-// helpers: errors, shapes, env flags, hashing, timing. The bottom layer: includes only the STL.
+// helpers: errors, shapes, env flags, hashing, timing, parallel loops. The bottom layer: includes only the STL.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace tinygrad {
@@ -131,6 +133,20 @@ inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across pr
 }
 inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }
 
+// f(0), ..., f(n - 1) on up to one thread a core, this one included. NOTE: an exception must not escape a thread
+// (std::terminate): each is kept, and the first in index order is rethrown once every call has finished
+inline void parallel_for(size_t n, const std::function<void(size_t)>& f) {
+  std::vector<std::exception_ptr> err(n);
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i; (i = next++) < n;) try { f(i); } catch (...) { err[i] = std::current_exception(); }
+  };
+  std::vector<std::thread> ts;
+  for (size_t t = 1; t < std::min<size_t>(n, std::max(1u, std::thread::hardware_concurrency())); t++) ts.emplace_back(work);
+  work();
+  for (auto& t : ts) t.join();
+  for (auto& e : err) if (e) std::rethrow_exception(e);
+}
 inline double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }

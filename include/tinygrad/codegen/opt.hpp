@@ -37,13 +37,31 @@ inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   throw KernelOptError(cat("no range with id ", id));
 }
 inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)}); }
-inline AxisType axis_type(const UOpRef& r) { return AxisType(r->varg()[2]); }
+inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
+inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
 
 // NOTE: a multi-output kernel (several stores) takes the heuristics' opts when every store writes the same address:
 // then stores[0] stands for all of them
 inline bool one_address(const std::vector<UOpRef>& stores) {
   return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](auto& s) { return s->src[1] == stores[0]->src[1]; });
+}
+
+// each reduce loop of a kernel (REDUCEs over the same ranges run as one loop): its ranges -> the innermost of them
+inline std::map<std::vector<const UOp*>, UOpRef> reduce_loops(const std::vector<UOpRef>& topo) {
+  std::map<std::vector<const UOp*>, UOpRef> loops;
+  for (auto& u : topo) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<const UOp*> rs;
+    UOpRef inner = u->src.back();
+    for (size_t i = 1; i < u->src.size(); i++) {
+      rs.push_back(u->src[i].get());
+      if (u->src[i]->range_id() > inner->range_id()) inner = u->src[i];
+    }
+    std::sort(rs.begin(), rs.end());
+    loops[rs] = inner;
+  }
+  return loops;
 }
 
 // replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
@@ -100,9 +118,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       }
       // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
       if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
-        double id = u->reduce_op() == Ops::ADD ? 0.0 : dtype_min(u->dtype);
-        auto idc = is_float(u->dtype) ? make_uop(Ops::CONST, u->dtype, {}, id) : make_uop(Ops::CONST, u->dtype, {}, int64_t(id));
-        src[0] = alu(Ops::WHERE, {valid, src[0], idc});
+        src[0] = alu(Ops::WHERE, {valid, src[0], const_uop(u->dtype, reduce_identity(u->reduce_op(), u->dtype))});
       }
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
@@ -237,15 +253,15 @@ class Kernel {
       if (count_locals) fail("the kernel already uses LOCAL or GROUP opts");
       return;
     }
-    UOpRef r;
-    for (auto& x : ranges()) if (x->range_id() == o.axis) r = x;
+    auto rs = ranges();
+    auto find = [&](int64_t id) { for (auto& x : rs) if (x->range_id() == id) return x; return UOpRef(); };
+    UOpRef r = find(o.axis);
     if (!r) fail("no such axis");
     int64_t n = r->range_end();
     AxisType t = axis_type(r);
     bool reduce = t == AxisType::REDUCE;
     if (o.op == OptOp::SWAP) {
-      UOpRef r2;
-      for (auto& x : ranges()) if (x->range_id() == o.amt) r2 = x;
+      UOpRef r2 = find(o.amt);
       if (!r2) fail("no axis to swap with");
       if (r2 == r) fail("SWAP needs two different axes");
       if (t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) fail("SWAP needs two loop axes");
@@ -312,13 +328,12 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   std::vector<Opt> opts;
   std::vector<UOpRef> loads, stores, out_rngs, red_rngs;
   int64_t reduce_size = 1, total = 1;
-  std::set<std::vector<UOpRef>> reduce_sets;
-  for (auto& u : toposort(sink)) {
+  auto topo = toposort(sink);
+  for (auto& u : topo) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-    if (u->op == Ops::REDUCE) { std::vector<UOpRef> rs(u->src.begin() + 1, u->src.end()); std::sort(rs.begin(), rs.end()); reduce_sets.insert(rs); }
   }
-  int64_t n_reduces = int64_t(reduce_sets.size());  // reduces over the same ranges (a multi-output kernel's) run as one
+  int64_t n_reduces = int64_t(reduce_loops(topo).size());  // reduces over the same ranges (a multi-output kernel's) run as one
   for (auto& r : ranges_of(sink)) {
     if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
     else { total *= r->range_end(); out_rngs.push_back(r); }
@@ -386,20 +401,12 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   std::vector<Opt> opts;
   auto topo = toposort(sink);
   std::vector<UOpRef> loads, stores;
-  bool has_reduce = false;
-  std::map<std::vector<const UOp*>, UOpRef> loops;  // the reduce ranges of each reduce loop -> its innermost range
   for (auto& u : topo) {
     if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
     if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-    if (u->op != Ops::REDUCE) continue;
-    has_reduce = true;
-    std::vector<const UOp*> rs;
-    for (size_t i = 1; i < u->src.size(); i++) rs.push_back(u->src[i].get());
-    std::sort(rs.begin(), rs.end());
-    UOpRef inner = u->src.back();
-    for (size_t i = 1; i < u->src.size(); i++) if (u->src[i]->range_id() > inner->range_id()) inner = u->src[i];
-    loops[rs] = inner;
   }
+  auto loops = reduce_loops(topo);
+  bool has_reduce = !loops.empty();
   if (!one_address(stores)) return opts;
   // reduce loops one after another in a multi-output kernel (not one inside another, a conv under a max-pool): each
   // unrolled, as register tiles are for one loop
@@ -412,7 +419,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       const UOp* x = todo.back();
       todo.pop_back();
       if (!seen.insert(x).second || x->op == Ops::REDUCE) continue;  // NOTE: another reduce's ranges are its own
-      if (x->op == Ops::RANGE && AxisType(x->varg()[2]) == AxisType::REDUCE && std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; })) nested = true;
+      if (x->op == Ops::RANGE && axis_type(x) == AxisType::REDUCE && std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; })) nested = true;
       for (auto& s : x->src) todo.push_back(s.get());
     }
   }

@@ -23,7 +23,7 @@ struct DeviceRegistry {
   static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
 };
 inline const bool c_renderer_registered = [] {
-  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads()); };
+  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads(), cpu_vector_registers()); };
   DeviceRegistry::get().renderers["CUDA"] = [](const std::string&) { return std::make_unique<CUDARenderer>(); };
   DeviceRegistry::get().renderers["CL"] = [](const std::string&) { return std::make_unique<OpenCLRenderer>(); };
   return true;

@@ -480,27 +480,35 @@ class Scheduler {
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
     // g's ranges: the linearizer runs both in one loop, and their common loads load once. Never one that reads a
     // reduce of g (it runs after g's loop).
-    std::vector<UOpRef> greds;
-    for (auto& u : toposort(g.ast)) if (u->op == Ops::REDUCE) greds.push_back(u);
+    struct GReduce { UOpRef u; std::vector<UOpRef> ranges; std::vector<const UOp*> outer; std::unordered_set<const UOp*> loads; };
+    auto sorted_ranges = [](const UOpRef& red) {
+      std::vector<UOpRef> rr(red->src.begin() + 1, red->src.end());
+      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+      return rr;
+    };
+    std::vector<GReduce> greds;
+    for (auto& u : toposort(g.ast)) {
+      if (u->op != Ops::REDUCE) continue;
+      GReduce gr{u, sorted_ranges(u), {}, {}};
+      gr.outer = ranges_below(u->src[0], gr.ranges);
+      for (auto& x : toposort(u->src[0])) if (x->op == Ops::LOAD) gr.loads.insert(x.get());
+      greds.push_back(std::move(gr));
+    }
     std::unordered_map<const UOp*, UOpRef> unify;
     for (auto& r : toposort(jn)) {
-      if (r->op != Ops::REDUCE || std::find(greds.begin(), greds.end(), r) != greds.end()) continue;  // j's own reduces
+      if (r->op != Ops::REDUCE || std::any_of(greds.begin(), greds.end(), [&](auto& gr) { return gr.u == r; })) continue;  // j's own reduces
       auto below = toposort(r->src[0]);
       if (std::any_of(below.begin(), below.end(), [](auto& x) { return x->op == Ops::REDUCE; })) continue;
-      std::vector<UOpRef> rr(r->src.begin() + 1, r->src.end());
-      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+      auto rr = sorted_ranges(r);
       for (auto& gr : greds) {
-        std::vector<UOpRef> gg(gr->src.begin() + 1, gr->src.end());
-        std::sort(gg.begin(), gg.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+        auto& gg = gr.ranges;
         if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;
         std::unordered_map<const UOp*, UOpRef> rm;
         for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];
         UOpRef cand = substitute(r->src[0], rm);
-        if (ranges_below(cand, gg) != ranges_below(gr->src[0], gg)) continue;
-        std::unordered_set<const UOp*> gloads;
-        for (auto& x : toposort(gr->src[0])) if (x->op == Ops::LOAD) gloads.insert(x.get());
+        if (ranges_below(cand, gg) != gr.outer) continue;
         auto cl = toposort(cand);
-        if (std::none_of(cl.begin(), cl.end(), [&](auto& x) { return x->op == Ops::LOAD && gloads.count(x.get()); })) continue;
+        if (std::none_of(cl.begin(), cl.end(), [&](auto& x) { return x->op == Ops::LOAD && gr.loads.count(x.get()); })) continue;
         unify.insert(rm.begin(), rm.end());
         break;
       }

@@ -7,7 +7,6 @@
 // (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
 // in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
 #include <fstream>
-#include <thread>
 #include <unordered_set>
 #include "../codegen/codegen.hpp"
 #include "../runtime/device.hpp"
@@ -83,15 +82,9 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
   // render on all cores (the UOp graph is shared between threads; each candidate is its own)
   std::vector<std::optional<ProgramSpec>> rendered(ks.size());
   std::vector<std::string> errors(ks.size());
-  size_t nthreads = std::min<size_t>(ks.size(), std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::thread> ts;
-  for (size_t t = 0; t < nthreads; t++)
-    ts.emplace_back([&, t] {
-      for (size_t i = t; i < ks.size(); i += nthreads) {
-        try { rendered[i] = to_program(ks[i]); } catch (const std::exception& e) { errors[i] = e.what(); }
-      }
-    });
-  for (auto& t : ts) t.join();
+  parallel_for(ks.size(), [&](size_t i) {
+    try { rendered[i] = to_program(ks[i]); } catch (const std::exception& e) { errors[i] = e.what(); }
+  });
   std::vector<ProgramSpec> specs;
   std::vector<Kernel> kept;
   for (size_t i = 0; i < ks.size(); i++) {

@@ -169,11 +169,6 @@ class CStyleRenderer : public Renderer {
     if (u.op == Ops::CONST) return const_str(u);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
   }
-  static double reduce_identity(Ops op, DType dt) {
-    if (op == Ops::ADD) return 0;
-    if (op == Ops::MUL) return 1;
-    return is_float(dt) ? -INFINITY : double(detail::int_min(dt));
-  }
   std::string broadcast(const std::string& T, const std::string& x, int n) const { return vec(T, std::vector<std::string>(size_t(n), x)); }
   static std::string join(const std::vector<std::string>& xs) {
     std::string s;
@@ -448,14 +443,10 @@ class CStyleRenderer : public Renderer {
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
-  explicit CRenderer(int nthreads) {
+  explicit CRenderer(int nthreads, int vregs = 16) {
     device = "CPU";
     threads = nthreads;
-#if defined(__x86_64__) || defined(__i386__)
-    if (__builtin_cpu_supports("avx512f")) vector_registers = 32;  // kernels are built for this CPU (-march=native)
-#elif defined(__aarch64__)
-    vector_registers = 32;
-#endif
+    vector_registers = vregs;
   }
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;

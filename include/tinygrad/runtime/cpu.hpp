@@ -74,6 +74,17 @@ inline int cpu_threads() {
   static const int hw = int(std::thread::hardware_concurrency());  // NOTE: glibc reads /sys each call (~7 us)
   return std::max(1, flags().threads > 0 ? flags().threads : hw);
 }
+// vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
+inline int cpu_vector_registers() {
+#if defined(__x86_64__) || defined(__i386__)
+  static const int n = __builtin_cpu_supports("avx512f") ? 32 : 16;
+  return n;
+#elif defined(__aarch64__)
+  return 32;
+#else
+  return 16;
+#endif
+}
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
 namespace detail {
@@ -199,11 +210,7 @@ class CCompiler : public Compiler {
     for (size_t i = 0; i < usrc.size(); i++) groups[i % ngroups].push_back(i);
     std::vector<std::string> so(ngroups);
     std::vector<std::exception_ptr> err(ngroups);
-    std::vector<std::thread> ts;
-    // NOTE: an exception must not escape a thread (std::terminate); it is rethrown here
-    for (size_t g = 0; g < ngroups; g++)
-      ts.emplace_back([&, g] { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
-    for (auto& t : ts) t.join();
+    parallel_for(ngroups, [&](size_t g) { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (size_t g = 0; g < ngroups; g++) {
       if (!err[g]) continue;
       try { std::rethrow_exception(err[g]); }

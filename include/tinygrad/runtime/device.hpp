@@ -15,7 +15,6 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 #include "../dtype.hpp"
 
 namespace tinygrad {
@@ -78,17 +77,7 @@ struct Compiler {
   // one process for many sources, overrides it); the first failure in source order is rethrown
   virtual std::vector<std::string> compile_many(const std::vector<std::string>& srcs) {
     std::vector<std::string> r(srcs.size());
-    std::vector<std::exception_ptr> err(srcs.size());
-    std::atomic<size_t> next{0};
-    auto work = [&] {
-      for (size_t i; (i = next++) < srcs.size();) try { r[i] = compile(srcs[i]); } catch (...) { err[i] = std::current_exception(); }
-    };
-    size_t n = std::min<size_t>(srcs.size(), std::max(1u, std::thread::hardware_concurrency()));
-    std::vector<std::thread> ts;
-    for (size_t t = 1; t < n; t++) ts.emplace_back(work);
-    work();
-    for (auto& t : ts) t.join();
-    for (auto& e : err) if (e) std::rethrow_exception(e);
+    parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
     return r;
   }
 };

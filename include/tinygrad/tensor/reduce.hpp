@@ -254,7 +254,7 @@ struct ReduceOps {
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
   static T cum_last(const T& x, Ops op, const char* name) {
     int64_t n = x.shape().back();
-    double ident = op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : dtype_min(x.dtype());
+    double ident = reduce_identity(op, x.dtype());
     std::vector<std::pair<int64_t, int64_t>> p(x.ndim() - 1, {0, 0});
     p.push_back({n - 1, 0});
     T w = x.pad(p, ident).pool({n}, {1}, {1}, name);
@@ -270,7 +270,7 @@ struct ReduceOps {
     T x = x0.transpose(a, -1);
     constexpr int64_t S = 512;
     if (n <= S) return cum_last(x, op, name).transpose(a, -1);
-    double ident = op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : dtype_min(x.dtype());
+    double ident = reduce_identity(op, x.dtype());
     int64_t m = (n + S - 1) / S;
     Shape blocks(x.shape().begin(), x.shape().end() - 1);
     blocks.insert(blocks.end(), {m, S});

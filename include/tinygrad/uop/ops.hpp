@@ -189,6 +189,8 @@ inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
   if (dt == DType::Bool) return make_uop(Ops::CONST, dt, {}, int64_t(v != 0), vcount);
   return make_uop(Ops::CONST, dt, {}, int64_t(v), vcount);
 }
+// what a reduce starts from: ADD 0, MUL 1, MAX the dtype's least value (-inf for floats)
+inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
