@@ -3476,6 +3476,8 @@ inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const
 // turn the LANE axis into vector nodes: contiguous loads/stores become vector loads/stores,
 // other lane-dependent loads become gathers, ALU ops run on vectors
 // (aligned: a vector load/store also needs its first address a multiple of the lane count, else it is per lane)
+// NOTE: a walk, not a rule table: whether a load is contiguous is decided on its scalar address (the address at lane i
+// against lane 0) before anything below it becomes a vector; bottom-up rules would meet the address already vectorized
 inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   UOpRef lane;
   for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
@@ -3562,6 +3564,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
 
 // order a kernel graph into a list a renderer prints top to bottom:
 // loop axes open in id order; each group of REDUCEs over the same ranges gets accumulators, its loops, updates
+// NOTE: a walk, not a rule table: it places every node in a loop nest, a decision over the whole graph
 inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   auto topo = toposort(sink);
   std::unordered_map<const UOp*, size_t> pos;
@@ -3637,7 +3640,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
 }  // namespace tinygrad
 // end include/tinygrad/codegen/linearize.hpp
 // begin include/tinygrad/codegen/codegen.hpp
-// codegen pipeline: kernel AST -> opts -> expand -> simplify -> linearize -> source
+// codegen pipeline: kernel AST -> opts (Kernel, opt.hpp) -> lowering passes (lowering_passes) -> linearize -> render
 
 namespace tinygrad {
 
@@ -3675,84 +3678,135 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   return n;
 }
 
-// a REDUCE over GROUP ranges: each thread of the group reduces its share (the other ranges), writes it to
-// workgroup memory at its local position, and after a barrier reduces the group's shares read back from
-// there. Every thread computes the result; only the group's thread 0 stores it.
-inline UOpRef lower_group_reduces(const UOpRef& sink) {
-  auto rngs = ranges_of(sink);
+// ---- lowering: a kernel with its opts applied -> the graph the linearizer orders. A flat list of named passes
+// (lowering_passes); each is a graph_rewrite of a PatternMatcher table, or a walk where its comment says why. A pass's
+// context holds the kernel-wide facts its rules need (a thread's position in a workgroup, the ids an axis becomes),
+// computed once before the rewrite.
+
+// GROUP reduces: a REDUCE over GROUP ranges: each thread of the group reduces its share (the other ranges), writes it
+// to workgroup memory at its local position, and after a barrier reduces the group's shares read back from there.
+// Every thread computes the result; only the group's thread 0 stores it.
+struct GroupCtx {
   std::vector<UOpRef> locals;  // local and group ranges: a thread's position in the workgroup
-  for (auto& r : rngs) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) locals.push_back(r);
-  if (std::none_of(locals.begin(), locals.end(), [](auto& r) { return axis_type(r) == AxisType::GROUP; })) return sink;
-  int64_t size = 1, next_id = next_range_id(sink), nbuf = 0;
-  for (auto& r : locals) size *= r->range_end();
-  auto position = [&](const std::unordered_map<const UOp*, UOpRef>& sub) {
+  int64_t size = 1, next_id = 0, nbuf = 0;
+  UOpRef first_thread = const_uop(DType::Bool, 1);
+  std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
+  explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
+    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) { locals.push_back(r); size *= r->range_end(); }
+    for (auto& u : toposort(sink))
+      if (u->op == Ops::REDUCE)
+        for (size_t i = 1; i < u->src.size(); i++)
+          if (axis_type(u->src[i]) == AxisType::GROUP) first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
+  }
+  UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub) const {
     UOpRef at = const_int(locals[0]->dtype, 0);
     for (auto& r : locals) { auto it = sub.find(r.get()); at = at * r->range_end() + (it == sub.end() ? r : it->second); }
     return at;
+  }
+};
+inline const PatternMatcher& pm_group_reduces() {
+  static const PatternMatcher pm{
+      {UPat::ops_of({Ops::REDUCE}, "r"), [](const Match& m) -> UOpRef {
+         auto& c = m.context<GroupCtx>();
+         const UOpRef& u = m["r"];
+         std::vector<UOpRef> own, rest{u->src[0]};
+         for (size_t i = 1; i < u->src.size(); i++) (axis_type(u->src[i]) == AxisType::GROUP ? own : rest).push_back(u->src[i]);
+         if (own.empty()) return nullptr;
+         UOpRef part = rest.size() == 1 ? rest[0] : make_uop(Ops::REDUCE, u->dtype, rest, u->arg, u->vcount);
+         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size});
+         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({})}), part});
+         auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+         std::unordered_map<const UOp*, UOpRef> other;
+         std::vector<UOpRef> src{nullptr};
+         for (auto& g : own) src.push_back(other[g.get()] = make_range(g->range_end(), c.next_id++, AxisType::REDUCE, g->dtype));
+         src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, c.position(other)}), barrier});
+         return make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
+       }},
+      // a store to global memory: the group's first thread writes
+      {UPat::ops_of({Ops::STORE}, "st"), [](const Match& m) -> UOpRef {
+         auto& c = m.context<GroupCtx>();
+         const UOpRef &st = m["st"], &idx = st->src[0];
+         if (idx->src[0]->op != Ops::DEFINE_GLOBAL || c.gated.count(st.get())) return nullptr;
+         std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], c.first_thread) : c.first_thread};
+         auto r = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg, idx->vcount), st->src[1]});
+         c.gated.insert(r.get());
+         return r;
+       }},
   };
-  std::unordered_map<const UOp*, UOpRef> sub;
-  UOpRef first_thread = const_uop(DType::Bool, 1);
-  for (auto& u : toposort(sink)) {
-    if (u->op != Ops::REDUCE) continue;
-    std::vector<UOpRef> own, rest{u->src[0]};
-    for (size_t i = 1; i < u->src.size(); i++) (axis_type(u->src[i]) == AxisType::GROUP ? own : rest).push_back(u->src[i]);
-    if (own.empty()) continue;
-    UOpRef part = rest.size() == 1 ? rest[0] : make_uop(Ops::REDUCE, u->dtype, rest, u->arg, u->vcount);
-    auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{nbuf++, size});
-    auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, position({})}), part});
-    auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
-    std::unordered_map<const UOp*, UOpRef> other;
-    std::vector<UOpRef> src{nullptr};
-    for (auto& g : own) {
-      src.push_back(other[g.get()] = make_range(g->range_end(), next_id++, AxisType::REDUCE, g->dtype));
-      first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {g, const_int(g->dtype, 0)}));
-    }
-    src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, position(other)}), barrier});
-    sub[u.get()] = make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
-  }
-  std::vector<UOpRef> stores;
-  UOpRef lowered = substitute(sink, sub);
-  for (auto& st : lowered->src) {
-    const UOpRef& idx = st->src[0];
-    std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], first_thread) : first_thread};
-    stores.push_back(make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg, idx->vcount), st->src[1]}));
-  }
-  return make_uop(Ops::SINK, DType::Bool, stores);
+  return pm;
 }
 
-// tinygrad's gpudims: loop axes become global ids, LOCAL and GROUP axes local ids, innermost on x. More than 3 axes,
+// gpudims (tinygrad's): loop axes become global ids, LOCAL and GROUP axes local ids, innermost on x. More than 3 axes,
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
-inline UOpRef gpudims(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
-  launch = {1, 1, 1, 1, 1, 1};
-  std::unordered_map<const UOp*, UOpRef> sub;
-  for (int kind : {1, 2}) {
-    std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
+struct GpuDimsCtx {
+  std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
+    launch = {1, 1, 1, 1, 1, 1};
     auto rs = ranges_of(sink);
-    for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
-      if (kind == 1 ? axis_type(*it) != AxisType::LOOP : axis_type(*it) != AxisType::LOCAL && axis_type(*it) != AxisType::GROUP) continue;
-      if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
-    }
-    auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
-    const int64_t* mx = kind == 1 ? ren.global_max : ren.local_max;
-    for (size_t d = dims.size(); d-- > 1;)
-      if (size(dims[d]) > mx[d]) { dims[d - 1].insert(dims[d - 1].end(), dims[d].begin(), dims[d].end()); dims.erase(dims.begin() + long(d)); }
-    for (size_t d = 0; d < dims.size(); d++) {
-      int64_t n = size(dims[d]);
-      if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
-      auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
-      launch[size_t(kind == 1 ? d : d + 3)] = n;
-      int64_t stride = 1;
-      for (size_t j = 0; j < dims[d].size(); j++) {
-        auto& r = dims[d][j];
-        UOpRef e = stride == 1 ? id : idiv(id, stride);
-        sub[r.get()] = j + 1 == dims[d].size() ? e : mod(e, r->range_end());
-        stride *= r->range_end();
+    for (int kind : {1, 2}) {
+      std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
+      for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
+        if (kind == 1 ? axis_type(*it) != AxisType::LOOP : axis_type(*it) != AxisType::LOCAL && axis_type(*it) != AxisType::GROUP) continue;
+        if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
+      }
+      auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
+      const int64_t* mx = kind == 1 ? ren.global_max : ren.local_max;
+      for (size_t d = dims.size(); d-- > 1;)
+        if (size(dims[d]) > mx[d]) { dims[d - 1].insert(dims[d - 1].end(), dims[d].begin(), dims[d].end()); dims.erase(dims.begin() + long(d)); }
+      for (size_t d = 0; d < dims.size(); d++) {
+        int64_t n = size(dims[d]);
+        if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
+        auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
+        launch[size_t(kind == 1 ? d : d + 3)] = n;
+        int64_t stride = 1;
+        for (size_t j = 0; j < dims[d].size(); j++) {
+          auto& r = dims[d][j];
+          UOpRef e = stride == 1 ? id : idiv(id, stride);
+          ids[r.get()] = j + 1 == dims[d].size() ? e : mod(e, r->range_end());
+          stride *= r->range_end();
+        }
       }
     }
   }
-  return substitute(sink, sub);
+};
+inline const PatternMatcher& pm_gpudims() {
+  static const PatternMatcher pm{{UPat::ops_of({Ops::RANGE}, "r"), [](const Match& m) -> UOpRef {
+                                    auto& ids = m.context<GpuDimsCtx>().ids;
+                                    auto it = ids.find(m["r"].get());
+                                    return it == ids.end() ? nullptr : it->second;
+                                  }}};
+  return pm;
 }
 }  // namespace detail
+
+struct LowerCtx {
+  const Renderer& ren;
+  std::vector<int64_t>& launch;  // the GPU's global and local sizes, set by gpudims
+};
+struct LoweringPass {
+  const char* name;
+  UOpRef (*run)(const UOpRef& sink, LowerCtx& c);
+};
+// the passes between a Kernel (opts applied) and the linearizer, in order
+inline const std::vector<LoweringPass>& lowering_passes() {
+  static const std::vector<LoweringPass> passes{
+      {"group_reduces", [](const UOpRef& s, LowerCtx& c) {
+         if (!c.ren.has_local) return s;
+         detail::GroupCtx g(s);
+         return g.first_thread->op == Ops::CONST ? s : graph_rewrite(s, detail::pm_group_reduces(), &g);
+       }},
+      {"gpudims", [](const UOpRef& s, LowerCtx& c) {
+         if (!c.ren.has_local) return s;
+         detail::GpuDimsCtx g(s, c.ren, c.launch);
+         return graph_rewrite(s, detail::pm_gpudims(), &g);
+       }},
+      // index math folds before and after the lanes become vectors
+      {"simplify", [](const UOpRef& s, LowerCtx&) { return simplify(s); }},
+      {"expand_lanes", [](const UOpRef& s, LowerCtx& c) { return expand_lanes(s, c.ren.aligned_vectors); }},
+      {"simplify", [](const UOpRef& s, LowerCtx&) { return simplify(s); }},
+  };
+  return passes;
+}
 
 // a kernel with its opts applied -> source and launch dimensions
 inline ProgramSpec to_program(const Kernel& k) {
@@ -3765,13 +3819,14 @@ inline ProgramSpec to_program(const Kernel& k) {
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
   p.launch = {threads};
   p.name = detail::kernel_name(sink, p.opts);
-  if (ren.has_local) sink = detail::gpudims(detail::lower_group_reduces(sink), ren, p.launch);
-  // index math folds before and after the lanes become vectors
-  sink = simplify(sink);
-  sink = simplify(expand_lanes(sink, ren.aligned_vectors));
+  LowerCtx ctx{ren, p.launch};
+  for (auto& pass : lowering_passes()) {
+    sink = pass.run(sink, ctx);
+    if (flags().debug >= 6) std::fprintf(stderr, "after %s:\n%s", pass.name, print_graph(sink).c_str());
+  }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
-  if (flags().debug >= 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
+  if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);
   // the symbol carries a hash of the body, so kernels compiled together never clash

@@ -26,6 +26,8 @@ inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const
 // turn the LANE axis into vector nodes: contiguous loads/stores become vector loads/stores,
 // other lane-dependent loads become gathers, ALU ops run on vectors
 // (aligned: a vector load/store also needs its first address a multiple of the lane count, else it is per lane)
+// NOTE: a walk, not a rule table: whether a load is contiguous is decided on its scalar address (the address at lane i
+// against lane 0) before anything below it becomes a vector; bottom-up rules would meet the address already vectorized
 inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   UOpRef lane;
   for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
@@ -112,6 +114,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
 
 // order a kernel graph into a list a renderer prints top to bottom:
 // loop axes open in id order; each group of REDUCEs over the same ranges gets accumulators, its loops, updates
+// NOTE: a walk, not a rule table: it places every node in a loop nest, a decision over the whole graph
 inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   auto topo = toposort(sink);
   std::unordered_map<const UOp*, size_t> pos;
