@@ -291,7 +291,6 @@ class CStyleRenderer : public Renderer {
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
 };
 
-
 // C for the CPU: the base rules
 inline CStyleRenderer::CStyleRenderer() {
   auto S = [this](Ctx& c, const UOp& x, size_t i) { return get(c, *x.src[i]); };
