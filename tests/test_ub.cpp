@@ -1,5 +1,5 @@
 // Generated kernels have no undefined behaviour on any input, and the symbolic folder folds constants to the
-// same defined results (docs: "Defined results" in include/tinygrad/uop/symbolic.hpp):
+// same defined results (docs: "Defined results" in include/tinygrad/uop/ops.hpp, the op table):
 //   integer x / 0 = 0, x % 0 = 0 (idiv, fmod, Python-style % and floor division alike);
 //   MIN / -1 = MIN (wraps), MIN % -1 = 0; signed +, -, *, negation and << wrap (two's complement);
 //   a << s with s outside [0, bits) = 0; a >> s with s outside [0, bits) = 0, or -1 for negative signed a;

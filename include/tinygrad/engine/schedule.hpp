@@ -118,7 +118,7 @@ class Scheduler {
       const UOp* u = stack.back();
       stack.pop_back();
       if (is_leaf(u) || is_kroot(u) || !seen.insert(u).second) continue;
-      if (u->op == Ops::REDUCE_AXIS || u->op == Ops::EXP2 || u->op == Ops::LOG2 || u->op == Ops::SIN || u->op == Ops::SQRT || u->op == Ops::RECIPROCAL) return true;
+      if (is_expensive(u->op)) return true;
       if (is_alu(u->op) && ++n > 16) return true;
       for (auto& s : u->src) stack.push_back(s.get());
     }

@@ -1,6 +1,9 @@
 #pragma once
 // the C-style renderer family: a linear kernel (from codegen/linearize.hpp) printed as source.
-// A language is a traits struct (Lang) plus a few virtual overrides; C for the CPU lives here.
+// A language is a traits struct (Lang), rules (one per op) and a few spellings (types, constants, vector accesses);
+// C for the CPU is the base, a GPU language replaces only the rules it spells differently.
+#include <array>
+#include <functional>
 #include <set>
 #include "../uop/ops.hpp"
 
@@ -31,126 +34,13 @@ class CStyleRenderer : public Renderer {
     std::string smem_prefix, barrier;  // workgroup memory declaration, workgroup barrier
     std::string vec[3];            // a vector value: vec[0] type vec[1] lanes, vec[2]: C (float4){a, b}
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
+    std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
+    bool math_f = true;            // a float's math function ends in f
   } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
 
-  std::string render(const std::string& name, const std::vector<UOpRef>& lin) const override {
-    Ctx c;
-    std::string body;
-    int depth = 1;
-    auto line = [&](const std::string& s) { body += std::string(size_t(depth) * 2, ' ') + s + "\n"; };
-    for (auto& u : lin) {
-      const UOp& x = *u;
-      auto S = [&](size_t i) { return get(c, *x.src[i]); };
-      std::string T = value_type(x.dtype, x.vcount, c);
-      switch (x.op) {
-        case Ops::DEFINE_GLOBAL: {
-          int64_t i = x.iarg();
-          c.r[&x] = cat("data", i);
-          c.params.push_back(cat(lang.buffer_prefix, storage_type(x.dtype), "* ", lang.restrict_kw, " data", i));
-          c.param_dtypes.push_back(x.dtype);
-          c.param_ids.push_back(i);
-          break;
-        }
-        case Ops::DEFINE_LOCAL: {
-          c.r[&x] = cat("temp", x.varg()[0]);
-          line(cat(lang.smem_prefix, x.dtype == DType::Bool ? storage_type(DType::UInt8) : scalar_type(x.dtype), " ", c.r[&x], "[", x.varg()[1], "];"));
-          break;
-        }
-        case Ops::BARRIER: line(lang.barrier); break;
-        case Ops::SPECIAL: {
-          int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
-          if (kind == 0) { c.r[&x] = "core_id"; break; }
-          int64_t d = x.varg()[2];
-          c.r[&x] = cat(kind == 1 ? "gidx" : "lidx", d);
-          if (kind == 2) c.local[d] = x.range_end();
-          line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
-          break;
-        }
-        case Ops::CONST: c.r[&x] = const_str(x); break;
-        case Ops::RANGE: {
-          std::string v = cat("ridx", x.range_id());
-          c.r[&x] = v;
-          line(cat("for (", value_type(x.dtype, 1, c), " ", v, " = 0; ", v, " < ", x.range_end(), "; ", v, "++) {"));
-          depth++;
-          break;
-        }
-        case Ops::END: depth--; line("}"); break;
-        case Ops::INDEX: c.r[&x] = cat("(", S(0), "+", S(1), ")"); break;
-        case Ops::LOAD: {
-          const UOp& idx = *x.src[0];
-          std::string ptr = get(c, idx), v = c.name("val");
-          bool gated = idx.src.size() > 2;
-          DType st = x.dtype;
-          if (idx.src[0]->op == Ops::DEFINE_LOCAL) line(cat(T, " ", v, " = *", ptr, ";"));  // held as a value, no conversion
-          else if (x.vcount > 1) {
-            line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, st), x.vcount) : "", ";"));
-            line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", vload(v, T, ptr, x.vcount)));
-          } else {
-            std::string ld = load_value(st, "*" + ptr);
-            line(cat(T, " ", v, " = ", gated ? cat(get(c, *idx.src[2]), " ? ", ld, " : ", render_const(0, st)) : ld, ";"));
-          }
-          c.r[&x] = v;
-          break;
-        }
-        case Ops::STORE: {
-          std::string ptr = S(0);
-          const UOp& idx = *x.src[0];
-          bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
-          if (!local) c.stored.insert(idx.src[0]->iarg());
-          std::string gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
-          const UOp& val = *x.src[1];
-          if (local) line(cat("*", ptr, " = ", S(1), ";"));
-          else if (val.vcount > 1) line(gate + vstore(ptr, value_type(val.dtype, val.vcount, c), S(1), val.vcount));
-          else line(gate + cat("*", ptr, " = ", store_value(val.dtype, S(1)), ";"));
-          break;
-        }
-        case Ops::DEFINE_ACC: {
-          const UOp& red = *x.src[0];
-          std::string v = c.name("acc");
-          c.r[&red] = v;
-          std::string id = render_const(reduce_identity(red.reduce_op(), red.dtype), red.dtype);
-          line(cat(T, " ", v, " = ", x.vcount > 1 ? broadcast(T, id, x.vcount) : id, ";"));
-          break;
-        }
-        case Ops::ACC_UPDATE: {
-          const UOp& red = *x.src[0];
-          std::string a = c.r.at(&red);
-          line(cat(a, " = ", alu_expr(red.reduce_op(), red.dtype, x.vcount, {a, S(1)}, {red.dtype, red.dtype}, nullptr, c), ";"));
-          break;
-        }
-        case Ops::REDUCE: break;  // named by its DEFINE_ACC
-        case Ops::VECTORIZE: {
-          std::vector<std::string> xs;
-          for (size_t i = 0; i < x.src.size(); i++) xs.push_back(S(i));
-          c.r[&x] = vec(T, xs);
-          c.lanes[c.r[&x]] = xs;
-          break;
-        }
-        case Ops::GEP: c.r[&x] = lane(S(0), int(x.iarg())); break;
-        default: {
-          if (!is_alu(x.op) && x.op != Ops::CAST && x.op != Ops::BITCAST) throw Error(std::string("tinygrad: C renderer cannot render ") + op_name(x.op));
-          std::vector<std::string> a;
-          std::vector<DType> dts;
-          for (size_t i = 0; i < x.src.size(); i++) { a.push_back(S(i)); dts.push_back(x.src[i]->dtype); }
-          std::string v = c.name("alu");
-          if (x.op == Ops::BITCAST && x.dtype == DType::Bool) {  // NOTE: a bool's byte must be 0 or 1: any other byte is true
-            line(cat(T, " ", v, " = (", a[0], "!=0);"));
-          } else if (x.op == Ops::BITCAST) {
-            line(cat(T, " ", v, ";"));
-            line(bitcast(v, T, value_type(dts[0], x.vcount, c), a[0]));
-          } else {
-            line(cat(T, " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, &x, c), ";"));
-          }
-          c.r[&x] = v;
-        }
-      }
-    }
-    return prelude(c) + kernel_decl(name, c) + " {\n" + params_prelude(c) + body + "}\n";
-  }
-
- protected:
+  // what the rules see and write while one kernel renders
   struct Ctx {
-    std::unordered_map<const UOp*, std::string> r;
+    std::unordered_map<const UOp*, std::string> r;  // a node's name (or inline expression)
     std::vector<std::string> params;
     std::vector<DType> param_dtypes;
     std::vector<int64_t> param_ids;
@@ -160,14 +50,75 @@ class CStyleRenderer : public Renderer {
     bool uses_half = false, uses_bf16 = false, uses_double = false;
     std::unordered_map<std::string, int> counts;
     std::unordered_map<std::string, std::vector<std::string>> lanes;  // a rendered vector literal -> its lanes
+    std::string body;
+    int depth = 1;                  // open blocks (RANGE ... END)
     std::string name(const std::string& p) { return cat(p, counts[p]++); }
+    void line(const std::string& s) { body += std::string(size_t(depth) * 2, ' ') + s + "\n"; }
   };
+  // an ALU op (or a CAST) on scalars, or on whole vectors (vc lanes); u: its node, or null for an accumulator's update
+  // (its sources' value ranges are unknown: the guards assume the worst)
+  struct Alu { Ops op; DType dt; int vc; const std::vector<std::string>& a; const std::vector<DType>& dts; const UOp* u; Ctx& c; };
+  using AluRule = std::function<std::string(const Alu&)>;
+  using Rule = std::function<void(Ctx&, const UOp&)>;
+  // The rules, one per op (as tinygrad's cstyle: code_for_op and string_rewrite). An ALU op's (and CAST's) is its
+  // expression on scalars: alu_expr applies it per lane, or once where whole_vector has a rule that gives an
+  // expression, and rounds halves. Any other op's writes its lines and names the node in c.r. A language replaces
+  // only the rules it spells differently.
+  std::array<AluRule, size_t(Ops::COUNT_)> code_for_op, whole_vector;
+  std::array<Rule, size_t(Ops::COUNT_)> rules;
 
+  CStyleRenderer();
+  CStyleRenderer(const CStyleRenderer&) = delete;  // NOTE: the rules hold `this`
+  CStyleRenderer& operator=(const CStyleRenderer&) = delete;
+
+  // NOTE: a loop over the linear list, not a graph_rewrite: the order is the linearizer's, and control flow is the
+  // ctx's block depth (RANGE opens a block, END closes it)
+  std::string render(const std::string& name, const std::vector<UOpRef>& lin) const override {
+    Ctx c;
+    for (auto& u : lin) {
+      value_type(u->dtype, u->vcount, c);  // notes the types the prelude needs
+      if (auto& rule = rules[size_t(u->op)]) rule(c, *u);
+      else if (code_for_op[size_t(u->op)]) alu_rule(c, *u);
+      else throw Error(std::string("tinygrad: C renderer cannot render ") + op_name(u->op));
+    }
+    return prelude(c) + kernel_decl(name, c) + " {\n" + params_prelude(c) + c.body + "}\n";
+  }
+
+ protected:
   // constants are not in the linear list: they print inline where used
   std::string get(Ctx& c, const UOp& u) const {
     if (auto it = c.r.find(&u); it != c.r.end()) return it->second;
     if (u.op == Ops::CONST) return const_str(u);
     throw Error(std::string("tinygrad: C renderer: ") + op_name(u.op) + " used before it was defined");
+  }
+  // an ALU op's value: a variable
+  void alu_rule(Ctx& c, const UOp& x) const {
+    std::vector<std::string> a;
+    std::vector<DType> dts;
+    for (auto& s : x.src) { a.push_back(get(c, *s)); dts.push_back(s->dtype); }
+    std::string v = c.name("alu");
+    c.line(cat(value_type(x.dtype, x.vcount, c), " ", v, " = ", alu_expr(x.op, x.dtype, x.vcount, a, dts, &x, c), ";"));
+    c.r[&x] = v;
+  }
+  // an ALU op on scalars or vectors, rounded to half precision where the result is half (u: the op, or null)
+  std::string alu_expr(Ops op, DType dt, int vc, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, Ctx& c) const {
+    auto& rule = code_for_op[size_t(op)];
+    if (!rule) throw Error(std::string("tinygrad: C renderer has no code for ") + op_name(op));
+    if (vc == 1) return round_half(dt, rule({op, dt, 1, a, dts, u, c}));
+    if (auto& w = whole_vector[size_t(op)]; w && dt != DType::Float16 && dt != DType::BFloat16 && dt != DType::Bool)
+      if (std::string e = w({op, dt, vc, a, dts, u, c}); !e.empty()) return e;
+    std::vector<std::string> lanes;
+    for (int i = 0; i < vc; i++) {
+      std::vector<std::string> li;
+      for (auto& s : a) { auto it = c.lanes.find(s); li.push_back(it != c.lanes.end() ? it->second[size_t(i)] : lane(s, i)); }
+      lanes.push_back(round_half(dt, rule({op, dt, 1, li, dts, u, c})));
+    }
+    return vec(value_type(dt, vc, c), lanes);
+  }
+  std::string round_half(DType dt, const std::string& e) const {
+    if (dt == DType::Float16) return "tg_h2f(tg_f2h(" + e + "))";
+    if (dt == DType::BFloat16) return "tg_b2f(tg_f2b(" + e + "))";
+    return e;
   }
   std::string broadcast(const std::string& T, const std::string& x, int n) const { return vec(T, std::vector<std::string>(size_t(n), x)); }
   static std::string join(const std::vector<std::string>& xs) {
@@ -180,7 +131,6 @@ class CStyleRenderer : public Renderer {
   virtual std::string lane(const std::string& v, int i) const { return cat(v, "[", i, "]"); }
   virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const { return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"); }
   virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const { return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));"); }
-  virtual bool native_vector_ops() const { return true; }  // + - * / & | ^ and conversions on whole vectors
   // a vector's element type (bools are held as ints) and its name: float4, uint4, long2
   std::string vector_elem(DType dt) const { return dt == DType::Bool ? "int" : scalar_type(dt); }
   static std::string vector_name(const std::string& elem, int vc) {
@@ -252,9 +202,8 @@ class CStyleRenderer : public Renderer {
     if (std::isnan(v)) return f32 ? "__builtin_nanf(\"\")" : "__builtin_nan(\"\")";
     return std::string(v < 0 ? "-" : "") + (f32 ? "__builtin_inff()" : "__builtin_inf()");
   }
-  static const char* fsuffix(DType dt) { return dt == DType::Float64 ? "" : "f"; }
 
-  // ---- defined results on every input (listed in uop/symbolic.hpp, which folds constants the same way) ----
+  // ---- defined results on every input (the op table in uop/ops.hpp says which; constants fold the same way) ----
   // C leaves int division by 0, MIN / -1, signed overflow, shifts past the width and float -> int of values out of
   // range undefined: such an op gets a guard, or computes in unsigned, unless its sources' value ranges rule the case
   // out (index math: constant divisors > 0, small sums), so the usual kernel renders as plain C. u: the op (or null).
@@ -284,118 +233,23 @@ class CStyleRenderer : public Renderer {
   // a division that may divide by 0, or MIN by -1 (narrower ints compute in int: MIN / -1 fits)
   static bool div_zero(const UOp* u) { return may_be(u, 1, 0); }
   static bool div_neg1(DType dt, const UOp* u) { return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt)); }
-  // the op needs more than its C operator
-  static bool guarded(Ops op, DType dt, const std::vector<DType>& dts, const UOp* u) {
-    if (op == Ops::IDIV || op == Ops::MOD) return div_zero(u) || div_neg1(dt, u);
-    if (op == Ops::SHL) return shift_out(dt, u) || may_overflow(op, dt, u);
-    if (op == Ops::SHR) return shift_out(dt, u);
-    if (op == Ops::CAST) return is_float(dts[0]) && !is_float(dt) && dt != DType::Bool;
-    return (op == Ops::ADD || op == Ops::MUL || op == Ops::NEG || op == Ops::MULACC) && may_overflow(op, dt, u);
+  // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined by
+  // C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T: the type, U: the cast to the unsigned type
+  std::pair<std::string, std::string> wrap_types(const Alu& x) const {
+    return {value_type(x.dt, x.vc, x.c), "(" + value_type(itemsize(x.dt) == 8 ? DType::UInt64 : DType::UInt32, x.vc, x.c) + ")"};
   }
-  // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined
-  // by C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T, U: the types (C vectors: a cast reinterprets)
-  std::string wrapped(Ops op, DType dt, const std::vector<std::string>& a, std::string T = "", std::string U = "") const {
-    if (T.empty()) { T = scalar_type(dt); U = scalar_type(itemsize(compute_type(dt)) == 8 ? DType::UInt64 : DType::UInt32); }
-    U = "(" + U + ")";
-    std::string e = op == Ops::NEG ? "-" + U + a[0] : op == Ops::ADD ? U + a[0] + "+" + U + a[1] : op == Ops::SHL ? U + a[0] + "<<" + a[1]
-                  : op == Ops::MUL ? U + a[0] + "*" + U + a[1] : "(" + U + a[0] + "*" + U + a[1] + ")+" + U + a[2];
-    return "((" + T + ")(" + e + "))";
+  // rule f, computed in unsigned where the op may overflow (a shift's count stays as it is)
+  AluRule or_wrapped(AluRule f) const {
+    return [this, f](const Alu& x) {
+      if (!may_overflow(x.op, x.dt, x.u)) return f(x);
+      auto [T, U] = wrap_types(x);
+      std::vector<std::string> ua;
+      for (size_t i = 0; i < x.a.size(); i++) ua.push_back(x.op == Ops::SHL && i == 1 ? x.a[i] : U + x.a[i]);
+      return "((" + T + ")" + f({x.op, x.dt, x.vc, ua, x.dts, x.u, x.c}) + ")";
+    };
   }
-  // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
-  virtual std::string float_to_int(const std::string& x, DType from, DType to) const {
-    int digits = itemsize(to) * 8 - !is_unsigned(to);
-    int64_t hi = to == DType::UInt64 ? -1 : detail::int_max(to);  // as by wrap_int
-    return cat("((", x, "!=", x, ")?0:(", x, "<=", render_const(is_unsigned(to) ? 0.0 : -std::ldexp(1.0, digits), from), ")?", render_int(detail::int_min(to), to),
-               ":(", x, ">=", render_const(std::ldexp(1.0, digits), from), ")?", render_int(hi, to), ":(", scalar_type(to), ")", x, ")");
-  }
-  // an int op that needs a guard or unsigned arithmetic
-  std::string guarded_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u) const {
-    int bits = itemsize(dt) * 8;
-    auto count_ok = [&] { return cat("((", scalar_type(DType::UInt64), ")", a[1], "<", bits, ")"); };
-    switch (op) {
-      case Ops::IDIV: {
-        std::string e = "(" + a[0] + "/" + a[1] + ")";
-        if (div_neg1(dt, u)) e = cat("((", a[1], "==-1)?", wrapped(Ops::NEG, dt, a), ":", e, ")");
-        return div_zero(u) ? cat("((", a[1], "==0)?0:", e, ")") : e;
-      }
-      case Ops::MOD: {
-        std::string cond = div_zero(u) ? "(" + a[1] + "==0)" : "";
-        if (div_neg1(dt, u)) cond += (cond.empty() ? "(" : "||(") + a[1] + "==-1)";
-        return cat("(", cond, "?0:(", a[0], "%", a[1], "))");
-      }
-      case Ops::SHL: {
-        std::string e = may_overflow(op, dt, u) ? wrapped(op, dt, a) : "(" + a[0] + "<<" + a[1] + ")";
-        return shift_out(dt, u) ? cat("(", count_ok(), "?", e, ":0)") : e;
-      }
-      case Ops::SHR:
-        if (is_unsigned(dt)) return cat("(", count_ok(), "?(", a[0], ">>", a[1], "):0)");
-        return cat("(", a[0], ">>(", count_ok(), "?", a[1], ":", bits - 1, "))");  // a count past the width fills with the sign
-      case Ops::CAST: return float_to_int(a[0], dts[0], dt);
-      default: return wrapped(op, dt, a);
-    }
-  }
-  // one ALU op on scalars
-  virtual std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, const Ctx& c) const {
-    std::string f = fsuffix(dt);
-    if (guarded(op, dt, dts, u)) return guarded_op(op, dt, a, dts, u);
-    switch (op) {
-      case Ops::ADD: return "(" + a[0] + "+" + a[1] + ")";
-      case Ops::MUL: return "(" + a[0] + "*" + a[1] + ")";
-      case Ops::FDIV: return "(" + a[0] + "/" + a[1] + ")";
-      case Ops::IDIV: return "(" + a[0] + "/" + a[1] + ")";
-      case Ops::MOD: return "(" + a[0] + "%" + a[1] + ")";
-      case Ops::NEG: return dt == DType::Bool ? "(!" + a[0] + ")" : "(-" + a[0] + ")";
-      case Ops::MAX: return is_float(dt) ? cat("((", a[0], "!=", a[0], "||", a[0], ">", a[1], ")?", a[0], ":", a[1], ")") : cat("((", a[0], ">", a[1], ")?", a[0], ":", a[1], ")");
-      case Ops::CMPLT: return "(" + a[0] + "<" + a[1] + ")";
-      case Ops::CMPNE: return "(" + a[0] + "!=" + a[1] + ")";
-      case Ops::CMPEQ: return "(" + a[0] + "==" + a[1] + ")";
-      case Ops::AND: return "(" + a[0] + "&" + a[1] + ")";
-      case Ops::OR: return "(" + a[0] + "|" + a[1] + ")";
-      case Ops::XOR: return "(" + a[0] + "^" + a[1] + ")";
-      case Ops::SHL: return "(" + a[0] + "<<" + a[1] + ")";
-      case Ops::SHR: return "(" + a[0] + ">>" + a[1] + ")";
-      case Ops::WHERE: return "(" + a[0] + "?" + a[1] + ":" + a[2] + ")";
-      case Ops::MULACC: return "((" + a[0] + "*" + a[1] + ")+" + a[2] + ")";
-      case Ops::EXP2: return "__builtin_exp2" + f + "(" + a[0] + ")";
-      case Ops::LOG2: return "__builtin_log2" + f + "(" + a[0] + ")";
-      case Ops::SIN: return "__builtin_sin" + f + "(" + a[0] + ")";
-      case Ops::SQRT: return "__builtin_sqrt" + f + "(" + a[0] + ")";
-      case Ops::TRUNC: return "__builtin_trunc" + f + "(" + a[0] + ")";
-      case Ops::RECIPROCAL: return "(1" + std::string(is_float(dt) && dt != DType::Float64 ? ".0f" : ".0") + "/" + a[0] + ")";
-      case Ops::CAST: {
-        if (dt == DType::Bool) return "(" + a[0] + "!=0)";
-        return "((" + scalar_type(dt) + ")" + a[0] + ")";
-      }
-      default: (void)c; throw Error(std::string("tinygrad: C renderer has no code for ") + op_name(op));
-    }
-  }
-  // an ALU op on scalars or vectors, rounded to half precision where the result is half (u: the op, or null)
-  std::string alu_expr(Ops op, DType dt, int vc, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, Ctx& c) const {
-    std::string e;
-    bool native_vec = op == Ops::ADD || op == Ops::MUL || op == Ops::FDIV || (op == Ops::IDIV || op == Ops::MOD || op == Ops::AND || op == Ops::OR || op == Ops::XOR);
-    bool plain = dt != DType::Float16 && dt != DType::BFloat16 && dt != DType::Bool && !guarded(op, dt, dts, u);
-    if (vc == 1) e = scalar_op(op, dt, a, dts, u, c);
-    else if (native_vector_ops() && native_vec && plain) e = scalar_op(op, dt, a, dts, u, c);
-    else if (native_vector_ops() && (op == Ops::ADD || op == Ops::MUL) && is_int(dt))  // guarded only as it may overflow
-      e = wrapped(op, dt, a, value_type(dt, vc, c), value_type(itemsize(dt) == 8 ? DType::UInt64 : DType::UInt32, vc, c));
-    else if (native_vector_ops() && op == Ops::CAST && plain && dts[0] != DType::Bool)
-      e = "__builtin_convertvector(" + a[0] + ", " + value_type(dt, vc, c) + ")";
-    else {  // per lane
-      std::vector<std::string> lanes;
-      for (int i = 0; i < vc; i++) {
-        std::vector<std::string> li;
-        for (auto& s : a) { auto it = c.lanes.find(s); li.push_back(it != c.lanes.end() ? it->second[size_t(i)] : lane(s, i)); }
-        lanes.push_back(round_half(dt, scalar_op(op, dt, li, dts, u, c)));
-      }
-      return vec(value_type(dt, vc, c), lanes);
-    }
-    return round_half(dt, e);
-  }
-  std::string round_half(DType dt, const std::string& e) const {
-    if (dt == DType::Float16) return "tg_h2f(tg_f2h(" + e + "))";
-    if (dt == DType::BFloat16) return "tg_b2f(tg_f2b(" + e + "))";
-    return e;
-  }
+  // a shift count inside [0, bits)
+  std::string count_ok(const Alu& x) const { return cat("((", scalar_type(DType::UInt64), ")", x.a[1], "<", itemsize(x.dt) * 8, ")"); }
 
   virtual std::string prelude(const Ctx& c) const {
     std::string s;
@@ -410,9 +264,6 @@ class CStyleRenderer : public Renderer {
       s += t;
     }
     return s;
-  }
-  virtual std::string bitcast(const std::string& v, const std::string& T, const std::string& srcT, const std::string& a) const {
-    return cat("{ ", srcT, " tmp = ", a, "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }");
   }
   virtual std::string kernel_decl(const std::string& name, const Ctx& c) const { return cat(lang.kernel_prefix, "void ", name, "(", signature(c), ")"); }
   virtual std::string signature(const Ctx&) const { return "void** bufs, const long long* vals, int core_id, int ncores"; }
@@ -440,6 +291,142 @@ class CStyleRenderer : public Renderer {
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
 };
 
+// C for the CPU: the base rules
+inline CStyleRenderer::CStyleRenderer() {
+  auto S = [this](Ctx& c, const UOp& x, size_t i) { return get(c, *x.src[i]); };
+  auto set = [](auto& table, std::initializer_list<std::pair<Ops, typename std::decay_t<decltype(table)>::value_type>> rs) {
+    for (auto& [op, f] : rs) table[size_t(op)] = f;
+  };
+  auto infix = [](const char* o) { return AluRule([o](const Alu& x) { return "(" + x.a[0] + o + x.a[1] + ")"; }); };
+  auto math = [this](const char* fn) { return AluRule([this, fn](const Alu& x) { return cat(lang.math_prefix, fn, lang.math_f && x.dt != DType::Float64 ? "f" : "", "(", x.a[0], ")"); }); };
+  set(code_for_op, {
+    {Ops::EXP2, math("exp2")}, {Ops::LOG2, math("log2")}, {Ops::SIN, math("sin")}, {Ops::SQRT, math("sqrt")}, {Ops::TRUNC, math("trunc")},
+    {Ops::RECIPROCAL, [](const Alu& x) { return cat("(1", is_float(x.dt) && x.dt != DType::Float64 ? ".0f" : ".0", "/", x.a[0], ")"); }},
+    {Ops::NEG, or_wrapped([](const Alu& x) { return (x.dt == DType::Bool ? "(!" : "(-") + x.a[0] + ")"; })},
+    {Ops::ADD, or_wrapped(infix("+"))}, {Ops::MUL, or_wrapped(infix("*"))}, {Ops::FDIV, infix("/")},
+    {Ops::IDIV, [this](const Alu& x) {
+       std::string e = "(" + x.a[0] + "/" + x.a[1] + ")";
+       if (div_neg1(x.dt, x.u)) { auto [T, U] = wrap_types(x); e = cat("((", x.a[1], "==-1)?((", T, ")(-", U, x.a[0], ")):", e, ")"); }
+       return div_zero(x.u) ? cat("((", x.a[1], "==0)?0:", e, ")") : e;
+     }},
+    {Ops::MOD, [](const Alu& x) {
+       std::string cond = div_zero(x.u) ? "(" + x.a[1] + "==0)" : "";
+       if (div_neg1(x.dt, x.u)) cond += (cond.empty() ? "(" : "||(") + x.a[1] + "==-1)";
+       return cond.empty() ? "(" + x.a[0] + "%" + x.a[1] + ")" : cat("(", cond, "?0:(", x.a[0], "%", x.a[1], "))");
+     }},
+    {Ops::MAX, [](const Alu& x) {
+       auto &a = x.a[0], &b = x.a[1];
+       return is_float(x.dt) ? cat("((", a, "!=", a, "||", a, ">", b, ")?", a, ":", b, ")") : cat("((", a, ">", b, ")?", a, ":", b, ")");
+     }},
+    {Ops::CMPLT, infix("<")}, {Ops::CMPNE, infix("!=")}, {Ops::CMPEQ, infix("==")}, {Ops::AND, infix("&")}, {Ops::OR, infix("|")}, {Ops::XOR, infix("^")},
+    {Ops::SHL, [this, shl = or_wrapped(infix("<<"))](const Alu& x) { return shift_out(x.dt, x.u) ? cat("(", count_ok(x), "?", shl(x), ":0)") : shl(x); }},
+    {Ops::SHR, [this](const Alu& x) {  // a count past the width fills with the sign
+       if (!shift_out(x.dt, x.u)) return "(" + x.a[0] + ">>" + x.a[1] + ")";
+       if (is_unsigned(x.dt)) return cat("(", count_ok(x), "?(", x.a[0], ">>", x.a[1], "):0)");
+       return cat("(", x.a[0], ">>(", count_ok(x), "?", x.a[1], ":", itemsize(x.dt) * 8 - 1, "))");
+     }},
+    {Ops::WHERE, [](const Alu& x) { return "(" + x.a[0] + "?" + x.a[1] + ":" + x.a[2] + ")"; }},
+    {Ops::MULACC, or_wrapped([](const Alu& x) { return "((" + x.a[0] + "*" + x.a[1] + ")+" + x.a[2] + ")"; })},
+    // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
+    {Ops::CAST, [this](const Alu& x) {
+       const std::string &a = x.a[0], T = scalar_type(x.dt);
+       if (x.dt == DType::Bool) return "(" + a + "!=0)";
+       if (!is_float(x.dts[0]) || is_float(x.dt)) return "((" + T + ")" + a + ")";
+       int digits = itemsize(x.dt) * 8 - !is_unsigned(x.dt);
+       int64_t hi = x.dt == DType::UInt64 ? -1 : detail::int_max(x.dt);  // as by wrap_int
+       return cat("((", a, "!=", a, ")?0:(", a, "<=", render_const(is_unsigned(x.dt) ? 0.0 : -std::ldexp(1.0, digits), x.dts[0]), ")?", render_int(detail::int_min(x.dt), x.dt),
+                  ":(", a, ">=", render_const(std::ldexp(1.0, digits), x.dts[0]), ")?", render_int(hi, x.dt), ":(", T, ")", a, ")");
+     }},
+  });
+  // GCC vector extensions apply C's operators and conversions to whole vectors, where the op needs no guard
+  // ("": per lane; whole_vector is never asked for half or bool results)
+  auto same = [this](const Alu& x) { return code_for_op[size_t(x.op)](x); };  // (an overflowing + or * computes in unsigned vectors)
+  auto divmod = [same](const Alu& x) { return div_zero(x.u) || div_neg1(x.dt, x.u) ? "" : same(x); };
+  set(whole_vector, {
+    {Ops::ADD, same}, {Ops::MUL, same}, {Ops::FDIV, same}, {Ops::AND, same}, {Ops::OR, same}, {Ops::XOR, same},
+    {Ops::IDIV, divmod}, {Ops::MOD, divmod},
+    {Ops::CAST, [this](const Alu& x) { return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool ? "" : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")"; }},
+  });
+  set(rules, {
+    {Ops::DEFINE_GLOBAL, [this](Ctx& c, const UOp& x) {
+       int64_t i = x.iarg();
+       c.r[&x] = cat("data", i);
+       c.params.push_back(cat(lang.buffer_prefix, storage_type(x.dtype), "* ", lang.restrict_kw, " data", i));
+       c.param_dtypes.push_back(x.dtype);
+       c.param_ids.push_back(i);
+     }},
+    {Ops::DEFINE_LOCAL, [this](Ctx& c, const UOp& x) {
+       c.r[&x] = cat("temp", x.varg()[0]);
+       c.line(cat(lang.smem_prefix, x.dtype == DType::Bool ? storage_type(DType::UInt8) : scalar_type(x.dtype), " ", c.r[&x], "[", x.varg()[1], "];"));
+     }},
+    {Ops::BARRIER, [this](Ctx& c, const UOp&) { c.line(lang.barrier); }},
+    {Ops::SPECIAL, [this](Ctx& c, const UOp& x) {
+       int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
+       if (kind == 0) { c.r[&x] = "core_id"; return; }
+       int64_t d = x.varg()[2];
+       c.r[&x] = cat(kind == 1 ? "gidx" : "lidx", d);
+       if (kind == 2) c.local[d] = x.range_end();
+       c.line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
+     }},
+    {Ops::CONST, [this](Ctx& c, const UOp& x) { c.r[&x] = const_str(x); }},
+    {Ops::RANGE, [this](Ctx& c, const UOp& x) {
+       std::string v = c.r[&x] = cat("ridx", x.range_id());
+       c.line(cat("for (", value_type(x.dtype, 1, c), " ", v, " = 0; ", v, " < ", x.range_end(), "; ", v, "++) {"));
+       c.depth++;
+     }},
+    {Ops::END, [](Ctx& c, const UOp&) { c.depth--; c.line("}"); }},
+    {Ops::INDEX, [S](Ctx& c, const UOp& x) { c.r[&x] = cat("(", S(c, x, 0), "+", S(c, x, 1), ")"); }},
+    {Ops::LOAD, [this](Ctx& c, const UOp& x) {
+       const UOp& idx = *x.src[0];
+       std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
+       bool gated = idx.src.size() > 2;
+       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = *", ptr, ";"));  // held as a value, no conversion
+       else if (x.vcount > 1) {
+         c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
+         c.line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", vload(v, T, ptr, x.vcount)));
+       } else {
+         std::string ld = load_value(x.dtype, "*" + ptr);
+         c.line(cat(T, " ", v, " = ", gated ? cat(get(c, *idx.src[2]), " ? ", ld, " : ", render_const(0, x.dtype)) : ld, ";"));
+       }
+       c.r[&x] = v;
+     }},
+    {Ops::STORE, [this, S](Ctx& c, const UOp& x) {
+       const UOp &idx = *x.src[0], &val = *x.src[1];
+       std::string ptr = S(c, x, 0), gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
+       bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
+       if (!local) c.stored.insert(idx.src[0]->iarg());
+       if (local) c.line(cat("*", ptr, " = ", S(c, x, 1), ";"));
+       else if (val.vcount > 1) c.line(gate + vstore(ptr, value_type(val.dtype, val.vcount, c), S(c, x, 1), val.vcount));
+       else c.line(gate + cat("*", ptr, " = ", store_value(val.dtype, S(c, x, 1)), ";"));
+     }},
+    {Ops::DEFINE_ACC, [this](Ctx& c, const UOp& x) {
+       const UOp& red = *x.src[0];
+       std::string T = value_type(x.dtype, x.vcount, c), v = c.r[&red] = c.name("acc");
+       std::string id = render_const(reduce_identity(red.reduce_op(), red.dtype), red.dtype);
+       c.line(cat(T, " ", v, " = ", x.vcount > 1 ? broadcast(T, id, x.vcount) : id, ";"));
+     }},
+    {Ops::ACC_UPDATE, [this, S](Ctx& c, const UOp& x) {
+       const UOp& red = *x.src[0];
+       std::string a = c.r.at(&red);
+       c.line(cat(a, " = ", alu_expr(red.reduce_op(), red.dtype, x.vcount, {a, S(c, x, 1)}, {red.dtype, red.dtype}, nullptr, c), ";"));
+     }},
+    {Ops::REDUCE, [](Ctx&, const UOp&) {}},  // named by its DEFINE_ACC
+    {Ops::VECTORIZE, [this, S](Ctx& c, const UOp& x) {
+       std::vector<std::string> xs;
+       for (size_t i = 0; i < x.src.size(); i++) xs.push_back(S(c, x, i));
+       c.r[&x] = vec(value_type(x.dtype, x.vcount, c), xs);
+       c.lanes[c.r[&x]] = xs;
+     }},
+    {Ops::GEP, [this, S](Ctx& c, const UOp& x) { c.r[&x] = lane(S(c, x, 0), int(x.iarg())); }},
+    {Ops::BITCAST, [this, S](Ctx& c, const UOp& x) {
+       std::string T = value_type(x.dtype, x.vcount, c), a = S(c, x, 0), v = c.r[&x] = c.name("alu");
+       if (x.dtype == DType::Bool) return c.line(cat(T, " ", v, " = (", a, "!=0);"));  // NOTE: a bool's byte must be 0 or 1: any other byte is true
+       c.line(cat(T, " ", v, ";"));
+       c.line(cat("{ ", value_type(x.src[0]->dtype, x.vcount, c), " tmp = ", a, "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }"));
+     }},
+  });
+}
+
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
@@ -457,8 +444,19 @@ class CRenderer : public CStyleRenderer {
 // the GPU languages: thread ids instead of loops, buffers as kernel parameters, math functions by name
 class GPURenderer : public CStyleRenderer {
  public:
-  GPURenderer() { has_local = true; }
-  // float4 / int4 / uint4 loads and stores; arithmetic runs per lane (CUDA has no vector operators)
+  GPURenderer() {
+    has_local = true;
+    lang.math_prefix = "";
+    whole_vector = {};  // arithmetic runs per lane (CUDA has no vector operators)
+    // a bitcast through a union
+    rules[size_t(Ops::BITCAST)] = [this, base = rules[size_t(Ops::BITCAST)]](Ctx& c, const UOp& x) {
+      if (x.dtype == DType::Bool) return base(c, x);
+      std::string T = value_type(x.dtype, x.vcount, c), a = get(c, *x.src[0]), v = c.r[&x] = c.name("alu");
+      c.line(cat(T, " ", v, ";"));
+      c.line(cat("{ union { ", value_type(x.src[0]->dtype, x.vcount, c), " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }"));
+    };
+  }
+  // float4 / int4 / uint4 loads and stores
   int64_t vector_lanes(DType dt) const override { return itemsize(dt) == 4 && dt != DType::Bool ? 4 : 1; }
 
  protected:
@@ -477,16 +475,6 @@ class GPURenderer : public CStyleRenderer {
   std::string params_prelude(const Ctx&) const override { return ""; }
   std::string vector_type(DType dt, int vc, Ctx&) const override { return vector_name(vector_elem(dt), vc); }
   std::string lane(const std::string& v, int i) const override { return cat(v, ".", "xyzw"[i]); }
-  bool native_vector_ops() const override { return false; }
-  std::string bitcast(const std::string& v, const std::string& T, const std::string& srcT, const std::string& a) const override {
-    return cat("{ union { ", srcT, " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }");
-  }
-  virtual bool float_suffix() const = 0;  // CUDA: sinf; OpenCL: overloaded sin
-  std::string scalar_op(Ops op, DType dt, const std::vector<std::string>& a, const std::vector<DType>& dts, const UOp* u, const Ctx& c) const override {
-    const char* fn = op == Ops::EXP2 ? "exp2" : op == Ops::LOG2 ? "log2" : op == Ops::SIN ? "sin" : op == Ops::SQRT ? "sqrt" : op == Ops::TRUNC ? "trunc" : nullptr;
-    if (fn) return cat(fn, float_suffix() && dt != DType::Float64 ? "f" : "", "(", a[0], ")");
-    return CStyleRenderer::scalar_op(op, dt, a, dts, u, c);
-  }
   std::string scalar_type(DType dt) const override { return dt == DType::Bool ? "bool" : CStyleRenderer::scalar_type(dt); }
 };
 
@@ -508,7 +496,6 @@ class CUDARenderer : public GPURenderer {
   }
 
  protected:
-  bool float_suffix() const override { return true; }
   std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override { return cat(v, " = *((const ", T, "*)", ptr, ");"); }
   std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const override { return cat("*((", T, "*)", ptr, ") = ", v, ";"); }
   std::string kernel_decl(const std::string& name, const Ctx& c) const override {
@@ -533,10 +520,14 @@ class OpenCLRenderer : public GPURenderer {
     lang.smem_prefix = "__local ";
     lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
     lang.vec[0] = "(", lang.vec[1] = ")(", lang.vec[2] = ")";
+    lang.math_f = false;  // sin is overloaded
+    // float -> int by convert_T_sat: NaN -> 0, saturates, rounds toward zero
+    code_for_op[size_t(Ops::CAST)] = [this, base = code_for_op[size_t(Ops::CAST)]](const Alu& x) {
+      return is_float(x.dts[0]) && !is_float(x.dt) && x.dt != DType::Bool ? cat("convert_", scalar_type(x.dt), "_sat(", x.a[0], ")") : base(x);
+    };
   }
 
  protected:
-  bool float_suffix() const override { return false; }
   // vloadN / vstoreN need only the element's alignment
   std::string vload(const std::string& v, const std::string&, const std::string& ptr, int n) const override { return cat(v, " = vload", n, "(0, ", ptr, ");"); }
   std::string vstore(const std::string& ptr, const std::string&, const std::string& v, int n) const override { return cat("vstore", n, "(", v, ", 0, ", ptr, ");"); }
@@ -556,8 +547,6 @@ class OpenCLRenderer : public GPURenderer {
     if (dt == DType::Int64 || dt == DType::UInt64) for (size_t at; (at = s.find("ll")) != std::string::npos;) s.erase(at, 1);
     return s;
   }
-  // convert_T_sat: NaN -> 0, saturates, rounds toward zero
-  std::string float_to_int(const std::string& x, DType, DType to) const override { return cat("convert_", scalar_type(to), "_sat(", x, ")"); }
   std::string nonfinite(double v, bool f32) const override {
     std::string s = std::isnan(v) ? "NAN" : v < 0 ? "(-INFINITY)" : "INFINITY";
     return f32 ? s : "(double)" + s;

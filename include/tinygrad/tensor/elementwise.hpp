@@ -106,7 +106,7 @@ struct ElementwiseOps {
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
   }
   T div(double o, std::string_view rounding_mode = {}) const { return div(self().like(o, true), rounding_mode); }
-  // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/symbolic.hpp)
+  // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
   T idiv(const T& o) const { return self().binop(Ops::IDIV, o, "idiv"); }
   // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
   T mod(const T& o) const {

@@ -56,7 +56,7 @@ inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, co
   return {dx, dw.shrink(keep)};
 }
 
-// the gradients of u's sources, given u's gradient g (nullopt: no gradient flows)
+// the gradients of u's sources, given u's gradient g (nullopt: no gradient flows); empty: u's op has no rule
 inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
   auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
   auto S = [&](size_t i) { return T(u->src[i]); };
@@ -71,6 +71,9 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
     case Ops::EXP2: return {g * ret * ln2};
     case Ops::LOG2: return {g / (S(0) * ln2)};
     case Ops::SIN: return {g * S(0).cos()};
+    case Ops::TRUNC: return {std::nullopt};  // piecewise constant: no gradient flows (floor, ceil and round neither)
+    case Ops::FDIV: return {g / S(1), -g * ret / S(1)};
+    case Ops::MULACC: return {g * S(1), g * S(0), g};
     case Ops::MAX: {
       Tensor a = S(0), b = S(1), tie = (a == b).cast(g.dtype()) * 0.5;
       return {g * ((a > b).cast(g.dtype()) + tie), g * ((b > a).cast(g.dtype()) + tie)};
@@ -115,7 +118,7 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
       return {(g / count).expand(x.shape()) * mask};
     }
     case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
-    default: return std::vector<std::optional<Tensor>>(u->src.size());  // no gradient (comparisons, bit ops, detach, ...)
+    default: return {};  // none: not float valued (comparisons, bit ops, int division), or no gradient (detach, ...)
   }
 }
 }  // namespace detail

@@ -12,43 +12,100 @@
 
 namespace tinygrad {
 
-// one list of ops; group membership is data below
-#define TG_OPS(X)                                                                                   \
-  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR)                                                  \
-  X(EXP2) X(LOG2) X(SIN) X(SQRT) X(RECIPROCAL) X(NEG) X(TRUNC)                                      \
-  X(ADD) X(MUL) X(IDIV) X(MOD) X(MAX) X(CMPLT) X(CMPNE) X(CMPEQ) X(AND) X(OR) X(XOR) X(SHL) X(SHR)  \
-  X(FDIV) X(WHERE) X(MULACC) X(CAST) X(BITCAST)                                                     \
-  X(IOTA) X(REDUCE_AXIS) X(RESHAPE) X(PERMUTE) X(EXPAND) X(PAD) X(SHRINK) X(FLIP)                           \
-  X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                         \
+// what an ALU op's constant fold reads: the sources as doubles (f: floats as the kernel holds them) and, when all are
+// ints or bools, as the kernel holds them (u: their bits, s: signed); uns: unsigned or bool sources; bits: their width
+struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t bits; DType dt; };
+
+// THE op table: one row per op, the one place an op is defined. A row: name, family, flags, and for an ALU op how a
+// constant folds, computing what the kernels compute (tests/test_op_table.cpp checks it on the devices): TG_FOLD_F on
+// doubles x, y, z (the result is rounded to the dtype), TG_FOLD_I on ints a, b, c (s, uns, bits, dt as in FoldArgs;
+// the result wraps to the dtype). Adding an ALU op: its row, its render rule (renderer/cstyle.hpp), its gradient rule
+// (tensor/gradient.hpp). Defined results (the renderers guard the same cases): int x / 0 = 0, x % 0 = 0, MIN / -1 = MIN,
+// MIN % -1 = 0; +, *, negation and << wrap; a shift by a count outside [0, bits) gives 0 (>> of a negative: -1).
+#define TG_OPS(X)                                                                                                   \
+  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR)                                                        \
+  X(EXP2, UNARY, EXPENSIVE, TG_FOLD_F(std::exp2(x)))                                                                \
+  X(LOG2, UNARY, EXPENSIVE, TG_FOLD_F(std::log2(x)))                                                                \
+  X(SIN, UNARY, EXPENSIVE, TG_FOLD_F(std::sin(x)))                                                                  \
+  X(SQRT, UNARY, EXPENSIVE, TG_FOLD_F(std::sqrt(x)))                                                                \
+  X(RECIPROCAL, UNARY, EXPENSIVE, TG_FOLD_F(1.0 / x))                                                               \
+  X(NEG, UNARY, 0, TG_FOLD_F(-x), TG_FOLD_I(dt == DType::Bool ? !a : 0 - a))                                        \
+  X(TRUNC, UNARY, 0, TG_FOLD_F(std::trunc(x)))                                                                      \
+  X(ADD, BINARY, COMMUTATIVE, TG_FOLD_F(x + y), TG_FOLD_I(a + b))                                                   \
+  X(MUL, BINARY, COMMUTATIVE, TG_FOLD_F(x * y), TG_FOLD_I(a * b))                                                   \
+  X(IDIV, BINARY, 0, nullptr, TG_FOLD_I(b == 0 ? 0 : uns ? a / b : s[1] == -1 ? 0 - a : uint64_t(s[0] / s[1])))     \
+  X(MOD, BINARY, 0, nullptr, TG_FOLD_I(b == 0 || (!uns && s[1] == -1) ? 0 : uns ? a % b : uint64_t(s[0] % s[1])))   \
+  X(MAX, BINARY, COMMUTATIVE, TG_FOLD_F(x != x || x > y ? x : y),  /* NaN wins, as rendered */                      \
+    TG_FOLD_I(uns ? std::max(a, b) : uint64_t(std::max(s[0], s[1]))))                                               \
+  X(CMPLT, BINARY, COMPARISON, TG_FOLD_F(x < y), TG_FOLD_I(uns ? a < b : s[0] < s[1]))                              \
+  X(CMPNE, BINARY, COMMUTATIVE | COMPARISON, TG_FOLD_F(x != y), TG_FOLD_I(a != b))                                  \
+  X(CMPEQ, BINARY, COMMUTATIVE | COMPARISON, TG_FOLD_F(x == y), TG_FOLD_I(a == b))                                  \
+  X(AND, BINARY, COMMUTATIVE, nullptr, TG_FOLD_I(a & b))                                                            \
+  X(OR, BINARY, COMMUTATIVE, nullptr, TG_FOLD_I(a | b))                                                             \
+  X(XOR, BINARY, COMMUTATIVE, nullptr, TG_FOLD_I(a ^ b))                                                            \
+  X(SHL, BINARY, 0, nullptr, TG_FOLD_I(b < bits ? a << b : 0))                                                      \
+  X(SHR, BINARY, 0, nullptr, TG_FOLD_I(b < bits ? (uns ? a >> b : uint64_t(s[0] >> b)) : !uns && s[0] < 0 ? ~uint64_t(0) : 0)) \
+  X(FDIV, BINARY, 0, TG_FOLD_F(x / y))                                                                              \
+  X(WHERE, TERNARY, 0, TG_FOLD_F(x != 0 ? y : z), TG_FOLD_I(a != 0 ? b : c))                                        \
+  X(MULACC, TERNARY, 0, TG_FOLD_F(x * y + z), TG_FOLD_I(a * b + c))                                                 \
+  X(CAST) X(BITCAST) X(IOTA)                                                                                        \
+  X(REDUCE_AXIS, OTHER, EXPENSIVE)  /* recomputed per use, its whole loop would run again */                        \
+  X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
+  X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF)
 
 enum class Ops : uint8_t {
-#define TG_X(n) n,
+#define TG_X(n, ...) n,
   TG_OPS(TG_X)
 #undef TG_X
   COUNT_
 };
-inline const char* op_name(Ops o) {
-  static const char* names[] = {
-#define TG_X(n) #n,
-      TG_OPS(TG_X)
-#undef TG_X
-  };
-  static_assert(sizeof(names) / sizeof(names[0]) == size_t(Ops::COUNT_), "every op needs a name");
-  return names[size_t(o)];
-}
 
-// op groups as data
-inline constexpr bool is_unary(Ops o) { return o >= Ops::EXP2 && o <= Ops::TRUNC; }
-inline constexpr bool is_binary(Ops o) { return (o >= Ops::ADD && o <= Ops::SHR) || o == Ops::FDIV; }
-inline constexpr bool is_ternary(Ops o) { return o == Ops::WHERE || o == Ops::MULACC; }
+// one row of the op table
+struct OpInfo {
+  enum Family : uint8_t { OTHER, UNARY, BINARY, TERNARY, MOVEMENT };
+  enum Flags : uint8_t { COMMUTATIVE = 1, COMPARISON = 2, EXPENSIVE = 4 };  // EXPENSIVE: the scheduler never recomputes it
+  const char* name;
+  Family family = OTHER;
+  int flags = 0;
+  double (*fold_f)(const FoldArgs&) = nullptr;    // ALU ops: the constant fold on floats (null: ints only)
+  uint64_t (*fold_i)(const FoldArgs&) = nullptr;  // and on ints and bools (null: floats only)
+  static const OpInfo table[];
+};
+// NOTE: defined outside the class so the rows name Family and Flags unqualified
+#define TG_FOLD(T, e) [](const FoldArgs& v) {                 \
+    [[maybe_unused]] auto& [f, u, s, uns, bits, dt] = v;      \
+    [[maybe_unused]] auto& [x, y, z] = f;                     \
+    [[maybe_unused]] auto& [a, b, c] = u;                     \
+    return T(e); }
+#define TG_FOLD_F(e) TG_FOLD(double, e)
+#define TG_FOLD_I(e) TG_FOLD(uint64_t, e)
+#define TG_X(n, ...) OpInfo{#n, __VA_ARGS__},
+inline constexpr OpInfo OpInfo::table[] = {TG_OPS(TG_X)};
+#undef TG_X
+#undef TG_FOLD_I
+#undef TG_FOLD_F
+#undef TG_FOLD
+#undef TG_OPS
+static_assert(std::size(OpInfo::table) == size_t(Ops::COUNT_), "one row per op");
+
+inline constexpr const OpInfo& op_info(Ops o) { return OpInfo::table[size_t(o)]; }
+inline const char* op_name(Ops o) { return op_info(o).name; }
+inline constexpr bool is_unary(Ops o) { return op_info(o).family == OpInfo::UNARY; }
+inline constexpr bool is_binary(Ops o) { return op_info(o).family == OpInfo::BINARY; }
+inline constexpr bool is_ternary(Ops o) { return op_info(o).family == OpInfo::TERNARY; }
 inline constexpr bool is_alu(Ops o) { return is_unary(o) || is_binary(o) || is_ternary(o); }
-inline constexpr bool is_commutative(Ops o) {
-  return o == Ops::ADD || o == Ops::MUL || o == Ops::MAX || o == Ops::CMPNE || o == Ops::CMPEQ || o == Ops::AND || o == Ops::OR || o == Ops::XOR;
+inline constexpr bool is_commutative(Ops o) { return op_info(o).flags & OpInfo::COMMUTATIVE; }
+inline constexpr bool is_comparison(Ops o) { return op_info(o).flags & OpInfo::COMPARISON; }
+inline constexpr bool is_expensive(Ops o) { return op_info(o).flags & OpInfo::EXPENSIVE; }
+inline constexpr bool is_movement(Ops o) { return op_info(o).family == OpInfo::MOVEMENT; }
+// the ops of a group, in table order
+inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
+  std::vector<Ops> r;
+  for (size_t i = 0; i < size_t(Ops::COUNT_); i++) if (in(Ops(i))) r.push_back(Ops(i));
+  return r;
 }
-inline constexpr bool is_comparison(Ops o) { return o == Ops::CMPLT || o == Ops::CMPNE || o == Ops::CMPEQ; }
-inline constexpr bool is_movement(Ops o) { return o >= Ops::RESHAPE && o <= Ops::FLIP; }
 
 // axis kinds of a RANGE (codegen)
 enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5 };

@@ -5,9 +5,8 @@
 
 namespace tinygrad {
 
-// Defined results (the kernels compute the same: renderer/cstyle.hpp): integer x / 0 = 0 and x % 0 = 0, MIN / -1 = MIN
-// and MIN % -1 = 0; +, *, negation and << wrap; a shift by a count outside [0, bits) gives 0 (>> of a negative: -1);
-// float -> int truncates, NaN -> 0, +-inf and out-of-range values saturate.
+// Constants fold as the kernels compute them (renderer/cstyle.hpp): ALU ops as the op table says (uop/ops.hpp); a float
+// -> int cast truncates, NaN -> 0, +-inf and out-of-range values saturate.
 namespace detail {
 // an int of dtype dt held in an int64: wrapped to dt's width and sign-extended (a uint64 keeps its bit pattern)
 inline int64_t wrap_int(DType dt, uint64_t x) {
@@ -34,56 +33,6 @@ inline double round_float(DType dt, double x) {
   return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
 }
 }  // namespace detail
-
-// evaluate one ALU op on float constants (or a comparison of them), rounded to the dtype
-inline double exec_alu(Ops op, DType dt, const std::vector<double>& v) {
-  auto R = [&](double x) { return dt == DType::Bool ? double(x != 0) : detail::round_float(dt, x); };
-  switch (op) {
-    case Ops::NEG: return R(-v[0]);
-    case Ops::EXP2: return R(std::exp2(v[0]));
-    case Ops::LOG2: return R(std::log2(v[0]));
-    case Ops::SIN: return R(std::sin(v[0]));
-    case Ops::SQRT: return R(std::sqrt(v[0]));
-    case Ops::RECIPROCAL: return R(1.0 / v[0]);
-    case Ops::TRUNC: return R(std::trunc(v[0]));
-    case Ops::ADD: return R(v[0] + v[1]);
-    case Ops::MUL: return R(v[0] * v[1]);
-    case Ops::FDIV: return R(v[0] / v[1]);
-    case Ops::MAX: return R(v[0] != v[0] || v[0] > v[1] ? v[0] : v[1]);  // NaN wins, as rendered
-    case Ops::CMPLT: return v[0] < v[1];
-    case Ops::CMPNE: return v[0] != v[1];
-    case Ops::CMPEQ: return v[0] == v[1];
-    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    case Ops::MULACC: return R(v[0] * v[1] + v[2]);
-    default: throw Error(std::string("tinygrad: exec_alu cannot evaluate ") + op_name(op) + " on floats");
-  }
-}
-
-// evaluate one ALU op on int or bool constants of dtype sdt (held as by wrap_int), giving dtype dt: exact, wrapping
-inline int64_t exec_int(Ops op, DType dt, DType sdt, const std::vector<int64_t>& v) {
-  bool uns = is_unsigned(sdt) || sdt == DType::Bool;
-  uint64_t a = uint64_t(v[0]), b = v.size() > 1 ? uint64_t(v[1]) : 0, bits = uint64_t(itemsize(sdt)) * 8;
-  auto W = [&](uint64_t x) { return detail::wrap_int(dt, x); };
-  switch (op) {
-    case Ops::NEG: return dt == DType::Bool ? !a : W(0 - a);
-    case Ops::ADD: return W(a + b);
-    case Ops::MUL: return W(a * b);
-    case Ops::IDIV: return b == 0 ? 0 : uns ? W(a / b) : v[1] == -1 ? W(0 - a) : W(uint64_t(v[0] / v[1]));
-    case Ops::MOD: return b == 0 || (!uns && v[1] == -1) ? 0 : uns ? W(a % b) : W(uint64_t(v[0] % v[1]));
-    case Ops::MAX: return uns ? W(std::max(a, b)) : std::max(v[0], v[1]);
-    case Ops::CMPLT: return uns ? a < b : v[0] < v[1];
-    case Ops::CMPNE: return a != b;
-    case Ops::CMPEQ: return a == b;
-    case Ops::AND: return W(a & b);
-    case Ops::OR: return W(a | b);
-    case Ops::XOR: return W(a ^ b);
-    case Ops::SHL: return b < bits ? W(a << b) : 0;
-    case Ops::SHR: return b < bits ? (uns ? W(a >> b) : v[0] >> b) : !uns && v[0] < 0 ? -1 : 0;
-    case Ops::WHERE: return v[0] != 0 ? v[1] : v[2];
-    case Ops::MULACC: return W(a * b + uint64_t(v[2]));
-    default: throw Error(std::string("tinygrad: exec_int cannot evaluate ") + op_name(op) + " on ints");
-  }
-}
 
 namespace detail {
 inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
@@ -227,21 +176,24 @@ inline const PatternMatcher& symbolic() {
   using detail::is_int_scalar;
   static const PatternMatcher pm{
       // constant folding
-      {UPat::ops_of({Ops::EXP2, Ops::LOG2, Ops::SIN, Ops::SQRT, Ops::RECIPROCAL, Ops::NEG, Ops::TRUNC, Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD,
-                     Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::SHL, Ops::SHR, Ops::FDIV, Ops::WHERE, Ops::MULACC}, "a"),
-       [](const Match& m) -> UOpRef {
+      {UPat::ops_of(ops_where(is_alu), "a"), [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          if (a->vcount != 1) return nullptr;
-         std::vector<double> v;
-         std::vector<int64_t> iv;
-         for (auto& s : a->src) {
+         DType sdt = a->src[a->op == Ops::WHERE ? 1 : 0]->dtype;
+         FoldArgs v{{}, {}, {}, is_unsigned(sdt) || sdt == DType::Bool, uint64_t(itemsize(sdt)) * 8, a->dtype};
+         bool ints = true;
+         for (size_t i = 0; i < a->src.size(); i++) {
+           auto& s = a->src[i];
            if (s->op != Ops::CONST || s->vcount != 1) return nullptr;
-           v.push_back(is_float(s->dtype) ? detail::round_float(s->dtype, s->const_value()) : s->const_value());  // as the kernel holds it
-           if (auto* i = std::get_if<int64_t>(&s->arg)) iv.push_back(*i);
+           v.f[i] = is_float(s->dtype) ? detail::round_float(s->dtype, s->const_value()) : s->const_value();  // as the kernel holds it
+           if (auto* x = std::get_if<int64_t>(&s->arg)) { v.s[i] = *x; v.u[i] = uint64_t(*x); } else ints = false;
          }
          // ints exactly (a double holds 53 bits), floats in double rounded to their dtype
-         if (iv.size() == v.size()) return const_int(a->dtype, exec_int(a->op, a->dtype, a->src[a->op == Ops::WHERE ? 1 : 0]->dtype, iv));
-         return const_uop(a->dtype, exec_alu(a->op, a->dtype, v));
+         auto& op = op_info(a->op);
+         if (ints ? !op.fold_i : !op.fold_f) throw Error(cat("tinygrad: cannot fold ", op.name, ints ? " on ints" : " on floats"));
+         if (ints) return const_int(a->dtype, detail::wrap_int(a->dtype, op.fold_i(v)));
+         double r = op.fold_f(v);
+         return const_uop(a->dtype, a->dtype == DType::Bool ? double(r != 0) : detail::round_float(a->dtype, r));
        }},
       {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"), [](const Match& m) -> UOpRef {
          auto& a = m["a"];
