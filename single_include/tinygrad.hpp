@@ -430,44 +430,135 @@ struct Compiler {
   }
 };
 
-// a device's runtime pieces
+// how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
+struct LaunchDims {
+  int64_t threads = 1;                      // CPU: cores (the THREAD axis)
+  std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z
+  std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
+  bool operator==(const LaunchDims&) const = default;
+  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2]); }
+};
+// the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
+struct LaunchLimits {
+  std::array<int64_t, 3> global_max{0x7fffffff, 65535, 65535}, local_max{1024, 1024, 64};
+  int64_t max_threads = 1024;
+};
+
+// an opened device: allocator, compiler, program loader, and what code generation needs to know of it
 struct DeviceRuntime {
-  std::string name;
+  std::string name;  // the instance: "CPU", "CUDA:1"
   std::unique_ptr<Allocator> allocator;
   std::unique_ptr<Compiler> compiler;
-  // launch: CPU {threads}; GPUs {global x,y,z, local x,y,z}
-  std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const std::vector<int64_t>& launch)> load;
+  std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const LaunchDims& launch)> load;
   std::function<void()> synchronize = [] {};
+  int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
+  int vector_registers = 16;    // registers a register tile of accumulators may fill
+  int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
+  LaunchLimits limits;
+};
+
+// A device is one registered descriptor, added by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) or by a
+// user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
+// and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
+// one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
+struct DeviceSpec {
+  std::string name;      // "CPU"; an instance may add ":n" ("CUDA:1")
+  int priority = 0;      // the default device is the highest-priority one that opens (DEV overrides)
+  bool host = false;     // its buffers are host memory: a tensor made from a host pointer lives here
+  std::string renderer;  // the renderer family of the source its compiler takes ("C", "CUDA", "OpenCL"); empty: `name`
+  std::function<std::unique_ptr<DeviceRuntime>(const std::string& instance)> open;  // throws DeviceError naming what is missing
+  // optional: a compiler for this device's code that needs no device, or nullptr when none is wanted; with one, every
+  // kernel compiled for another device is also rendered and compiled for this one (CUDA_COMPILE_CHECK=1)
+  std::function<std::unique_ptr<Compiler>()> check_compiler;
 };
 
 namespace detail {
 struct RuntimeRegistry {
   std::mutex mu;
-  std::map<std::string, std::function<std::unique_ptr<DeviceRuntime>(const std::string&)>> factories;  // name ("CUDA:1") -> runtime
-  std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;
+  std::map<std::string, DeviceSpec> specs;                      // name ("CUDA") -> descriptor
+  std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;  // instance ("CUDA:1") -> runtime
   static RuntimeRegistry& get() { static auto* r = new RuntimeRegistry(); return *r; }  // NOTE: leaked on purpose (static destruction order)
+  std::vector<std::string> names() const {  // highest priority first
+    std::vector<const DeviceSpec*> v;
+    for (auto& [n, s] : specs) v.push_back(&s);
+    std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->priority > b->priority; });
+    std::vector<std::string> r;
+    for (auto* s : v) r.push_back(s->name);
+    return r;
+  }
+  const DeviceSpec& spec(const std::string& device) const;
 };
 }  // namespace detail
 
-inline void register_runtime(const std::string& name, std::function<std::unique_ptr<DeviceRuntime>(const std::string&)> f) {
-  auto& r = detail::RuntimeRegistry::get();
-  std::lock_guard lk(r.mu);
-  r.factories[name] = std::move(f);
-}
 // "CUDA:1" -> "CUDA"
 inline std::string device_base(const std::string& d) { auto p = d.find(':'); return p == std::string::npos ? d : d.substr(0, p); }
 
+inline const DeviceSpec& detail::RuntimeRegistry::spec(const std::string& device) const {
+  auto it = specs.find(device_base(device));
+  if (it != specs.end()) return it->second;
+  std::string known;
+  for (auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+  throw DeviceError("tinygrad: unknown device '" + device + "' (known devices: " + (known.empty() ? "none" : known) + ")");
+}
+
+// adds a device, or replaces the one of that name (instances already opened stay as they are)
+inline void register_device(DeviceSpec spec) {
+  if (spec.name.empty() || spec.name.find(':') != std::string::npos || !spec.open)
+    throw DeviceError("tinygrad::register_device: a device needs a name without ':' and an open function, got '" + spec.name + "'");
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  std::string name = spec.name;
+  r.specs.insert_or_assign(name, std::move(spec));
+}
+// the registered devices, highest priority first
+inline std::vector<std::string> device_names() {
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  return r.names();
+}
+// the descriptor of a device ("CUDA", or an instance "CUDA:1"); a DeviceError naming it and the known devices when unknown
+inline DeviceSpec device_spec(const std::string& device) {
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  return r.spec(device);
+}
+
+// the opened device, opened on first use
 inline DeviceRuntime& runtime(const std::string& device) {
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   if (auto it = r.opened.find(device); it != r.opened.end()) return *it->second;
-  auto f = r.factories.find(device_base(device));
-  if (f == r.factories.end()) throw DeviceError("tinygrad: unknown device '" + device + "'");
-  auto rt = f->second(device);  // may throw DeviceError naming what is missing
+  auto rt = r.spec(device).open(device);  // may throw DeviceError naming what is missing
   rt->name = device;
   rt->allocator->name = device;
   if (flags().debug >= 1) std::fprintf(stderr, "opened device %s\n", device.c_str());
   return *(r.opened[device] = std::move(rt));
+}
+
+// the default device: DEV if set, else the highest-priority device that opens
+inline std::string& default_device() {
+  static std::string d = [] {
+    std::string dev = flags().dev, why;
+    for (auto& n : dev.empty() ? device_names() : std::vector<std::string>{}) {
+      try { runtime(n); dev = n; break; }
+      catch (const Error& e) {
+        why += cat("; ", n, ": ", e.what());
+        if (flags().debug >= 1) std::fprintf(stderr, "%s not used: %s\n", n.c_str(), e.what());
+      }
+    }
+    if (dev.empty()) throw DeviceError("tinygrad: no device opens" + (why.empty() ? std::string(" (none is registered)") : why));
+    if (flags().debug >= 1) std::fprintf(stderr, "default device: %s\n", dev.c_str());
+    return dev;
+  }();
+  return d;
+}
+
+// the device whose buffers are host memory (the highest-priority one registered as such)
+inline std::string host_device() {
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  for (auto& n : r.names()) if (r.specs.at(n).host) return n;
+  throw DeviceError("tinygrad: no host device is registered (runtime/cpu.hpp registers the CPU)");
 }
 
 namespace detail {
@@ -1002,16 +1093,30 @@ struct CPUAllocator : Allocator {
 };
 
 namespace detail {
-inline const bool cpu_registered = (register_runtime("CPU", [](const std::string&) {
-  auto rt = std::make_unique<DeviceRuntime>();
-  rt->allocator = std::make_unique<CPUAllocator>();
-  rt->compiler = std::make_unique<CCompiler>();
-  // NOTE: the THREAD axis is baked into the kernel; the program is told how many cores to launch
-  rt->load = [](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
-    return std::make_unique<CPUProgram>(fn, bin, launch.empty() ? 1 : int(launch[0]));
+// NOTE: the one static object of a device: it only stores the descriptor (nothing opens before first use), and a
+// program gets the devices whose headers it includes
+inline const bool cpu_registered = [] {
+  DeviceSpec d;
+  d.name = "CPU";
+  d.priority = 1;
+  d.host = true;
+  d.renderer = "C";
+  d.open = [](const std::string&) {
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->allocator = std::make_unique<CPUAllocator>();
+    rt->compiler = std::make_unique<CCompiler>();
+    // NOTE: the THREAD axis is baked into the kernel; the program is told how many cores to launch
+    rt->load = [](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
+      return std::make_unique<CPUProgram>(fn, bin, int(launch.threads));
+    };
+    rt->threads = cpu_threads();
+    rt->vector_registers = cpu_vector_registers();
+    rt->parallelism = cpu_threads();  // one output per core
+    return rt;
   };
-  return rt;
-}), true);
+  register_device(std::move(d));
+  return true;
+}();
 }  // namespace detail
 
 }  // namespace tinygrad
@@ -1180,11 +1285,11 @@ struct CudaDevice {
 
 class CUDAProgram : public Program {
  public:
-  CUDAProgram(std::shared_ptr<CudaDevice> d, const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) : d_(std::move(d)) {
+  CUDAProgram(std::shared_ptr<CudaDevice> d, const std::string& fn, const std::string& bin, const LaunchDims& launch) : d_(std::move(d)) {
     d_->current();
     d_->api->check(d_->api->cuModuleLoadData(&mod_, bin.c_str()), "cuModuleLoadData");
     d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
-    for (int i = 0; i < 6; i++) dims_[i] = unsigned(launch[size_t(i)]);
+    for (size_t i = 0; i < 3; i++) dims_[i] = unsigned(launch.global[i]), dims_[i + 3] = unsigned(launch.local[i]);
     d_->api->cuEventCreate(&ev_[0], 0);
     d_->api->cuEventCreate(&ev_[1], 0);
   }
@@ -1233,19 +1338,35 @@ struct CUDAAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
 };
 
-inline const bool cuda_registered = (register_runtime("CUDA", [](const std::string& name) {
-  auto p = name.find(':');
-  auto d = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
-  auto rt = std::make_unique<DeviceRuntime>();
-  rt->allocator = std::make_unique<CUDAAllocator>(d);
-  rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", d->major, d->minor));
-  rt->load = [d](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
-    return std::make_unique<CUDAProgram>(d, fn, bin, launch);
+// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
+inline const bool cuda_registered = [] {
+  DeviceSpec d;
+  d.name = "CUDA";
+  d.priority = 2;  // the default device where a GPU opens
+  d.renderer = "CUDA";
+  d.open = [](const std::string& name) {
+    auto p = name.find(':');
+    auto dv = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->allocator = std::make_unique<CUDAAllocator>(dv);
+    rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor));
+    rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
+      return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
+    };
+    rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
+    if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
+    return rt;
   };
-  rt->synchronize = [d] { d->current(); d->api->check(d->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
-  if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", d->name.c_str(), d->major, d->minor);
-  return rt;
-}), true);
+  // CUDA_COMPILE_CHECK=1 (CI without a GPU): every new kernel is also rendered as CUDA and compiled to PTX with NVRTC
+  // (CUDA_COMPILE_ARCH, default compute_90), so a CUDA rendering bug fails on any machine. No NVRTC: one message, no check.
+  d.check_compiler = []() -> std::unique_ptr<Compiler> {
+    if (!getenv_int("CUDA_COMPILE_CHECK", 0)) return nullptr;
+    try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
+    catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
+  };
+  register_device(std::move(d));
+  return true;
+}();
 }  // namespace detail
 }  // namespace tinygrad
 // end include/tinygrad/runtime/cuda.hpp
@@ -1397,14 +1518,14 @@ class CLCompiler : public Compiler {
 
 class CLProgram : public Program {
  public:
-  CLProgram(std::shared_ptr<CLDevice> d, const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) : d_(std::move(d)) {
+  CLProgram(std::shared_ptr<CLDevice> d, const std::string& fn, const std::string& bin, const LaunchDims& launch) : d_(std::move(d)) {
     prg_ = d_->build("", &bin);
     if (!prg_) throw DeviceError("tinygrad: OpenCL rejected a cached program binary for " + fn);
     int err = 0;
     k_ = d_->api->clCreateKernel(prg_, fn.c_str(), &err);
     cl_check(err, "clCreateKernel");
     d_->api->clGetKernelInfo(k_, 0x1191 /* CL_KERNEL_NUM_ARGS */, sizeof nargs_, &nargs_, nullptr);
-    for (int i = 0; i < 3; i++) { local_[i] = size_t(launch[size_t(i + 3)]); global_[i] = size_t(launch[size_t(i)]) * local_[i]; }
+    for (size_t i = 0; i < 3; i++) { local_[i] = size_t(launch.local[i]); global_[i] = size_t(launch.global[i]) * local_[i]; }
   }
   ~CLProgram() override { d_->api->clReleaseKernel(k_); d_->api->clReleaseProgram(prg_); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
@@ -1457,19 +1578,28 @@ struct CLAllocator : Allocator {
   }
 };
 
-inline const bool cl_registered = (register_runtime("CL", [](const std::string& name) {
-  auto p = name.find(':');
-  auto d = std::make_shared<CLDevice>(p == std::string::npos ? -1 : std::stoi(name.substr(p + 1)));
-  auto rt = std::make_unique<DeviceRuntime>();
-  rt->allocator = std::make_unique<CLAllocator>(d);
-  rt->compiler = std::make_unique<CLCompiler>(d);
-  rt->load = [d](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
-    return std::make_unique<CLProgram>(d, fn, bin, launch);
+// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
+inline const bool cl_registered = [] {
+  DeviceSpec d;
+  d.name = "CL";
+  d.priority = 0;  // never the default while the CPU opens: DEV=CL or .to("CL")
+  d.renderer = "OpenCL";
+  d.open = [](const std::string& name) {
+    auto p = name.find(':');
+    auto dv = std::make_shared<CLDevice>(p == std::string::npos ? -1 : std::stoi(name.substr(p + 1)));
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->allocator = std::make_unique<CLAllocator>(dv);
+    rt->compiler = std::make_unique<CLCompiler>(dv);
+    rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
+      return std::make_unique<CLProgram>(dv, fn, bin, launch);
+    };
+    rt->synchronize = [dv] { dv->api->clFinish(dv->queue); };
+    if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", dv->name.c_str());
+    return rt;
   };
-  rt->synchronize = [d] { d->api->clFinish(d->queue); };
-  if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", d->name.c_str());
-  return rt;
-}), true);
+  register_device(std::move(d));
+  return true;
+}();
 }  // namespace detail
 }  // namespace tinygrad
 // end include/tinygrad/runtime/opencl.hpp
@@ -1984,8 +2114,9 @@ class PatternMatcher {
 };
 
 // rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
+// keep (optional): nodes left as they are, with everything below them (a realized value in a tensor graph).
 // NOTE: iterative (an explicit stack), so a graph of any depth rewrites
-inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr) {
+inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr, const std::function<bool(const UOp*)>& keep = nullptr) {
   // node -> (node, its rewrite or null while in progress); holding the key keeps its address from being reused
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
   struct Frame { UOpRef u, x, r; int stage; };  // stage 0: enter, 1: sources done, 2: r (what x became) done
@@ -2003,6 +2134,7 @@ inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* 
         stack.pop_back();
         continue;
       }
+      if (keep && keep(f.u.get())) { it->second.second = f.u; stack.pop_back(); continue; }
       f.stage = 1;
       const UOp* u = f.u.get();  // NOTE: push_back moves the frames; u stays alive in memo
       for (size_t i = u->src.size(); i-- > 0;) if (!memo.count(u->src[i].get())) stack.push_back({u->src[i], nullptr, nullptr, 0});
@@ -3645,7 +3777,7 @@ struct ProgramSpec {
   std::string fn;       // the symbol: name + hash
   std::string src;
   std::vector<Opt> opts;
-  std::vector<int64_t> launch;  // CPU: {threads}; GPU: {global x, y, z (in workgroups), local x, y, z}
+  LaunchDims launch;    // CPU: cores; GPU: workgroups and their threads
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
 };
@@ -3736,8 +3868,8 @@ inline const PatternMatcher& pm_group_reduces() {
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
 struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
-    launch = {1, 1, 1, 1, 1, 1};
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch) {
+    launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
     for (int kind : {1, 2}) {
       std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
@@ -3753,7 +3885,7 @@ struct GpuDimsCtx {
         int64_t n = size(dims[d]);
         if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
         auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
-        launch[size_t(kind == 1 ? d : d + 3)] = n;
+        (kind == 1 ? launch.global : launch.local)[d] = n;
         int64_t stride = 1;
         for (size_t j = 0; j < dims[d].size(); j++) {
           auto& r = dims[d][j];
@@ -3777,7 +3909,7 @@ inline const PatternMatcher& pm_gpudims() {
 
 struct LowerCtx {
   const Renderer& ren;
-  std::vector<int64_t>& launch;  // the GPU's global and local sizes, set by gpudims
+  LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
 };
 struct LoweringPass {
   const char* name;
@@ -3813,7 +3945,7 @@ inline ProgramSpec to_program(const Kernel& k) {
   UOpRef sink = k.sink();
   int64_t threads = 1;
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
-  p.launch = {threads};
+  p.launch.threads = threads;
   p.name = detail::kernel_name(sink, p.opts);
   LowerCtx ctx{ren, p.launch};
   for (auto& pass : lowering_passes()) {
@@ -3852,8 +3984,8 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
 }  // namespace tinygrad
 // end include/tinygrad/codegen/codegen.hpp
 // begin include/tinygrad/engine/schedule.hpp
-// schedule: decide which tensor-graph nodes become buffers, then lower each kernel to an AST
-// (SINK of STOREs over RANGEs). Movement ops turn into index arithmetic here; nothing copies.
+// schedule: rewrite the tensor graph for the device (split_reduceop), decide which nodes become buffers, then lower
+// each kernel to an AST (SINK of STOREs over RANGEs). Movement ops turn into index arithmetic here; nothing copies.
 //
 // Fusion rules: everything fuses into its consumer's kernel except
 //   - explicit CONTIGUOUS / COPY nodes and the realized roots,
@@ -4404,9 +4536,63 @@ class Scheduler {
 };
 }  // namespace detail
 
-// roots -> kernels; input_slots numbers the graph's existing buffers
-inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs) {
-  return detail::Scheduler(roots, input_slots, n_inputs).spec();
+namespace detail {
+// split_reduceop (tinygrad's): a long reduce into fewer outputs than keep the device busy (`busy`: its parallelism)
+// would run on few cores / SMs, so it becomes two kernels: axis a of size n becomes (n/d, d), the first kernel reduces
+// the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
+// d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
+inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
+  const UOpRef& x = r->src[0];
+  const Shape& sh = x->shape;
+  std::vector<int64_t> ax = r->reduce_axes();
+  int64_t in = prod(sh), outs = in;
+  for (auto a : ax) outs /= std::max<int64_t>(sh[size_t(a)], 1);
+  if (outs == 0 || in / outs < 32768 || outs >= busy) return nullptr;
+  for (auto a : ax) {
+    int64_t n = sh[size_t(a)];
+    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
+      if (n % d != 0 || n / d < 2) continue;
+      Shape s = sh;
+      s[size_t(a)] = n / d;
+      s.insert(s.begin() + a + 1, d);
+      std::vector<int64_t> first{int64_t(r->reduce_op())};
+      for (auto b : ax) first.push_back(b <= a ? b : b + 1);
+      auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {x}, s)}, first)});
+      if (is_leaf(part.get())) return nullptr;  // NOTE: realized by someone before: not an input this schedule knows
+      auto second = make_uop(Ops::REDUCE_AXIS, r->dtype, {part}, std::vector<int64_t>{int64_t(r->reduce_op()), a + 1});
+      return make_uop(Ops::RESHAPE, r->dtype, {second}, std::vector<int64_t>(r->shape));
+    }
+  }
+  return nullptr;
+}
+inline const PatternMatcher& pm_split_reduceop() {
+  static const PatternMatcher pm{
+      {UPat::op(Ops::REDUCE_AXIS, {UPat::any()}, "r"), [](const Match& m) { return split_reduceop(m["r"], m.context<const int64_t>()); }},
+  };
+  return pm;
+}
+// the device a graph's nodes name (buffers, DEVICE), or "" when none does
+inline std::string graph_device(const std::vector<UOpRef>& roots) {
+  for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    if (u->op == Ops::BUFFER) return u->buffer()->device;
+    if (u->realized) return u->realized->device;
+    if (u->op == Ops::DEVICE) return std::get<std::string>(u->arg);
+  }
+  return "";
+}
+}  // namespace detail
+
+// roots -> kernels on `device` (default: the device the graph names, else the default device); input_slots numbers
+// the graph's existing buffers
+inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs,
+                                    std::string device = "") {
+  if (device.empty()) device = detail::graph_device(roots);
+  if (device.empty()) device = default_device();
+  // tensor-graph rewrites before kernels are formed; realized values and what is below them stay as they are
+  int64_t busy = runtime(device).parallelism;
+  auto sink = graph_rewrite(make_uop(Ops::SINK, DType::Bool, roots), detail::pm_split_reduceop(), &busy,
+                            [](const UOp* u) { return detail::is_leaf(u); });
+  return detail::Scheduler(sink->src, input_slots, n_inputs).spec();
 }
 
 }  // namespace tinygrad
@@ -4504,7 +4690,7 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
     auto& p = *rendered[i];
     // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
     std::string same = p.fn.substr(p.fn.rfind('_'));
-    for (auto l : p.launch) same += cat(",", l);
+    same += "|" + p.launch.str();
     if (!seen.insert(hash_bytes(same)).second) continue;
     specs.push_back(std::move(p));
     kept.push_back(std::move(ks[i]));
@@ -4610,10 +4796,64 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
 // begin include/tinygrad/engine/realize.hpp
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
 #include <list>
+// begin include/tinygrad/renderer/registry.hpp
+// renderers by family name. A device's descriptor (runtime/device.hpp) names the family of source its compiler takes;
+// this maps the name to a factory, which reads what it needs of the device (cores, vector registers, launch limits)
+// from the opened runtime. A user's device names a family here or adds its own with register_renderer().
 
 namespace tinygrad {
 
-// a device as the engine sees it: runtime + renderer + compiled programs
+using RendererFactory = std::function<std::unique_ptr<Renderer>(const DeviceRuntime&)>;
+
+namespace detail {
+struct RendererRegistry {
+  std::mutex mu;
+  std::map<std::string, RendererFactory> families;
+  // NOTE: the built-in families are added on first use, not by static objects
+  static RendererRegistry& get() {
+    static auto* r = [] {
+      auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
+      reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
+      reg->families["CUDA"] = [](const DeviceRuntime&) { return std::make_unique<CUDARenderer>(); };
+      reg->families["OpenCL"] = [](const DeviceRuntime&) { return std::make_unique<OpenCLRenderer>(); };
+      return reg;
+    }();
+    return *r;
+  }
+};
+}  // namespace detail
+
+// adds a renderer family, or replaces the one of that name
+inline void register_renderer(const std::string& family, RendererFactory f) {
+  auto& r = detail::RendererRegistry::get();
+  std::lock_guard lk(r.mu);
+  r.families[family] = std::move(f);
+}
+
+// the renderer for an opened device of this descriptor, with the device's launch limits
+inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const DeviceRuntime& rt) {
+  const std::string& family = spec.renderer.empty() ? spec.name : spec.renderer;
+  RendererFactory f;
+  {
+    auto& r = detail::RendererRegistry::get();
+    std::lock_guard lk(r.mu);
+    auto it = r.families.find(family);
+    if (it == r.families.end()) throw DeviceError("tinygrad: device " + spec.name + " renders " + family + ", which no register_renderer() added");
+    f = it->second;
+  }
+  auto ren = f(rt);
+  std::copy(rt.limits.global_max.begin(), rt.limits.global_max.end(), ren->global_max);
+  std::copy(rt.limits.local_max.begin(), rt.limits.local_max.end(), ren->local_max);
+  ren->max_threads = rt.limits.max_threads;
+  return ren;
+}
+
+}  // namespace tinygrad
+// end include/tinygrad/renderer/registry.hpp
+
+namespace tinygrad {
+
+// a device as the engine sees it: its runtime and its renderer (both from its descriptor)
 struct Device {
   DeviceRuntime& rt;
   std::unique_ptr<Renderer> renderer;
@@ -4622,48 +4862,17 @@ struct Device {
 namespace detail {
 struct DeviceRegistry {
   std::mutex mu;
-  std::map<std::string, std::function<std::unique_ptr<Renderer>(const std::string&)>> renderers;
   std::map<std::string, std::unique_ptr<Device>> opened;
   static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
 };
-inline const bool c_renderer_registered = [] {
-  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads(), cpu_vector_registers()); };
-  DeviceRegistry::get().renderers["CUDA"] = [](const std::string&) { return std::make_unique<CUDARenderer>(); };
-  DeviceRegistry::get().renderers["CL"] = [](const std::string&) { return std::make_unique<OpenCLRenderer>(); };
-  return true;
-}();
 }  // namespace detail
-
-inline void register_renderer(const std::string& dev, std::function<std::unique_ptr<Renderer>(const std::string&)> f) {
-  auto& r = detail::DeviceRegistry::get();
-  std::lock_guard lk(r.mu);
-  r.renderers[dev] = std::move(f);
-}
 
 inline Device& get_device(const std::string& name) {
   auto& r = detail::DeviceRegistry::get();
   std::lock_guard lk(r.mu);
   if (auto it = r.opened.find(name); it != r.opened.end()) return *it->second;
   auto& rt = runtime(name);
-  auto f = r.renderers.find(device_base(name));
-  if (f == r.renderers.end()) throw DeviceError("tinygrad: no renderer for device " + name);
-  return *(r.opened[name] = std::make_unique<Device>(Device{rt, f->second(name)}));
-}
-
-// the default device: DEV if set, else CUDA if a GPU opens, else CPU
-inline std::string& default_device() {
-  static std::string d = [] {
-    std::string dev = flags().dev;
-    if (dev.empty()) {
-      try { runtime("CUDA"); dev = "CUDA"; } catch (const Error& e) {
-        dev = "CPU";
-        if (flags().debug >= 1) std::fprintf(stderr, "CUDA not used: %s\n", e.what());
-      }
-    }
-    if (flags().debug >= 1) std::fprintf(stderr, "default device: %s\n", dev.c_str());
-    return dev;
-  }();
-  return d;
+  return *(r.opened[name] = std::make_unique<Device>(Device{rt, make_renderer(device_spec(name), rt)}));
 }
 
 struct CompiledKernel {
@@ -4772,15 +4981,21 @@ inline const std::string* node_device(const UOp* u) {
   return nullptr;
 }
 
-// CUDA_COMPILE_CHECK=1 (CI without a GPU): every new kernel is also rendered as CUDA and compiled to PTX with
-// NVRTC, so a CUDA rendering bug fails on any machine. No NVRTC: one message, and nothing is checked.
-inline void cuda_compile_check(const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
-  static std::unique_ptr<NVRTCCompiler> nv = []() -> std::unique_ptr<NVRTCCompiler> {
-    try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
-    catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
+// every new kernel rendered and compiled, not run, for each device whose descriptor gives a check compiler (CUDA's
+// with CUDA_COMPILE_CHECK=1), other than the one it runs on
+inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+  struct Check { std::string device; std::unique_ptr<Renderer> ren; std::unique_ptr<Compiler> compiler; };
+  static const std::vector<Check> checks = [] {
+    std::vector<Check> r;
+    for (auto& n : device_names()) {
+      DeviceSpec spec = device_spec(n);
+      if (!spec.check_compiler) continue;
+      if (auto c = spec.check_compiler()) r.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c)});
+    }
+    return r;
   }();
-  static CUDARenderer ren;
-  if (nv) for (auto i : todo) nv->compile(to_program(ks[i].ast, ren).src);
+  for (auto& c : checks)
+    if (c.device != device_base(device)) for (auto i : todo) c.compiler->compile(to_program(ks[i].ast, *c.ren).src);
 }
 
 // compile every kernel of a schedule that is not compiled yet, in one batch
@@ -4806,7 +5021,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (auto& s : specs) srcs.push_back(s.src);
   double t0 = now_s();
   auto bins = dev.rt.compiler->compile_many(srcs);
-  if (getenv_int("CUDA_COMPILE_CHECK", 0) && dev.rt.name.rfind("CUDA", 0) != 0) cuda_compile_check(ks, todo);
+  compile_checks(dev.rt.name, ks, todo);
   if (flags().debug >= 1) std::fprintf(stderr, "compiled %zu kernels in %.2f ms\n", srcs.size(), (now_s() - t0) * 1e3);
   for (size_t j = 0; j < todo.size(); j++) {
     auto ck = std::make_shared<CompiledKernel>();
@@ -4901,7 +5116,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   } else {
     plan = std::make_shared<Plan>();
     plan->device = device;
-    plan->spec = create_schedule(roots, input_slot, int(inputs.size()));
+    plan->spec = create_schedule(roots, input_slot, int(inputs.size()), device);
     plan->kernels = get_programs(get_device(device), plan->spec.kernels);
     const ScheduleSpec& sp = plan->spec;
     std::vector<int> last(size_t(sp.n_inputs) + sp.new_slots.size(), -1);
@@ -5017,12 +5232,12 @@ struct CreationOps {
     }
     return r;
   }
-  // wrap caller memory without a copy: host memory (device CPU, the default) or a device pointer of `device`;
+  // wrap caller memory without a copy: host memory (the host device, the default) or a device pointer of `device`;
   // it must outlive every use
   static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") {
     int64_t n = T::check_shape(shape, "from_blob");
     if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
-    std::string dev = device.empty() ? "CPU" : device;  // NOTE: not default_device(): a host pointer is CPU memory
+    std::string dev = device.empty() ? host_device() : device;  // NOTE: not default_device(): a host pointer is host memory
     auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
     return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }
@@ -7368,37 +7583,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::sort(r.begin(), r.end());
     return r;
   }
-  // REDUCE_AXIS keeping dims. A long reduce into few outputs is split in two kernels (like tinygrad's
-  // split_reduceop) so that it runs on every core / SM: axis a of size n becomes (n/d, d), the first kernel
-  // reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses),
-  // the second reduces the d partials.
+  // REDUCE_AXIS keeping dims. NOTE: a long reduce into few outputs is split over two kernels by the scheduler
+  // (split_reduceop in engine/schedule.hpp), which knows the device's parallelism
   Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const {
-    auto node = [&](const Tensor& t, const std::vector<int64_t>& axes) {
-      std::vector<int64_t> a{int64_t(op)};
-      a.insert(a.end(), axes.begin(), axes.end());
-      return Tensor(make_uop(Ops::REDUCE_AXIS, t.dtype(), {t.uop()}, a), t.device());
-    };
-    int64_t outs = numel(), in = numel();
-    for (auto a : ax) outs /= std::max<int64_t>(shape()[size_t(a)], 1);
-    // outputs enough to keep the device busy: one per core on the CPU, a few waves of workgroups on a GPU
-    int64_t enough = device() == "CPU" ? cpu_threads() : 65536;
-    if (outs == 0 || in / outs < 32768 || outs >= enough) return node(*this, ax);
-    for (auto a : ax) {
-      int64_t n = shape()[size_t(a)];
-      for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
-        if (n % d != 0 || n / d < 2) continue;
-        Shape s = shape();
-        s[size_t(a)] = n / d;
-        s.insert(s.begin() + a + 1, d);
-        std::vector<int64_t> first;
-        for (auto b : ax) first.push_back(b <= a ? b : b + 1);
-        Tensor part = reshape(s).reduce_axis(op, first).contiguous();
-        Shape kept = shape();
-        for (auto b : ax) kept[size_t(b)] = 1;
-        return part.reduce_axis(op, {a + 1}).reshape(kept);
-      }
-    }
-    return node(*this, ax);
+    std::vector<int64_t> a{int64_t(op)};
+    a.insert(a.end(), ax.begin(), ax.end());
+    return Tensor(make_uop(Ops::REDUCE_AXIS, dtype(), {uop()}, a), device());
   }
   Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const {
     auto ax = norm_axes(axes, name);
@@ -8639,7 +8829,7 @@ inline std::vector<uint8_t> read_gz(const std::string& path) {
 
 // an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
 // in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
-inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = "CPU") {
+inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) {
   auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
   if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
@@ -9199,7 +9389,7 @@ std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()));
+  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
   p->kernels = get_programs(get_device(dev), p->spec.kernels);
   static_stats().graphs_built++;
   return p;

@@ -96,9 +96,9 @@ TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, s
   double total = 0, sq = 0;
   for (double x : vv) { total += x; sq += x * x; }
   Tensor s = a.sum(1), m = a.max(1, true), t = v.sum(), mean = v.mean();
-  bool busy = a.device() == "CPU" && tinygrad::cpu_threads() <= 3;  // 3 outputs already feed every core
+  bool busy = tinygrad::runtime(a.device()).parallelism <= 3;  // 3 outputs already keep the device busy
   CHECK(kernels_to_realize(s) == (busy ? 1 : 2));
-  CHECK(kernels_to_realize(t) == (v.device() == "CPU" && tinygrad::cpu_threads() == 1 ? 1 : 2));
+  CHECK(kernels_to_realize(t) == (tinygrad::runtime(v.device()).parallelism == 1 ? 1 : 2));
   auto hs = host(s), hm = host(m);
   for (int i = 0; i < 3; i++) {
     CHECK(hs[size_t(i)] == Approx(sum[size_t(i)]).epsilon(1e-5));

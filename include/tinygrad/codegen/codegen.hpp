@@ -9,7 +9,7 @@ struct ProgramSpec {
   std::string fn;       // the symbol: name + hash
   std::string src;
   std::vector<Opt> opts;
-  std::vector<int64_t> launch;  // CPU: {threads}; GPU: {global x, y, z (in workgroups), local x, y, z}
+  LaunchDims launch;    // CPU: cores; GPU: workgroups and their threads
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
 };
@@ -100,8 +100,8 @@ inline const PatternMatcher& pm_group_reduces() {
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
 struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, std::vector<int64_t>& launch) {
-    launch = {1, 1, 1, 1, 1, 1};
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch) {
+    launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
     for (int kind : {1, 2}) {
       std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
@@ -117,7 +117,7 @@ struct GpuDimsCtx {
         int64_t n = size(dims[d]);
         if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
         auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
-        launch[size_t(kind == 1 ? d : d + 3)] = n;
+        (kind == 1 ? launch.global : launch.local)[d] = n;
         int64_t stride = 1;
         for (size_t j = 0; j < dims[d].size(); j++) {
           auto& r = dims[d][j];
@@ -141,7 +141,7 @@ inline const PatternMatcher& pm_gpudims() {
 
 struct LowerCtx {
   const Renderer& ren;
-  std::vector<int64_t>& launch;  // the GPU's global and local sizes, set by gpudims
+  LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
 };
 struct LoweringPass {
   const char* name;
@@ -177,7 +177,7 @@ inline ProgramSpec to_program(const Kernel& k) {
   UOpRef sink = k.sink();
   int64_t threads = 1;
   for (auto& o : p.opts) if (o.op == OptOp::THREAD) threads = o.amt;
-  p.launch = {threads};
+  p.launch.threads = threads;
   p.name = detail::kernel_name(sink, p.opts);
   LowerCtx ctx{ren, p.launch};
   for (auto& pass : lowering_passes()) {

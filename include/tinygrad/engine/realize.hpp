@@ -1,15 +1,13 @@
 #pragma once
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
 #include <list>
-#include "../runtime/cpu.hpp"
-#include "../runtime/cuda.hpp"
-#include "../runtime/opencl.hpp"
+#include "../renderer/registry.hpp"
 #include "schedule.hpp"
 #include "search.hpp"
 
 namespace tinygrad {
 
-// a device as the engine sees it: runtime + renderer + compiled programs
+// a device as the engine sees it: its runtime and its renderer (both from its descriptor)
 struct Device {
   DeviceRuntime& rt;
   std::unique_ptr<Renderer> renderer;
@@ -18,48 +16,17 @@ struct Device {
 namespace detail {
 struct DeviceRegistry {
   std::mutex mu;
-  std::map<std::string, std::function<std::unique_ptr<Renderer>(const std::string&)>> renderers;
   std::map<std::string, std::unique_ptr<Device>> opened;
   static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
 };
-inline const bool c_renderer_registered = [] {
-  DeviceRegistry::get().renderers["CPU"] = [](const std::string&) { return std::make_unique<CRenderer>(cpu_threads(), cpu_vector_registers()); };
-  DeviceRegistry::get().renderers["CUDA"] = [](const std::string&) { return std::make_unique<CUDARenderer>(); };
-  DeviceRegistry::get().renderers["CL"] = [](const std::string&) { return std::make_unique<OpenCLRenderer>(); };
-  return true;
-}();
 }  // namespace detail
-
-inline void register_renderer(const std::string& dev, std::function<std::unique_ptr<Renderer>(const std::string&)> f) {
-  auto& r = detail::DeviceRegistry::get();
-  std::lock_guard lk(r.mu);
-  r.renderers[dev] = std::move(f);
-}
 
 inline Device& get_device(const std::string& name) {
   auto& r = detail::DeviceRegistry::get();
   std::lock_guard lk(r.mu);
   if (auto it = r.opened.find(name); it != r.opened.end()) return *it->second;
   auto& rt = runtime(name);
-  auto f = r.renderers.find(device_base(name));
-  if (f == r.renderers.end()) throw DeviceError("tinygrad: no renderer for device " + name);
-  return *(r.opened[name] = std::make_unique<Device>(Device{rt, f->second(name)}));
-}
-
-// the default device: DEV if set, else CUDA if a GPU opens, else CPU
-inline std::string& default_device() {
-  static std::string d = [] {
-    std::string dev = flags().dev;
-    if (dev.empty()) {
-      try { runtime("CUDA"); dev = "CUDA"; } catch (const Error& e) {
-        dev = "CPU";
-        if (flags().debug >= 1) std::fprintf(stderr, "CUDA not used: %s\n", e.what());
-      }
-    }
-    if (flags().debug >= 1) std::fprintf(stderr, "default device: %s\n", dev.c_str());
-    return dev;
-  }();
-  return d;
+  return *(r.opened[name] = std::make_unique<Device>(Device{rt, make_renderer(device_spec(name), rt)}));
 }
 
 struct CompiledKernel {
@@ -168,15 +135,21 @@ inline const std::string* node_device(const UOp* u) {
   return nullptr;
 }
 
-// CUDA_COMPILE_CHECK=1 (CI without a GPU): every new kernel is also rendered as CUDA and compiled to PTX with
-// NVRTC, so a CUDA rendering bug fails on any machine. No NVRTC: one message, and nothing is checked.
-inline void cuda_compile_check(const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
-  static std::unique_ptr<NVRTCCompiler> nv = []() -> std::unique_ptr<NVRTCCompiler> {
-    try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
-    catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
+// every new kernel rendered and compiled, not run, for each device whose descriptor gives a check compiler (CUDA's
+// with CUDA_COMPILE_CHECK=1), other than the one it runs on
+inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+  struct Check { std::string device; std::unique_ptr<Renderer> ren; std::unique_ptr<Compiler> compiler; };
+  static const std::vector<Check> checks = [] {
+    std::vector<Check> r;
+    for (auto& n : device_names()) {
+      DeviceSpec spec = device_spec(n);
+      if (!spec.check_compiler) continue;
+      if (auto c = spec.check_compiler()) r.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c)});
+    }
+    return r;
   }();
-  static CUDARenderer ren;
-  if (nv) for (auto i : todo) nv->compile(to_program(ks[i].ast, ren).src);
+  for (auto& c : checks)
+    if (c.device != device_base(device)) for (auto i : todo) c.compiler->compile(to_program(ks[i].ast, *c.ren).src);
 }
 
 // compile every kernel of a schedule that is not compiled yet, in one batch
@@ -202,7 +175,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (auto& s : specs) srcs.push_back(s.src);
   double t0 = now_s();
   auto bins = dev.rt.compiler->compile_many(srcs);
-  if (getenv_int("CUDA_COMPILE_CHECK", 0) && dev.rt.name.rfind("CUDA", 0) != 0) cuda_compile_check(ks, todo);
+  compile_checks(dev.rt.name, ks, todo);
   if (flags().debug >= 1) std::fprintf(stderr, "compiled %zu kernels in %.2f ms\n", srcs.size(), (now_s() - t0) * 1e3);
   for (size_t j = 0; j < todo.size(); j++) {
     auto ck = std::make_shared<CompiledKernel>();
@@ -297,7 +270,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   } else {
     plan = std::make_shared<Plan>();
     plan->device = device;
-    plan->spec = create_schedule(roots, input_slot, int(inputs.size()));
+    plan->spec = create_schedule(roots, input_slot, int(inputs.size()), device);
     plan->kernels = get_programs(get_device(device), plan->spec.kernels);
     const ScheduleSpec& sp = plan->spec;
     std::vector<int> last(size_t(sp.n_inputs) + sp.new_slots.size(), -1);

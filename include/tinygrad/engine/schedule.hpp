@@ -1,6 +1,6 @@
 #pragma once
-// schedule: decide which tensor-graph nodes become buffers, then lower each kernel to an AST
-// (SINK of STOREs over RANGEs). Movement ops turn into index arithmetic here; nothing copies.
+// schedule: rewrite the tensor graph for the device (split_reduceop), decide which nodes become buffers, then lower
+// each kernel to an AST (SINK of STOREs over RANGEs). Movement ops turn into index arithmetic here; nothing copies.
 //
 // Fusion rules: everything fuses into its consumer's kernel except
 //   - explicit CONTIGUOUS / COPY nodes and the realized roots,
@@ -9,6 +9,7 @@
 #include <map>
 #include <unordered_set>
 #include "../codegen/codegen.hpp"
+#include "../uop/upat.hpp"
 
 namespace tinygrad {
 
@@ -554,9 +555,63 @@ class Scheduler {
 };
 }  // namespace detail
 
-// roots -> kernels; input_slots numbers the graph's existing buffers
-inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs) {
-  return detail::Scheduler(roots, input_slots, n_inputs).spec();
+namespace detail {
+// split_reduceop (tinygrad's): a long reduce into fewer outputs than keep the device busy (`busy`: its parallelism)
+// would run on few cores / SMs, so it becomes two kernels: axis a of size n becomes (n/d, d), the first kernel reduces
+// the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
+// d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
+inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
+  const UOpRef& x = r->src[0];
+  const Shape& sh = x->shape;
+  std::vector<int64_t> ax = r->reduce_axes();
+  int64_t in = prod(sh), outs = in;
+  for (auto a : ax) outs /= std::max<int64_t>(sh[size_t(a)], 1);
+  if (outs == 0 || in / outs < 32768 || outs >= busy) return nullptr;
+  for (auto a : ax) {
+    int64_t n = sh[size_t(a)];
+    for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
+      if (n % d != 0 || n / d < 2) continue;
+      Shape s = sh;
+      s[size_t(a)] = n / d;
+      s.insert(s.begin() + a + 1, d);
+      std::vector<int64_t> first{int64_t(r->reduce_op())};
+      for (auto b : ax) first.push_back(b <= a ? b : b + 1);
+      auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {x}, s)}, first)});
+      if (is_leaf(part.get())) return nullptr;  // NOTE: realized by someone before: not an input this schedule knows
+      auto second = make_uop(Ops::REDUCE_AXIS, r->dtype, {part}, std::vector<int64_t>{int64_t(r->reduce_op()), a + 1});
+      return make_uop(Ops::RESHAPE, r->dtype, {second}, std::vector<int64_t>(r->shape));
+    }
+  }
+  return nullptr;
+}
+inline const PatternMatcher& pm_split_reduceop() {
+  static const PatternMatcher pm{
+      {UPat::op(Ops::REDUCE_AXIS, {UPat::any()}, "r"), [](const Match& m) { return split_reduceop(m["r"], m.context<const int64_t>()); }},
+  };
+  return pm;
+}
+// the device a graph's nodes name (buffers, DEVICE), or "" when none does
+inline std::string graph_device(const std::vector<UOpRef>& roots) {
+  for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    if (u->op == Ops::BUFFER) return u->buffer()->device;
+    if (u->realized) return u->realized->device;
+    if (u->op == Ops::DEVICE) return std::get<std::string>(u->arg);
+  }
+  return "";
+}
+}  // namespace detail
+
+// roots -> kernels on `device` (default: the device the graph names, else the default device); input_slots numbers
+// the graph's existing buffers
+inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs,
+                                    std::string device = "") {
+  if (device.empty()) device = detail::graph_device(roots);
+  if (device.empty()) device = default_device();
+  // tensor-graph rewrites before kernels are formed; realized values and what is below them stay as they are
+  int64_t busy = runtime(device).parallelism;
+  auto sink = graph_rewrite(make_uop(Ops::SINK, DType::Bool, roots), detail::pm_split_reduceop(), &busy,
+                            [](const UOp* u) { return detail::is_leaf(u); });
+  return detail::Scheduler(sink->src, input_slots, n_inputs).spec();
 }
 
 }  // namespace tinygrad

@@ -95,7 +95,7 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
     auto& p = *rendered[i];
     // NOTE: the same code from another order of opts: the symbol ends in a hash of the body
     std::string same = p.fn.substr(p.fn.rfind('_'));
-    for (auto l : p.launch) same += cat(",", l);
+    same += "|" + p.launch.str();
     if (!seen.insert(hash_bytes(same)).second) continue;
     specs.push_back(std::move(p));
     kept.push_back(std::move(ks[i]));

@@ -66,7 +66,7 @@ inline std::vector<uint8_t> read_gz(const std::string& path) {
 
 // an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
 // in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
-inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = "CPU") {
+inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) {
   auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
   if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");

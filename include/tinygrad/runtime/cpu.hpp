@@ -360,16 +360,30 @@ struct CPUAllocator : Allocator {
 };
 
 namespace detail {
-inline const bool cpu_registered = (register_runtime("CPU", [](const std::string&) {
-  auto rt = std::make_unique<DeviceRuntime>();
-  rt->allocator = std::make_unique<CPUAllocator>();
-  rt->compiler = std::make_unique<CCompiler>();
-  // NOTE: the THREAD axis is baked into the kernel; the program is told how many cores to launch
-  rt->load = [](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
-    return std::make_unique<CPUProgram>(fn, bin, launch.empty() ? 1 : int(launch[0]));
+// NOTE: the one static object of a device: it only stores the descriptor (nothing opens before first use), and a
+// program gets the devices whose headers it includes
+inline const bool cpu_registered = [] {
+  DeviceSpec d;
+  d.name = "CPU";
+  d.priority = 1;
+  d.host = true;
+  d.renderer = "C";
+  d.open = [](const std::string&) {
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->allocator = std::make_unique<CPUAllocator>();
+    rt->compiler = std::make_unique<CCompiler>();
+    // NOTE: the THREAD axis is baked into the kernel; the program is told how many cores to launch
+    rt->load = [](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
+      return std::make_unique<CPUProgram>(fn, bin, int(launch.threads));
+    };
+    rt->threads = cpu_threads();
+    rt->vector_registers = cpu_vector_registers();
+    rt->parallelism = cpu_threads();  // one output per core
+    return rt;
   };
-  return rt;
-}), true);
+  register_device(std::move(d));
+  return true;
+}();
 }  // namespace detail
 
 }  // namespace tinygrad

@@ -163,11 +163,11 @@ struct CudaDevice {
 
 class CUDAProgram : public Program {
  public:
-  CUDAProgram(std::shared_ptr<CudaDevice> d, const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) : d_(std::move(d)) {
+  CUDAProgram(std::shared_ptr<CudaDevice> d, const std::string& fn, const std::string& bin, const LaunchDims& launch) : d_(std::move(d)) {
     d_->current();
     d_->api->check(d_->api->cuModuleLoadData(&mod_, bin.c_str()), "cuModuleLoadData");
     d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
-    for (int i = 0; i < 6; i++) dims_[i] = unsigned(launch[size_t(i)]);
+    for (size_t i = 0; i < 3; i++) dims_[i] = unsigned(launch.global[i]), dims_[i + 3] = unsigned(launch.local[i]);
     d_->api->cuEventCreate(&ev_[0], 0);
     d_->api->cuEventCreate(&ev_[1], 0);
   }
@@ -216,18 +216,34 @@ struct CUDAAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
 };
 
-inline const bool cuda_registered = (register_runtime("CUDA", [](const std::string& name) {
-  auto p = name.find(':');
-  auto d = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
-  auto rt = std::make_unique<DeviceRuntime>();
-  rt->allocator = std::make_unique<CUDAAllocator>(d);
-  rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", d->major, d->minor));
-  rt->load = [d](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
-    return std::make_unique<CUDAProgram>(d, fn, bin, launch);
+// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
+inline const bool cuda_registered = [] {
+  DeviceSpec d;
+  d.name = "CUDA";
+  d.priority = 2;  // the default device where a GPU opens
+  d.renderer = "CUDA";
+  d.open = [](const std::string& name) {
+    auto p = name.find(':');
+    auto dv = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->allocator = std::make_unique<CUDAAllocator>(dv);
+    rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor));
+    rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
+      return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
+    };
+    rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
+    if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
+    return rt;
   };
-  rt->synchronize = [d] { d->current(); d->api->check(d->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
-  if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", d->name.c_str(), d->major, d->minor);
-  return rt;
-}), true);
+  // CUDA_COMPILE_CHECK=1 (CI without a GPU): every new kernel is also rendered as CUDA and compiled to PTX with NVRTC
+  // (CUDA_COMPILE_ARCH, default compute_90), so a CUDA rendering bug fails on any machine. No NVRTC: one message, no check.
+  d.check_compiler = []() -> std::unique_ptr<Compiler> {
+    if (!getenv_int("CUDA_COMPILE_CHECK", 0)) return nullptr;
+    try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
+    catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
+  };
+  register_device(std::move(d));
+  return true;
+}();
 }  // namespace detail
 }  // namespace tinygrad

@@ -7,6 +7,8 @@
 #include <unistd.h>
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <functional>
 #include <filesystem>
@@ -82,44 +84,135 @@ struct Compiler {
   }
 };
 
-// a device's runtime pieces
+// how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
+struct LaunchDims {
+  int64_t threads = 1;                      // CPU: cores (the THREAD axis)
+  std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z
+  std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
+  bool operator==(const LaunchDims&) const = default;
+  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2]); }
+};
+// the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
+struct LaunchLimits {
+  std::array<int64_t, 3> global_max{0x7fffffff, 65535, 65535}, local_max{1024, 1024, 64};
+  int64_t max_threads = 1024;
+};
+
+// an opened device: allocator, compiler, program loader, and what code generation needs to know of it
 struct DeviceRuntime {
-  std::string name;
+  std::string name;  // the instance: "CPU", "CUDA:1"
   std::unique_ptr<Allocator> allocator;
   std::unique_ptr<Compiler> compiler;
-  // launch: CPU {threads}; GPUs {global x,y,z, local x,y,z}
-  std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const std::vector<int64_t>& launch)> load;
+  std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const LaunchDims& launch)> load;
   std::function<void()> synchronize = [] {};
+  int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
+  int vector_registers = 16;    // registers a register tile of accumulators may fill
+  int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
+  LaunchLimits limits;
+};
+
+// A device is one registered descriptor, added by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) or by a
+// user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
+// and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
+// one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
+struct DeviceSpec {
+  std::string name;      // "CPU"; an instance may add ":n" ("CUDA:1")
+  int priority = 0;      // the default device is the highest-priority one that opens (DEV overrides)
+  bool host = false;     // its buffers are host memory: a tensor made from a host pointer lives here
+  std::string renderer;  // the renderer family of the source its compiler takes ("C", "CUDA", "OpenCL"); empty: `name`
+  std::function<std::unique_ptr<DeviceRuntime>(const std::string& instance)> open;  // throws DeviceError naming what is missing
+  // optional: a compiler for this device's code that needs no device, or nullptr when none is wanted; with one, every
+  // kernel compiled for another device is also rendered and compiled for this one (CUDA_COMPILE_CHECK=1)
+  std::function<std::unique_ptr<Compiler>()> check_compiler;
 };
 
 namespace detail {
 struct RuntimeRegistry {
   std::mutex mu;
-  std::map<std::string, std::function<std::unique_ptr<DeviceRuntime>(const std::string&)>> factories;  // name ("CUDA:1") -> runtime
-  std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;
+  std::map<std::string, DeviceSpec> specs;                      // name ("CUDA") -> descriptor
+  std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;  // instance ("CUDA:1") -> runtime
   static RuntimeRegistry& get() { static auto* r = new RuntimeRegistry(); return *r; }  // NOTE: leaked on purpose (static destruction order)
+  std::vector<std::string> names() const {  // highest priority first
+    std::vector<const DeviceSpec*> v;
+    for (auto& [n, s] : specs) v.push_back(&s);
+    std::stable_sort(v.begin(), v.end(), [](auto* a, auto* b) { return a->priority > b->priority; });
+    std::vector<std::string> r;
+    for (auto* s : v) r.push_back(s->name);
+    return r;
+  }
+  const DeviceSpec& spec(const std::string& device) const;
 };
 }  // namespace detail
 
-inline void register_runtime(const std::string& name, std::function<std::unique_ptr<DeviceRuntime>(const std::string&)> f) {
-  auto& r = detail::RuntimeRegistry::get();
-  std::lock_guard lk(r.mu);
-  r.factories[name] = std::move(f);
-}
 // "CUDA:1" -> "CUDA"
 inline std::string device_base(const std::string& d) { auto p = d.find(':'); return p == std::string::npos ? d : d.substr(0, p); }
 
+inline const DeviceSpec& detail::RuntimeRegistry::spec(const std::string& device) const {
+  auto it = specs.find(device_base(device));
+  if (it != specs.end()) return it->second;
+  std::string known;
+  for (auto& n : names()) known += (known.empty() ? "" : ", ") + n;
+  throw DeviceError("tinygrad: unknown device '" + device + "' (known devices: " + (known.empty() ? "none" : known) + ")");
+}
+
+// adds a device, or replaces the one of that name (instances already opened stay as they are)
+inline void register_device(DeviceSpec spec) {
+  if (spec.name.empty() || spec.name.find(':') != std::string::npos || !spec.open)
+    throw DeviceError("tinygrad::register_device: a device needs a name without ':' and an open function, got '" + spec.name + "'");
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  std::string name = spec.name;
+  r.specs.insert_or_assign(name, std::move(spec));
+}
+// the registered devices, highest priority first
+inline std::vector<std::string> device_names() {
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  return r.names();
+}
+// the descriptor of a device ("CUDA", or an instance "CUDA:1"); a DeviceError naming it and the known devices when unknown
+inline DeviceSpec device_spec(const std::string& device) {
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  return r.spec(device);
+}
+
+// the opened device, opened on first use
 inline DeviceRuntime& runtime(const std::string& device) {
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   if (auto it = r.opened.find(device); it != r.opened.end()) return *it->second;
-  auto f = r.factories.find(device_base(device));
-  if (f == r.factories.end()) throw DeviceError("tinygrad: unknown device '" + device + "'");
-  auto rt = f->second(device);  // may throw DeviceError naming what is missing
+  auto rt = r.spec(device).open(device);  // may throw DeviceError naming what is missing
   rt->name = device;
   rt->allocator->name = device;
   if (flags().debug >= 1) std::fprintf(stderr, "opened device %s\n", device.c_str());
   return *(r.opened[device] = std::move(rt));
+}
+
+// the default device: DEV if set, else the highest-priority device that opens
+inline std::string& default_device() {
+  static std::string d = [] {
+    std::string dev = flags().dev, why;
+    for (auto& n : dev.empty() ? device_names() : std::vector<std::string>{}) {
+      try { runtime(n); dev = n; break; }
+      catch (const Error& e) {
+        why += cat("; ", n, ": ", e.what());
+        if (flags().debug >= 1) std::fprintf(stderr, "%s not used: %s\n", n.c_str(), e.what());
+      }
+    }
+    if (dev.empty()) throw DeviceError("tinygrad: no device opens" + (why.empty() ? std::string(" (none is registered)") : why));
+    if (flags().debug >= 1) std::fprintf(stderr, "default device: %s\n", dev.c_str());
+    return dev;
+  }();
+  return d;
+}
+
+// the device whose buffers are host memory (the highest-priority one registered as such)
+inline std::string host_device() {
+  auto& r = detail::RuntimeRegistry::get();
+  std::lock_guard lk(r.mu);
+  for (auto& n : r.names()) if (r.specs.at(n).host) return n;
+  throw DeviceError("tinygrad: no host device is registered (runtime/cpu.hpp registers the CPU)");
 }
 
 namespace detail {

@@ -147,14 +147,14 @@ class CLCompiler : public Compiler {
 
 class CLProgram : public Program {
  public:
-  CLProgram(std::shared_ptr<CLDevice> d, const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) : d_(std::move(d)) {
+  CLProgram(std::shared_ptr<CLDevice> d, const std::string& fn, const std::string& bin, const LaunchDims& launch) : d_(std::move(d)) {
     prg_ = d_->build("", &bin);
     if (!prg_) throw DeviceError("tinygrad: OpenCL rejected a cached program binary for " + fn);
     int err = 0;
     k_ = d_->api->clCreateKernel(prg_, fn.c_str(), &err);
     cl_check(err, "clCreateKernel");
     d_->api->clGetKernelInfo(k_, 0x1191 /* CL_KERNEL_NUM_ARGS */, sizeof nargs_, &nargs_, nullptr);
-    for (int i = 0; i < 3; i++) { local_[i] = size_t(launch[size_t(i + 3)]); global_[i] = size_t(launch[size_t(i)]) * local_[i]; }
+    for (size_t i = 0; i < 3; i++) { local_[i] = size_t(launch.local[i]); global_[i] = size_t(launch.global[i]) * local_[i]; }
   }
   ~CLProgram() override { d_->api->clReleaseKernel(k_); d_->api->clReleaseProgram(prg_); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
@@ -207,18 +207,27 @@ struct CLAllocator : Allocator {
   }
 };
 
-inline const bool cl_registered = (register_runtime("CL", [](const std::string& name) {
-  auto p = name.find(':');
-  auto d = std::make_shared<CLDevice>(p == std::string::npos ? -1 : std::stoi(name.substr(p + 1)));
-  auto rt = std::make_unique<DeviceRuntime>();
-  rt->allocator = std::make_unique<CLAllocator>(d);
-  rt->compiler = std::make_unique<CLCompiler>(d);
-  rt->load = [d](const std::string& fn, const std::string& bin, const std::vector<int64_t>& launch) -> std::unique_ptr<Program> {
-    return std::make_unique<CLProgram>(d, fn, bin, launch);
+// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
+inline const bool cl_registered = [] {
+  DeviceSpec d;
+  d.name = "CL";
+  d.priority = 0;  // never the default while the CPU opens: DEV=CL or .to("CL")
+  d.renderer = "OpenCL";
+  d.open = [](const std::string& name) {
+    auto p = name.find(':');
+    auto dv = std::make_shared<CLDevice>(p == std::string::npos ? -1 : std::stoi(name.substr(p + 1)));
+    auto rt = std::make_unique<DeviceRuntime>();
+    rt->allocator = std::make_unique<CLAllocator>(dv);
+    rt->compiler = std::make_unique<CLCompiler>(dv);
+    rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
+      return std::make_unique<CLProgram>(dv, fn, bin, launch);
+    };
+    rt->synchronize = [dv] { dv->api->clFinish(dv->queue); };
+    if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", dv->name.c_str());
+    return rt;
   };
-  rt->synchronize = [d] { d->api->clFinish(d->queue); };
-  if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", d->name.c_str());
-  return rt;
-}), true);
+  register_device(std::move(d));
+  return true;
+}();
 }  // namespace detail
 }  // namespace tinygrad

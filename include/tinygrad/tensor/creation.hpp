@@ -43,12 +43,12 @@ struct CreationOps {
     }
     return r;
   }
-  // wrap caller memory without a copy: host memory (device CPU, the default) or a device pointer of `device`;
+  // wrap caller memory without a copy: host memory (the host device, the default) or a device pointer of `device`;
   // it must outlive every use
   static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") {
     int64_t n = T::check_shape(shape, "from_blob");
     if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
-    std::string dev = device.empty() ? "CPU" : device;  // NOTE: not default_device(): a host pointer is CPU memory
+    std::string dev = device.empty() ? host_device() : device;  // NOTE: not default_device(): a host pointer is host memory
     auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
     return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
   }

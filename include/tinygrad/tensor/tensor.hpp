@@ -628,37 +628,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::sort(r.begin(), r.end());
     return r;
   }
-  // REDUCE_AXIS keeping dims. A long reduce into few outputs is split in two kernels (like tinygrad's
-  // split_reduceop) so that it runs on every core / SM: axis a of size n becomes (n/d, d), the first kernel
-  // reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses),
-  // the second reduces the d partials.
+  // REDUCE_AXIS keeping dims. NOTE: a long reduce into few outputs is split over two kernels by the scheduler
+  // (split_reduceop in engine/schedule.hpp), which knows the device's parallelism
   Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const {
-    auto node = [&](const Tensor& t, const std::vector<int64_t>& axes) {
-      std::vector<int64_t> a{int64_t(op)};
-      a.insert(a.end(), axes.begin(), axes.end());
-      return Tensor(make_uop(Ops::REDUCE_AXIS, t.dtype(), {t.uop()}, a), t.device());
-    };
-    int64_t outs = numel(), in = numel();
-    for (auto a : ax) outs /= std::max<int64_t>(shape()[size_t(a)], 1);
-    // outputs enough to keep the device busy: one per core on the CPU, a few waves of workgroups on a GPU
-    int64_t enough = device() == "CPU" ? cpu_threads() : 65536;
-    if (outs == 0 || in / outs < 32768 || outs >= enough) return node(*this, ax);
-    for (auto a : ax) {
-      int64_t n = shape()[size_t(a)];
-      for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
-        if (n % d != 0 || n / d < 2) continue;
-        Shape s = shape();
-        s[size_t(a)] = n / d;
-        s.insert(s.begin() + a + 1, d);
-        std::vector<int64_t> first;
-        for (auto b : ax) first.push_back(b <= a ? b : b + 1);
-        Tensor part = reshape(s).reduce_axis(op, first).contiguous();
-        Shape kept = shape();
-        for (auto b : ax) kept[size_t(b)] = 1;
-        return part.reduce_axis(op, {a + 1}).reshape(kept);
-      }
-    }
-    return node(*this, ax);
+    std::vector<int64_t> a{int64_t(op)};
+    a.insert(a.end(), ax.begin(), ax.end());
+    return Tensor(make_uop(Ops::REDUCE_AXIS, dtype(), {uop()}, a), device());
   }
   Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const {
     auto ax = norm_axes(axes, name);

@@ -113,8 +113,9 @@ class PatternMatcher {
 };
 
 // rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
+// keep (optional): nodes left as they are, with everything below them (a realized value in a tensor graph).
 // NOTE: iterative (an explicit stack), so a graph of any depth rewrites
-inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr) {
+inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr, const std::function<bool(const UOp*)>& keep = nullptr) {
   // node -> (node, its rewrite or null while in progress); holding the key keeps its address from being reused
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
   struct Frame { UOpRef u, x, r; int stage; };  // stage 0: enter, 1: sources done, 2: r (what x became) done
@@ -132,6 +133,7 @@ inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* 
         stack.pop_back();
         continue;
       }
+      if (keep && keep(f.u.get())) { it->second.second = f.u; stack.pop_back(); continue; }
       f.stage = 1;
       const UOp* u = f.u.get();  // NOTE: push_back moves the frames; u stays alive in memo
       for (size_t i = u->src.size(); i-- > 0;) if (!memo.count(u->src[i].get())) stack.push_back({u->src[i], nullptr, nullptr, 0});

@@ -65,7 +65,7 @@ std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()));
+  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
   p->kernels = get_programs(get_device(dev), p->spec.kernels);
   static_stats().graphs_built++;
   return p;
