@@ -236,7 +236,8 @@ class CStyleRenderer : public Renderer {
   // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined by
   // C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T: the type, U: the cast to the unsigned type
   std::pair<std::string, std::string> wrap_types(const Alu& x) const {
-    return {value_type(x.dt, x.vc, x.c), "(" + value_type(itemsize(x.dt) == 8 ? DType::UInt64 : DType::UInt32, x.vc, x.c) + ")"};
+    // NOTE: cat, not "(" + string: gcc 12 at -O2 warns (-Wrestrict, a false positive) on that form
+    return {value_type(x.dt, x.vc, x.c), cat("(", value_type(itemsize(x.dt) == 8 ? DType::UInt64 : DType::UInt32, x.vc, x.c), ")")};
   }
   // rule f, computed in unsigned where the op may overflow (a shift's count stays as it is)
   AluRule or_wrapped(AluRule f) const {
