@@ -202,13 +202,13 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     UOpRef src = u->src[0];
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
-    auto& from = src->op == Ops::BUFFER ? src->buffer() : src->realized;
+    auto from = src->op == Ops::BUFFER ? src->buffer() : src->realized.get();
     auto to = std::make_shared<Buffer>(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
     if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
     else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
-    u->realized = to;
+    u->realized.set(to);
   }
 }
 }  // namespace detail
@@ -246,7 +246,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
       }
       if (is_leaf(u)) {
         input_slot[u] = int(inputs.size());
-        inputs.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized);
+        inputs.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized.get());
         key.insert(key.end(), {0xB0FFull, uint64_t(u->dtype), uint64_t(inputs.back()->size), uint64_t(u->op == Ops::BUFFER)});
         for (auto x : u->shape) key.push_back(uint64_t(x));
       } else {
@@ -304,7 +304,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
     }
     for (int s : plan->release[k]) slots[size_t(s)].reset();
   }
-  for (size_t i = 0; i < roots.size(); i++) roots[i]->realized = slots[size_t(sp.root_slots[i])];
+  for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }
 
 }  // namespace tinygrad

@@ -83,12 +83,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     int64_t n = check_shape(shape, "rand");
-    uint64_t base = rng().counter;
-    rng().counter += uint64_t(n);
+    uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
     auto i = arange(double(n), std::nullopt, 1, DType::UInt32, device);
     auto x = i + scalar(double(uint32_t(base)), DType::UInt32, i.device());
-    x = mix32(x + scalar(double(uint32_t(rng().seed * 0x9E3779B9ull + (base >> 32))), DType::UInt32, i.device()));
-    x = mix32(x ^ scalar(double(uint32_t(rng().seed >> 32) ^ 0x85EBCA6Bu), DType::UInt32, i.device()));
+    x = mix32(x + scalar(double(uint32_t(seed * 0x9E3779B9ull + (base >> 32))), DType::UInt32, i.device()));
+    x = mix32(x ^ scalar(double(uint32_t(seed >> 32) ^ 0x85EBCA6Bu), DType::UInt32, i.device()));
     // 24 random bits -> [0, 1)
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
@@ -108,15 +107,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
   // too: the gradient flows on through them.
   Tensor& requires_grad_(bool r = true) {
-    if (r && !impl_->requires_grad) { std::lock_guard lk(grad_mutex()); grad_registry().push_back(impl_); }
-    impl_->requires_grad = r;
+    {
+      std::lock_guard lk(grad_mutex());  // backward() on any thread reads requires_grad and param of every registered tensor
+      static int64_t ids = 0;
+      if (r && !impl_->requires_grad) grad_registry().push_back(impl_);
+      if (r && !impl_->param) impl_->param = ++ids;
+      impl_->requires_grad = r;
+    }
     const UOpRef& u = uop();
     bool mine = u->is_param() && u->iarg() == impl_->param;
-    if (r && !mine) {
-      static std::atomic<int64_t> ids{0};
-      if (!impl_->param) impl_->param = ++ids;
-      impl_->uop = param_node(u);
-    }
+    if (r && !mine) impl_->uop = param_node(u);
     if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
     return *this;
   }
@@ -165,7 +165,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
-    return u->op == Ops::BUFFER ? u->buffer() : u->realized;
+    return u->op == Ops::BUFFER ? u->buffer() : u->realized.get();
   }
   template <class T>
   std::vector<T> to_vector() const {
@@ -533,7 +533,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   std::shared_ptr<Impl> impl_;
   explicit Tensor(std::shared_ptr<Impl> i) : impl_(std::move(i)) {}
 
-  struct Rng { uint64_t seed = 0, counter = 0; };
+  struct Rng { std::atomic<uint64_t> seed{0}, counter{0}; };
   static Rng& rng() { static Rng r; return r; }
   static Tensor mix32(Tensor x) {  // murmur3's finalizer
     auto c = [&](double v) { return scalar(v, DType::UInt32, x.device()); };
@@ -561,7 +561,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // BUFFER (reshaped) of a realized node
   static UOpRef buffer_view(const UOpRef& u) {
     if (is_buffer_view(u.get())) return u;
-    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized : u->src[0]->realized);  // a leaf or RESHAPE(leaf)
+    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
     return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
   }
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
@@ -569,7 +569,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
     if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
       const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
-      p->realized = l->op == Ops::BUFFER ? l->buffer() : l->realized;
+      p->realized.set(l->op == Ops::BUFFER ? l->buffer() : l->realized.get());
     }
     return p;
   }

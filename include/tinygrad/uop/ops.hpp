@@ -1,6 +1,7 @@
 #pragma once
 // UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
 // returns the same pointer, so equality is pointer equality and subgraphs are cache keys.
+#include <atomic>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -115,6 +116,26 @@ using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, 
 struct UOp;
 using UOpRef = std::shared_ptr<const UOp>;
 
+// Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
+// engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
+// published with release and read with acquire, so a reader that sees it also sees the owner, which never
+// changes afterwards. A second set() keeps the first buffer (both hold the same value).
+class RealizedBuffer {
+  std::atomic<Buffer*> ptr_{nullptr};
+  std::shared_ptr<Buffer> own_;
+  static std::mutex& set_mutex() { static std::mutex m; return m; }
+ public:
+  std::shared_ptr<Buffer> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
+  void set(std::shared_ptr<Buffer> b) {
+    std::lock_guard lk(set_mutex());
+    if (ptr_.load(std::memory_order_relaxed) || !b) return;
+    own_ = std::move(b);
+    ptr_.store(own_.get(), std::memory_order_release);
+  }
+  explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
+  Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
+};
+
 struct UOp : std::enable_shared_from_this<UOp> {
   Ops op;
   DType dtype;
@@ -124,7 +145,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   Shape shape;               // tensor-level nodes; empty for scalars and kernel-level nodes
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
-  mutable std::shared_ptr<Buffer> realized;  // set once this node's value lives in a buffer
+  mutable RealizedBuffer realized;  // set once this node's value lives in a buffer
   bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
