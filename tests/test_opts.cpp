@@ -136,6 +136,7 @@ std::vector<Case> cases(const std::string& dev) {
       {"sum of exp (not paddable)", t.exp().sum(1), {}},
       {"sum of a broadcast plus (not paddable)", (x + t).sum(1), {}},
       {"matmul 17x31x13", a.matmul(b), rmm},
+      {"matmul 5x128x6 with a bias and relu (KBLOCK's epilogue)", (rnd({5, 128}, 9, dev).matmul(rnd({128, 6}, 10, dev)) + rnd({6}, 11, dev)).relu(), {}},
       {"conv2d", img.conv2d(w), rconv},
   };
 }
@@ -178,7 +179,7 @@ void run_cases(const std::string& dev, size_t max_pairs, std::set<OptOp>& seen) 
 TEST_CASE("opts: every CPU opt, alone, after a PADTO and in chains, computes what no opts compute", "[opts]") {
   std::set<OptOp> seen;
   run_cases("CPU", 1000, seen);
-  for (OptOp op : {OptOp::UPCAST, OptOp::VECTOR, OptOp::UNROLL, OptOp::PADTO, OptOp::SWAP}) CHECK(seen.count(op));
+  for (OptOp op : {OptOp::UPCAST, OptOp::VECTOR, OptOp::UNROLL, OptOp::PADTO, OptOp::SWAP, OptOp::KBLOCK}) CHECK(seen.count(op));
   if (tinygrad::get_device("CPU").renderer->threads > 1) CHECK(seen.count(OptOp::THREAD));
 }
 
@@ -449,4 +450,79 @@ TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its roun
   auto res = run_each(g, {{}, *from_empty, *from_heuristic});
   check_close(res[1], res[0], "BEAM from no opts: " + opts_str(*from_empty));
   check_close(res[2], res[0], "BEAM from the heuristic: " + opts_str(*from_heuristic));
+}
+
+TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogues, padded and tiled reduces", "[opts]") {
+  Tensor a = rnd({9, 256}, 22), b = rnd({256, 12}, 23), bias = rnd({12}, 24), t = rnd({7, 250}, 25);
+  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto red = [](const Kernel& k) { for (auto& r : k.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id(); return int64_t(-1); };
+  auto loop = [](const Kernel& k, size_t n) { return k.ranges()[n]->range_id(); };
+  struct C { std::string name; Tensor t; };
+  for (auto& c : {C{"matmul", a.matmul(b)}, C{"matmul + bias, relu", (a.matmul(b) + bias).relu()}, C{"max", (a * 2).max(1)},
+                  C{"prod", (a * 0.1 + 1).prod(1)}, C{"sum then exp (the epilogue runs once, on the whole sum)", a.sum(1).exp()}}) {
+    INFO(c.name);
+    auto g = guarded(c.t);
+    Kernel k(g.k.ast, ren);
+    int64_t r = red(k), i = loop(k, 0);
+    std::vector<std::vector<Opt>> optss{{}, {{OptOp::KBLOCK, r, 64}}, {{OptOp::KBLOCK, r, 128}}, {{OptOp::UPCAST, i, 3}, {OptOp::KBLOCK, r, 64}},
+                                        {{OptOp::KBLOCK, r, 32}, {OptOp::UNROLL, r, 4}, {OptOp::UPCAST, i, 3}}};
+    if (k.ranges().size() > 2) optss.push_back({{OptOp::KBLOCK, r, 64}, {OptOp::VECTOR, loop(k, 1), 4}, {OptOp::UPCAST, i, 3}});
+    if (ren.threads > 1) optss.push_back({{OptOp::KBLOCK, r, 64}, {OptOp::THREAD, i, std::min<int64_t>(ren.threads, 3)}});
+    auto res = run_each(g, optss);
+    for (size_t n = 1; n < res.size(); n++) check_close(res[n], res[0], opts_str(optss[n]));
+    // the block loop is the outermost: the kernel's first loop runs over the blocks
+    std::string src = tinygrad::to_program(g.k.ast, ren, {{OptOp::KBLOCK, r, 64}}).src;
+    auto at = src.find("for (");
+    REQUIRE(at != std::string::npos);
+    CHECK_THAT(src.substr(at, src.find('{', at) - at), Contains("< 4"));
+  }
+  // a padded reduce axis, then blocks of it: the padded part adds the identity
+  auto gp = guarded(t.sum(1));
+  Kernel kp(gp.k.ast, ren);
+  int64_t rp = red(kp);
+  auto res = run_each(gp, {{}, {{OptOp::PADTO, rp, 64}, {OptOp::KBLOCK, rp, 64}}, {{OptOp::PADTO, rp, 32}, {OptOp::KBLOCK, rp, 128}, {OptOp::UNROLL, rp, 4}}});
+  check_close(res[1], res[0], "PADTO 64, KBLOCK 64");
+  check_close(res[2], res[0], "PADTO 32, KBLOCK 128, UNROLL 4");
+  // through the public API with the heuristic's opts, which block a matmul whose operands outgrow the L2 (4 MB here)
+  Tensor x = rnd({128, 4096}, 26), y = rnd({4096, 128}, 27);
+  auto heur = tinygrad::hand_coded_optimizations(one_kernel_schedule(x.matmul(y)).spec.kernels[0].ast, ren);
+  CHECK(has(heur, OptOp::KBLOCK));
+  auto hx = host(x), hy = host(y), got = host(x.matmul(y));
+  size_t bad = 0;
+  for (size_t p = 0; p < 128; p++)
+    for (size_t q = 0; q < 128; q++) {
+      double want = 0;
+      for (size_t kk = 0; kk < 4096; kk++) want += hx[p * 4096 + kk] * hy[kk * 128 + q];
+      bad += !(std::abs(got[p * 128 + q] - want) <= 1e-4 * (1 + std::abs(want)));
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("opts: KBLOCK is refused where partial results cannot live in the output", "[opts]") {
+  Tensor a = rnd({9, 256}, 28), b = rnd({256, 12}, 29);
+  tinygrad::CRenderer cpu(2);
+  tinygrad::OpenCLRenderer cl;
+  auto k = [&](const Tensor& t, const tinygrad::Renderer& ren) { return Kernel(one_kernel_schedule(t).spec.kernels[0].ast, ren); };
+  auto red = [](const Kernel& kk) { for (auto& r : kk.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id(); return int64_t(-1); };
+  Kernel mm = k(a.matmul(b), cpu);
+  int64_t r = red(mm), i = mm.ranges()[0]->range_id();
+  CHECK(reason(mm, {OptOp::KBLOCK, r, 64}) == "accepted");
+  CHECK_THAT(reason(mm, {OptOp::KBLOCK, r, 256}), Contains("whole axis"));
+  CHECK_THAT(reason(mm, {OptOp::KBLOCK, r, 96}), Contains("does not divide"));
+  CHECK_THAT(reason(mm, {OptOp::KBLOCK, i, 3}), Contains("needs a reduce axis"));
+  CHECK_THAT(reason(Kernel(mm).apply({OptOp::KBLOCK, r, 64}), {OptOp::KBLOCK, r, 32}), Contains("already has a KBLOCK"));
+  CHECK_THAT(reason(k(a.matmul(b), cl), {OptOp::KBLOCK, r, 64}), Contains("GPU kernel uses GROUP"));
+  // two reduces in one value: one partial value per store
+  Kernel two = k(a.sum(1) + a.max(1), cpu);
+  CHECK_THAT(reason(two, {OptOp::KBLOCK, red(two), 64}), Contains("two reduces"));
+  // the sum is float, the stored value half: the partial sums would be rounded to half between blocks
+  Kernel half = k(a.sum(1).cast(DType::Float16), cpu);
+  CHECK_THAT(reason(half, {OptOp::KBLOCK, red(half), 64}), Contains("dtype differs"));
+  // the block loop is no loop axis for other opts: they cannot split, tile or reorder it
+  Kernel kb = Kernel(mm).apply({OptOp::KBLOCK, r, 64});
+  for (auto& rr : kb.ranges())
+    if (tinygrad::detail::axis_type(rr) == tinygrad::AxisType::KBLOCK) {
+      for (auto& o : kb.valid_opts()) CHECK(o.axis != rr->range_id());
+      CHECK_THROWS_AS(Kernel(kb).apply({OptOp::UPCAST, rr->range_id(), 2}), KernelOptError);
+    }
 }

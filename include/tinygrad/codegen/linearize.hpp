@@ -120,11 +120,14 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::unordered_map<const UOp*, size_t> pos;
   for (size_t i = 0; i < topo.size(); i++) pos[topo[i].get()] = i;
   auto rs = detail::open_ranges(topo);
-  std::vector<UOpRef> loops;  // loop axes (not closed by any reduce), in id order
+  std::vector<UOpRef> loops;  // loop axes (not closed by any reduce): KBLOCK's first, then in id order
   std::unordered_map<const UOp*, bool> is_reduce_range;
   for (auto& u : topo) if (u->op == Ops::REDUCE) for (size_t i = 1; i < u->src.size(); i++) is_reduce_range[u->src[i].get()] = true;
   for (auto& u : topo) if (u->op == Ops::RANGE && !is_reduce_range[u.get()]) loops.push_back(u);
-  std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+  std::sort(loops.begin(), loops.end(), [](auto& a, auto& b) {
+    auto key = [](const UOpRef& r) { return std::pair(detail::axis_type(r) != AxisType::KBLOCK, r->range_id()); };
+    return key(a) < key(b);
+  });
   auto loop_level = [&](const UOp* u) {
     int l = -1;
     for (auto* r : rs[u]) for (int i = 0; i < int(loops.size()); i++) if (loops[size_t(i)].get() == r) l = std::max(l, i);

@@ -109,7 +109,9 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
 }
 
 // axis kinds of a RANGE (codegen)
-enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5 };
+// KBLOCK: the outer part of a reduce axis split by OptOp::KBLOCK, a loop outside every other (partial results pass
+// through the output buffer)
+enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6 };
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
