@@ -213,7 +213,10 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
            {{OptOp::PADTO, mi, 32}, {OptOp::PADTO, mj, 16}, {OptOp::LOCAL, mi, 8}, {OptOp::LOCAL, mj, 16}, {OptOp::UPCAST, mi, 4}},
            {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mk, 32}, {OptOp::LOCAL, mi, 4}, {OptOp::GROUPTOP, mk, 8}, {OptOp::UNROLL, mk, 4}},
            {{OptOp::SWAP, mi, mj}, {OptOp::PADTO, mj, 16}, {OptOp::LOCAL, mj, 16}},
-           {{OptOp::NOLOCALS, -1, 0}, {OptOp::PADTO, mj, 16}, {OptOp::UPCAST, mj, 4}}};
+           {{OptOp::NOLOCALS, -1, 0}, {OptOp::PADTO, mj, 16}, {OptOp::UPCAST, mj, 4}},
+           // a group reduce of vector lanes: each lane's share has its own slot in workgroup memory (they shared one)
+           {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::GROUP, mk, 16}},
+           {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::PADTO, mk, 32}, {OptOp::GROUPTOP, mk, 8}, {OptOp::PADTO, mi, 4}, {OptOp::LOCAL, mi, 4}}};
   res = run_each(gm, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
 }
@@ -453,7 +456,7 @@ TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its roun
 }
 
 TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogues, padded and tiled reduces", "[opts]") {
-  Tensor a = rnd({9, 256}, 22), b = rnd({256, 12}, 23), bias = rnd({12}, 24), t = rnd({7, 250}, 25);
+  Tensor a = rnd({12, 256}, 22), b = rnd({256, 12}, 23), bias = rnd({12}, 24), t = rnd({7, 250}, 25);
   auto& ren = *tinygrad::get_device("CPU").renderer;
   auto red = [](const Kernel& k) { for (auto& r : k.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id(); return int64_t(-1); };
   auto loop = [](const Kernel& k, size_t n) { return k.ranges()[n]->range_id(); };
@@ -471,7 +474,7 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
     auto res = run_each(g, optss);
     for (size_t n = 1; n < res.size(); n++) check_close(res[n], res[0], opts_str(optss[n]));
     // the block loop is the outermost: the kernel's first loop runs over the blocks
-    std::string src = tinygrad::to_program(g.k.ast, ren, {{OptOp::KBLOCK, r, 64}}).src;
+    std::string src = tinygrad::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::KBLOCK, r, 64}}).src;
     auto at = src.find("for (");
     REQUIRE(at != std::string::npos);
     CHECK_THAT(src.substr(at, src.find('{', at) - at), Contains("< 4"));

@@ -73,13 +73,18 @@ inline const PatternMatcher& pm_group_reduces() {
          for (size_t i = 1; i < u->src.size(); i++) (axis_type(u->src[i]) == AxisType::GROUP ? own : rest).push_back(u->src[i]);
          if (own.empty()) return nullptr;
          UOpRef part = rest.size() == 1 ? rest[0] : make_uop(Ops::REDUCE, u->dtype, rest, u->arg, u->vcount);
-         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size});
-         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({})}), part});
+         // a share that differs per vector lane (VECTOR on an output axis) gets a slot per lane: lane-major within a thread
+         UOpRef lane;
+         for (auto& x : toposort(part)) if (x->op == Ops::LANE) lane = x;
+         int64_t w = lane ? lane->range_end() : 1;
+         auto at = [&](const UOpRef& pos) { return lane ? pos * w + lane : pos; };
+         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size * w});
+         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position({}))}), part});
          auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
          std::unordered_map<const UOp*, UOpRef> other;
          std::vector<UOpRef> src{nullptr};
          for (auto& g : own) src.push_back(other[g.get()] = make_range(g->range_end(), c.next_id++, AxisType::REDUCE, g->dtype));
-         src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, c.position(other)}), barrier});
+         src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position(other))}), barrier});
          return make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
        }},
       // a store to global memory: the group's first thread writes
