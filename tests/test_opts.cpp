@@ -215,7 +215,7 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
            {{OptOp::SWAP, mi, mj}, {OptOp::PADTO, mj, 16}, {OptOp::LOCAL, mj, 16}},
            {{OptOp::NOLOCALS, -1, 0}, {OptOp::PADTO, mj, 16}, {OptOp::UPCAST, mj, 4}},
            // a group reduce of vector lanes: each lane's share has its own slot in workgroup memory (they shared one)
-           {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::GROUP, mk, 16}},
+           {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::PADTO, mk, 16}, {OptOp::GROUP, mk, 16}},
            {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::PADTO, mk, 32}, {OptOp::GROUPTOP, mk, 8}, {OptOp::PADTO, mi, 4}, {OptOp::LOCAL, mi, 4}}};
   res = run_each(gm, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
@@ -389,6 +389,8 @@ TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC"
       {km, {{OptOp::PADTO, mr[0]->range_id(), 32}, {OptOp::PADTO, mr[1]->range_id(), 16}, {OptOp::LOCAL, mr[0]->range_id(), 8},
             {OptOp::LOCAL, mr[1]->range_id(), 16}, {OptOp::UPCAST, mr[0]->range_id(), 4}, {OptOp::PADTO, mr[2]->range_id(), 4}, {OptOp::UNROLL, mr[2]->range_id(), 4}}},
       {km, {{OptOp::SWAP, mr[0]->range_id(), mr[1]->range_id()}, {OptOp::PADTO, mr[0]->range_id(), 4}, {OptOp::VECTOR, mr[0]->range_id(), 4}}},
+      // a group reduce of vector lanes: workgroup memory read and written per lane (a vector read of it did not compile)
+      {km, {{OptOp::PADTO, mr[1]->range_id(), 16}, {OptOp::VECTOR, mr[1]->range_id(), 2}, {OptOp::PADTO, mr[2]->range_id(), 16}, {OptOp::GROUP, mr[2]->range_id(), 16}}},
   };
   for (auto& [ast, os] : pins) {
     INFO(opts_str(os));
