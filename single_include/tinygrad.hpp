@@ -3715,8 +3715,11 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
   auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(size_t(W), x), {}, W); };
-  auto contiguous = [&](const UOpRef& addr) {
-    if (simplify(addr - at(addr, 0)) != lane) return false;
+  // NOTE: workgroup memory is read and written per lane (a GROUP reduce's per-lane slots): the renderers hold it as
+  // scalars and CUDA/OpenCL would need address-space-qualified vector casts
+  auto contiguous = [&](const UOpRef& idx) {
+    const UOpRef& addr = idx->src[1];
+    if (idx->src[0]->op == Ops::DEFINE_LOCAL || simplify(addr - at(addr, 0)) != lane) return false;
     return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
   };
   // the sources of u that are vectorized before u (a LOAD reads its lanes' addresses itself)
@@ -3736,7 +3739,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
     if (u->op == Ops::LOAD) {
       const UOpRef& idx = u->src[0];
       bool gated = idx->src.size() > 2;
-      if (contiguous(idx->src[1]) && (!gated || !dep.count(idx->src[2].get()))) {
+      if (contiguous(idx) && (!gated || !dep.count(idx->src[2].get()))) {
         std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
         if (gated) isrc.push_back(idx->src[2]);
         return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
@@ -3774,7 +3777,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
     if (!dep.count(st.get())) { stores.push_back(st); continue; }
-    if (contiguous(idx->src[1]) && idx->src.size() == 2) {
+    if (contiguous(idx) && idx->src.size() == 2) {
       auto vidx = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], at(idx->src[1], 0)}, {}, W);
       stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));
     } else {
@@ -3942,13 +3945,18 @@ inline const PatternMatcher& pm_group_reduces() {
          for (size_t i = 1; i < u->src.size(); i++) (axis_type(u->src[i]) == AxisType::GROUP ? own : rest).push_back(u->src[i]);
          if (own.empty()) return nullptr;
          UOpRef part = rest.size() == 1 ? rest[0] : make_uop(Ops::REDUCE, u->dtype, rest, u->arg, u->vcount);
-         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size});
-         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({})}), part});
+         // a share that differs per vector lane (VECTOR on an output axis) gets a slot per lane: lane-major within a thread
+         UOpRef lane;
+         for (auto& x : toposort(part)) if (x->op == Ops::LANE) lane = x;
+         int64_t w = lane ? lane->range_end() : 1;
+         auto at = [&](const UOpRef& pos) { return lane ? pos * w + lane : pos; };
+         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size * w});
+         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position({}))}), part});
          auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
          std::unordered_map<const UOp*, UOpRef> other;
          std::vector<UOpRef> src{nullptr};
          for (auto& g : own) src.push_back(other[g.get()] = make_range(g->range_end(), c.next_id++, AxisType::REDUCE, g->dtype));
-         src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, c.position(other)}), barrier});
+         src[0] = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position(other))}), barrier});
          return make_uop(Ops::REDUCE, u->dtype, src, u->arg, u->vcount);
        }},
       // a store to global memory: the group's first thread writes
