@@ -103,6 +103,12 @@ std::string reason(Kernel k, const Opt& o) {
   try { k.apply(o); } catch (const KernelOptError& e) { return e.what(); }
   return "accepted";
 }
+// the id of a kernel's first reduce axis
+int64_t reduce_axis(const Kernel& k) {
+  for (auto& r : k.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id();
+  FAIL("the kernel has no reduce axis");
+  return -1;
+}
 bool has(const std::vector<Opt>& os, OptOp op, int64_t axis = -2) {
   return std::any_of(os.begin(), os.end(), [&](auto& o) { return o.op == op && (axis == -2 || o.axis == axis); });
 }
@@ -460,7 +466,6 @@ TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its roun
 TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogues, padded and tiled reduces", "[opts]") {
   Tensor a = rnd({12, 256}, 22), b = rnd({256, 12}, 23), bias = rnd({12}, 24), t = rnd({7, 250}, 25);
   auto& ren = *tinygrad::get_device("CPU").renderer;
-  auto red = [](const Kernel& k) { for (auto& r : k.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id(); return int64_t(-1); };
   auto loop = [](const Kernel& k, size_t n) { return k.ranges()[n]->range_id(); };
   struct C { std::string name; Tensor t; };
   for (auto& c : {C{"matmul", a.matmul(b)}, C{"matmul + bias, relu", (a.matmul(b) + bias).relu()}, C{"max", (a * 2).max(1)},
@@ -468,7 +473,7 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
     INFO(c.name);
     auto g = guarded(c.t);
     Kernel k(g.k.ast, ren);
-    int64_t r = red(k), i = loop(k, 0);
+    int64_t r = reduce_axis(k), i = loop(k, 0);
     std::vector<std::vector<Opt>> optss{{}, {{OptOp::KBLOCK, r, 64}}, {{OptOp::KBLOCK, r, 128}}, {{OptOp::UPCAST, i, 3}, {OptOp::KBLOCK, r, 64}},
                                         {{OptOp::KBLOCK, r, 32}, {OptOp::UNROLL, r, 4}, {OptOp::UPCAST, i, 3}}};
     if (k.ranges().size() > 2) optss.push_back({{OptOp::KBLOCK, r, 64}, {OptOp::VECTOR, loop(k, 1), 4}, {OptOp::UPCAST, i, 3}});
@@ -484,7 +489,7 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
   // a padded reduce axis, then blocks of it: the padded part adds the identity
   auto gp = guarded(t.sum(1));
   Kernel kp(gp.k.ast, ren);
-  int64_t rp = red(kp);
+  int64_t rp = reduce_axis(kp);
   auto res = run_each(gp, {{}, {{OptOp::PADTO, rp, 64}, {OptOp::KBLOCK, rp, 64}}, {{OptOp::PADTO, rp, 32}, {OptOp::KBLOCK, rp, 128}, {OptOp::UNROLL, rp, 4}}});
   check_close(res[1], res[0], "PADTO 64, KBLOCK 64");
   check_close(res[2], res[0], "PADTO 32, KBLOCK 128, UNROLL 4");
@@ -508,9 +513,8 @@ TEST_CASE("opts: KBLOCK is refused where partial results cannot live in the outp
   tinygrad::CRenderer cpu(2);
   tinygrad::OpenCLRenderer cl;
   auto k = [&](const Tensor& t, const tinygrad::Renderer& ren) { return Kernel(one_kernel_schedule(t).spec.kernels[0].ast, ren); };
-  auto red = [](const Kernel& kk) { for (auto& r : kk.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id(); return int64_t(-1); };
   Kernel mm = k(a.matmul(b), cpu);
-  int64_t r = red(mm), i = mm.ranges()[0]->range_id();
+  int64_t r = reduce_axis(mm), i = mm.ranges()[0]->range_id();
   CHECK(reason(mm, {OptOp::KBLOCK, r, 64}) == "accepted");
   CHECK_THAT(reason(mm, {OptOp::KBLOCK, r, 256}), Contains("whole axis"));
   CHECK_THAT(reason(mm, {OptOp::KBLOCK, r, 96}), Contains("does not divide"));
@@ -519,10 +523,10 @@ TEST_CASE("opts: KBLOCK is refused where partial results cannot live in the outp
   CHECK_THAT(reason(k(a.matmul(b), cl), {OptOp::KBLOCK, r, 64}), Contains("GPU kernel uses GROUP"));
   // two reduces in one value: one partial value per store
   Kernel two = k(a.sum(1) + a.max(1), cpu);
-  CHECK_THAT(reason(two, {OptOp::KBLOCK, red(two), 64}), Contains("two reduces"));
+  CHECK_THAT(reason(two, {OptOp::KBLOCK, reduce_axis(two), 64}), Contains("two reduces"));
   // the sum is float, the stored value half: the partial sums would be rounded to half between blocks
   Kernel half = k(a.sum(1).cast(DType::Float16), cpu);
-  CHECK_THAT(reason(half, {OptOp::KBLOCK, red(half), 64}), Contains("dtype differs"));
+  CHECK_THAT(reason(half, {OptOp::KBLOCK, reduce_axis(half), 64}), Contains("dtype differs"));
   // the block loop is no loop axis for other opts: they cannot split, tile or reorder it
   Kernel kb = Kernel(mm).apply({OptOp::KBLOCK, r, 64});
   for (auto& rr : kb.ranges())
