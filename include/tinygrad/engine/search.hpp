@@ -3,7 +3,9 @@
 // heuristic's kernel (or, with BEAM_START=empty, the kernel without opts, as tinygrad starts), expand every
 // kernel of the beam by each of its valid_opts(), render and compile the new candidates in one batch (all
 // cores), time each on the device on scratch buffers (best of 3 only for those within 3x of the best so far),
-// keep the `width` fastest and repeat while the best gets faster. The winner's opts are cached on disk per
+// keep the `width` fastest and repeat while the best gets faster; a winner other than the start is kept only if it
+// still beats the start timed side by side (with the heuristic's K block dropped, its kernel is a second start, since
+// applied opts are never changed). The winner's opts are cached on disk per
 // (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
 // in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
 #include <fstream>
@@ -173,10 +175,16 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
   std::unordered_set<uint64_t> seen;
   // NOTE: the default start is the heuristic's kernel (the empty one where it has no opts): an unoptimized matmul
   // alone costs seconds to time, and every path from it passes kernels the heuristic already beats
-  Kernel start(ast, ren);
+  Kernel start(ast, ren), unblocked(ast, ren);
   if (from == BeamStart::heuristic)
-    for (auto& o : hand_coded_optimizations(ast, ren)) try { start.apply(o); } catch (const KernelOptError&) {}
-  auto beam = time_kernels({start}, rt, ptrs, 1e30, seen);
+    for (auto& o : hand_coded_optimizations(ast, ren)) {
+      try { start.apply(o); } catch (const KernelOptError&) {}
+      if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
+    }
+  // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it
+  std::vector<Kernel> starts{start};
+  if (unblocked.applied().size() != start.applied().size()) starts.push_back(unblocked);
+  auto beam = time_kernels(starts, rt, ptrs, 1e30, seen);
   if (beam.empty()) return std::nullopt;
   Candidate best = beam[0];
   std::string name = kernel_name(ast, {});
