@@ -1762,6 +1762,8 @@ struct UOp : std::enable_shared_from_this<UOp> {
   int64_t range_end() const { return varg()[0]; }                       // RANGE / SPECIAL / LANE
   int64_t range_id() const { return varg()[1]; }
   const std::shared_ptr<Buffer>& buffer() const { return std::get<std::shared_ptr<Buffer>>(arg); }
+  // a leaf's value: a BUFFER's own buffer, else the buffer it was realized into (null before that)
+  std::shared_ptr<Buffer> leaf_buffer() const { return op == Ops::BUFFER ? buffer() : realized.get(); }
   // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
   int64_t numel() const { return prod(shape); }
@@ -3225,7 +3227,8 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
     auto& reds = std::get<std::vector<UOpRef>>(found);
     auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt), inner = make_range(o.amt, o.axis, t, dt);
-    auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
+    auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
+    auto last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
     std::vector<UOpRef> stores;
     for (size_t i = 0; i < reds.size(); i++) {
       const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
@@ -3233,7 +3236,6 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
       auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
       std::vector<UOpRef> isrc(idx->src);
-      auto later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
       if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], later);
       else isrc.push_back(later);
       auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg)});
@@ -5187,7 +5189,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     UOpRef src = u->src[0];
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
-    auto from = src->op == Ops::BUFFER ? src->buffer() : src->realized.get();
+    auto from = src->leaf_buffer();
     auto to = std::make_shared<Buffer>(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
     if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
@@ -5231,7 +5233,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
       }
       if (is_leaf(u)) {
         input_slot[u] = int(inputs.size());
-        inputs.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized.get());
+        inputs.push_back(u->leaf_buffer());
         key.insert(key.end(), {0xB0FFull, uint64_t(u->dtype), uint64_t(inputs.back()->size), uint64_t(u->op == Ops::BUFFER)});
         for (auto x : u->shape) key.push_back(uint64_t(x));
       } else {
@@ -7259,7 +7261,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
-    return u->op == Ops::BUFFER ? u->buffer() : u->realized.get();
+    return u->leaf_buffer();
   }
   template <class T>
   std::vector<T> to_vector() const {
@@ -7663,7 +7665,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
     if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
       const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
-      p->realized.set(l->op == Ops::BUFFER ? l->buffer() : l->realized.get());
+      p->realized.set(l->leaf_buffer());
     }
     return p;
   }
@@ -9497,7 +9499,7 @@ struct plan_cache {
 inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
   if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
-  return u->op == Ops::BUFFER ? u->buffer() : u->realized.get();
+  return u->leaf_buffer();
 }
 
 template <class E>
@@ -9521,7 +9523,7 @@ std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>
     if (seen[u]) continue;
     seen[u] = true;
     if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized.get()); }
+      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
       continue;
     }
     for (auto& s : u->src) stack.push_back(s.get());

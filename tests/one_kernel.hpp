@@ -14,7 +14,7 @@ inline LeafSchedule one_kernel_schedule(const tinygrad::Tensor& t) {
   for (auto& u : tinygrad::toposort(t.uop()))
     if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) {
       slots[u.get()] = int(s.bufs.size());
-      s.bufs.push_back(u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->realized.get());
+      s.bufs.push_back(u->leaf_buffer());
     }
   s.spec = tinygrad::create_schedule({t.uop()}, slots, int(s.bufs.size()));
   REQUIRE(s.spec.kernels.size() == 1);

@@ -159,7 +159,8 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
     auto& reds = std::get<std::vector<UOpRef>>(found);
     auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt), inner = make_range(o.amt, o.axis, t, dt);
-    auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
+    auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
+    auto last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
     std::vector<UOpRef> stores;
     for (size_t i = 0; i < reds.size(); i++) {
       const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
@@ -167,7 +168,6 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
       auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
       std::vector<UOpRef> isrc(idx->src);
-      auto later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
       if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], later);
       else isrc.push_back(later);
       auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg)});

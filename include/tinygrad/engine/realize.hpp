@@ -202,7 +202,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     UOpRef src = u->src[0];
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
-    auto from = src->op == Ops::BUFFER ? src->buffer() : src->realized.get();
+    auto from = src->leaf_buffer();
     auto to = std::make_shared<Buffer>(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
     if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
@@ -246,7 +246,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
       }
       if (is_leaf(u)) {
         input_slot[u] = int(inputs.size());
-        inputs.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized.get());
+        inputs.push_back(u->leaf_buffer());
         key.insert(key.end(), {0xB0FFull, uint64_t(u->dtype), uint64_t(inputs.back()->size), uint64_t(u->op == Ops::BUFFER)});
         for (auto x : u->shape) key.push_back(uint64_t(x));
       } else {

@@ -165,7 +165,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
-    return u->op == Ops::BUFFER ? u->buffer() : u->realized.get();
+    return u->leaf_buffer();
   }
   template <class T>
   std::vector<T> to_vector() const {
@@ -569,7 +569,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
     if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
       const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
-      p->realized.set(l->op == Ops::BUFFER ? l->buffer() : l->realized.get());
+      p->realized.set(l->leaf_buffer());
     }
     return p;
   }

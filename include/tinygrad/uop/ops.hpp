@@ -163,6 +163,8 @@ struct UOp : std::enable_shared_from_this<UOp> {
   int64_t range_end() const { return varg()[0]; }                       // RANGE / SPECIAL / LANE
   int64_t range_id() const { return varg()[1]; }
   const std::shared_ptr<Buffer>& buffer() const { return std::get<std::shared_ptr<Buffer>>(arg); }
+  // a leaf's value: a BUFFER's own buffer, else the buffer it was realized into (null before that)
+  std::shared_ptr<Buffer> leaf_buffer() const { return op == Ops::BUFFER ? buffer() : realized.get(); }
   // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
   int64_t numel() const { return prod(shape); }

@@ -34,7 +34,7 @@ struct plan_cache {
 inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
   if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
-  return u->op == Ops::BUFFER ? u->buffer() : u->realized.get();
+  return u->leaf_buffer();
 }
 
 template <class E>
@@ -58,7 +58,7 @@ std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>
     if (seen[u]) continue;
     seen[u] = true;
     if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->op == Ops::BUFFER ? u->buffer() : u->realized.get()); }
+      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
       continue;
     }
     for (auto& s : u->src) stack.push_back(s.get());
