@@ -2,11 +2,10 @@
 // tinygrad.hpp: the one include. A header-only tensor compiler in the spirit of tinygrad.
 #include "tinygrad/helpers.hpp"
 #include "tinygrad/dtype.hpp"
-#include "tinygrad/runtime/device.hpp"
-#include "tinygrad/runtime/cpu.hpp"
-#include "tinygrad/runtime/cuda.hpp"
-#include "tinygrad/runtime/opencl.hpp"
+#include "tinygrad/runtime/device.hpp"  // and, where the library is compiled, the built-in devices (devices.hpp)
 #include "tinygrad/uop/ops.hpp"
+#include "tinygrad/engine/api.hpp"
+#if TINYGRAD_DEFINE_API  // header-only, or the implementation TU: the whole pipeline
 #include "tinygrad/uop/upat.hpp"
 #include "tinygrad/uop/symbolic.hpp"
 #include "tinygrad/renderer/cstyle.hpp"
@@ -16,6 +15,7 @@
 #include "tinygrad/engine/schedule.hpp"
 #include "tinygrad/engine/search.hpp"
 #include "tinygrad/engine/realize.hpp"
+#endif
 #include "tinygrad/tensor/tensor.hpp"
 #include "tinygrad/tensor/gradient.hpp"
 #include "tinygrad/nn/nn.hpp"

@@ -22,6 +22,24 @@
 #include <thread>
 #include <vector>
 
+// ---- compilation mode (Boost.Asio's scheme) ----
+// Header-only by default: everything is inline in every translation unit that includes the library.
+// With TINYGRAD_SEPARATE_COMPILATION defined for every TU of a program, the library is compiled once, in the one TU
+// that includes <tinygrad/impl.hpp> (or the CMake target tinygrad::compiled); every other TU sees the entry points
+// (TINYGRAD_API: realize, the device registry, autograd, the static plan cache) as declarations, parses none of the
+// engine, code generation, renderers or device runtimes, and compiles none of the Tensor methods.
+#if defined(TINYGRAD_SEPARATE_COMPILATION)
+#define TINYGRAD_API
+#if defined(TINYGRAD_IMPLEMENTATION)
+#define TINYGRAD_DEFINE_API 1
+#else
+#define TINYGRAD_DEFINE_API 0
+#endif
+#else
+#define TINYGRAD_API inline
+#define TINYGRAD_DEFINE_API 1
+#endif
+
 namespace tinygrad {
 
 // ---- errors: everything the library throws derives from Error ----
@@ -457,8 +475,8 @@ struct DeviceRuntime {
   LaunchLimits limits;
 };
 
-// A device is one registered descriptor, added by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) or by a
-// user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
+// A device is one registered descriptor, made by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) and added on
+// first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
 // and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
 // one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
 struct DeviceSpec {
@@ -477,7 +495,7 @@ struct RuntimeRegistry {
   std::mutex mu;
   std::map<std::string, DeviceSpec> specs;                      // name ("CUDA") -> descriptor
   std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;  // instance ("CUDA:1") -> runtime
-  static RuntimeRegistry& get() { static auto* r = new RuntimeRegistry(); return *r; }  // NOTE: leaked on purpose (static destruction order)
+  static RuntimeRegistry& get();  // with the built-in devices added (defined in runtime/devices.hpp)
   std::vector<std::string> names() const {  // highest priority first
     std::vector<const DeviceSpec*> v;
     for (auto& [n, s] : specs) v.push_back(&s);
@@ -734,14 +752,21 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 }
 
 }  // namespace tinygrad
-// end include/tinygrad/runtime/device.hpp
+
+#if TINYGRAD_DEFINE_API
+// begin include/tinygrad/runtime/devices.hpp
+// The built-in devices, added to the registry on its first use rather than by static objects: a program that
+// includes the library and opens no device has none of their code compiled in (nothing runs before main, either).
 // begin include/tinygrad/runtime/cpu.hpp
 // CPU device: the system C compiler builds shared objects (cached on disk), dlopen loads them,
 // a thread pool runs the THREAD axis.
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <condition_variable>
+#include <cstring>
+#include <thread>
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
@@ -1093,9 +1118,8 @@ struct CPUAllocator : Allocator {
 };
 
 namespace detail {
-// NOTE: the one static object of a device: it only stores the descriptor (nothing opens before first use), and a
-// program gets the devices whose headers it includes
-inline const bool cpu_registered = [] {
+// the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
+inline DeviceSpec cpu_device() {
   DeviceSpec d;
   d.name = "CPU";
   d.priority = 1;
@@ -1114,9 +1138,8 @@ inline const bool cpu_registered = [] {
     rt->parallelism = cpu_threads();  // one output per core
     return rt;
   };
-  register_device(std::move(d));
-  return true;
-}();
+  return d;
+}
 }  // namespace detail
 
 }  // namespace tinygrad
@@ -1338,8 +1361,8 @@ struct CUDAAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
 };
 
-// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
-inline const bool cuda_registered = [] {
+// the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
+inline DeviceSpec cuda_device() {
   DeviceSpec d;
   d.name = "CUDA";
   d.priority = 2;  // the default device where a GPU opens
@@ -1364,9 +1387,8 @@ inline const bool cuda_registered = [] {
     try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
     catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
   };
-  register_device(std::move(d));
-  return true;
-}();
+  return d;
+}
 }  // namespace detail
 }  // namespace tinygrad
 // end include/tinygrad/runtime/cuda.hpp
@@ -1578,8 +1600,8 @@ struct CLAllocator : Allocator {
   }
 };
 
-// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
-inline const bool cl_registered = [] {
+// the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
+inline DeviceSpec cl_device() {
   DeviceSpec d;
   d.name = "CL";
   d.priority = 0;  // never the default while the CPU opens: DEV=CL or .to("CL")
@@ -1597,12 +1619,31 @@ inline const bool cl_registered = [] {
     if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", dv->name.c_str());
     return rt;
   };
-  register_device(std::move(d));
-  return true;
-}();
+  return d;
+}
 }  // namespace detail
 }  // namespace tinygrad
 // end include/tinygrad/runtime/opencl.hpp
+
+namespace tinygrad::detail {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API RuntimeRegistry& RuntimeRegistry::get() {
+  static auto* r = [] {
+    auto* reg = new RuntimeRegistry();  // NOTE: leaked on purpose (static destruction order)
+    for (auto make : {cpu_device, cuda_device, cl_device}) {
+      DeviceSpec d = make();
+      std::string name = d.name;
+      reg->specs.emplace(std::move(name), std::move(d));
+    }
+    return reg;
+  }();
+  return *r;
+}
+#endif
+}  // namespace tinygrad::detail
+// end include/tinygrad/runtime/devices.hpp
+#endif
+// end include/tinygrad/runtime/device.hpp
 // begin include/tinygrad/uop/ops.hpp
 // UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
 // returns the same pointer, so equality is pointer equality and subgraphs are cache keys.
@@ -1770,6 +1811,8 @@ struct UOp : std::enable_shared_from_this<UOp> {
 };
 
 namespace detail {
+// a node that holds its value: a buffer, or a node realize() has computed
+inline bool is_leaf(const UOp* u) { return u->op == Ops::BUFFER || bool(u->realized); }
 struct InternTable {
   std::recursive_mutex mu;
   std::unordered_multimap<uint64_t, const UOp*> map;
@@ -2024,6 +2067,29 @@ inline std::string print_graph(const UOpRef& root) {
 
 }  // namespace tinygrad
 // end include/tinygrad/uop/ops.hpp
+// begin include/tinygrad/engine/api.hpp
+// What the layers above (tensor/, nn/, static/) use of the engine: its entry points as declarations. They are defined
+// in realize.hpp (inline when header-only; once, in the implementation TU, with TINYGRAD_SEPARATE_COMPILATION).
+
+namespace tinygrad {
+
+struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built = 0, schedule_cache_hits = 0; };
+TINYGRAD_API RunStats& run_stats();
+
+// realize a set of tensor-graph nodes: afterwards each root's value lives in root->realized
+TINYGRAD_API void realize(const std::vector<UOpRef>& roots);
+
+// forget every loaded program and cached schedule: the next realize reloads from the disk cache (or recompiles)
+TINYGRAD_API void clear_program_cache();
+
+// bound the caches: at most `programs` loaded programs per device, and cached schedules of `schedule_kernels` kernels
+// in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
+// released once no cached schedule or static plan holds it
+TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
+
+}  // namespace tinygrad
+// end include/tinygrad/engine/api.hpp
+#if TINYGRAD_DEFINE_API  // header-only, or the implementation TU: the whole pipeline
 // begin include/tinygrad/uop/upat.hpp
 // UPat / PatternMatcher / graph_rewrite: every pass is a table of (pattern -> rewrite) rules
 // applied bottom-up to a fixed point. Patterns use the same operators as index math:
@@ -2514,6 +2580,9 @@ inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
 // the C-style renderer family: a linear kernel (from codegen/linearize.hpp) printed as source.
 // A language is a traits struct (Lang), rules (one per op) and a few spellings (types, constants, vector accesses);
 // C for the CPU is the base, a GPU language replaces only the rules it spells differently.
+#include <array>
+#include <functional>
+#include <set>
 
 namespace tinygrad {
 
@@ -4102,6 +4171,8 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
 //   - explicit CONTIGUOUS / COPY nodes and the realized roots,
 //   - a REDUCE whose result is broadcast again (an EXPAND on the way to the consumer) or that sits
 //     inside another REDUCE: recomputing it per output element would multiply its cost.
+#include <map>
+#include <unordered_set>
 
 namespace tinygrad {
 
@@ -4128,7 +4199,6 @@ struct KernelLimits {
 inline KernelLimits& kernel_limits() { static KernelLimits l; return l; }
 
 namespace detail {
-inline bool is_leaf(const UOp* u) { return u->op == Ops::BUFFER || bool(u->realized); }
 inline bool expands(const UOp* u) {
   const Shape& in = u->src[0]->shape;
   for (size_t i = 0; i < in.size(); i++) if (in[i] != u->shape[i]) return true;
@@ -4718,6 +4788,8 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
 // applied opts are never changed). The winner's opts are cached on disk per
 // (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
 // in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
+#include <fstream>
+#include <unordered_set>
 
 namespace tinygrad {
 
@@ -4941,6 +5013,8 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
 // renderers by family name. A device's descriptor (runtime/device.hpp) names the family of source its compiler takes;
 // this maps the name to a factory, which reads what it needs of the device (cores, vector registers, launch limits)
 // from the opened runtime. A user's device names a family here or adds its own with register_renderer().
+#include <map>
+#include <mutex>
 
 namespace tinygrad {
 
@@ -5021,8 +5095,6 @@ struct CompiledKernel {
   std::unique_ptr<Program> prg;
 };
 
-struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built = 0, schedule_cache_hits = 0; };
-inline RunStats& run_stats() { static RunStats s; return s; }
 
 namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -5082,13 +5154,16 @@ struct EngineState {
 };
 }  // namespace detail
 
-// forget every loaded program and cached schedule: the next realize reloads from the disk cache (or recompiles)
-inline void clear_program_cache() {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
+
+TINYGRAD_API void clear_program_cache() {
   auto& st = detail::EngineState::get();
   std::lock_guard lk(st.mu);
   st.schedule_cache.clear();
   st.programs.clear();
 }
+#endif
 
 namespace detail {
 // the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
@@ -5101,16 +5176,15 @@ inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
 }
 }  // namespace detail
 
-// bound the caches: at most `programs` loaded programs per device, and cached schedules of `schedule_kernels` kernels
-// in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
-// released once no cached schedule or static plan holds it
-inline void set_cache_limits(size_t programs, size_t schedule_kernels) {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {
   auto& st = detail::EngineState::get();
   std::lock_guard lk(st.mu);
   st.max_programs = std::max<size_t>(programs, 1);
   for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
   st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
 }
+#endif
 
 namespace detail {
 
@@ -5200,11 +5274,12 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
 }
 }  // namespace detail
 
-// realize a set of tensor-graph nodes: afterwards each root's value lives in root->realized
-inline void realize(const std::vector<UOpRef>& roots) {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
   std::lock_guard lk(detail::EngineState::get().mu);
   detail::realize_locked(roots);
 }
+#endif
 
 inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
@@ -5296,6 +5371,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
 
 }  // namespace tinygrad
 // end include/tinygrad/engine/realize.hpp
+#endif
 // begin include/tinygrad/tensor/tensor.hpp
 // Tensor: a lazy, shape-checked handle on a UOp graph. Copies alias (like torch::Tensor);
 // nothing runs until realize(), item(), or to_vector().
@@ -5309,6 +5385,9 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
 // Each mixin is `template <class T> struct XxxOps` with T = Tensor; Tensor derives from all of
 // them, so their methods read like Tensor's own. A method name lives in exactly one class
 // (overloads in different bases would be ambiguous).
+#include <optional>
+#if TINYGRAD_DEFINE_API
+#endif
 
 namespace tinygrad {
 
@@ -7750,6 +7829,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 };
 
+#if defined(TINYGRAD_SEPARATE_COMPILATION)
+// the mixins' members are compiled once, in the implementation TU (tinygrad/impl.hpp), not in every TU that calls them
+#if TINYGRAD_DEFINE_API
+#define TINYGRAD_MIXIN_INSTANCE template struct
+#else
+#define TINYGRAD_MIXIN_INSTANCE extern template struct
+#endif
+TINYGRAD_MIXIN_INSTANCE detail::CreationOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::ElementwiseOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::MovementOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::ProcessingOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::ReduceOps<Tensor>;
+#undef TINYGRAD_MIXIN_INSTANCE
+#endif
+
 }  // namespace tinygrad
 // end include/tinygrad/tensor/tensor.hpp
 // begin include/tinygrad/tensor/gradient.hpp
@@ -7759,6 +7853,20 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 namespace tinygrad {
 
 struct GradientError : Error { using Error::Error; };
+
+// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient flows to it.
+// reached (optional) tells which targets root uses at all (not only behind DETACH): there nullopt means zero.
+// A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
+// before a realize() or assign() replaced its uop. Any other target is found by its node.
+TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
+                                                                 std::vector<bool>* reached = nullptr);
+
+// gradients of a scalar loss with respect to targets; does not touch .grad. A target the loss uses only through
+// ops without a gradient (comparisons, casts to int) gets zeros; one the loss does not use at all (or only behind
+// detach()) throws GradientError, like torch.autograd.grad without allow_unused.
+TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets);
+
+#if TINYGRAD_DEFINE_API
 
 namespace detail {
 // the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
@@ -7876,12 +7984,8 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
-// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient flows to it.
-// reached (optional) tells which targets root uses at all (not only behind DETACH): there nullopt means zero.
-// A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
-// before a realize() or assign() replaced its uop. Any other target is found by its node.
-inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
-                                                           std::vector<bool>* reached = nullptr) {
+TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
+                                                                 std::vector<bool>* reached) {
   auto topo = toposort(root.uop());
   // the targets each node stands for
   std::unordered_map<const UOp*, std::vector<size_t>> by_node;
@@ -7929,10 +8033,7 @@ inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, c
   return out;
 }
 
-// gradients of a scalar loss with respect to targets; does not touch .grad. A target the loss uses only through
-// ops without a gradient (comparisons, casts to int) gets zeros; one the loss does not use at all (or only behind
-// detach()) throws GradientError, like torch.autograd.grad without allow_unused.
-inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
+TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
   if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
   std::vector<bool> reached;
@@ -7947,7 +8048,7 @@ inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor
   return out;
 }
 
-inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
+TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
   if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
   if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
   if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
@@ -7972,6 +8073,7 @@ inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
   }
   return *this;
 }
+#endif
 
 }  // namespace tinygrad
 // end include/tinygrad/tensor/gradient.hpp
@@ -9479,11 +9581,7 @@ inline StaticStats& static_stats() { static StaticStats s; return s; }
 
 namespace detail::st {
 
-struct plan {
-  ScheduleSpec spec;
-  std::vector<std::shared_ptr<CompiledKernel>> kernels;
-  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
-};
+struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
 
 // NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
 // programs, per step); the oldest plan goes first
@@ -9509,55 +9607,9 @@ Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& de
   return t.dtype() == E::dtype ? t : t.cast(E::dtype);
 }
 
-template <size_t N>
-std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>& inputs, const std::string& dev) {
-  auto p = std::make_shared<plan>();
-  std::unordered_map<const UOp*, int> slot;
-  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
-  // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
-  std::vector<const UOp*> stack{root.uop().get()};
-  std::unordered_map<const UOp*, bool> seen;
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
-    if (seen[u]) continue;
-    seen[u] = true;
-    if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
-      continue;
-    }
-    for (auto& s : u->src) stack.push_back(s.get());
-  }
-  auto& es = EngineState::get();
-  std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
-  p->kernels = get_programs(get_device(dev), p->spec.kernels);
-  static_stats().graphs_built++;
-  return p;
-}
-
-template <size_t N>
-Tensor run_plan(const plan& p, const std::array<const Tensor*, N>& leaves, const std::string& dev, DType dt, const Shape& shape) {
-  const ScheduleSpec& sp = p.spec;
-  std::vector<std::shared_ptr<Buffer>> slots;
-  slots.reserve(N + p.consts.size() + sp.new_slots.size());
-  for (auto* l : leaves) slots.push_back(leaf_buffer(*l));
-  for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
-  {
-    auto& es = EngineState::get();
-    std::lock_guard lk(es.mu);
-    std::vector<void*> ptrs;
-    for (size_t k = 0; k < sp.kernels.size(); k++) {
-      ptrs.clear();
-      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
-      p.kernels[k]->prg->call(ptrs, {}, false);
-      run_stats().kernels_run++;
-    }
-  }
-  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
-  return shape.size() == 1 ? r : r.reshape(shape);
-}
+// the plan of root over the placeholder buffers `inputs` (slots 0..n-1); run it with the leaves' buffers
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n, const std::string& dev);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -9611,13 +9663,69 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
       php[i] = &ph[i];
     }
-    p = build_plan(lower_root(e, php.data(), dev), in, dev);
+    p = build_plan(lower_root(e, php.data(), dev), in.data(), NL, dev);
     std::lock_guard lk(c.mu);
     if (c.entries.size() >= max_plans_per_expression) c.entries.erase(c.entries.begin());
     c.entries.push_back({dev, key, p});
   }
-  return run_plan(*p, leaves, dev, E::dtype, shape);
+  return run_plan(*p, leaves.data(), NL, dev, E::dtype, shape);
 }
+
+#if TINYGRAD_DEFINE_API
+struct plan {
+  ScheduleSpec spec;
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
+};
+
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t N, const std::string& dev) {
+  auto p = std::make_shared<plan>();
+  std::unordered_map<const UOp*, int> slot;
+  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
+  // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
+  std::vector<const UOp*> stack{root.uop().get()};
+  std::unordered_map<const UOp*, bool> seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (seen[u]) continue;
+    seen[u] = true;
+    if (is_leaf(u)) {
+      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
+      continue;
+    }
+    for (auto& s : u->src) stack.push_back(s.get());
+  }
+  auto& es = EngineState::get();
+  std::lock_guard lk(es.mu);
+  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
+  p->kernels = get_programs(get_device(dev), p->spec.kernels);
+  static_stats().graphs_built++;
+  return p;
+}
+
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t N, const std::string& dev, DType dt, const Shape& shape) {
+  const ScheduleSpec& sp = p.spec;
+  std::vector<std::shared_ptr<Buffer>> slots;
+  slots.reserve(N + p.consts.size() + sp.new_slots.size());
+  for (size_t i = 0; i < N; i++) slots.push_back(leaf_buffer(*leaves[i]));
+  for (auto& c : p.consts) slots.push_back(c);
+  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
+  {
+    auto& es = EngineState::get();
+    std::lock_guard lk(es.mu);
+    std::vector<void*> ptrs;
+    for (size_t k = 0; k < sp.kernels.size(); k++) {
+      ptrs.clear();
+      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
+      p.kernels[k]->prg->call(ptrs, {}, false);
+      run_stats().kernels_run++;
+    }
+  }
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
+  return shape.size() == 1 ? r : r.reshape(shape);
+}
+#endif
 
 }  // namespace detail::st
 }  // namespace tinygrad

@@ -15,6 +15,24 @@
 #include <thread>
 #include <vector>
 
+// ---- compilation mode (Boost.Asio's scheme) ----
+// Header-only by default: everything is inline in every translation unit that includes the library.
+// With TINYGRAD_SEPARATE_COMPILATION defined for every TU of a program, the library is compiled once, in the one TU
+// that includes <tinygrad/impl.hpp> (or the CMake target tinygrad::compiled); every other TU sees the entry points
+// (TINYGRAD_API: realize, the device registry, autograd, the static plan cache) as declarations, parses none of the
+// engine, code generation, renderers or device runtimes, and compiles none of the Tensor methods.
+#if defined(TINYGRAD_SEPARATE_COMPILATION)
+#define TINYGRAD_API
+#if defined(TINYGRAD_IMPLEMENTATION)
+#define TINYGRAD_DEFINE_API 1
+#else
+#define TINYGRAD_DEFINE_API 0
+#endif
+#else
+#define TINYGRAD_API inline
+#define TINYGRAD_DEFINE_API 1
+#endif
+
 namespace tinygrad {
 
 // ---- errors: everything the library throws derives from Error ----

@@ -2,6 +2,7 @@
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
 #include <list>
 #include "../renderer/registry.hpp"
+#include "api.hpp"
 #include "schedule.hpp"
 #include "search.hpp"
 
@@ -34,8 +35,6 @@ struct CompiledKernel {
   std::unique_ptr<Program> prg;
 };
 
-struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built = 0, schedule_cache_hits = 0; };
-inline RunStats& run_stats() { static RunStats s; return s; }
 
 namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -95,13 +94,16 @@ struct EngineState {
 };
 }  // namespace detail
 
-// forget every loaded program and cached schedule: the next realize reloads from the disk cache (or recompiles)
-inline void clear_program_cache() {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
+
+TINYGRAD_API void clear_program_cache() {
   auto& st = detail::EngineState::get();
   std::lock_guard lk(st.mu);
   st.schedule_cache.clear();
   st.programs.clear();
 }
+#endif
 
 namespace detail {
 // the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
@@ -114,16 +116,15 @@ inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
 }
 }  // namespace detail
 
-// bound the caches: at most `programs` loaded programs per device, and cached schedules of `schedule_kernels` kernels
-// in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
-// released once no cached schedule or static plan holds it
-inline void set_cache_limits(size_t programs, size_t schedule_kernels) {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {
   auto& st = detail::EngineState::get();
   std::lock_guard lk(st.mu);
   st.max_programs = std::max<size_t>(programs, 1);
   for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
   st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
 }
+#endif
 
 namespace detail {
 
@@ -213,11 +214,12 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
 }
 }  // namespace detail
 
-// realize a set of tensor-graph nodes: afterwards each root's value lives in root->realized
-inline void realize(const std::vector<UOpRef>& roots) {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
   std::lock_guard lk(detail::EngineState::get().mu);
   detail::realize_locked(roots);
 }
+#endif
 
 inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();

@@ -36,7 +36,6 @@ struct KernelLimits {
 inline KernelLimits& kernel_limits() { static KernelLimits l; return l; }
 
 namespace detail {
-inline bool is_leaf(const UOp* u) { return u->op == Ops::BUFFER || bool(u->realized); }
 inline bool expands(const UOp* u) {
   const Shape& in = u->src[0]->shape;
   for (size_t i = 0; i < in.size(); i++) if (in[i] != u->shape[i]) return true;

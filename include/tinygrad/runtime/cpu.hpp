@@ -360,9 +360,8 @@ struct CPUAllocator : Allocator {
 };
 
 namespace detail {
-// NOTE: the one static object of a device: it only stores the descriptor (nothing opens before first use), and a
-// program gets the devices whose headers it includes
-inline const bool cpu_registered = [] {
+// the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
+inline DeviceSpec cpu_device() {
   DeviceSpec d;
   d.name = "CPU";
   d.priority = 1;
@@ -381,9 +380,8 @@ inline const bool cpu_registered = [] {
     rt->parallelism = cpu_threads();  // one output per core
     return rt;
   };
-  register_device(std::move(d));
-  return true;
-}();
+  return d;
+}
 }  // namespace detail
 
 }  // namespace tinygrad

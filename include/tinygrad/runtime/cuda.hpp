@@ -216,8 +216,8 @@ struct CUDAAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
 };
 
-// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
-inline const bool cuda_registered = [] {
+// the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
+inline DeviceSpec cuda_device() {
   DeviceSpec d;
   d.name = "CUDA";
   d.priority = 2;  // the default device where a GPU opens
@@ -242,8 +242,7 @@ inline const bool cuda_registered = [] {
     try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
     catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
   };
-  register_device(std::move(d));
-  return true;
-}();
+  return d;
+}
 }  // namespace detail
 }  // namespace tinygrad

@@ -111,8 +111,8 @@ struct DeviceRuntime {
   LaunchLimits limits;
 };
 
-// A device is one registered descriptor, added by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) or by a
-// user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
+// A device is one registered descriptor, made by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) and added on
+// first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
 // and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
 // one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
 struct DeviceSpec {
@@ -131,7 +131,7 @@ struct RuntimeRegistry {
   std::mutex mu;
   std::map<std::string, DeviceSpec> specs;                      // name ("CUDA") -> descriptor
   std::map<std::string, std::unique_ptr<DeviceRuntime>> opened;  // instance ("CUDA:1") -> runtime
-  static RuntimeRegistry& get() { static auto* r = new RuntimeRegistry(); return *r; }  // NOTE: leaked on purpose (static destruction order)
+  static RuntimeRegistry& get();  // with the built-in devices added (defined in runtime/devices.hpp)
   std::vector<std::string> names() const {  // highest priority first
     std::vector<const DeviceSpec*> v;
     for (auto& [n, s] : specs) v.push_back(&s);
@@ -388,3 +388,7 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 }
 
 }  // namespace tinygrad
+
+#if TINYGRAD_DEFINE_API
+#include "devices.hpp"  // NOTE: last: the built-in devices' headers build on everything above
+#endif

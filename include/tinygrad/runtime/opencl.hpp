@@ -207,8 +207,8 @@ struct CLAllocator : Allocator {
   }
 };
 
-// NOTE: the one static object of a device: it only stores the descriptor (nothing is loaded before first use)
-inline const bool cl_registered = [] {
+// the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
+inline DeviceSpec cl_device() {
   DeviceSpec d;
   d.name = "CL";
   d.priority = 0;  // never the default while the CPU opens: DEV=CL or .to("CL")
@@ -226,8 +226,7 @@ inline const bool cl_registered = [] {
     if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", dv->name.c_str());
     return rt;
   };
-  register_device(std::move(d));
-  return true;
-}();
+  return d;
+}
 }  // namespace detail
 }  // namespace tinygrad

@@ -7,6 +7,20 @@ namespace tinygrad {
 
 struct GradientError : Error { using Error::Error; };
 
+// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient flows to it.
+// reached (optional) tells which targets root uses at all (not only behind DETACH): there nullopt means zero.
+// A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
+// before a realize() or assign() replaced its uop. Any other target is found by its node.
+TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
+                                                                 std::vector<bool>* reached = nullptr);
+
+// gradients of a scalar loss with respect to targets; does not touch .grad. A target the loss uses only through
+// ops without a gradient (comparisons, casts to int) gets zeros; one the loss does not use at all (or only behind
+// detach()) throws GradientError, like torch.autograd.grad without allow_unused.
+TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets);
+
+#if TINYGRAD_DEFINE_API
+
 namespace detail {
 // the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
 // arg: groups, stride[n], dilation[n], (pad before, after)[n]
@@ -123,12 +137,8 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
-// d(root)/d(target) for each target, seeded with `seed` (root's shape); nullopt where no gradient flows to it.
-// reached (optional) tells which targets root uses at all (not only behind DETACH): there nullopt means zero.
-// A parameter (requires_grad_()) is found by its id: every node of it in the graph counts, also one from
-// before a realize() or assign() replaced its uop. Any other target is found by its node.
-inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
-                                                           std::vector<bool>* reached = nullptr) {
+TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
+                                                                 std::vector<bool>* reached) {
   auto topo = toposort(root.uop());
   // the targets each node stands for
   std::unordered_map<const UOp*, std::vector<size_t>> by_node;
@@ -176,10 +186,7 @@ inline std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, c
   return out;
 }
 
-// gradients of a scalar loss with respect to targets; does not touch .grad. A target the loss uses only through
-// ops without a gradient (comparisons, casts to int) gets zeros; one the loss does not use at all (or only behind
-// detach()) throws GradientError, like torch.autograd.grad without allow_unused.
-inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
+TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
   if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
   std::vector<bool> reached;
@@ -194,7 +201,7 @@ inline std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor
   return out;
 }
 
-inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
+TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
   if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
   if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
   if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
@@ -219,5 +226,6 @@ inline Tensor& Tensor::backward(std::optional<Tensor> seed) {
   }
   return *this;
 }
+#endif
 
 }  // namespace tinygrad

@@ -5,7 +5,10 @@
 // (overloads in different bases would be ambiguous).
 #include <optional>
 #include <variant>
-#include "../engine/realize.hpp"
+#include "../engine/api.hpp"
+#if TINYGRAD_DEFINE_API
+#include "../engine/realize.hpp"  // the engine itself, where the library is compiled
+#endif
 
 namespace tinygrad {
 

@@ -654,4 +654,19 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 };
 
+#if defined(TINYGRAD_SEPARATE_COMPILATION)
+// the mixins' members are compiled once, in the implementation TU (tinygrad/impl.hpp), not in every TU that calls them
+#if TINYGRAD_DEFINE_API
+#define TINYGRAD_MIXIN_INSTANCE template struct
+#else
+#define TINYGRAD_MIXIN_INSTANCE extern template struct
+#endif
+TINYGRAD_MIXIN_INSTANCE detail::CreationOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::ElementwiseOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::MovementOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::ProcessingOps<Tensor>;
+TINYGRAD_MIXIN_INSTANCE detail::ReduceOps<Tensor>;
+#undef TINYGRAD_MIXIN_INSTANCE
+#endif
+
 }  // namespace tinygrad

@@ -171,6 +171,8 @@ struct UOp : std::enable_shared_from_this<UOp> {
 };
 
 namespace detail {
+// a node that holds its value: a buffer, or a node realize() has computed
+inline bool is_leaf(const UOp* u) { return u->op == Ops::BUFFER || bool(u->realized); }
 struct InternTable {
   std::recursive_mutex mu;
   std::unordered_multimap<uint64_t, const UOp*> map;

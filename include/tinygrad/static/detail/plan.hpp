@@ -14,11 +14,7 @@ inline StaticStats& static_stats() { static StaticStats s; return s; }
 
 namespace detail::st {
 
-struct plan {
-  ScheduleSpec spec;
-  std::vector<std::shared_ptr<CompiledKernel>> kernels;
-  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
-};
+struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
 
 // NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
 // programs, per step); the oldest plan goes first
@@ -44,55 +40,9 @@ Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& de
   return t.dtype() == E::dtype ? t : t.cast(E::dtype);
 }
 
-template <size_t N>
-std::shared_ptr<plan> build_plan(const Tensor& root, const std::array<UOpRef, N>& inputs, const std::string& dev) {
-  auto p = std::make_shared<plan>();
-  std::unordered_map<const UOp*, int> slot;
-  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
-  // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
-  std::vector<const UOp*> stack{root.uop().get()};
-  std::unordered_map<const UOp*, bool> seen;
-  while (!stack.empty()) {
-    const UOp* u = stack.back();
-    stack.pop_back();
-    if (seen[u]) continue;
-    seen[u] = true;
-    if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
-      continue;
-    }
-    for (auto& s : u->src) stack.push_back(s.get());
-  }
-  auto& es = EngineState::get();
-  std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
-  p->kernels = get_programs(get_device(dev), p->spec.kernels);
-  static_stats().graphs_built++;
-  return p;
-}
-
-template <size_t N>
-Tensor run_plan(const plan& p, const std::array<const Tensor*, N>& leaves, const std::string& dev, DType dt, const Shape& shape) {
-  const ScheduleSpec& sp = p.spec;
-  std::vector<std::shared_ptr<Buffer>> slots;
-  slots.reserve(N + p.consts.size() + sp.new_slots.size());
-  for (auto* l : leaves) slots.push_back(leaf_buffer(*l));
-  for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
-  {
-    auto& es = EngineState::get();
-    std::lock_guard lk(es.mu);
-    std::vector<void*> ptrs;
-    for (size_t k = 0; k < sp.kernels.size(); k++) {
-      ptrs.clear();
-      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
-      p.kernels[k]->prg->call(ptrs, {}, false);
-      run_stats().kernels_run++;
-    }
-  }
-  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
-  return shape.size() == 1 ? r : r.reshape(shape);
-}
+// the plan of root over the placeholder buffers `inputs` (slots 0..n-1); run it with the leaves' buffers
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n, const std::string& dev);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -146,13 +96,69 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
       php[i] = &ph[i];
     }
-    p = build_plan(lower_root(e, php.data(), dev), in, dev);
+    p = build_plan(lower_root(e, php.data(), dev), in.data(), NL, dev);
     std::lock_guard lk(c.mu);
     if (c.entries.size() >= max_plans_per_expression) c.entries.erase(c.entries.begin());
     c.entries.push_back({dev, key, p});
   }
-  return run_plan(*p, leaves, dev, E::dtype, shape);
+  return run_plan(*p, leaves.data(), NL, dev, E::dtype, shape);
 }
+
+#if TINYGRAD_DEFINE_API
+struct plan {
+  ScheduleSpec spec;
+  std::vector<std::shared_ptr<CompiledKernel>> kernels;
+  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
+};
+
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t N, const std::string& dev) {
+  auto p = std::make_shared<plan>();
+  std::unordered_map<const UOp*, int> slot;
+  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
+  // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
+  std::vector<const UOp*> stack{root.uop().get()};
+  std::unordered_map<const UOp*, bool> seen;
+  while (!stack.empty()) {
+    const UOp* u = stack.back();
+    stack.pop_back();
+    if (seen[u]) continue;
+    seen[u] = true;
+    if (is_leaf(u)) {
+      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
+      continue;
+    }
+    for (auto& s : u->src) stack.push_back(s.get());
+  }
+  auto& es = EngineState::get();
+  std::lock_guard lk(es.mu);
+  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
+  p->kernels = get_programs(get_device(dev), p->spec.kernels);
+  static_stats().graphs_built++;
+  return p;
+}
+
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t N, const std::string& dev, DType dt, const Shape& shape) {
+  const ScheduleSpec& sp = p.spec;
+  std::vector<std::shared_ptr<Buffer>> slots;
+  slots.reserve(N + p.consts.size() + sp.new_slots.size());
+  for (size_t i = 0; i < N; i++) slots.push_back(leaf_buffer(*leaves[i]));
+  for (auto& c : p.consts) slots.push_back(c);
+  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
+  {
+    auto& es = EngineState::get();
+    std::lock_guard lk(es.mu);
+    std::vector<void*> ptrs;
+    for (size_t k = 0; k < sp.kernels.size(); k++) {
+      ptrs.clear();
+      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
+      p.kernels[k]->prg->call(ptrs, {}, false);
+      run_stats().kernels_run++;
+    }
+  }
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
+  return shape.size() == 1 ? r : r.reshape(shape);
+}
+#endif
 
 }  // namespace detail::st
 }  // namespace tinygrad

@@ -1,0 +1,22 @@
+#pragma once
+// What the layers above (tensor/, nn/, static/) use of the engine: its entry points as declarations. They are defined
+// in realize.hpp (inline when header-only; once, in the implementation TU, with TINYGRAD_SEPARATE_COMPILATION).
+#include "../uop/ops.hpp"
+
+namespace tinygrad {
+
+struct RunStats { int64_t kernels_run = 0, kernels_compiled = 0, schedules_built = 0, schedule_cache_hits = 0; };
+TINYGRAD_API RunStats& run_stats();
+
+// realize a set of tensor-graph nodes: afterwards each root's value lives in root->realized
+TINYGRAD_API void realize(const std::vector<UOpRef>& roots);
+
+// forget every loaded program and cached schedule: the next realize reloads from the disk cache (or recompiles)
+TINYGRAD_API void clear_program_cache();
+
+// bound the caches: at most `programs` loaded programs per device, and cached schedules of `schedule_kernels` kernels
+// in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
+// released once no cached schedule or static plan holds it
+TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
+
+}  // namespace tinygrad
