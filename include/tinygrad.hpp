@@ -5,7 +5,7 @@
 #include "tinygrad/runtime/device.hpp"  // and, where the library is compiled, the built-in devices (devices.hpp)
 #include "tinygrad/uop/ops.hpp"
 #include "tinygrad/engine/api.hpp"
-#if TINYGRAD_DEFINE_API  // header-only, or the implementation TU: the whole pipeline
+#if TINYGRAD_WITH_INTERNALS  // header-only, the implementation TU, or TINYGRAD_INTERNALS: the whole pipeline
 #include "tinygrad/uop/upat.hpp"
 #include "tinygrad/uop/symbolic.hpp"
 #include "tinygrad/renderer/cstyle.hpp"

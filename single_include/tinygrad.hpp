@@ -39,6 +39,13 @@
 #define TINYGRAD_API inline
 #define TINYGRAD_DEFINE_API 1
 #endif
+// the internal headers (engine, codegen, renderers, devices) come with <tinygrad.hpp> where the library is compiled,
+// and in a separate-compilation TU that defines TINYGRAD_INTERNALS (the library's own tests and benchmarks)
+#if TINYGRAD_DEFINE_API || defined(TINYGRAD_INTERNALS)
+#define TINYGRAD_WITH_INTERNALS 1
+#else
+#define TINYGRAD_WITH_INTERNALS 0
+#endif
 
 namespace tinygrad {
 
@@ -753,7 +760,7 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 
 }  // namespace tinygrad
 
-#if TINYGRAD_DEFINE_API
+#if TINYGRAD_WITH_INTERNALS
 // begin include/tinygrad/runtime/devices.hpp
 // The built-in devices, added to the registry on its first use rather than by static objects: a program that
 // includes the library and opens no device has none of their code compiled in (nothing runs before main, either).
@@ -2089,7 +2096,7 @@ TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 
 }  // namespace tinygrad
 // end include/tinygrad/engine/api.hpp
-#if TINYGRAD_DEFINE_API  // header-only, or the implementation TU: the whole pipeline
+#if TINYGRAD_WITH_INTERNALS  // header-only, the implementation TU, or TINYGRAD_INTERNALS: the whole pipeline
 // begin include/tinygrad/uop/upat.hpp
 // UPat / PatternMatcher / graph_rewrite: every pass is a table of (pattern -> rewrite) rules
 // applied bottom-up to a fixed point. Patterns use the same operators as index math:
@@ -5386,7 +5393,7 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
 // them, so their methods read like Tensor's own. A method name lives in exactly one class
 // (overloads in different bases would be ambiguous).
 #include <optional>
-#if TINYGRAD_DEFINE_API
+#if TINYGRAD_WITH_INTERNALS
 #endif
 
 namespace tinygrad {
@@ -7866,7 +7873,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& r
 // detach()) throws GradientError, like torch.autograd.grad without allow_unused.
 TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets);
 
-#if TINYGRAD_DEFINE_API
+#if TINYGRAD_WITH_INTERNALS
 
 namespace detail {
 // the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
@@ -7984,6 +7991,9 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
+#endif
+
+#if TINYGRAD_DEFINE_API
 TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
                                                                  std::vector<bool>* reached) {
   auto topo = toposort(root.uop());

@@ -32,6 +32,13 @@
 #define TINYGRAD_API inline
 #define TINYGRAD_DEFINE_API 1
 #endif
+// the internal headers (engine, codegen, renderers, devices) come with <tinygrad.hpp> where the library is compiled,
+// and in a separate-compilation TU that defines TINYGRAD_INTERNALS (the library's own tests and benchmarks)
+#if TINYGRAD_DEFINE_API || defined(TINYGRAD_INTERNALS)
+#define TINYGRAD_WITH_INTERNALS 1
+#else
+#define TINYGRAD_WITH_INTERNALS 0
+#endif
 
 namespace tinygrad {
 

@@ -9,7 +9,9 @@
 #   subdirectory   tests/consume/subdirectory: add_subdirectory(<repo>)
 #   find_package   `cmake --install` TOP_BINARY_DIR into BINARY_DIR/prefix, then
 #                  tests/consume/find_package: find_package(tinygrad CONFIG REQUIRED)
-#   single_header  no CMake: $CXX -std=c++20 -I single_include main.cpp -pthread -ldl
+#   single_header  no CMake: $CXX -std=c++20 -I single_include main.cpp -pthread -ldl; then the same header in
+#                  separate-compilation mode: tests/consume/separate's two TUs and one that defines TINYGRAD_IMPLEMENTATION
+#   separate       tests/consume/separate: add_subdirectory(<repo>), two TUs linked with tinygrad::compiled
 # Build dirs are kept between runs, so a rerun is incremental.
 
 foreach(var MODE SOURCE_DIR TOP_BINARY_DIR BINARY_DIR CXX VERSION)
@@ -47,7 +49,18 @@ if(MODE STREQUAL "single_header")
   run("compile" ${LAUNCHER} "${CXX}" -std=c++20 -DTG_EXPECTED_VERSION_MAJOR=${VERSION_MAJOR}
       ${incs} -c "${consumer_src}/main.cpp" -o "${build}/main.o")
   run("link" "${CXX}" "${build}/main.o" -o "${build}/consumer" -pthread -ldl)
-elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "find_package")
+  # separate compilation with the single header: the implementation is the header with TINYGRAD_IMPLEMENTATION
+  set(sep "${SOURCE_DIR}/tests/consume/separate")
+  file(WRITE "${build}/impl.cpp" "#define TINYGRAD_IMPLEMENTATION\n#include <tinygrad.hpp>\n")
+  set(objs)
+  foreach(tu "${build}/impl.cpp" "${sep}/main.cpp" "${sep}/model.cpp")
+    get_filename_component(stem "${tu}" NAME_WE)
+    run("compile ${stem} (separate)" ${LAUNCHER} "${CXX}" -std=c++20 -DTINYGRAD_SEPARATE_COMPILATION ${incs} -c "${tu}" -o "${build}/sep_${stem}.o")
+    list(APPEND objs "${build}/sep_${stem}.o")
+  endforeach()
+  run("link (separate)" "${CXX}" ${objs} -o "${build}/consumer_separate" -pthread -ldl)
+  run("running the separate-compilation consumer" "${build}/consumer_separate")
+elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "find_package" OR MODE STREQUAL "separate")
   set(cfg -S "${consumer_src}" -B "${build}" "-DCMAKE_CXX_COMPILER=${CXX}"
           "-DTG_EXPECTED_VERSION=${VERSION}")
   if(GENERATOR)
@@ -56,7 +69,7 @@ elseif(MODE STREQUAL "subdirectory" OR MODE STREQUAL "find_package")
   if(LAUNCHER)
     list(APPEND cfg "-DCMAKE_CXX_COMPILER_LAUNCHER=${LAUNCHER}")
   endif()
-  if(MODE STREQUAL "subdirectory")
+  if(NOT MODE STREQUAL "find_package")
     list(APPEND cfg "-DTINYGRAD_REPO=${SOURCE_DIR}")
   else()
     set(prefix "${BINARY_DIR}/prefix")

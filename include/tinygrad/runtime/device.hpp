@@ -389,6 +389,6 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 
 }  // namespace tinygrad
 
-#if TINYGRAD_DEFINE_API
+#if TINYGRAD_WITH_INTERNALS
 #include "devices.hpp"  // NOTE: last: the built-in devices' headers build on everything above
 #endif

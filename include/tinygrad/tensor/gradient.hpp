@@ -19,7 +19,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& r
 // detach()) throws GradientError, like torch.autograd.grad without allow_unused.
 TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets);
 
-#if TINYGRAD_DEFINE_API
+#if TINYGRAD_WITH_INTERNALS
 
 namespace detail {
 // the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
@@ -137,6 +137,9 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
 }
 }  // namespace detail
 
+#endif
+
+#if TINYGRAD_DEFINE_API
 TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
                                                                  std::vector<bool>* reached) {
   auto topo = toposort(root.uop());

@@ -6,7 +6,7 @@
 #include <optional>
 #include <variant>
 #include "../engine/api.hpp"
-#if TINYGRAD_DEFINE_API
+#if TINYGRAD_WITH_INTERNALS
 #include "../engine/realize.hpp"  // the engine itself, where the library is compiled
 #endif
 
