@@ -21,12 +21,13 @@ measure() {  # flags... source -> "user_s peak_MB"
 set -- $(measure -O2 "$tmp/eigen.cpp")
 eigen=$1
 printf "%-58s %7s %7s %9s\n" "translation unit ($CXX)" "user s" "MB" "vs Eigen"
+print_row() { printf "%-58s %7.2f %7d %8.2fx\n" "$1" "$2" "$3" "$(echo "$2 $eigen" | awk '{print $1 / $2}')"; }
 row() {  # label flags... source
   label=$1; shift
   set -- $(measure "$@")
-  printf "%-58s %7.2f %7d %8.2fx\n" "$label" "$1" "$2" "$(echo "$1 $eigen" | awk '{print $1 / $2}')"
+  print_row "$label" "$1" "$2"
 }
-row "<Eigen/Dense> + a 2x2 matrix, -O2" -O2 "$tmp/eigen.cpp"
+print_row "<Eigen/Dense> + a 2x2 matrix, -O2" "$@"
 row "<tinygrad.hpp> + empty main, header-only, -O0" -O0 "$tmp/empty.cpp"
 row "<tinygrad.hpp> + empty main, header-only, -O2" -O2 "$tmp/empty.cpp"
 row "<tinygrad.hpp> + empty main, separate (not the impl TU), -O2" -O2 -DTINYGRAD_SEPARATE_COMPILATION "$tmp/empty.cpp"

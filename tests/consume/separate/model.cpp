@@ -6,7 +6,7 @@ using tinygrad::Tensor;
 float train_mlp(int steps) {
   Tensor::manual_seed(1);
   tinygrad::nn::Linear l1(3, 16), l2(16, 1);
-  tinygrad::nn::Adam opt({l1.weight, *l1.bias, l2.weight, *l2.bias}, 0.02);
+  tinygrad::nn::optim::Adam opt({l1.weight, *l1.bias, l2.weight, *l2.bias}, 0.02);
   Tensor x = Tensor::randn({32, 3}), y = (x * Tensor({1.f, -2.f, 0.5f})).sum(1, true);
   float loss = 0;
   for (int i = 0; i < steps; i++) {
