@@ -483,8 +483,8 @@ struct DeviceRuntime {
 };
 
 // A device is one registered descriptor, made by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) and added on
-// first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
-// and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
+// the registry's first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device.
+// Opening it gives its allocator, compiler, loader and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
 // one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
 struct DeviceSpec {
   std::string name;      // "CPU"; an instance may add ":n" ("CUDA:1")
@@ -5102,7 +5102,6 @@ struct CompiledKernel {
   std::unique_ptr<Program> prg;
 };
 
-
 namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
 // always stays); get() marks an entry used
@@ -5159,20 +5158,7 @@ struct EngineState {
   size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
-}  // namespace detail
 
-#if TINYGRAD_DEFINE_API
-TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
-
-TINYGRAD_API void clear_program_cache() {
-  auto& st = detail::EngineState::get();
-  std::lock_guard lk(st.mu);
-  st.schedule_cache.clear();
-  st.programs.clear();
-}
-#endif
-
-namespace detail {
 // the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
 inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
   auto& st = EngineState::get();
@@ -5181,19 +5167,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
   for (auto& [dev, c] : st.programs) for (auto it : c.order) r.push_back(it->second.v.second);
   return r;
 }
-}  // namespace detail
 
-#if TINYGRAD_DEFINE_API
-TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {
-  auto& st = detail::EngineState::get();
-  std::lock_guard lk(st.mu);
-  st.max_programs = std::max<size_t>(programs, 1);
-  for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
-  st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
-}
-#endif
-
-namespace detail {
 
 // the device a node names (buffers, DEVICE), or nullptr; no copies on the realize path
 inline const std::string* node_device(const UOp* u) {
@@ -5256,9 +5230,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (auto [i, j] : same) out[i] = out[j];
   return out;
 }
-}  // namespace detail
 
-namespace detail {
 inline void realize_locked(const std::vector<UOpRef>& roots_in);
 
 // a COPY between devices: realize its source on its own device, then copy the buffer across; the COPY node
@@ -5280,13 +5252,6 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
   }
 }
 }  // namespace detail
-
-#if TINYGRAD_DEFINE_API
-TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
-  std::lock_guard lk(detail::EngineState::get().mu);
-  detail::realize_locked(roots);
-}
-#endif
 
 inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
@@ -5375,6 +5340,31 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }
+
+// the engine's entry points (api.hpp)
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
+
+TINYGRAD_API void clear_program_cache() {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.schedule_cache.clear();
+  st.programs.clear();
+}
+
+TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.max_programs = std::max<size_t>(programs, 1);
+  for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
+  st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
+}
+
+TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
+  std::lock_guard lk(detail::EngineState::get().mu);
+  detail::realize_locked(roots);
+}
+#endif
 
 }  // namespace tinygrad
 // end include/tinygrad/engine/realize.hpp
@@ -9617,9 +9607,9 @@ Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& de
   return t.dtype() == E::dtype ? t : t.cast(E::dtype);
 }
 
-// the plan of root over the placeholder buffers `inputs` (slots 0..n-1); run it with the leaves' buffers
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n, const std::string& dev);
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n, const std::string& dev, DType dt, const Shape& shape);
+// the plan of root over the placeholder buffers `inputs` (slots 0..n_in-1); run it with the leaves' buffers
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -9688,10 +9678,10 @@ struct plan {
   std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
 };
 
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t N, const std::string& dev) {
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
   auto p = std::make_shared<plan>();
   std::unordered_map<const UOp*, int> slot;
-  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
+  for (size_t i = 0; i < n_in; i++) slot[inputs[i].get()] = int(i);
   // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
   std::vector<const UOp*> stack{root.uop().get()};
   std::unordered_map<const UOp*, bool> seen;
@@ -9701,24 +9691,24 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
     if (seen[u]) continue;
     seen[u] = true;
     if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
+      if (!slot.count(u)) { slot[u] = int(n_in + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
       continue;
     }
     for (auto& s : u->src) stack.push_back(s.get());
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
+  p->spec = create_schedule({root.uop()}, slot, int(n_in + p->consts.size()), dev);
   p->kernels = get_programs(get_device(dev), p->spec.kernels);
   static_stats().graphs_built++;
   return p;
 }
 
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t N, const std::string& dev, DType dt, const Shape& shape) {
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape) {
   const ScheduleSpec& sp = p.spec;
   std::vector<std::shared_ptr<Buffer>> slots;
-  slots.reserve(N + p.consts.size() + sp.new_slots.size());
-  for (size_t i = 0; i < N; i++) slots.push_back(leaf_buffer(*leaves[i]));
+  slots.reserve(n_in + p.consts.size() + sp.new_slots.size());
+  for (size_t i = 0; i < n_in; i++) slots.push_back(leaf_buffer(*leaves[i]));
   for (auto& c : p.consts) slots.push_back(c);
   for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
   {

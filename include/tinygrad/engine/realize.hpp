@@ -35,7 +35,6 @@ struct CompiledKernel {
   std::unique_ptr<Program> prg;
 };
 
-
 namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
 // always stays); get() marks an entry used
@@ -92,20 +91,7 @@ struct EngineState {
   size_t max_programs = size_t(std::max<int64_t>(getenv_int("PROGRAM_CACHE", 512), 1));
   static EngineState& get() { static auto* s = new EngineState(); return *s; }  // NOTE: leaked on purpose
 };
-}  // namespace detail
 
-#if TINYGRAD_DEFINE_API
-TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
-
-TINYGRAD_API void clear_program_cache() {
-  auto& st = detail::EngineState::get();
-  std::lock_guard lk(st.mu);
-  st.schedule_cache.clear();
-  st.programs.clear();
-}
-#endif
-
-namespace detail {
 // the programs the cache holds now, on every device, most recently used first (tests and benchmarks look inside)
 inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
   auto& st = EngineState::get();
@@ -114,19 +100,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> loaded_programs() {
   for (auto& [dev, c] : st.programs) for (auto it : c.order) r.push_back(it->second.v.second);
   return r;
 }
-}  // namespace detail
 
-#if TINYGRAD_DEFINE_API
-TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {
-  auto& st = detail::EngineState::get();
-  std::lock_guard lk(st.mu);
-  st.max_programs = std::max<size_t>(programs, 1);
-  for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
-  st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
-}
-#endif
-
-namespace detail {
 
 // the device a node names (buffers, DEVICE), or nullptr; no copies on the realize path
 inline const std::string* node_device(const UOp* u) {
@@ -189,9 +163,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   for (auto [i, j] : same) out[i] = out[j];
   return out;
 }
-}  // namespace detail
 
-namespace detail {
 inline void realize_locked(const std::vector<UOpRef>& roots_in);
 
 // a COPY between devices: realize its source on its own device, then copy the buffer across; the COPY node
@@ -213,13 +185,6 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
   }
 }
 }  // namespace detail
-
-#if TINYGRAD_DEFINE_API
-TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
-  std::lock_guard lk(detail::EngineState::get().mu);
-  detail::realize_locked(roots);
-}
-#endif
 
 inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
@@ -308,5 +273,30 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }
+
+// the engine's entry points (api.hpp)
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
+
+TINYGRAD_API void clear_program_cache() {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.schedule_cache.clear();
+  st.programs.clear();
+}
+
+TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {
+  auto& st = detail::EngineState::get();
+  std::lock_guard lk(st.mu);
+  st.max_programs = std::max<size_t>(programs, 1);
+  for (auto& [dev, c] : st.programs) c.set_cap(st.max_programs);
+  st.schedule_cache.set_cap(std::max<size_t>(schedule_kernels, 1));
+}
+
+TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
+  std::lock_guard lk(detail::EngineState::get().mu);
+  detail::realize_locked(roots);
+}
+#endif
 
 }  // namespace tinygrad

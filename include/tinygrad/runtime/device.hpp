@@ -112,8 +112,8 @@ struct DeviceRuntime {
 };
 
 // A device is one registered descriptor, made by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) and added on
-// first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device. Opening it gives its allocator, compiler, loader
-// and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
+// the registry's first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device.
+// Opening it gives its allocator, compiler, loader and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
 // one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
 struct DeviceSpec {
   std::string name;      // "CPU"; an instance may add ":n" ("CUDA:1")

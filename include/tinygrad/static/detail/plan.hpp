@@ -40,9 +40,9 @@ Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& de
   return t.dtype() == E::dtype ? t : t.cast(E::dtype);
 }
 
-// the plan of root over the placeholder buffers `inputs` (slots 0..n-1); run it with the leaves' buffers
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n, const std::string& dev);
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n, const std::string& dev, DType dt, const Shape& shape);
+// the plan of root over the placeholder buffers `inputs` (slots 0..n_in-1); run it with the leaves' buffers
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -111,10 +111,10 @@ struct plan {
   std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
 };
 
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t N, const std::string& dev) {
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
   auto p = std::make_shared<plan>();
   std::unordered_map<const UOp*, int> slot;
-  for (size_t i = 0; i < N; i++) slot[inputs[i].get()] = int(i);
+  for (size_t i = 0; i < n_in; i++) slot[inputs[i].get()] = int(i);
   // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
   std::vector<const UOp*> stack{root.uop().get()};
   std::unordered_map<const UOp*, bool> seen;
@@ -124,24 +124,24 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
     if (seen[u]) continue;
     seen[u] = true;
     if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(N + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
+      if (!slot.count(u)) { slot[u] = int(n_in + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
       continue;
     }
     for (auto& s : u->src) stack.push_back(s.get());
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(N + p->consts.size()), dev);
+  p->spec = create_schedule({root.uop()}, slot, int(n_in + p->consts.size()), dev);
   p->kernels = get_programs(get_device(dev), p->spec.kernels);
   static_stats().graphs_built++;
   return p;
 }
 
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t N, const std::string& dev, DType dt, const Shape& shape) {
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape) {
   const ScheduleSpec& sp = p.spec;
   std::vector<std::shared_ptr<Buffer>> slots;
-  slots.reserve(N + p.consts.size() + sp.new_slots.size());
-  for (size_t i = 0; i < N; i++) slots.push_back(leaf_buffer(*leaves[i]));
+  slots.reserve(n_in + p.consts.size() + sp.new_slots.size());
+  for (size_t i = 0; i < n_in; i++) slots.push_back(leaf_buffer(*leaves[i]));
   for (auto& c : p.consts) slots.push_back(c);
   for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
   {
