@@ -15,9 +15,11 @@
 #include "tinygrad/engine/schedule.hpp"
 #include "tinygrad/engine/search.hpp"
 #include "tinygrad/engine/realize.hpp"
+#include "tinygrad/engine/jit.hpp"
 #endif
 #include "tinygrad/tensor/tensor.hpp"
 #include "tinygrad/tensor/gradient.hpp"
+#include "tinygrad/tensor/jit.hpp"
 #include "tinygrad/nn/nn.hpp"
 #include "tinygrad/nn/optim.hpp"
 #include "tinygrad/nn/datasets.hpp"

@@ -48,6 +48,7 @@ struct ShapeError : Error { using Error::Error; };    // shapes that do not fit 
 struct DTypeError : Error { using Error::Error; };    // dtypes that do not fit an op
 struct IndexError : Error { using Error::Error; };    // axes, slices, indices out of range
 struct DeviceError : Error { using Error::Error; };   // missing driver/compiler/device, out of memory
+struct JitError : Error { using Error::Error; };      // a TinyJit call that does not fit what was captured
 struct CompileError : Error {                         // a kernel that failed to compile
   std::string source, log;
   CompileError(const std::string& what, std::string src, std::string lg)

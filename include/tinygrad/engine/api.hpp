@@ -19,4 +19,19 @@ TINYGRAD_API void clear_program_cache();
 // released once no cached schedule or static plan holds it
 TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 
+// TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
+struct JitProgram;  // the launches of one captured call over a table of buffers
+namespace detail {
+// from now until jit_capture_end (or _abort), every kernel launch and copy this thread runs is recorded
+TINYGRAD_API void jit_capture_begin();
+TINYGRAD_API void jit_capture_abort();
+// what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
+TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& outputs);
+// run the program again over new input buffers (as many as captured, same sizes); returns the outputs
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs);
+// why two captures of one function differ ("" where they run the same kernels over the same buffers)
+TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b);
+TINYGRAD_API size_t jit_kernel_count(const JitProgram& p);
+}  // namespace detail
+
 }  // namespace tinygrad

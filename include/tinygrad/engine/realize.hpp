@@ -36,6 +36,47 @@ struct CompiledKernel {
 };
 
 namespace detail {
+// TinyJit's capture (engine/jit.hpp): while a thread captures, every launch and copy it runs is recorded with its
+// buffers, and every buffer the engine allocates for it
+struct CapturedLaunch {
+  std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]
+  std::vector<std::shared_ptr<Buffer>> bufs;
+};
+struct Capture {
+  std::vector<CapturedLaunch> launches;
+  std::vector<std::shared_ptr<Buffer>> created;
+};
+inline Capture*& capturing() { static thread_local Capture* c = nullptr; return c; }
+
+// a buffer for a kernel's output
+inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, int64_t n) {
+  auto b = std::make_shared<Buffer>(device, dt, n);
+  if (Capture* c = capturing()) c->created.push_back(b);
+  return b;
+}
+
+// the one way a kernel runs (realize, static plans, TinyJit's replay): k over the buffers table[slots[i]]; returns
+// its time when `timed`. ptrs is scratch space.
+inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::vector<int>& slots, const std::vector<std::shared_ptr<Buffer>>& table,
+                         std::vector<void*>& ptrs, bool timed) {
+  ptrs.clear();
+  for (int s : slots) ptrs.push_back(table[size_t(s)]->ptr());
+  if (Capture* c = capturing()) {
+    auto& l = c->launches.emplace_back(CapturedLaunch{k, {}});
+    for (int s : slots) l.bufs.push_back(table[size_t(s)]);
+  }
+  run_stats().kernels_run++;
+  return k->prg->call(ptrs, {}, timed);
+}
+
+// the one way a buffer is copied (a COPY between devices, TinyJit's replay of one)
+inline void copy_buffer(Buffer& to, Buffer& from) {
+  if (from.device == to.device) runtime(to.device).allocator->copy(to.ptr(), from.ptr(), to.nbytes());
+  else { std::vector<char> host(to.nbytes()); from.copyout(host.data()); to.copyin(host.data()); }
+}
+}  // namespace detail
+
+namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
 // always stays); get() marks an entry used
 template <class K, class V, class Weight>
@@ -176,10 +217,10 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
     auto from = src->leaf_buffer();
-    auto to = std::make_shared<Buffer>(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
+    auto to = new_buffer(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
-    if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
-    else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
+    copy_buffer(*to, *from);
+    if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
     u->realized.set(to);
   }
@@ -254,14 +295,11 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   // bind buffers and run
   const ScheduleSpec& sp = plan->spec;
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
-  for (auto& [dt, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(device, dt, n));
+  for (auto& [dt, n] : sp.new_slots) slots.push_back(new_buffer(device, dt, n));
   std::vector<void*> ptrs;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
-    ptrs.clear();
-    for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
     auto& ck = *plan->kernels[k];
-    double tm = ck.prg->call(ptrs, {}, flags().debug >= 2);
-    run_stats().kernels_run++;
+    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2);
     if (flags().debug >= 2) {
       double mem = 0;
       for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());

@@ -112,6 +112,17 @@ struct CudaApi {
   int (*cuEventElapsedTime)(float*, H, H);
   int (*cuEventDestroy)(H);
   int (*cuGetErrorString)(int, const char**);
+  // CUDA graphs (optional: nullptr on a driver without them). NOTE: the _v1 parameter struct, which the unsuffixed
+  // symbols take in every driver since 10.0
+  struct KernelNode { H func; unsigned grid[3], block[3], shared; void** params; void** extra; };
+  int (*cuGraphCreate)(H*, unsigned) = nullptr;
+  int (*cuGraphAddKernelNode)(H*, H, const H*, size_t, const KernelNode*) = nullptr;
+  int (*cuGraphInstantiateWithFlags)(H*, H, unsigned long long) = nullptr;
+  int (*cuGraphExecKernelNodeSetParams)(H, H, const KernelNode*) = nullptr;
+  int (*cuGraphLaunch)(H, H) = nullptr;
+  int (*cuGraphExecDestroy)(H) = nullptr;
+  int (*cuGraphDestroy)(H) = nullptr;
+  bool graphs() const { return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiateWithFlags && cuGraphExecKernelNodeSetParams && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy; }
   explicit CudaApi(void* l) {
     const char* lib = "libcuda.so.1";
     load_sym(l, cuInit, "cuInit", lib); load_sym(l, cuDeviceGetCount, "cuDeviceGetCount", lib); load_sym(l, cuDeviceGet, "cuDeviceGet", lib);
@@ -125,6 +136,10 @@ struct CudaApi {
     load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
     load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
+    auto opt = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(l, name)); };
+    opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode"); opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    opt(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams"); opt(cuGraphLaunch, "cuGraphLaunch");
+    opt(cuGraphExecDestroy, "cuGraphExecDestroy"); opt(cuGraphDestroy, "cuGraphDestroy");
   }
   void check(int r, const char* what) const {
     if (r == 0) return;
@@ -177,6 +192,10 @@ class CUDAProgram : public Program {
     for (auto e : ev_) d_->api->cuEventDestroy(e);
     d_->api->cuModuleUnload(mod_);
   }
+  // the launch as a graph node's parameters (params: pointers to the arguments)
+  CudaApi::KernelNode node(void** params) const {
+    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, 0, params, nullptr};
+  }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
     auto& a = *d_->api;
     d_->current();
@@ -196,6 +215,50 @@ class CUDAProgram : public Program {
   std::shared_ptr<CudaDevice> d_;
   void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
   unsigned dims_[6];
+};
+
+// TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
+class CUDAGraph : public GraphExec {
+ public:
+  CUDAGraph(std::shared_ptr<CudaDevice> d, const std::vector<std::pair<Program*, std::vector<void*>>>& launches) : d_(std::move(d)) {
+    auto& a = *d_->api;
+    d_->current();
+    a.check(a.cuGraphCreate(&graph_, 0), "cuGraphCreate");
+    for (auto& [p, bufs] : launches) {
+      auto* prg = static_cast<CUDAProgram*>(p);  // NOTE: the engine gives a device's graph only that device's programs
+      auto params = args(bufs);
+      auto kn = prg->node(params.data());
+      void* node = nullptr;
+      a.check(a.cuGraphAddKernelNode(&node, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &kn), "cuGraphAddKernelNode");
+      nodes_.push_back(node);
+      progs_.push_back(prg);
+    }
+    a.check(a.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate");
+  }
+  ~CUDAGraph() override {
+    d_->current();
+    d_->api->cuCtxSynchronize();
+    if (exec_) d_->api->cuGraphExecDestroy(exec_);
+    if (graph_) d_->api->cuGraphDestroy(graph_);
+  }
+  void set_args(size_t i, const std::vector<void*>& bufs) override {
+    d_->current();
+    auto params = args(bufs);
+    auto kn = progs_[i]->node(params.data());
+    d_->api->check(d_->api->cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &kn), "cuGraphExecKernelNodeSetParams");
+  }
+  void launch() override { d_->current(); d_->api->check(d_->api->cuGraphLaunch(exec_, nullptr), "cuGraphLaunch"); }
+
+ private:
+  static std::vector<void*> args(const std::vector<void*>& bufs) {
+    std::vector<void*> r(bufs.size());
+    for (size_t i = 0; i < bufs.size(); i++) r[i] = const_cast<void**>(&bufs[i]);
+    return r;
+  }
+  std::shared_ptr<CudaDevice> d_;
+  void *graph_ = nullptr, *exec_ = nullptr;
+  std::vector<void*> nodes_;
+  std::vector<CUDAProgram*> progs_;
 };
 
 struct CUDAAllocator : Allocator {
@@ -232,6 +295,8 @@ inline DeviceSpec cuda_device() {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };
     rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
+    if (dv->api->graphs())
+      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> { return std::make_unique<CUDAGraph>(dv, l); };
     if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
     return rt;
   };

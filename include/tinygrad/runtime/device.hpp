@@ -71,6 +71,14 @@ struct Program {
 };
 
 // turns source into a binary; cache_key() names the compiler and its flags
+// kernel launches replayed as one (a CUDA graph): built once over programs and their arguments; set_args changes a
+// launch's buffers before the next launch()
+struct GraphExec {
+  virtual ~GraphExec() = default;
+  virtual void set_args(size_t i, const std::vector<void*>& bufs) = 0;
+  virtual void launch() = 0;
+};
+
 struct Compiler {
   virtual ~Compiler() = default;
   virtual std::string cache_key() const = 0;
@@ -105,6 +113,8 @@ struct DeviceRuntime {
   std::unique_ptr<Compiler> compiler;
   std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const LaunchDims& launch)> load;
   std::function<void()> synchronize = [] {};
+  // optional: the launches (program, buffers) as one graph; nullptr where the device cannot (TinyJit loops instead)
+  std::function<std::unique_ptr<GraphExec>(const std::vector<std::pair<Program*, std::vector<void*>>>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups

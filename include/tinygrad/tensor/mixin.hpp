@@ -7,7 +7,7 @@
 #include <variant>
 #include "../engine/api.hpp"
 #if TINYGRAD_WITH_INTERNALS
-#include "../engine/realize.hpp"  // the engine itself, where the library is compiled
+#include "../engine/jit.hpp"  // the engine itself (realize.hpp and TinyJit's half), where the library is compiled
 #endif
 
 namespace tinygrad {

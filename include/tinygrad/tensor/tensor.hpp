@@ -9,6 +9,18 @@
 
 namespace tinygrad {
 
+class Tensor;
+namespace detail {
+class JitCore;
+// what TinyJit (tensor/jit.hpp) hears of a call it records: the tensors it assigns, the random numbers it draws
+struct JitRecorder {
+  virtual ~JitRecorder() = default;
+  virtual void assigned(const Tensor& t) = 0;
+  virtual void drew(const Tensor& key, int64_t n) = 0;
+};
+inline JitRecorder*& jit_recorder() { static thread_local JitRecorder* r = nullptr; return r; }
+}  // namespace detail
+
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
                public detail::ProcessingOps<Tensor>, public detail::ReduceOps<Tensor> {
   template <class> friend struct detail::CreationOps;
@@ -16,6 +28,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class> friend struct detail::MovementOps;
   template <class> friend struct detail::ProcessingOps;
   template <class> friend struct detail::ReduceOps;
+  friend class detail::JitCore;
 
  public:
   // ---- construction ----
@@ -80,14 +93,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
+  // NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
+  // kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
   static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     int64_t n = check_shape(shape, "rand");
-    uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
-    auto i = arange(double(n), std::nullopt, 1, DType::UInt32, device);
-    auto x = i + scalar(double(uint32_t(base)), DType::UInt32, i.device());
-    x = mix32(x + scalar(double(uint32_t(seed * 0x9E3779B9ull + (base >> 32))), DType::UInt32, i.device()));
-    x = mix32(x ^ scalar(double(uint32_t(seed >> 32) ^ 0x85EBCA6Bu), DType::UInt32, i.device()));
+    std::string dev = device.empty() ? default_device() : device;
+    Tensor key = rng_key(n, dev);
+    if (auto* r = detail::jit_recorder()) r->drew(key, n);
+    auto word = [&](int64_t j) { return key.shrink({{j, j + 1}}); };
+    auto i = arange(double(n), std::nullopt, 1, DType::UInt32, dev);
+    auto x = mix32(i + word(0) + word(1));
+    x = mix32(x ^ word(2));
     // 24 random bits -> [0, 1)
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
@@ -154,6 +171,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor& assign(const Tensor& v) {
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
+    if (auto* r = detail::jit_recorder()) r->assigned(*this);
     Tensor nv = v.cast(dtype());
     UOpRef u = nv.uop();
     if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
@@ -535,6 +553,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   struct Rng { std::atomic<uint64_t> seed{0}, counter{0}; };
   static Rng& rng() { static Rng r; return r; }
+  // the next n numbers' key: 3 uint32 (the counter's low word, the seed mixed with its high word, the seed's high word)
+  static Tensor rng_key(int64_t n, const std::string& dev) {
+    uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
+    uint32_t k[3] = {uint32_t(base), uint32_t(seed * 0x9E3779B9ull + (base >> 32)), uint32_t(seed >> 32) ^ 0x85EBCA6Bu};
+    return from_host(k, DType::UInt32, 3, {3}, dev);
+  }
   static Tensor mix32(Tensor x) {  // murmur3's finalizer
     auto c = [&](double v) { return scalar(v, DType::UInt32, x.device()); };
     x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);

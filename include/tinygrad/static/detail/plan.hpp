@@ -143,17 +143,12 @@ TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t 
   slots.reserve(n_in + p.consts.size() + sp.new_slots.size());
   for (size_t i = 0; i < n_in; i++) slots.push_back(leaf_buffer(*leaves[i]));
   for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
+  for (auto& [d, n] : sp.new_slots) slots.push_back(new_buffer(dev, d, n));
   {
     auto& es = EngineState::get();
     std::lock_guard lk(es.mu);
     std::vector<void*> ptrs;
-    for (size_t k = 0; k < sp.kernels.size(); k++) {
-      ptrs.clear();
-      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
-      p.kernels[k]->prg->call(ptrs, {}, false);
-      run_stats().kernels_run++;
-    }
+    for (size_t k = 0; k < sp.kernels.size(); k++) run_kernel(p.kernels[k], sp.kernels[k].slots, slots, ptrs, false);
   }
   Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);

@@ -1,0 +1,233 @@
+#pragma once
+// TinyJit's engine half: what one captured call ran (kernels and copies over buffers) becomes a program over a
+// buffer table. Its inputs are bound anew on each replay, its outputs are fresh buffers each replay (a buffer is
+// never written twice), the buffers it made for itself share memory where their lifetimes allow (plan_memory), the
+// rest (weights it only reads, constants) stay as they were. A replay launches the prepared calls in a loop, or as
+// one graph where the device has them (CUDA graphs). The Tensor half is tensor/jit.hpp.
+#include "realize.hpp"
+
+namespace tinygrad {
+
+struct JitProgram {
+  struct Step {
+    std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]
+    std::vector<int> slots;
+  };
+  std::vector<Step> steps;
+  // the table: inputs [0, n_in), then `fixed`, then `pool` (the planned intermediates), then `fresh` (the outputs
+  // allocated on each replay: device, dtype, size)
+  size_t n_in = 0;
+  std::vector<std::shared_ptr<Buffer>> fixed, pool;
+  struct Fresh { std::string device; DType dtype; int64_t size; };
+  std::vector<Fresh> fresh;
+  std::vector<int> out_slots;              // per output, its slot
+  std::vector<std::string> slot_name;      // how a difference names a slot ("input 0", "a buffer made inside the function")
+  size_t intermediates = 0, bytes_unplanned = 0, bytes_planned = 0;
+  // replay state (replays hold the engine lock)
+  std::vector<std::shared_ptr<Buffer>> table;
+  std::vector<std::vector<void*>> args;    // per step, the pointers last launched with
+  std::unique_ptr<GraphExec> graph;
+  bool graph_tried = false;
+};
+
+namespace detail {
+// TinyJit's memory planner: items (first launch, last launch, bytes) -> a pool index each, where two items whose
+// launch ranges overlap (inclusive: a kernel's inputs and output are alive together) never share an index; greedy in
+// order of first use, best fit among the free entries, growing the largest free one when none fits
+struct MemoryPlan { std::vector<int> of; std::vector<size_t> bytes; };
+inline MemoryPlan plan_memory(const std::vector<std::array<size_t, 3>>& items) {
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a][0] < items[b][0]; });
+  MemoryPlan p{std::vector<int>(items.size(), -1), {}};
+  std::vector<size_t> busy_until;  // per pool entry: the last launch of the item that holds it
+  for (size_t i : order) {
+    auto [first, last, bytes] = items[i];
+    int best = -1, largest = -1;
+    for (size_t e = 0; e < p.bytes.size(); e++) {
+      if (busy_until[e] >= first) continue;
+      if (p.bytes[e] >= bytes && (best < 0 || p.bytes[e] < p.bytes[size_t(best)])) best = int(e);
+      if (largest < 0 || p.bytes[e] > p.bytes[size_t(largest)]) largest = int(e);
+    }
+    if (best < 0) best = largest;
+    if (best < 0) { best = int(p.bytes.size()); p.bytes.push_back(0); busy_until.push_back(0); }
+    p.bytes[size_t(best)] = std::max(p.bytes[size_t(best)], bytes);
+    busy_until[size_t(best)] = last;
+    p.of[i] = best;
+  }
+  return p;
+}
+
+inline std::string step_name(const JitProgram::Step& s) { return s.k ? s.k->spec.name : "copy"; }
+}  // namespace detail
+
+#if TINYGRAD_DEFINE_API
+namespace detail {
+inline std::unique_ptr<Capture>& capture_owner() { static thread_local std::unique_ptr<Capture> c; return c; }
+}  // namespace detail
+
+TINYGRAD_API void detail::jit_capture_begin() {
+  if (capturing()) throw JitError("tinygrad::TinyJit: a jitted function called another jitted function while it was captured");
+  capture_owner() = std::make_unique<Capture>();
+  capturing() = capture_owner().get();
+}
+
+TINYGRAD_API void detail::jit_capture_abort() {
+  capturing() = nullptr;
+  capture_owner().reset();
+}
+
+TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                                 const std::vector<std::shared_ptr<Buffer>>& outputs) {
+  std::unique_ptr<Capture> cap = std::move(capture_owner());
+  capturing() = nullptr;
+  if (!cap) throw JitError("tinygrad::TinyJit: no capture is running");
+  auto p = std::make_shared<JitProgram>();
+  p->n_in = inputs.size();
+  std::unordered_set<const Buffer*> created;
+  for (auto& b : cap->created) created.insert(b.get());
+  // every buffer the launches touch, classified
+  enum Kind { Input, Fixed, Inter, Out };
+  struct Info { Kind kind; int index; size_t first, last; std::shared_ptr<Buffer> buf; };
+  std::unordered_map<const Buffer*, Info> info;
+  std::vector<const Buffer*> seen;  // in order of first use
+  std::unordered_map<const Buffer*, int> in_index, out_index;
+  for (size_t i = inputs.size(); i-- > 0;) in_index[inputs[i].get()] = int(i);
+  for (size_t i = 0; i < outputs.size(); i++) out_index.try_emplace(outputs[i].get(), int(i));
+  auto touch = [&](const std::shared_ptr<Buffer>& b, size_t step) {
+    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, -1, step, step, b});
+    it->second.last = step;
+    if (!fresh) return;
+    seen.push_back(b.get());
+    if (auto i = in_index.find(b.get()); i != in_index.end()) it->second = {Input, i->second, step, step, b};
+    else if (created.count(b.get())) it->second.kind = out_index.count(b.get()) ? Out : Inter;
+  };
+  for (size_t s = 0; s < cap->launches.size(); s++) for (auto& b : cap->launches[s].bufs) touch(b, s);
+  for (auto& b : outputs) if (!info.count(b.get())) touch(b, cap->launches.size());  // an output no launch touched: an input or an old buffer
+
+  // the table: inputs, fixed, pool, fresh
+  std::unordered_map<const Buffer*, int> slot;
+  for (size_t i = 0; i < inputs.size(); i++) slot.try_emplace(inputs[i].get(), int(i));
+  p->slot_name.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); i++) p->slot_name[i] = cat("input ", i);
+  for (auto* b : seen) if (info[b].kind == Fixed) {
+    slot[b] = int(p->n_in + p->fixed.size());
+    p->fixed.push_back(info[b].buf);
+    p->slot_name.push_back("a buffer made outside the capture");
+  }
+  // intermediates: planned per device
+  std::map<std::string, std::vector<const Buffer*>> by_device;
+  for (auto* b : seen) if (info[b].kind == Inter) by_device[b->device].push_back(b);
+  for (auto& [dev, bufs] : by_device) {
+    std::vector<std::array<size_t, 3>> items;
+    for (auto* b : bufs) items.push_back({info[b].first, info[b].last, std::max<size_t>(b->nbytes(), 1)});
+    MemoryPlan mp = plan_memory(items);
+    size_t base = p->n_in + p->fixed.size() + p->pool.size();
+    for (size_t e = 0; e < mp.bytes.size(); e++) {
+      p->pool.push_back(std::make_shared<Buffer>(dev, DType::UInt8, int64_t(mp.bytes[e])));
+      p->bytes_planned += mp.bytes[e];
+      p->slot_name.push_back("an intermediate buffer");
+    }
+    for (size_t i = 0; i < bufs.size(); i++) { slot[bufs[i]] = int(base + size_t(mp.of[i])); p->bytes_unplanned += items[i][2]; }
+    p->intermediates += bufs.size();
+  }
+  // pool slots were appended per device in order, so fixed + pool are contiguous before fresh
+  for (auto* b : seen) if (info[b].kind == Out) {
+    slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
+    p->fresh.push_back({b->device, b->dtype, b->size});
+    p->slot_name.push_back(cat("output ", out_index.at(b)));
+  }
+  for (auto& l : cap->launches) {
+    JitProgram::Step st{l.k, {}};
+    for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
+    p->steps.push_back(std::move(st));
+  }
+  for (auto& b : outputs) p->out_slots.push_back(slot.at(b.get()));
+  if (flags().debug >= 1)
+    std::fprintf(stderr, "TinyJit: captured %zu launches; %zu intermediate buffers, %.3f MB -> %.3f MB planned\n", p->steps.size(), p->intermediates,
+                 double(p->bytes_unplanned) / 1e6, double(p->bytes_planned) / 1e6);
+  return p;
+}
+
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
+  if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
+  std::lock_guard lk(EngineState::get().mu);
+  auto& t = p.table;
+  if (t.empty()) {
+    t.resize(p.n_in);
+    t.insert(t.end(), p.fixed.begin(), p.fixed.end());
+    t.insert(t.end(), p.pool.begin(), p.pool.end());
+    t.resize(t.size() + p.fresh.size());
+  }
+  std::copy(inputs.begin(), inputs.end(), t.begin());
+  size_t f0 = t.size() - p.fresh.size();
+  for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = std::make_shared<Buffer>(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
+  // the pointers each step launches with; only the steps whose pointers changed are updated in a graph
+  bool first = p.args.empty();
+  if (first) p.args.resize(p.steps.size());
+  std::vector<size_t> changed;
+  std::vector<void*> ptrs;
+  for (size_t s = 0; s < p.steps.size(); s++) {
+    ptrs.clear();
+    for (int x : p.steps[s].slots) ptrs.push_back(t[size_t(x)]->ptr());
+    if (ptrs != p.args[s]) { p.args[s] = ptrs; changed.push_back(s); }
+  }
+  if (!p.graph_tried) {
+    p.graph_tried = true;
+    // one graph when every step is a kernel of one device that has graphs (JIT_GRAPH=0 turns them off)
+    bool one = !p.steps.empty() && getenv_int("JIT_GRAPH", 1) != 0;
+    std::string dev = one && p.steps[0].k && !p.steps[0].slots.empty() ? t[size_t(p.steps[0].slots[0])]->device : "";
+    for (auto& st : p.steps) {
+      one &= st.k != nullptr && !dev.empty();
+      if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
+    }
+    if (one && runtime(dev).graph) {
+      std::vector<std::pair<Program*, std::vector<void*>>> l;
+      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s]});
+      p.graph = runtime(dev).graph(l);
+      changed.clear();
+    }
+  }
+  if (p.graph) {
+    for (size_t s : changed) p.graph->set_args(s, p.args[s]);
+    p.graph->launch();
+    run_stats().kernels_run += int64_t(p.steps.size());
+  } else {
+    for (size_t s = 0; s < p.steps.size(); s++) {
+      auto& st = p.steps[s];
+      if (st.k) { st.k->prg->call(p.args[s], {}, false); run_stats().kernels_run++; }
+      else copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
+    }
+  }
+  std::vector<std::shared_ptr<Buffer>> out;
+  for (int x : p.out_slots) out.push_back(t[size_t(x)]);
+  // the table keeps no input or output alive between replays
+  for (size_t i = 0; i < p.n_in; i++) t[i].reset();
+  for (size_t i = f0; i < t.size(); i++) t[i].reset();
+  return out;
+}
+
+TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitProgram& b) {
+  if (a.steps.size() != b.steps.size()) return cat("the first ran ", a.steps.size(), " kernels, the second ", b.steps.size());
+  for (size_t s = 0; s < a.steps.size(); s++) {
+    auto &x = a.steps[s], &y = b.steps[s];
+    bool same = x.k == y.k || (x.k && y.k && x.k->spec.src == y.k->spec.src);
+    if (!same) return cat("kernel ", s, " is ", step_name(x), " in the first and ", step_name(y), " in the second");
+    for (size_t i = 0; i < x.slots.size(); i++) {
+      size_t sx = size_t(x.slots[i]), sy = size_t(y.slots[i]);
+      // a fixed buffer must be the same buffer in both; any other slot, the same slot
+      bool fx = sx >= a.n_in && sx < a.n_in + a.fixed.size(), fy = sy >= b.n_in && sy < b.n_in + b.fixed.size();
+      if (fx && fy && a.fixed[sx - a.n_in] != b.fixed[sy - b.n_in])
+        return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i, " in each: a tensor made from host data inside the function "
+                   "is a constant of the capture; pass data that changes as an argument");
+      if (!(fx && fy) && sx != sy)
+        return cat("kernel ", s, " (", step_name(y), ") reads ", b.slot_name[sy], " in the second where the first read ", a.slot_name[sx]);
+    }
+  }
+  return "";
+}
+
+TINYGRAD_API size_t detail::jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
+#endif
+
+}  // namespace tinygrad
