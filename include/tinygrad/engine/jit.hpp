@@ -195,7 +195,11 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram&
   } else {
     for (size_t s = 0; s < p.steps.size(); s++) {
       auto& st = p.steps[s];
-      if (st.k) { st.k->prg->call(p.args[s], {}, false); run_stats().kernels_run++; }
+      if (st.k) {
+        double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
+        run_stats().kernels_run++;
+        if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
+      }
       else copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
     }
   }
