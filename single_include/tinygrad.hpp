@@ -55,6 +55,7 @@ struct ShapeError : Error { using Error::Error; };    // shapes that do not fit 
 struct DTypeError : Error { using Error::Error; };    // dtypes that do not fit an op
 struct IndexError : Error { using Error::Error; };    // axes, slices, indices out of range
 struct DeviceError : Error { using Error::Error; };   // missing driver/compiler/device, out of memory
+struct JitError : Error { using Error::Error; };      // a TinyJit call that does not fit what was captured
 struct CompileError : Error {                         // a kernel that failed to compile
   std::string source, log;
   CompileError(const std::string& what, std::string src, std::string lg)
@@ -442,6 +443,14 @@ struct Program {
 };
 
 // turns source into a binary; cache_key() names the compiler and its flags
+// kernel launches replayed as one (a CUDA graph): built once over programs and their arguments; set_args changes a
+// launch's buffers before the next launch()
+struct GraphExec {
+  virtual ~GraphExec() = default;
+  virtual void set_args(size_t i, const std::vector<void*>& bufs) = 0;
+  virtual void launch() = 0;
+};
+
 struct Compiler {
   virtual ~Compiler() = default;
   virtual std::string cache_key() const = 0;
@@ -476,6 +485,8 @@ struct DeviceRuntime {
   std::unique_ptr<Compiler> compiler;
   std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const LaunchDims& launch)> load;
   std::function<void()> synchronize = [] {};
+  // optional: the launches (program, buffers) as one graph; nullptr where the device cannot (TinyJit loops instead)
+  std::function<std::unique_ptr<GraphExec>(const std::vector<std::pair<Program*, std::vector<void*>>>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
@@ -1264,6 +1275,17 @@ struct CudaApi {
   int (*cuEventElapsedTime)(float*, H, H);
   int (*cuEventDestroy)(H);
   int (*cuGetErrorString)(int, const char**);
+  // CUDA graphs (optional: nullptr on a driver without them). NOTE: the _v1 parameter struct, which the unsuffixed
+  // symbols take in every driver since 10.0
+  struct KernelNode { H func; unsigned grid[3], block[3], shared; void** params; void** extra; };
+  int (*cuGraphCreate)(H*, unsigned) = nullptr;
+  int (*cuGraphAddKernelNode)(H*, H, const H*, size_t, const KernelNode*) = nullptr;
+  int (*cuGraphInstantiateWithFlags)(H*, H, unsigned long long) = nullptr;
+  int (*cuGraphExecKernelNodeSetParams)(H, H, const KernelNode*) = nullptr;
+  int (*cuGraphLaunch)(H, H) = nullptr;
+  int (*cuGraphExecDestroy)(H) = nullptr;
+  int (*cuGraphDestroy)(H) = nullptr;
+  bool graphs() const { return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiateWithFlags && cuGraphExecKernelNodeSetParams && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy; }
   explicit CudaApi(void* l) {
     const char* lib = "libcuda.so.1";
     load_sym(l, cuInit, "cuInit", lib); load_sym(l, cuDeviceGetCount, "cuDeviceGetCount", lib); load_sym(l, cuDeviceGet, "cuDeviceGet", lib);
@@ -1277,6 +1299,10 @@ struct CudaApi {
     load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
     load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
+    auto opt = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(l, name)); };
+    opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode"); opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    opt(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams"); opt(cuGraphLaunch, "cuGraphLaunch");
+    opt(cuGraphExecDestroy, "cuGraphExecDestroy"); opt(cuGraphDestroy, "cuGraphDestroy");
   }
   void check(int r, const char* what) const {
     if (r == 0) return;
@@ -1329,6 +1355,10 @@ class CUDAProgram : public Program {
     for (auto e : ev_) d_->api->cuEventDestroy(e);
     d_->api->cuModuleUnload(mod_);
   }
+  // the launch as a graph node's parameters (params: pointers to the arguments)
+  CudaApi::KernelNode node(void** params) const {
+    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, 0, params, nullptr};
+  }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
     auto& a = *d_->api;
     d_->current();
@@ -1348,6 +1378,50 @@ class CUDAProgram : public Program {
   std::shared_ptr<CudaDevice> d_;
   void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
   unsigned dims_[6];
+};
+
+// TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
+class CUDAGraph : public GraphExec {
+ public:
+  CUDAGraph(std::shared_ptr<CudaDevice> d, const std::vector<std::pair<Program*, std::vector<void*>>>& launches) : d_(std::move(d)) {
+    auto& a = *d_->api;
+    d_->current();
+    a.check(a.cuGraphCreate(&graph_, 0), "cuGraphCreate");
+    for (auto& [p, bufs] : launches) {
+      auto* prg = static_cast<CUDAProgram*>(p);  // NOTE: the engine gives a device's graph only that device's programs
+      auto params = args(bufs);
+      auto kn = prg->node(params.data());
+      void* node = nullptr;
+      a.check(a.cuGraphAddKernelNode(&node, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &kn), "cuGraphAddKernelNode");
+      nodes_.push_back(node);
+      progs_.push_back(prg);
+    }
+    a.check(a.cuGraphInstantiateWithFlags(&exec_, graph_, 0), "cuGraphInstantiate");
+  }
+  ~CUDAGraph() override {
+    d_->current();
+    d_->api->cuCtxSynchronize();
+    if (exec_) d_->api->cuGraphExecDestroy(exec_);
+    if (graph_) d_->api->cuGraphDestroy(graph_);
+  }
+  void set_args(size_t i, const std::vector<void*>& bufs) override {
+    d_->current();
+    auto params = args(bufs);
+    auto kn = progs_[i]->node(params.data());
+    d_->api->check(d_->api->cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &kn), "cuGraphExecKernelNodeSetParams");
+  }
+  void launch() override { d_->current(); d_->api->check(d_->api->cuGraphLaunch(exec_, nullptr), "cuGraphLaunch"); }
+
+ private:
+  static std::vector<void*> args(const std::vector<void*>& bufs) {
+    std::vector<void*> r(bufs.size());
+    for (size_t i = 0; i < bufs.size(); i++) r[i] = const_cast<void**>(&bufs[i]);
+    return r;
+  }
+  std::shared_ptr<CudaDevice> d_;
+  void *graph_ = nullptr, *exec_ = nullptr;
+  std::vector<void*> nodes_;
+  std::vector<CUDAProgram*> progs_;
 };
 
 struct CUDAAllocator : Allocator {
@@ -1384,6 +1458,8 @@ inline DeviceSpec cuda_device() {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };
     rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
+    if (dv->api->graphs())
+      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> { return std::make_unique<CUDAGraph>(dv, l); };
     if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
     return rt;
   };
@@ -2093,6 +2169,21 @@ TINYGRAD_API void clear_program_cache();
 // in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
 // released once no cached schedule or static plan holds it
 TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
+
+// TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
+struct JitProgram;  // the launches of one captured call over a table of buffers
+namespace detail {
+// from now until jit_capture_end (or _abort), every kernel launch and copy this thread runs is recorded
+TINYGRAD_API void jit_capture_begin();
+TINYGRAD_API void jit_capture_abort();
+// what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
+TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& outputs);
+// run the program again over new input buffers (as many as captured, same sizes); returns the outputs
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs);
+// why two captures of one function differ ("" where they run the same kernels over the same buffers)
+TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b);
+TINYGRAD_API size_t jit_kernel_count(const JitProgram& p);
+}  // namespace detail
 
 }  // namespace tinygrad
 // end include/tinygrad/engine/api.hpp
@@ -5103,6 +5194,47 @@ struct CompiledKernel {
 };
 
 namespace detail {
+// TinyJit's capture (engine/jit.hpp): while a thread captures, every launch and copy it runs is recorded with its
+// buffers, and every buffer the engine allocates for it
+struct CapturedLaunch {
+  std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]
+  std::vector<std::shared_ptr<Buffer>> bufs;
+};
+struct Capture {
+  std::vector<CapturedLaunch> launches;
+  std::vector<std::shared_ptr<Buffer>> created;
+};
+inline Capture*& capturing() { static thread_local Capture* c = nullptr; return c; }
+
+// a buffer for a kernel's output
+inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, int64_t n) {
+  auto b = std::make_shared<Buffer>(device, dt, n);
+  if (Capture* c = capturing()) c->created.push_back(b);
+  return b;
+}
+
+// the one way a kernel runs (realize, static plans, TinyJit's replay): k over the buffers table[slots[i]]; returns
+// its time when `timed`. ptrs is scratch space.
+inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::vector<int>& slots, const std::vector<std::shared_ptr<Buffer>>& table,
+                         std::vector<void*>& ptrs, bool timed) {
+  ptrs.clear();
+  for (int s : slots) ptrs.push_back(table[size_t(s)]->ptr());
+  if (Capture* c = capturing()) {
+    auto& l = c->launches.emplace_back(CapturedLaunch{k, {}});
+    for (int s : slots) l.bufs.push_back(table[size_t(s)]);
+  }
+  run_stats().kernels_run++;
+  return k->prg->call(ptrs, {}, timed);
+}
+
+// the one way a buffer is copied (a COPY between devices, TinyJit's replay of one)
+inline void copy_buffer(Buffer& to, Buffer& from) {
+  if (from.device == to.device) runtime(to.device).allocator->copy(to.ptr(), from.ptr(), to.nbytes());
+  else { std::vector<char> host(to.nbytes()); from.copyout(host.data()); to.copyin(host.data()); }
+}
+}  // namespace detail
+
+namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
 // always stays); get() marks an entry used
 template <class K, class V, class Weight>
@@ -5243,10 +5375,10 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     if (src->op == Ops::RESHAPE && is_leaf(src->src[0].get()) && prod(src->src[0]->shape) == prod(src->shape)) src = src->src[0];
     if (!is_leaf(src.get())) realize_locked({src});
     auto from = src->leaf_buffer();
-    auto to = std::make_shared<Buffer>(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
+    auto to = new_buffer(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
-    if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
-    else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
+    copy_buffer(*to, *from);
+    if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
     u->realized.set(to);
   }
@@ -5321,14 +5453,11 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   // bind buffers and run
   const ScheduleSpec& sp = plan->spec;
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
-  for (auto& [dt, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(device, dt, n));
+  for (auto& [dt, n] : sp.new_slots) slots.push_back(new_buffer(device, dt, n));
   std::vector<void*> ptrs;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
-    ptrs.clear();
-    for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
     auto& ck = *plan->kernels[k];
-    double tm = ck.prg->call(ptrs, {}, flags().debug >= 2);
-    run_stats().kernels_run++;
+    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2);
     if (flags().debug >= 2) {
       double mem = 0;
       for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
@@ -5368,6 +5497,243 @@ TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
 
 }  // namespace tinygrad
 // end include/tinygrad/engine/realize.hpp
+// begin include/tinygrad/engine/jit.hpp
+// TinyJit's engine half: what one captured call ran (kernels and copies over buffers) becomes a program over a
+// buffer table. Its inputs are bound anew on each replay, its outputs are fresh buffers each replay (a buffer is
+// never written twice), the buffers it made for itself share memory where their lifetimes allow (plan_memory), the
+// rest (weights it only reads, constants) stay as they were. A replay launches the prepared calls in a loop, or as
+// one graph where the device has them (CUDA graphs). The Tensor half is tensor/jit.hpp.
+
+namespace tinygrad {
+
+struct JitProgram {
+  struct Step {
+    std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]
+    std::vector<int> slots;
+  };
+  std::vector<Step> steps;
+  // the table: inputs [0, n_in), then `fixed`, then `pool` (the planned intermediates), then `fresh` (the outputs
+  // allocated on each replay: device, dtype, size)
+  size_t n_in = 0;
+  std::vector<std::shared_ptr<Buffer>> fixed, pool;
+  struct Fresh { std::string device; DType dtype; int64_t size; };
+  std::vector<Fresh> fresh;
+  std::vector<int> out_slots;              // per output, its slot
+  std::vector<std::string> slot_name;      // how a difference names a slot ("input 0", "a buffer made inside the function")
+  size_t intermediates = 0, bytes_unplanned = 0, bytes_planned = 0;
+  // replay state (replays hold the engine lock)
+  std::vector<std::shared_ptr<Buffer>> table;
+  std::vector<std::vector<void*>> args;    // per step, the pointers last launched with
+  std::unique_ptr<GraphExec> graph;
+  bool graph_tried = false;
+};
+
+namespace detail {
+// TinyJit's memory planner: items (first launch, last launch, bytes) -> a pool index each, where two items whose
+// launch ranges overlap (inclusive: a kernel's inputs and output are alive together) never share an index; greedy in
+// order of first use, best fit among the free entries, growing the largest free one when none fits
+struct MemoryPlan { std::vector<int> of; std::vector<size_t> bytes; };
+inline MemoryPlan plan_memory(const std::vector<std::array<size_t, 3>>& items) {
+  std::vector<size_t> order(items.size());
+  for (size_t i = 0; i < order.size(); i++) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return items[a][0] < items[b][0]; });
+  MemoryPlan p{std::vector<int>(items.size(), -1), {}};
+  std::vector<size_t> busy_until;  // per pool entry: the last launch of the item that holds it
+  for (size_t i : order) {
+    auto [first, last, bytes] = items[i];
+    int best = -1, largest = -1;
+    for (size_t e = 0; e < p.bytes.size(); e++) {
+      if (busy_until[e] >= first) continue;
+      if (p.bytes[e] >= bytes && (best < 0 || p.bytes[e] < p.bytes[size_t(best)])) best = int(e);
+      if (largest < 0 || p.bytes[e] > p.bytes[size_t(largest)]) largest = int(e);
+    }
+    if (best < 0) best = largest;
+    if (best < 0) { best = int(p.bytes.size()); p.bytes.push_back(0); busy_until.push_back(0); }
+    p.bytes[size_t(best)] = std::max(p.bytes[size_t(best)], bytes);
+    busy_until[size_t(best)] = last;
+    p.of[i] = best;
+  }
+  return p;
+}
+
+inline std::string step_name(const JitProgram::Step& s) { return s.k ? s.k->spec.name : "copy"; }
+}  // namespace detail
+
+#if TINYGRAD_DEFINE_API
+namespace detail {
+inline std::unique_ptr<Capture>& capture_owner() { static thread_local std::unique_ptr<Capture> c; return c; }
+}  // namespace detail
+
+TINYGRAD_API void detail::jit_capture_begin() {
+  if (capturing()) throw JitError("tinygrad::TinyJit: a jitted function called another jitted function while it was captured");
+  capture_owner() = std::make_unique<Capture>();
+  capturing() = capture_owner().get();
+}
+
+TINYGRAD_API void detail::jit_capture_abort() {
+  capturing() = nullptr;
+  capture_owner().reset();
+}
+
+TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                                 const std::vector<std::shared_ptr<Buffer>>& outputs) {
+  std::unique_ptr<Capture> cap = std::move(capture_owner());
+  capturing() = nullptr;
+  if (!cap) throw JitError("tinygrad::TinyJit: no capture is running");
+  auto p = std::make_shared<JitProgram>();
+  p->n_in = inputs.size();
+  std::unordered_set<const Buffer*> created;
+  for (auto& b : cap->created) created.insert(b.get());
+  // every buffer the launches touch, classified
+  enum Kind { Input, Fixed, Inter, Out };
+  struct Info { Kind kind; int index; size_t first, last; std::shared_ptr<Buffer> buf; };
+  std::unordered_map<const Buffer*, Info> info;
+  std::vector<const Buffer*> seen;  // in order of first use
+  std::unordered_map<const Buffer*, int> in_index, out_index;
+  for (size_t i = inputs.size(); i-- > 0;) in_index[inputs[i].get()] = int(i);
+  for (size_t i = 0; i < outputs.size(); i++) out_index.try_emplace(outputs[i].get(), int(i));
+  auto touch = [&](const std::shared_ptr<Buffer>& b, size_t step) {
+    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, -1, step, step, b});
+    it->second.last = step;
+    if (!fresh) return;
+    seen.push_back(b.get());
+    if (auto i = in_index.find(b.get()); i != in_index.end()) it->second = {Input, i->second, step, step, b};
+    else if (created.count(b.get())) it->second.kind = out_index.count(b.get()) ? Out : Inter;
+  };
+  for (size_t s = 0; s < cap->launches.size(); s++) for (auto& b : cap->launches[s].bufs) touch(b, s);
+  for (auto& b : outputs) if (!info.count(b.get())) touch(b, cap->launches.size());  // an output no launch touched: an input or an old buffer
+
+  // the table: inputs, fixed, pool, fresh
+  std::unordered_map<const Buffer*, int> slot;
+  for (size_t i = 0; i < inputs.size(); i++) slot.try_emplace(inputs[i].get(), int(i));
+  p->slot_name.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); i++) p->slot_name[i] = cat("input ", i);
+  for (auto* b : seen) if (info[b].kind == Fixed) {
+    slot[b] = int(p->n_in + p->fixed.size());
+    p->fixed.push_back(info[b].buf);
+    p->slot_name.push_back("a buffer made outside the capture");
+  }
+  // intermediates: planned per device
+  std::map<std::string, std::vector<const Buffer*>> by_device;
+  for (auto* b : seen) if (info[b].kind == Inter) by_device[b->device].push_back(b);
+  for (auto& [dev, bufs] : by_device) {
+    std::vector<std::array<size_t, 3>> items;
+    for (auto* b : bufs) items.push_back({info[b].first, info[b].last, std::max<size_t>(b->nbytes(), 1)});
+    MemoryPlan mp = plan_memory(items);
+    size_t base = p->n_in + p->fixed.size() + p->pool.size();
+    for (size_t e = 0; e < mp.bytes.size(); e++) {
+      p->pool.push_back(std::make_shared<Buffer>(dev, DType::UInt8, int64_t(mp.bytes[e])));
+      p->bytes_planned += mp.bytes[e];
+      p->slot_name.push_back("an intermediate buffer");
+    }
+    for (size_t i = 0; i < bufs.size(); i++) { slot[bufs[i]] = int(base + size_t(mp.of[i])); p->bytes_unplanned += items[i][2]; }
+    p->intermediates += bufs.size();
+  }
+  // pool slots were appended per device in order, so fixed + pool are contiguous before fresh
+  for (auto* b : seen) if (info[b].kind == Out) {
+    slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
+    p->fresh.push_back({b->device, b->dtype, b->size});
+    p->slot_name.push_back(cat("output ", out_index.at(b)));
+  }
+  for (auto& l : cap->launches) {
+    JitProgram::Step st{l.k, {}};
+    for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
+    p->steps.push_back(std::move(st));
+  }
+  for (auto& b : outputs) p->out_slots.push_back(slot.at(b.get()));
+  if (flags().debug >= 1)
+    std::fprintf(stderr, "TinyJit: captured %zu launches; %zu intermediate buffers, %.3f MB -> %.3f MB planned\n", p->steps.size(), p->intermediates,
+                 double(p->bytes_unplanned) / 1e6, double(p->bytes_planned) / 1e6);
+  return p;
+}
+
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
+  if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
+  std::lock_guard lk(EngineState::get().mu);
+  auto& t = p.table;
+  if (t.empty()) {
+    t.resize(p.n_in);
+    t.insert(t.end(), p.fixed.begin(), p.fixed.end());
+    t.insert(t.end(), p.pool.begin(), p.pool.end());
+    t.resize(t.size() + p.fresh.size());
+  }
+  std::copy(inputs.begin(), inputs.end(), t.begin());
+  size_t f0 = t.size() - p.fresh.size();
+  for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = std::make_shared<Buffer>(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
+  // the pointers each step launches with; only the steps whose pointers changed are updated in a graph
+  bool first = p.args.empty();
+  if (first) p.args.resize(p.steps.size());
+  std::vector<size_t> changed;
+  std::vector<void*> ptrs;
+  for (size_t s = 0; s < p.steps.size(); s++) {
+    ptrs.clear();
+    for (int x : p.steps[s].slots) ptrs.push_back(t[size_t(x)]->ptr());
+    if (ptrs != p.args[s]) { p.args[s] = ptrs; changed.push_back(s); }
+  }
+  if (!p.graph_tried) {
+    p.graph_tried = true;
+    // one graph when every step is a kernel of one device that has graphs (JIT_GRAPH=0 turns them off)
+    bool one = !p.steps.empty() && getenv_int("JIT_GRAPH", 1) != 0;
+    std::string dev = one && p.steps[0].k && !p.steps[0].slots.empty() ? t[size_t(p.steps[0].slots[0])]->device : "";
+    for (auto& st : p.steps) {
+      one &= st.k != nullptr && !dev.empty();
+      if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
+    }
+    if (one && runtime(dev).graph) {
+      std::vector<std::pair<Program*, std::vector<void*>>> l;
+      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s]});
+      p.graph = runtime(dev).graph(l);
+      changed.clear();
+    }
+  }
+  if (p.graph) {
+    for (size_t s : changed) p.graph->set_args(s, p.args[s]);
+    p.graph->launch();
+    run_stats().kernels_run += int64_t(p.steps.size());
+  } else {
+    for (size_t s = 0; s < p.steps.size(); s++) {
+      auto& st = p.steps[s];
+      if (st.k) {
+        double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
+        run_stats().kernels_run++;
+        if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
+      }
+      else copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
+    }
+  }
+  std::vector<std::shared_ptr<Buffer>> out;
+  for (int x : p.out_slots) out.push_back(t[size_t(x)]);
+  // the table keeps no input or output alive between replays
+  for (size_t i = 0; i < p.n_in; i++) t[i].reset();
+  for (size_t i = f0; i < t.size(); i++) t[i].reset();
+  return out;
+}
+
+TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitProgram& b) {
+  if (a.steps.size() != b.steps.size()) return cat("the first ran ", a.steps.size(), " kernels, the second ", b.steps.size());
+  for (size_t s = 0; s < a.steps.size(); s++) {
+    auto &x = a.steps[s], &y = b.steps[s];
+    bool same = x.k == y.k || (x.k && y.k && x.k->spec.src == y.k->spec.src);
+    if (!same) return cat("kernel ", s, " is ", step_name(x), " in the first and ", step_name(y), " in the second");
+    for (size_t i = 0; i < x.slots.size(); i++) {
+      size_t sx = size_t(x.slots[i]), sy = size_t(y.slots[i]);
+      // a fixed buffer must be the same buffer in both; any other slot, the same slot
+      bool fx = sx >= a.n_in && sx < a.n_in + a.fixed.size(), fy = sy >= b.n_in && sy < b.n_in + b.fixed.size();
+      if (fx && fy && a.fixed[sx - a.n_in] != b.fixed[sy - b.n_in])
+        return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i, " in each: a tensor made from host data inside the function "
+                   "is a constant of the capture; pass data that changes as an argument");
+      if (!(fx && fy) && sx != sy)
+        return cat("kernel ", s, " (", step_name(y), ") reads ", b.slot_name[sy], " in the second where the first read ", a.slot_name[sx]);
+    }
+  }
+  return "";
+}
+
+TINYGRAD_API size_t detail::jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
+#endif
+
+}  // namespace tinygrad
+// end include/tinygrad/engine/jit.hpp
 #endif
 // begin include/tinygrad/tensor/tensor.hpp
 // Tensor: a lazy, shape-checked handle on a UOp graph. Copies alias (like torch::Tensor);
@@ -7181,6 +7547,18 @@ struct ReduceOps {
 
 namespace tinygrad {
 
+class Tensor;
+namespace detail {
+class JitCore;
+// what TinyJit (tensor/jit.hpp) hears of a call it records: the tensors it assigns, the random numbers it draws
+struct JitRecorder {
+  virtual ~JitRecorder() = default;
+  virtual void assigned(const Tensor& t) = 0;
+  virtual void drew(const Tensor& key, int64_t n) = 0;
+};
+inline JitRecorder*& jit_recorder() { static thread_local JitRecorder* r = nullptr; return r; }
+}  // namespace detail
+
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
                public detail::ProcessingOps<Tensor>, public detail::ReduceOps<Tensor> {
   template <class> friend struct detail::CreationOps;
@@ -7188,6 +7566,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class> friend struct detail::MovementOps;
   template <class> friend struct detail::ProcessingOps;
   template <class> friend struct detail::ReduceOps;
+  friend class detail::JitCore;
 
  public:
   // ---- construction ----
@@ -7252,14 +7631,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
+  // NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
+  // kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
   static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     int64_t n = check_shape(shape, "rand");
-    uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
-    auto i = arange(double(n), std::nullopt, 1, DType::UInt32, device);
-    auto x = i + scalar(double(uint32_t(base)), DType::UInt32, i.device());
-    x = mix32(x + scalar(double(uint32_t(seed * 0x9E3779B9ull + (base >> 32))), DType::UInt32, i.device()));
-    x = mix32(x ^ scalar(double(uint32_t(seed >> 32) ^ 0x85EBCA6Bu), DType::UInt32, i.device()));
+    std::string dev = device.empty() ? default_device() : device;
+    Tensor key = rng_key(n, dev);
+    if (auto* r = detail::jit_recorder()) r->drew(key, n);
+    auto word = [&](int64_t j) { return key.shrink({{j, j + 1}}); };
+    auto i = arange(double(n), std::nullopt, 1, DType::UInt32, dev);
+    auto x = mix32(i + word(0) + word(1));
+    x = mix32(x ^ word(2));
     // 24 random bits -> [0, 1)
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
@@ -7326,6 +7709,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor& assign(const Tensor& v) {
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
+    if (auto* r = detail::jit_recorder()) r->assigned(*this);
     Tensor nv = v.cast(dtype());
     UOpRef u = nv.uop();
     if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
@@ -7707,6 +8091,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   struct Rng { std::atomic<uint64_t> seed{0}, counter{0}; };
   static Rng& rng() { static Rng r; return r; }
+  // the next n numbers' key: 3 uint32 (the counter's low word, the seed mixed with its high word, the seed's high word)
+  static Tensor rng_key(int64_t n, const std::string& dev) {
+    uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
+    uint32_t k[3] = {uint32_t(base), uint32_t(seed * 0x9E3779B9ull + (base >> 32)), uint32_t(seed >> 32) ^ 0x85EBCA6Bu};
+    return from_host(k, DType::UInt32, 3, {3}, dev);
+  }
   static Tensor mix32(Tensor x) {  // murmur3's finalizer
     auto c = [&](double v) { return scalar(v, DType::UInt32, x.device()); };
     x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);
@@ -8077,6 +8467,245 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
 
 }  // namespace tinygrad
 // end include/tinygrad/tensor/gradient.hpp
+// begin include/tinygrad/tensor/jit.hpp
+// TinyJit: a function of tensors captured once and replayed. The first call runs as usual; the second runs and
+// captures every kernel and copy it launches with their buffers; later calls replay them over the new arguments'
+// buffers: no graph building, scheduling or lowering at all (on CUDA one CUDA graph launch).
+//
+//   TinyJit step([&](const Tensor& x, const Tensor& y) {
+//     opt.zero_grad();
+//     Tensor loss = model(x).sparse_categorical_crossentropy(y);
+//     loss.backward();
+//     opt.step({loss});
+//     return loss;
+//   }, "train_step");
+//   for (...) step(x, y);
+//
+// What a replay sees anew: the arguments (same shapes, dtypes and devices as captured, else JitError), the current
+// value of every tensor the function assign()s (parameters, optimizer and BatchNorm state: each replay reads it and
+// assigns the new value, as a call would), fresh random numbers for rand()/dropout, and data written in place into
+// buffers it reads (Optimizer::set_lr). What it does not: C++ values (a double, a branch) and tensors made from host
+// data inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors
+// are new on every call. From the second call on, a call whose kernels differ from the one before throws JitError
+// saying how (the first call may differ: it may initialize state).
+#include <tuple>
+
+namespace tinygrad {
+namespace detail {
+
+// the non-template half: calls as vectors of tensors
+class JitCore : JitRecorder {
+ public:
+  explicit JitCore(std::string name) : name_(std::move(name)) {}
+  ~JitCore() override = default;
+  // call the function (run) on args, or replay it; returns the returned tensors
+  std::vector<Tensor> call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
+  int64_t calls() const { return calls_; }
+  bool captured() const { return bool(prog_); }
+  size_t kernel_count() const { return prog_ ? jit_kernel_count(*prog_) : 0; }
+  const std::string& name() const { return name_; }
+  const JitProgram* program() const { return prog_.get(); }
+
+ private:
+  struct Sig {
+    Shape shape;
+    DType dtype;
+    std::string device;
+    static Sig of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+    bool operator==(const Sig&) const = default;
+  };
+  // one recorded call: what it assigned (with the buffer it held before) and the random keys it drew
+  struct Record {
+    std::vector<Tensor> states;
+    std::vector<std::shared_ptr<Buffer>> before;
+    std::vector<Tensor> keys;
+    std::vector<int64_t> draws;
+  };
+  void assigned(const Tensor& t) override;
+  void drew(const Tensor& key, int64_t n) override;
+  std::vector<Tensor> record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args);
+  std::string where() const { return "tinygrad::TinyJit(" + name_ + ")"; }
+
+  std::string name_;
+  int64_t calls_ = 0;
+  std::vector<Sig> in_sig_, out_sig_;  // the first call's arguments; the capture's returned tensors
+  std::shared_ptr<JitProgram> prog_, prev_;
+  Record cur_, rec_;  // the call being recorded; the last recorded call
+};
+
+template <class T>
+concept StaticTensorLike = requires(const T& t) { { t.tensor() } -> std::convertible_to<const Tensor&>; };
+
+template <class A>
+const Tensor& jit_arg(const A& a) {
+  if constexpr (std::is_same_v<A, Tensor>) return a;
+  else {
+    static_assert(StaticTensorLike<A>, "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
+    return a.tensor();
+  }
+}
+
+template <class R> struct jit_result {
+  static_assert(StaticTensorLike<R> || std::is_same_v<R, Tensor>, "TinyJit: the function returns tensors: Tensor, a static tensor, std::vector<Tensor>, a tuple or pair of them, or nothing");
+  static void flatten(const R& r, std::vector<Tensor>& out) { out.push_back(jit_arg(r)); }
+  static R build(const std::vector<Tensor>& v, size_t& i) {
+    if constexpr (std::is_same_v<R, Tensor>) return v[i++];
+    else return R(v[i++]);
+  }
+};
+template <> struct jit_result<std::vector<Tensor>> {
+  static void flatten(const std::vector<Tensor>& r, std::vector<Tensor>& out) { out.insert(out.end(), r.begin(), r.end()); }
+  static std::vector<Tensor> build(const std::vector<Tensor>& v, size_t& i) { i = v.size(); return v; }
+};
+template <template <class...> class Tup, class... T>
+  requires(std::is_same_v<Tup<T...>, std::tuple<T...>> || std::is_same_v<Tup<T...>, std::pair<T...>>)
+struct jit_result<Tup<T...>> {
+  static void flatten(const Tup<T...>& r, std::vector<Tensor>& out) { std::apply([&](const auto&... x) { (jit_result<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, r); }
+  static Tup<T...> build(const std::vector<Tensor>& v, size_t& i) { return Tup<T...>{jit_result<T>::build(v, i)...}; }  // NOTE: braces: in order
+};
+}  // namespace detail
+
+template <class F>
+class TinyJit {
+ public:
+  explicit TinyJit(F f, std::string name = "function") : f_(std::move(f)), core_(std::make_unique<detail::JitCore>(std::move(name))) {}
+
+  template <class... A>
+  auto operator()(const A&... args) {
+    using R = std::invoke_result_t<F&, const A&...>;
+    std::vector<Tensor> in{detail::jit_arg(args)...};
+    auto outs = core_->call(in, [&] {
+      std::vector<Tensor> r;
+      if constexpr (std::is_void_v<R>) f_(args...);
+      else detail::jit_result<R>::flatten(f_(args...), r);
+      return r;
+    });
+    if constexpr (!std::is_void_v<R>) {
+      size_t i = 0;
+      return detail::jit_result<R>::build(outs, i);
+    }
+  }
+
+  int64_t calls() const { return core_->calls(); }
+  bool captured() const { return core_->captured(); }  // replays from now on
+  size_t kernel_count() const { return core_->kernel_count(); }  // launches (kernels and copies) a replay runs
+  const JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
+
+ private:
+  F f_;
+  std::unique_ptr<detail::JitCore> core_;  // NOTE: a stable address: the recorder is registered by pointer
+};
+
+#if TINYGRAD_DEFINE_API
+namespace detail {
+
+TINYGRAD_API void JitCore::assigned(const Tensor& t) {
+  for (auto& s : cur_.states) if (s.impl_ == t.impl_) return;
+  cur_.states.push_back(t);
+  cur_.before.push_back(t.is_realized() ? t.buffer() : nullptr);
+}
+
+TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
+  cur_.keys.push_back(key);
+  cur_.draws.push_back(n);
+}
+
+TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run) {
+  if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
+  calls_++;
+  if (calls_ == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
+  if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
+  for (size_t i = 0; i < args.size(); i++) {
+    Sig s = Sig::of(args[i]);
+    if (!(s == in_sig_[i]))
+      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device, ", but the function was captured with ",
+                         to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ", in_sig_[i].device));
+  }
+  Tensor::realize_all(args);
+  return prog_ ? replay(args) : record(args, run);
+}
+
+TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run) {
+  // arguments that share a buffer (one tensor passed twice, or equal constants) get their own copy, so that the
+  // capture tells them apart
+  for (size_t i = 0; i < args.size(); i++) {
+    auto b = args[i].buffer();
+    for (size_t j = 0; j < i; j++) {
+      if (args[j].buffer() != b) continue;
+      auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
+      runtime(b->device).allocator->copy(c->ptr(), b->ptr(), b->nbytes());
+      Tensor t = args[i];
+      t.assign(Tensor(make_uop(Ops::BUFFER, b->dtype, {}, c), t.device()).reshape(t.shape()));
+      break;
+    }
+  }
+  cur_ = Record{};
+  struct Guard {  // NOTE: a throwing function ends the recording, and the tensors stay usable
+    JitCore* j;
+    bool done = false;
+    explicit Guard(JitCore* c) : j(c) { jit_capture_begin(); jit_recorder() = c; }
+    ~Guard() { jit_recorder() = nullptr; if (!done) jit_capture_abort(); }
+  } g(this);
+  std::vector<Tensor> outs = run(), all = outs;
+  jit_recorder() = nullptr;
+  // a state that had no buffer before the call is the function's own (a tensor it made and assigned)
+  Record r;
+  for (size_t i = 0; i < cur_.states.size(); i++)
+    if (cur_.before[i]) { r.states.push_back(cur_.states[i]); r.before.push_back(cur_.before[i]); }
+  r.keys = cur_.keys;
+  r.draws = cur_.draws;
+  all.insert(all.end(), r.states.begin(), r.states.end());
+  Tensor::realize_all(all);
+  std::vector<std::shared_ptr<Buffer>> in, out;
+  for (auto& a : args) in.push_back(a.buffer());
+  in.insert(in.end(), r.before.begin(), r.before.end());
+  for (auto& k : r.keys) in.push_back(k.buffer());
+  for (auto& t : all) out.push_back(t.buffer());
+  g.done = true;
+  auto prog = jit_capture_end(in, out);
+  cur_ = Record{};
+
+  std::string why;
+  if (prev_) {
+    if (r.states.size() != rec_.states.size()) why = cat("the first assigned ", rec_.states.size(), " tensors, the second ", r.states.size());
+    else if (r.draws != rec_.draws) why = cat("the first drew ", rec_.draws.size(), " random tensors, the second ", r.draws.size());
+    else why = jit_difference(*prev_, *prog);
+  }
+  if (prev_ && why.empty()) {
+    prog_ = prog;
+    out_sig_.clear();
+    for (auto& t : outs) out_sig_.push_back(Sig::of(t));
+    prev_.reset();
+  } else if (prev_ && calls_ > 2) {
+    throw JitError(cat(where(), ": calls ", calls_ - 1, " and ", calls_, " ran different kernels: ", why,
+                       ". A jitted function must launch the same kernels on every call: pass values that change as tensor arguments, and "
+                       "keep C++ branches that depend on the call out of it"));
+  } else prev_ = prog;  // the first call, or a second that differs from it (the first may have initialized state): once more
+  rec_ = std::move(r);
+  return outs;
+}
+
+TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args) {
+  std::vector<std::shared_ptr<Buffer>> in;
+  for (auto& a : args) in.push_back(a.buffer());
+  for (auto& s : rec_.states) in.push_back(s.buffer());  // NOTE: realizes a state assigned lazily between calls
+  for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
+  auto out = jit_replay(*prog_, in);
+  std::vector<Tensor> r;
+  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor(make_uop(Ops::BUFFER, out[i]->dtype, {}, out[i]), out_sig_[i].device).reshape(out_sig_[i].shape));
+  for (size_t j = 0; j < rec_.states.size(); j++) {
+    auto& s = rec_.states[j];
+    s.assign(Tensor(make_uop(Ops::BUFFER, s.dtype(), {}, out[out_sig_.size() + j]), s.device()).reshape(s.shape()));
+  }
+  return r;
+}
+
+}  // namespace detail
+#endif
+
+}  // namespace tinygrad
+// end include/tinygrad/tensor/jit.hpp
 // begin include/tinygrad/nn/nn.hpp
 // Layers (tinygrad.nn): plain structs of Tensors with PyTorch's initialisations; call them like
 // functions. Weights require grad; running statistics do not (optimizers treat them as buffers).
@@ -9133,7 +9762,6 @@ inline Split fashion_mnist(std::string dir = "") {
 // expression nodes whose type knows the result shape; a shape mistake is a compile error naming the op
 // and the shapes (a run-time ShapeError with the same text where an extent is dyn). Evaluating an
 // expression lowers it to the dynamic Tensor ops; plans are cached per expression type (detail/plan.hpp).
-#include <tuple>
 // begin include/tinygrad/static/detail/plan.hpp
 // The plan cache: per (expression type, device, dyn extents and scalar values) one schedule and its
 // compiled programs. The first evaluation lowers the expression over placeholder buffers and schedules
@@ -9710,17 +10338,12 @@ TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t 
   slots.reserve(n_in + p.consts.size() + sp.new_slots.size());
   for (size_t i = 0; i < n_in; i++) slots.push_back(leaf_buffer(*leaves[i]));
   for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [d, n] : sp.new_slots) slots.push_back(std::make_shared<Buffer>(dev, d, n));
+  for (auto& [d, n] : sp.new_slots) slots.push_back(new_buffer(dev, d, n));
   {
     auto& es = EngineState::get();
     std::lock_guard lk(es.mu);
     std::vector<void*> ptrs;
-    for (size_t k = 0; k < sp.kernels.size(); k++) {
-      ptrs.clear();
-      for (int s : sp.kernels[k].slots) ptrs.push_back(slots[size_t(s)]->ptr());
-      p.kernels[k]->prg->call(ptrs, {}, false);
-      run_stats().kernels_run++;
-    }
+    for (size_t k = 0; k < sp.kernels.size(); k++) run_kernel(p.kernels[k], sp.kernels[k].slots, slots, ptrs, false);
   }
   Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);
