@@ -30,6 +30,11 @@ int main() {
   auto a = tinygrad::static_tensor<float, 2, 2>::from(std::vector<float>{1, 2, 3, 4});
   auto s = (a + a).realize();
   check(s.tensor().to_vector<float>() == std::vector<float>{2, 4, 6, 8}, "static tensor");
+  // TinyJit (its core is compiled once, with the library)
+  tinygrad::TinyJit twice([](const Tensor& x) { return x * 2 + 1; }, "twice");
+  bool jit_ok = true;
+  for (int i = 0; i < 4; i++) jit_ok &= twice(Tensor({float(i), 1.f})).to_vector<float>() == std::vector<float>{2.f * float(i) + 1, 3.f};
+  check(jit_ok && twice.captured(), "TinyJit replays");
   // training (nn, optim) in model.cpp
   float first = train_mlp(1), last = train_mlp(60);
   std::printf("loss after 1 step %.4f, after 60 steps %.4f\n", first, last);
