@@ -39,19 +39,20 @@ int main() {
 
   // kernel time alone: the plan's programs called on fixed buffers
   auto& cache = detail::st::plan_cache<E>::get();
-  auto& p = *cache.entries.at(0).p;
+  auto& p = *cache.entries.at(0).p->prog;  // a program as TinyJit replays it: inputs, fixed, pool, fresh buffers
   std::vector<std::shared_ptr<Buffer>> slots{detail::st::leaf_buffer(a.tensor()), detail::st::leaf_buffer(b.tensor())};
-  for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [dt, n] : p.spec.new_slots) slots.push_back(std::make_shared<Buffer>(a.tensor().device(), dt, n));
+  slots.insert(slots.end(), p.fixed.begin(), p.fixed.end());
+  slots.insert(slots.end(), p.pool.begin(), p.pool.end());
+  for (auto& f : p.fresh) slots.push_back(std::make_shared<Buffer>(f.device, f.dtype, f.size));
   std::vector<std::vector<void*>> ptrs;
-  for (auto& k : p.spec.kernels) {
+  for (auto& st : p.steps) {
     ptrs.emplace_back();
-    for (int s : k.slots) ptrs.back().push_back(slots[size_t(s)]->ptr());
+    for (int s : st.slots) ptrs.back().push_back(slots[size_t(s)]->ptr());
   }
-  double t_kernel = per_call_us([&] { for (size_t k = 0; k < p.kernels.size(); k++) p.kernels[k]->prg->call(ptrs[k], {}, false); }, iters);
+  double t_kernel = per_call_us([&] { for (size_t k = 0; k < p.steps.size(); k++) p.steps[k].k->prg->call(ptrs[k], {}, false); }, iters);
 
   double o_static = t_static - t_kernel, o_dyn = t_dyn - t_kernel;
-  std::printf("static expression on %s, %zu kernel(s), shape (4, 16) -> (4)\n", dev.c_str(), p.kernels.size());
+  std::printf("static expression on %s, %zu kernel(s), shape (4, 16) -> (4)\n", dev.c_str(), p.steps.size());
   std::printf("  kernel time             %8.2f us\n", t_kernel);
   std::printf("  static (plan cache)     %8.2f us/eval, host overhead %8.2f us\n", t_static, o_static);
   std::printf("  dynamic Tensor          %8.2f us/eval, host overhead %8.2f us\n", t_dyn, o_dyn);

@@ -5557,6 +5557,11 @@ inline MemoryPlan plan_memory(const std::vector<std::array<size_t, 3>>& items) {
 }
 
 inline std::string step_name(const JitProgram::Step& s) { return s.k ? s.k->spec.name : "copy"; }
+inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled);
+inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
+                                             const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& consts,
+                                             const std::string& device);
 }  // namespace detail
 
 #if TINYGRAD_DEFINE_API
@@ -5575,15 +5580,15 @@ TINYGRAD_API void detail::jit_capture_abort() {
   capture_owner().reset();
 }
 
-TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
-                                                                 const std::vector<std::shared_ptr<Buffer>>& outputs) {
-  std::unique_ptr<Capture> cap = std::move(capture_owner());
-  capturing() = nullptr;
-  if (!cap) throw JitError("tinygrad::TinyJit: no capture is running");
+// what a capture recorded as a program of `inputs` to `outputs`. pooled: the buffers it made for itself share planned
+// memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
+// whose cache would otherwise hold every plan's intermediates)
+inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                        const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled) {
   auto p = std::make_shared<JitProgram>();
   p->n_in = inputs.size();
   std::unordered_set<const Buffer*> created;
-  for (auto& b : cap->created) created.insert(b.get());
+  for (auto& b : cap.created) created.insert(b.get());
   // every buffer the launches touch, classified
   enum Kind { Input, Fixed, Inter, Out };
   struct Info { Kind kind; int index; size_t first, last; std::shared_ptr<Buffer> buf; };
@@ -5598,10 +5603,10 @@ TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vect
     if (!fresh) return;
     seen.push_back(b.get());
     if (auto i = in_index.find(b.get()); i != in_index.end()) it->second = {Input, i->second, step, step, b};
-    else if (created.count(b.get())) it->second.kind = out_index.count(b.get()) ? Out : Inter;
+    else if (created.count(b.get())) it->second.kind = out_index.count(b.get()) || !pooled ? Out : Inter;
   };
-  for (size_t s = 0; s < cap->launches.size(); s++) for (auto& b : cap->launches[s].bufs) touch(b, s);
-  for (auto& b : outputs) if (!info.count(b.get())) touch(b, cap->launches.size());  // an output no launch touched: an input or an old buffer
+  for (size_t s = 0; s < cap.launches.size(); s++) for (auto& b : cap.launches[s].bufs) touch(b, s);
+  for (auto& b : outputs) if (!info.count(b.get())) touch(b, cap.launches.size());  // an output no launch touched: an input or an old buffer
 
   // the table: inputs, fixed, pool, fresh
   std::unordered_map<const Buffer*, int> slot;
@@ -5633,19 +5638,95 @@ TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vect
   for (auto* b : seen) if (info[b].kind == Out) {
     slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
     p->fresh.push_back({b->device, b->dtype, b->size});
-    p->slot_name.push_back(cat("output ", out_index.at(b)));
+    p->slot_name.push_back(out_index.count(b) ? cat("output ", out_index.at(b)) : std::string("an intermediate buffer"));
   }
-  for (auto& l : cap->launches) {
+  for (auto& l : cap.launches) {
     JitProgram::Step st{l.k, {}};
     for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
     p->steps.push_back(std::move(st));
   }
   for (auto& b : outputs) p->out_slots.push_back(slot.at(b.get()));
+  return p;
+}
+
+// a schedule as a program (the static plans): `inputs` are its first slots, then `consts` (read, kept)
+inline std::shared_ptr<JitProgram> detail::schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
+                                                            const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                            const std::vector<std::shared_ptr<Buffer>>& consts, const std::string& device) {
+  Capture cap;
+  std::vector<std::shared_ptr<Buffer>> slots = inputs;
+  slots.insert(slots.end(), consts.begin(), consts.end());
+  for (auto& [dt, n] : sp.new_slots) cap.created.push_back(slots.emplace_back(std::make_shared<Buffer>(device, dt, n)));
+  for (size_t k = 0; k < sp.kernels.size(); k++) {
+    auto& l = cap.launches.emplace_back(CapturedLaunch{ks[k], {}});
+    for (int s : sp.kernels[k].slots) l.bufs.push_back(slots[size_t(s)]);
+  }
+  std::vector<std::shared_ptr<Buffer>> outs;
+  for (int r : sp.root_slots) outs.push_back(slots[size_t(r)]);
+  return make_program(cap, inputs, outs, false);
+}
+
+TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                                 const std::vector<std::shared_ptr<Buffer>>& outputs) {
+  std::unique_ptr<Capture> cap = std::move(capture_owner());
+  capturing() = nullptr;
+  if (!cap) throw JitError("tinygrad::TinyJit: no capture is running");
+  auto p = make_program(*cap, inputs, outputs, true);
   if (flags().debug >= 1)
     std::fprintf(stderr, "TinyJit: captured %zu launches; %zu intermediate buffers, %.3f MB -> %.3f MB planned\n", p->steps.size(), p->intermediates,
                  double(p->bytes_unplanned) / 1e6, double(p->bytes_planned) / 1e6);
   return p;
 }
+
+namespace detail {
+// replay's launches: prepared calls in a loop, or the graph (built on the first replay)
+inline void launch_program(JitProgram& p) {
+  auto& t = p.table;
+  // the pointers each step launches with, updated in place; a graph updates only the steps whose pointers changed
+  if (p.args.empty()) p.args.resize(p.steps.size());
+  std::vector<size_t> changed;
+  for (size_t s = 0; s < p.steps.size(); s++) {
+    auto& a = p.args[s];
+    const auto& sl = p.steps[s].slots;
+    bool same = a.size() == sl.size();
+    a.resize(sl.size());
+    for (size_t i = 0; i < sl.size(); i++) {
+      void* x = t[size_t(sl[i])]->ptr();
+      same &= a[i] == x;
+      a[i] = x;
+    }
+    if (!same && p.graph) changed.push_back(s);
+  }
+  if (!p.graph_tried) {
+    p.graph_tried = true;
+    // one graph when every step (two or more) is a kernel of one device that has graphs (JIT_GRAPH=0 turns them off)
+    bool one = p.steps.size() >= 2 && getenv_int("JIT_GRAPH", 1) != 0;
+    std::string dev = one && p.steps[0].k && !p.steps[0].slots.empty() ? t[size_t(p.steps[0].slots[0])]->device : "";
+    for (auto& st : p.steps) {
+      one &= st.k != nullptr && !dev.empty();
+      if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
+    }
+    if (one && runtime(dev).graph) {
+      std::vector<std::pair<Program*, std::vector<void*>>> l;
+      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s]});
+      p.graph = runtime(dev).graph(l);
+    }
+  }
+  if (p.graph) {
+    for (size_t s : changed) p.graph->set_args(s, p.args[s]);
+    p.graph->launch();
+    run_stats().kernels_run += int64_t(p.steps.size());
+    return;
+  }
+  for (size_t s = 0; s < p.steps.size(); s++) {
+    auto& st = p.steps[s];
+    if (!st.k) { copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]); continue; }
+    double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
+    run_stats().kernels_run++;
+    if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
+  }
+}
+}  // namespace detail
 
 TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
   if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
@@ -5659,48 +5740,15 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram&
   }
   std::copy(inputs.begin(), inputs.end(), t.begin());
   size_t f0 = t.size() - p.fresh.size();
-  for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = std::make_shared<Buffer>(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
-  // the pointers each step launches with; only the steps whose pointers changed are updated in a graph
-  bool first = p.args.empty();
-  if (first) p.args.resize(p.steps.size());
-  std::vector<size_t> changed;
-  std::vector<void*> ptrs;
-  for (size_t s = 0; s < p.steps.size(); s++) {
-    ptrs.clear();
-    for (int x : p.steps[s].slots) ptrs.push_back(t[size_t(x)]->ptr());
-    if (ptrs != p.args[s]) { p.args[s] = ptrs; changed.push_back(s); }
-  }
-  if (!p.graph_tried) {
-    p.graph_tried = true;
-    // one graph when every step is a kernel of one device that has graphs (JIT_GRAPH=0 turns them off)
-    bool one = !p.steps.empty() && getenv_int("JIT_GRAPH", 1) != 0;
-    std::string dev = one && p.steps[0].k && !p.steps[0].slots.empty() ? t[size_t(p.steps[0].slots[0])]->device : "";
+  for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = new_buffer(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
+  if (Capture* c = capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
+    std::vector<void*> ptrs;
     for (auto& st : p.steps) {
-      one &= st.k != nullptr && !dev.empty();
-      if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
+      if (st.k) { run_kernel(st.k, st.slots, t, ptrs, false); continue; }
+      copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
+      c->launches.push_back({nullptr, {t[size_t(st.slots[0])], t[size_t(st.slots[1])]}});
     }
-    if (one && runtime(dev).graph) {
-      std::vector<std::pair<Program*, std::vector<void*>>> l;
-      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s]});
-      p.graph = runtime(dev).graph(l);
-      changed.clear();
-    }
-  }
-  if (p.graph) {
-    for (size_t s : changed) p.graph->set_args(s, p.args[s]);
-    p.graph->launch();
-    run_stats().kernels_run += int64_t(p.steps.size());
-  } else {
-    for (size_t s = 0; s < p.steps.size(); s++) {
-      auto& st = p.steps[s];
-      if (st.k) {
-        double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
-        run_stats().kernels_run++;
-        if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
-      }
-      else copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
-    }
-  }
+  } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;
   for (int x : p.out_slots) out.push_back(t[size_t(x)]);
   // the table keeps no input or output alive between replays
@@ -10300,16 +10348,16 @@ Tensor evaluate(const E& e, bool realize_lazy) {
 }
 
 #if TINYGRAD_DEFINE_API
+// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
+// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
 struct plan {
-  ScheduleSpec spec;
-  std::vector<std::shared_ptr<CompiledKernel>> kernels;
-  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
+  std::shared_ptr<JitProgram> prog;
 };
 
 TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
-  auto p = std::make_shared<plan>();
   std::unordered_map<const UOp*, int> slot;
-  for (size_t i = 0; i < n_in; i++) slot[inputs[i].get()] = int(i);
+  std::vector<std::shared_ptr<Buffer>> in, consts;
+  for (size_t i = 0; i < n_in; i++) { slot[inputs[i].get()] = int(i); in.push_back(inputs[i]->leaf_buffer()); }
   // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
   std::vector<const UOp*> stack{root.uop().get()};
   std::unordered_map<const UOp*, bool> seen;
@@ -10319,33 +10367,25 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
     if (seen[u]) continue;
     seen[u] = true;
     if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(n_in + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
+      if (!slot.count(u)) { slot[u] = int(n_in + consts.size()); consts.push_back(u->leaf_buffer()); }
       continue;
     }
     for (auto& s : u->src) stack.push_back(s.get());
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(n_in + p->consts.size()), dev);
-  p->kernels = get_programs(get_device(dev), p->spec.kernels);
+  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev);
+  auto p = std::make_shared<plan>();
+  p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
   static_stats().graphs_built++;
   return p;
 }
 
 TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape) {
-  const ScheduleSpec& sp = p.spec;
-  std::vector<std::shared_ptr<Buffer>> slots;
-  slots.reserve(n_in + p.consts.size() + sp.new_slots.size());
-  for (size_t i = 0; i < n_in; i++) slots.push_back(leaf_buffer(*leaves[i]));
-  for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [d, n] : sp.new_slots) slots.push_back(new_buffer(dev, d, n));
-  {
-    auto& es = EngineState::get();
-    std::lock_guard lk(es.mu);
-    std::vector<void*> ptrs;
-    for (size_t k = 0; k < sp.kernels.size(); k++) run_kernel(p.kernels[k], sp.kernels[k].slots, slots, ptrs, false);
-  }
-  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
+  std::vector<std::shared_ptr<Buffer>> in;
+  in.reserve(n_in);
+  for (size_t i = 0; i < n_in; i++) in.push_back(leaf_buffer(*leaves[i]));
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in)[0]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);
 }
 #endif

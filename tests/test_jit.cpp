@@ -93,6 +93,7 @@ TEST_CASE("jit: returned tensors are new on each call; tuples, vectors, nothing 
     V a = V::uniform(1.0), b = V::uniform(1.0);
     check_close(s(a, b).tensor(), a.tensor() * b.tensor() + a.tensor());
   }
+  CHECK(s.kernel_count() == 1);  // the static plan's launch, recorded while captured (one mechanism: plans are programs too)
 }
 
 TEST_CASE("jit: gradients computed inside a jitted function equal eager ones", "[jit]") {

@@ -105,16 +105,16 @@ Tensor evaluate(const E& e, bool realize_lazy) {
 }
 
 #if TINYGRAD_DEFINE_API
+// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
+// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
 struct plan {
-  ScheduleSpec spec;
-  std::vector<std::shared_ptr<CompiledKernel>> kernels;
-  std::vector<std::shared_ptr<Buffer>> consts;  // other buffers the graph reads (slots after the leaves)
+  std::shared_ptr<JitProgram> prog;
 };
 
 TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
-  auto p = std::make_shared<plan>();
   std::unordered_map<const UOp*, int> slot;
-  for (size_t i = 0; i < n_in; i++) slot[inputs[i].get()] = int(i);
+  std::vector<std::shared_ptr<Buffer>> in, consts;
+  for (size_t i = 0; i < n_in; i++) { slot[inputs[i].get()] = int(i); in.push_back(inputs[i]->leaf_buffer()); }
   // any other leaf (a realized constant the lowering reused) becomes an input the plan keeps
   std::vector<const UOp*> stack{root.uop().get()};
   std::unordered_map<const UOp*, bool> seen;
@@ -124,33 +124,25 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
     if (seen[u]) continue;
     seen[u] = true;
     if (is_leaf(u)) {
-      if (!slot.count(u)) { slot[u] = int(n_in + p->consts.size()); p->consts.push_back(u->leaf_buffer()); }
+      if (!slot.count(u)) { slot[u] = int(n_in + consts.size()); consts.push_back(u->leaf_buffer()); }
       continue;
     }
     for (auto& s : u->src) stack.push_back(s.get());
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  p->spec = create_schedule({root.uop()}, slot, int(n_in + p->consts.size()), dev);
-  p->kernels = get_programs(get_device(dev), p->spec.kernels);
+  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev);
+  auto p = std::make_shared<plan>();
+  p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
   static_stats().graphs_built++;
   return p;
 }
 
 TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape) {
-  const ScheduleSpec& sp = p.spec;
-  std::vector<std::shared_ptr<Buffer>> slots;
-  slots.reserve(n_in + p.consts.size() + sp.new_slots.size());
-  for (size_t i = 0; i < n_in; i++) slots.push_back(leaf_buffer(*leaves[i]));
-  for (auto& c : p.consts) slots.push_back(c);
-  for (auto& [d, n] : sp.new_slots) slots.push_back(new_buffer(dev, d, n));
-  {
-    auto& es = EngineState::get();
-    std::lock_guard lk(es.mu);
-    std::vector<void*> ptrs;
-    for (size_t k = 0; k < sp.kernels.size(); k++) run_kernel(p.kernels[k], sp.kernels[k].slots, slots, ptrs, false);
-  }
-  Tensor r(make_uop(Ops::BUFFER, dt, {}, slots[size_t(sp.root_slots[0])]), dev);
+  std::vector<std::shared_ptr<Buffer>> in;
+  in.reserve(n_in);
+  for (size_t i = 0; i < n_in; i++) in.push_back(leaf_buffer(*leaves[i]));
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in)[0]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);
 }
 #endif
