@@ -54,8 +54,10 @@ class JitCore : JitRecorder {
     std::vector<Tensor> keys;
     std::vector<int64_t> draws;
   };
-  void assigned(const Tensor& t) override;
-  void drew(const Tensor& key, int64_t n) override;
+  // NOTE: declared inline where the library is header-only: a non-inline virtual would be the class's key function
+  // and emit the vtable, and through it the whole library, in every TU that includes it
+  TINYGRAD_API void assigned(const Tensor& t) override;
+  TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
   std::vector<Tensor> record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args);
   std::string where() const { return "tinygrad::TinyJit(" + name_ + ")"; }

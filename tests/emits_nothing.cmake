@@ -1,0 +1,26 @@
+# ctest empty_tu_emits_nothing: cmake -DNM=<nm> -DOBJ=<object of tests/empty_tu.cpp> -P emits_nothing.cmake
+# Fails when the object defines a global symbol other than main (nm's uppercase classes): every TU that includes
+# <tinygrad.hpp> would compile and emit it (e.g. a class whose key function is defined inline emits its vtable and,
+# through it, most of the library: an empty TU went from 5 s to 27 s that way).
+cmake_policy(SET CMP0007 NEW)
+execute_process(COMMAND "${NM}" -C --defined-only "${OBJ}" OUTPUT_VARIABLE out RESULT_VARIABLE rc)
+if(rc)
+  message(FATAL_ERROR "nm failed on ${OBJ}")
+endif()
+string(REPLACE "\n" ";" lines "${out}")
+set(extra "")
+foreach(line IN LISTS lines)
+  if(line MATCHES "^[0-9a-f]* [TWVDBR] (.*)$")
+    set(sym "${CMAKE_MATCH_1}")
+    if(NOT sym STREQUAL "main" AND NOT sym MATCHES "^DW\\.ref")
+      list(APPEND extra "${sym}")
+    endif()
+  endif()
+endforeach()
+list(LENGTH extra n)
+if(n GREATER 0)
+  list(SUBLIST extra 0 10 first)
+  string(REPLACE ";" "\n  " first "${first}")
+  message(FATAL_ERROR "an empty TU that includes <tinygrad.hpp> emits ${n} symbols besides main, e.g.:\n  ${first}")
+endif()
+message(STATUS "an empty TU emits nothing but main")
