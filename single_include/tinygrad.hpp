@@ -8194,7 +8194,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     else if (!u->grad_dep) impl_->uop = buffer_view(u);
   }
   Tensor fl() const { return is_float(dtype()) ? *this : cast(dtypes::default_float); }
-  Tensor unary(Ops op, std::optional<DType> dt = std::nullopt) const { return Tensor(make_uop(op, dt.value_or(dtype()), {uop()}), device()); }
+  // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
+  Tensor unary(Ops op) const { return unary(op, dtype()); }
+  Tensor unary(Ops op, DType dt) const { return Tensor(make_uop(op, dt, {uop()}), device()); }
   Tensor mov(Ops op, std::vector<int64_t> arg) const { return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); }
   Tensor reshape_left(size_t n) const { Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); }
   static std::string same_device(const std::string& a, const std::string& b, const char* op) {
