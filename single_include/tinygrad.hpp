@@ -5227,10 +5227,11 @@ inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::ve
   return k->prg->call(ptrs, {}, timed);
 }
 
-// the one way a buffer is copied (a COPY between devices, TinyJit's replay of one)
-inline void copy_buffer(Buffer& to, Buffer& from) {
-  if (from.device == to.device) runtime(to.device).allocator->copy(to.ptr(), from.ptr(), to.nbytes());
-  else { std::vector<char> host(to.nbytes()); from.copyout(host.data()); to.copyin(host.data()); }
+// the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
+inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
+  if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
+  else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
+  if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
 }
 }  // namespace detail
 
@@ -5377,8 +5378,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     auto from = src->leaf_buffer();
     auto to = new_buffer(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
-    copy_buffer(*to, *from);
-    if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
+    copy_buffer(to, from);
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
     u->realized.set(to);
   }
@@ -5519,7 +5519,6 @@ struct JitProgram {
   struct Fresh { std::string device; DType dtype; int64_t size; };
   std::vector<Fresh> fresh;
   std::vector<int> out_slots;              // per output, its slot
-  std::vector<std::string> slot_name;      // how a difference names a slot ("input 0", "a buffer made inside the function")
   size_t intermediates = 0, bytes_unplanned = 0, bytes_planned = 0;
   // replay state (replays hold the engine lock)
   std::vector<std::shared_ptr<Buffer>> table;
@@ -5557,6 +5556,14 @@ inline MemoryPlan plan_memory(const std::vector<std::array<size_t, 3>>& items) {
 }
 
 inline std::string step_name(const JitProgram::Step& s) { return s.k ? s.k->spec.name : "copy"; }
+// what a slot of the table holds, in words (jit_difference)
+inline std::string slot_name(const JitProgram& p, size_t x) {
+  if (x < p.n_in) return cat("input ", x);
+  if (x < p.n_in + p.fixed.size()) return "a buffer made outside the capture";
+  auto out = std::find(p.out_slots.begin(), p.out_slots.end(), int(x));
+  if (x < p.n_in + p.fixed.size() + p.pool.size() || out == p.out_slots.end()) return "an intermediate buffer";
+  return cat("output ", out - p.out_slots.begin());
+}
 inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
                                          const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled);
 inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
@@ -5591,32 +5598,28 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
   for (auto& b : cap.created) created.insert(b.get());
   // every buffer the launches touch, classified
   enum Kind { Input, Fixed, Inter, Out };
-  struct Info { Kind kind; int index; size_t first, last; std::shared_ptr<Buffer> buf; };
+  struct Info { Kind kind; size_t first, last; std::shared_ptr<Buffer> buf; };
   std::unordered_map<const Buffer*, Info> info;
   std::vector<const Buffer*> seen;  // in order of first use
   std::unordered_map<const Buffer*, int> in_index, out_index;
   for (size_t i = inputs.size(); i-- > 0;) in_index[inputs[i].get()] = int(i);
   for (size_t i = 0; i < outputs.size(); i++) out_index.try_emplace(outputs[i].get(), int(i));
   auto touch = [&](const std::shared_ptr<Buffer>& b, size_t step) {
-    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, -1, step, step, b});
+    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, step, step, b});
     it->second.last = step;
     if (!fresh) return;
     seen.push_back(b.get());
-    if (auto i = in_index.find(b.get()); i != in_index.end()) it->second = {Input, i->second, step, step, b};
+    if (in_index.count(b.get())) it->second.kind = Input;
     else if (created.count(b.get())) it->second.kind = out_index.count(b.get()) || !pooled ? Out : Inter;
   };
   for (size_t s = 0; s < cap.launches.size(); s++) for (auto& b : cap.launches[s].bufs) touch(b, s);
   for (auto& b : outputs) if (!info.count(b.get())) touch(b, cap.launches.size());  // an output no launch touched: an input or an old buffer
 
   // the table: inputs, fixed, pool, fresh
-  std::unordered_map<const Buffer*, int> slot;
-  for (size_t i = 0; i < inputs.size(); i++) slot.try_emplace(inputs[i].get(), int(i));
-  p->slot_name.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); i++) p->slot_name[i] = cat("input ", i);
+  std::unordered_map<const Buffer*, int> slot(in_index.begin(), in_index.end());
   for (auto* b : seen) if (info[b].kind == Fixed) {
     slot[b] = int(p->n_in + p->fixed.size());
     p->fixed.push_back(info[b].buf);
-    p->slot_name.push_back("a buffer made outside the capture");
   }
   // intermediates: planned per device
   std::map<std::string, std::vector<const Buffer*>> by_device;
@@ -5629,7 +5632,6 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
     for (size_t e = 0; e < mp.bytes.size(); e++) {
       p->pool.push_back(std::make_shared<Buffer>(dev, DType::UInt8, int64_t(mp.bytes[e])));
       p->bytes_planned += mp.bytes[e];
-      p->slot_name.push_back("an intermediate buffer");
     }
     for (size_t i = 0; i < bufs.size(); i++) { slot[bufs[i]] = int(base + size_t(mp.of[i])); p->bytes_unplanned += items[i][2]; }
     p->intermediates += bufs.size();
@@ -5638,7 +5640,6 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
   for (auto* b : seen) if (info[b].kind == Out) {
     slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
     p->fresh.push_back({b->device, b->dtype, b->size});
-    p->slot_name.push_back(out_index.count(b) ? cat("output ", out_index.at(b)) : std::string("an intermediate buffer"));
   }
   for (auto& l : cap.launches) {
     JitProgram::Step st{l.k, {}};
@@ -5720,7 +5721,7 @@ inline void launch_program(JitProgram& p) {
   }
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
-    if (!st.k) { copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]); continue; }
+    if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
     run_stats().kernels_run++;
     if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
@@ -5741,13 +5742,11 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram&
   std::copy(inputs.begin(), inputs.end(), t.begin());
   size_t f0 = t.size() - p.fresh.size();
   for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = new_buffer(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
-  if (Capture* c = capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
+  if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
-    for (auto& st : p.steps) {
-      if (st.k) { run_kernel(st.k, st.slots, t, ptrs, false); continue; }
-      copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
-      c->launches.push_back({nullptr, {t[size_t(st.slots[0])], t[size_t(st.slots[1])]}});
-    }
+    for (auto& st : p.steps)
+      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false);
+      else copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]);
   } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;
   for (int x : p.out_slots) out.push_back(t[size_t(x)]);
@@ -5771,7 +5770,7 @@ TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitPr
         return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i, " in each: a tensor made from host data inside the function "
                    "is a constant of the capture; pass data that changes as an argument");
       if (!(fx && fy) && sx != sy)
-        return cat("kernel ", s, " (", step_name(y), ") reads ", b.slot_name[sy], " in the second where the first read ", a.slot_name[sx]);
+        return cat("kernel ", s, " (", step_name(y), ") reads ", slot_name(b, sy), " in the second where the first read ", slot_name(a, sx));
     }
   }
   return "";
@@ -5870,7 +5869,7 @@ struct CreationOps {
     if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
     std::string dev = device.empty() ? host_device() : device;  // NOTE: not default_device(): a host pointer is host memory
     auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
-    return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
+    return T::of_buffer(std::move(buf), shape);
   }
 
   // ---- random ----
@@ -7657,8 +7656,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
-    auto buf = std::make_shared<Buffer>(dev, dt, n);
-    return Tensor(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
+    return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   }
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     if (!stop) { stop = start; start = 0; }
@@ -8164,8 +8162,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
-    Tensor t(make_uop(Ops::BUFFER, src_dt, {}, buf), dev);
-    return t.reshape(shape);
+    return of_buffer(std::move(buf), shape);
+  }
+  // a tensor over an existing buffer (its device and dtype), reshaped
+  static Tensor of_buffer(std::shared_ptr<Buffer> buf, const Shape& shape) {
+    std::string dev = buf->device;
+    DType dt = buf->dtype;
+    return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   }
   static bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
   // BUFFER (reshaped) of a realized node
@@ -8686,9 +8689,9 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
     for (size_t j = 0; j < i; j++) {
       if (args[j].buffer() != b) continue;
       auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
-      runtime(b->device).allocator->copy(c->ptr(), b->ptr(), b->nbytes());
+      copy_buffer(c, b);
       Tensor t = args[i];
-      t.assign(Tensor(make_uop(Ops::BUFFER, b->dtype, {}, c), t.device()).reshape(t.shape()));
+      t.assign(Tensor::of_buffer(c, t.shape()));
       break;
     }
   }
@@ -8705,8 +8708,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   Record r;
   for (size_t i = 0; i < cur_.states.size(); i++)
     if (cur_.before[i]) { r.states.push_back(cur_.states[i]); r.before.push_back(cur_.before[i]); }
-  r.keys = cur_.keys;
-  r.draws = cur_.draws;
+  r.keys = std::move(cur_.keys);
+  r.draws = std::move(cur_.draws);
   all.insert(all.end(), r.states.begin(), r.states.end());
   Tensor::realize_all(all);
   std::vector<std::shared_ptr<Buffer>> in, out;
@@ -8745,11 +8748,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
   auto out = jit_replay(*prog_, in);
   std::vector<Tensor> r;
-  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor(make_uop(Ops::BUFFER, out[i]->dtype, {}, out[i]), out_sig_[i].device).reshape(out_sig_[i].shape));
-  for (size_t j = 0; j < rec_.states.size(); j++) {
-    auto& s = rec_.states[j];
-    s.assign(Tensor(make_uop(Ops::BUFFER, s.dtype(), {}, out[out_sig_.size() + j]), s.device()).reshape(s.shape()));
-  }
+  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
+  for (size_t j = 0; j < rec_.states.size(); j++) rec_.states[j].assign(Tensor::of_buffer(out[out_sig_.size() + j], rec_.states[j].shape()));
   return r;
 }
 

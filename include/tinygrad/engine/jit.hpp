@@ -21,7 +21,6 @@ struct JitProgram {
   struct Fresh { std::string device; DType dtype; int64_t size; };
   std::vector<Fresh> fresh;
   std::vector<int> out_slots;              // per output, its slot
-  std::vector<std::string> slot_name;      // how a difference names a slot ("input 0", "a buffer made inside the function")
   size_t intermediates = 0, bytes_unplanned = 0, bytes_planned = 0;
   // replay state (replays hold the engine lock)
   std::vector<std::shared_ptr<Buffer>> table;
@@ -59,6 +58,14 @@ inline MemoryPlan plan_memory(const std::vector<std::array<size_t, 3>>& items) {
 }
 
 inline std::string step_name(const JitProgram::Step& s) { return s.k ? s.k->spec.name : "copy"; }
+// what a slot of the table holds, in words (jit_difference)
+inline std::string slot_name(const JitProgram& p, size_t x) {
+  if (x < p.n_in) return cat("input ", x);
+  if (x < p.n_in + p.fixed.size()) return "a buffer made outside the capture";
+  auto out = std::find(p.out_slots.begin(), p.out_slots.end(), int(x));
+  if (x < p.n_in + p.fixed.size() + p.pool.size() || out == p.out_slots.end()) return "an intermediate buffer";
+  return cat("output ", out - p.out_slots.begin());
+}
 inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
                                          const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled);
 inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
@@ -93,32 +100,28 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
   for (auto& b : cap.created) created.insert(b.get());
   // every buffer the launches touch, classified
   enum Kind { Input, Fixed, Inter, Out };
-  struct Info { Kind kind; int index; size_t first, last; std::shared_ptr<Buffer> buf; };
+  struct Info { Kind kind; size_t first, last; std::shared_ptr<Buffer> buf; };
   std::unordered_map<const Buffer*, Info> info;
   std::vector<const Buffer*> seen;  // in order of first use
   std::unordered_map<const Buffer*, int> in_index, out_index;
   for (size_t i = inputs.size(); i-- > 0;) in_index[inputs[i].get()] = int(i);
   for (size_t i = 0; i < outputs.size(); i++) out_index.try_emplace(outputs[i].get(), int(i));
   auto touch = [&](const std::shared_ptr<Buffer>& b, size_t step) {
-    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, -1, step, step, b});
+    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, step, step, b});
     it->second.last = step;
     if (!fresh) return;
     seen.push_back(b.get());
-    if (auto i = in_index.find(b.get()); i != in_index.end()) it->second = {Input, i->second, step, step, b};
+    if (in_index.count(b.get())) it->second.kind = Input;
     else if (created.count(b.get())) it->second.kind = out_index.count(b.get()) || !pooled ? Out : Inter;
   };
   for (size_t s = 0; s < cap.launches.size(); s++) for (auto& b : cap.launches[s].bufs) touch(b, s);
   for (auto& b : outputs) if (!info.count(b.get())) touch(b, cap.launches.size());  // an output no launch touched: an input or an old buffer
 
   // the table: inputs, fixed, pool, fresh
-  std::unordered_map<const Buffer*, int> slot;
-  for (size_t i = 0; i < inputs.size(); i++) slot.try_emplace(inputs[i].get(), int(i));
-  p->slot_name.resize(inputs.size());
-  for (size_t i = 0; i < inputs.size(); i++) p->slot_name[i] = cat("input ", i);
+  std::unordered_map<const Buffer*, int> slot(in_index.begin(), in_index.end());
   for (auto* b : seen) if (info[b].kind == Fixed) {
     slot[b] = int(p->n_in + p->fixed.size());
     p->fixed.push_back(info[b].buf);
-    p->slot_name.push_back("a buffer made outside the capture");
   }
   // intermediates: planned per device
   std::map<std::string, std::vector<const Buffer*>> by_device;
@@ -131,7 +134,6 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
     for (size_t e = 0; e < mp.bytes.size(); e++) {
       p->pool.push_back(std::make_shared<Buffer>(dev, DType::UInt8, int64_t(mp.bytes[e])));
       p->bytes_planned += mp.bytes[e];
-      p->slot_name.push_back("an intermediate buffer");
     }
     for (size_t i = 0; i < bufs.size(); i++) { slot[bufs[i]] = int(base + size_t(mp.of[i])); p->bytes_unplanned += items[i][2]; }
     p->intermediates += bufs.size();
@@ -140,7 +142,6 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
   for (auto* b : seen) if (info[b].kind == Out) {
     slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
     p->fresh.push_back({b->device, b->dtype, b->size});
-    p->slot_name.push_back(out_index.count(b) ? cat("output ", out_index.at(b)) : std::string("an intermediate buffer"));
   }
   for (auto& l : cap.launches) {
     JitProgram::Step st{l.k, {}};
@@ -222,7 +223,7 @@ inline void launch_program(JitProgram& p) {
   }
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
-    if (!st.k) { copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]); continue; }
+    if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
     run_stats().kernels_run++;
     if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
@@ -243,13 +244,11 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram&
   std::copy(inputs.begin(), inputs.end(), t.begin());
   size_t f0 = t.size() - p.fresh.size();
   for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = new_buffer(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
-  if (Capture* c = capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
+  if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
-    for (auto& st : p.steps) {
-      if (st.k) { run_kernel(st.k, st.slots, t, ptrs, false); continue; }
-      copy_buffer(*t[size_t(st.slots[0])], *t[size_t(st.slots[1])]);
-      c->launches.push_back({nullptr, {t[size_t(st.slots[0])], t[size_t(st.slots[1])]}});
-    }
+    for (auto& st : p.steps)
+      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false);
+      else copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]);
   } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;
   for (int x : p.out_slots) out.push_back(t[size_t(x)]);
@@ -273,7 +272,7 @@ TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitPr
         return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i, " in each: a tensor made from host data inside the function "
                    "is a constant of the capture; pass data that changes as an argument");
       if (!(fx && fy) && sx != sy)
-        return cat("kernel ", s, " (", step_name(y), ") reads ", b.slot_name[sy], " in the second where the first read ", a.slot_name[sx]);
+        return cat("kernel ", s, " (", step_name(y), ") reads ", slot_name(b, sy), " in the second where the first read ", slot_name(a, sx));
     }
   }
   return "";

@@ -69,10 +69,11 @@ inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::ve
   return k->prg->call(ptrs, {}, timed);
 }
 
-// the one way a buffer is copied (a COPY between devices, TinyJit's replay of one)
-inline void copy_buffer(Buffer& to, Buffer& from) {
-  if (from.device == to.device) runtime(to.device).allocator->copy(to.ptr(), from.ptr(), to.nbytes());
-  else { std::vector<char> host(to.nbytes()); from.copyout(host.data()); to.copyin(host.data()); }
+// the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
+inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
+  if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
+  else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
+  if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
 }
 }  // namespace detail
 
@@ -219,8 +220,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     auto from = src->leaf_buffer();
     auto to = new_buffer(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
-    copy_buffer(*to, *from);
-    if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
+    copy_buffer(to, from);
     if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
     u->realized.set(to);
   }

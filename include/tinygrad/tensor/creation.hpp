@@ -50,7 +50,7 @@ struct CreationOps {
     if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
     std::string dev = device.empty() ? host_device() : device;  // NOTE: not default_device(): a host pointer is host memory
     auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
-    return T(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
+    return T::of_buffer(std::move(buf), shape);
   }
 
   // ---- random ----

@@ -169,9 +169,9 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
     for (size_t j = 0; j < i; j++) {
       if (args[j].buffer() != b) continue;
       auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
-      runtime(b->device).allocator->copy(c->ptr(), b->ptr(), b->nbytes());
+      copy_buffer(c, b);
       Tensor t = args[i];
-      t.assign(Tensor(make_uop(Ops::BUFFER, b->dtype, {}, c), t.device()).reshape(t.shape()));
+      t.assign(Tensor::of_buffer(c, t.shape()));
       break;
     }
   }
@@ -188,8 +188,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   Record r;
   for (size_t i = 0; i < cur_.states.size(); i++)
     if (cur_.before[i]) { r.states.push_back(cur_.states[i]); r.before.push_back(cur_.before[i]); }
-  r.keys = cur_.keys;
-  r.draws = cur_.draws;
+  r.keys = std::move(cur_.keys);
+  r.draws = std::move(cur_.draws);
   all.insert(all.end(), r.states.begin(), r.states.end());
   Tensor::realize_all(all);
   std::vector<std::shared_ptr<Buffer>> in, out;
@@ -228,11 +228,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
   auto out = jit_replay(*prog_, in);
   std::vector<Tensor> r;
-  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor(make_uop(Ops::BUFFER, out[i]->dtype, {}, out[i]), out_sig_[i].device).reshape(out_sig_[i].shape));
-  for (size_t j = 0; j < rec_.states.size(); j++) {
-    auto& s = rec_.states[j];
-    s.assign(Tensor(make_uop(Ops::BUFFER, s.dtype(), {}, out[out_sig_.size() + j]), s.device()).reshape(s.shape()));
-  }
+  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
+  for (size_t j = 0; j < rec_.states.size(); j++) rec_.states[j].assign(Tensor::of_buffer(out[out_sig_.size() + j], rec_.states[j].shape()));
   return r;
 }
 

@@ -71,8 +71,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
-    auto buf = std::make_shared<Buffer>(dev, dt, n);
-    return Tensor(make_uop(Ops::BUFFER, dt, {}, buf), dev).reshape(shape);
+    return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   }
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
     if (!stop) { stop = start; start = 0; }
@@ -578,8 +577,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
-    Tensor t(make_uop(Ops::BUFFER, src_dt, {}, buf), dev);
-    return t.reshape(shape);
+    return of_buffer(std::move(buf), shape);
+  }
+  // a tensor over an existing buffer (its device and dtype), reshaped
+  static Tensor of_buffer(std::shared_ptr<Buffer> buf, const Shape& shape) {
+    std::string dev = buf->device;
+    DType dt = buf->dtype;
+    return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   }
   static bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
   // BUFFER (reshaped) of a realized node
