@@ -195,8 +195,9 @@ struct Embedding {
   Tensor operator()(const Tensor& idx) const {
     if (is_float(idx.dtype())) throw DTypeError("tinygrad::nn::Embedding: indices must be integers, got " + to_string(idx.dtype()));
     int64_t vocab = weight.shape(0);
+    // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
     Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(vocab), std::nullopt, 1, DType::Int32, idx.device());
-    return onehot.cast(weight.dtype()).matmul(weight);
+    return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
   }
 };
 

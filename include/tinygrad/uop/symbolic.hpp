@@ -169,6 +169,39 @@ inline UOpRef fold_divmod(const UOpRef& root) {
   if (!moved) return nullptr;
   return Q.build(dt) + alu(Ops::IDIV, {rem, const_int(dt, c)});
 }
+// sum over r of (a == r ? x : 0) = (0 <= a < n ? x[r := a] : 0), a not depending on r: a one-hot gather (an
+// Embedding, Tensor::gather) reads one element instead of walking the whole axis. r := a is clamped into [0, n), so
+// every load in x reads where it read before. A CAST between the REDUCE and the WHERE moves outside (cast(0) = 0).
+inline UOpRef fold_onehot_reduce(const UOpRef& red) {
+  if (red->varg()[0] != int64_t(Ops::ADD) || red->vcount != 1) return nullptr;
+  UOpRef v = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
+  if (v->op != Ops::WHERE || v->vcount != 1) return nullptr;
+  const UOpRef& c = v->src[0];
+  bool eq = c->op == Ops::CMPEQ;
+  if ((!eq && c->op != Ops::CMPNE) || !v->src[eq ? 2 : 1]->is_const(0)) return nullptr;
+  const UOpRef& x = v->src[eq ? 1 : 2];
+  for (size_t i = 1; i < red->src.size(); i++) {
+    const UOpRef& r = red->src[i];
+    for (int side = 0; side < 2; side++) {
+      UOpRef rr = c->src[size_t(side)], a = c->src[size_t(1 - side)];
+      if (rr->op == Ops::CAST && is_int(rr->dtype) && is_int(rr->src[0]->dtype) && fits(rr->dtype, r->vmin, r->vmax)) rr = rr->src[0];
+      if (rr != r || !is_int(a->dtype) || a->vcount != 1) continue;
+      auto topo = toposort(a);
+      if (std::find(topo.begin(), topo.end(), r) != topo.end()) continue;
+      int64_t n = r->range_end();
+      UOpRef valid = ge(a, 0);
+      if (fits(a->dtype, n, n)) valid = logical_and(valid, lt(a, n));
+      UOpRef at = cast_uop(alu(Ops::WHERE, {valid, a, const_int(a->dtype, 0)}), r->dtype);
+      UOpRef out = alu(Ops::WHERE, {valid, substitute(x, {{r.get(), at}}), const_uop(x->dtype, 0)});
+      out = cast_uop(out, red->src[0]->dtype);
+      if (red->src.size() == 2) return out;
+      std::vector<UOpRef> src{out};
+      for (size_t j = 1; j < red->src.size(); j++) if (j != i) src.push_back(red->src[j]);
+      return make_uop(Ops::REDUCE, red->dtype, src, red->arg);
+    }
+  }
+  return nullptr;
+}
 }  // namespace detail
 
 // ---- the rules ----
@@ -269,6 +302,7 @@ inline const PatternMatcher& symbolic() {
          if (a->op == Ops::MUL && a->src[0]->op != Ops::ADD && a->src[0]->op != Ops::MUL) return nullptr;
          return detail::linear_of(a).build(a->dtype);
        }},
+      {UPat::ops_of({Ops::REDUCE}, "red"), [](const Match& m) { return detail::fold_onehot_reduce(m["red"]); }},
       // x * c  with c on the right
       {UPat::op(Ops::MUL, {UPat::cvar("c"), UPat::var("x")}), [](const Match& m) -> UOpRef {
          return m["x"]->op == Ops::CONST ? nullptr : make_uop(Ops::MUL, m["x"]->dtype, {m["x"], m["c"]}, {}, m["x"]->vcount);
