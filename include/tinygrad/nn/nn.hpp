@@ -188,17 +188,19 @@ struct InstanceNorm : GroupNorm {
   InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
 
-// rows of weight picked by integer indices; weight (vocab, dim)
+// rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
+// outside [0, vocab) reads zeros
+inline Tensor embedding(const Tensor& idx, const Tensor& weight) {
+  if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
+  if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
+  // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
+  Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
+  return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
+}
 struct Embedding {
   Tensor weight;
   Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
-  Tensor operator()(const Tensor& idx) const {
-    if (is_float(idx.dtype())) throw DTypeError("tinygrad::nn::Embedding: indices must be integers, got " + to_string(idx.dtype()));
-    int64_t vocab = weight.shape(0);
-    // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
-    Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(vocab), std::nullopt, 1, DType::Int32, idx.device());
-    return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
-  }
+  Tensor operator()(const Tensor& idx) const { return embedding(idx, weight); }
 };
 
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)

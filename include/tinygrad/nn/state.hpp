@@ -3,6 +3,7 @@
 // TINYGRAD_STATE), state dicts, and safetensors save/load.
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/define_struct.hpp>
 #include <boost/hana/for_each.hpp>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,9 @@
 // at namespace scope. Members may be Tensors, layers, other adapted structs, std::optional
 // or std::vector of those; anything else is skipped.
 #define TINYGRAD_STATE(...) BOOST_HANA_ADAPT_STRUCT(__VA_ARGS__)
+// The same for a class template (TINYGRAD_STATE needs a complete type), inside the class, declaring the members:
+//   template <int64_t N> struct Block { using L = static_nn::Linear<N, N>; TINYGRAD_MEMBERS(Block, (L, fc1), (L, fc2)); };
+#define TINYGRAD_MEMBERS(...) BOOST_HANA_DEFINE_STRUCT(__VA_ARGS__)
 
 namespace tinygrad::nn {
 
@@ -41,6 +45,10 @@ void visit(const std::string& name, S& s, F& f) {
     boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
       visit(join(name, boost::hana::to<const char*>(boost::hana::first(pair))), boost::hana::second(pair)(s), f);
     });
+  else if constexpr (requires { { s.tensor() } -> std::same_as<const Tensor&>; }) {  // a static_tensor: its Tensor handle
+    Tensor t = s.tensor();
+    f(name, t);
+  }
 }
 }  // namespace detail
 

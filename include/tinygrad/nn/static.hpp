@@ -21,8 +21,10 @@ constexpr int64_t last(const auto& v) { return v.size() ? v[v.size() - 1] : 0; }
 // x (..., In) -> (..., Out): x @ weight.T + bias
 template <int64_t In, int64_t Out, class T = float>
 struct Linear {
-  static_tensor<T, Out, In> weight = detail::param<static_tensor<T, Out, In>>(1.0 / std::sqrt(double(In)));
-  static_tensor<T, Out> bias = detail::param<static_tensor<T, Out>>(1.0 / std::sqrt(double(In)));
+  using W = static_tensor<T, Out, In>;
+  using B = static_tensor<T, Out>;
+  TINYGRAD_MEMBERS(Linear, (W, weight), (B, bias));
+  Linear() : weight(detail::param<W>(1.0 / std::sqrt(double(In)))), bias(detail::param<B>(1.0 / std::sqrt(double(In)))) {}
   template <class S> static constexpr bool fits() { return S::rank >= 1 && (detail::last(S::value) == In || detail::last(S::value) == dyn); }
   template <static_expr X> auto operator()(const X& x) const {
     detail::check_fits<Linear, typename X::shape_type>();
@@ -34,8 +36,10 @@ struct Linear {
 // x (N, Cin, H, W) -> (N, Cout, OH, OW), a K x K kernel
 template <int64_t Cin, int64_t Cout, int64_t K, int64_t Stride = 1, int64_t Padding = 0, class T = float>
 struct Conv2d {
-  static_tensor<T, Cout, Cin, K, K> weight = detail::param<static_tensor<T, Cout, Cin, K, K>>(1.0 / std::sqrt(double(Cin * K * K)));
-  static_tensor<T, Cout> bias = detail::param<static_tensor<T, Cout>>(1.0 / std::sqrt(double(Cin * K * K)));
+  using W = static_tensor<T, Cout, Cin, K, K>;
+  using B = static_tensor<T, Cout>;
+  TINYGRAD_MEMBERS(Conv2d, (W, weight), (B, bias));
+  Conv2d() : weight(detail::param<W>(1.0 / std::sqrt(double(Cin * K * K)))), bias(detail::param<B>(1.0 / std::sqrt(double(Cin * K * K)))) {}
   template <class S> static constexpr bool fits() {
     if constexpr (S::rank != 4) return false;
     else {
@@ -63,6 +67,48 @@ struct BatchNorm {
     return static_tensor_of<X>(bn(x.lazy()), static_tensor_of<X>::unchecked);
   }
   std::vector<Tensor> parameters() const { return {*bn.weight, *bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked}; }
+};
+
+// x (..., N) normalized over the last dim (biased variance), then scaled and shifted: torch's nn.LayerNorm(N)
+template <int64_t N, class T = float>
+struct LayerNorm {
+  using P = static_tensor<T, N>;
+  TINYGRAD_MEMBERS(LayerNorm, (P, weight), (P, bias));
+  double eps = 1e-5;
+  explicit LayerNorm(double eps_ = 1e-5) : weight(P::ones()), bias(P::zeros()), eps(eps_) { weight.requires_grad_(); bias.requires_grad_(); }
+  template <class S> static constexpr bool fits() { return S::rank >= 1 && (detail::last(S::value) == N || detail::last(S::value) == dyn); }
+  template <static_expr X> auto operator()(const X& x) const {
+    detail::check_fits<LayerNorm, typename X::shape_type>();
+    return layer_norm(x, weight, bias, eps);
+  }
+  std::vector<Tensor> parameters() const { return {weight.tensor(), bias.tensor()}; }
+};
+
+// rows of weight (Vocab, Dim) picked by integer indices: idx (...) -> (..., Dim) (an index outside [0, Vocab) reads zeros)
+template <int64_t Vocab, int64_t Dim, class T = float>
+struct Embedding {
+  using W = static_tensor<T, Vocab, Dim>;
+  TINYGRAD_MEMBERS(Embedding, (W, weight));
+  Embedding() : weight(detail::param<W>(std::sqrt(6.0 / double(Vocab + Dim)))) {}
+  struct op {
+    static constexpr const char* name = "embedding";
+    static constexpr const char* errors[] = {""};
+    template <int, class... S> using error = void;
+    template <size_t A, size_t B> static constexpr auto rule(const tinygrad::detail::st::dims<A>& idx, const tinygrad::detail::st::dims<B>& w) {
+      tinygrad::detail::st::res<A + 1> r;
+      for (size_t i = 0; i < A; i++) r.out[i] = idx[i];
+      r.out[A] = w[B - 1];
+      return r;
+    }
+    static Tensor lower(const auto&, const Tensor& idx, const Tensor& w) { return nn::embedding(idx, w); }
+  };
+  template <class S> static constexpr bool fits() { return true; }
+  template <static_expr I> auto operator()(const I& idx) const {
+    if constexpr (tinygrad::detail::st::float_dt(I::dtype) || I::dtype == DType::Bool)
+      tinygrad::detail::st::fail<error::needs_integer_dtype<Embedding, scalar_type<I::dtype>>>();
+    return tinygrad::detail::st::make<op, static_dtype<T>>(op{}, idx, weight);
+  }
+  std::vector<Tensor> parameters() const { return {weight.tensor()}; }
 };
 
 template <int64_t K = 2, int64_t Stride = K>

@@ -44,6 +44,8 @@ template <class Op, class... S> struct axis_out_of_range;
 template <class Op, class... S> struct reshape_changes_element_count;
 template <class Op, class... S> struct reshape_has_negative_extent;
 template <class Op, class... S> struct reshape_can_infer_only_one_dyn;
+template <class Op, class... S> struct unflatten_changes_extent;
+template <class Op, class... S> struct mask_does_not_broadcast;
 template <class Op, class... S> struct permute_needs_one_axis_per_dim;
 template <class Op, class... S> struct permute_repeats_an_axis;
 template <class Op, class... S> struct expand_does_not_fit;
@@ -112,7 +114,7 @@ struct same_shape {  // unary: any shape
     static Tensor lower(const auto&, const Tensor& a) { return a.NAME(); }                      \
   };
 TG_UNARY(neg) TG_UNARY(exp) TG_UNARY(log) TG_UNARY(exp2) TG_UNARY(log2) TG_UNARY(sqrt) TG_UNARY(rsqrt) TG_UNARY(reciprocal)
-TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu)
+TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu) TG_UNARY(erf) TG_UNARY(gelu_erf)
 TG_UNARY(relu) TG_UNARY(abs) TG_UNARY(square) TG_UNARY(trunc) TG_UNARY(floor) TG_UNARY(ceil)
 #undef TG_UNARY
 template <DType D>
@@ -171,6 +173,15 @@ struct flatten {
     constexpr int64_t s = st::norm_axis(S, A), e = st::norm_axis(E, A);
     return st::flatten<(s >= 0 && e >= s && e < int64_t(A)) ? A - size_t(e - s) : A>(a, S, E);
   }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+};
+template <int64_t Ax, int64_t... N>
+struct unflatten {  // axis Ax split into N... (all static: the other dims may be dyn)
+  static constexpr const char* name = "unflatten";
+  static constexpr const char* errors[] = {"axis_out_of_range", "unflatten_changes_extent"};
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>, tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
+  template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::unflatten(a, Ax, dims<sizeof...(N)>{N...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
 };
 template <int64_t... P>
@@ -253,6 +264,37 @@ struct matmul {
                           tinygrad::error::shapes_not_broadcastable<matmul, S...>>;
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& a, const dims<B>& b) { return st::matmul(a, b); }
   static Tensor lower(const auto&, const Tensor& a, const Tensor& b) { return a.matmul(b); }
+};
+// softmax(q k^T / sqrt(d) + mask) v: q (..., Sq, D), k (..., Sk, D), v (..., Sk, Dv), a mask (bool: keep where true, or
+// added to the scores) that broadcasts to (..., Sq, Sk) -> (..., Sq, Dv)
+template <bool Masked>
+struct scaled_dot_product_attention {
+  static constexpr const char* name = "scaled_dot_product_attention";
+  static constexpr const char* errors[] = {"needs_at_least_1_dim", "inner_dims_differ", "shapes_not_broadcastable", "mask_does_not_broadcast"};
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::needs_at_least_1_dim<scaled_dot_product_attention, S...>, tinygrad::error::inner_dims_differ<scaled_dot_product_attention, S...>,
+                          tinygrad::error::shapes_not_broadcastable<scaled_dot_product_attention, S...>, tinygrad::error::mask_does_not_broadcast<scaled_dot_product_attention, S...>>;
+  template <size_t Q, size_t K, size_t V, size_t... M> static constexpr auto rule(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
+    return st::attention(q, k, v, m...);
+  }
+  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v) { return q.scaled_dot_product_attention(k, v); }
+  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m) { return q.scaled_dot_product_attention(k, v, m); }
+};
+// torch's F.layer_norm over the last dim: x (..., N), weight and bias (N), eps a scalar leaf (part of the plan key).
+// One node, so x is lowered once (x - mean(x) written with static ops would copy x's expression into both uses)
+struct layer_norm {
+  static constexpr const char* name = "layer_norm";
+  static constexpr const char* errors[] = {"shapes_differ"};
+  template <int, class... S> using error = tinygrad::error::shapes_differ<layer_norm, S...>;
+  template <size_t A, size_t W> static constexpr auto rule(const dims<A>& x, const dims<W>& w, const dims<W>& b, const dims<0>&) {
+    st::res<A> r{0, x};
+    int64_t n = A ? x[A - 1] : 0;
+    if (A == 0 || w != b || (n != dyn && w[0] != dyn && n != w[0])) r.code = 1;
+    return r;
+  }
+  static Tensor lower(const auto& n, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor&) {
+    return x.layernorm({-1}, boost::hana::at_c<3>(n.ch).value) * w + b;
+  }
 };
 template <int64_t Stride, int64_t Padding, int64_t Dilation, int64_t Groups>
 struct conv2d {
@@ -377,7 +419,7 @@ struct static_ops {
   TG_UNARY(neg, Derived::dtype) TG_UNARY(relu, Derived::dtype) TG_UNARY(abs, Derived::dtype) TG_UNARY(square, Derived::dtype)
   TG_UNARY(trunc, Derived::dtype) TG_UNARY(floor, Derived::dtype) TG_UNARY(ceil, Derived::dtype)
 #define TG_F(NAME) TG_UNARY(NAME, detail::st::float_of(Derived::dtype))
-  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu) TG_F(silu)
+  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu) TG_F(silu) TG_F(erf) TG_F(gelu_erf)
 #undef TG_F
 #undef TG_UNARY
   template <class U> auto cast() const { return detail::st::make<op::cast<static_dtype<U>>, static_dtype<U>>({}, self()); }
@@ -399,6 +441,8 @@ struct static_ops {
   // movement
   template <int64_t... N> auto reshape() const { return detail::st::make<op::reshape<N...>, Derived::dtype>({}, self()); }
   template <int64_t S = 0, int64_t E = -1> auto flatten() const { return detail::st::make<op::flatten<S, E>, Derived::dtype>({}, self()); }
+  // axis Ax split into N... (torch's unflatten): (B, S, 384).unflatten<2, 12, 32>() keeps B and S dyn
+  template <int64_t Ax, int64_t... N> auto unflatten() const { return detail::st::make<op::unflatten<Ax, N...>, Derived::dtype>({}, self()); }
   template <int64_t... P> auto permute() const { return detail::st::make<op::permute<P...>, Derived::dtype>({}, self()); }
   template <int64_t A = -2, int64_t B = -1> auto transpose() const {
     constexpr size_t n = Derived::shape_type::rank;
@@ -437,6 +481,15 @@ template <static_expr A> auto operator-(const A& a) { return a.neg(); }
 
 template <static_expr A, static_expr B> auto matmul(const A& a, const B& b) { return a.matmul(b); }
 template <static_expr C, static_expr A, static_expr B> auto where(const C& c, const A& a, const B& b) { return c.where(a, b); }
+template <static_expr X, static_expr W, static_expr B> requires(W::shape_type::rank == 1) auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5) {
+  return detail::st::make<op::layer_norm, detail::st::float_of(X::dtype)>({}, x, weight, bias, detail::st::scalar_leaf<detail::st::float_of(X::dtype)>(eps));
+}
+template <static_expr Q, static_expr K, static_expr V> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v) {
+  return detail::st::make<op::scaled_dot_product_attention<false>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v);
+}
+template <static_expr Q, static_expr K, static_expr V, static_expr M> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask) {
+  return detail::st::make<op::scaled_dot_product_attention<true>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v, mask);
+}
 template <int64_t Ax = 0, static_expr A, static_expr B> auto cat(const A& a, const B& b) {
   return detail::st::make<op::cat<Ax>, detail::st::promote(A::dtype, B::dtype)>({}, a, b);
 }

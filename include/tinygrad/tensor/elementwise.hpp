@@ -195,6 +195,8 @@ struct ElementwiseOps {
   T selu(double alpha = 1.67326, double gamma = 1.0507) const { return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); }
   // tanh approximation
   T gelu() const { auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); }
+  // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
+  T gelu_erf() const { auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); }
   T quick_gelu() const { return self() * (self() * 1.702).sigmoid(); }
   T sigmoid() const { return (1.0 + (-self().fl()).exp()).reciprocal(); }
   T silu() const { return self() * sigmoid(); }

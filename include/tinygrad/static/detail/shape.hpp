@@ -120,6 +120,24 @@ constexpr res<N> reshape(const dims<A>& a, const dims<N>& t) {
   return r;
 }
 
+// unflatten: axis ax split into t, one of which may be dyn (inferred); 1: bad axis, 2: t does not fit the extent
+template <size_t A, size_t N>
+constexpr res<A + N - 1> unflatten(const dims<A>& a, int64_t ax, const dims<N>& t) {
+  res<A + N - 1> r;
+  if (!axis_ok(ax, A)) { r.code = 1; return r; }
+  size_t k = size_t(norm_axis(ax, A)), j = 0, nd = 0;
+  int64_t p = 1, inferred = dyn;
+  for (auto x : t) { if (x == dyn) nd++; else if (x < 0) r.code = 2; else p *= x; }
+  if (nd > 1) r.code = 2;
+  else if (a[k] != dyn && (nd ? (p == 0 || a[k] % p) : a[k] != p)) r.code = 2;
+  else if (a[k] != dyn && nd) inferred = a[k] / p;
+  for (size_t i = 0; i < A; i++) {
+    if (i != k) { r.out[j++] = a[i]; continue; }
+    for (auto x : t) r.out[j++] = x == dyn ? inferred : x;
+  }
+  return r;
+}
+
 // flatten dims [S, E] into one
 template <size_t N, size_t A>
 constexpr res<N> flatten(const dims<A>& a, int64_t s, int64_t e) {
@@ -240,6 +258,24 @@ constexpr auto matmul(const dims<A>& a, const dims<B>& b) {
   for (size_t i = 0; i < NB; i++) r.out[j++] = bc.out[i];
   if (A >= 2) r.out[j++] = a[A - 2];
   if (B >= 2) r.out[j++] = b[B - 1];
+  return r;
+}
+
+// attention: scores = q @ k^T (..., Sq, Sk), then scores @ v; the mask (if any) broadcasts to the scores.
+// 1: an input under 2 dims, 2: head dims (or key and value lengths) differ, 3: batch dims, 4: the mask
+template <size_t Q, size_t K, size_t V, size_t... M>
+constexpr auto attention(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
+  dims<K> kt = k;
+  if constexpr (K >= 2) { kt[K - 2] = k[K - 1]; kt[K - 1] = k[K - 2]; }
+  auto s = matmul(q, kt);
+  auto r = matmul(s.out, v);
+  if (Q < 2 || K < 2 || V < 2) r.code = 1;
+  else if (s.code) r.code = s.code;
+  auto mask_fits = [&]<size_t N>(const dims<N>& mk) {
+    if constexpr (N > s.out.size()) return false;
+    else { auto b = broadcast(s.out, mk); return !b.code && b.out == s.out; }
+  };
+  if (!r.code && !(mask_fits(m) && ...)) r.code = 4;
   return r;
 }
 
