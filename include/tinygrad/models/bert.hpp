@@ -8,6 +8,8 @@
 //   model.load("all-minilm-l6-v2/");                     // config.json + model.safetensors
 //   auto emb = model.embed(ids, mask);                   // sentence-transformers' mean pooling + L2 normalization
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include "../../tinygrad.hpp"
 
 namespace tinygrad::error {
@@ -123,8 +125,30 @@ struct Bert {
   using Enc = BertEncoder<Hidden, Heads, Intermediate, Layers, T>;
   using P = BertPooler<Hidden, T>;
   TINYGRAD_MEMBERS(Bert, (E, embeddings), (Enc, encoder), (P, pooler));
+  Bert() { for_each_dense([](auto& d) { d.pack(); }); }
   using hidden_t = static_tensor<T, dyn, dyn, Hidden>;
   using ids_t = static_tensor<int32_t, dyn, dyn>;
+
+  double layer_norm_eps = 1e-12;
+
+  // config.json and model.safetensors of a model directory: every setting and every tensor must match the compiled
+  // sizes (a ShapeError names the first that does not); tensors missing from the file or unknown to the model are
+  // listed in a StateError. The weights are cast to T and moved to `device`; they do not require grad afterwards.
+  void load(const std::string& dir, const std::string& device = "") {
+    namespace fs = std::filesystem;
+    check_config((fs::path(dir) / "config.json").string());
+    std::string file = (fs::path(dir) / "model.safetensors").string();
+    nn::StateDict d = nn::safe_load(file, device);
+    nn::StateDict mine = nn::get_state_dict(*this);
+    for (auto& [name, t] : mine)
+      if (auto it = d.find(name); it != d.end() && it->second.shape() != t.shape())
+        throw ShapeError("tinygrad::models::Bert::load: " + name + " has shape " + to_string(it->second.shape()) + " in " + file + ", the model expects " + to_string(t.shape()));
+    nn::load_state_dict(*this, d);
+    std::vector<Tensor> all;
+    for (auto& [name, t] : nn::get_state_dict(*this)) { t.requires_grad_(false); all.push_back(t); }
+    Tensor::realize_all(all);
+    for_each_dense([](auto& d) { d.pack(); });
+  }
 
   // the last hidden state (B, S, Hidden) of token ids (B, S) with attention mask (B, S) (1: a token, 0: padding)
   hidden_t operator()(const ids_t& ids, const ids_t& mask) const {
@@ -144,6 +168,38 @@ struct Bert {
   static_tensor<T, dyn, Hidden> embed(const ids_t& ids, const ids_t& mask) const { return pool((*this)(ids, mask), mask); }
   // BertModel's pooler_output: tanh(dense(the first token's hidden state))
   static_tensor<T, dyn, Hidden> pooled(const hidden_t& h) const { return pooler.dense(h.template slice<1, 0, 1>().template flatten<1, 2>()).tanh().realize(); }
+
+ private:
+  template <class F> void for_each_dense(F f) {
+    for (auto& l : encoder.layer) {
+      f(l.attention.self.query), f(l.attention.self.key), f(l.attention.self.value), f(l.attention.output.dense);
+      f(l.intermediate.dense), f(l.output.dense);
+    }
+    f(pooler.dense);
+  }
+  void check_config(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw nn::StateError("tinygrad::models::Bert::load: cannot open " + path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    tinygrad::detail::Json c = tinygrad::detail::parse_json(text, "tinygrad::models::Bert::load: " + path + ": ");
+    auto setting = [&](const char* key, tinygrad::detail::Json::Kind kind) -> const tinygrad::detail::Json& {
+      const tinygrad::detail::Json* v = tinygrad::detail::find(c, key);
+      if (!v || (v->kind != kind && !(kind == tinygrad::detail::Json::Float && v->kind == tinygrad::detail::Json::Int)))
+        throw nn::StateError("tinygrad::models::Bert::load: " + path + " has no " + (kind == tinygrad::detail::Json::Str ? "string" : "number") + " \"" + key + "\"");
+      return *v;
+    };
+    std::pair<const char*, int64_t> sizes[] = {{"hidden_size", Hidden}, {"num_attention_heads", Heads}, {"intermediate_size", Intermediate}, {"num_hidden_layers", Layers},
+                                               {"vocab_size", Vocab}, {"max_position_embeddings", Positions}, {"type_vocab_size", Types}};
+    for (auto [key, want] : sizes)
+      if (int64_t got = setting(key, tinygrad::detail::Json::Int).i; got != want)
+        throw ShapeError("tinygrad::models::Bert::load: " + path + " has " + key + " " + std::to_string(got) + ", the model was compiled for " + std::to_string(want));
+    if (auto& act = setting("hidden_act", tinygrad::detail::Json::Str).s; act != "gelu")
+      throw nn::StateError("tinygrad::models::Bert::load: " + path + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
+    auto& eps = setting("layer_norm_eps", tinygrad::detail::Json::Float);
+    layer_norm_eps = eps.kind == tinygrad::detail::Json::Int ? double(eps.i) : eps.f;
+    embeddings.LayerNorm.eps = layer_norm_eps;
+    for (auto& l : encoder.layer) l.attention.output.LayerNorm.eps = l.output.LayerNorm.eps = layer_norm_eps;
+  }
 };
 
 // sentence-transformers/all-MiniLM-L6-v2 (and every BERT of that shape)
