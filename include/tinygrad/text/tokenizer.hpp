@@ -118,6 +118,7 @@ class BertTokenizer {
   int32_t pad_id() const { return pad_id_; }
 
  private:
+  static constexpr int64_t kMaxId = 1 << 24;  // ids index a table of tokens
   std::string file_;
   bool clean_ = true, chinese_ = true, strip_ = true, lower_ = true;
   std::unordered_map<std::string, int32_t> vocab_;
@@ -142,7 +143,7 @@ class BertTokenizer {
   }
   static std::string type_of(const tinygrad::detail::Json* j) {
     const auto* t = j ? tinygrad::detail::find(*j, "type") : nullptr;
-    return t && t->kind == tinygrad::detail::Json::Str ? t->s : "?";
+    return t && t->kind == tinygrad::detail::Json::Str ? t->s : "none";
   }
 
   void load(const tinygrad::detail::Json& root) {
@@ -152,7 +153,7 @@ class BertTokenizer {
     const Json* model = find(root, "model");
     if (type_of(model) != "WordPiece") fail("model type \"" + type_of(model) + "\" is not supported (only WordPiece)");
     for (auto& m : get(*model, "vocab", Json::Obj, "model").obj) {
-      if (m.value.kind != Json::Int || m.value.i < 0 || m.value.i > INT32_MAX) fail("model.vocab: bad id for \"" + m.key + "\"");
+      if (m.value.kind != Json::Int || m.value.i < 0 || m.value.i >= kMaxId) fail("model.vocab: bad id for \"" + m.key + "\"");
       vocab_.emplace(m.key, int32_t(m.value.i));
     }
     unk_ = get(*model, "unk_token", Json::Str, "model").s;
@@ -164,7 +165,7 @@ class BertTokenizer {
       for (auto& a : added->arr) {
         const std::string& content = get(a, "content", Json::Str, "added_tokens entry").s;
         int64_t id = get(a, "id", Json::Int, "added_tokens entry").i;
-        if (id < 0 || id > INT32_MAX) fail("added token \"" + content + "\" has a bad id");
+        if (id < 0 || id >= kMaxId) fail("added token \"" + content + "\" has a bad id");
         for (const char* k : {"single_word", "lstrip", "rstrip", "normalized"})
           if (const Json* f = find(a, k); f && f->kind == Json::Bool && f->b)
             fail("added token \"" + content + "\" sets " + k + ", which is not supported");

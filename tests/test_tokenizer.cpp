@@ -1,0 +1,166 @@
+// text::BertTokenizer against the Hugging Face tokenizer of all-MiniLM-L6-v2: the ids of 261 varied texts
+// (tests/data/minilm/gen_reference.py), padding, truncation, vocabulary lookups, invalid UTF-8 and bad files.
+#include <catch2/catch.hpp>
+#include <tinygrad/text/tokenizer.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+#include "minilm.hpp"
+
+using tinygrad::text::BertTokenizer;
+using tinygrad::detail::Json;
+using tinygrad::detail::find;
+namespace fs = std::filesystem;
+
+namespace {
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+std::vector<int32_t> ids_of(const Json& arr) {
+  std::vector<int32_t> v;
+  for (auto& x : arr.arr) v.push_back(int32_t(x.i));
+  return v;
+}
+bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+}  // namespace
+
+TEST_CASE("tokenizer: every reference text gives the Hugging Face ids exactly", "[tokenizer]") {
+  TG_REQUIRE_MINILM(dir);
+  auto tok = BertTokenizer::from_file(*dir);
+  std::string ref = std::string(TG_TEST_SOURCE_DIR) + "/tests/data/minilm/tokens.json";
+  Json root = tinygrad::detail::parse_json(read_text(ref), ref + ": ");
+  REQUIRE(find(root, "max_length")->i == 256);
+  const auto& cases = find(root, "cases")->arr;
+  REQUIRE(cases.size() >= 220);
+  size_t exact = 0;
+  for (auto& c : cases) {
+    const std::string& text = find(c, "text")->s;
+    INFO("text: " << text);
+    auto got = tok.encode(text, 256);
+    CHECK(got == ids_of(*find(c, "ids")));
+    exact += got == ids_of(*find(c, "ids"));
+  }
+  WARN(exact << "/" << cases.size() << " reference texts tokenized exactly");
+  REQUIRE(exact == cases.size());
+}
+
+TEST_CASE("tokenizer: batches pad to the longest with [PAD] and a 0 mask", "[tokenizer]") {
+  TG_REQUIRE_MINILM(dir);
+  auto tok = BertTokenizer::from_file(*dir);
+  auto b = tok.encode_batch({"hello world, this is a test", "hi", ""});
+  REQUIRE(b.batch == 3);
+  REQUIRE(b.seq == 9);
+  REQUIRE(b.ids == std::vector<int32_t>{101, 7592, 2088, 1010, 2023, 2003, 1037, 3231, 102,  //
+                                        101, 7632, 102, 0, 0, 0, 0, 0, 0,                    //
+                                        101, 102, 0, 0, 0, 0, 0, 0, 0});
+  REQUIRE(b.mask == std::vector<int32_t>{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0});
+  auto empty = tok.encode_batch({});
+  REQUIRE((empty.batch == 0 && empty.seq == 0 && empty.ids.empty()));
+}
+
+TEST_CASE("tokenizer: truncation keeps [SEP] at 256 and at small max_length", "[tokenizer]") {
+  TG_REQUIRE_MINILM(dir);
+  auto tok = BertTokenizer::from_file(*dir);
+  std::string long_text;
+  for (int i = 0; i < 300; i++) long_text += "word ";
+  auto ids = tok.encode(long_text);
+  REQUIRE(ids.size() == 256);
+  REQUIRE((ids.front() == 101 && ids.back() == 102 && ids[254] == 2773));
+  REQUIRE(tok.encode(long_text, 1000).size() == 302);
+  // the reference library: truncation at 5 cuts inside a word's pieces
+  REQUIRE(tok.encode("hello world, this is a test", 5) == std::vector<int32_t>{101, 7592, 2088, 1010, 102});
+  REQUIRE(tok.encode("unbelievably [MASK] good", 5) == std::vector<int32_t>{101, 4895, 8671, 2666, 102});
+  REQUIRE(tok.encode("hello world", 2) == std::vector<int32_t>{101, 102});
+  REQUIRE_THROWS_WITH(tok.encode("hello", 1), Catch::Contains("tinygrad::BertTokenizer::encode: max_length 1"));
+  auto b = tok.encode_batch({long_text, "short"}, 8);
+  REQUIRE((b.seq == 8 && b.ids[7] == 102 && b.ids[8 + 2] == 102 && b.mask[8 + 3] == 0));
+}
+
+TEST_CASE("tokenizer: vocabulary lookups and special tokens", "[tokenizer]") {
+  TG_REQUIRE_MINILM(dir);
+  auto tok = BertTokenizer::from_file(*dir + "/tokenizer.json");  // the file itself, not the directory
+  REQUIRE(tok.vocab_size() == 30522);
+  REQUIRE(tok.pad_id() == 0);
+  for (auto [t, id] : {std::pair{"[PAD]", 0}, {"[UNK]", 100}, {"[CLS]", 101}, {"[SEP]", 102}, {"[MASK]", 103}, {"hello", 7592}, {"##s", 2015}}) {
+    REQUIRE(tok.token_to_id(t) == id);
+    REQUIRE(tok.id_to_token(id) == t);
+  }
+  REQUIRE(tok.token_to_id("not-a-token") == -1);
+  REQUIRE(tok.id_to_token(-1).empty());
+  REQUIRE(tok.id_to_token(30522).empty());
+  // added tokens are found in the raw text, before normalization
+  REQUIRE(tok.encode("hello[MASK]world") == std::vector<int32_t>{101, 7592, 103, 2088, 102});
+  REQUIRE(tok.encode("[mask]") == std::vector<int32_t>{101, 1031, 7308, 1033, 102});
+}
+
+TEST_CASE("tokenizer: invalid UTF-8 reads as bytes.decode('utf-8', 'replace') and never crashes", "[tokenizer]") {
+  TG_REQUIRE_MINILM(dir);
+  auto tok = BertTokenizer::from_file(*dir);
+  // expected ids: the Python tokenizers library on the text Python's bytes.decode("utf-8", "replace") gives
+  const std::pair<std::string, std::vector<int32_t>> cases[] = {
+      {"caf\xc3", {101, 24689, 102}},
+      {"\xff\xfe hello", {101, 7592, 102}},
+      {"ab\xff" "cd", {101, 5925, 2094, 102}},
+      {"[MA\xffSK] x", {101, 1031, 7308, 1033, 1060, 102}},  // U+FFFD stops the [MASK] match; clean_text drops it
+      {"\xe0\x80\xaf", {101, 102}},
+      {"\xed\xa0\x80 surrogate", {101, 7505, 21799, 102}},
+      {"\xf4\x90\x80\x80 too big", {101, 2205, 2502, 102}},
+      {"\xc0\xaf overlong", {101, 2058, 10052, 102}},
+      {"\xe4\xbd\xa0\xe5\xa5 half", {101, 100, 2431, 102}},
+      {"\x80\x80\x80", {101, 102}},
+  };
+  for (auto& [text, want] : cases) REQUIRE(tok.encode(text) == want);
+  // the decoder itself: one U+FFFD per maximal invalid subpart, as Python's
+  using tinygrad::text::detail::decode_utf8;
+  REQUIRE(decode_utf8("\xe0\x80\xaf") == U"\uFFFD\uFFFD\uFFFD");
+  REQUIRE(decode_utf8("\xe4\xbd\xa0\xe5\xa5") == U"\u4F60\uFFFD");
+  REQUIRE(decode_utf8("\xf0\x9f\x8d\x95!\xf0\x9f") == U"\U0001F355!\uFFFD");
+  // every byte string of length <= 2, and truncated prefixes of multi-byte text: no crash, always [CLS] ... [SEP]
+  for (int a = 0; a < 256; a++)
+    for (int b = 0; b < 256; b++) {
+      auto ids = tok.encode(std::string{char(a), char(b)});
+      REQUIRE((ids.size() >= 2 && ids.front() == 101 && ids.back() == 102));
+    }
+  std::string multi = "naïve 你好 🍕 안녕 ΣΑΣ";
+  for (size_t n = 0; n <= multi.size(); n++) REQUIRE(tok.encode(multi.substr(0, n)).back() == 102);
+}
+
+TEST_CASE("tokenizer: bad files are StateErrors naming the file and the problem", "[tokenizer]") {
+  TG_REQUIRE_MINILM(dir);
+  fs::path tmp = fs::temp_directory_path() / ("tg_tokenizer_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  auto expect = [&](const std::string& name, const std::string& content, const std::string& what) {
+    std::string path = (tmp / name).string();
+    if (!content.empty()) std::ofstream(path, std::ios::binary) << content;
+    INFO("file " << path << ", expecting '" << what << "'");
+    try {
+      BertTokenizer::from_file(path);
+      FAIL("loaded");
+    } catch (const tinygrad::nn::StateError& e) {
+      INFO(e.what());
+      CHECK(contains(e.what(), "tinygrad::BertTokenizer: " + path));
+      CHECK(contains(e.what(), what));
+    }
+  };
+  expect("missing.json", "", "cannot open the file");
+  expect("not_json.json", "this is not json", "malformed JSON: unexpected character 't' at byte 0");
+  expect("truncated.json", "{\"model\": {\"type\": \"WordPiece\"", "malformed JSON: unexpected end");
+  expect("array.json", "[1, 2]", "not a JSON object");
+  std::string real = read_text(*dir + "/tokenizer.json");
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = real;
+    size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  expect("bpe.json", replaced(R"("type":"WordPiece","unk_token")", R"("type":"BPE","unk_token")"), "model type \"BPE\" is not supported");
+  expect("norm.json", replaced(R"("type":"BertNormalizer")", R"("type":"NFKC")"), "normalizer type \"NFKC\" is not supported");
+  expect("pre.json", replaced(R"("type":"BertPreTokenizer")", R"("type":"Metaspace")"), "pre_tokenizer type \"Metaspace\" is not supported");
+  expect("unk.json", replaced(R"("unk_token":"[UNK]")", R"("unk_token":"[NOPE]")"), "token \"[NOPE]\" is not in the vocabulary");
+  fs::remove_all(tmp);
+}
