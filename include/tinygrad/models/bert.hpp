@@ -143,6 +143,8 @@ struct Bert {
     for (auto& [name, t] : mine)
       if (auto it = d.find(name); it != d.end() && it->second.shape() != t.shape())
         throw ShapeError("tinygrad::models::Bert::load: " + name + " has shape " + to_string(it->second.shape()) + " in " + file + ", the model expects " + to_string(t.shape()));
+    if (!device.empty())
+      for (auto& [name, t] : mine) if (t.device() != device) t.replace(t.to(device));  // NOTE: lazy: the file's values replace them next
     nn::load_state_dict(*this, d);
     std::vector<Tensor> all;
     for (auto& [name, t] : nn::get_state_dict(*this)) { t.requires_grad_(false); all.push_back(t); }

@@ -177,6 +177,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   }
+  // rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
+  // cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
+  Tensor& replace(const Tensor& v) {
+    if (v.shape() != shape()) throw ShapeError("tinygrad::replace: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
+    UOpRef u = v.cast(dtype()).detach().uop();
+    impl_->uop = impl_->requires_grad ? param_node(u) : u;
+    impl_->device = v.device();
+    return *this;
+  }
   // the device buffer that holds the value (contiguous, numel elements), realizing first
   std::shared_ptr<Buffer> buffer() const {
     Tensor t = *this;
