@@ -412,3 +412,25 @@ TEST_CASE("schedule cache: a repeated training-style step compiles nothing after
   CHECK(st.kernels_compiled == compiled);
   CHECK(st.schedule_cache_hits == hits + 5);
 }
+
+TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding and a gather have no reduce loop", "[schedule]") {
+  Tensor w = Tensor::rand({1000, 16}).realize(), idx = Tensor(std::vector<int32_t>{3, 999, -2, 1000, 0}).realize();
+  auto no_reduce = [](const Tensor& t) {
+    std::unordered_map<const tinygrad::UOp*, int> slots;
+    int n = 0;
+    for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    for (auto& k : tinygrad::create_schedule({t.uop()}, slots, n).kernels)
+      for (auto& u : tinygrad::toposort(k.ast)) if (u->op == tinygrad::Ops::REDUCE) return false;
+    return true;
+  };
+  Tensor e = tinygrad::nn::embedding(idx, w);
+  CHECK(no_reduce(e));
+  auto ev = e.to_vector<float>(), wv = w.to_vector<float>();
+  int ids[] = {3, 999, -2, 1000, 0};
+  for (int i = 0; i < 5; i++)
+    for (int k = 0; k < 16; k++) CHECK(ev[size_t(i * 16 + k)] == (ids[i] >= 0 && ids[i] < 1000 ? wv[size_t(ids[i] * 16 + k)] : 0.0f));
+  Tensor g = w.gather(0, Tensor(std::vector<int32_t>{7, 0, 999, 5}).reshape({2, 2}));
+  CHECK(no_reduce(g));
+  auto gv = g.to_vector<float>();
+  CHECK(gv == std::vector<float>{wv[7 * 16], wv[1], wv[999 * 16 + 0], wv[5 * 16 + 1]});
+}

@@ -331,3 +331,49 @@ TEST_CASE("static: nn layers chained with seq match the dynamic model", "[static
   p[3].realize();
   same(model(x), X.conv2d(c1.weight, Tensor(c1.bias)).relu().max_pool2d({2, 2}).flatten(1).matmul(Tensor(l1.weight).T()), 1e-4);
 }
+
+TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding match Tensor", "[static]") {
+  auto x = data<F<dyn, dyn, 24>>(2, 5);
+  const Tensor& xt = x.tensor();
+  // unflatten keeps the other dims dyn; one dyn target extent is inferred
+  same(x.unflatten<2, 4, 6>(), xt.reshape({2, 5, 4, 6}));
+  same(x.unflatten<2, dyn, 3>(), xt.reshape({2, 5, 8, 3}));
+  static_assert(std::is_same_v<decltype(x.unflatten<2, 4, 6>())::shape_type, shape<-1, -1, 4, 6>>);
+  auto y = data<F<dyn, 12>>(3);
+  CHECK(shape_error([&] { y.unflatten<0, 2, dyn>(); }) == "tinygrad::error::unflatten_changes_extent<op::unflatten, shape<3, 12>>");
+  // layer_norm lowers x once
+  auto w = data<F<24>>(), b = data<F<24>>();
+  same(layer_norm(x * 2.0 + 1.0, w, b, 1e-6), (xt * 2.0 + 1.0).layer_norm({24}, w.tensor(), b.tensor(), 1e-6));
+  static_nn::LayerNorm<24> ln(1e-6);
+  same(ln(x), xt.layer_norm({24}, ln.weight.tensor(), ln.bias.tensor(), 1e-6));
+  // attention with and without a mask
+  auto q = x.unflatten<2, 4, 6>().permute<0, 2, 1, 3>();
+  Tensor qt = xt.reshape({2, 5, 4, 6}).permute({0, 2, 1, 3});
+  same(scaled_dot_product_attention(q, q, q), qt.scaled_dot_product_attention(qt, qt));
+  auto keep = static_tensor<bool, dyn, 1, 1, dyn>(Tensor(std::vector<int32_t>{1, 1, 0, 1, 0, 1, 1, 1, 1, 1}).reshape({2, 1, 1, 5}) != 0);
+  same(scaled_dot_product_attention(q, q, q, keep), qt.scaled_dot_product_attention(qt, qt, keep.tensor()));
+  auto bad = static_tensor<bool, dyn, 1, 1, dyn>(Tensor::ones({2, 1, 1, 4}, DType::Bool));
+  CHECK(shape_error([&] { scaled_dot_product_attention(q, q, q, bad); }) ==
+        "tinygrad::error::mask_does_not_broadcast<op::scaled_dot_product_attention, shape<2, 4, 5, 6>, shape<2, 4, 5, 6>, shape<2, 4, 5, 6>, shape<2, 1, 1, 4>>");
+  // erf and the exact GELU, values and gradient (d/dx x Phi(x) = Phi(x) + x phi(x))
+  same(x.erf(), xt.erf());
+  auto g = static_tensor<float, 7>(Tensor(std::vector<float>{-3, -1, -0.5f, 0, 0.5f, 1, 3}));
+  auto gv = g.gelu_erf().to_vector<double>();
+  auto gx = g.to_vector<double>();
+  Tensor gt = g.tensor().detach().requires_grad_();
+  gt.gelu_erf().sum().backward();
+  auto dg = gt.grad()->to_vector<double>();
+  for (size_t i = 0; i < 7; i++) {
+    double v = gx[i], phi = std::exp(-v * v / 2) / std::sqrt(2 * M_PI), Phi = 0.5 * std::erfc(-v / std::sqrt(2.0));
+    CHECK(gv[i] == Approx(v * Phi).margin(1e-6));
+    CHECK(dg[i] == Approx(Phi + v * phi).margin(1e-5));
+  }
+  // Embedding: rows by index, zeros outside [0, vocab), one kernel without a reduce loop
+  static_nn::Embedding<6, 3> emb;
+  auto idx = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, -1, 6, 3}).reshape({2, 3}));
+  auto ev = emb(idx).to_vector<float>();
+  auto wv = emb.weight.to_vector<float>();
+  int32_t ids[] = {0, 5, 2, -1, 6, 3};
+  for (int i = 0; i < 6; i++)
+    for (int k = 0; k < 3; k++) CHECK(ev[size_t(i * 3 + k)] == (ids[i] >= 0 && ids[i] < 6 ? wv[size_t(ids[i] * 3 + k)] : 0.0f));
+}
