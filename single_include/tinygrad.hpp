@@ -2531,6 +2531,39 @@ inline UOpRef fold_divmod(const UOpRef& root) {
   if (!moved) return nullptr;
   return Q.build(dt) + alu(Ops::IDIV, {rem, const_int(dt, c)});
 }
+// sum over r of (a == r ? x : 0) = (0 <= a < n ? x[r := a] : 0), a not depending on r: a one-hot gather (an
+// Embedding, Tensor::gather) reads one element instead of walking the whole axis. r := a is clamped into [0, n), so
+// every load in x reads where it read before. A CAST between the REDUCE and the WHERE moves outside (cast(0) = 0).
+inline UOpRef fold_onehot_reduce(const UOpRef& red) {
+  if (red->varg()[0] != int64_t(Ops::ADD) || red->vcount != 1) return nullptr;
+  UOpRef v = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
+  if (v->op != Ops::WHERE || v->vcount != 1) return nullptr;
+  const UOpRef& c = v->src[0];
+  bool eq = c->op == Ops::CMPEQ;
+  if ((!eq && c->op != Ops::CMPNE) || !v->src[eq ? 2 : 1]->is_const(0)) return nullptr;
+  const UOpRef& x = v->src[eq ? 1 : 2];
+  for (size_t i = 1; i < red->src.size(); i++) {
+    const UOpRef& r = red->src[i];
+    for (int side = 0; side < 2; side++) {
+      UOpRef rr = c->src[size_t(side)], a = c->src[size_t(1 - side)];
+      if (rr->op == Ops::CAST && is_int(rr->dtype) && is_int(rr->src[0]->dtype) && fits(rr->dtype, r->vmin, r->vmax)) rr = rr->src[0];
+      if (rr != r || !is_int(a->dtype) || a->vcount != 1) continue;
+      auto topo = toposort(a);
+      if (std::find(topo.begin(), topo.end(), r) != topo.end()) continue;
+      int64_t n = r->range_end();
+      UOpRef valid = ge(a, 0);
+      if (fits(a->dtype, n, n)) valid = logical_and(valid, lt(a, n));
+      UOpRef at = cast_uop(alu(Ops::WHERE, {valid, a, const_int(a->dtype, 0)}), r->dtype);
+      UOpRef out = alu(Ops::WHERE, {valid, substitute(x, {{r.get(), at}}), const_uop(x->dtype, 0)});
+      out = cast_uop(out, red->src[0]->dtype);
+      if (red->src.size() == 2) return out;
+      std::vector<UOpRef> src{out};
+      for (size_t j = 1; j < red->src.size(); j++) if (j != i) src.push_back(red->src[j]);
+      return make_uop(Ops::REDUCE, red->dtype, src, red->arg);
+    }
+  }
+  return nullptr;
+}
 }  // namespace detail
 
 // ---- the rules ----
@@ -2631,6 +2664,7 @@ inline const PatternMatcher& symbolic() {
          if (a->op == Ops::MUL && a->src[0]->op != Ops::ADD && a->src[0]->op != Ops::MUL) return nullptr;
          return detail::linear_of(a).build(a->dtype);
        }},
+      {UPat::ops_of({Ops::REDUCE}, "red"), [](const Match& m) { return detail::fold_onehot_reduce(m["red"]); }},
       // x * c  with c on the right
       {UPat::op(Ops::MUL, {UPat::cvar("c"), UPat::var("x")}), [](const Match& m) -> UOpRef {
          return m["x"]->op == Ops::CONST ? nullptr : make_uop(Ops::MUL, m["x"]->dtype, {m["x"], m["c"]}, {}, m["x"]->vcount);
@@ -6147,6 +6181,8 @@ struct ElementwiseOps {
   T selu(double alpha = 1.67326, double gamma = 1.0507) const { return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); }
   // tanh approximation
   T gelu() const { auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); }
+  // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
+  T gelu_erf() const { auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); }
   T quick_gelu() const { return self() * (self() * 1.702).sigmoid(); }
   T sigmoid() const { return (1.0 + (-self().fl()).exp()).reciprocal(); }
   T silu() const { return self() * sigmoid(); }
@@ -7762,6 +7798,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   }
+  // rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
+  // cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
+  Tensor& replace(const Tensor& v) {
+    if (v.shape() != shape()) throw ShapeError("tinygrad::replace: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
+    UOpRef u = v.cast(dtype()).detach().uop();
+    impl_->uop = impl_->requires_grad ? param_node(u) : u;
+    impl_->device = v.device();
+    return *this;
+  }
   // the device buffer that holds the value (contiguous, numel elements), realizing first
   std::shared_ptr<Buffer> buffer() const {
     Tensor t = *this;
@@ -8766,6 +8811,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
 // TINYGRAD_STATE), state dicts, and safetensors save/load.
 #include <boost/hana/accessors.hpp>
 #include <boost/hana/adapt_struct.hpp>
+#include <boost/hana/define_struct.hpp>
 #include <boost/hana/for_each.hpp>
 // begin include/tinygrad/json.hpp
 // A small JSON reader (safetensors headers, tokenizer.json) and string quoting for the writer.
@@ -8947,6 +8993,9 @@ inline std::string json_str(const std::string& s) {
 // at namespace scope. Members may be Tensors, layers, other adapted structs, std::optional
 // or std::vector of those; anything else is skipped.
 #define TINYGRAD_STATE(...) BOOST_HANA_ADAPT_STRUCT(__VA_ARGS__)
+// The same for a class template (TINYGRAD_STATE needs a complete type), inside the class, declaring the members:
+//   template <int64_t N> struct Block { using L = static_nn::Linear<N, N>; TINYGRAD_MEMBERS(Block, (L, fc1), (L, fc2)); };
+#define TINYGRAD_MEMBERS(...) BOOST_HANA_DEFINE_STRUCT(__VA_ARGS__)
 
 namespace tinygrad::nn {
 
@@ -8972,6 +9021,10 @@ void visit(const std::string& name, S& s, F& f) {
     boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
       visit(join(name, boost::hana::to<const char*>(boost::hana::first(pair))), boost::hana::second(pair)(s), f);
     });
+  else if constexpr (requires { { s.tensor() } -> std::same_as<const Tensor&>; }) {  // a static_tensor: its Tensor handle
+    Tensor t = s.tensor();
+    f(name, t);
+  }
 }
 }  // namespace detail
 
@@ -9478,16 +9531,19 @@ struct InstanceNorm : GroupNorm {
   InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
 
-// rows of weight picked by integer indices; weight (vocab, dim)
+// rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
+// outside [0, vocab) reads zeros
+inline Tensor embedding(const Tensor& idx, const Tensor& weight) {
+  if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
+  if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
+  // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
+  Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
+  return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
+}
 struct Embedding {
   Tensor weight;
   Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
-  Tensor operator()(const Tensor& idx) const {
-    if (is_float(idx.dtype())) throw DTypeError("tinygrad::nn::Embedding: indices must be integers, got " + to_string(idx.dtype()));
-    int64_t vocab = weight.shape(0);
-    Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(vocab), std::nullopt, 1, DType::Int32, idx.device());
-    return onehot.cast(weight.dtype()).matmul(weight);
-  }
+  Tensor operator()(const Tensor& idx) const { return embedding(idx, weight); }
 };
 
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
@@ -9995,6 +10051,24 @@ constexpr res<N> reshape(const dims<A>& a, const dims<N>& t) {
   return r;
 }
 
+// unflatten: axis ax split into t, one of which may be dyn (inferred); 1: bad axis, 2: t does not fit the extent
+template <size_t A, size_t N>
+constexpr res<A + N - 1> unflatten(const dims<A>& a, int64_t ax, const dims<N>& t) {
+  res<A + N - 1> r;
+  if (!axis_ok(ax, A)) { r.code = 1; return r; }
+  size_t k = size_t(norm_axis(ax, A)), j = 0, nd = 0;
+  int64_t p = 1, inferred = dyn;
+  for (auto x : t) { if (x == dyn) nd++; else if (x < 0) r.code = 2; else p *= x; }
+  if (nd > 1) r.code = 2;
+  else if (a[k] != dyn && (nd ? (p == 0 || a[k] % p) : a[k] != p)) r.code = 2;
+  else if (a[k] != dyn && nd) inferred = a[k] / p;
+  for (size_t i = 0; i < A; i++) {
+    if (i != k) { r.out[j++] = a[i]; continue; }
+    for (auto x : t) r.out[j++] = x == dyn ? inferred : x;
+  }
+  return r;
+}
+
 // flatten dims [S, E] into one
 template <size_t N, size_t A>
 constexpr res<N> flatten(const dims<A>& a, int64_t s, int64_t e) {
@@ -10115,6 +10189,24 @@ constexpr auto matmul(const dims<A>& a, const dims<B>& b) {
   for (size_t i = 0; i < NB; i++) r.out[j++] = bc.out[i];
   if (A >= 2) r.out[j++] = a[A - 2];
   if (B >= 2) r.out[j++] = b[B - 1];
+  return r;
+}
+
+// attention: scores = q @ k^T (..., Sq, Sk), then scores @ v; the mask (if any) broadcasts to the scores.
+// 1: an input under 2 dims, 2: head dims (or key and value lengths) differ, 3: batch dims, 4: the mask
+template <size_t Q, size_t K, size_t V, size_t... M>
+constexpr auto attention(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
+  dims<K> kt = k;
+  if constexpr (K >= 2) { kt[K - 2] = k[K - 1]; kt[K - 1] = k[K - 2]; }
+  auto s = matmul(q, kt);
+  auto r = matmul(s.out, v);
+  if (Q < 2 || K < 2 || V < 2) r.code = 1;
+  else if (s.code) r.code = s.code;
+  auto mask_fits = [&]<size_t N>(const dims<N>& mk) {
+    if constexpr (N > s.out.size()) return false;
+    else { auto b = broadcast(s.out, mk); return !b.code && b.out == s.out; }
+  };
+  if (!r.code && !(mask_fits(m) && ...)) r.code = 4;
   return r;
 }
 
@@ -10489,6 +10581,8 @@ template <class Op, class... S> struct axis_out_of_range;
 template <class Op, class... S> struct reshape_changes_element_count;
 template <class Op, class... S> struct reshape_has_negative_extent;
 template <class Op, class... S> struct reshape_can_infer_only_one_dyn;
+template <class Op, class... S> struct unflatten_changes_extent;
+template <class Op, class... S> struct mask_does_not_broadcast;
 template <class Op, class... S> struct permute_needs_one_axis_per_dim;
 template <class Op, class... S> struct permute_repeats_an_axis;
 template <class Op, class... S> struct expand_does_not_fit;
@@ -10557,7 +10651,7 @@ struct same_shape {  // unary: any shape
     static Tensor lower(const auto&, const Tensor& a) { return a.NAME(); }                      \
   };
 TG_UNARY(neg) TG_UNARY(exp) TG_UNARY(log) TG_UNARY(exp2) TG_UNARY(log2) TG_UNARY(sqrt) TG_UNARY(rsqrt) TG_UNARY(reciprocal)
-TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu)
+TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu) TG_UNARY(erf) TG_UNARY(gelu_erf)
 TG_UNARY(relu) TG_UNARY(abs) TG_UNARY(square) TG_UNARY(trunc) TG_UNARY(floor) TG_UNARY(ceil)
 #undef TG_UNARY
 template <DType D>
@@ -10616,6 +10710,15 @@ struct flatten {
     constexpr int64_t s = st::norm_axis(S, A), e = st::norm_axis(E, A);
     return st::flatten<(s >= 0 && e >= s && e < int64_t(A)) ? A - size_t(e - s) : A>(a, S, E);
   }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+};
+template <int64_t Ax, int64_t... N>
+struct unflatten {  // axis Ax split into N... (all static: the other dims may be dyn)
+  static constexpr const char* name = "unflatten";
+  static constexpr const char* errors[] = {"axis_out_of_range", "unflatten_changes_extent"};
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>, tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
+  template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::unflatten(a, Ax, dims<sizeof...(N)>{N...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
 };
 template <int64_t... P>
@@ -10698,6 +10801,37 @@ struct matmul {
                           tinygrad::error::shapes_not_broadcastable<matmul, S...>>;
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& a, const dims<B>& b) { return st::matmul(a, b); }
   static Tensor lower(const auto&, const Tensor& a, const Tensor& b) { return a.matmul(b); }
+};
+// softmax(q k^T / sqrt(d) + mask) v: q (..., Sq, D), k (..., Sk, D), v (..., Sk, Dv), a mask (bool: keep where true, or
+// added to the scores) that broadcasts to (..., Sq, Sk) -> (..., Sq, Dv)
+template <bool Masked>
+struct scaled_dot_product_attention {
+  static constexpr const char* name = "scaled_dot_product_attention";
+  static constexpr const char* errors[] = {"needs_at_least_1_dim", "inner_dims_differ", "shapes_not_broadcastable", "mask_does_not_broadcast"};
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::needs_at_least_1_dim<scaled_dot_product_attention, S...>, tinygrad::error::inner_dims_differ<scaled_dot_product_attention, S...>,
+                          tinygrad::error::shapes_not_broadcastable<scaled_dot_product_attention, S...>, tinygrad::error::mask_does_not_broadcast<scaled_dot_product_attention, S...>>;
+  template <size_t Q, size_t K, size_t V, size_t... M> static constexpr auto rule(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
+    return st::attention(q, k, v, m...);
+  }
+  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v) { return q.scaled_dot_product_attention(k, v); }
+  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m) { return q.scaled_dot_product_attention(k, v, m); }
+};
+// torch's F.layer_norm over the last dim: x (..., N), weight and bias (N), eps a scalar leaf (part of the plan key).
+// One node, so x is lowered once (x - mean(x) written with static ops would copy x's expression into both uses)
+struct layer_norm {
+  static constexpr const char* name = "layer_norm";
+  static constexpr const char* errors[] = {"shapes_differ"};
+  template <int, class... S> using error = tinygrad::error::shapes_differ<layer_norm, S...>;
+  template <size_t A, size_t W> static constexpr auto rule(const dims<A>& x, const dims<W>& w, const dims<W>& b, const dims<0>&) {
+    st::res<A> r{0, x};
+    int64_t n = A ? x[A - 1] : 0;
+    if (A == 0 || w != b || (n != dyn && w[0] != dyn && n != w[0])) r.code = 1;
+    return r;
+  }
+  static Tensor lower(const auto& n, const Tensor& x, const Tensor& w, const Tensor& b, const Tensor&) {
+    return x.layernorm({-1}, boost::hana::at_c<3>(n.ch).value) * w + b;
+  }
 };
 template <int64_t Stride, int64_t Padding, int64_t Dilation, int64_t Groups>
 struct conv2d {
@@ -10822,7 +10956,7 @@ struct static_ops {
   TG_UNARY(neg, Derived::dtype) TG_UNARY(relu, Derived::dtype) TG_UNARY(abs, Derived::dtype) TG_UNARY(square, Derived::dtype)
   TG_UNARY(trunc, Derived::dtype) TG_UNARY(floor, Derived::dtype) TG_UNARY(ceil, Derived::dtype)
 #define TG_F(NAME) TG_UNARY(NAME, detail::st::float_of(Derived::dtype))
-  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu) TG_F(silu)
+  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu) TG_F(silu) TG_F(erf) TG_F(gelu_erf)
 #undef TG_F
 #undef TG_UNARY
   template <class U> auto cast() const { return detail::st::make<op::cast<static_dtype<U>>, static_dtype<U>>({}, self()); }
@@ -10844,6 +10978,8 @@ struct static_ops {
   // movement
   template <int64_t... N> auto reshape() const { return detail::st::make<op::reshape<N...>, Derived::dtype>({}, self()); }
   template <int64_t S = 0, int64_t E = -1> auto flatten() const { return detail::st::make<op::flatten<S, E>, Derived::dtype>({}, self()); }
+  // axis Ax split into N... (torch's unflatten): (B, S, 384).unflatten<2, 12, 32>() keeps B and S dyn
+  template <int64_t Ax, int64_t... N> auto unflatten() const { return detail::st::make<op::unflatten<Ax, N...>, Derived::dtype>({}, self()); }
   template <int64_t... P> auto permute() const { return detail::st::make<op::permute<P...>, Derived::dtype>({}, self()); }
   template <int64_t A = -2, int64_t B = -1> auto transpose() const {
     constexpr size_t n = Derived::shape_type::rank;
@@ -10882,6 +11018,15 @@ template <static_expr A> auto operator-(const A& a) { return a.neg(); }
 
 template <static_expr A, static_expr B> auto matmul(const A& a, const B& b) { return a.matmul(b); }
 template <static_expr C, static_expr A, static_expr B> auto where(const C& c, const A& a, const B& b) { return c.where(a, b); }
+template <static_expr X, static_expr W, static_expr B> requires(W::shape_type::rank == 1) auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5) {
+  return detail::st::make<op::layer_norm, detail::st::float_of(X::dtype)>({}, x, weight, bias, detail::st::scalar_leaf<detail::st::float_of(X::dtype)>(eps));
+}
+template <static_expr Q, static_expr K, static_expr V> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v) {
+  return detail::st::make<op::scaled_dot_product_attention<false>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v);
+}
+template <static_expr Q, static_expr K, static_expr V, static_expr M> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask) {
+  return detail::st::make<op::scaled_dot_product_attention<true>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v, mask);
+}
 template <int64_t Ax = 0, static_expr A, static_expr B> auto cat(const A& a, const B& b) {
   return detail::st::make<op::cat<Ax>, detail::st::promote(A::dtype, B::dtype)>({}, a, b);
 }
@@ -11058,8 +11203,10 @@ constexpr int64_t last(const auto& v) { return v.size() ? v[v.size() - 1] : 0; }
 // x (..., In) -> (..., Out): x @ weight.T + bias
 template <int64_t In, int64_t Out, class T = float>
 struct Linear {
-  static_tensor<T, Out, In> weight = detail::param<static_tensor<T, Out, In>>(1.0 / std::sqrt(double(In)));
-  static_tensor<T, Out> bias = detail::param<static_tensor<T, Out>>(1.0 / std::sqrt(double(In)));
+  using W = static_tensor<T, Out, In>;
+  using B = static_tensor<T, Out>;
+  TINYGRAD_MEMBERS(Linear, (W, weight), (B, bias));
+  Linear() : weight(detail::param<W>(1.0 / std::sqrt(double(In)))), bias(detail::param<B>(1.0 / std::sqrt(double(In)))) {}
   template <class S> static constexpr bool fits() { return S::rank >= 1 && (detail::last(S::value) == In || detail::last(S::value) == dyn); }
   template <static_expr X> auto operator()(const X& x) const {
     detail::check_fits<Linear, typename X::shape_type>();
@@ -11071,8 +11218,10 @@ struct Linear {
 // x (N, Cin, H, W) -> (N, Cout, OH, OW), a K x K kernel
 template <int64_t Cin, int64_t Cout, int64_t K, int64_t Stride = 1, int64_t Padding = 0, class T = float>
 struct Conv2d {
-  static_tensor<T, Cout, Cin, K, K> weight = detail::param<static_tensor<T, Cout, Cin, K, K>>(1.0 / std::sqrt(double(Cin * K * K)));
-  static_tensor<T, Cout> bias = detail::param<static_tensor<T, Cout>>(1.0 / std::sqrt(double(Cin * K * K)));
+  using W = static_tensor<T, Cout, Cin, K, K>;
+  using B = static_tensor<T, Cout>;
+  TINYGRAD_MEMBERS(Conv2d, (W, weight), (B, bias));
+  Conv2d() : weight(detail::param<W>(1.0 / std::sqrt(double(Cin * K * K)))), bias(detail::param<B>(1.0 / std::sqrt(double(Cin * K * K)))) {}
   template <class S> static constexpr bool fits() {
     if constexpr (S::rank != 4) return false;
     else {
@@ -11100,6 +11249,48 @@ struct BatchNorm {
     return static_tensor_of<X>(bn(x.lazy()), static_tensor_of<X>::unchecked);
   }
   std::vector<Tensor> parameters() const { return {*bn.weight, *bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked}; }
+};
+
+// x (..., N) normalized over the last dim (biased variance), then scaled and shifted: torch's nn.LayerNorm(N)
+template <int64_t N, class T = float>
+struct LayerNorm {
+  using P = static_tensor<T, N>;
+  TINYGRAD_MEMBERS(LayerNorm, (P, weight), (P, bias));
+  double eps = 1e-5;
+  explicit LayerNorm(double eps_ = 1e-5) : weight(P::ones()), bias(P::zeros()), eps(eps_) { weight.requires_grad_(); bias.requires_grad_(); }
+  template <class S> static constexpr bool fits() { return S::rank >= 1 && (detail::last(S::value) == N || detail::last(S::value) == dyn); }
+  template <static_expr X> auto operator()(const X& x) const {
+    detail::check_fits<LayerNorm, typename X::shape_type>();
+    return layer_norm(x, weight, bias, eps);
+  }
+  std::vector<Tensor> parameters() const { return {weight.tensor(), bias.tensor()}; }
+};
+
+// rows of weight (Vocab, Dim) picked by integer indices: idx (...) -> (..., Dim) (an index outside [0, Vocab) reads zeros)
+template <int64_t Vocab, int64_t Dim, class T = float>
+struct Embedding {
+  using W = static_tensor<T, Vocab, Dim>;
+  TINYGRAD_MEMBERS(Embedding, (W, weight));
+  Embedding() : weight(detail::param<W>(std::sqrt(6.0 / double(Vocab + Dim)))) {}
+  struct op {
+    static constexpr const char* name = "embedding";
+    static constexpr const char* errors[] = {""};
+    template <int, class... S> using error = void;
+    template <size_t A, size_t B> static constexpr auto rule(const tinygrad::detail::st::dims<A>& idx, const tinygrad::detail::st::dims<B>& w) {
+      tinygrad::detail::st::res<A + 1> r;
+      for (size_t i = 0; i < A; i++) r.out[i] = idx[i];
+      r.out[A] = w[B - 1];
+      return r;
+    }
+    static Tensor lower(const auto&, const Tensor& idx, const Tensor& w) { return nn::embedding(idx, w); }
+  };
+  template <class S> static constexpr bool fits() { return true; }
+  template <static_expr I> auto operator()(const I& idx) const {
+    if constexpr (tinygrad::detail::st::float_dt(I::dtype) || I::dtype == DType::Bool)
+      tinygrad::detail::st::fail<error::needs_integer_dtype<Embedding, scalar_type<I::dtype>>>();
+    return tinygrad::detail::st::make<op, static_dtype<T>>(op{}, idx, weight);
+  }
+  std::vector<Tensor> parameters() const { return {weight.tensor()}; }
 };
 
 template <int64_t K = 2, int64_t Stride = K>
