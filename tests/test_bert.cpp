@@ -69,16 +69,16 @@ TEST_CASE("bert: a tiny BERT equals the same model written with dynamic Tensors;
   Tiny m;
   m.load(tmp.path.string());
   std::vector<int32_t> ids{1, 5, 7, 9, 2, 1, 3, 2, 0, 0}, mask{1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
-  auto h = m(ids_of(ids, 2, 5, "CPU"), ids_of(mask, 2, 5, "CPU"));
+  auto h = m(ids_of(ids, 2, 5, default_device()), ids_of(mask, 2, 5, default_device()));
   Tensor ref = reference_bert(sd, Tensor(ids).reshape({2, 5}), Tensor(mask).reshape({2, 5}), 2, 1e-12);
   auto a = h.to_vector<float>(), r = ref.to_vector<float>();
   REQUIRE(a.size() == r.size());
   for (size_t i = 0; i < a.size(); i++) REQUIRE(a[i] == Approx(r[i]).margin(1e-4));
   // the second sentence alone (3 tokens) gives the same first 3 hidden states as padded to 5
-  auto alone = m(ids_of({1, 3, 2}, 1, 3, "CPU"), ids_of({1, 1, 1}, 1, 3, "CPU")).to_vector<float>();
+  auto alone = m(ids_of({1, 3, 2}, 1, 3, default_device()), ids_of({1, 1, 1}, 1, 3, default_device())).to_vector<float>();
   for (size_t i = 0; i < alone.size(); i++) REQUIRE(alone[i] == Approx(a[40 + i]).margin(1e-5));
   // pooled embeddings have norm 1
-  auto e = m.embed(ids_of(ids, 2, 5, "CPU"), ids_of(mask, 2, 5, "CPU")).to_vector<float>();
+  auto e = m.embed(ids_of(ids, 2, 5, default_device()), ids_of(mask, 2, 5, default_device())).to_vector<float>();
   for (int s = 0; s < 2; s++) {
     double n = 0;
     for (int k = 0; k < 8; k++) n += double(e[size_t(s * 8 + k)]) * e[size_t(s * 8 + k)];
@@ -119,15 +119,15 @@ TEST_CASE("bert: load checks config.json and the file's tensors against the comp
     CHECK_THROWS_WITH(m.load(tmp.path.string()), Contains("missing keys: pooler.dense.bias") && Contains("unexpected keys: cls.predictions.bias"));
     save(sd);  // the model is usable after the errors
     m.load(tmp.path.string());
-    CHECK(m.embed(ids_of({1, 2}, 1, 2, "CPU"), ids_of({1, 1}, 1, 2, "CPU")).tensor().shape() == Shape{1, 8});
+    CHECK(m.embed(ids_of({1, 2}, 1, 2, default_device()), ids_of({1, 1}, 1, 2, default_device())).tensor().shape() == Shape{1, 8});
   }
 }
 
 TEST_CASE("bert: more tokens than positions is a ShapeError", "[bert]") {
   Tiny m;
   std::vector<int32_t> ids(17, 1);
-  CHECK_THROWS_MATCHES(m(ids_of(ids, 1, 17, "CPU"), ids_of(ids, 1, 17, "CPU")), ShapeError, Message("tinygrad::models::Bert: 17 tokens, the model has 16 positions"));
-  CHECK_THROWS_AS(m(ids_of(ids, 1, 17, "CPU"), ids_of({1, 1}, 1, 2, "CPU")), ShapeError);
+  CHECK_THROWS_MATCHES(m(ids_of(ids, 1, 17, default_device()), ids_of(ids, 1, 17, default_device())), ShapeError, Message("tinygrad::models::Bert: 17 tokens, the model has 16 positions"));
+  CHECK_THROWS_AS(m(ids_of(ids, 1, 17, default_device()), ids_of({1, 1}, 1, 2, default_device())), ShapeError);
 }
 
 TEST_CASE("bert: attention with a padding mask is 4 kernels", "[bert]") {
