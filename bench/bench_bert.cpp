@@ -68,7 +68,7 @@ int bench(const std::string& dev, const std::string& dir, const char* dtype) {
 
 int main(int argc, char** argv) {
   std::string dev = pin_device("CPU");
-  bool gpu = dev.rfind("CUDA", 0) == 0;
+  bool gpu = dev.rfind("CUDA", 0) == 0 && getenv_int("HALF", 1) == 1;  // HALF=0: float32 on CUDA too (the peer reads HALF as well)
   std::string dir = minilm::default_dir();
   if (!minilm::has_model(dir)) {
     std::fputs(minilm::missing_message("bench_bert", dir).c_str(), stderr);
@@ -88,7 +88,12 @@ int main(int argc, char** argv) {
   auto warm = child("'" + self + "' --cold", "cold_s");
   row("tinygrad.hpp, kernel cache warm", warm);
   auto tmp = std::filesystem::temp_directory_path() / ("bench_bert_cache." + std::to_string(getpid()));
-  auto empty = child("CACHEDIR='" + tmp.string() + "' '" + self + "' --cold", "cold_s");
+  // NOTE: the cache dir reaches the child through its environment, never through the command line
+  const char* old = std::getenv("CACHEDIR");
+  std::string keep = old ? old : "";
+  ::setenv("CACHEDIR", tmp.string().c_str(), 1);
+  auto empty = child("'" + self + "' --cold", "cold_s");
+  if (old) ::setenv("CACHEDIR", keep.c_str(), 1); else ::unsetenv("CACHEDIR");
   std::filesystem::remove_all(tmp);
   row("tinygrad.hpp, kernel cache empty", empty);
   ::setenv("MODE", "cold", 1);
