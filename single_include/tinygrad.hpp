@@ -10203,7 +10203,7 @@ constexpr auto attention(const dims<Q>& q, const dims<K>& k, const dims<V>& v, c
   if (Q < 2 || K < 2 || V < 2) r.code = 1;
   else if (s.code) r.code = s.code;
   auto mask_fits = [&]<size_t N>(const dims<N>& mk) {
-    if constexpr (N > s.out.size()) return false;
+    if constexpr (N > matmul_rank(Q, K)) return false;
     else { auto b = broadcast(s.out, mk); return !b.code && b.out == s.out; }
   };
   if (!r.code && !(mask_fits(m) && ...)) r.code = 4;
