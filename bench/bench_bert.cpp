@@ -20,7 +20,7 @@ int cold(const std::string& dir) {
   models::MiniLM_L6_t<T> model;
   model.load(dir);
   auto tok = text::BertTokenizer::from_file(dir);
-  auto [ids, mask] = minilm::to_tensors(tok.encode_batch({"A man is eating food.", "A man is eating a piece of bread."}));
+  auto [ids, mask] = minilm::to_tensors(minilm::pad_to(tok.encode_batch({"A man is eating food.", "A man is eating a piece of bread."}), 16, tok.pad_id()));
   float e0 = model.embed(ids, mask).template cast<float>().template to_vector<float>()[0];
   std::printf("{\"cold_s\": %.6f, \"e0\": %.6f}\n", now_s() - t_start, double(e0));
   return 0;
