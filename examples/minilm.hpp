@@ -35,6 +35,17 @@ inline std::string missing_message(const std::string& program, const std::string
          "  or point --model / MINILM_DIR at a sentence-transformers/all-MiniLM-L6-v2 folder\n";
 }
 
+// pads the sequence length up to a multiple of `multiple` (masked: the embeddings do not change), so that texts of
+// nearby lengths share compiled kernels (the kernel cache is per shape) and a new sentence rarely compiles
+inline text::BertTokenizer::Batch pad_to(text::BertTokenizer::Batch b, int64_t multiple, int32_t pad_id = 0) {
+  int64_t seq = (b.seq + multiple - 1) / multiple * multiple;
+  if (seq == b.seq) return b;
+  std::vector<int32_t> ids(size_t(b.batch * seq), pad_id), mask(size_t(b.batch * seq), 0);
+  for (int64_t r = 0; r < b.batch; r++)
+    for (int64_t k = 0; k < b.seq; k++) ids[size_t(r * seq + k)] = b.ids[size_t(r * b.seq + k)], mask[size_t(r * seq + k)] = b.mask[size_t(r * b.seq + k)];
+  return {b.batch, seq, std::move(ids), std::move(mask)};
+}
+
 inline std::pair<Ids, Ids> to_tensors(const text::BertTokenizer::Batch& b) {
   return {Ids(Tensor(b.ids).reshape({b.batch, b.seq})), Ids(Tensor(b.mask).reshape({b.batch, b.seq}))};
 }

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
     if (do_bench) return bench(model, tok);
 
     auto batch = tok.encode_batch(sentences);
-    auto [ids, mask] = minilm::to_tensors(batch);
+    auto [ids, mask] = minilm::to_tensors(minilm::pad_to(batch, 16, tok.pad_id()));
     auto emb = model.embed(ids, mask);
     std::vector<float> e = emb.to_vector<float>();
     double cold = now_s() - t_start;
