@@ -86,18 +86,14 @@ int main(int argc, char** argv) {
     else std::printf("  %-34s %7.0f ms  (process %.0f ms)\n", what, v.first * 1e3, v.second * 1e3);
   };
   auto tmp = std::filesystem::temp_directory_path() / ("bench_bert_cache." + std::to_string(getpid()));
-<<<<<<< HEAD
-  // NOTE: the cache dir reaches the child through its environment, never through the command line
+  // NOTE: the cache dir reaches the children through their environment, never through the command line
   const char* old = std::getenv("CACHEDIR");
   std::string keep = old ? old : "";
   ::setenv("CACHEDIR", tmp.string().c_str(), 1);
-  auto empty = child("'" + self + "' --cold", "cold_s");
-  if (old) ::setenv("CACHEDIR", keep.c_str(), 1); else ::unsetenv("CACHEDIR");
-=======
-  std::string cold_cmd = "CACHEDIR='" + tmp.string() + "' '" + self + "' --cold";
+  std::string cold_cmd = "'" + self + "' --cold";
   auto empty = child(cold_cmd, "cold_s");  // compiles every kernel into the fresh cache...
   auto warm = child(cold_cmd, "cold_s");   // ...which the next process finds
->>>>>>> bertapp
+  if (old) ::setenv("CACHEDIR", keep.c_str(), 1); else ::unsetenv("CACHEDIR");
   std::filesystem::remove_all(tmp);
   row("tinygrad.hpp, kernel cache empty", empty);
   row("tinygrad.hpp, kernel cache warm", warm);
