@@ -8817,6 +8817,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
 // A small JSON reader (safetensors headers, tokenizer.json) and string quoting for the writer.
 #include <cctype>
 #include <charconv>
+#include <iterator>
 
 namespace tinygrad::nn {
 // a malformed or unsupported file of saved state: safetensors, tokenizer.json
@@ -8975,6 +8976,12 @@ inline Json parse_json(std::string_view text, std::string prefix) {
   jp.ws();
   if (jp.p != text.size()) jp.fail("trailing characters after the JSON value");
   return j;
+}
+// a JSON file; its errors are StateErrors "<who>: <path>: cannot open the file" or "<who>: <path>: malformed JSON: ..."
+inline Json parse_json_file(const std::string& path, const std::string& who) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw nn::StateError(who + ": " + path + ": cannot open the file");
+  return parse_json(std::string(std::istreambuf_iterator<char>(in), {}), who + ": " + path + ": malformed JSON: ");
 }
 
 inline std::string json_str(const std::string& s) {
@@ -10202,7 +10209,7 @@ constexpr auto attention(const dims<Q>& q, const dims<K>& k, const dims<V>& v, c
   auto r = matmul(s.out, v);
   if (Q < 2 || K < 2 || V < 2) r.code = 1;
   else if (s.code) r.code = s.code;
-  auto mask_fits = [&]<size_t N>(const dims<N>& mk) {
+  [[maybe_unused]] auto mask_fits = [&]<size_t N>(const dims<N>& mk) {  // NOTE: unused without a mask
     if constexpr (N > matmul_rank(Q, K)) return false;
     else { auto b = broadcast(s.out, mk); return !b.code && b.out == s.out; }
   };

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -166,6 +168,12 @@ inline Json parse_json(std::string_view text, std::string prefix) {
   jp.ws();
   if (jp.p != text.size()) jp.fail("trailing characters after the JSON value");
   return j;
+}
+// a JSON file; its errors are StateErrors "<who>: <path>: cannot open the file" or "<who>: <path>: malformed JSON: ..."
+inline Json parse_json_file(const std::string& path, const std::string& who) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw nn::StateError(who + ": " + path + ": cannot open the file");
+  return parse_json(std::string(std::istreambuf_iterator<char>(in), {}), who + ": " + path + ": malformed JSON: ");
 }
 
 inline std::string json_str(const std::string& s) {

@@ -9,7 +9,6 @@
 //   auto emb = model.embed(ids, mask);                   // sentence-transformers' mean pooling + L2 normalization
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include "../../tinygrad.hpp"
 
 namespace tinygrad::error {
@@ -34,8 +33,8 @@ struct Dense {
   using W = static_tensor<T, Out, In>;
   using B = static_tensor<T, Out>;
   TINYGRAD_MEMBERS(Dense, (W, weight), (B, bias));
-  static_tensor<T, In, Out> packed;
-  Dense() : weight(W::uniform(1.0 / std::sqrt(double(In)))), bias(B::uniform(1.0 / std::sqrt(double(In)))) {}
+  static_tensor<T, In, Out> packed;  // until pack(): a lazy view of weight.T(), so an unloaded model computes no copy
+  Dense() : weight(W::uniform(1.0 / std::sqrt(double(In)))), bias(B::uniform(1.0 / std::sqrt(double(In)))), packed(weight.tensor().T()) {}
   void pack() { packed = weight.T().realize(); }
   template <static_expr X> auto operator()(const X& x) const { return x.matmul(packed) + bias; }
 };
@@ -125,11 +124,8 @@ struct Bert {
   using Enc = BertEncoder<Hidden, Heads, Intermediate, Layers, T>;
   using P = BertPooler<Hidden, T>;
   TINYGRAD_MEMBERS(Bert, (E, embeddings), (Enc, encoder), (P, pooler));
-  Bert() { for_each_dense([](auto& d) { d.pack(); }); }
   using hidden_t = static_tensor<T, dyn, dyn, Hidden>;
   using ids_t = static_tensor<int32_t, dyn, dyn>;
-
-  double layer_norm_eps = 1e-12;
 
   // config.json and model.safetensors of a model directory: every setting and every tensor must match the compiled
   // sizes (a ShapeError names the first that does not); tensors missing from the file or unknown to the model are
@@ -147,7 +143,7 @@ struct Bert {
       for (auto& [name, t] : mine) if (t.device() != device) t.replace(t.to(device));  // NOTE: lazy: the file's values replace them next
     nn::load_state_dict(*this, d);
     std::vector<Tensor> all;
-    for (auto& [name, t] : nn::get_state_dict(*this)) { t.requires_grad_(false); all.push_back(t); }
+    for (auto& [name, t] : mine) { t.requires_grad_(false); all.push_back(t); }  // NOTE: handles of the model's tensors
     Tensor::realize_all(all);
     for_each_dense([](auto& d) { d.pack(); });
   }
@@ -180,27 +176,25 @@ struct Bert {
     f(pooler.dense);
   }
   void check_config(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw nn::StateError("tinygrad::models::Bert::load: cannot open " + path);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    tinygrad::detail::Json c = tinygrad::detail::parse_json(text, "tinygrad::models::Bert::load: " + path + ": ");
-    auto setting = [&](const char* key, tinygrad::detail::Json::Kind kind) -> const tinygrad::detail::Json& {
-      const tinygrad::detail::Json* v = tinygrad::detail::find(c, key);
-      if (!v || (v->kind != kind && !(kind == tinygrad::detail::Json::Float && v->kind == tinygrad::detail::Json::Int)))
-        throw nn::StateError("tinygrad::models::Bert::load: " + path + " has no " + (kind == tinygrad::detail::Json::Str ? "string" : "number") + " \"" + key + "\"");
+    using Json = tinygrad::detail::Json;
+    Json c = tinygrad::detail::parse_json_file(path, "tinygrad::models::Bert::load");
+    auto setting = [&](const char* key, Json::Kind kind) -> const Json& {
+      const Json* v = tinygrad::detail::find(c, key);
+      if (!v || (v->kind != kind && !(kind == Json::Float && v->kind == Json::Int)))
+        throw nn::StateError("tinygrad::models::Bert::load: " + path + " has no " + (kind == Json::Str ? "string" : "number") + " \"" + key + "\"");
       return *v;
     };
     std::pair<const char*, int64_t> sizes[] = {{"hidden_size", Hidden}, {"num_attention_heads", Heads}, {"intermediate_size", Intermediate}, {"num_hidden_layers", Layers},
                                                {"vocab_size", Vocab}, {"max_position_embeddings", Positions}, {"type_vocab_size", Types}};
     for (auto [key, want] : sizes)
-      if (int64_t got = setting(key, tinygrad::detail::Json::Int).i; got != want)
+      if (int64_t got = setting(key, Json::Int).i; got != want)
         throw ShapeError("tinygrad::models::Bert::load: " + path + " has " + key + " " + std::to_string(got) + ", the model was compiled for " + std::to_string(want));
-    if (auto& act = setting("hidden_act", tinygrad::detail::Json::Str).s; act != "gelu")
+    if (auto& act = setting("hidden_act", Json::Str).s; act != "gelu")
       throw nn::StateError("tinygrad::models::Bert::load: " + path + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
-    auto& eps = setting("layer_norm_eps", tinygrad::detail::Json::Float);
-    layer_norm_eps = eps.kind == tinygrad::detail::Json::Int ? double(eps.i) : eps.f;
-    embeddings.LayerNorm.eps = layer_norm_eps;
-    for (auto& l : encoder.layer) l.attention.output.LayerNorm.eps = l.output.LayerNorm.eps = layer_norm_eps;
+    auto& e = setting("layer_norm_eps", Json::Float);
+    double eps = e.kind == Json::Int ? double(e.i) : e.f;
+    embeddings.LayerNorm.eps = eps;
+    for (auto& l : encoder.layer) l.attention.output.LayerNorm.eps = l.output.LayerNorm.eps = eps;
   }
 };
 

@@ -10,8 +10,6 @@
 // those 25 marks, so the word is [UNK] in either order.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <unordered_map>
 #include "../json.hpp"
 #include "unicode_data.hpp"
@@ -74,13 +72,9 @@ class BertTokenizer {
   static BertTokenizer from_file(const std::string& path) {
     namespace fs = std::filesystem;
     std::string file = fs::is_directory(path) ? (fs::path(path) / "tokenizer.json").string() : path;
-    std::ifstream in(file, std::ios::binary);
-    if (!in) throw nn::StateError("tinygrad::BertTokenizer: " + file + ": cannot open the file");
-    std::stringstream ss;
-    ss << in.rdbuf();
     BertTokenizer t;
     t.file_ = file;
-    t.load(tinygrad::detail::parse_json(ss.str(), "tinygrad::BertTokenizer: " + file + ": malformed JSON: "));
+    t.load(tinygrad::detail::parse_json_file(file, "tinygrad::BertTokenizer"));
     return t;
   }
 

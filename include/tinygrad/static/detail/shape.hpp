@@ -271,7 +271,7 @@ constexpr auto attention(const dims<Q>& q, const dims<K>& k, const dims<V>& v, c
   auto r = matmul(s.out, v);
   if (Q < 2 || K < 2 || V < 2) r.code = 1;
   else if (s.code) r.code = s.code;
-  auto mask_fits = [&]<size_t N>(const dims<N>& mk) {
+  [[maybe_unused]] auto mask_fits = [&]<size_t N>(const dims<N>& mk) {  // NOTE: unused without a mask
     if constexpr (N > matmul_rank(Q, K)) return false;
     else { auto b = broadcast(s.out, mk); return !b.code && b.out == s.out; }
   };
