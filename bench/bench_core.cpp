@@ -3,12 +3,13 @@
 //   1. a fused 10-op elementwise chain over 16M float32 (GB/s) vs a hand-written C++ loop
 //   2. float32 matmul 256/512/1024/2048, 1 thread (GFLOP/s) vs Eigen (C.noalias() = A*B, 1 thread); 1024 again with
 //      BEAM=2 (search time, GFLOP/s) and in a second process that finds the searched kernel in the disk cache;
-//      1024 on every core, default and BEAM=2, vs Eigen on as many OpenMP threads
+//      1024 on every core, default and BEAM=2, vs Eigen on as many OpenMP threads; a Linear layer's x @ W.T on every
+//      core (both operands contiguous along K) vs Eigen's A * B.transpose()
 //   3. host overhead of realizing a small graph whose kernel is already compiled (us)
 //   4. first-kernel latency, cold (empty CACHEDIR) and warm (disk cache hit), vs one bare `cc -shared`
 //
 // Usage: bench_core            run everything (each part in a child process of this binary) and print the table
-//        bench_core --ew | --matmul [N] | --matmul-all [N] | --overhead | --first-kernel SRC_OUT   one part; prints "@R key value" lines
+//        bench_core --ew | --matmul [N] | --matmul-all [N] | --linear | --overhead | --first-kernel SRC_OUT   one part; prints "@R key value" lines
 //
 // The number of CPU threads a kernel uses is baked in when the device opens (THREADS env / flags().threads), so
 // every part runs in its own process with its own THREADS. Always exits 0: it is a report; misses are marked.
@@ -152,51 +153,64 @@ void run_ew() {
 // 2. matmul, 1 thread, row-major on both sides: C[i,j] = sum_k A[i,k] B[k,j]
 using RowMat = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// one product C = A (m x k) times B (k x n), or times B^T with B (n x k) row-major (a Linear layer's x @ W.T: both
+// operands contiguous along k), ours and Eigen's alternately; results under key
+void run_gemm(const std::string& k, int64_t m, int64_t kk, int64_t n, bool bt) {
+  auto ha = random_floats(size_t(m * kk), uint32_t(10 + m)), hb = random_floats(size_t(kk * n), uint32_t(20 + n));
+  Tensor a = Tensor(ha, {m, kk}), b = bt ? Tensor(hb, {n, kk}) : Tensor(hb, {kk, n});
+  a.realize(); b.realize();
+  RowMat A = Eigen::Map<RowMat>(ha.data(), m, kk), B = bt ? RowMat(Eigen::Map<RowMat>(hb.data(), n, kk)) : RowMat(Eigen::Map<RowMat>(hb.data(), kk, n)), C(m, n);
+  auto ours = [&] { return bt ? a.matmul(b.transpose(0, 1)) : a.matmul(b); };
+  auto eigen = [&] { if (bt) C.noalias() = A * B.transpose(); else C.noalias() = A * B; };
+  const double flop = 2.0 * double(m) * double(n) * double(kk);
+  // warm up both (tinygrad compiles here), then alternate until ~1.5 s of tinygrad time or 25 reps
+  double tc0 = now();
+  { Tensor w = ours(); w.realize(); }
+  double first = now() - tc0;
+  eigen();
+  std::vector<double> t_tg, t_eg;
+  double spent = 0, max_err = 0;
+  for (int r = 0; r < 25 && (r < 3 || spent < 1.5); r++) {
+    Tensor out = ours();
+    double t0 = now();
+    out.realize();
+    double dt = now() - t0;
+    t_tg.push_back(dt); spent += dt;
+    t0 = now();
+    eigen();
+    keep(C.data());
+    t_eg.push_back(now() - t0);
+    if (r == 0) {
+      const float* p = data_of(out);
+      for (int64_t i = 0; i < m * n; i++) max_err = std::max(max_err, double(std::fabs(p[i] - C.data()[i])));
+    }
+  }
+  result((k + ".first_s").c_str(), first);
+  result((k + ".tg_gflops").c_str(), flop / best(t_tg) / 1e9);
+  result((k + ".tg_gflops_med").c_str(), flop / median(t_tg) / 1e9);
+  result((k + ".eigen_gflops").c_str(), flop / best(t_eg) / 1e9);
+  result((k + ".eigen_gflops_med").c_str(), flop / median(t_eg) / 1e9);
+  result((k + ".max_abs_err").c_str(), max_err);
+  result((k + ".reps").c_str(), double(t_tg.size()));
+}
+
 // threads: 1, or 0 for every core (ours: the default thread count; Eigen: as many OpenMP threads)
-void run_matmul(const std::vector<int64_t>& sizes, int threads = 1) {
+void set_gemm_threads(int threads) {
   if (threads == 1) tinygrad::flags().threads = 1;  // before the device opens: the renderer bakes the thread count in
   Eigen::setNbThreads(threads == 1 ? 1 : tinygrad::cpu_threads());
   result("mm.threads", double(threads == 1 ? 1 : tinygrad::cpu_threads()));
   result("mm.eigen_threads", double(Eigen::nbThreads()));
-  for (int64_t n : sizes) {
-    auto ha = random_floats(size_t(n * n), uint32_t(10 + n)), hb = random_floats(size_t(n * n), uint32_t(20 + n));
-    Tensor a = Tensor(ha, {n, n}), b = Tensor(hb, {n, n});
-    a.realize(); b.realize();
-    RowMat A = Eigen::Map<RowMat>(ha.data(), n, n), B = Eigen::Map<RowMat>(hb.data(), n, n), C(n, n);
-    const double flop = 2.0 * double(n) * double(n) * double(n);
-    // warm up both (tinygrad compiles here), then alternate until ~1.5 s of tinygrad time or 25 reps
-    double tc0 = now();
-    { Tensor w = a.matmul(b); w.realize(); }
-    double first = now() - tc0;
-    C.noalias() = A * B;
-    std::vector<double> t_tg, t_eg;
-    double spent = 0, max_err = 0;
-    for (int r = 0; r < 25 && (r < 3 || spent < 1.5); r++) {
-      Tensor out = a.matmul(b);
-      double t0 = now();
-      out.realize();
-      double dt = now() - t0;
-      t_tg.push_back(dt); spent += dt;
-      t0 = now();
-      C.noalias() = A * B;
-      keep(C.data());
-      t_eg.push_back(now() - t0);
-      if (r == 0) {
-        const float* p = data_of(out);
-        for (int64_t i = 0; i < n * n; i++) max_err = std::max(max_err, double(std::fabs(p[i] - C.data()[i])));
-      }
-    }
-    std::string k = "mm" + std::to_string(n);
-    result((k + ".first_s").c_str(), first);
-    result((k + ".tg_gflops").c_str(), flop / best(t_tg) / 1e9);
-    result((k + ".tg_gflops_med").c_str(), flop / median(t_tg) / 1e9);
-    result((k + ".eigen_gflops").c_str(), flop / best(t_eg) / 1e9);
-    result((k + ".eigen_gflops_med").c_str(), flop / median(t_eg) / 1e9);
-    result((k + ".max_abs_err").c_str(), max_err);
-    result((k + ".reps").c_str(), double(t_tg.size()));
-  }
+}
+void run_matmul(const std::vector<int64_t>& sizes, int threads = 1) {
+  set_gemm_threads(threads);
+  for (int64_t n : sizes) run_gemm("mm" + std::to_string(n), n, n, n, false);
   result("mm.searches", double(tinygrad::search_stats().searches));
   result("mm.search_hits", double(tinygrad::search_stats().cache_hits));
+}
+// a Linear layer's forward, x @ W.T (MiniLM's intermediate layer: 4096 tokens x 384 -> 1536), on every core
+void run_linear() {
+  set_gemm_threads(0);
+  run_gemm("lin", 4096, 384, 1536, true);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -404,6 +418,8 @@ int driver() {
   std::fprintf(stderr, "[2/4] matmul 1024 on every core, default and BEAM=2...\n");
   Child mma = run_child({"-u", "BEAM", "-u", "THREADS", "CACHEDIR=" + cache}, {"--matmul-all", "1024"});
   Child mmab = run_child({"-u", "THREADS", "BEAM=2", "CACHEDIR=" + tmp + "/beam_cache"}, {"--matmul-all", "1024"});
+  std::fprintf(stderr, "[2/4] Linear forward x @ W.T on every core...\n");
+  Child lin = run_child({"-u", "BEAM", "-u", "THREADS", "CACHEDIR=" + cache}, {"--linear"});
   std::fprintf(stderr, "[3/4] small-graph overhead...\n");
   Child oh = run_child({"-u", "THREADS", "CACHEDIR=" + cache}, {"--overhead"});
   std::fprintf(stderr, "[4/4] first-kernel latency...\n");
@@ -468,6 +484,11 @@ int driver() {
         fmt("%.1f", eg) + " Eigen " + fmt("%.0f", get(*c, "mm.eigen_threads")) + " thr", tg / eg, c == &mma ? "(info)" : ">= 1.00x", tg / eg,
         c == &mma ? NAN : 1.0, c != &mma);
   }
+  {
+    double tg = get(lin, "lin.tg_gflops"), eg = get(lin, "lin.eigen_gflops");
+    add("Linear x @ W.T 4096x384 -> 1536 f32 " + fmt("%.0f", get(lin, "mm.threads")) + " thr, GFLOP/s", fmt("%.1f", tg),
+        fmt("%.1f", eg) + " Eigen " + fmt("%.0f", get(lin, "mm.eigen_threads")) + " thr", tg / eg, ">= 0.80x", tg / eg, 0.8, true);
+  }
   double ohr = get(oh, "oh.realize_us"), ohv = get(oh, "oh.to_vector_us"), ohk = get(oh, "oh.kernel_us");
   add("small graph build+realize, us (median)", fmt("%.1f", ohr), fmt("%.2f", ohk) + " kernel call", ohr / ohk, "<= 30 us", ohr, 30, false);
   add("small graph build+realize+to_vector, us", fmt("%.1f", ohv), fmt("%.2f", ohk) + " kernel call", ohv / ohk, "<= 30 us", ohv, 30, false);
@@ -527,7 +548,7 @@ int main(int argc, char** argv) {
   // NOTE: after each product Eigen's OpenMP threads spin (GOMP's default active wait) and take the cores from our
   // threads: our 1024 matmul on 2 cores took 25 ms between Eigen's runs, 13.5 ms alone. Passive waiting costs Eigen
   // a wake-up (microseconds). libgomp reads the variable when it loads, so set it and start again.
-  if (mode == "--matmul-all" && !std::getenv("OMP_WAIT_POLICY")) {
+  if ((mode == "--matmul-all" || mode == "--linear") && !std::getenv("OMP_WAIT_POLICY")) {
     ::setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
     std::string exe = self_exe();
     ::execv(exe.c_str(), argv);
@@ -535,6 +556,7 @@ int main(int argc, char** argv) {
   try {
     if (mode == "--ew") run_ew();
     else if (mode == "--matmul-all") run_matmul({argc > 2 ? std::atoll(argv[2]) : 1024}, 0);
+    else if (mode == "--linear") run_linear();
     else if (mode == "--matmul") run_matmul(argc > 2 ? std::vector<int64_t>{std::atoll(argv[2])} : std::vector<int64_t>{256, 512, 1024, 2048});
     else if (mode == "--overhead") run_overhead();
     else if (mode == "--first-kernel") return run_first_kernel(argc > 2 ? argv[2] : nullptr, t_main);

@@ -142,6 +142,7 @@ std::vector<Case> cases(const std::string& dev) {
       {"sum of exp (not paddable)", t.exp().sum(1), {}},
       {"sum of a broadcast plus (not paddable)", (x + t).sum(1), {}},
       {"matmul 17x31x13", a.matmul(b), rmm},
+      {"x @ W.T 6x64x10 (both operands contiguous along the reduce)", rnd({6, 64}, 12, dev).matmul(rnd({10, 64}, 13, dev).transpose(0, 1)), {}},
       {"matmul 5x128x6 with a bias and relu (KBLOCK's epilogue)", (rnd({5, 128}, 9, dev).matmul(rnd({128, 6}, 10, dev)) + rnd({6}, 11, dev)).relu(), {}},
       {"conv2d", img.conv2d(w), rconv},
   };
@@ -315,7 +316,7 @@ TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the
   int64_t gi = ids(g)[0], gr = ids(g)[1];
   CHECK_THAT(reason(g, {OptOp::GROUPTOP, gi, 5}), Contains("need a reduce axis"));
   CHECK_THAT(reason(g, {OptOp::GROUPTOP, gr, 24}), Contains("does not divide"));
-  CHECK_THAT(reason(g, {OptOp::UPCAST, gr, 2}), Contains("reduce axis takes UNROLL or GROUP"));
+  CHECK_THAT(reason(g, {OptOp::UPCAST, gr, 2}), Contains("reduce axis takes UNROLL, VECTOR or GROUP"));
   Kernel gn = Kernel(g).apply({OptOp::NOLOCALS, -1, 0});
   CHECK_THAT(reason(gn, {OptOp::LOCAL, gi, 5}), Contains("NOLOCALS was applied"));
   CHECK_THAT(reason(gn, {OptOp::GROUPTOP, gr, 16}), Contains("NOLOCALS was applied"));
@@ -536,4 +537,76 @@ TEST_CASE("opts: KBLOCK is refused where partial results cannot live in the outp
       for (auto& o : kb.valid_opts()) CHECK(o.axis != rr->range_id());
       CHECK_THROWS_AS(Kernel(kb).apply({OptOp::UPCAST, rr->range_id(), 2}), KernelOptError);
     }
+}
+
+TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds the lanes after the loop", "[opts]") {
+  auto& ren = *tinygrad::get_device("CPU").renderer;
+  int64_t lanes = ren.vector_lanes(DType::Float32);
+  Tensor x = rnd({12, 256}, 30), w = rnd({20, 256}, 31), t = rnd({7, 250}, 32), bias = rnd({20}, 33);
+  struct C { std::string name; Tensor t; };
+  for (auto& c : {C{"x @ W.T", x.matmul(w.transpose(0, 1))}, C{"x @ W.T + bias, relu", (x.matmul(w.transpose(0, 1)) + bias).relu()},
+                  C{"sum", (x * 2).sum(1)}, C{"max", (x - 0.7).max(1)}, C{"prod", (x * 0.1 + 1).prod(1)},
+                  C{"sum and max of one input (two outputs)", x.sum(1) + x.max(1)}}) {
+    INFO(c.name);
+    auto g = guarded(c.t);
+    Kernel k(g.k.ast, ren);
+    int64_t r = reduce_axis(k), i = k.ranges()[0]->range_id();
+    std::vector<std::vector<Opt>> optss{{}, {{OptOp::VECTOR, r, lanes}}, {{OptOp::VECTOR, r, lanes / 2}}, {{OptOp::VECTOR, r, lanes}, {OptOp::UNROLL, r, 4}},
+                                        {{OptOp::UPCAST, i, 3}, {OptOp::VECTOR, r, lanes}}};
+    if (reason(Kernel(k).apply({OptOp::VECTOR, r, lanes}), {OptOp::KBLOCK, r, 8}) == "accepted") optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::KBLOCK, r, 8}});
+    else CHECK(c.name.find("two outputs") != std::string::npos);
+    if (tinygrad::detail::axis_type(k.ranges()[1]) == tinygrad::AxisType::LOOP)
+      optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, k.ranges()[1]->range_id(), 4}});
+    if (ren.threads > 1) optss.push_back({{OptOp::THREAD, i, 2}, {OptOp::VECTOR, r, lanes}});
+    auto res = run_each(g, optss);
+    for (size_t n = 1; n < res.size(); n++) check_close(res[n], res[0], opts_str(optss[n]));
+    // every load along the reduce is one vector load; the lanes are combined once, after the loop
+    std::string src = tinygrad::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::VECTOR, r, lanes}}).src;
+    INFO(src);
+    CHECK_THAT(src, Contains(tinygrad::cat("float", lanes, " acc0")));
+    CHECK_THAT(src, Contains(tinygrad::cat("sizeof(float", lanes, ")")));
+  }
+  // a padded reduce axis: the lanes past the end add the identity
+  auto gp = guarded(t.sum(1));
+  Kernel kp(gp.k.ast, ren);
+  int64_t rp = reduce_axis(kp);
+  auto res = run_each(gp, {{}, {{OptOp::PADTO, rp, 8}, {OptOp::VECTOR, rp, lanes}}, {{OptOp::PADTO, rp, 32}, {OptOp::VECTOR, rp, lanes}, {OptOp::UNROLL, rp, 2}}});
+  check_close(res[1], res[0], "PADTO 8, VECTOR");
+  check_close(res[2], res[0], "PADTO 32, VECTOR, UNROLL 2");
+  // the heuristic vectorizes x @ W.T along K, and the result matches a plain loop
+  Tensor a = rnd({64, 384}, 34), b = rnd({96, 384}, 35);
+  auto heur = tinygrad::hand_coded_optimizations(one_kernel_schedule(a.matmul(b.transpose(0, 1))).spec.kernels[0].ast, ren);
+  INFO(opts_str(heur));
+  CHECK(has(heur, OptOp::VECTOR));
+  CHECK(has(heur, OptOp::UPCAST));
+  auto ha = host(a), hb = host(b), got = host(a.matmul(b.transpose(0, 1)));
+  size_t bad = 0;
+  for (size_t p = 0; p < 64; p++)
+    for (size_t q = 0; q < 96; q++) {
+      double want = 0;
+      for (size_t kk = 0; kk < 384; kk++) want += ha[p * 384 + kk] * hb[q * 384 + kk];
+      bad += !(std::abs(got[p * 96 + q] - want) <= 1e-4 * (1 + std::abs(want)));
+    }
+  CHECK(bad == 0);
+}
+
+TEST_CASE("opts: VECTOR on a reduce axis is refused where lanes cannot be vector loads", "[opts]") {
+  Tensor a = rnd({9, 256}, 36), b = rnd({256, 12}, 37), w = rnd({12, 256}, 38);
+  tinygrad::CRenderer cpu(2);
+  tinygrad::OpenCLRenderer cl;
+  auto k = [&](const Tensor& t, const tinygrad::Renderer& ren) { return Kernel(one_kernel_schedule(t).spec.kernels[0].ast, ren); };
+  int64_t lanes = cpu.vector_lanes(DType::Float32);
+  Kernel wt = k(a.matmul(w.transpose(0, 1)), cpu);
+  int64_t r = reduce_axis(wt);
+  CHECK(reason(wt, {OptOp::VECTOR, r, lanes}) == "accepted");
+  CHECK_THAT(reason(wt, {OptOp::VECTOR, r, 2}), Contains("lanes"));
+  // B of a @ b walks K with a stride of 12
+  Kernel mm = k(a.matmul(b), cpu);
+  CHECK_THAT(reason(mm, {OptOp::VECTOR, reduce_axis(mm), lanes}), Contains("stride"));
+  CHECK_THAT(reason(k(a.matmul(w.transpose(0, 1)), cl), {OptOp::VECTOR, r, 4}), Contains("GPU kernel"));
+  // one set of lanes a kernel: not on the reduce and on an output axis too
+  CHECK_THAT(reason(Kernel(wt).apply({OptOp::VECTOR, r, lanes}), {OptOp::VECTOR, r, lanes}), Contains("already has vector lanes"));
+  // lanes of float hold no half
+  Kernel half = k(a.cast(DType::Float16).realize().sum(1), cpu);
+  CHECK_THAT(reason(half, {OptOp::VECTOR, reduce_axis(half), lanes}), Contains("element size") || Contains("lanes"));
 }

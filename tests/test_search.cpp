@@ -82,7 +82,7 @@ TEST_CASE("search: Kernel::apply rejects illegal opts with the reason and stays 
   };
   CHECK_THAT(reason({OptOp::UPCAST, i, 5}), Contains("does not divide") && Contains("24"));
   CHECK_THAT(reason({OptOp::UNROLL, i, 2}), Contains("need a reduce axis"));
-  CHECK_THAT(reason({OptOp::UPCAST, r, 2}), Contains("reduce axis takes UNROLL or GROUP"));
+  CHECK_THAT(reason({OptOp::UPCAST, r, 2}), Contains("reduce axis takes UNROLL, VECTOR or GROUP"));
   CHECK_THAT(reason({OptOp::LOCAL, i, 4}), Contains("no workgroups"));
   CHECK_THAT(reason({OptOp::GROUP, r, 8}), Contains("no workgroups"));
   CHECK_THAT(reason({OptOp::THREAD, i, 8}), Contains("more threads"));

@@ -33,9 +33,14 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& u : toposort(sink)) if (u->op == Ops::LANE) lane = u;
   if (!lane) return sink;
   int W = int(lane->range_end());
+  // a REDUCE over the lane (VECTOR on a reduce axis) closes it: its value does not depend on the lane
+  auto closes = [&](const UOpRef& u) { return u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), lane) != u->src.end(); };
   std::unordered_set<const UOp*> dep;  // the nodes that depend on the lane
-  for (auto& u : toposort(sink))
-    if (u == lane || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
+  std::vector<UOpRef> closing;
+  for (auto& u : toposort(sink)) {
+    if (closes(u)) closing.push_back(u);
+    else if (u == lane || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
+  }
   std::unordered_map<const UOp*, UOpRef> memo;
   auto at = [&](const UOpRef& x, int i) { return simplify(substitute(x, {{lane.get(), const_int(lane->dtype, i)}})); };
   auto bcast = [&](const UOpRef& x) { return x->vcount == W ? x : make_uop(Ops::VECTORIZE, x->dtype, std::vector<UOpRef>(size_t(W), x), {}, W); };
@@ -97,6 +102,25 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
     }
     return get(root);
   };
+  if (!closing.empty()) {
+    // each closing REDUCE keeps a vector accumulator and combines its lanes pairwise after the loop
+    std::unordered_map<const UOp*, UOpRef> sub;
+    for (auto& u : closing) {
+      std::vector<UOpRef> src{bcast(vec(u->src[0]))};
+      for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != lane) src.push_back(u->src[i]);
+      UOpRef v = src.size() == 1 ? src[0] : make_uop(Ops::REDUCE, u->dtype, src, u->arg, W);
+      std::vector<UOpRef> part;
+      for (int i = 0; i < W; i++) part.push_back(make_uop(Ops::GEP, u->dtype, {v}, int64_t(i)));
+      while (part.size() > 1) {
+        std::vector<UOpRef> next;
+        for (size_t i = 0; i + 1 < part.size(); i += 2) next.push_back(alu(u->reduce_op(), {part[i], part[i + 1]}));
+        if (part.size() % 2) next.push_back(part.back());
+        part = std::move(next);
+      }
+      sub[u.get()] = part[0];
+    }
+    return substitute(sink, sub);
+  }
   std::vector<UOpRef> stores;
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
