@@ -1,6 +1,7 @@
 // bench_gpu: tinygrad.hpp on a CUDA GPU, each figure next to a peer measured in the same run:
 //   1. a fused 7-op elementwise chain over 1 GiB of float32 (GB/s) vs a device-to-device cuMemcpyDtoD, and sums of it
-//   2. float32 matmul 4096 with the default heuristic (TFLOP/s) vs cuBLAS SGEMM (libcublas loaded with dlopen)
+//   2. GEMM float32 1024/4096, float16 and bfloat16 4096/8192 with the default opts (TFLOP/s) vs cuBLAS's cublasGemmEx
+//      (libcublas loaded with dlopen; float32 accumulation, TF32 off)
 //   3. per-op eager overhead (cached kernel, no JIT) vs the bare launch of the same compiled kernel
 // Bandwidth counts bytes read + written. Exits 0 with a message where no CUDA GPU is usable.
 #include <tinygrad.hpp>
@@ -54,36 +55,39 @@ int main(int argc, char** argv) {
                 rgbs_all / (mgbs / 2), rgbs_rows / (mgbs / 2));
   }
 
-  // ---- 2. matmul 4096 vs cuBLAS ----
+  // ---- 2. GEMM vs cuBLAS (cublasGemmEx: same dtypes in and out, float32 accumulation, TF32 off) ----
   {
-    int N = 4096;
-    Tensor a = Tensor::rand({N, N}, tinygrad::DType::Float32, D).realize(), b = Tensor::rand({N, N}, tinygrad::DType::Float32, D).realize();
-    Tensor c;
-    auto mm = [&] { c = a.matmul(b).realize(); };
-    mm();
-    double t = best_time(5, mm);
-    double tf = 2.0 * N * N * double(N) / t / 1e12;
-    std::printf("matmul fp32 %d, default heuristic: %6.2f TFLOP/s (%.3f ms)\n", N, tf, t * 1e3);
     void* lib = tinygrad::detail::dlopen_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"});
-    if (!lib) { std::printf("  cuBLAS: libcublas not found\n"); }
-    else {
-      int (*create)(void**) = nullptr;
-      int (*sgemm)(void*, int, int, int, int, int, const float*, const void*, int, const void*, int, const float*, void*, int) = nullptr;
+    int (*create)(void**) = nullptr;
+    int (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int, int, int, int) = nullptr;
+    void* h = nullptr;
+    if (lib) {
       tinygrad::detail::load_sym(lib, create, "cublasCreate_v2", "libcublas");
-      tinygrad::detail::load_sym(lib, sgemm, "cublasSgemm_v2", "libcublas");
-      void* h = nullptr;
+      tinygrad::detail::load_sym(lib, gemm_ex, "cublasGemmEx", "libcublas");
       create(&h);
-      Tensor cb = Tensor::empty({N, N}, tinygrad::DType::Float32, D);
+    } else std::printf("GEMM: libcublas not found: no peer column\n");
+    using tinygrad::DType;
+    struct Row { DType dt; int n; const char* target; };
+    for (auto [dt, N, target] : {Row{DType::Float32, 1024, ">= 0.7x"}, Row{DType::Float32, 4096, ">= 0.8x BEAM"}, Row{DType::Float16, 4096, ">= 0.5x"},
+                                 Row{DType::Float16, 8192, ">= 0.5x"}, Row{DType::BFloat16, 4096, ">= 0.5x"}, Row{DType::BFloat16, 8192, ">= 0.5x"}}) {
+      Tensor a = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize(), b = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize();
+      Tensor c;
+      auto mm = [&] { c = a.matmul(b).realize(); };
+      mm();
+      double t = best_time(5, mm), flop = 2.0 * N * N * double(N);
+      std::printf("GEMM %-8s %5d: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, flop / t / 1e12);
+      if (!h) { std::printf("\n"); continue; }
+      int cdt = dt == DType::Float32 ? 0 : dt == DType::Float16 ? 2 : 14;  // CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
+      Tensor cb = Tensor::empty({N, N}, dt, D);
       float one = 1, zero = 0;
-      // row-major C = A B is column-major C^T = B^T A^T
-      auto run = [&] { sgemm(h, 0, 0, N, N, N, &one, dev_ptr(b), N, dev_ptr(a), N, &zero, dev_ptr(cb), N); };
+      // row-major C = A B is column-major C^T = B^T A^T; CUBLAS_COMPUTE_32F (68): no TF32, float32 accumulation
+      auto run = [&] { gemm_ex(h, 0, 0, N, N, N, &one, dev_ptr(b), cdt, N, dev_ptr(a), cdt, N, &zero, dev_ptr(cb), cdt, N, 68, -1); };
       run();
       double tb = best_time(5, run);
-      double tfb = 2.0 * N * N * double(N) / tb / 1e12;
-      auto mine = c.to("CPU").to_vector<float>(), ref = cb.to("CPU").to_vector<float>();
-      double err = 0;
-      for (size_t i = 0; i < mine.size(); i += 997) err = std::max(err, double(std::abs(mine[i] - ref[i])));
-      std::printf("  cuBLAS SGEMM: %6.2f TFLOP/s | ratio %.2fx (target >= 0.3x; tinygrad default 0.15x) | max |diff| %.2g\n", tfb, tf / tfb, err);
+      auto mine = c.cast(DType::Float32).to("CPU").to_vector<float>(), ref = cb.cast(DType::Float32).to("CPU").to_vector<float>();
+      double err = 0, scale = 0;
+      for (size_t i = 0; i < mine.size(); i += 997) { err = std::max(err, double(std::abs(mine[i] - ref[i]))); scale = std::max(scale, double(std::abs(ref[i]))); }
+      std::printf(" | cuBLAS %7.2f | ratio %.3fx (target %s) | max |diff| %.2g of %.3g\n", flop / tb / 1e12, tb / t, target, err, scale);
     }
   }
 

@@ -148,6 +148,15 @@ TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cud
       auto p = tinygrad::to_program(k.ast, ren);
       CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
     }
+  // half and bfloat16 convert with the hardware's cvt instructions (bfloat16 rounding by integer work before sm_80)
+  auto ptx = [&](const Tensor& t, const std::string& arch) {
+    std::string all;
+    for (auto& k : kernels_of(t)) all += tinygrad::NVRTCCompiler(arch).compile(tinygrad::to_program(k.ast, ren).src);
+    return all;
+  };
+  std::string p90 = ptx((h * h + 1).cast(DType::BFloat16), "compute_90"), p75 = ptx((h * h + 1).cast(DType::BFloat16), "compute_75");
+  CHECK_THAT(p90, Contains("cvt.f32.f16") && Contains("cvt.rn.f16.f32") && Contains("cvt.rn.bf16.f32"));
+  CHECK_THAT(p75, Contains("cvt.rn.f16.f32") && !Contains("cvt.rn.bf16.f32"));
 }
 
 TEST_CASE("device: vector loads and stores where aligned, per lane where not; GROUP reduces", "[device]") {
@@ -216,5 +225,82 @@ TEST_CASE("golden: CUDA and OpenCL renderings of a few kernels", "[golden]") {
       std::string want((std::istreambuf_iterator<char>(in)), {});
       CHECK(src == want);
     }
+  }
+}
+
+TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), compile with NVRTC and match float64", "[device][cuda][tc]") {
+  using tinygrad::Opt;
+  using tinygrad::OptOp;
+  auto mk = [](const tinygrad::Shape& s, uint64_t seed, DType dt, const std::string& dev) {
+    Tensor::manual_seed(seed);
+    return (Tensor::rand(s, DType::Float32, "CPU") - 0.5).cast(dt).to(dev).realize();
+  };
+  struct Case { std::string name; tinygrad::Shape a, b; bool bt, bias; DType dt; };
+  std::vector<Case> cases{{"64x64x64 half", {64, 64}, {64, 64}, false, false, DType::Float16},
+                          {"128x48 @ 48x32 half, bias and relu", {128, 48}, {48, 32}, false, true, DType::Float16},
+                          {"batched 3x32x16 @ 3x16x24 half", {3, 32, 16}, {3, 16, 24}, false, false, DType::Float16},
+                          {"x @ W.T 32x64, W 40x64 bfloat16", {32, 64}, {40, 64}, true, false, DType::BFloat16},
+                          {"256x256x256 bfloat16", {256, 256}, {256, 256}, false, false, DType::BFloat16},
+                          {"odd 7x129 @ 129x33 half (no TC: not tiles)", {7, 129}, {129, 33}, false, false, DType::Float16}};
+  auto build = [&](const Case& c, const std::string& dev) {
+    Tensor a = mk(c.a, 1, c.dt, dev), b = mk(c.b, 2, c.dt, dev);
+    Tensor y = a.matmul(c.bt ? b.transpose(-1, -2) : b);
+    if (c.bias) y = (y + mk({c.b.back()}, 3, c.dt, dev)).relu();
+    return std::tuple{a, b, y};
+  };
+  // rendering and NVRTC (any machine with libnvrtc): the heuristic picks TC where the sizes are tiles
+  if (tinygrad::detail::nvrtc()) {
+    tinygrad::CUDARenderer ren(true);
+    tinygrad::NVRTCCompiler nv("compute_90");
+    for (auto& c : cases) {
+      INFO(c.name);
+      auto [a, b, y] = build(c, "CPU");
+      auto ks = kernels_of(y);
+      bool any_tc = false;
+      for (auto& k : ks) {
+        auto p = tinygrad::to_program(k.ast, ren);
+        bool tc = std::any_of(p.opts.begin(), p.opts.end(), [](auto& o) { return o.op == OptOp::TC; });
+        any_tc |= tc;
+        std::string ptx = nv.compile(p.src);
+        CHECK_THAT(ptx, Contains(".entry " + p.fn));
+        if (tc) CHECK_THAT(ptx, Contains("mma.sync.aligned.m16n8k16.row.col.f32"));
+      }
+      CHECK(any_tc == (c.name.find("no TC") == std::string::npos));
+    }
+    // TC is refused with the reason where it cannot apply
+    tinygrad::CUDARenderer no_tc(false);
+    auto [a, b, y] = build(cases[0], "CPU");
+    tinygrad::Kernel k(kernels_of(y)[0].ast, ren), kn(kernels_of(y)[0].ast, no_tc);
+    int64_t r = -1;
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
+    auto why = [](tinygrad::Kernel kk, const Opt& o) { try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); } };
+    CHECK(why(k, {OptOp::TC, r, 0}) == "accepted");
+    CHECK_THAT(why(kn, {OptOp::TC, r, 0}), Contains("no tensor cores"));
+    CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 0}), {OptOp::UNROLL, r, 2}), Contains("only UPCAST, LOCAL and SWAP"));
+    Tensor f = Tensor::empty({64, 64}, DType::Float32, "CPU");
+    tinygrad::Kernel kf(kernels_of(f.matmul(f))[0].ast, ren);
+    CHECK_THAT(why(kf, {OptOp::TC, r, 0}), Contains("float16"));
+  } else WARN("libnvrtc not found: TC rendering checks skipped");
+  // values on an NVIDIA GPU with tensor cores: against float64 over the same (rounded) inputs
+  if (!has_device("CUDA")) { WARN("CUDA is not available here: TC value checks skipped"); return; }
+  for (auto& c : cases) {
+    INFO(c.name);
+    auto [a, b, y] = build(c, "CUDA");
+    auto ha = a.cast(DType::Float32).to("CPU").to_vector<float>(), hb = b.cast(DType::Float32).to("CPU").to_vector<float>();
+    auto got = y.cast(DType::Float32).to("CPU").to_vector<float>();
+    int64_t batch = c.a.size() == 3 ? c.a[0] : 1, M = c.a[c.a.size() - 2], K = c.a.back(), N = c.bt ? c.b[0] : c.b.back();
+    std::vector<float> hbias;
+    if (c.bias) hbias = mk({c.b.back()}, 3, c.dt, "CPU").cast(DType::Float32).to_vector<float>();
+    size_t bad = 0;
+    for (int64_t q = 0; q < batch; q++)
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+          double s = 0;
+          for (int64_t kk = 0; kk < K; kk++) s += double(ha[size_t((q * M + i) * K + kk)]) * hb[size_t(c.bt ? j * K + kk : (q * K + kk) * N + j)];
+          if (c.bias) s = std::max(0.0, s + hbias[size_t(j)]);
+          double tol = (c.dt == DType::BFloat16 ? 1e-2 : 2e-3) * (1 + std::abs(s));  // the output's own rounding
+          bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= tol);
+        }
+    CHECK(bad == 0);
   }
 }

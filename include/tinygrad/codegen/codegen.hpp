@@ -34,7 +34,7 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
   // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS) n += cat("_", o.amt);
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC) n += cat("_", o.amt);
   return n;
 }
 
@@ -52,7 +52,7 @@ struct GroupCtx {
   UOpRef first_thread = const_uop(DType::Bool, 1);
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
   explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
-    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) { locals.push_back(r); size *= r->range_end(); }
+    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) { locals.push_back(r); size *= r->range_end(); }
     for (auto& u : toposort(sink))
       if (u->op == Ops::REDUCE)
         for (size_t i = 1; i < u->src.size(); i++)
@@ -110,9 +110,12 @@ struct GpuDimsCtx {
     auto rs = ranges_of(sink);
     for (int kind : {1, 2}) {
       std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
-      for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
-        if (kind == 1 ? axis_type(*it) != AxisType::LOOP : axis_type(*it) != AxisType::LOCAL && axis_type(*it) != AxisType::GROUP) continue;
-        if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
+      std::vector<UOpRef> order(rs.rbegin(), rs.rend());
+      std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
+      for (auto& r : order) {
+        auto t = axis_type(r);
+        if (kind == 1 ? t != AxisType::LOOP : t != AxisType::LOCAL && t != AxisType::GROUP && t != AxisType::WARP) continue;
+        if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
       const int64_t* mx = kind == 1 ? ren.global_max : ren.local_max;

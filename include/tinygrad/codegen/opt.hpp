@@ -15,12 +15,12 @@
 namespace tinygrad {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK };
-inline constexpr OptOp last_optop = OptOp::KBLOCK;
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC };
+inline constexpr OptOp last_optop = OptOp::TC;
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
   std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK"};
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
@@ -107,6 +107,35 @@ inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRe
   }
   return reds;
 }
+// TC's precondition: the kernel's one REDUCE is a float32 sum over r of a * b, a and b float16 (or both bfloat16,
+// cast up or not), a depending on an output axis m that b does not, b on an axis n that a does not; m a multiple of
+// 16, n of 8, r of 16 (PADTO first where not). Returns the match, or why there is none.
+struct TcMatch { UOpRef red, a, b, m, n; DType dt; };
+inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r) {
+  using R = std::variant<TcMatch, std::string>;
+  TcMatch t;
+  for (auto& u : toposort(sink))
+    if (u->op == Ops::REDUCE) {
+      if (t.red) return R(std::string("the kernel has more than one reduce"));
+      t.red = u;
+    }
+  if (!t.red || t.red->src.size() != 2 || t.red->src[1] != r) return R(std::string("no reduce runs over this axis alone"));
+  if (t.red->reduce_op() != Ops::ADD || t.red->dtype != DType::Float32 || t.red->vcount != 1) return R(std::string("the reduce is no float32 sum"));
+  auto peel = [](UOpRef x) { return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x; };
+  UOpRef p = t.red->src[0]->op == Ops::CAST ? t.red->src[0]->src[0] : t.red->src[0];
+  if (p->op != Ops::MUL) return R(std::string("the reduce's terms are no product"));
+  t.a = peel(p->src[0]), t.b = peel(p->src[1]), t.dt = t.a->dtype;
+  if ((t.dt != DType::Float16 && t.dt != DType::BFloat16) || t.b->dtype != t.dt) return R(std::string("the product's operands are not both float16 or both bfloat16"));
+  for (auto& x : ranges_of(sink)) {
+    if (axis_type(x) != AxisType::LOOP) continue;
+    bool in_a = depends_on(t.a, x).count(t.a.get()), in_b = depends_on(t.b, x).count(t.b.get());
+    if (in_a && !in_b && x->range_end() % 16 == 0) t.m = x;
+    if (in_b && !in_a && x->range_end() % 8 == 0) t.n = x;
+  }
+  if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
+  if (r->range_end() % 16 != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of 16"));
+  return R(t);
+}
 }  // namespace detail
 
 // apply one opt to a kernel AST (a SINK of STOREs)
@@ -148,6 +177,43 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
     return m.at(grown.get());
+  }
+  if (o.op == OptOp::TC) {
+    // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a LOCAL
+    // axis of 32) holds A's rows g, g + 8 (g = t / 4) at columns 2q, 2q + 1, 2q + 8, 2q + 9 (q = t % 4), B's column g at
+    // rows 2q, 2q + 1, 2q + 8, 2q + 9, and C's rows g, g + 8 at columns 2q, 2q + 1 (PTX ISA, the m16n8k16 fragments)
+    auto found = tc_match(sink, r);
+    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+    auto& tm = std::get<TcMatch>(found);
+    auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
+    auto ko = make_range(n / 16, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
+    auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+    auto c = [&](int64_t v) { return const_int(dt, v); };
+    std::vector<UOpRef> frag;
+    for (int64_t e = 0; e < 8; e++)
+      frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + g + c(8 * ((e >> 1) & 1))}, {r.get(), ko * 16 + q2 + c((e & 1) + 8 * (e >> 2))}}));
+    for (int64_t e = 0; e < 4; e++) frag.push_back(substitute(tm.b, {{r.get(), ko * 16 + q2 + c((e & 1) + 8 * (e >> 1))}, {tm.n.get(), no * 8 + g}}));
+    // a pair of neighbouring values that are loads of neighbouring, 4-byte aligned elements is one 32-bit load of
+    // the packed register (bit p of the arg's mask, above the dtype's byte), else the renderer packs them with a cvt
+    int64_t mask = 0;
+    for (int64_t p = 0; p < 6; p++) {
+      const UOpRef &lo = frag[size_t(2 * p)], &hi = frag[size_t(2 * p + 1)];
+      auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->dtype == tm.dt && x->src[0]->src.size() == 2; };
+      if (!plain(lo) || !plain(hi) || lo->src[0]->src[0] != hi->src[0]->src[0]) continue;
+      const UOpRef &alo = lo->src[0]->src[1], &ahi = hi->src[0]->src[1];
+      if (simplify(ahi - alo)->is_const(1) && simplify(mod(alo, 2))->is_const(0)) mask |= int64_t(1) << p;
+    }
+    auto w = make_uop(Ops::WMMA, DType::Float32, frag, int64_t(tm.dt) | mask << 8, 4);
+    auto rarg = tm.red->varg();
+    rarg[0] = int64_t(Ops::WMMA);
+    auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, ko}, rarg, 4);
+    std::vector<UOpRef> stores;
+    for (int64_t e = 0; e < 4; e++) {
+      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
+                                                {tm.m.get(), mo * 16 + g + c(8 * (e >> 1))}, {tm.n.get(), no * 8 + q2 + c(e & 1)}};
+      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+    }
+    return make_uop(Ops::SINK, DType::Bool, stores);
   }
   if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
   if (o.op == OptOp::KBLOCK) {
@@ -249,7 +315,7 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) if (uses_locals(o.op)) w *= o.amt; return w; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 : 1; return w; }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {
@@ -273,6 +339,7 @@ class Kernel {
         if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
+        if (ren_->tensor_cores) add(OptOp::TC, id, {0});
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
@@ -303,6 +370,19 @@ class Kernel {
       count_vector += p.op == OptOp::VECTOR;
       count_locals += uses_locals(p.op);
       nolocals += p.op == OptOp::NOLOCALS;
+    }
+    bool tc = std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC; });
+    if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
+    if (o.op == OptOp::TC) {
+      if (!ren_->tensor_cores) fail("the device has no tensor cores");
+      if (!opts_.empty()) fail("TC comes first");
+      auto rs = ranges();
+      auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
+      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail("TC needs a reduce axis");
+      if (o.amt != 0) fail("TC's amount is 0 (one tile shape: m16n8k16)");
+      auto found = tc_match(sink_, *it);
+      if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+      return;
     }
     if (o.op == OptOp::NOLOCALS) {
       if (!ren_->has_local) fail("the device has no workgroups");
@@ -417,6 +497,20 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     else { total *= r->range_end(); out_rngs.push_back(r); }
   }
   if (!one_address(stores)) return opts;
+  // tensor cores: a float16/bfloat16 matmul-shaped reduce; 2 x 2 warps a block (they share A's and B's tiles through
+  // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
+  if (ren.tensor_cores && red_rngs.size() == 1) {
+    Kernel k(sink, ren);
+    try {
+      k.apply({OptOp::TC, red_rngs[0]->range_id(), 0});
+      auto tm = std::get<TcMatch>(tc_match(sink, red_rngs[0]));
+      std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};
+      for (auto& [ax, size] : axes) if (size % 2 == 0 && size >= 8) { k.apply({OptOp::LOCAL, ax, 2}); size /= 2; }
+      for (auto& [ax, size] : axes)
+        for (int64_t a : {4, 2}) if (size % a == 0) { k.apply({OptOp::UPCAST, ax, a}); break; }
+      return k.applied();
+    } catch (const KernelOptError&) {}
+  }
   // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP),
   // on the innermost reduce axis that a group size divides
   std::vector<Opt> group;

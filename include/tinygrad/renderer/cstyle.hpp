@@ -13,6 +13,7 @@ struct Renderer {
   std::string device;
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
+  bool tensor_cores = false;  // mma.sync m16n8k16 for float16/bfloat16 (NVIDIA sm_80+): the TC opt
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
@@ -23,6 +24,23 @@ struct Renderer {
 
 class CStyleRenderer : public Renderer {
  public:
+  // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix)
+  static constexpr const char* kHalfC =
+      "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
+      "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
+      "  else if (e == 31) r = s | 0x7f800000u | (m << 13); else r = s | ((e + 112) << 23) | (m << 13);\n"
+      "  return tg_u2f(r); }\n"
+      "TG_FN unsigned short tg_f2h(float f) { unsigned int x = tg_f2u(f);\n"
+      "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
+      "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
+      "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
+      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
+      "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
+      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
+  static constexpr const char* kBF16C =
+      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
   // the per-language table
   struct Lang {
     std::string kernel_prefix;     // before the return type
@@ -36,6 +54,8 @@ class CStyleRenderer : public Renderer {
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
     std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
     bool math_f = true;            // a float's math function ends in f
+    const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
+    const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
   } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
 
   // what the rules see and write while one kernel renders
@@ -258,7 +278,7 @@ class CStyleRenderer : public Renderer {
     bool h = c.uses_half, b = c.uses_bf16;
     for (auto d : c.param_dtypes) { h |= d == DType::Float16; b |= d == DType::BFloat16; }
     if (h || b) s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u + " }\n";
-    for (auto [use, code] : {std::pair{h, kHalfC}, std::pair{b, kBF16C}}) {
+    for (auto [use, code] : {std::pair{h, lang.half_fns}, std::pair{b, lang.bf16_fns}}) {
       if (!use) continue;
       std::string t = code;
       for (size_t at; (at = t.find("TG_FN")) != std::string::npos;) t.replace(at, 5, lang.fn_prefix);
@@ -274,22 +294,6 @@ class CStyleRenderer : public Renderer {
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
-  static constexpr const char* kHalfC =
-      "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
-      "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
-      "  else if (e == 31) r = s | 0x7f800000u | (m << 13); else r = s | ((e + 112) << 23) | (m << 13);\n"
-      "  return tg_u2f(r); }\n"
-      "TG_FN unsigned short tg_f2h(float f) { unsigned int x = tg_f2u(f);\n"
-      "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
-      "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
-      "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
-      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
-      "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
-      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
-  static constexpr const char* kBF16C =
-      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
-      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
-      "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
 };
 
 // C for the CPU: the base rules
@@ -482,7 +486,8 @@ class GPURenderer : public CStyleRenderer {
 // CUDA C, compiled by NVRTC
 class CUDARenderer : public GPURenderer {
  public:
-  CUDARenderer() {
+  explicit CUDARenderer(bool mma = true) {
+    tensor_cores = mma;
     device = "CUDA";
     lang.kernel_prefix = "extern \"C\" __global__ ";
     lang.restrict_kw = "__restrict__";
@@ -493,8 +498,52 @@ class CUDARenderer : public GPURenderer {
     lang.smem_prefix = "__shared__ ";
     lang.barrier = "__syncthreads();";
     lang.vec[0] = "make_", lang.vec[1] = "(", lang.vec[2] = ")";
+    lang.half_fns = kHalfPTX;
+    lang.bf16_fns = kBF16PTX;
     aligned_vectors = true;
+    // the TC opt: a WMMA node names its 12 fragment values (A: 8, B: 4); the REDUCE over it updates its float4
+    // accumulator with one mma.sync per step
+    // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
+    // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
+    // accumulator with one mma.sync per step
+    rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
+      DType dt = DType(x.iarg() & 0xff);
+      std::string t = dt == DType::BFloat16 ? "bf16" : "f16";
+      std::vector<std::string> regs;
+      for (size_t p = 0; p < 6; p++)
+        regs.push_back(x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
+                                                : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
+      c.r[&x] = join(regs);
+      c.typedefs.insert(mma_fns(t));
+    };
+    rules[size_t(Ops::ACC_UPDATE)] = [this, base = rules[size_t(Ops::ACC_UPDATE)]](Ctx& c, const UOp& x) {
+      const UOp& red = *x.src[0];
+      if (red.reduce_op() != Ops::WMMA) return base(c, x);
+      std::string a = c.r.at(&red);
+      c.line(cat(a, " = tg_mma_", DType(x.src[1]->iarg() & 0xff) == DType::BFloat16 ? "bf16" : "f16", "(", a, ", ", get(c, *x.src[1]), ");"));
+    };
   }
+  // c += A (16x16, row) B (16x8, col) for one warp with float32 accumulation, and the packing of two floats holding
+  // half (bfloat16) values into one register, the first in the low half (t: f16 or bf16)
+  static std::string mma_fns(const std::string& t) {
+    return cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
+               "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n",
+               "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {\n",
+               "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
+               "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
+  }
+  // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
+  static constexpr const char* kHalfPTX =
+      "TG_FN float tg_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+      "TG_FN unsigned short tg_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+  static constexpr const char* kBF16PTX =
+      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
+      "#if __CUDA_ARCH__ >= 800\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+      "#else\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n"
+      "#endif\n";
 
  protected:
   std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override { return cat(v, " = *((const ", T, "*)", ptr, ");"); }

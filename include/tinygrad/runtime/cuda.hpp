@@ -291,6 +291,7 @@ inline DeviceSpec cuda_device() {
     auto rt = std::make_unique<DeviceRuntime>();
     rt->allocator = std::make_unique<CUDAAllocator>(dv);
     rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor));
+    rt->tensor_cores = dv->major >= 8;
     rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };

@@ -54,7 +54,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
   X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
-  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF)
+  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
 
 enum class Ops : uint8_t {
 #define TG_X(n, ...) n,
@@ -111,7 +111,8 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
 // axis kinds of a RANGE (codegen)
 // KBLOCK: the outer part of a reduce axis split by OptOp::KBLOCK, a loop outside every other (partial results pass
 // through the output buffer)
-enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6 };
+// WARP: the 32 lanes of a warp that share a tensor-core tile (TC); codegen's gpudims puts it on local x
+enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6, WARP = 7 };
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
@@ -274,7 +275,7 @@ inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
   return make_uop(Ops::CONST, dt, {}, int64_t(v), vcount);
 }
 // what a reduce starts from: ADD 0, MUL 1, MAX the dtype's least value (-inf for floats)
-inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
+inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD || op == Ops::WMMA ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
