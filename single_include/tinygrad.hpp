@@ -489,6 +489,7 @@ struct DeviceRuntime {
   std::function<std::unique_ptr<GraphExec>(const std::vector<std::pair<Program*, std::vector<void*>>>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
+  bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
   LaunchLimits limits;
 };
@@ -1454,6 +1455,7 @@ inline DeviceSpec cuda_device() {
     auto rt = std::make_unique<DeviceRuntime>();
     rt->allocator = std::make_unique<CUDAAllocator>(dv);
     rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor));
+    rt->tensor_cores = dv->major >= 8;
     rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };
@@ -1777,7 +1779,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
   X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
-  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF)
+  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
 
 enum class Ops : uint8_t {
 #define TG_X(n, ...) n,
@@ -1834,7 +1836,8 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
 // axis kinds of a RANGE (codegen)
 // KBLOCK: the outer part of a reduce axis split by OptOp::KBLOCK, a loop outside every other (partial results pass
 // through the output buffer)
-enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6 };
+// WARP: the 32 lanes of a warp that share a tensor-core tile (TC); codegen's gpudims puts it on local x
+enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6, WARP = 7 };
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
@@ -1997,7 +2000,7 @@ inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
   return make_uop(Ops::CONST, dt, {}, int64_t(v), vcount);
 }
 // what a reduce starts from: ADD 0, MUL 1, MAX the dtype's least value (-inf for floats)
-inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
+inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD || op == Ops::WMMA ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
@@ -2722,6 +2725,7 @@ struct Renderer {
   std::string device;
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
+  bool tensor_cores = false;  // mma.sync m16n8k16 for float16/bfloat16 (NVIDIA sm_80+): the TC opt
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
@@ -2732,6 +2736,23 @@ struct Renderer {
 
 class CStyleRenderer : public Renderer {
  public:
+  // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix)
+  static constexpr const char* kHalfC =
+      "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
+      "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
+      "  else if (e == 31) r = s | 0x7f800000u | (m << 13); else r = s | ((e + 112) << 23) | (m << 13);\n"
+      "  return tg_u2f(r); }\n"
+      "TG_FN unsigned short tg_f2h(float f) { unsigned int x = tg_f2u(f);\n"
+      "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
+      "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
+      "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
+      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
+      "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
+      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
+  static constexpr const char* kBF16C =
+      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
   // the per-language table
   struct Lang {
     std::string kernel_prefix;     // before the return type
@@ -2745,6 +2766,8 @@ class CStyleRenderer : public Renderer {
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
     std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
     bool math_f = true;            // a float's math function ends in f
+    const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
+    const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
   } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
 
   // what the rules see and write while one kernel renders
@@ -2967,7 +2990,7 @@ class CStyleRenderer : public Renderer {
     bool h = c.uses_half, b = c.uses_bf16;
     for (auto d : c.param_dtypes) { h |= d == DType::Float16; b |= d == DType::BFloat16; }
     if (h || b) s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u + " }\n";
-    for (auto [use, code] : {std::pair{h, kHalfC}, std::pair{b, kBF16C}}) {
+    for (auto [use, code] : {std::pair{h, lang.half_fns}, std::pair{b, lang.bf16_fns}}) {
       if (!use) continue;
       std::string t = code;
       for (size_t at; (at = t.find("TG_FN")) != std::string::npos;) t.replace(at, 5, lang.fn_prefix);
@@ -2983,22 +3006,6 @@ class CStyleRenderer : public Renderer {
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
-  static constexpr const char* kHalfC =
-      "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
-      "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
-      "  else if (e == 31) r = s | 0x7f800000u | (m << 13); else r = s | ((e + 112) << 23) | (m << 13);\n"
-      "  return tg_u2f(r); }\n"
-      "TG_FN unsigned short tg_f2h(float f) { unsigned int x = tg_f2u(f);\n"
-      "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
-      "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
-      "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
-      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
-      "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
-      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
-  static constexpr const char* kBF16C =
-      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
-      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
-      "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
 };
 
 // C for the CPU: the base rules
@@ -3191,7 +3198,8 @@ class GPURenderer : public CStyleRenderer {
 // CUDA C, compiled by NVRTC
 class CUDARenderer : public GPURenderer {
  public:
-  CUDARenderer() {
+  explicit CUDARenderer(bool mma = true) {
+    tensor_cores = mma;
     device = "CUDA";
     lang.kernel_prefix = "extern \"C\" __global__ ";
     lang.restrict_kw = "__restrict__";
@@ -3202,8 +3210,52 @@ class CUDARenderer : public GPURenderer {
     lang.smem_prefix = "__shared__ ";
     lang.barrier = "__syncthreads();";
     lang.vec[0] = "make_", lang.vec[1] = "(", lang.vec[2] = ")";
+    lang.half_fns = kHalfPTX;
+    lang.bf16_fns = kBF16PTX;
     aligned_vectors = true;
+    // the TC opt: a WMMA node names its 12 fragment values (A: 8, B: 4); the REDUCE over it updates its float4
+    // accumulator with one mma.sync per step
+    // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
+    // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
+    // accumulator with one mma.sync per step
+    rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
+      DType dt = DType(x.iarg() & 0xff);
+      std::string t = dt == DType::BFloat16 ? "bf16" : "f16";
+      std::vector<std::string> regs;
+      for (size_t p = 0; p < 6; p++)
+        regs.push_back(x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
+                                                : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
+      c.r[&x] = join(regs);
+      c.typedefs.insert(mma_fns(t));
+    };
+    rules[size_t(Ops::ACC_UPDATE)] = [this, base = rules[size_t(Ops::ACC_UPDATE)]](Ctx& c, const UOp& x) {
+      const UOp& red = *x.src[0];
+      if (red.reduce_op() != Ops::WMMA) return base(c, x);
+      std::string a = c.r.at(&red);
+      c.line(cat(a, " = tg_mma_", DType(x.src[1]->iarg() & 0xff) == DType::BFloat16 ? "bf16" : "f16", "(", a, ", ", get(c, *x.src[1]), ");"));
+    };
   }
+  // c += A (16x16, row) B (16x8, col) for one warp with float32 accumulation, and the packing of two floats holding
+  // half (bfloat16) values into one register, the first in the low half (t: f16 or bf16)
+  static std::string mma_fns(const std::string& t) {
+    return cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
+               "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n",
+               "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {\n",
+               "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
+               "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
+  }
+  // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
+  static constexpr const char* kHalfPTX =
+      "TG_FN float tg_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
+      "TG_FN unsigned short tg_f2h(float f) { unsigned short h; asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n";
+  static constexpr const char* kBF16PTX =
+      "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
+      "#if __CUDA_ARCH__ >= 800\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
+      "#else\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n"
+      "#endif\n";
 
  protected:
   std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override { return cat(v, " = *((const ", T, "*)", ptr, ");"); }
@@ -3284,12 +3336,12 @@ class OpenCLRenderer : public GPURenderer {
 namespace tinygrad {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK };
-inline constexpr OptOp last_optop = OptOp::KBLOCK;
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC };
+inline constexpr OptOp last_optop = OptOp::TC;
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
   std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK"};
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
@@ -3376,6 +3428,35 @@ inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRe
   }
   return reds;
 }
+// TC's precondition: the kernel's one REDUCE is a float32 sum over r of a * b, a and b float16 (or both bfloat16,
+// cast up or not), a depending on an output axis m that b does not, b on an axis n that a does not; m a multiple of
+// 16, n of 8, r of 16 (PADTO first where not). Returns the match, or why there is none.
+struct TcMatch { UOpRef red, a, b, m, n; DType dt; };
+inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r) {
+  using R = std::variant<TcMatch, std::string>;
+  TcMatch t;
+  for (auto& u : toposort(sink))
+    if (u->op == Ops::REDUCE) {
+      if (t.red) return R(std::string("the kernel has more than one reduce"));
+      t.red = u;
+    }
+  if (!t.red || t.red->src.size() != 2 || t.red->src[1] != r) return R(std::string("no reduce runs over this axis alone"));
+  if (t.red->reduce_op() != Ops::ADD || t.red->dtype != DType::Float32 || t.red->vcount != 1) return R(std::string("the reduce is no float32 sum"));
+  auto peel = [](UOpRef x) { return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x; };
+  UOpRef p = t.red->src[0]->op == Ops::CAST ? t.red->src[0]->src[0] : t.red->src[0];
+  if (p->op != Ops::MUL) return R(std::string("the reduce's terms are no product"));
+  t.a = peel(p->src[0]), t.b = peel(p->src[1]), t.dt = t.a->dtype;
+  if ((t.dt != DType::Float16 && t.dt != DType::BFloat16) || t.b->dtype != t.dt) return R(std::string("the product's operands are not both float16 or both bfloat16"));
+  for (auto& x : ranges_of(sink)) {
+    if (axis_type(x) != AxisType::LOOP) continue;
+    bool in_a = depends_on(t.a, x).count(t.a.get()), in_b = depends_on(t.b, x).count(t.b.get());
+    if (in_a && !in_b && x->range_end() % 16 == 0) t.m = x;
+    if (in_b && !in_a && x->range_end() % 8 == 0) t.n = x;
+  }
+  if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
+  if (r->range_end() % 16 != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of 16"));
+  return R(t);
+}
 }  // namespace detail
 
 // apply one opt to a kernel AST (a SINK of STOREs)
@@ -3417,6 +3498,43 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
     return m.at(grown.get());
+  }
+  if (o.op == OptOp::TC) {
+    // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a LOCAL
+    // axis of 32) holds A's rows g, g + 8 (g = t / 4) at columns 2q, 2q + 1, 2q + 8, 2q + 9 (q = t % 4), B's column g at
+    // rows 2q, 2q + 1, 2q + 8, 2q + 9, and C's rows g, g + 8 at columns 2q, 2q + 1 (PTX ISA, the m16n8k16 fragments)
+    auto found = tc_match(sink, r);
+    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+    auto& tm = std::get<TcMatch>(found);
+    auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
+    auto ko = make_range(n / 16, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
+    auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+    auto c = [&](int64_t v) { return const_int(dt, v); };
+    std::vector<UOpRef> frag;
+    for (int64_t e = 0; e < 8; e++)
+      frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + g + c(8 * ((e >> 1) & 1))}, {r.get(), ko * 16 + q2 + c((e & 1) + 8 * (e >> 2))}}));
+    for (int64_t e = 0; e < 4; e++) frag.push_back(substitute(tm.b, {{r.get(), ko * 16 + q2 + c((e & 1) + 8 * (e >> 1))}, {tm.n.get(), no * 8 + g}}));
+    // a pair of neighbouring values that are loads of neighbouring, 4-byte aligned elements is one 32-bit load of
+    // the packed register (bit p of the arg's mask, above the dtype's byte), else the renderer packs them with a cvt
+    int64_t mask = 0;
+    for (int64_t p = 0; p < 6; p++) {
+      const UOpRef &lo = frag[size_t(2 * p)], &hi = frag[size_t(2 * p + 1)];
+      auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->dtype == tm.dt && x->src[0]->src.size() == 2; };
+      if (!plain(lo) || !plain(hi) || lo->src[0]->src[0] != hi->src[0]->src[0]) continue;
+      const UOpRef &alo = lo->src[0]->src[1], &ahi = hi->src[0]->src[1];
+      if (simplify(ahi - alo)->is_const(1) && simplify(mod(alo, 2))->is_const(0)) mask |= int64_t(1) << p;
+    }
+    auto w = make_uop(Ops::WMMA, DType::Float32, frag, int64_t(tm.dt) | mask << 8, 4);
+    auto rarg = tm.red->varg();
+    rarg[0] = int64_t(Ops::WMMA);
+    auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, ko}, rarg, 4);
+    std::vector<UOpRef> stores;
+    for (int64_t e = 0; e < 4; e++) {
+      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
+                                                {tm.m.get(), mo * 16 + g + c(8 * (e >> 1))}, {tm.n.get(), no * 8 + q2 + c(e & 1)}};
+      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+    }
+    return make_uop(Ops::SINK, DType::Bool, stores);
   }
   if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
   if (o.op == OptOp::KBLOCK) {
@@ -3518,7 +3636,7 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) if (uses_locals(o.op)) w *= o.amt; return w; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 : 1; return w; }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {
@@ -3542,6 +3660,7 @@ class Kernel {
         if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
+        if (ren_->tensor_cores) add(OptOp::TC, id, {0});
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
@@ -3572,6 +3691,19 @@ class Kernel {
       count_vector += p.op == OptOp::VECTOR;
       count_locals += uses_locals(p.op);
       nolocals += p.op == OptOp::NOLOCALS;
+    }
+    bool tc = std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC; });
+    if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
+    if (o.op == OptOp::TC) {
+      if (!ren_->tensor_cores) fail("the device has no tensor cores");
+      if (!opts_.empty()) fail("TC comes first");
+      auto rs = ranges();
+      auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
+      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail("TC needs a reduce axis");
+      if (o.amt != 0) fail("TC's amount is 0 (one tile shape: m16n8k16)");
+      auto found = tc_match(sink_, *it);
+      if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+      return;
     }
     if (o.op == OptOp::NOLOCALS) {
       if (!ren_->has_local) fail("the device has no workgroups");
@@ -3686,6 +3818,20 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     else { total *= r->range_end(); out_rngs.push_back(r); }
   }
   if (!one_address(stores)) return opts;
+  // tensor cores: a float16/bfloat16 matmul-shaped reduce; 2 x 2 warps a block (they share A's and B's tiles through
+  // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
+  if (ren.tensor_cores && red_rngs.size() == 1) {
+    Kernel k(sink, ren);
+    try {
+      k.apply({OptOp::TC, red_rngs[0]->range_id(), 0});
+      auto tm = std::get<TcMatch>(tc_match(sink, red_rngs[0]));
+      std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};
+      for (auto& [ax, size] : axes) if (size % 2 == 0 && size >= 8) { k.apply({OptOp::LOCAL, ax, 2}); size /= 2; }
+      for (auto& [ax, size] : axes)
+        for (int64_t a : {4, 2}) if (size % a == 0) { k.apply({OptOp::UPCAST, ax, a}); break; }
+      return k.applied();
+    } catch (const KernelOptError&) {}
+  }
   // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP),
   // on the innermost reduce axis that a group size divides
   std::vector<Opt> group;
@@ -4166,7 +4312,7 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
   // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS) n += cat("_", o.amt);
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC) n += cat("_", o.amt);
   return n;
 }
 
@@ -4184,7 +4330,7 @@ struct GroupCtx {
   UOpRef first_thread = const_uop(DType::Bool, 1);
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
   explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
-    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) { locals.push_back(r); size *= r->range_end(); }
+    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) { locals.push_back(r); size *= r->range_end(); }
     for (auto& u : toposort(sink))
       if (u->op == Ops::REDUCE)
         for (size_t i = 1; i < u->src.size(); i++)
@@ -4242,9 +4388,12 @@ struct GpuDimsCtx {
     auto rs = ranges_of(sink);
     for (int kind : {1, 2}) {
       std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
-      for (auto it = rs.rbegin(); it != rs.rend(); ++it) {
-        if (kind == 1 ? axis_type(*it) != AxisType::LOOP : axis_type(*it) != AxisType::LOCAL && axis_type(*it) != AxisType::GROUP) continue;
-        if (dims.size() < 3) dims.push_back({*it}); else dims.back().push_back(*it);
+      std::vector<UOpRef> order(rs.rbegin(), rs.rend());
+      std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
+      for (auto& r : order) {
+        auto t = axis_type(r);
+        if (kind == 1 ? t != AxisType::LOOP : t != AxisType::LOCAL && t != AxisType::GROUP && t != AxisType::WARP) continue;
+        if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
       const int64_t* mx = kind == 1 ? ren.global_max : ren.local_max;
@@ -5218,7 +5367,7 @@ struct RendererRegistry {
     static auto* r = [] {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
       reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
-      reg->families["CUDA"] = [](const DeviceRuntime&) { return std::make_unique<CUDARenderer>(); };
+      reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores); };
       reg->families["OpenCL"] = [](const DeviceRuntime&) { return std::make_unique<OpenCLRenderer>(); };
       return reg;
     }();
