@@ -241,7 +241,9 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
                           {"batched 3x32x16 @ 3x16x24 half", {3, 32, 16}, {3, 16, 24}, false, false, DType::Float16},
                           {"x @ W.T 32x64, W 40x64 bfloat16", {32, 64}, {40, 64}, true, false, DType::BFloat16},
                           {"256x256x256 bfloat16", {256, 256}, {256, 256}, false, false, DType::BFloat16},
-                          {"odd 7x129 @ 129x33 half (no TC: not tiles)", {7, 129}, {129, 33}, false, false, DType::Float16}};
+                          {"100x200 @ 200x60 half, bias and relu (PADTO to tiles, then TC)", {100, 200}, {200, 60}, false, true, DType::Float16},
+                          {"x @ W.T 48x72, W 24x72 bfloat16 (K padded to 80)", {48, 72}, {24, 72}, true, false, DType::BFloat16},
+                          {"odd 7x129 @ 129x33 half (no TC: padding 7 to 16 would double it)", {7, 129}, {129, 33}, false, false, DType::Float16}};
   auto build = [&](const Case& c, const std::string& dev) {
     Tensor a = mk(c.a, 1, c.dt, dev), b = mk(c.b, 2, c.dt, dev);
     Tensor y = a.matmul(c.bt ? b.transpose(-1, -2) : b);
