@@ -67,21 +67,25 @@ int main(int argc, char** argv) {
       create(&h);
     } else std::printf("GEMM: libcublas not found: no peer column\n");
     using tinygrad::DType;
-    struct Row { DType dt; int n; const char* target; };
-    for (auto [dt, N, target] : {Row{DType::Float32, 1024, ">= 0.7x"}, Row{DType::Float32, 4096, ">= 0.8x BEAM"}, Row{DType::Float16, 4096, ">= 0.5x"},
-                                 Row{DType::Float16, 8192, ">= 0.5x"}, Row{DType::BFloat16, 4096, ">= 0.5x"}, Row{DType::BFloat16, 8192, ">= 0.5x"}}) {
+    struct Row { DType dt; int n; const char* target; bool tf32 = false; };
+    for (auto [dt, N, target, tf32] : {Row{DType::Float32, 1024, ">= 0.7x"}, Row{DType::Float32, 4096, ">= 0.8x BEAM"}, Row{DType::Float16, 4096, ">= 0.5x"},
+                                       Row{DType::Float16, 8192, ">= 0.5x"}, Row{DType::BFloat16, 4096, ">= 0.5x"}, Row{DType::BFloat16, 8192, ">= 0.5x"},
+                                       Row{DType::Float32, 4096, "(TF32 on both)", true}}) {
+      // TF32 changes the kernel the cached float32 program was built as: drop the cache
+      if (tf32 != tinygrad::flags().tf32) { tinygrad::flags().tf32 = tf32; tinygrad::clear_program_cache(); }
       Tensor a = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize(), b = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize();
       Tensor c;
       auto mm = [&] { c = a.matmul(b).realize(); };
       mm();
       double t = best_time(5, mm), flop = 2.0 * N * N * double(N);
-      std::printf("GEMM %-8s %5d: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, flop / t / 1e12);
+      std::printf("GEMM %-8s %5d%s: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, tf32 ? " TF32" : "", flop / t / 1e12);
       if (!h) { std::printf("\n"); continue; }
       int cdt = dt == DType::Float32 ? 0 : dt == DType::Float16 ? 2 : 14;  // CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
       Tensor cb = Tensor::empty({N, N}, dt, D);
       float one = 1, zero = 0;
-      // row-major C = A B is column-major C^T = B^T A^T; CUBLAS_COMPUTE_32F (68): no TF32, float32 accumulation
-      auto run = [&] { gemm_ex(h, 0, 0, N, N, N, &one, dev_ptr(b), cdt, N, dev_ptr(a), cdt, N, &zero, dev_ptr(cb), cdt, N, 68, -1); };
+      // row-major C = A B is column-major C^T = B^T A^T; CUBLAS_COMPUTE_32F (68): no TF32, float32 accumulation;
+      // CUBLAS_COMPUTE_32F_FAST_TF32 (77) for the TF32 row
+      auto run = [&] { gemm_ex(h, 0, 0, N, N, N, &one, dev_ptr(b), cdt, N, dev_ptr(a), cdt, N, &zero, dev_ptr(cb), cdt, N, tf32 ? 77 : 68, -1); };
       run();
       double tb = best_time(5, run);
       auto mine = c.cast(DType::Float32).to("CPU").to_vector<float>(), ref = cb.cast(DType::Float32).to("CPU").to_vector<float>();

@@ -142,6 +142,9 @@ struct Flags {
   int beam = int(getenv_int("BEAM", 0));        // BEAM search width
   int threads = int(getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
   int scache = int(getenv_int("SCACHE", 1));    // schedule cache
+  // float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32 sums), as PyTorch's
+  // allow_tf32; off by default. Set it before the kernels it should change are first built (they are cached)
+  bool tf32 = getenv_int("TF32", 0) != 0;
   std::string dev = getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }

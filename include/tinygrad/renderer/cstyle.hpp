@@ -507,12 +507,12 @@ class CUDARenderer : public GPURenderer {
     // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
     // accumulator with one mma.sync per step
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
-      DType dt = DType(x.iarg() & 0xff);
-      std::string t = dt == DType::BFloat16 ? "bf16" : "f16";
+      std::string t = mma_type(x);
       std::vector<std::string> regs;
       for (size_t p = 0; p < 6; p++)
-        regs.push_back(x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
-                                                : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
+        regs.push_back(t == "tf32" ? cat("tg_pack_tf32(", get(c, *x.src[p]), ")")  // TF32: one value a register
+                       : x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
+                                                  : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
       c.r[&x] = join(regs);
       c.typedefs.insert(mma_fns(t));
     };
@@ -520,16 +520,24 @@ class CUDARenderer : public GPURenderer {
       const UOp& red = *x.src[0];
       if (red.reduce_op() != Ops::WMMA) return base(c, x);
       std::string a = c.r.at(&red);
-      c.line(cat(a, " = tg_mma_", DType(x.src[1]->iarg() & 0xff) == DType::BFloat16 ? "bf16" : "f16", "(", a, ", ", get(c, *x.src[1]), ");"));
+      c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
+  }
+  static std::string mma_type(const UOp& wmma) {
+    DType dt = DType(wmma.iarg() & 0xff);
+    return dt == DType::BFloat16 ? "bf16" : dt == DType::Float32 ? "tf32" : "f16";
   }
   // c += A (16x16, row) B (16x8, col) for one warp with float32 accumulation, and the packing of two floats holding
   // half (bfloat16) values into one register, the first in the low half (t: f16 or bf16)
+  // (t: f16 or bf16, m16n8k16; tf32: m16n8k8, one float rounded to TF32 a register)
   static std::string mma_fns(const std::string& t) {
-    return cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
-               "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n",
+    std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+                                   : cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
+                                         "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n");
+    std::string shape = t == "tf32" ? "m16n8k8" : "m16n8k16";
+    return cat(pack,
                "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {\n",
-               "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
+               "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
                "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
   // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
