@@ -149,6 +149,9 @@ struct Flags {
   int beam = int(getenv_int("BEAM", 0));        // BEAM search width
   int threads = int(getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
   int scache = int(getenv_int("SCACHE", 1));    // schedule cache
+  // float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32 sums), as PyTorch's
+  // allow_tf32; off by default. Set it before the kernels it should change are first built (they are cached)
+  bool tf32 = getenv_int("TF32", 0) != 0;
   std::string dev = getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }
@@ -3219,12 +3222,12 @@ class CUDARenderer : public GPURenderer {
     // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
     // accumulator with one mma.sync per step
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
-      DType dt = DType(x.iarg() & 0xff);
-      std::string t = dt == DType::BFloat16 ? "bf16" : "f16";
+      std::string t = mma_type(x);
       std::vector<std::string> regs;
       for (size_t p = 0; p < 6; p++)
-        regs.push_back(x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
-                                                : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
+        regs.push_back(t == "tf32" ? cat("tg_pack_tf32(", get(c, *x.src[p]), ")")  // TF32: one value a register
+                       : x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
+                                                  : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
       c.r[&x] = join(regs);
       c.typedefs.insert(mma_fns(t));
     };
@@ -3232,16 +3235,24 @@ class CUDARenderer : public GPURenderer {
       const UOp& red = *x.src[0];
       if (red.reduce_op() != Ops::WMMA) return base(c, x);
       std::string a = c.r.at(&red);
-      c.line(cat(a, " = tg_mma_", DType(x.src[1]->iarg() & 0xff) == DType::BFloat16 ? "bf16" : "f16", "(", a, ", ", get(c, *x.src[1]), ");"));
+      c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
+  }
+  static std::string mma_type(const UOp& wmma) {
+    DType dt = DType(wmma.iarg() & 0xff);
+    return dt == DType::BFloat16 ? "bf16" : dt == DType::Float32 ? "tf32" : "f16";
   }
   // c += A (16x16, row) B (16x8, col) for one warp with float32 accumulation, and the packing of two floats holding
   // half (bfloat16) values into one register, the first in the low half (t: f16 or bf16)
+  // (t: f16 or bf16, m16n8k16; tf32: m16n8k8, one float rounded to TF32 a register)
   static std::string mma_fns(const std::string& t) {
-    return cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
-               "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n",
+    std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+                                   : cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
+                                         "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n");
+    std::string shape = t == "tf32" ? "m16n8k8" : "m16n8k16";
+    return cat(pack,
                "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {\n",
-               "  asm(\"mma.sync.aligned.m16n8k16.row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
+               "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
                "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
   // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
@@ -3432,7 +3443,8 @@ inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRe
 // cast up or not), a depending on an output axis m that b does not, b on an axis n that a does not; m a multiple of
 // 16, n of 8, r of 16 (PADTO first where not). Returns the match, or why there is none.
 struct TcMatch { UOpRef red, a, b, m, n; DType dt; };
-inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r) {
+inline int64_t tc_k(DType dt) { return dt == DType::Float32 ? 8 : 16; }  // m16n8k16 for half types, m16n8k8 for TF32
+inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r, bool tiles = true) {  // tiles: sizes checked
   using R = std::variant<TcMatch, std::string>;
   TcMatch t;
   for (auto& u : toposort(sink))
@@ -3443,18 +3455,24 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   if (!t.red || t.red->src.size() != 2 || t.red->src[1] != r) return R(std::string("no reduce runs over this axis alone"));
   if (t.red->reduce_op() != Ops::ADD || t.red->dtype != DType::Float32 || t.red->vcount != 1) return R(std::string("the reduce is no float32 sum"));
   auto peel = [](UOpRef x) { return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x; };
-  UOpRef p = t.red->src[0]->op == Ops::CAST ? t.red->src[0]->src[0] : t.red->src[0];
+  // a reduce axis padded by PADTO adds where(valid, term, 0): the operands become 0 past the end instead (0 * 0)
+  UOpRef p = t.red->src[0], valid;
+  if (p->op == Ops::WHERE && p->src[2]->is_const(0)) valid = p->src[0], p = p->src[1];
+  if (p->op == Ops::CAST) p = p->src[0];
   if (p->op != Ops::MUL) return R(std::string("the reduce's terms are no product"));
   t.a = peel(p->src[0]), t.b = peel(p->src[1]), t.dt = t.a->dtype;
-  if ((t.dt != DType::Float16 && t.dt != DType::BFloat16) || t.b->dtype != t.dt) return R(std::string("the product's operands are not both float16 or both bfloat16"));
+  bool tf32 = t.dt == DType::Float32 && flags().tf32;
+  if ((t.dt != DType::Float16 && t.dt != DType::BFloat16 && !tf32) || t.b->dtype != t.dt)
+    return R(std::string("the product's operands are not both float16 or both bfloat16 (float32: only with TF32=1 / flags().tf32)"));
+  if (valid) for (UOpRef* x : {&t.a, &t.b}) *x = alu(Ops::WHERE, {valid, *x, const_uop(t.dt, 0)});
   for (auto& x : ranges_of(sink)) {
     if (axis_type(x) != AxisType::LOOP) continue;
     bool in_a = depends_on(t.a, x).count(t.a.get()), in_b = depends_on(t.b, x).count(t.b.get());
-    if (in_a && !in_b && x->range_end() % 16 == 0) t.m = x;
-    if (in_b && !in_a && x->range_end() % 8 == 0) t.n = x;
+    if (in_a && !in_b && (!tiles || x->range_end() % 16 == 0)) t.m = x;
+    if (in_b && !in_a && (!tiles || x->range_end() % 8 == 0)) t.n = x;
   }
   if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
-  if (r->range_end() % 16 != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of 16"));
+  if (tiles && r->range_end() % tc_k(t.dt) != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of ", tc_k(t.dt)));
   return R(t);
 }
 }  // namespace detail
@@ -3500,24 +3518,32 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     return m.at(grown.get());
   }
   if (o.op == OptOp::TC) {
-    // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a LOCAL
+    // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a WARP
     // axis of 32) holds A's rows g, g + 8 (g = t / 4) at columns 2q, 2q + 1, 2q + 8, 2q + 9 (q = t % 4), B's column g at
-    // rows 2q, 2q + 1, 2q + 8, 2q + 9, and C's rows g, g + 8 at columns 2q, 2q + 1 (PTX ISA, the m16n8k16 fragments)
+    // rows 2q, 2q + 1, 2q + 8, 2q + 9, and C's rows g, g + 8 at columns 2q, 2q + 1 (PTX ISA, the m16n8k16 fragments).
+    // TF32 (m16n8k8, 8 steps of r): A's rows g, g + 8 at columns q, q + 4; B's column g at rows q, q + 4; C the same
     auto found = tc_match(sink, r);
     if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
     auto& tm = std::get<TcMatch>(found);
     auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
-    auto ko = make_range(n / 16, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
-    auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+    int64_t kt = tc_k(tm.dt);
+    auto ko = make_range(n / kt, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
+    auto g = idiv(lane, 4), q = mod(lane, 4), q2 = q * 2;
     auto c = [&](int64_t v) { return const_int(dt, v); };
     std::vector<UOpRef> frag;
-    for (int64_t e = 0; e < 8; e++)
-      frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + g + c(8 * ((e >> 1) & 1))}, {r.get(), ko * 16 + q2 + c((e & 1) + 8 * (e >> 2))}}));
-    for (int64_t e = 0; e < 4; e++) frag.push_back(substitute(tm.b, {{r.get(), ko * 16 + q2 + c((e & 1) + 8 * (e >> 1))}, {tm.n.get(), no * 8 + g}}));
+    auto at_a = [&](const UOpRef& row, const UOpRef& col) { frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + row}, {r.get(), ko * kt + col}})); };
+    auto at_b = [&](const UOpRef& k) { frag.push_back(substitute(tm.b, {{r.get(), ko * kt + k}, {tm.n.get(), no * 8 + g}})); };
+    if (kt == 8) {
+      for (int64_t e = 0; e < 4; e++) at_a(g + c(8 * (e & 1)), q + c(4 * (e >> 1)));
+      for (int64_t e = 0; e < 2; e++) at_b(q + c(4 * e));
+    } else {
+      for (int64_t e = 0; e < 8; e++) at_a(g + c(8 * ((e >> 1) & 1)), q2 + c((e & 1) + 8 * (e >> 2)));
+      for (int64_t e = 0; e < 4; e++) at_b(q2 + c((e & 1) + 8 * (e >> 1)));
+    }
     // a pair of neighbouring values that are loads of neighbouring, 4-byte aligned elements is one 32-bit load of
     // the packed register (bit p of the arg's mask, above the dtype's byte), else the renderer packs them with a cvt
     int64_t mask = 0;
-    for (int64_t p = 0; p < 6; p++) {
+    for (int64_t p = 0; p < 6 && kt == 16; p++) {
       const UOpRef &lo = frag[size_t(2 * p)], &hi = frag[size_t(2 * p + 1)];
       auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->dtype == tm.dt && x->src[0]->src.size() == 2; };
       if (!plain(lo) || !plain(hi) || lo->src[0]->src[0] != hi->src[0]->src[0]) continue;
@@ -3696,7 +3722,7 @@ class Kernel {
     if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
     if (o.op == OptOp::TC) {
       if (!ren_->tensor_cores) fail("the device has no tensor cores");
-      if (!opts_.empty()) fail("TC comes first");
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail("TC comes first (after PADTO only)");
       auto rs = ranges();
       auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
       if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail("TC needs a reduce axis");
@@ -3820,11 +3846,17 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   if (!one_address(stores)) return opts;
   // tensor cores: a float16/bfloat16 matmul-shaped reduce; 2 x 2 warps a block (they share A's and B's tiles through
   // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
+  // (sizes that are not tile multiples are padded first: PADTO m to 16, n to 8, K to 16, where that does not double them)
   if (ren.tensor_cores && red_rngs.size() == 1) {
     Kernel k(sink, ren);
     try {
-      k.apply({OptOp::TC, red_rngs[0]->range_id(), 0});
-      auto tm = std::get<TcMatch>(tc_match(sink, red_rngs[0]));
+      auto loose = tc_match(sink, red_rngs[0], false);
+      if (auto* l = std::get_if<TcMatch>(&loose))
+        for (auto [r, tile] : {std::pair{l->m, int64_t(16)}, std::pair{l->n, int64_t(8)}, std::pair{red_rngs[0], tc_k(l->dt)}})
+          if (r->range_end() % tile != 0) k.apply({OptOp::PADTO, r->range_id(), tile});
+      UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id()), pre = k.sink();
+      k.apply({OptOp::TC, rr->range_id(), 0});
+      auto tm = std::get<TcMatch>(tc_match(pre, rr));
       std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};
       for (auto& [ax, size] : axes) if (size % 2 == 0 && size >= 8) { k.apply({OptOp::LOCAL, ax, 2}); size /= 2; }
       for (auto& [ax, size] : axes)
