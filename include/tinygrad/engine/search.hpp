@@ -150,7 +150,7 @@ inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRu
 inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
                                                    BeamStart from = beam_start_default()) {
   using namespace detail;
-  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width,
+  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width, flags().tf32 ? "|tf32" : "",
                                          from == BeamStart::empty ? "|empty" : "")));
   std::filesystem::path file = cache_subdir("beam") / key;
   if (auto opts = read_opts(file)) {
