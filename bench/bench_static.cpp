@@ -38,7 +38,7 @@ int main() {
   double t_dyn = per_call_us([&] { Tensor r = ((A * B + 1.0).relu().sum(1) * (1.0 / 16)).sqrt(); r.realize(); }, iters);
 
   // kernel time alone: the plan's programs called on fixed buffers
-  auto& cache = detail::st::plan_cache<E>::get();
+  auto& cache = detail::st::plans_of<E>();
   auto& p = *cache.entries.at(0).p->prog;  // a program as TinyJit replays it: inputs, fixed, pool, fresh buffers
   std::vector<std::shared_ptr<Buffer>> slots{detail::st::leaf_buffer(a.tensor()), detail::st::leaf_buffer(b.tensor())};
   slots.insert(slots.end(), p.fixed.begin(), p.fixed.end());

@@ -87,7 +87,7 @@ TEST_CASE("program cache: the static plan cache keeps a bounded number of plans 
   auto a = static_tensor<float, 4>::uniform(1.0);
   auto f = [&](float s) { return a * s + 0.40625f; };
   using E = decltype(f(1.0f));
-  auto& plans = detail::st::plan_cache<E>::get();
+  auto& plans = detail::st::plans_of<E>();
   size_t saved = detail::st::max_plans_per_expression;
   detail::st::max_plans_per_expression = 3;
   for (int i = 0; i < 6; i++) {

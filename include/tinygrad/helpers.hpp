@@ -1,19 +1,5 @@
 #pragma once
 // helpers: errors, shapes, env flags, hashing, timing, parallel loops. The bottom layer: includes only the STL.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <cstdlib>
-#include <cstdio>
-#include <functional>
-#include <numeric>
-#include <sstream>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <thread>
-#include <vector>
 
 // ---- compilation mode (Boost.Asio's scheme) ----
 // Header-only by default: everything is inline in every translation unit that includes the library.
@@ -32,12 +18,45 @@
 #define TINYGRAD_API inline
 #define TINYGRAD_DEFINE_API 1
 #endif
+// A function body of the library, compiled where the library is (header-only: inline in every TU; the implementation
+// TU), and only a declaration in the other TUs of a separate-compilation program:
+//   TINYGRAD_API R f(args) TINYGRAD_DEF({ ... })          a function at namespace scope
+//   R f(args) const TINYGRAD_MEMBER_DEF({ ... })          a member defined in its class (constructor init lists too)
+// NOTE: a member defined in its class is inline; in the implementation TU `used` makes the compiler emit it although
+// nothing there calls it (the mixin templates are emitted by their explicit instantiations)
+#if !defined(TINYGRAD_SEPARATE_COMPILATION)
+#define TINYGRAD_DEF(...) __VA_ARGS__
+#define TINYGRAD_MEMBER_DEF(...) __VA_ARGS__
+#elif TINYGRAD_DEFINE_API
+#define TINYGRAD_DEF(...) __VA_ARGS__
+#define TINYGRAD_MEMBER_DEF(...) __attribute__((used)) __VA_ARGS__
+#else
+#define TINYGRAD_DEF(...) ;
+#define TINYGRAD_MEMBER_DEF(...) ;
+#endif
 // the internal headers (engine, codegen, renderers, devices) come with <tinygrad.hpp> where the library is compiled,
 // and in a separate-compilation TU that defines TINYGRAD_INTERNALS (the library's own tests and benchmarks)
 #if TINYGRAD_DEFINE_API || defined(TINYGRAD_INTERNALS)
 #define TINYGRAD_WITH_INTERNALS 1
 #else
 #define TINYGRAD_WITH_INTERNALS 0
+#endif
+
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+#if TINYGRAD_WITH_INTERNALS
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <thread>
 #endif
 
 namespace tinygrad {
@@ -160,6 +179,7 @@ inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across pr
   for (char c : s) { h ^= uint8_t(c); h *= 1099511628211ull; }
   return h;
 }
+#if TINYGRAD_WITH_INTERNALS  // what only the library's own code uses
 inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }
 
 // f(0), ..., f(n - 1) on up to one thread a core, this one included. NOTE: an exception must not escape a thread
@@ -179,5 +199,6 @@ inline void parallel_for(size_t n, const std::function<void(size_t)>& f) {
 inline double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }
+#endif
 
 }  // namespace tinygrad

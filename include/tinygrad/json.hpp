@@ -35,23 +35,23 @@ struct JsonMember {
 };
 
 // the member `key` of an object (the first one), or nullptr when `j` is not an object or has no such key
-inline const Json* find(const Json& j, std::string_view key) {
+TINYGRAD_API const Json* find(const Json& j, std::string_view key) TINYGRAD_DEF({
   if (j.kind != Json::Obj) return nullptr;
   for (auto& m : j.obj) if (m.key == key) return &m.value;
   return nullptr;
-}
+})
 
 // recursive descent, nesting limited to 64; errors are StateErrors "<prefix><what> at byte N"
 struct JsonParser {
   std::string_view t;
   std::string prefix;  // e.g. "tinygrad::safe_load: FILE: malformed header: "
   size_t p = 0;
-  [[noreturn]] void fail(const std::string& what) const { throw nn::StateError(prefix + what + " at byte " + std::to_string(p)); }
-  void ws() { while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; }
-  char peek() { ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; }
-  void expect(char c) { if (peek() != c) fail(std::string("expected '") + c + "'"); p++; }
-  bool digit() const { return p < t.size() && t[p] >= '0' && t[p] <= '9'; }
-  std::string str() {
+  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({ throw nn::StateError(prefix + what + " at byte " + std::to_string(p)); })
+  void ws() TINYGRAD_MEMBER_DEF({ while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; })
+  char peek() TINYGRAD_MEMBER_DEF({ ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; })
+  void expect(char c) TINYGRAD_MEMBER_DEF({ if (peek() != c) fail(std::string("expected '") + c + "'"); p++; })
+  bool digit() const TINYGRAD_MEMBER_DEF({ return p < t.size() && t[p] >= '0' && t[p] <= '9'; })
+  std::string str() TINYGRAD_MEMBER_DEF({
     expect('"');
     std::string r;
     while (true) {
@@ -67,8 +67,8 @@ struct JsonParser {
         else fail(std::string("bad escape '\\") + e + "'");
       } else r += c;
     }
-  }
-  uint32_t hex4() {
+  })
+  uint32_t hex4() TINYGRAD_MEMBER_DEF({
     if (p + 4 > t.size()) fail("bad \\u escape");
     uint32_t v = 0;
     for (int k = 0; k < 4; k++, p++) {
@@ -78,8 +78,8 @@ struct JsonParser {
       v = v * 16 + uint32_t(d);
     }
     return v;
-  }
-  void utf8(std::string& r, uint32_t c) {
+  })
+  void utf8(std::string& r, uint32_t c) TINYGRAD_MEMBER_DEF({
     if (c >= 0xD800 && c < 0xDC00 && p + 6 <= t.size() && t[p] == '\\' && t[p + 1] == 'u') {  // surrogate pair
       size_t save = p;
       p += 2;
@@ -91,8 +91,8 @@ struct JsonParser {
     else if (c < 0x800) { r += char(0xC0 | c >> 6); r += char(0x80 | (c & 0x3F)); }
     else if (c < 0x10000) { r += char(0xE0 | c >> 12); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
     else { r += char(0xF0 | c >> 18); r += char(0x80 | (c >> 12 & 0x3F)); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
-  }
-  Json number() {
+  })
+  Json number() TINYGRAD_MEMBER_DEF({
     Json j;
     size_t start = p;
     bool neg = t[p] == '-';
@@ -124,8 +124,8 @@ struct JsonParser {
     if (ec != std::errc() || end != t.data() + p) fail("number out of range");
     j.kind = Json::Float;
     return j;
-  }
-  Json value(int depth = 0) {
+  })
+  Json value(int depth = 0) TINYGRAD_MEMBER_DEF({
     if (depth > 64) fail("nesting too deep");
     Json j;
     char c = peek();
@@ -158,25 +158,25 @@ struct JsonParser {
         return j;
       }
     fail(std::string("unexpected character '") + c + "'");
-  }
+  })
 };
 
 // a whole document: one value and nothing after it but whitespace
-inline Json parse_json(std::string_view text, std::string prefix) {
+TINYGRAD_API Json parse_json(std::string_view text, std::string prefix) TINYGRAD_DEF({
   JsonParser jp{text, std::move(prefix)};
   Json j = jp.value();
   jp.ws();
   if (jp.p != text.size()) jp.fail("trailing characters after the JSON value");
   return j;
-}
+})
 // a JSON file; its errors are StateErrors "<who>: <path>: cannot open the file" or "<who>: <path>: malformed JSON: ..."
-inline Json parse_json_file(const std::string& path, const std::string& who) {
+TINYGRAD_API Json parse_json_file(const std::string& path, const std::string& who) TINYGRAD_DEF({
   std::ifstream in(path, std::ios::binary);
   if (!in) throw nn::StateError(who + ": " + path + ": cannot open the file");
   return parse_json(std::string(std::istreambuf_iterator<char>(in), {}), who + ": " + path + ": malformed JSON: ");
-}
+})
 
-inline std::string json_str(const std::string& s) {
+TINYGRAD_API std::string json_str(const std::string& s) TINYGRAD_DEF({
   std::string r = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') { r += '\\'; r += c; }
@@ -184,5 +184,5 @@ inline std::string json_str(const std::string& s) {
     else r += c;
   }
   return r + "\"";
-}
+})
 }  // namespace tinygrad::detail

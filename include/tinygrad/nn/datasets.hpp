@@ -2,9 +2,11 @@
 // Datasets: MNIST-format IDX files, gzip-compressed, read with the system's zlib (loaded with
 // dlopen like the GPU drivers, so nothing extra is linked). Fashion-MNIST comes from Debian's
 // dataset-fashion-mnist package.
+#include "../tensor/tensor.hpp"
+#if TINYGRAD_WITH_INTERNALS
 #include <dlfcn.h>
 #include <filesystem>
-#include "../tensor/tensor.hpp"
+#endif
 
 namespace tinygrad::nn::datasets {
 
@@ -22,7 +24,7 @@ struct Zlib {
   int (*gzread)(void*, void*, unsigned) = nullptr;
   int (*gzclose)(void*) = nullptr;
   const char* (*gzerror)(void*, int*) = nullptr;
-  static const Zlib& get() {
+  static const Zlib& get() TINYGRAD_MEMBER_DEF({
     static Zlib z = [] {
       Zlib r;
       void* h = tinygrad::detail::dlopen_first({"libz.so.1", "libz.so"});
@@ -35,11 +37,11 @@ struct Zlib {
     }();
     if (!z.gzopen || !z.gzread || !z.gzclose || !z.gzerror) throw DatasetError("tinygrad::datasets: cannot load zlib (libz.so.1); install zlib1g");
     return z;
-  }
+  })
 };
 
 // the whole decompressed content of a .gz file (a plain file reads through unchanged)
-inline std::vector<uint8_t> read_gz(const std::string& path) {
+TINYGRAD_API std::vector<uint8_t> read_gz(const std::string& path) TINYGRAD_DEF({
   const Zlib& z = Zlib::get();
   void* f = z.gzopen(path.c_str(), "rb");
   if (!f) throw DatasetError("tinygrad::datasets: cannot open " + path);
@@ -62,11 +64,11 @@ inline std::vector<uint8_t> read_gz(const std::string& path) {
   z.gzclose(f);
   if (err != 0) throw DatasetError("tinygrad::datasets: " + path + " is not a valid gzip file (" + msg + ")");
   return out;
-}
+})
 
 // an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
 // in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
-inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) {
+TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) TINYGRAD_DEF({
   auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
   if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
@@ -88,17 +90,17 @@ inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const st
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
   if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
-}
+})
 
 // an IDX file (gzip-compressed or plain) of unsigned bytes with expect_ndim dims
-inline Tensor read_idx(const std::string& path, int expect_ndim) {
+TINYGRAD_API Tensor read_idx(const std::string& path, int expect_ndim) TINYGRAD_DEF({
   std::vector<uint8_t> b = read_gz(path);
   return parse_idx(b.data(), b.size(), expect_ndim, path);
-}
+})
 }  // namespace detail
 
 // an MNIST-layout directory (train-images-idx3-ubyte.gz, ...)
-inline Split load_idx_dir(const std::string& dir, const std::string& package = "") {
+TINYGRAD_API Split load_idx_dir(const std::string& dir, const std::string& package = "") TINYGRAD_DEF({
   std::string probe = dir + "/train-images-idx3-ubyte.gz";
   if (!std::filesystem::exists(probe))
     throw DatasetError("tinygrad::datasets: " + probe + " not found" + (package.empty() ? "" : "; install the Debian package " + package + " (apt-get install " + package + ")"));
@@ -108,12 +110,12 @@ inline Split load_idx_dir(const std::string& dir, const std::string& package = "
   if (s.X_train.shape(0) != s.Y_train.shape(0) || s.X_test.shape(0) != s.Y_test.shape(0))
     throw DatasetError("tinygrad::datasets: " + dir + ": image and label counts differ");
   return s;
-}
+})
 
 // Fashion-MNIST: 60000 train / 10000 test 28x28 images; dir defaults to FASHION_MNIST_DIR, else Debian's path
-inline Split fashion_mnist(std::string dir = "") {
+TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
   if (dir.empty()) dir = getenv_str("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
   return load_idx_dir(dir, "dataset-fashion-mnist");
-}
+})
 
 }  // namespace tinygrad::nn::datasets

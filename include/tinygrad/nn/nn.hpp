@@ -8,29 +8,29 @@ namespace tinygrad::nn {
 
 namespace detail {
 // uniform(-bound, bound), requiring grad
-inline Tensor uniform_param(Shape shape, double bound) { return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); }
-inline Tensor param(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); }
-inline Tensor buffer(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize(); }
+TINYGRAD_API Tensor uniform_param(Shape shape, double bound) TINYGRAD_DEF({ return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); })
+TINYGRAD_API Tensor param(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); })
+TINYGRAD_API Tensor buffer(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize(); })
 // shape (1, c, 1, ...) to broadcast a per-channel vector over x
-inline Tensor channel(const Tensor& v, const Tensor& x) { Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); }
-inline void check_channels(const Tensor& x, int64_t c, const char* layer) {
+TINYGRAD_API Tensor channel(const Tensor& v, const Tensor& x) TINYGRAD_DEF({ Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); })
+TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) TINYGRAD_DEF({
   if (x.ndim() < 2 || x.shape(1) != c)
     throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
-}
+})
 }  // namespace detail
 
 // y = x @ weight.T + bias; weight (out, in)
 struct Linear {
   Tensor weight;
   std::optional<Tensor> bias;
-  Linear(int64_t in, int64_t out, bool has_bias = true) : weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
+  Linear(int64_t in, int64_t out, bool has_bias = true) TINYGRAD_MEMBER_DEF(: weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
     if (has_bias) bias = detail::uniform_param({out}, 1.0 / std::sqrt(double(in)));
-  }
-  Tensor operator()(const Tensor& x) const {
+  })
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
       throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) + " features in the last dim, got input " + to_string(x.shape()));
     return x.linear(weight.T(), bias);
-  }
+  })
 };
 
 // n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
@@ -41,7 +41,7 @@ struct ConvNd {
   int64_t groups;
   ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_, std::vector<int64_t> dilation_, int64_t groups_,
          bool has_bias)
-      : stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
+      TINYGRAD_MEMBER_DEF(: stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
@@ -49,24 +49,24 @@ struct ConvNd {
     ws.insert(ws.end(), kernel.begin(), kernel.end());
     weight = detail::uniform_param(ws, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
-  }
-  Tensor operator()(const Tensor& x) const {
+  })
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) + "-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(1) * groups, "Conv");
     return x.conv2d(weight, bias, groups, stride, dilation, padding);
-  }
+  })
 };
 struct Conv1d : ConvNd {
   Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
-      : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
+      TINYGRAD_MEMBER_DEF(: ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {})
 };
 struct Conv2d : ConvNd {
   Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
-      : ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
+      TINYGRAD_MEMBER_DEF(: ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {})
   Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
          std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool bias_ = true)
-      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {}
+      TINYGRAD_MEMBER_DEF(: ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {})
 };
 
 // transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
@@ -79,22 +79,22 @@ struct ConvTranspose2d {
   int64_t groups;
   ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
                   std::vector<int64_t> output_padding_ = {0}, std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool has_bias = true)
-      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
+      TINYGRAD_MEMBER_DEF(: stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
                        std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(out / groups * kernel.first * kernel.second));
     weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
-  }
+  })
   ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
                   int64_t groups_ = 1, bool bias_ = true)
-      : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
-  Tensor operator()(const Tensor& x) const {
+      TINYGRAD_MEMBER_DEF(: ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {})
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
     return x.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding);
-  }
+  })
 };
 
 // batch normalisation over dim 1; in training uses batch statistics and updates the running ones
@@ -104,11 +104,11 @@ struct BatchNorm {
   double eps, momentum;
   bool track_running_stats;
   BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
-      : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
+      TINYGRAD_MEMBER_DEF(: running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
-  }
-  Tensor operator()(const Tensor& x) const {
+  })
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, running_mean.numel(), "BatchNorm");
     std::vector<int64_t> axes{0};
     for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
@@ -129,7 +129,7 @@ struct BatchNorm {
       var = running_var;
     }
     return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
-  }
+  })
 };
 using BatchNorm1d = BatchNorm;
 using BatchNorm2d = BatchNorm;
@@ -139,11 +139,11 @@ struct LayerNorm {
   Shape normalized_shape;
   std::optional<Tensor> weight, bias;
   double eps;
-  LayerNorm(Shape normalized_shape_, double eps_ = 1e-5, bool elementwise_affine = true) : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
+  LayerNorm(Shape normalized_shape_, double eps_ = 1e-5, bool elementwise_affine = true) TINYGRAD_MEMBER_DEF(: normalized_shape(std::move(normalized_shape_)), eps(eps_) {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
-  }
-  LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
-  Tensor operator()(const Tensor& x) const {
+  })
+  LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) TINYGRAD_MEMBER_DEF(: LayerNorm(Shape{n}, eps_, elementwise_affine) {})
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
       throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
@@ -151,19 +151,19 @@ struct LayerNorm {
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
     Tensor r = x.layernorm(axes, eps);
     return weight ? r * *weight + *bias : r;
-  }
+  })
 };
 
 // x / rms(x) * weight over the last dim
 struct RMSNorm {
   Tensor weight;
   double eps;
-  RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
-  Tensor operator()(const Tensor& x) const {
+  RMSNorm(int64_t dim, double eps_ = 1e-6) TINYGRAD_MEMBER_DEF(: weight(detail::param({dim}, 1)), eps(eps_) {})
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
     return x * ((x * x).mean(-1, true) + eps).rsqrt() * weight;
-  }
+  })
 };
 
 // normalise each group of channels of each sample
@@ -171,47 +171,47 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
-  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) TINYGRAD_MEMBER_DEF(: num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
     if (num_groups <= 0 || num_channels % num_groups)
       throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
-  }
-  Tensor operator()(const Tensor& x) const {
+  })
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, num_channels, "GroupNorm");
     Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
     return weight ? r * detail::channel(*weight, x) + detail::channel(*bias, x) : r;
-  }
+  })
 };
 
 // GroupNorm with one group per channel
 struct InstanceNorm : GroupNorm {
-  InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
+  InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) TINYGRAD_MEMBER_DEF(: GroupNorm(num_features, num_features, eps_, affine) {})
 };
 
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
 // outside [0, vocab) reads zeros
-inline Tensor embedding(const Tensor& idx, const Tensor& weight) {
+TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
   if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
   // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
   Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
   return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
-}
+})
 struct Embedding {
   Tensor weight;
-  Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
-  Tensor operator()(const Tensor& idx) const { return embedding(idx, weight); }
+  Embedding(int64_t vocab, int64_t dim) TINYGRAD_MEMBER_DEF(: weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {})
+  Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
-  explicit Dropout(double p_ = 0.5) : p(p_) {
+  explicit Dropout(double p_ = 0.5) TINYGRAD_MEMBER_DEF(: p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
-  }
-  Tensor operator()(const Tensor& x) const {
+  })
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     return x.dropout(p);
-  }
+  })
 };
 
 // one step of an LSTM: (x, (h, c)) -> (h', c')
@@ -219,14 +219,14 @@ struct LSTMCell {
   Tensor weight_ih, weight_hh;
   std::optional<Tensor> bias_ih, bias_hh;
   LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true)
-      : weight_ih(detail::uniform_param({4 * hidden_size, input_size}, 1.0 / std::sqrt(double(hidden_size)))),
+      TINYGRAD_MEMBER_DEF(: weight_ih(detail::uniform_param({4 * hidden_size, input_size}, 1.0 / std::sqrt(double(hidden_size)))),
         weight_hh(detail::uniform_param({4 * hidden_size, hidden_size}, 1.0 / std::sqrt(double(hidden_size)))) {
     if (bias) {
       bias_ih = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
       bias_hh = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
     }
-  }
-  std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const {
+  })
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const TINYGRAD_MEMBER_DEF({
     int64_t hs = weight_hh.shape(1);
     if (x.ndim() != 2 || x.shape(1) != weight_ih.shape(1))
       throw ShapeError("tinygrad::nn::LSTMCell: expects input (batch, " + std::to_string(weight_ih.shape(1)) + "), got " + to_string(x.shape()));
@@ -236,7 +236,7 @@ struct LSTMCell {
     Tensor i = gate[0].sigmoid(), f = gate[1].sigmoid(), g = gate[2].tanh(), o = gate[3].sigmoid();
     Tensor c = f * hc->second + i * g;
     return {o * c.tanh(), c};
-  }
+  })
 };
 
 }  // namespace tinygrad::nn

@@ -1,31 +1,54 @@
 #pragma once
 // Model state: parameters found by name (no base class: a model lists its members once with
 // TINYGRAD_STATE), state dicts, and safetensors save/load.
-#include <boost/hana/accessors.hpp>
-#include <boost/hana/adapt_struct.hpp>
-#include <boost/hana/define_struct.hpp>
-#include <boost/hana/for_each.hpp>
 #include <cstring>
+#include <map>
+#if TINYGRAD_WITH_INTERNALS
 #include <filesystem>
 #include <fstream>
-#include <map>
+#endif
 #include "../json.hpp"
 #include "../tensor/gradient.hpp"
 
-// Makes a model's members discoverable by name: TINYGRAD_STATE(Model, conv1, bn1, fc)
-// at namespace scope. Members may be Tensors, layers, other adapted structs, std::optional
-// or std::vector of those; anything else is skipped.
-#define TINYGRAD_STATE(...) BOOST_HANA_ADAPT_STRUCT(__VA_ARGS__)
+// Makes a model's members discoverable by name: TINYGRAD_STATE(Model, conv1, bn1, fc) at global scope (it specializes
+// a template of ours). Members may be Tensors, layers, other adapted structs, std::optional or std::vector of those;
+// anything else is skipped.
+#define TINYGRAD_STATE(T, ...)                                                                                      \
+  template <> struct tinygrad::nn::detail::members<T> {                                                             \
+    static constexpr bool adapted = true;                                                                           \
+    template <class S, class F> static void each(S& s, F&& f) { TINYGRAD_DETAIL_FOR_EACH(TINYGRAD_DETAIL_VISIT, __VA_ARGS__) } \
+  }
 // The same for a class template (TINYGRAD_STATE needs a complete type), inside the class, declaring the members:
 //   template <int64_t N> struct Block { using L = static_nn::Linear<N, N>; TINYGRAD_MEMBERS(Block, (L, fc1), (L, fc2)); };
-#define TINYGRAD_MEMBERS(...) BOOST_HANA_DEFINE_STRUCT(__VA_ARGS__)
+// (a member type with a comma in it needs an alias, as L here)
+#define TINYGRAD_MEMBERS(T, ...)                                                                                    \
+  TINYGRAD_DETAIL_FOR_EACH(TINYGRAD_DETAIL_DECLARE, __VA_ARGS__)                                                    \
+  template <class S, class F> static void tinygrad_members(S& s, F&& f) { TINYGRAD_DETAIL_FOR_EACH(TINYGRAD_DETAIL_VISIT_PAIR, __VA_ARGS__) } \
+  static_assert(true)
+// NOTE: the macros' machinery: a for-each over up to 63 arguments (each TINYGRAD_DETAIL_EXPAND level rescans 4 times)
+#define TINYGRAD_DETAIL_VISIT(n) f(#n, s.n);
+#define TINYGRAD_DETAIL_DECLARE(p) TINYGRAD_DETAIL_DECLARE_ p;
+#define TINYGRAD_DETAIL_DECLARE_(T, n) T n
+#define TINYGRAD_DETAIL_VISIT_PAIR(p) TINYGRAD_DETAIL_VISIT_PAIR_ p
+#define TINYGRAD_DETAIL_VISIT_PAIR_(T, n) f(#n, s.n);
+#define TINYGRAD_DETAIL_PARENS ()
+#define TINYGRAD_DETAIL_EXPAND(...) TINYGRAD_DETAIL_EXPAND3(TINYGRAD_DETAIL_EXPAND3(TINYGRAD_DETAIL_EXPAND3(TINYGRAD_DETAIL_EXPAND3(__VA_ARGS__))))
+#define TINYGRAD_DETAIL_EXPAND3(...) TINYGRAD_DETAIL_EXPAND2(TINYGRAD_DETAIL_EXPAND2(TINYGRAD_DETAIL_EXPAND2(TINYGRAD_DETAIL_EXPAND2(__VA_ARGS__))))
+#define TINYGRAD_DETAIL_EXPAND2(...) TINYGRAD_DETAIL_EXPAND1(TINYGRAD_DETAIL_EXPAND1(TINYGRAD_DETAIL_EXPAND1(TINYGRAD_DETAIL_EXPAND1(__VA_ARGS__))))
+#define TINYGRAD_DETAIL_EXPAND1(...) __VA_ARGS__
+#define TINYGRAD_DETAIL_FOR_EACH(m, ...) __VA_OPT__(TINYGRAD_DETAIL_EXPAND(TINYGRAD_DETAIL_FOR_EACH_(m, __VA_ARGS__)))
+#define TINYGRAD_DETAIL_FOR_EACH_(m, a, ...) m(a) __VA_OPT__(TINYGRAD_DETAIL_FOR_EACH_AGAIN TINYGRAD_DETAIL_PARENS(m, __VA_ARGS__))
+#define TINYGRAD_DETAIL_FOR_EACH_AGAIN() TINYGRAD_DETAIL_FOR_EACH_
 
 namespace tinygrad::nn {
 
 using StateDict = std::map<std::string, Tensor>;
 
 namespace detail {
-inline std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+// a struct's members by name: TINYGRAD_STATE specializes it (TINYGRAD_MEMBERS declares S::tinygrad_members instead)
+template <class S> struct members { static constexpr bool adapted = false; };
+
+TINYGRAD_API std::string join(const std::string& a, const std::string& b) TINYGRAD_DEF({ return a.empty() ? b : a + "." + b; })
 
 // NOTE: declared first so the optional and vector overloads see the struct one (a std::vector of layers)
 template <class F> void visit(const std::string& name, Tensor& t, F& f);
@@ -40,10 +63,9 @@ template <class F, class T> void visit(const std::string& name, std::vector<T>& 
 }
 template <class F, class S>
 void visit(const std::string& name, S& s, F& f) {
-  if constexpr (boost::hana::Struct<S>::value)
-    boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
-      visit(join(name, boost::hana::to<const char*>(boost::hana::first(pair))), boost::hana::second(pair)(s), f);
-    });
+  auto member = [&](const char* n, auto& m) { visit(join(name, n), m, f); };
+  if constexpr (members<std::remove_cv_t<S>>::adapted) members<std::remove_cv_t<S>>::each(s, member);
+  else if constexpr (requires { S::tinygrad_members(s, member); }) S::tinygrad_members(s, member);
   else if constexpr (requires { { s.tensor() } -> std::same_as<const Tensor&>; }) {  // a static_tensor: its Tensor handle
     Tensor t = s.tensor();
     f(name, t);
@@ -115,16 +137,16 @@ using tinygrad::detail::Json;
 using tinygrad::detail::JsonParser;
 using tinygrad::detail::json_str;
 
-inline std::vector<char> tensor_bytes(const Tensor& t) {
+TINYGRAD_API std::vector<char> tensor_bytes(const Tensor& t) TINYGRAD_DEF({
   auto buf = t.buffer();  // copyout reads any device
   std::vector<char> host(buf->nbytes());
   buf->copyout(host.data());
   return host;
-}
+})
 }  // namespace detail
 
 // write tensors to a .safetensors file (names sorted; metadata optional)
-inline void safe_save(const StateDict& d, const std::string& path, const std::map<std::string, std::string>& metadata = {}) {
+TINYGRAD_API void safe_save(const StateDict& d, const std::string& path, const std::map<std::string, std::string>& metadata = {}) TINYGRAD_DEF({
   std::string header = "{";
   std::vector<std::vector<char>> blobs;
   size_t off = 0;
@@ -163,18 +185,18 @@ inline void safe_save(const StateDict& d, const std::string& path, const std::ma
   f.write(len, 8).write(header.data(), std::streamsize(header.size()));
   for (auto& b : blobs) f.write(b.data(), std::streamsize(b.size()));
   if (!f) throw StateError("tinygrad::safe_save: write to " + path + " failed");
-}
+})
 
 namespace detail {
 // a name from a file, quoted for an error message: at most ~100 bytes of it
-inline std::string quoted(const std::string& s) {
+TINYGRAD_API std::string quoted(const std::string& s) TINYGRAD_DEF({
   constexpr size_t kMax = 100;
   if (s.size() <= kMax) return "'" + s + "'";
   size_t n = kMax;
   while (n > 0 && (uint8_t(s[n]) & 0xC0) == 0x80) n--;  // NOTE: do not cut a UTF-8 sequence
   return "'" + s.substr(0, n) + "...' (" + std::to_string(s.size()) + " bytes)";
-}
-inline bool valid_utf8(std::string_view s) {
+})
+TINYGRAD_API bool valid_utf8(std::string_view s) TINYGRAD_DEF({
   for (size_t i = 0; i < s.size();) {
     uint8_t c = uint8_t(s[i]);
     size_t n = c < 0x80 ? 0 : c >= 0xC2 && c < 0xE0 ? 1 : c >= 0xE0 && c < 0xF0 ? 2 : c >= 0xF0 && c < 0xF5 ? 3 : 4;  // continuation bytes
@@ -188,7 +210,7 @@ inline bool valid_utf8(std::string_view s) {
     i += n + 1;
   }
   return true;
-}
+})
 
 struct SafeTensorInfo {
   std::string name;
@@ -208,12 +230,12 @@ struct SafeLayout {
   Json root;
 
   // "__metadata__" (nullptr when absent), not checked here: safe_load_metadata checks it
-  const Json* metadata() const {
+  const Json* metadata() const TINYGRAD_MEMBER_DEF({
     for (auto& m : root.obj) if (m.key == "__metadata__") return &m.value;
     return nullptr;
-  }
+  })
 
-  StateError fail(const std::string& why) const { return StateError("tinygrad::safe_load: " + what + ": " + why); }
+  StateError fail(const std::string& why) const TINYGRAD_MEMBER_DEF({ return StateError("tinygrad::safe_load: " + what + ": " + why); })
   template <class Read>
   SafeLayout(std::string what_, uint64_t fsize, Read&& read) : what(std::move(what_)) {
     if (fsize < 8) throw fail("file is " + std::to_string(fsize) + " bytes, shorter than the 8-byte header length");
@@ -234,14 +256,14 @@ struct SafeLayout {
   }
 
  private:
-  void check_keys(const Json& o, const std::string& where) const {
+  void check_keys(const Json& o, const std::string& where) const TINYGRAD_MEMBER_DEF({
     std::vector<const std::string*> keys;
     for (auto& m : o.obj) keys.push_back(&m.key);
     std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
     for (size_t i = 1; i < keys.size(); i++)
       if (*keys[i] == *keys[i - 1]) throw fail("key " + quoted(*keys[i]) + " appears twice in " + where);
-  }
-  void parse_tensors(uint64_t data_size) {
+  })
+  void parse_tensors(uint64_t data_size) TINYGRAD_MEMBER_DEF({
     for (auto& member : root.obj) {
       const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
       const Json& e = member.value;
@@ -293,7 +315,7 @@ struct SafeLayout {
       prev = t;
     }
     if (at != data_size) throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " + std::to_string(data_size) + ")");
-  }
+  })
 };
 
 // the tensors of a checked layout; read(offset, size) as for SafeLayout
@@ -304,13 +326,14 @@ StateDict load_tensors(const SafeLayout& l, Read&& read, const std::string& devi
   return d;
 }
 
+#if TINYGRAD_WITH_INTERNALS  // safe_load's, compiled with the library
 // reads a file at offsets, each read checked; the bytes stay valid until the next read
 struct FileReader {
   std::string path;
   std::ifstream f;
   uint64_t size = 0;
   std::vector<char> buf;
-  explicit FileReader(const std::string& p) : path(p) {
+  explicit FileReader(const std::string& p) TINYGRAD_MEMBER_DEF(: path(p) {
     std::error_code ec;
     auto st = std::filesystem::status(p, ec);
     // NOTE: a directory opens as a stream of size 0 or -1 whose reads fail: name it instead of reading garbage
@@ -321,34 +344,35 @@ struct FileReader {
     auto end = f.tellg();
     if (end < 0) throw StateError("tinygrad::safe_load: cannot determine the size of " + p);
     size = uint64_t(end);
-  }
-  const char* operator()(uint64_t off, uint64_t n) {
+  })
+  const char* operator()(uint64_t off, uint64_t n) TINYGRAD_MEMBER_DEF({
     buf.resize(n);
     f.seekg(std::streamoff(off));
     f.read(buf.data(), std::streamsize(n));
     if (!f || uint64_t(f.gcount()) != n) throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
     return buf.data();
-  }
+  })
 };
+#endif
 }  // namespace detail
 
 // read a .safetensors file into CPU tensors (or `device`); every malformed part is an error naming the file.
 // Everything is checked before any tensor is made.
-inline StateDict safe_load(const std::string& path, const std::string& device = "") {
+TINYGRAD_API StateDict safe_load(const std::string& path, const std::string& device = "") TINYGRAD_DEF({
   detail::FileReader r(path);
   detail::SafeLayout l(path, r.size, r);
   return detail::load_tensors(l, r, device);
-}
+})
 // the same from a .safetensors image in memory (a file read or mapped by the caller); `what` names it in errors
-inline StateDict safe_load_bytes(std::string_view data, const std::string& device = "", const std::string& what = "<memory>") {
+TINYGRAD_API StateDict safe_load_bytes(std::string_view data, const std::string& device = "", const std::string& what = "<memory>") TINYGRAD_DEF({
   auto read = [&](uint64_t off, uint64_t) { return data.data() + off; };  // NOTE: SafeLayout checks every range first
   detail::SafeLayout l(what, data.size(), read);
   return detail::load_tensors(l, read, device);
-}
+})
 
 namespace detail {
 // the "__metadata__" string map of a checked layout
-inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
+TINYGRAD_API std::map<std::string, std::string> metadata_map(const SafeLayout& l) TINYGRAD_DEF({
   std::map<std::string, std::string> m;
   const Json* meta = l.metadata();
   if (!meta) return m;
@@ -358,13 +382,13 @@ inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
     m[k] = v.s;
   }
   return m;
-}
+})
 }  // namespace detail
 
 // the "__metadata__" string map of a .safetensors file (empty when it has none)
-inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
+TINYGRAD_API std::map<std::string, std::string> safe_load_metadata(const std::string& path) TINYGRAD_DEF({
   detail::FileReader r(path);
   return detail::metadata_map(detail::SafeLayout(path, r.size, r));
-}
+})
 
 }  // namespace tinygrad::nn

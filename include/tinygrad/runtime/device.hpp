@@ -1,6 +1,11 @@
 #pragma once
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
+#include <memory>
+#include <string>
+#include <vector>
+#include "../dtype.hpp"
+#if TINYGRAD_WITH_INTERNALS
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -17,8 +22,21 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include "../dtype.hpp"
+#endif
 
+namespace tinygrad {
+
+struct Buffer;
+// the registered devices, highest priority first
+TINYGRAD_API std::vector<std::string> device_names();
+// the default device: DEV if set, else the highest-priority device that opens
+TINYGRAD_API std::string& default_device();
+// the device whose buffers are host memory (the highest-priority one registered as such)
+TINYGRAD_API std::string host_device();
+}  // namespace tinygrad
+
+// NOTE: the runtime itself; a TU of a separate-compilation program that is not the library's sees the declarations above
+#if TINYGRAD_WITH_INTERNALS
 namespace tinygrad {
 
 // raw device memory
@@ -175,12 +193,11 @@ inline void register_device(DeviceSpec spec) {
   std::string name = spec.name;
   r.specs.insert_or_assign(name, std::move(spec));
 }
-// the registered devices, highest priority first
-inline std::vector<std::string> device_names() {
+TINYGRAD_API std::vector<std::string> device_names() TINYGRAD_DEF({
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   return r.names();
-}
+})
 // the descriptor of a device ("CUDA", or an instance "CUDA:1"); a DeviceError naming it and the known devices when unknown
 inline DeviceSpec device_spec(const std::string& device) {
   auto& r = detail::RuntimeRegistry::get();
@@ -200,8 +217,7 @@ inline DeviceRuntime& runtime(const std::string& device) {
   return *(r.opened[device] = std::move(rt));
 }
 
-// the default device: DEV if set, else the highest-priority device that opens
-inline std::string& default_device() {
+TINYGRAD_API std::string& default_device() TINYGRAD_DEF({
   static std::string d = [] {
     std::string dev = flags().dev, why;
     for (auto& n : dev.empty() ? device_names() : std::vector<std::string>{}) {
@@ -216,15 +232,14 @@ inline std::string& default_device() {
     return dev;
   }();
   return d;
-}
+})
 
-// the device whose buffers are host memory (the highest-priority one registered as such)
-inline std::string host_device() {
+TINYGRAD_API std::string host_device() TINYGRAD_DEF({
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   for (auto& n : r.names()) if (r.specs.at(n).host) return n;
   throw DeviceError("tinygrad: no host device is registered (runtime/cpu.hpp registers the CPU)");
-}
+})
 
 namespace detail {
 // GPU libraries are loaded at run time: the first of several names that loads (nullptr if none)
@@ -400,6 +415,5 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 
 }  // namespace tinygrad
 
-#if TINYGRAD_WITH_INTERNALS
 #include "devices.hpp"  // NOTE: last: the built-in devices' headers build on everything above
 #endif

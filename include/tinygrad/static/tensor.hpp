@@ -202,11 +202,11 @@ struct expand {
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::expand<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.expand(to_shape(n.rt_shape())); }
 };
-inline std::vector<std::pair<int64_t, int64_t>> pairs(std::initializer_list<int64_t> v) {
+TINYGRAD_API std::vector<std::pair<int64_t, int64_t>> pairs(std::initializer_list<int64_t> v) TINYGRAD_DEF({
   std::vector<std::pair<int64_t, int64_t>> r;
   for (auto it = v.begin(); it != v.end(); it += 2) r.push_back({it[0], it[1]});
   return r;
-}
+})
 template <int64_t... P>
 struct pad {
   static constexpr const char* name = "pad";

@@ -14,83 +14,83 @@ template <class T>
 struct ElementwiseOps {
  public:
   // ---- unary ----
-  T neg() const { return self().dtype() == DType::Bool ? logical_not() : self().unary(Ops::NEG); }
-  T logical_not() const { auto b = self().cast(DType::Bool); return T(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), b.device()); }
+  T neg() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? logical_not() : self().unary(Ops::NEG); })
+  T logical_not() const TINYGRAD_MEMBER_DEF({ auto b = self().cast(DType::Bool); return T(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), b.device()); })
   // ~x: ints and bools only (x ^ -1 for signed; -(x + 1) wraps to the same bits for unsigned)
-  T bitwise_not() const {
+  T bitwise_not() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (is_float(x.dtype())) throw DTypeError("tinygrad::bitwise_not: needs an integer or bool tensor, got " + to_string(x.dtype()));
     if (x.dtype() == DType::Bool) return logical_not();
     return is_unsigned(x.dtype()) ? (x + x.like(1)).unary(Ops::NEG) : x ^ x.like(-1);
-  }
-  T exp2() const { return self().fl().unary(Ops::EXP2); }
-  T log2() const { return self().fl().unary(Ops::LOG2); }
-  T exp() const { return (self().fl() * (1.0 / std::log(2.0))).exp2(); }
-  T log() const { return self().fl().log2() * std::log(2.0); }
-  T log10() const { return self().fl().log2() * std::log10(2.0); }
-  T sqrt() const { return self().fl().unary(Ops::SQRT); }
-  T rsqrt() const { return sqrt().reciprocal(); }
-  T reciprocal() const { return self().fl().unary(Ops::RECIPROCAL); }
-  T square() const { return self() * self(); }
+  })
+  T exp2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::EXP2); })
+  T log2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::LOG2); })
+  T exp() const TINYGRAD_MEMBER_DEF({ return (self().fl() * (1.0 / std::log(2.0))).exp2(); })
+  T log() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log(2.0); })
+  T log10() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log10(2.0); })
+  T sqrt() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SQRT); })
+  T rsqrt() const TINYGRAD_MEMBER_DEF({ return sqrt().reciprocal(); })
+  T reciprocal() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::RECIPROCAL); })
+  T square() const TINYGRAD_MEMBER_DEF({ return self() * self(); })
   // -1, 0 or 1 (NaN stays NaN); the gradient is 0
-  T sign() const {
+  T sign() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.dtype() == DType::Bool) return x;
     if (is_unsigned(x.dtype())) return (x != 0.0).cast(x.dtype());
     auto s = (x != 0.0).where((x < 0.0).where(x.like(-1), x.like(1)), x.like(0));
     return is_float(x.dtype()) ? isnan().where(x, s) : s;
-  }
-  T abs() const { return self().dtype() == DType::Bool ? self() : self() * sign(); }
-  T sin() const { return self().fl().unary(Ops::SIN); }
-  T cos() const { return (M_PI / 2 - self().fl()).sin(); }
-  T tan() const { return sin() / cos(); }
+  })
+  T abs() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? self() : self() * sign(); })
+  T sin() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SIN); })
+  T cos() const TINYGRAD_MEMBER_DEF({ return (M_PI / 2 - self().fl()).sin(); })
+  T tan() const TINYGRAD_MEMBER_DEF({ return sin() / cos(); })
   // Abramowitz-Stegun 4.4.46 (|error| <= 2e-8), as tinygrad
-  T asin() const {
+  T asin() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl(), a = x.abs();
     auto p = poly(a, {-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810, -0.0501743046, 0.0889789874, -0.2145988016, 1.5707963050});
     return x.sign() * (M_PI / 2 - (1.0 - a).sqrt() * p);
-  }
-  T acos() const { return M_PI / 2 - asin(); }
-  T atan() const { auto x = self().fl(); return (x / (1.0 + x * x).sqrt()).asin(); }
-  T sinh() const { auto x = self().fl(); return (x.exp() - (-x).exp()) * 0.5; }
-  T cosh() const { auto x = self().fl(); return (x.exp() + (-x).exp()) * 0.5; }
-  T tanh() const { return 2.0 * (2.0 * self().fl()).sigmoid() - 1.0; }
+  })
+  T acos() const TINYGRAD_MEMBER_DEF({ return M_PI / 2 - asin(); })
+  T atan() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x / (1.0 + x * x).sqrt()).asin(); })
+  T sinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() - (-x).exp()) * 0.5; })
+  T cosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() + (-x).exp()) * 0.5; })
+  T tanh() const TINYGRAD_MEMBER_DEF({ return 2.0 * (2.0 * self().fl()).sigmoid() - 1.0; })
   // odd, so compute on |x| (no cancellation for large negative x)
-  T asinh() const { auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); }
-  T acosh() const { auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); }
-  T atanh() const { auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; }
+  T asinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); })
+  T acosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); })
+  T atanh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; })
   // Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7), as tinygrad
-  T erf() const {
+  T erf() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
     auto t = (1.0 + 0.3275911 * x.abs()).reciprocal();
     return x.sign() * (1.0 - t * poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}) * (-x.square()).exp());
-  }
-  T trunc() const { return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); }
-  T floor() const { auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); }
-  T ceil() const { auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x > t).where(t + 1.0, t); }
+  })
+  T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
+  T floor() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); })
+  T ceil() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x > t).where(t + 1.0, t); })
   // half to even (like torch and tinygrad); x - trunc(x) and t / 2 are exact, so ties are found exactly
-  T round() const {
+  T round() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_float(x.dtype())) return x;
     auto t = trunc(), d = (x - t).abs(), odd = (t * 0.5).trunc() * 2.0 != t;
     return ((d > 0.5) | ((d == 0.5) & odd)).where(t + (x > 0.0).where(x.like(1), x.like(-1)), t);
-  }
-  T isinf(bool detect_positive = true, bool detect_negative = true) const {
+  })
+  T isinf(bool detect_positive = true, bool detect_negative = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     return ((x == INFINITY) & x.like(detect_positive).cast(DType::Bool)) | ((x == -INFINITY) & x.like(detect_negative).cast(DType::Bool));
-  }
-  T isnan() const { return self() != self(); }
-  T isfinite() const { return (isinf() | isnan()).logical_not(); }
+  })
+  T isnan() const TINYGRAD_MEMBER_DEF({ return self() != self(); })
+  T isfinite() const TINYGRAD_MEMBER_DEF({ return (isinf() | isnan()).logical_not(); })
 
   // ---- binary (Tensor or weak scalar) ----
-  T add(const T& o) const { return self() + o; }
-  T add(double o) const { return self() + o; }
-  T sub(const T& o) const { return self() - o; }
-  T sub(double o) const { return self() - o; }
-  T mul(const T& o) const { return self() * o; }
-  T mul(double o) const { return self() * o; }
+  T add(const T& o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  T add(double o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  T sub(const T& o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  T sub(double o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  T mul(const T& o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
+  T mul(double o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
   // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
-  T div(const T& o, std::string_view rounding_mode = {}) const {
+  T div(const T& o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "div");
     if (rounding_mode.empty()) {
       if (!is_float(a.dtype())) { a = a.cast(dtypes::default_float); b = b.cast(dtypes::default_float); }
@@ -104,28 +104,28 @@ struct ElementwiseOps {
     // a nonzero remainder whose sign differs from b's rounded toward zero (x // 0 = 0: the remainder is 0)
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
-  }
-  T div(double o, std::string_view rounding_mode = {}) const { return div(self().like(o, true), rounding_mode); }
+  })
+  T div(double o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({ return div(self().like(o, true), rounding_mode); })
   // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
-  T idiv(const T& o) const { return self().binop(Ops::IDIV, o, "idiv"); }
+  T idiv(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::IDIV, o, "idiv"); })
   // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
-  T mod(const T& o) const {
+  T mod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "mod");
     if (is_float(a.dtype())) return a - a.div(b, "floor") * b;
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(r + b, r);
-  }
-  T mod(double o) const { return mod(self().like(o, true)); }
+  })
+  T mod(double o) const TINYGRAD_MEMBER_DEF({ return mod(self().like(o, true)); })
   // remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
-  T fmod(const T& o) const {
+  T fmod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "fmod");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::fmod: needs numbers, got " + to_string(a.dtype()));
     if (is_float(a.dtype())) return a - a.div(b, "trunc") * b;
     return T(alu(Ops::MOD, {a.uop(), b.uop()}), a.device());
-  }
-  T fmod(double o) const { return fmod(self().like(o, true)); }
+  })
+  T fmod(double o) const TINYGRAD_MEMBER_DEF({ return fmod(self().like(o, true)); })
   // x ** e; negative bases with integer exponents keep their sign; int ** int stays int (computed in float64, rounded)
-  T pow(const T& e) const {
+  T pow(const T& e) const TINYGRAD_MEMBER_DEF({
     DType rd = least_upper_dtype(self().dtype(), e.dtype());
     if (!is_float(rd)) return self().cast(DType::Float64).pow(e.cast(DType::Float64)).round().cast(rd);
     auto [b, x] = T::broadcast_pair(self().fl(), e, "pow");
@@ -134,92 +134,92 @@ struct ElementwiseOps {
     auto isint = x.trunc() == x, odd = isint & ((x.abs() - ((x.abs() * 0.5).trunc() * 2.0)) == 1.0);
     auto signed_mag = (b < 0.0).where(odd.where(-mag, isint.where(mag, b.like(NAN))), mag);
     return (x == 0.0).where(b.like(1), signed_mag);
-  }
-  T pow(double e) const { return pow(self().like(e, true)); }
-  T maximum(const T& o) const { return self().binop(Ops::MAX, o, "maximum"); }
-  T maximum(double o) const { return maximum(self().like(o, true)); }
+  })
+  T pow(double e) const TINYGRAD_MEMBER_DEF({ return pow(self().like(e, true)); })
+  T maximum(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::MAX, o, "maximum"); })
+  T maximum(double o) const TINYGRAD_MEMBER_DEF({ return maximum(self().like(o, true)); })
   // through the order-reversing inverse, so unsigned and bool work too
-  T minimum(const T& o) const { auto [a, b] = T::broadcast_pair(self(), o, "minimum"); return a.order_inverse().maximum(b.order_inverse()).order_inverse(); }
-  T minimum(double o) const { return minimum(self().like(o, true)); }
+  T minimum(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self(), o, "minimum"); return a.order_inverse().maximum(b.order_inverse()).order_inverse(); })
+  T minimum(double o) const TINYGRAD_MEMBER_DEF({ return minimum(self().like(o, true)); })
 #define TG_CMP(NAME, OP)                                             \
   T NAME(const T& o) const { return self() OP o; }                 \
   T NAME(double o) const { return self() OP o; }
   TG_CMP(eq, ==) TG_CMP(ne, !=) TG_CMP(lt, <) TG_CMP(le, <=) TG_CMP(gt, >) TG_CMP(ge, >=)
 #undef TG_CMP
-  T bitwise_and(const T& o) const { return self() & o; }
-  T bitwise_or(const T& o) const { return self() | o; }
-  T bitwise_xor(const T& o) const { return self() ^ o; }
-  T bitwise_and(int64_t o) const { return self() & int_scalar(o); }
-  T bitwise_or(int64_t o) const { return self() | int_scalar(o); }
-  T bitwise_xor(int64_t o) const { return self() ^ int_scalar(o); }
-  T lshift(const T& o) const { return shift_op(Ops::SHL, o, "lshift"); }
-  T rshift(const T& o) const { return shift_op(Ops::SHR, o, "rshift"); }
-  T lshift(int64_t o) const { return lshift(int_scalar(o)); }
-  T rshift(int64_t o) const { return rshift(int_scalar(o)); }
+  T bitwise_and(const T& o) const TINYGRAD_MEMBER_DEF({ return self() & o; })
+  T bitwise_or(const T& o) const TINYGRAD_MEMBER_DEF({ return self() | o; })
+  T bitwise_xor(const T& o) const TINYGRAD_MEMBER_DEF({ return self() ^ o; })
+  T bitwise_and(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() & int_scalar(o); })
+  T bitwise_or(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() | int_scalar(o); })
+  T bitwise_xor(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() ^ int_scalar(o); })
+  T lshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHL, o, "lshift"); })
+  T rshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHR, o, "rshift"); })
+  T lshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return lshift(int_scalar(o)); })
+  T rshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return rshift(int_scalar(o)); })
   // |x| with the sign of o (o == -0.0 counts as positive)
-  T copysign(const T& o) const { auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign"); return (b < 0.0).where(-a.abs(), a.abs()); }
-  T copysign(double o) const { return copysign(self().like(o, true)); }
-  T logaddexp(const T& o) const {
+  T copysign(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign"); return (b < 0.0).where(-a.abs(), a.abs()); })
+  T copysign(double o) const TINYGRAD_MEMBER_DEF({ return copysign(self().like(o, true)); })
+  T logaddexp(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "logaddexp");
     auto m = a.maximum(b);
     return m + ((a - m).exp() + (b - m).exp()).log();
-  }
-  T logaddexp(double o) const { return logaddexp(self().like(o, true)); }
+  })
+  T logaddexp(double o) const TINYGRAD_MEMBER_DEF({ return logaddexp(self().like(o, true)); })
   // |x - o| <= atol + rtol * |o|, or equal (infs); NaNs are close only with equal_nan
-  T isclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const {
+  T isclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "isclose");
     auto r = (a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= (b.abs() * rtol + atol)));
     return equal_nan ? r | (a.isnan() & b.isnan()) : r;
-  }
-  T lerp(const T& end, const T& weight) const { return self() + (end - self()) * weight; }
-  T lerp(const T& end, double weight) const { return self() + (end - self()) * weight; }
+  })
+  T lerp(const T& end, const T& weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
+  T lerp(const T& end, double weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
   // clip to [lo, hi]; either bound may be absent
-  T clip(std::optional<double> lo, std::optional<double> hi = std::nullopt) const {
+  T clip(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (!lo && !hi) throw Error("tinygrad::clip: needs at least one of min and max");
     T x = self();
     if (lo) x = x.maximum(*lo);
     return hi ? x.minimum(*hi) : x;
-  }
-  T clip(const T& lo, const T& hi) const { return maximum(lo).minimum(hi); }
-  T clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const { return clip(lo, hi); }
-  T clamp(const T& lo, const T& hi) const { return clip(lo, hi); }
-  T masked_fill(const T& mask, const T& value) const { return mask.where(value, self()); }
-  T masked_fill(const T& mask, double value) const { return mask.where(self().like(value, true), self()); }
+  })
+  T clip(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return maximum(lo).minimum(hi); })
+  T clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  T clamp(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  T masked_fill(const T& mask, const T& value) const TINYGRAD_MEMBER_DEF({ return mask.where(value, self()); })
+  T masked_fill(const T& mask, double value) const TINYGRAD_MEMBER_DEF({ return mask.where(self().like(value, true), self()); })
 
   // ---- activations (tinygrad's formulas) ----
-  T relu() const { return maximum(0.0); }
-  T relu6() const { return relu().minimum(6.0); }
-  T leaky_relu(double neg_slope = 0.01) const { return (self() < 0.0).where(self() * neg_slope, self()); }
-  T elu(double alpha = 1.0) const { return relu() - alpha * (1.0 - self().exp()).relu(); }
-  T celu(double alpha = 1.0) const { return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); }
-  T selu(double alpha = 1.67326, double gamma = 1.0507) const { return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); }
+  T relu() const TINYGRAD_MEMBER_DEF({ return maximum(0.0); })
+  T relu6() const TINYGRAD_MEMBER_DEF({ return relu().minimum(6.0); })
+  T leaky_relu(double neg_slope = 0.01) const TINYGRAD_MEMBER_DEF({ return (self() < 0.0).where(self() * neg_slope, self()); })
+  T elu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return relu() - alpha * (1.0 - self().exp()).relu(); })
+  T celu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); })
+  T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({ return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); })
   // tanh approximation
-  T gelu() const { auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); }
+  T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
   // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
-  T gelu_erf() const { auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); }
-  T quick_gelu() const { return self() * (self() * 1.702).sigmoid(); }
-  T sigmoid() const { return (1.0 + (-self().fl()).exp()).reciprocal(); }
-  T silu() const { return self() * sigmoid(); }
-  T swish() const { return silu(); }
-  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const { return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu(); }
-  T hardswish() const { return self() * (self() + 3.0).relu6() * (1.0 / 6); }
-  T hardtanh(double min_val = -1, double max_val = 1) const { return clip(min_val, max_val); }
-  T softplus(double beta = 1.0) const { return (self() * beta).logaddexp(0.0) * (1.0 / beta); }
-  T logsigmoid() const { return -(-self()).softplus(); }
-  T mish() const { return self() * softplus().tanh(); }
-  T softsign() const { return self() / (1.0 + abs()); }
+  T gelu_erf() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); })
+  T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
+  T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
+  T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
+  T swish() const TINYGRAD_MEMBER_DEF({ return silu(); })
+  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({ return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu(); })
+  T hardswish() const TINYGRAD_MEMBER_DEF({ return self() * (self() + 3.0).relu6() * (1.0 / 6); })
+  T hardtanh(double min_val = -1, double max_val = 1) const TINYGRAD_MEMBER_DEF({ return clip(min_val, max_val); })
+  T softplus(double beta = 1.0) const TINYGRAD_MEMBER_DEF({ return (self() * beta).logaddexp(0.0) * (1.0 / beta); })
+  T logsigmoid() const TINYGRAD_MEMBER_DEF({ return -(-self()).softplus(); })
+  T mish() const TINYGRAD_MEMBER_DEF({ return self() * softplus().tanh(); })
+  T softsign() const TINYGRAD_MEMBER_DEF({ return self() / (1.0 + abs()); })
 
   // ---- dtype shorthands ----
-  T float_() const { return self().cast(DType::Float32); }
-  T half() const { return self().cast(DType::Float16); }
-  T bfloat16() const { return self().cast(DType::BFloat16); }
-  T double_() const { return self().cast(DType::Float64); }
-  T short_() const { return self().cast(DType::Int16); }
-  T int_() const { return self().cast(DType::Int32); }
-  T long_() const { return self().cast(DType::Int64); }
-  T bool_() const { return self().cast(DType::Bool); }
-  bool is_floating_point() const { return is_float(self().dtype()); }
-  int64_t element_size() const { return itemsize(self().dtype()); }
+  T float_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float32); })
+  T half() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float16); })
+  T bfloat16() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::BFloat16); })
+  T double_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float64); })
+  T short_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int16); })
+  T int_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int32); })
+  T long_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int64); })
+  T bool_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Bool); })
+  bool is_floating_point() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()); })
+  int64_t element_size() const TINYGRAD_MEMBER_DEF({ return itemsize(self().dtype()); })
 
   // ---- operators (C++ scalars are weak) ----
   friend T operator%(const T& a, const T& b) { return a.mod(b); }
@@ -242,30 +242,30 @@ struct ElementwiseOps {
   T& operator&=(const T& o) { return mut() = self() & o; }
   T& operator|=(const T& o) { return mut() = self() | o; }
   T& operator^=(const T& o) { return mut() = self() ^ o; }
-  T& operator<<=(int64_t o) { return mut() = self() << o; }
-  T& operator>>=(int64_t o) { return mut() = self() >> o; }
+  T& operator<<=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() << o; })
+  T& operator>>=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() >> o; })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  T& mut() { return static_cast<T&>(*this); }
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  T& mut() TINYGRAD_MEMBER_DEF({ return static_cast<T&>(*this); })
   // order-reversing map: -x for floats, ~x for ints, !x for bools (so min = inverse(max(inverse)))
-  T order_inverse() const { return is_float(self().dtype()) ? neg() : bitwise_not(); }
+  T order_inverse() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? neg() : bitwise_not(); })
   // Horner: c[0] * x^(n-1) + ... + c[n-1]
-  static T poly(const T& x, std::initializer_list<double> c) {
+  static T poly(const T& x, std::initializer_list<double> c) TINYGRAD_MEMBER_DEF({
     T r = x.like(*c.begin());
     for (auto it = c.begin() + 1; it != c.end(); ++it) r = r * x + *it;
     return r;
-  }
+  })
   // an int scalar for bit ops: keeps int and bool dtypes (bool only for 0/1)
-  T int_scalar(int64_t v) const {
+  T int_scalar(int64_t v) const TINYGRAD_MEMBER_DEF({
     DType d = self().dtype();
     return T::scalar(double(v), is_float(d) ? d : d == DType::Bool && v != 0 && v != 1 ? dtypes::default_int : d, self().device());
-  }
-  T shift_op(Ops op, const T& o, const char* name) const {
+  })
+  T shift_op(Ops op, const T& o, const char* name) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, name);
     if (!is_int(a.dtype())) throw DTypeError(std::string("tinygrad::") + name + ": needs integer tensors, got " + to_string(a.dtype()));
     return T(alu(op, {a.uop(), b.uop()}), a.device());
-  }
+  })
 };
 
 }  // namespace detail

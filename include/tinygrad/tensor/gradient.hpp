@@ -24,7 +24,7 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
 namespace detail {
 // the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
 // arg: groups, stride[n], dilation[n], (pad before, after)[n]
-inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) {
+TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) TINYGRAD_DEF({
   size_t n = x.ndim() - 2;
   auto join = [](std::initializer_list<Shape> parts) { Shape r; for (auto& p : parts) r.insert(r.end(), p.begin(), p.end()); return r; };
   int64_t groups = a[0], bs = x.shape(0), cout = w.shape(0), cin = w.shape(1);
@@ -68,10 +68,10 @@ inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, co
   Shape pw = join({P.shape(), Shape{1}}), gs = join({Shape{bs, 1}, Shape(n, 1), os, Shape{cout}});
   Tensor dw = (P.reshape(pw) * gT.reshape(gs)).sum(red).contiguous().permute(to_oik);  // (cout, cin, *k')
   return {dx, dw.shrink(keep)};
-}
+})
 
 // the gradients of u's sources, given u's gradient g (nullopt: no gradient flows); empty: u's op has no rule
-inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
+TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) TINYGRAD_DEF({
   auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
   auto S = [&](size_t i) { return T(u->src[i]); };
   Tensor ret = T(u);
@@ -134,7 +134,7 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
     case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
     default: return {};  // none: not float valued (comparisons, bit ops, int division), or no gradient (detach, ...)
   }
-}
+})
 }  // namespace detail
 
 #endif

@@ -29,22 +29,22 @@ namespace detail {
 // the non-template half: calls as vectors of tensors
 class JitCore : JitRecorder {
  public:
-  explicit JitCore(std::string name) : name_(std::move(name)) {}
+  explicit JitCore(std::string name) TINYGRAD_MEMBER_DEF(: name_(std::move(name)) {})
   ~JitCore() override = default;
   // call the function (run) on args, or replay it; returns the returned tensors
   std::vector<Tensor> call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
-  int64_t calls() const { return calls_; }
-  bool captured() const { return bool(prog_); }
-  size_t kernel_count() const { return prog_ ? jit_kernel_count(*prog_) : 0; }
-  const std::string& name() const { return name_; }
-  const JitProgram* program() const { return prog_.get(); }
+  int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
+  bool captured() const TINYGRAD_MEMBER_DEF({ return bool(prog_); })
+  size_t kernel_count() const TINYGRAD_MEMBER_DEF({ return prog_ ? jit_kernel_count(*prog_) : 0; })
+  const std::string& name() const TINYGRAD_MEMBER_DEF({ return name_; })
+  const JitProgram* program() const TINYGRAD_MEMBER_DEF({ return prog_.get(); })
 
  private:
   struct Sig {
     Shape shape;
     DType dtype;
     std::string device;
-    static Sig of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device()}; })
     bool operator==(const Sig&) const = default;
   };
   // one recorded call: what it assigned (with the buffer it held before) and the random keys it drew
@@ -60,7 +60,7 @@ class JitCore : JitRecorder {
   TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
   std::vector<Tensor> record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args);
-  std::string where() const { return "tinygrad::TinyJit(" + name_ + ")"; }
+  std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
 
   std::string name_;
   int64_t calls_ = 0;

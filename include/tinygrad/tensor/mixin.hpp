@@ -23,12 +23,12 @@ using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
 
 // training mode (tinygrad's TRAINING): dropout drops, BatchNorm uses and updates batch statistics.
 // Per thread, like the graph being built on it.
-inline bool& training() { static thread_local bool on = false; return on; }
+TINYGRAD_API bool& training() TINYGRAD_DEF({ static thread_local bool on = false; return on; })
 // RAII: training mode on (or off) for a scope
 struct TrainingScope {
   bool prev;
-  explicit TrainingScope(bool on = true) : prev(training()) { training() = on; }
-  ~TrainingScope() { training() = prev; }
+  explicit TrainingScope(bool on = true) TINYGRAD_MEMBER_DEF(: prev(training()) { training() = on; })
+  ~TrainingScope() TINYGRAD_MEMBER_DEF({ training() = prev; })
   TrainingScope(const TrainingScope&) = delete;
   TrainingScope& operator=(const TrainingScope&) = delete;
 };

@@ -23,20 +23,20 @@ struct MovementOps {
 
  public:
   // alias of reshape
-  T view(Shape s) const { return self().reshape(std::move(s)); }
+  T view(Shape s) const TINYGRAD_MEMBER_DEF({ return self().reshape(std::move(s)); })
   // split dim into sizes (one may be -1)
-  T unflatten(int64_t dim, const Shape& sizes) const {
+  T unflatten(int64_t dim, const Shape& sizes) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unflatten");
     Shape s(x.shape().begin(), x.shape().begin() + d);
     s.insert(s.end(), sizes.begin(), sizes.end());
     s.insert(s.end(), x.shape().begin() + d + 1, x.shape().end());
     return x.reshape(s);
-  }
+  })
 
   // ---- pad ----
   // pad with (before, after) per dim; negative amounts shrink
-  T pad(Pads p, double value = 0) const {
+  T pad(Pads p, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
     Pads sh;
@@ -63,9 +63,9 @@ struct MovementOps {
     if (value == 0) return r;
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
     return mask.where(r, value);
-  }
+  })
   // mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
-  T pad(Pads p, const std::string& mode, double value = 0) const {
+  T pad(Pads p, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (mode == "constant") return pad(std::move(p), value);
     if (mode != "reflect" && mode != "replicate" && mode != "circular") throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
@@ -87,7 +87,7 @@ struct MovementOps {
       x = T::cat(parts, int64_t(d));
     }
     return x;
-  }
+  })
   // torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
   // NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
@@ -98,10 +98,10 @@ struct MovementOps {
     for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
     return pad(p, mode, value);
   }
-  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const { return pad(std::vector<int64_t>(flat), mode, value); }
+  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({ return pad(std::vector<int64_t>(flat), mode, value); })
 
   // ---- join and split ----
-  static T cat(const std::vector<T>& ts, int64_t dim = 0) {
+  static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::cat: needs at least one tensor");
     auto& t0 = ts[0];
     if (t0.ndim() == 0) throw ShapeError("tinygrad::cat: zero-dimensional tensors cannot be concatenated (use stack)");
@@ -127,8 +127,8 @@ struct MovementOps {
       r = !r ? x : dt == DType::Bool ? (*r | x) : *r + x;
     }
     return *r;
-  }
-  static T stack(const std::vector<T>& ts, int64_t dim = 0) {
+  })
+  static T stack(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
     for (auto& t : ts)
       if (t.shape() != ts[0].shape()) throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
@@ -136,9 +136,9 @@ struct MovementOps {
     std::vector<T> us;
     for (auto& t : ts) us.push_back(t.unsqueeze(d));
     return cat(us, d);
-  }
+  })
   // pieces of the given sizes along dim (they must add up to the dim)
-  std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const {
+  std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
     int64_t n = x.shape()[size_t(d)], tot = 0;
@@ -156,9 +156,9 @@ struct MovementOps {
       off += s;
     }
     return out;
-  }
+  })
   // pieces of `size` along dim; the last may be smaller
-  std::vector<T> split(int64_t size, int64_t dim = 0) const {
+  std::vector<T> split(int64_t size, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
     if (size <= 0) throw ShapeError("tinygrad::split: size must be positive, got " + std::to_string(size));
@@ -166,19 +166,19 @@ struct MovementOps {
     for (int64_t n = x.shape()[size_t(d)]; n > 0; n -= size) sizes.push_back(std::min(size, n));
     if (sizes.empty()) sizes.push_back(0);
     return split(sizes, d);
-  }
-  std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const {
+  })
+  std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "chunk");
     if (chunks <= 0) throw ShapeError("tinygrad::chunk: chunks must be positive, got " + std::to_string(chunks));
     int64_t n = x.shape()[size_t(d)];
     if (n == 0) return split(std::vector<int64_t>(size_t(chunks), 0), d);
     return split(n / chunks + (n % chunks != 0), d);
-  }
+  })
 
   // ---- repeat, roll, windows, diagonals ----
   // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
-  T repeat(const std::vector<int64_t>& repeats) const {
+  T repeat(const std::vector<int64_t>& repeats) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (repeats.size() < x.ndim()) throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
     T b = x.reshape_left(repeats.size());
@@ -191,9 +191,9 @@ struct MovementOps {
     checked_prod(ex, "repeat");  // then each r * s fits
     for (size_t i = 0; i < repeats.size(); i++) fin.push_back(ex[2 * i] * ex[2 * i + 1]);
     return b.reshape(un).expand(ex).reshape(fin);
-  }
+  })
   // each element `repeats` times in a row along dim (flattened when dim is not given)
-  T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const {
+  T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (repeats < 0) throw ShapeError("tinygrad::repeat_interleave: negative repeats " + std::to_string(repeats));
     T x = dim ? self() : self().flatten();
     int d = dim ? norm_axis(*dim, x.ndim(), "repeat_interleave") : 0;
@@ -203,9 +203,9 @@ struct MovementOps {
     Shape f = x.shape();
     f[size_t(d)] *= repeats;
     return x.reshape(s).expand(e).reshape(f);
-  }
+  })
   // shift elements along dims, wrapping around (flattened when dims are empty)
-  T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const {
+  T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (dims.empty()) {
       if (shifts.size() != 1) throw ShapeError("tinygrad::roll: without dims needs one shift, got " + to_string(shifts));
@@ -223,10 +223,10 @@ struct MovementOps {
       sl[size_t(d)] = Slice{delta, size_add(delta, n, "roll")};
     }
     return x.repeat(reps).slice(sl);
-  }
-  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const { return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); }
+  })
+  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({ return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); })
   // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
-  T unfold(int64_t dim, int64_t size, int64_t step) const {
+  T unfold(int64_t dim, int64_t size, int64_t step) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unfold");
     if (size < 0 || step <= 0 || size > x.shape()[size_t(d)])
@@ -244,9 +244,9 @@ struct MovementOps {
       return T::zeros(s, x.dtype(), x.device()).permute(back);
     }
     return x.permute(to_last).pool({size}, {step}, {1}, "unfold").permute(back);
-  }
+  })
   // a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
-  T diag(int64_t offset = 0) const {
+  T diag(int64_t offset = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() == 2) return diagonal(offset);
     if (x.ndim() != 1) throw ShapeError("tinygrad::diag: needs a 1-D or 2-D tensor, got shape " + to_string(x.shape()));
@@ -255,9 +255,9 @@ struct MovementOps {
     T m = x.unsqueeze(-1).pad({{0, 0}, {0, n}}).flatten().shrink({{0, n * n}}).reshape({n, n});
     int64_t a = std::abs(offset);
     return offset >= 0 ? m.pad({{0, a}, {a, 0}}) : m.pad({{a, 0}, {0, a}});
-  }
+  })
   // the diagonal of dims (dim1, dim2), moved to the last dim
-  T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const {
+  T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() < 2) throw ShapeError("tinygrad::diagonal: needs at least 2 dims, got shape " + to_string(x0.shape()));
     int a = norm_axis(dim1, x0.ndim(), "diagonal"), b = norm_axis(dim2, x0.ndim(), "diagonal");
@@ -284,10 +284,10 @@ struct MovementOps {
     for (auto l : lead) keep.push_back({0, l});
     keep.push_back({0, n}); keep.push_back({0, 1});
     return f.pad(pp).reshape(s2).shrink(keep).reshape([&] { Shape s = lead; s.push_back(n); return s; }());
-  }
+  })
 
   // einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
-  T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const {
+  T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
       return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " + to_string(x.shape()) + ")");
@@ -372,15 +372,15 @@ struct MovementOps {
         if (std::find(perm.begin(), perm.end(), int64_t(i)) == perm.end()) throw fail("axis \"" + names[i] + "\" is missing on the right", arrow + 2);
     }
     return x.reshape(flat).permute(perm).reshape(out);
-  }
+  })
 
   // ---- indexing ----
-  T operator[](int64_t i) const { return self().slice({i}); }
+  T operator[](int64_t i) const TINYGRAD_MEMBER_DEF({ return self().slice({i}); })
   // NOTE: a template so that t[{1, 2}] (ints) is not ambiguous with a Tensor built from the braces
   template <class U, class = std::enable_if_t<std::is_same_v<U, T>>>
   T operator[](const U& idx) const { return (*this)[std::vector<TI>{idx}]; }
   // ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
-  T operator[](const std::vector<TI>& idx) const {
+  T operator[](const std::vector<TI>& idx) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto [basic, tdims] = split_index(idx, "getitem");
     T ret = x.slice(basic);
@@ -424,9 +424,9 @@ struct MovementOps {
       out = out.permute(perm);
     }
     return out;
-  }
+  })
   // setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
-  T& set(const std::vector<TI>& idx, const T& value) {
+  T& set(const std::vector<TI>& idx, const T& value) TINYGRAD_MEMBER_DEF({
     T& x = mself();
     T v = value.cast(x.dtype());
     auto [basic, tdims] = split_index(idx, "setitem");
@@ -490,10 +490,10 @@ struct MovementOps {
     };
     T mask = scatter_back(T::ones(rshape, DType::Bool, x.device()));
     return x.assign(mask.where(scatter_back(v), x));
-  }
+  })
 
   // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
-  T gather(int64_t dim, const T& index) const {
+  T gather(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
@@ -505,9 +505,9 @@ struct MovementOps {
     }
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
-  }
+  })
   // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
-  T scatter(int64_t dim, const T& index, const T& src) const {
+  T scatter(int64_t dim, const T& index, const T& src) const TINYGRAD_MEMBER_DEF({
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
     if (mask.shape().back() == 0) return self();  // no sources: nothing written
     // per target: the last source position that writes it
@@ -518,10 +518,10 @@ struct MovementOps {
     T top = mask.where(rank, 0).max(-1, true);
     T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
     return (top.squeeze(-1) > 0).where(val, self());
-  }
-  T scatter(int64_t dim, const T& index, double value) const { return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); }
+  })
+  T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({ return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); })
   // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
-  T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const {
+  T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
       throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
@@ -538,10 +538,10 @@ struct MovementOps {
     T total = mask.where(s, 0.0).sum(-1) + base(0);
     // torch: integer means round down
     return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
-  }
+  })
   // the elements where mask (broadcast to x) is true, as a 1-D tensor.
   // NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
-  T masked_select(const T& mask) const {
+  T masked_select(const T& mask) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_bool(mask.dtype())) throw DTypeError("tinygrad::masked_select: mask must be bool, got " + to_string(mask.dtype()));
     auto m = mask.expand(T::broadcast_shape(x.shape(), mask.shape(), "masked_select")).template to_vector<bool>();
@@ -551,9 +551,9 @@ struct MovementOps {
     T flat = x.expand(full).flatten();
     if (idx.empty()) return flat.shrink({{0, 0}});
     return flat[T(idx, {int64_t(idx.size())}, x.device())];
-  }
+  })
   // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
-  T nonzero() const {
+  T nonzero() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto v = x.template to_vector<double>();
     std::vector<int32_t> out;
@@ -568,12 +568,12 @@ struct MovementOps {
     }
     if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int32, x.device());
     return T(out, {cnt, int64_t(x.ndim())}, x.device());
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  T& mself() { return static_cast<T&>(*this); }
-  static std::string pads_str(const Pads& p) {
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  T& mself() TINYGRAD_MEMBER_DEF({ return static_cast<T&>(*this); })
+  static std::string pads_str(const Pads& p) TINYGRAD_MEMBER_DEF({
     std::string r = "(";
     for (size_t i = 0; i < p.size(); i++) {
       if (i) r += ", ";
@@ -584,21 +584,21 @@ struct MovementOps {
       r += ")";
     }
     return r + ")";
-  }
-  static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
-  static void check_int_index(const T& t, const char* op) {
+  })
+  static T expand_dim(const T& x, size_t d, int64_t n) TINYGRAD_MEMBER_DEF({ Shape s = x.shape(); s[d] = n; return x.expand(s); })
+  static void check_int_index(const T& t, const char* op) TINYGRAD_MEMBER_DEF({
     if (!is_int(t.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": index tensors must be integers, got " + to_string(t.dtype()));
-  }
+  })
   // t (..., 1) == arange(n): (..., n)
-  static T one_hot_last(const T& t, int64_t n) { return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); }
-  static T expand_value(const T& v, const Shape& s, const char* op) {
+  static T one_hot_last(const T& t, int64_t n) TINYGRAD_MEMBER_DEF({ return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); })
+  static T expand_value(const T& v, const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     try { if (T::broadcast_shape(v.shape(), s, op) != s) throw ShapeError(""); } catch (const ShapeError&) {
       throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) + " does not broadcast to the indexed shape " + to_string(s));
     }
     return v.expand(s);
-  }
+  })
   // drop the ellipsis (full slices in its place) and fill the remaining dims; flags follow their entries
-  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) {
+  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) TINYGRAD_MEMBER_DEF({
     size_t real = 0, ell = 0, ndim = shape.size();
     for (auto& i : idx) { real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); ell += std::holds_alternative<Ellipsis>(i); }
     if (ell > 1) throw IndexError(std::string("tinygrad::") + op + ": an index can only have one ellipsis");
@@ -612,9 +612,9 @@ struct MovementOps {
     for (; real < ndim && !ell; real++) { full.push_back(Slice{}); fl.push_back(false); }
     if (flags) *flags = fl;
     return full;
-  }
+  })
   // tensors -> full slices; returns the expanded basic index and each tensor's dim in the basic result
-  std::pair<std::vector<Index>, std::vector<std::pair<int, T>>> split_index(const std::vector<TI>& idx, const char* op) const {
+  std::pair<std::vector<Index>, std::vector<std::pair<int, T>>> split_index(const std::vector<TI>& idx, const char* op) const TINYGRAD_MEMBER_DEF({
     std::vector<Index> basic;
     std::vector<bool> is_t;
     std::vector<T> ts;
@@ -634,9 +634,9 @@ struct MovementOps {
       out++;
     }
     return {full, tdims};
-  }
+  })
   // gather/scatter's common prep: src and a one-hot mask, both (x.shape with index's sizes, n_index_along_dim) -> x.shape + (k,)
-  std::pair<T, T> pre_scatter(int64_t dim, const T& index, const T& src, const char* op) const {
+  std::pair<T, T> pre_scatter(int64_t dim, const T& index, const T& src, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
@@ -655,7 +655,7 @@ struct MovementOps {
     for (size_t i = 0; i < x.ndim(); i++) p.push_back({0, int(i) == d ? 0 : x.shape()[i] - s.shape()[i]});
     p.push_back({0, 0});
     return {s.pad(p), mask.pad(p)};
-  }
+  })
 };
 
 }  // namespace tinygrad::detail

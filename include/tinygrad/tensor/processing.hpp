@@ -12,19 +12,19 @@ struct ProcessingOps {
  public:
   // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank) ----
   T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const {
+           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
-  }
+  })
   T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const {
+           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
-  }
+  })
   // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
   // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
   T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-                     std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const {
+                     std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
     if (x0.ndim() < 3 || w.ndim() != x0.ndim())
@@ -62,18 +62,18 @@ struct ProcessingOps {
     }
     T wt = w.unflatten(0, {groups, -1}).transpose(1, 2).flip(flips).flatten(0, 1);
     return x.conv2d(wt, bias, groups, {1}, dilation, cpad);
-  }
+  })
 
   // ---- pooling over the last kernel.size() dims (a single value means 2 dims) ----
   // padding: one value, one per dim, or (before, after) per dim
   T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false) const {
+               bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
     auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
-  }
+  })
   // {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
   std::pair<T, T> max_pool2d_with_indices(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-                                          std::vector<int64_t> padding = {0}, bool ceil_mode = false) const {
+                                          std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
     T p = pooled(a, dtype_min(x.dtype()));
@@ -94,9 +94,9 @@ struct ProcessingOps {
     key = hasnan.where(p.isnan().where(-ipool, dtype_min(ipool.dtype())), key).max(a.axes);
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
-  }
+  })
   T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false, bool count_include_pad = true) const {
+               bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(kernel, stride, dilation, padding, false, "avg_pool2d");
     auto c = pool_args(kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
@@ -108,16 +108,16 @@ struct ProcessingOps {
     Pads extra;
     for (size_t i = 0; i < a.pads.size(); i++) extra.push_back({c.pads[i].first - a.pads[i].first, c.pads[i].second - a.pads[i].second});
     return pool(x, c.pads) / T::ones(x.pad(a.pads).shape(), x.dtype(), x.device()).pad(extra).pool(a.ks, a.st, a.dl, "avg_pool2d").sum(a.axes);
-  }
+  })
 
   // ---- normalization ----
   // (x - mean) / sqrt(var + eps) over axes (biased variance)
-  T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const {
+  T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     T y = self() - self().mean(axes, true);
     return y * ((y * y).mean(axes, true) + eps).rsqrt();
-  }
+  })
   // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
-  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const {
+  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t k = normalized_shape.size();
     if (k == 0 || k > x.ndim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - int64_t(k)))
@@ -129,9 +129,9 @@ struct ProcessingOps {
     T y = x.layernorm(axes, eps);
     if (weight) y = y * *weight;
     return bias ? y + *bias : y;
-  }
+  })
   // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
-  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const {
+  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     Shape s(x.ndim(), 1), chan;
     for (auto a : axes) { int d = norm_axis(a, x.ndim(), "batchnorm"); s[size_t(d)] = x.shape()[size_t(d)]; }
@@ -144,11 +144,11 @@ struct ProcessingOps {
     if (weight) y = y * fit(*weight, "weight");
     y = y * fit(invstd, "invstd");
     return bias ? y + fit(*bias, "bias") : y;
-  }
+  })
 
   // ---- attention ----
   // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
-  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt, bool is_causal = false) const {
+  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt, bool is_causal = false) const TINYGRAD_MEMBER_DEF({
     auto& q = self();
     const char* op = "scaled_dot_product_attention";
     if (q.ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || q.shape().back() != key.shape().back() || key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
@@ -164,22 +164,22 @@ struct ProcessingOps {
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
     return qk.softmax(-1).matmul(value);
-  }
+  })
 
   // ---- misc ----
   // integer classes -> (..., num_classes) ints; num_classes -1 reads max+1 (realizes x)
-  T one_hot(int64_t num_classes = -1) const {
+  T one_hot(int64_t num_classes = -1) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
     if (num_classes < 0) num_classes = x.numel() ? int64_t(x.max().template item<double>()) + 1 : 0;
     return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(dtypes::default_int);
-  }
+  })
   // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
-  T tril(int64_t diagonal = 0) const { return tri(diagonal + 1, "tril").where(zero(), self()); }
-  T triu(int64_t diagonal = 0) const { return tri(diagonal, "triu").where(self(), zero()); }
+  T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })
+  T triu(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal, "triu").where(self(), zero()); })
 
   // resize the last size.size() dims. mode: "nearest", "nearest-exact", "linear" (also "bilinear", "trilinear")
-  T interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const {
+  T interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
     if (!linear && mode != "nearest" && mode != "nearest-exact") throw Error("tinygrad::interpolate: unknown mode \"" + mode + "\"");
@@ -208,11 +208,11 @@ struct ProcessingOps {
       }
     }
     return x.cast(x0.dtype());
-  }
+  })
 
   // einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
   // without "->" the output is the letters seen once, in order
-  static T einsum(const std::string& formula, const std::vector<T>& xs) {
+  static T einsum(const std::string& formula, const std::vector<T>& xs) TINYGRAD_MEMBER_DEF({
     auto fail = [&](const std::string& why) { return ShapeError("tinygrad::einsum(\"" + formula + "\"): " + why); };
     auto arrow = formula.find("->");
     if (arrow != std::string::npos && formula.find("->", arrow + 1) != std::string::npos) throw fail("more than one \"->\"");
@@ -323,26 +323,26 @@ struct ProcessingOps {
     std::vector<int64_t> perm;
     for (auto id : out) perm.push_back(int64_t(std::find(kept.begin(), kept.end(), id) - kept.begin()));
     return y.permute(perm);
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
   struct PoolArgs { Shape ks; std::vector<int64_t> st, dl, axes; Pads pads; };  // pads cover every dim
-  static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) {
+  static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) TINYGRAD_MEMBER_DEF({
     if (v.size() == 1) v.assign(n, v[0]);
     if (v.size() != n) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " needs 1 or " + std::to_string(n) + " values");
     for (auto x : v) if (x < lo) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " must be at least " + std::to_string(lo));
     return v;
-  }
-  static Pads pad_pairs(const std::vector<int64_t>& p, size_t n, const char* op) {
+  })
+  static Pads pad_pairs(const std::vector<int64_t>& p, size_t n, const char* op) TINYGRAD_MEMBER_DEF({
     Pads r;
     if (p.size() == 1 || p.size() == n) for (size_t i = 0; i < n; i++) r.push_back({p[p.size() == 1 ? 0 : i], p[p.size() == 1 ? 0 : i]});
     else if (p.size() == 2 * n) for (size_t i = 0; i < n; i++) r.push_back({p[2 * i], p[2 * i + 1]});
     else throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " needs 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
     for (auto& [b, a] : r) if (b < 0 || a < 0) throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " must not be negative");
     return r;
-  }
-  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding, bool ceil_mode, const char* op) const {
+  })
+  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding, bool ceil_mode, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t n = kernel.size() == 1 ? 2 : kernel.size();
     if (n == 0 || x.ndim() < n) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(kernel) + " needs " + std::to_string(n) + " spatial dims, input has shape " + to_string(x.shape()));
@@ -365,20 +365,20 @@ struct ProcessingOps {
     a.pads.insert(a.pads.end(), sp.begin(), sp.end());
     for (size_t i = 0; i < n; i++) a.axes.push_back(-1 - int64_t(i));
     return a;
-  }
-  T pooled(const PoolArgs& a, double fill) const { return self().pad(a.pads, fill).pool(a.ks, a.st, a.dl, "max_pool2d"); }
-  void check_conv_rank(const T& w, size_t nd, const char* op) const {
+  })
+  T pooled(const PoolArgs& a, double fill) const TINYGRAD_MEMBER_DEF({ return self().pad(a.pads, fill).pool(a.ks, a.st, a.dl, "max_pool2d"); })
+  void check_conv_rank(const T& w, size_t nd, const char* op) const TINYGRAD_MEMBER_DEF({
     if (self().ndim() != nd || w.ndim() != nd)
       throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(self().shape()) + " and weight " + to_string(w.shape()) + " must both have rank " + std::to_string(nd));
-  }
-  T zero() const { return T::full({}, 0, self().dtype(), self().device()); }  // NOTE: a weak 0 would turn bools into ints
-  T tri(int64_t diagonal, const char* op) const {
+  })
+  T zero() const TINYGRAD_MEMBER_DEF({ return T::full({}, 0, self().dtype(), self().device()); })  // NOTE: a weak 0 would turn bools into ints
+  T tri(int64_t diagonal, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() < 2) throw ShapeError(std::string("tinygrad::") + op + ": needs at least 2 dims, got shape " + to_string(x.shape()));
     int64_t r = x.shape()[x.ndim() - 2], c = x.shape().back();
     T a = T::arange(double(r), std::nullopt, 1, DType::Int32, x.device()).unsqueeze(-1) + T::scalar(double(diagonal), DType::Int32, x.device());
     return a <= T::arange(double(c), std::nullopt, 1, DType::Int32, x.device());
-  }
+  })
 };
 
 }  // namespace tinygrad::detail

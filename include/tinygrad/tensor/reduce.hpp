@@ -16,41 +16,41 @@ struct ReduceOps {
 
  public:
   // ---- reductions ----
-  T sum(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); }
+  T sum(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); })
   T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
-  T prod(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
+  T prod(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); })
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
   // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
-  T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); }
+  T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
-  T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); }
+  T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
-  T mean(Axes axes = {}, bool keepdim = false) const {
+  T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
     auto s = self().fl().sum(ax, keepdim);
     int64_t n = reduced_count(ax);
     return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
-  }
+  })
   T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
   // sum((x - mean)^2) / (n - correction)
-  T var(Axes axes = {}, bool keepdim = false, double correction = 1) const {
+  T var(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "var");
     auto x = self().fl();
     return (x - x.mean(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
-  }
+  })
   T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
-  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const { return var(std::move(axes), keepdim, correction).sqrt(); }
+  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return var(std::move(axes), keepdim, correction).sqrt(); })
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
-  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {var(axes, keepdim, correction), mean(axes, keepdim)}; }
-  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {std(axes, keepdim, correction), mean(axes, keepdim)}; }
-  T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); }
+  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {var(axes, keepdim, correction), mean(axes, keepdim)}; })
+  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {std(axes, keepdim, correction), mean(axes, keepdim)}; })
+  T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
-  T all(Axes axes = {}, bool keepdim = false) const { return self().logical_not().any(std::move(axes), keepdim).logical_not(); }
+  T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
-  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const { return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); }
+  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({ return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); })
   // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
-  T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const {
+  T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
     int a = norm_axis(*axis, x.ndim(), "argmax");
@@ -62,45 +62,45 @@ struct ReduceOps {
     rs[0] = n;
     auto rev = T::arange(double(n), 0.0, -1, DType::Int32, x.device()).reshape(rs);
     return (double(n) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
-  }
-  T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const { return inv(self()).argmax(axis, keepdim); }
+  })
+  T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(self()).argmax(axis, keepdim); })
   // log(sum(exp(x))), shifted by the (detached) max for stability
-  T logsumexp(Axes axes = {}, bool keepdim = false) const {
+  T logsumexp(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     axes = self().norm_axes(axes, "logsumexp");
     auto x = self().fl();
     auto m = x.reduce(Ops::MAX, axes, true, "logsumexp").detach();  // an empty dim gives -inf, as torch
     m = m.isinf().where(0.0, m);  // an all -inf slice gives -inf, not NaN
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
-  }
+  })
   T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
-  T softmax(int64_t axis = -1) const {
+  T softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "softmax").detach();
     auto e = m.exp();
     return e / e.sum(axis, true);
-  }
-  T log_softmax(int64_t axis = -1) const {
+  })
+  T log_softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "log_softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "log_softmax").detach();
     return m - m.exp().sum(axis, true).log();
-  }
-  T softmin(int64_t axis = -1) const { return (-self()).softmax(axis); }
+  })
+  T softmin(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({ return (-self()).softmax(axis); })
 
   // ---- scans (inclusive) ----
-  T cumsum(int64_t axis = 0) const { return split_cum(axis, Ops::ADD, "cumsum"); }
-  T cumprod(int64_t axis = 0) const { return split_cum(axis, Ops::MUL, "cumprod"); }
-  T cummax(int64_t axis = 0) const { return split_cum(axis, Ops::MAX, "cummax"); }
-  T cummin(int64_t axis = 0) const { return inv(inv(self()).cummax(axis)); }
+  T cumsum(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::ADD, "cumsum"); })
+  T cumprod(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MUL, "cumprod"); })
+  T cummax(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MAX, "cummax"); })
+  T cummin(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).cummax(axis)); })
   // (values, int32 index of the last occurrence of each running max along axis), like torch.cummax
-  std::pair<T, T> cummax_indices(int64_t axis = 0) const { return cum_indices(self(), cummax(axis), axis, "cummax_indices"); }
-  std::pair<T, T> cummin_indices(int64_t axis = 0) const { return cum_indices(self(), cummin(axis), axis, "cummin_indices"); }
+  std::pair<T, T> cummax_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummax(axis), axis, "cummax_indices"); })
+  std::pair<T, T> cummin_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummin(axis), axis, "cummin_indices"); })
 
   // ---- sorting ----
   // (values, int32 indices) along dim. Equal values keep their original order (the k-th equal value in the
   // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
   // descending), as torch.
-  std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const {
+  std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int32, x0.device())};
     int d = norm_axis(dim, x0.ndim(), "sort");
@@ -151,10 +151,10 @@ struct ReduceOps {
     T cond = same(sd.unsqueeze(-1), yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
     T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int32);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
-  }
-  T argsort(int64_t dim = -1, bool descending = false) const { return sort(dim, descending).second; }
+  })
+  T argsort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({ return sort(dim, descending).second; })
   // the k largest (or smallest) along dim, as (values, int32 indices); always sorted
-  std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const {
+  std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "topk");
@@ -165,23 +165,23 @@ struct ReduceOps {
     std::vector<std::pair<int64_t, int64_t>> sh;
     for (size_t a = 0; a < x.ndim(); a++) sh.push_back({0, int64_t(a) == d ? k : x.shape()[a]});
     return {v.shrink(sh), i.shrink(sh)};
-  }
+  })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
   // self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
-  T binary_crossentropy(const T& y, std::string_view reduction = "mean") const {
+  T binary_crossentropy(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& p = self();
     same_shape(p, y, "binary_crossentropy");
     return reduce_loss(-(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0)), reduction, "binary_crossentropy");
-  }
+  })
   // self: logits; pos_weight scales the positive term
-  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean", const std::optional<T>& pos_weight = std::nullopt) const {
+  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean", const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     same_shape(x, y, "binary_crossentropy_logits");
     return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction, "binary_crossentropy_logits");
-  }
+  })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
-  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0, std::string_view reduction = "mean") const {
+  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     const char* op = "sparse_categorical_crossentropy";
     check_smoothing(label_smoothing, op);
@@ -195,9 +195,9 @@ struct ReduceOps {
     T unreduced = (1.0 - label_smoothing) * hot.where(logp, 0.0).sum(-1) + label_smoothing * (logp.mean(-1) * mask);
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
-  }
+  })
   // self: logits (C) or (N, C, ...); y: class indices (shape without C) or class probabilities (same shape)
-  T cross_entropy(const T& y, std::string_view reduction = "mean", double label_smoothing = 0) const {
+  T cross_entropy(const T& y, std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_smoothing(label_smoothing, "cross_entropy");
     if (x.ndim() == 0) throw ShapeError("tinygrad::cross_entropy: logits need a class dim, got shape " + to_string(x.shape()));
@@ -213,9 +213,9 @@ struct ReduceOps {
     }
     p = (1.0 - label_smoothing) * p + label_smoothing / double(c);
     return reduce_loss(-(x.log_softmax(cd) * p).sum(cd), reduction, "cross_entropy");
-  }
+  })
   // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
-  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const {
+  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_reduction(reduction, "nll_loss");
     if (x.ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(x.shape()));
@@ -232,36 +232,36 @@ struct ReduceOps {
     if (ignore_index) w = (y != double(*ignore_index)).where(w, 0.0);
     T nll = -hot.where(x, 0.0).sum(cd) * w;
     return reduction == "mean" ? nll.sum() / w.sum() : reduction == "sum" ? nll.sum() : nll;
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  int64_t reduced_count(const Axes& ax) const { int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; }
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({ int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; })
   // the axes (normalized) of a max or min, none of them empty
-  Axes nonempty(const Axes& axes, const char* op) const {
+  Axes nonempty(const Axes& axes, const char* op) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, op);
     for (auto a : ax)
       if (self().shape()[size_t(a)] == 0)
         throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " + to_string(self().shape()) + " (an empty max or min has no value)");
     return ax;
-  }
+  })
   // a == b, with NaN equal to NaN (max and cummax propagate NaN, so NaN is where they found it)
-  static T same(const T& a, const T& b) { return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; }
+  static T same(const T& a, const T& b) TINYGRAD_MEMBER_DEF({ return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; })
   // a sorts after b: NaN after everything but NaN
-  static T after(const T& a, const T& b) { return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; }
+  static T after(const T& a, const T& b) TINYGRAD_MEMBER_DEF({ return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; })
   // order-reversing: min = inv(max(inv))
-  static T inv(const T& x) { return is_float(x.dtype()) ? -x : x.bitwise_not(); }
+  static T inv(const T& x) TINYGRAD_MEMBER_DEF({ return is_float(x.dtype()) ? -x : x.bitwise_not(); })
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
-  static T cum_last(const T& x, Ops op, const char* name) {
+  static T cum_last(const T& x, Ops op, const char* name) TINYGRAD_MEMBER_DEF({
     int64_t n = x.shape().back();
     double ident = reduce_identity(op, x.dtype());
     std::vector<std::pair<int64_t, int64_t>> p(x.ndim() - 1, {0, 0});
     p.push_back({n - 1, 0});
     T w = x.pad(p, ident).pool({n}, {1}, {1}, name);
     return op == Ops::ADD ? w.sum(-1) : op == Ops::MUL ? w.prod(-1) : w.max(-1);
-  }
+  })
   // long rows: scan blocks of 512, then add (mul, max) each block's exclusive scan of the block totals (tinygrad's split)
-  T split_cum(int64_t axis, Ops op, const char* name) const {
+  T split_cum(int64_t axis, Ops op, const char* name) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() == 0) return x0.reshape({1}).split_cum(0, op, name).reshape({});
     int a = norm_axis(axis, x0.ndim(), name);
@@ -288,14 +288,14 @@ struct ReduceOps {
     for (size_t i = 0; i + 1 < flat.size(); i++) tail.push_back({0, flat[i]});
     tail.push_back({m * S - n, m * S});
     return r.reshape(flat).shrink(tail).transpose(a, -1);
-  }
-  static std::vector<std::pair<int64_t, int64_t>> padlast(size_t nd, int64_t before, int64_t after) {
+  })
+  static std::vector<std::pair<int64_t, int64_t>> padlast(size_t nd, int64_t before, int64_t after) TINYGRAD_MEMBER_DEF({
     std::vector<std::pair<int64_t, int64_t>> p(nd - 1, {0, 0});
     p.push_back({before, after});
     return p;
-  }
+  })
   // index of the last j <= i with x[j] == v[i] (NaN == NaN: torch gives the last NaN so far)
-  static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) {
+  static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) TINYGRAD_MEMBER_DEF({
     if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int32, x0.device())};
     int a = norm_axis(axis, x0.ndim(), name);
     T x = x0.transpose(a, -1).detach(), v = v0.transpose(a, -1).detach();
@@ -303,29 +303,29 @@ struct ReduceOps {
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
     T hit = same(x.unsqueeze(-2), v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
     return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int32).transpose(a, -1)};
-  }
+  })
   // bool (..., C at dim, ...) from labels y (..., 1 at dim, ...)
-  static T label_mask(const T& y, int64_t c, int64_t dim) {
+  static T label_mask(const T& y, int64_t c, int64_t dim) TINYGRAD_MEMBER_DEF({
     Shape rs(y.ndim(), 1);
     rs[size_t(dim)] = c;
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
-  }
-  static void same_shape(const T& a, const T& b, const char* op) {
+  })
+  static void same_shape(const T& a, const T& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a.shape() != b.shape()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " + to_string(b.shape()) + " differ in shape");
-  }
-  static void check_labels(const T& y, const char* op) {
+  })
+  static void check_labels(const T& y, const char* op) TINYGRAD_MEMBER_DEF({
     if (!is_int(y.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
-  }
-  static void check_smoothing(double ls, const char* op) {
+  })
+  static void check_smoothing(double ls, const char* op) TINYGRAD_MEMBER_DEF({
     if (!(ls >= 0 && ls <= 1)) throw Error(std::string("tinygrad::") + op + ": label_smoothing must be in [0, 1], got " + std::to_string(ls));
-  }
-  static void check_reduction(std::string_view r, const char* op) {
+  })
+  static void check_reduction(std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
     if (r != "mean" && r != "sum" && r != "none") throw Error(std::string("tinygrad::") + op + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + std::string(r) + "\"");
-  }
-  static T reduce_loss(const T& l, std::string_view r, const char* op) {
+  })
+  static T reduce_loss(const T& l, std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
     check_reduction(r, op);
     return r == "mean" ? l.mean() : r == "sum" ? l.sum() : l;
-  }
+  })
 };
 
 }  // namespace tinygrad::detail

@@ -18,7 +18,7 @@ struct JitRecorder {
   virtual void assigned(const Tensor& t) = 0;
   virtual void drew(const Tensor& key, int64_t n) = 0;
 };
-inline JitRecorder*& jit_recorder() { static thread_local JitRecorder* r = nullptr; return r; }
+TINYGRAD_API JitRecorder*& jit_recorder() TINYGRAD_DEF({ static thread_local JitRecorder* r = nullptr; return r; })
 }  // namespace detail
 
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
@@ -32,8 +32,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
  public:
   // ---- construction ----
-  Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {}
+  Tensor() TINYGRAD_MEMBER_DEF(: Tensor(Tensor::zeros({})) {})
+  explicit Tensor(UOpRef u, std::string device) TINYGRAD_MEMBER_DEF(: impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {})
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -54,9 +54,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device)); }
 
   // copy raw bytes holding prod(shape) elements of dtype dt
-  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); }
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({ return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); })
 
-  static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+  static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
     std::string dev = device.empty() ? default_device() : device;
@@ -64,16 +64,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t(c, dev);
     if (shape.empty()) return t;
     return t.reshape(Shape(shape.size(), 1)).expand(shape);
-  }
-  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 0, dt, std::move(dev)); }
-  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 1, dt, std::move(dev)); }
+  })
+  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 0, dt, std::move(dev)); })
+  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 1, dt, std::move(dev)); })
   // uninitialized memory
-  static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
-  }
-  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+  })
+  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (!stop) { stop = start; start = 0; }
     if (step == 0) throw Error("tinygrad::arange: step must not be 0");
     bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
@@ -84,18 +84,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
-  }
-  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
     auto b = arange(double(m.value_or(n)), std::nullopt, 1, DType::Int32, device).reshape({1, m.value_or(n)});
     return (a == b).cast(dt);
-  }
+  })
 
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
   // NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
   // kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
-  static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
-  static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  static void manual_seed(uint64_t seed) TINYGRAD_MEMBER_DEF({ rng().seed = seed; rng().counter = 0; })
+  static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "rand");
     std::string dev = device.empty() ? default_device() : device;
     Tensor key = rng_key(n, dev);
@@ -107,22 +107,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     // 24 random bits -> [0, 1)
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
-  }
-  static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     // Box-Muller
     int64_t n = check_shape(shape, "randn");
     auto u = rand({2, n}, DType::Float32, device);
     auto u1 = u.shrink({{0, 1}, {0, n}}), u2 = u.shrink({{1, 2}, {0, n}});
     auto r = ((1.0 - u1).log() * -2.0).sqrt() * (u2 * (2 * M_PI)).cos();
     return r.cast(dt).reshape(shape);
-  }
+  })
 
   // ---- autograd (tensor/gradient.hpp) ----
   // A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
   // hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
   // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
   // too: the gradient flows on through them.
-  Tensor& requires_grad_(bool r = true) {
+  Tensor& requires_grad_(bool r = true) TINYGRAD_MEMBER_DEF({
     {
       std::lock_guard lk(grad_mutex());  // backward() on any thread reads requires_grad and param of every registered tensor
       static int64_t ids = 0;
@@ -135,39 +135,39 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (r && !mine) impl_->uop = param_node(u);
     if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
     return *this;
-  }
-  bool requires_grad() const { return impl_->requires_grad; }
-  std::optional<Tensor> grad() const { return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; }
-  void zero_grad() { impl_->grad.reset(); }
+  })
+  bool requires_grad() const TINYGRAD_MEMBER_DEF({ return impl_->requires_grad; })
+  std::optional<Tensor> grad() const TINYGRAD_MEMBER_DEF({ return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; })
+  void zero_grad() TINYGRAD_MEMBER_DEF({ impl_->grad.reset(); })
   // fill .grad of every tensor that requires it and this one depends on
   Tensor& backward(std::optional<Tensor> seed = std::nullopt);
 
   // ---- properties ----
-  const UOpRef& uop() const { return impl_->uop; }
-  const Shape& shape() const { return uop()->shape; }
-  int64_t shape(int64_t dim) const { return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; }
-  DType dtype() const { return uop()->dtype; }
-  const std::string& device() const { return impl_->device; }
-  size_t ndim() const { return shape().size(); }
-  int64_t numel() const { return tinygrad::prod(shape()); }
-  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); }
+  const UOpRef& uop() const TINYGRAD_MEMBER_DEF({ return impl_->uop; })
+  const Shape& shape() const TINYGRAD_MEMBER_DEF({ return uop()->shape; })
+  int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; })
+  DType dtype() const TINYGRAD_MEMBER_DEF({ return uop()->dtype; })
+  const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
+  size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
+  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::prod(shape()); })
+  bool is_realized() const TINYGRAD_MEMBER_DEF({ return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); })
 
   // ---- realize and read back ----
-  Tensor& realize() {
+  Tensor& realize() TINYGRAD_MEMBER_DEF({
     if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
     return *this;
-  }
+  })
   // realize several tensors in one schedule (an optimizer step: parameters and their state)
-  static void realize_all(std::vector<Tensor> ts) {
+  static void realize_all(std::vector<Tensor> ts) TINYGRAD_MEMBER_DEF({
     std::vector<UOpRef> roots;
     for (auto& t : ts) if (!t.is_realized()) roots.push_back(t.uop());
     if (!roots.empty()) tinygrad::realize(roots);
     for (auto& t : ts) t.adopt_realized();
-  }
+  })
   // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
   // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
-  Tensor& assign(const Tensor& v) {
+  Tensor& assign(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
     if (auto* r = detail::jit_recorder()) r->assigned(*this);
@@ -176,28 +176,26 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
-  }
+  })
   // rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
   // cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
-  Tensor& replace(const Tensor& v) {
+  Tensor& replace(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape()) throw ShapeError("tinygrad::replace: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     UOpRef u = v.cast(dtype()).detach().uop();
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     impl_->device = v.device();
     return *this;
-  }
+  })
   // the device buffer that holds the value (contiguous, numel elements), realizing first
-  std::shared_ptr<Buffer> buffer() const {
+  std::shared_ptr<Buffer> buffer() const TINYGRAD_MEMBER_DEF({
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
     return u->leaf_buffer();
-  }
+  })
   template <class T>
   std::vector<T> to_vector() const {
-    auto buf = buffer();
-    std::vector<char> host(buf->nbytes());
-    buf->copyout(host.data());
+    std::vector<char> host = host_bytes();
     std::vector<T> out(static_cast<size_t>(numel()));
     if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
       // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
@@ -206,6 +204,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
     return out;
   }
+  // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
+  std::vector<char> host_bytes() const TINYGRAD_MEMBER_DEF({
+    auto buf = buffer();
+    std::vector<char> host(buf->nbytes());
+    buf->copyout(host.data());
+    return host;
+  })
   template <class T>
   T item() const {
     if (numel() != 1) throw ShapeError("tinygrad::item: needs a tensor with one element, got shape " + to_string(shape()));
@@ -213,38 +218,38 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- elementwise ----
-  Tensor cast(DType dt) const { return dt == dtype() ? *this : unary(Ops::CAST, dt); }
-  Tensor bitcast(DType dt) const {
+  Tensor cast(DType dt) const TINYGRAD_MEMBER_DEF({ return dt == dtype() ? *this : unary(Ops::CAST, dt); })
+  Tensor bitcast(DType dt) const TINYGRAD_MEMBER_DEF({
     if (itemsize(dt) != itemsize(dtype())) throw DTypeError("tinygrad::bitcast: " + to_string(dtype()) + " and " + to_string(dt) + " differ in size");
     return unary(Ops::BITCAST, dt);
-  }
-  Tensor where(const Tensor& a, const Tensor& b) const {
+  })
+  Tensor where(const Tensor& a, const Tensor& b) const TINYGRAD_MEMBER_DEF({
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
     auto c = cast(DType::Bool).expand(shape);
     x = x.expand(shape); y = y.expand(shape);
     return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
-  }
-  Tensor where(double a, const Tensor& b) const { return where(b.like(a, true), b); }
-  Tensor where(const Tensor& a, double b) const { return where(a, a.like(b, true)); }
-  Tensor where(double a, double b) const { return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); }
-  Tensor shr(int64_t bits) const { return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); }
+  })
+  Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
+  Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
+  Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({ return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); })
+  Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
-  friend Tensor operator+(const Tensor& a, const Tensor& b) { return a.binop(Ops::ADD, b, "add"); }
-  friend Tensor operator-(const Tensor& a, const Tensor& b) { return a.binop_sub(b); }
-  friend Tensor operator*(const Tensor& a, const Tensor& b) { return a.binop(Ops::MUL, b, "mul"); }
-  friend Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
-  friend Tensor operator-(const Tensor& a) { return a.neg(); }
-  friend Tensor operator<(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPLT, b, "lt"); }
-  friend Tensor operator>(const Tensor& a, const Tensor& b) { return b.binop(Ops::CMPLT, a, "gt"); }
-  friend Tensor operator<=(const Tensor& a, const Tensor& b) { return (a > b).logical_not(); }
-  friend Tensor operator>=(const Tensor& a, const Tensor& b) { return (a < b).logical_not(); }
-  friend Tensor operator==(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPEQ, b, "eq"); }
-  friend Tensor operator!=(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPNE, b, "ne"); }
-  friend Tensor operator&(const Tensor& a, const Tensor& b) { return a.binop(Ops::AND, b, "bitwise_and"); }
-  friend Tensor operator|(const Tensor& a, const Tensor& b) { return a.binop(Ops::OR, b, "bitwise_or"); }
-  friend Tensor operator^(const Tensor& a, const Tensor& b) { return a.binop(Ops::XOR, b, "bitwise_xor"); }
+  friend Tensor operator+(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::ADD, b, "add"); })
+  friend Tensor operator-(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop_sub(b); })
+  friend Tensor operator*(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::MUL, b, "mul"); })
+  friend Tensor operator/(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.div(b); })
+  friend Tensor operator-(const Tensor& a) TINYGRAD_MEMBER_DEF({ return a.neg(); })
+  friend Tensor operator<(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::CMPLT, b, "lt"); })
+  friend Tensor operator>(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return b.binop(Ops::CMPLT, a, "gt"); })
+  friend Tensor operator<=(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return (a > b).logical_not(); })
+  friend Tensor operator>=(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return (a < b).logical_not(); })
+  friend Tensor operator==(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::CMPEQ, b, "eq"); })
+  friend Tensor operator!=(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::CMPNE, b, "ne"); })
+  friend Tensor operator&(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::AND, b, "bitwise_and"); })
+  friend Tensor operator|(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::OR, b, "bitwise_or"); })
+  friend Tensor operator^(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::XOR, b, "bitwise_xor"); })
 #define TG_SCALAR_OPS(OP)                                                                      \
   friend Tensor operator OP(const Tensor& a, double b) { return a OP a.like(b, true); }        \
   friend Tensor operator OP(double a, const Tensor& b) { return b.like(a, true) OP b; }
@@ -254,7 +259,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
 
   // ---- movement (copy-free views) ----
-  Tensor reshape(Shape new_shape) const {
+  Tensor reshape(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     int64_t infer = -1, known = 1;
     bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
     for (size_t i = 0; i < new_shape.size(); i++) {
@@ -273,8 +278,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
-  }
-  Tensor permute(std::vector<int64_t> order) const {
+  })
+  Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
     for (auto& o : order) {
@@ -285,15 +290,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     bool ident = true;
     for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
     return ident ? *this : mov(Ops::PERMUTE, order);
-  }
-  Tensor transpose(int64_t a = 1, int64_t b = 0) const {
+  })
+  Tensor transpose(int64_t a = 1, int64_t b = 0) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> order(ndim());
     std::iota(order.begin(), order.end(), 0);
     std::swap(order[size_t(norm_axis(a, ndim(), "transpose"))], order[size_t(norm_axis(b, ndim(), "transpose"))]);
     return permute(order);
-  }
-  Tensor T() const { return transpose(-2, -1); }
-  Tensor expand(Shape new_shape) const {
+  })
+  Tensor T() const TINYGRAD_MEMBER_DEF({ return transpose(-2, -1); })
+  Tensor expand(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     if (new_shape.size() < ndim()) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     Tensor x = reshape_left(new_shape.size());
     for (size_t i = 0; i < new_shape.size(); i++) {
@@ -302,10 +307,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
-  }
-  Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
+  })
+  Tensor expand_as(const Tensor& o) const TINYGRAD_MEMBER_DEF({ return expand(o.shape()); })
   // pad(...) with modes: tensor/movement.hpp
-  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const {
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const TINYGRAD_MEMBER_DEF({
     if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + to_string(shape()));
     std::vector<int64_t> arg;
     bool ident = true;
@@ -316,15 +321,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       ident &= s[i].first == 0 && s[i].second == shape()[i];
     }
     return ident ? *this : mov(Ops::SHRINK, arg);
-  }
-  Tensor flip(std::vector<int64_t> axes) const {
+  })
+  Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
     for (auto a : axes) arg[size_t(norm_axis(a, ndim(), "flip"))] ^= 1;
     if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
     return mov(Ops::FLIP, arg);
-  }
-  Tensor flip(int64_t axis) const { return flip(std::vector<int64_t>{axis}); }
-  Tensor flatten(int64_t start = 0, int64_t end = -1) const {
+  })
+  Tensor flip(int64_t axis) const TINYGRAD_MEMBER_DEF({ return flip(std::vector<int64_t>{axis}); })
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0) return reshape({1});
     int s = norm_axis(start, ndim(), "flatten"), e = norm_axis(end, ndim(), "flatten");
     Shape ns(shape().begin(), shape().begin() + s);
@@ -333,29 +338,29 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     ns.push_back(m);
     ns.insert(ns.end(), shape().begin() + e + 1, shape().end());
     return reshape(ns);
-  }
-  Tensor unsqueeze(int64_t dim) const {
+  })
+  Tensor unsqueeze(int64_t dim) const TINYGRAD_MEMBER_DEF({
     int d = norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
     Shape s = shape();
     s.insert(s.begin() + d, 1);
     return reshape(s);
-  }
-  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const {
+  })
+  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     Shape s;
     int d = dim ? norm_axis(*dim, ndim(), "squeeze") : -1;
     for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
     return reshape(s);
-  }
-  Tensor contiguous() const { return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); }
-  Tensor detach() const { return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); }
+  })
+  Tensor contiguous() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); })
+  Tensor detach() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); })
   // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
-  Tensor to(const std::string& dev) const {
+  Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
     return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
-  }
+  })
 
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
-  Tensor slice(const std::vector<Index>& idx) const {
+  Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
     size_t n_real = 0, n_ell = 0;
     for (auto& i : idx) { n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); n_ell += std::holds_alternative<Ellipsis>(i); }
     if (n_ell > 1) throw IndexError("tinygrad::slice: an index can only have one ellipsis");
@@ -410,11 +415,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       x = x.pad(pads).reshape(split).shrink(sh2);
     }
     return x.reshape(final_shape);
-  }
+  })
   // operator[] (with tensor indices too): tensor/movement.hpp
 
   // ---- processing ----
-  Tensor matmul(const Tensor& w) const {
+  Tensor matmul(const Tensor& w) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0 || w.ndim() == 0) throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
     int64_t k = shape().back(), kw = w.shape()[w.ndim() >= 2 ? w.ndim() - 2 : 0];
     if (k != kw)
@@ -429,13 +434,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     ws.insert(ws.end(), w.shape().end() + axis_w, w.shape().end());
     Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, axis_w);
     return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
-  }
-  Tensor dot(const Tensor& w) const { return matmul(w); }
-  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const { auto x = matmul(w); return b ? x + *b : x; }
+  })
+  Tensor dot(const Tensor& w) const TINYGRAD_MEMBER_DEF({ return matmul(w); })
+  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({ auto x = matmul(w); return b ? x + *b : x; })
 
   // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const {
+                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
     size_t nsp = ndim() - 2;
@@ -479,10 +484,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (!bias) return r;
     Shape bsh{1, cout}; bsh.insert(bsh.end(), nsp, 1);
     return r + bias->reshape(bsh);
-  }
+  })
 
   // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
-  Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const {
+  Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const TINYGRAD_MEMBER_DEF({
     size_t nk = ks.size(), nb = ndim() - nk;
     if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
     if (stride.size() != nk || dilation.size() != nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " differ in length");
@@ -535,14 +540,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < nk; i++) perm.push_back(int64_t(nb + 2 * i + 1));
     for (size_t i = 0; i < nk; i++) perm.push_back(int64_t(nb + 2 * i));
     return x.permute(perm);
-  }
+  })
 
   // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
-  Tensor like(double v, bool weak = false) const {
+  Tensor like(double v, bool weak = false) const TINYGRAD_MEMBER_DEF({
     DType dt = weak ? weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
     return full({}, v, dt, device());
-  }
-  static Tensor scalar(double v, DType dt, const std::string& dev = "") { return full({}, v, dt, dev); }
+  })
+  static Tensor scalar(double v, DType dt, const std::string& dev = "") TINYGRAD_MEMBER_DEF({ return full({}, v, dt, dev); })
 
  private:
   struct Impl {
@@ -554,83 +559,87 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   };
   friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&, std::vector<bool>*);
   // tensors that asked for gradients, found again by backward()
-  static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
-  static std::mutex& grad_mutex() { static std::mutex m; return m; }
+  static std::vector<std::weak_ptr<Impl>>& grad_registry() TINYGRAD_MEMBER_DEF({ static std::vector<std::weak_ptr<Impl>> r; return r; })
+  static std::mutex& grad_mutex() TINYGRAD_MEMBER_DEF({ static std::mutex m; return m; })
   std::shared_ptr<Impl> impl_;
-  explicit Tensor(std::shared_ptr<Impl> i) : impl_(std::move(i)) {}
+  explicit Tensor(std::shared_ptr<Impl> i) TINYGRAD_MEMBER_DEF(: impl_(std::move(i)) {})
 
+#if TINYGRAD_WITH_INTERNALS
   struct Rng { std::atomic<uint64_t> seed{0}, counter{0}; };
-  static Rng& rng() { static Rng r; return r; }
+#else
+  struct Rng;  // where the library is compiled: the seed and the draw counter
+#endif
+  static Rng& rng() TINYGRAD_MEMBER_DEF({ static Rng r; return r; })
   // the next n numbers' key: 3 uint32 (the counter's low word, the seed mixed with its high word, the seed's high word)
-  static Tensor rng_key(int64_t n, const std::string& dev) {
+  static Tensor rng_key(int64_t n, const std::string& dev) TINYGRAD_MEMBER_DEF({
     uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
     uint32_t k[3] = {uint32_t(base), uint32_t(seed * 0x9E3779B9ull + (base >> 32)), uint32_t(seed >> 32) ^ 0x85EBCA6Bu};
     return from_host(k, DType::UInt32, 3, {3}, dev);
-  }
-  static Tensor mix32(Tensor x) {  // murmur3's finalizer
+  })
+  static Tensor mix32(Tensor x) TINYGRAD_MEMBER_DEF({  // murmur3's finalizer
     auto c = [&](double v) { return scalar(v, DType::UInt32, x.device()); };
     x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);
-  }
+  })
 
   // the number of elements of a shape that enters op; ShapeError for a negative dim or an overflowing product
-  static int64_t check_shape(const Shape& s, const char* op) { return checked_prod(s, op); }
+  static int64_t check_shape(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({ return checked_prod(s, op); })
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
     if constexpr (std::is_same_v<T, bool>) { std::vector<uint8_t> b(d.begin(), d.end()); return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device)); }
     else return from_host(d.data(), dtype_of<T>(), d.size(), std::move(shape), std::move(device));
   }
-  static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
+  static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) TINYGRAD_MEMBER_DEF({
     if (shape.empty() && n != 1) shape = {int64_t(n)};
     if (size_t(check_shape(shape, "Tensor")) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
     return of_buffer(std::move(buf), shape);
-  }
+  })
   // a tensor over an existing buffer (its device and dtype), reshaped
-  static Tensor of_buffer(std::shared_ptr<Buffer> buf, const Shape& shape) {
+  static Tensor of_buffer(std::shared_ptr<Buffer> buf, const Shape& shape) TINYGRAD_MEMBER_DEF({
     std::string dev = buf->device;
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
-  }
-  static bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+  })
+  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({ return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); })
   // BUFFER (reshaped) of a realized node
-  static UOpRef buffer_view(const UOpRef& u) {
+  static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
     if (is_buffer_view(u.get())) return u;
     auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
     return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
-  }
+  })
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
-  UOpRef param_node(const UOpRef& u) const {
+  UOpRef param_node(const UOpRef& u) const TINYGRAD_MEMBER_DEF({
     auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
     if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
       const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
       p->realized.set(l->leaf_buffer());
     }
     return p;
-  }
+  })
   // after a realize: drop the graph below the value unless autograd needs it. A parameter keeps its id over
   // its buffer; a value that depends on parameters keeps its graph (the root holds .realized, so schedules
   // read it as an input); anything else becomes its buffer.
-  void adopt_realized() {
+  void adopt_realized() TINYGRAD_MEMBER_DEF({
     const UOpRef& u = impl_->uop;
     if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
       if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
     } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
     else if (!u->grad_dep) impl_->uop = buffer_view(u);
-  }
-  Tensor fl() const { return is_float(dtype()) ? *this : cast(dtypes::default_float); }
+  })
+  Tensor fl() const TINYGRAD_MEMBER_DEF({ return is_float(dtype()) ? *this : cast(dtypes::default_float); })
   // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
-  Tensor unary(Ops op) const { return unary(op, dtype()); }
-  Tensor unary(Ops op, DType dt) const { return Tensor(make_uop(op, dt, {uop()}), device()); }
-  Tensor mov(Ops op, std::vector<int64_t> arg) const { return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); }
-  Tensor reshape_left(size_t n) const { Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); }
-  static std::string same_device(const std::string& a, const std::string& b, const char* op) {
+  Tensor unary(Ops op) const TINYGRAD_MEMBER_DEF({ return unary(op, dtype()); })
+  Tensor unary(Ops op, DType dt) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dt, {uop()}), device()); })
+  Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); })
+  Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({ Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); })
+  static std::string same_device(const std::string& a, const std::string& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
     return a;
-  }
-  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+  })
+  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) TINYGRAD_MEMBER_DEF({
     size_t n = std::max(a.size(), b.size());
     Shape r(n);
     for (size_t i = 0; i < n; i++) {
@@ -639,25 +648,25 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       r[i] = x == 1 ? y : x;
     }
     return r;
-  }
-  static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) {
+  })
+  static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) TINYGRAD_MEMBER_DEF({
     same_device(a.device(), b.device(), op);
     Shape s = broadcast_shape(a.shape(), b.shape(), op);
     DType dt = least_upper_dtype(a.dtype(), b.dtype());
     return {a.cast(dt).expand(s), b.cast(dt).expand(s)};
-  }
-  Tensor binop(Ops op, const Tensor& o, const char* name) const {
+  })
+  Tensor binop(Ops op, const Tensor& o, const char* name) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, name);
     if ((op == Ops::AND || op == Ops::OR || op == Ops::XOR || op == Ops::IDIV) && is_float(a.dtype()))
       throw DTypeError(std::string("tinygrad::") + name + ": needs integer or bool tensors, got " + to_string(a.dtype()));
     return Tensor(alu(op, {a.uop(), b.uop()}), a.device());
-  }
-  Tensor binop_sub(const Tensor& o) const {
+  })
+  Tensor binop_sub(const Tensor& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, "sub");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::sub: subtracting bool tensors is not supported");
     return a + b.neg();
-  }
-  std::vector<int64_t> norm_axes(const std::vector<int64_t>& axes, const char* op) const {
+  })
+  std::vector<int64_t> norm_axes(const std::vector<int64_t>& axes, const char* op) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> r;
     if (axes.empty()) { for (size_t i = 0; i < ndim(); i++) r.push_back(int64_t(i)); return r; }
     for (auto a : axes) {
@@ -666,15 +675,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     std::sort(r.begin(), r.end());
     return r;
-  }
+  })
   // REDUCE_AXIS keeping dims. NOTE: a long reduce into few outputs is split over two kernels by the scheduler
   // (split_reduceop in engine/schedule.hpp), which knows the device's parallelism
-  Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const {
+  Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> a{int64_t(op)};
     a.insert(a.end(), ax.begin(), ax.end());
     return Tensor(make_uop(Ops::REDUCE_AXIS, dtype(), {uop()}, a), device());
-  }
-  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const {
+  })
+  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const TINYGRAD_MEMBER_DEF({
     auto ax = norm_axes(axes, name);
     Tensor x = *this;
     DType out_dt = dtype();
@@ -690,7 +699,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape s;
     for (size_t i = 0; i < ndim(); i++) if (std::find(ax.begin(), ax.end(), int64_t(i)) == ax.end()) s.push_back(shape()[i]);
     return r.reshape(s);
-  }
+  })
 };
 
 #if defined(TINYGRAD_SEPARATE_COMPILATION)

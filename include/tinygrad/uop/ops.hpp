@@ -1,15 +1,17 @@
 #pragma once
 // UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
 // returns the same pointer, so equality is pointer equality and subgraphs are cache keys.
+#include <memory>
+#include "../dtype.hpp"
+#include "../runtime/device.hpp"
+#if TINYGRAD_WITH_INTERNALS
 #include <atomic>
 #include <cmath>
-#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <variant>
-#include "../dtype.hpp"
-#include "../runtime/device.hpp"
+#endif
 
 namespace tinygrad {
 
@@ -63,6 +65,12 @@ enum class Ops : uint8_t {
   COUNT_
 };
 
+struct UOp;
+using UOpRef = std::shared_ptr<const UOp>;
+
+// NOTE: what follows is the IR itself; a TU of a separate-compilation program that is not the library's sees the op
+// names and UOpRef only (the Tensor methods that use more are compiled in the implementation TU)
+#if TINYGRAD_WITH_INTERNALS
 // one row of the op table
 struct OpInfo {
   enum Family : uint8_t { OTHER, UNARY, BINARY, TERNARY, MOVEMENT };
@@ -88,7 +96,6 @@ inline constexpr OpInfo OpInfo::table[] = {TG_OPS(TG_X)};
 #undef TG_FOLD_I
 #undef TG_FOLD_F
 #undef TG_FOLD
-#undef TG_OPS
 static_assert(std::size(OpInfo::table) == size_t(Ops::COUNT_), "one row per op");
 
 inline constexpr const OpInfo& op_info(Ops o) { return OpInfo::table[size_t(o)]; }
@@ -115,9 +122,6 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
 enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6, WARP = 7 };
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
-
-struct UOp;
-using UOpRef = std::shared_ptr<const UOp>;
 
 // Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
 // engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
@@ -425,5 +429,8 @@ inline std::string print_graph(const UOpRef& root) {
   }
   return s;
 }
+
+#endif  // TINYGRAD_WITH_INTERNALS
+#undef TG_OPS
 
 }  // namespace tinygrad

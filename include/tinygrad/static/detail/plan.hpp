@@ -10,28 +10,34 @@ namespace tinygrad {
 
 // counts of the static evaluator (the engine's are in run_stats())
 struct StaticStats { std::atomic<int64_t> graphs_built{0}, plan_hits{0}, lazy{0}; };
-inline StaticStats& static_stats() { static StaticStats s; return s; }
+TINYGRAD_API StaticStats& static_stats() TINYGRAD_DEF({ static StaticStats s; return s; })
 
 namespace detail::st {
 
 struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
+struct plan_table;  // the plans of one expression type (each device, dyn extents and scalar values)
 
 // NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
 // programs, per step); the oldest plan goes first
 inline size_t max_plans_per_expression = 64;
+TINYGRAD_API plan_table* new_plan_table();
+TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key);
+TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p);
 template <class E>
-struct plan_cache {
-  struct entry { std::string device; std::array<int64_t, E::n_key> key; std::shared_ptr<plan> p; };
+plan_table& plans_of() { static plan_table* t = new_plan_table(); return *t; }  // NOTE: leaked on purpose
+
+// placeholders for the leaves (fresh buffers of their dtypes and shapes) to lower an expression over: ph[i] views in[i]
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in);
+// static_stats(): an evaluation planned (a hit, or built when built) or lazy
+TINYGRAD_API void count_static(bool planned, bool built);
+TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
+#if TINYGRAD_WITH_INTERNALS
+struct plan_table {
+  struct entry { std::string device; std::vector<int64_t> key; std::shared_ptr<plan> p; };
   std::mutex mu;
   std::vector<entry> entries;
-  static plan_cache& get() { static auto* c = new plan_cache(); return *c; }  // NOTE: leaked on purpose
 };
-
-inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
-  const UOp* u = t.uop().get();
-  if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
-  return u->leaf_buffer();
-}
+#endif
 
 template <class E>
 Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev) {
@@ -74,37 +80,57 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
   if (!plannable) {
-    static_stats().lazy++;
+    count_static(false, false);
     Tensor t = lower_root(e, leaves.data(), dev);
     return realize_lazy ? t.realize() : t;
   }
-  auto& c = plan_cache<E>::get();
-  std::shared_ptr<plan> p;
-  {
-    std::lock_guard lk(c.mu);
-    for (auto& en : c.entries) if (en.key == key && en.device == dev) { p = en.p; break; }
-  }
+  plan_table& table = plans_of<E>();
+  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
   auto rs = e.rt_shape();
   Shape shape(rs.begin(), rs.end());
-  if (p) static_stats().plan_hits++;
+  if (p) count_static(true, false);
   else {
     std::array<Tensor, NL> ph;
     std::array<const Tensor*, NL> php;
     std::array<UOpRef, NL> in;
-    for (size_t i = 0; i < NL; i++) {
-      in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
-      ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
-      php[i] = &ph[i];
-    }
+    placeholders(leaves.data(), NL, dev, ph.data(), in.data());
+    for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
     p = build_plan(lower_root(e, php.data(), dev), in.data(), NL, dev);
-    std::lock_guard lk(c.mu);
-    if (c.entries.size() >= max_plans_per_expression) c.entries.erase(c.entries.begin());
-    c.entries.push_back({dev, key, p});
+    add_plan(table, dev, key.data(), key.size(), p);
   }
   return run_plan(*p, leaves.data(), NL, dev, E::dtype, shape);
 }
 
 #if TINYGRAD_DEFINE_API
+TINYGRAD_API plan_table* new_plan_table() { return new plan_table(); }
+TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key) {
+  std::lock_guard lk(t.mu);
+  for (auto& en : t.entries)
+    if (en.device == dev && std::equal(en.key.begin(), en.key.end(), key, key + n_key)) return en.p;
+  return nullptr;
+}
+TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p) {
+  std::lock_guard lk(t.mu);
+  if (t.entries.size() >= max_plans_per_expression) t.entries.erase(t.entries.begin());
+  t.entries.push_back({dev, std::vector<int64_t>(key, key + n_key), std::move(p)});
+}
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in) {
+  for (size_t i = 0; i < n; i++) {
+    in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
+    ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
+  }
+}
+TINYGRAD_API void count_static(bool planned, bool built) {
+  if (built) static_stats().graphs_built++;
+  else if (planned) static_stats().plan_hits++;
+  else static_stats().lazy++;
+}
+TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
+  const UOp* u = t.uop().get();
+  if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
+  return u->leaf_buffer();
+}
+
 // a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
 // lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
 struct plan {
@@ -134,7 +160,7 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
   ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev);
   auto p = std::make_shared<plan>();
   p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
-  static_stats().graphs_built++;
+  count_static(true, true);
   return p;
 }
 
