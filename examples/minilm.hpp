@@ -5,6 +5,7 @@
 #include <tinygrad/tensor/jit.hpp>
 #include <tinygrad/text/tokenizer.hpp>
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -65,6 +66,9 @@ inline text::BertTokenizer::Batch bench_batch(const text::BertTokenizer& tok, in
   return b;
 }
 
+// seconds on a steady clock
+inline double seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
 struct Throughput {
   double jitted_s, eager_s;  // median seconds per batch
   size_t kernels;            // launches a TinyJit replay runs
@@ -76,13 +80,13 @@ Throughput throughput(const Model& model, const Ids& ids, const Ids& mask, int64
   TinyJit jit([&](const Ids& i, const Ids& m) { return model.embed(i, m); }, "minilm_embed");
   auto median = [&](auto&& f) {
     for (int64_t i = 0; i < warm; i++) f().realize();
-    runtime(default_device()).synchronize();
+    synchronize(default_device());
     std::vector<double> t;
     for (int64_t i = 0; i < iters; i++) {
-      double t0 = now_s();
+      double t0 = seconds();
       f().realize();
-      runtime(default_device()).synchronize();
-      t.push_back(now_s() - t0);
+      synchronize(default_device());
+      t.push_back(seconds() - t0);
     }
     std::sort(t.begin(), t.end());
     return t[t.size() / 2];

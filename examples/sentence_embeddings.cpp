@@ -18,7 +18,7 @@ using namespace tinygrad;
 using Model = models::MiniLM_L6;
 
 namespace {
-const double t_start = now_s();  // NOTE: set before main(): the cold start counts loading the model and the tokenizer
+const double t_start = minilm::seconds();  // NOTE: set before main(): the cold start counts loading the model and the tokenizer
 
 int bench(const Model& model, const text::BertTokenizer& tok) {
   const int64_t B = getenv_int("BS", 32), S = getenv_int("SEQ", 128), warm = getenv_int("WARM", 3), iters = getenv_int("ITERS", 10);
@@ -69,7 +69,7 @@ int main(int argc, char** argv) {
     auto [ids, mask] = minilm::to_tensors(minilm::pad_to(batch, 16, tok.pad_id()));
     auto emb = model.embed(ids, mask);
     std::vector<float> e = emb.to_vector<float>();
-    double cold = now_s() - t_start;
+    double cold = minilm::seconds() - t_start;
     std::vector<float> sim = emb.matmul(emb.template transpose<0, 1>()).to_vector<float>();  // cosine: the rows are unit vectors
 
     const int64_t n = batch.batch, H = minilm::kHidden;

@@ -7,20 +7,6 @@
 // tinygrad.hpp: the one include. A header-only tensor compiler in the spirit of tinygrad.
 // begin include/tinygrad/helpers.hpp
 // helpers: errors, shapes, env flags, hashing, timing, parallel loops. The bottom layer: includes only the STL.
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdint>
-#include <cstdlib>
-#include <cstdio>
-#include <functional>
-#include <numeric>
-#include <sstream>
-#include <stdexcept>
-#include <string>
-#include <string_view>
-#include <thread>
-#include <vector>
 
 // ---- compilation mode (Boost.Asio's scheme) ----
 // Header-only by default: everything is inline in every translation unit that includes the library.
@@ -39,12 +25,45 @@
 #define TINYGRAD_API inline
 #define TINYGRAD_DEFINE_API 1
 #endif
+// A function body of the library, compiled where the library is (header-only: inline in every TU; the implementation
+// TU), and only a declaration in the other TUs of a separate-compilation program:
+//   TINYGRAD_API R f(args) TINYGRAD_DEF({ ... })          a function at namespace scope
+//   R f(args) const TINYGRAD_MEMBER_DEF({ ... })          a member defined in its class (constructor init lists too)
+// NOTE: a member defined in its class is inline; in the implementation TU `used` makes the compiler emit it although
+// nothing there calls it (the mixin templates are emitted by their explicit instantiations)
+#if !defined(TINYGRAD_SEPARATE_COMPILATION)
+#define TINYGRAD_DEF(...) __VA_ARGS__
+#define TINYGRAD_MEMBER_DEF(...) __VA_ARGS__
+#elif TINYGRAD_DEFINE_API
+#define TINYGRAD_DEF(...) __VA_ARGS__
+#define TINYGRAD_MEMBER_DEF(...) __attribute__((used)) __VA_ARGS__
+#else
+#define TINYGRAD_DEF(...) ;
+#define TINYGRAD_MEMBER_DEF(...) ;
+#endif
 // the internal headers (engine, codegen, renderers, devices) come with <tinygrad.hpp> where the library is compiled,
 // and in a separate-compilation TU that defines TINYGRAD_INTERNALS (the library's own tests and benchmarks)
 #if TINYGRAD_DEFINE_API || defined(TINYGRAD_INTERNALS)
 #define TINYGRAD_WITH_INTERNALS 1
 #else
 #define TINYGRAD_WITH_INTERNALS 0
+#endif
+
+#include <cstdint>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+#if TINYGRAD_WITH_INTERNALS
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <sstream>
+#include <thread>
 #endif
 
 namespace tinygrad {
@@ -167,6 +186,7 @@ inline uint64_t hash_bytes(std::string_view s) {  // FNV-1a 64, stable across pr
   for (char c : s) { h ^= uint8_t(c); h *= 1099511628211ull; }
   return h;
 }
+#if TINYGRAD_WITH_INTERNALS  // what only the library's own code uses
 inline std::string hex64(uint64_t h) { char b[17]; std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h); return b; }
 
 // f(0), ..., f(n - 1) on up to one thread a core, this one included. NOTE: an exception must not escape a thread
@@ -186,6 +206,7 @@ inline void parallel_for(size_t n, const std::function<void(size_t)>& f) {
 inline double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }
+#endif
 
 }  // namespace tinygrad
 // end include/tinygrad/helpers.hpp
@@ -382,18 +403,43 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 // begin include/tinygrad/runtime/device.hpp
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
+#include <memory>
+#if TINYGRAD_WITH_INTERNALS
 #include <dlfcn.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <cerrno>
+#include <cstring>
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
+#endif
 
+namespace tinygrad {
+
+struct Buffer;
+// the registered devices, highest priority first
+TINYGRAD_API std::vector<std::string> device_names();
+// the default device: DEV if set, else the highest-priority device that opens
+TINYGRAD_API std::string& default_device();
+// the device whose buffers are host memory (the highest-priority one registered as such)
+TINYGRAD_API std::string host_device();
+// the threads the CPU device runs a kernel on (THREADS, else one a core)
+TINYGRAD_API int cpu_threads();
+// wait until every kernel and copy queued on the device has finished (timing GPU work)
+TINYGRAD_API void synchronize(const std::string& device);
+}  // namespace tinygrad
+
+// NOTE: the runtime itself; a TU of a separate-compilation program that is not the library's sees the declarations above
+#if TINYGRAD_WITH_INTERNALS
 namespace tinygrad {
 
 // raw device memory
@@ -550,12 +596,11 @@ inline void register_device(DeviceSpec spec) {
   std::string name = spec.name;
   r.specs.insert_or_assign(name, std::move(spec));
 }
-// the registered devices, highest priority first
-inline std::vector<std::string> device_names() {
+TINYGRAD_API std::vector<std::string> device_names() TINYGRAD_DEF({
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   return r.names();
-}
+})
 // the descriptor of a device ("CUDA", or an instance "CUDA:1"); a DeviceError naming it and the known devices when unknown
 inline DeviceSpec device_spec(const std::string& device) {
   auto& r = detail::RuntimeRegistry::get();
@@ -575,8 +620,7 @@ inline DeviceRuntime& runtime(const std::string& device) {
   return *(r.opened[device] = std::move(rt));
 }
 
-// the default device: DEV if set, else the highest-priority device that opens
-inline std::string& default_device() {
+TINYGRAD_API std::string& default_device() TINYGRAD_DEF({
   static std::string d = [] {
     std::string dev = flags().dev, why;
     for (auto& n : dev.empty() ? device_names() : std::vector<std::string>{}) {
@@ -591,15 +635,15 @@ inline std::string& default_device() {
     return dev;
   }();
   return d;
-}
+})
 
-// the device whose buffers are host memory (the highest-priority one registered as such)
-inline std::string host_device() {
+TINYGRAD_API std::string host_device() TINYGRAD_DEF({
   auto& r = detail::RuntimeRegistry::get();
   std::lock_guard lk(r.mu);
   for (auto& n : r.names()) if (r.specs.at(n).host) return n;
   throw DeviceError("tinygrad: no host device is registered (runtime/cpu.hpp registers the CPU)");
-}
+})
+TINYGRAD_API void synchronize(const std::string& device) TINYGRAD_DEF({ runtime(device).synchronize(); })
 
 namespace detail {
 // GPU libraries are loaded at run time: the first of several names that loads (nullptr if none)
@@ -775,7 +819,6 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 
 }  // namespace tinygrad
 
-#if TINYGRAD_WITH_INTERNALS
 // begin include/tinygrad/runtime/devices.hpp
 // The built-in devices, added to the registry on its first use rather than by static objects: a program that
 // includes the library and opens no device has none of their code compiled in (nothing runs before main, either).
@@ -850,10 +893,10 @@ class ThreadPool {
   bool stop_ = false;
 };
 
-inline int cpu_threads() {
+TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
   static const int hw = int(std::thread::hardware_concurrency());  // NOTE: glibc reads /sys each call (~7 us)
   return std::max(1, flags().threads > 0 ? flags().threads : hw);
-}
+})
 // vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
 inline int cpu_vector_registers() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -1735,9 +1778,14 @@ TINYGRAD_API RuntimeRegistry& RuntimeRegistry::get() {
 // begin include/tinygrad/uop/ops.hpp
 // UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
 // returns the same pointer, so equality is pointer equality and subgraphs are cache keys.
+#if TINYGRAD_WITH_INTERNALS
+#include <atomic>
+#include <cmath>
+#include <mutex>
 #include <unordered_map>
 #include <unordered_set>
 #include <variant>
+#endif
 
 namespace tinygrad {
 
@@ -1791,6 +1839,12 @@ enum class Ops : uint8_t {
   COUNT_
 };
 
+struct UOp;
+using UOpRef = std::shared_ptr<const UOp>;
+
+// NOTE: what follows is the IR itself; a TU of a separate-compilation program that is not the library's sees the op
+// names and UOpRef only (the Tensor methods that use more are compiled in the implementation TU)
+#if TINYGRAD_WITH_INTERNALS
 // one row of the op table
 struct OpInfo {
   enum Family : uint8_t { OTHER, UNARY, BINARY, TERNARY, MOVEMENT };
@@ -1816,7 +1870,6 @@ inline constexpr OpInfo OpInfo::table[] = {TG_OPS(TG_X)};
 #undef TG_FOLD_I
 #undef TG_FOLD_F
 #undef TG_FOLD
-#undef TG_OPS
 static_assert(std::size(OpInfo::table) == size_t(Ops::COUNT_), "one row per op");
 
 inline constexpr const OpInfo& op_info(Ops o) { return OpInfo::table[size_t(o)]; }
@@ -1843,9 +1896,6 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
 enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6, WARP = 7 };
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
-
-struct UOp;
-using UOpRef = std::shared_ptr<const UOp>;
 
 // Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
 // engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
@@ -2153,6 +2203,9 @@ inline std::string print_graph(const UOpRef& root) {
   }
   return s;
 }
+
+#endif  // TINYGRAD_WITH_INTERNALS
+#undef TG_OPS
 
 }  // namespace tinygrad
 // end include/tinygrad/uop/ops.hpp
@@ -6077,6 +6130,7 @@ TINYGRAD_API size_t detail::jit_kernel_count(const JitProgram& p) { return p.ste
 // them, so their methods read like Tensor's own. A method name lives in exactly one class
 // (overloads in different bases would be ambiguous).
 #include <optional>
+#include <variant>
 #if TINYGRAD_WITH_INTERNALS
 #endif
 
@@ -6093,7 +6147,7 @@ using Index = std::variant<int64_t, Slice, NewAxis, Ellipsis>;
 
 // training mode (tinygrad's TRAINING): dropout drops, BatchNorm uses and updates batch statistics.
 // Per thread, like the graph being built on it.
-inline bool& training() { static thread_local bool on = false; return on; }
+TINYGRAD_API bool& training() TINYGRAD_DEF({ static thread_local bool on = false; return on; })
 // RAII: training mode on (or off) for a scope
 struct TrainingScope {
   bool prev;
@@ -6113,23 +6167,23 @@ struct CreationOps {
  public:
 
   // ---- like another tensor: same shape and device, its dtype unless given ----
-  T full_like(double v, std::optional<DType> dt = std::nullopt) const { return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device()); }
-  T zeros_like(std::optional<DType> dt = std::nullopt) const { return full_like(0, dt); }
-  T ones_like(std::optional<DType> dt = std::nullopt) const { return full_like(1, dt); }
-  T empty_like(std::optional<DType> dt = std::nullopt) const { return T::empty(self().shape(), dt.value_or(self().dtype()), self().device()); }
-  T rand_like(std::optional<DType> dt = std::nullopt) const { return T::rand(self().shape(), dt.value_or(float_dt()), self().device()); }
-  T randn_like(std::optional<DType> dt = std::nullopt) const { return T::randn(self().shape(), dt.value_or(float_dt()), self().device()); }
+  T full_like(double v, std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device()); })
+  T zeros_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(0, dt); })
+  T ones_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(1, dt); })
+  T empty_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::empty(self().shape(), dt.value_or(self().dtype()), self().device()); })
+  T rand_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::rand(self().shape(), dt.value_or(float_dt()), self().device()); })
+  T randn_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::randn(self().shape(), dt.value_or(float_dt()), self().device()); })
 
   // ---- creation ----
   // steps values from start to stop, both included
-  static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+  static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (steps < 0) throw Error("tinygrad::linspace: steps must be non-negative, got " + std::to_string(steps));
     DType dt = dtype.value_or(dtypes::default_float), ft = is_float(dt) ? dt : dtypes::default_float;
     if (steps == 1) return T::full({1}, start, dt, std::move(device));
     return (T::arange(double(steps), std::nullopt, 1, ft, std::move(device)) * ((stop - start) / double(steps - 1)) + start).cast(dt);
-  }
+  })
   // coordinate grids: "ij" gives shape (n0, n1, ...), "xy" swaps the first two (inputs are flattened)
-  static std::vector<T> meshgrid(const std::vector<T>& ts, std::string_view indexing = "ij") {
+  static std::vector<T> meshgrid(const std::vector<T>& ts, std::string_view indexing = "ij") TINYGRAD_MEMBER_DEF({
     if (indexing != "ij" && indexing != "xy") throw Error("tinygrad::meshgrid: indexing must be \"ij\" or \"xy\", got \"" + std::string(indexing) + "\"");
     if (ts.size() <= 1) return ts;
     Shape out;
@@ -6142,57 +6196,57 @@ struct CreationOps {
       r.push_back(ts[i].reshape(rs).expand(out));
     }
     return r;
-  }
+  })
   // wrap caller memory without a copy: host memory (the host device, the default) or a device pointer of `device`;
   // it must outlive every use
-  static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") {
+  static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = T::check_shape(shape, "from_blob");
     if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
     std::string dev = device.empty() ? host_device() : device;  // NOTE: not default_device(): a host pointer is host memory
     auto buf = std::make_shared<Buffer>(dev, dt, n, ptr);
     return T::of_buffer(std::move(buf), shape);
-  }
+  })
 
   // ---- random ----
   // integers uniform in [low, high)
-  static T randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dt = DType::Int32, std::string device = "") {
+  static T randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dt = DType::Int32, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (high <= low) throw Error("tinygrad::randint: high (" + std::to_string(high) + ") must be greater than low (" + std::to_string(low) + ")");
     if (!is_int(dt)) throw DTypeError("tinygrad::randint: needs an integer dtype, got " + to_string(dt));
     double n = double(high - low);
     return (T::rand(std::move(shape), DType::Float64, std::move(device)) * n).floor().minimum(n - 1).cast(dt) + double(low);
-  }
-  static T normal(Shape shape, double mean = 0, double std = 1, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static T normal(Shape shape, double mean = 0, double std = 1, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     return (T::randn(std::move(shape), dt, std::move(device)) * std + mean).cast(dt);
-  }
-  static T uniform(Shape shape, double low = 0, double high = 1, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static T uniform(Shape shape, double low = 0, double high = 1, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     return (T::rand(std::move(shape), dt, std::move(device)) * (high - low) + low).cast(dt);
-  }
+  })
   // uniform in [-1, 1) / sqrt(numel)
-  static T scaled_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  static T scaled_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double s = std::pow(double(T::check_shape(shape, "scaled_uniform")), -0.5);
     return (uniform(std::move(shape), -1, 1, dt, std::move(device)) * s).cast(dt);
-  }
+  })
   // https://www.tensorflow.org/api_docs/python/tf/keras/initializers/GlorotUniform
-  static T glorot_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  static T glorot_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double b = std::sqrt(6.0 / double(fan_in(shape, "glorot_uniform") + shape[0]));
     return uniform(std::move(shape), -b, b, dt, std::move(device));
-  }
+  })
   // https://pytorch.org/docs/stable/nn.init.html#torch.nn.init.kaiming_uniform_
-  static T kaiming_uniform(Shape shape, double a = 0.01, DType dt = dtypes::default_float, std::string device = "") {
+  static T kaiming_uniform(Shape shape, double a = 0.01, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double b = std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(double(fan_in(shape, "kaiming_uniform")));
     return uniform(std::move(shape), -b, b, dt, std::move(device));
-  }
-  static T kaiming_normal(Shape shape, double a = 0.01, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static T kaiming_normal(Shape shape, double a = 0.01, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double s = std::sqrt(2.0 / (1 + a * a)) / std::sqrt(double(fan_in(shape, "kaiming_normal")));
     return normal(std::move(shape), 0, s, dt, std::move(device));
-  }
+  })
   // a random permutation of 0..n-1: the argsort of random keys (ties keep their order, so it is always a permutation)
-  static T randperm(int64_t n, DType dt = DType::Int32, std::string device = "") {
+  static T randperm(int64_t n, DType dt = DType::Int32, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (n < 0) throw Error("tinygrad::randperm: n must be non-negative, got " + std::to_string(n));
     return T::rand({n}, DType::Float32, std::move(device)).argsort().cast(dt);
-  }
+  })
   // num_samples class indices per row of the weights (K) or (B, K), int32; without replacement by Gumbel top-k
-  T multinomial(int64_t num_samples = 1, bool replacement = false) const {
+  T multinomial(int64_t num_samples = 1, bool replacement = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() < 1 || x.ndim() > 2) throw ShapeError("tinygrad::multinomial: weights must be 1-D or 2-D, got shape " + to_string(x.shape()));
     if (num_samples < 1) throw Error("tinygrad::multinomial: num_samples must be positive, got " + std::to_string(num_samples));
@@ -6212,23 +6266,23 @@ struct CreationOps {
       r = (w.fl().cast(DType::Float64).log() - (-u.log()).log()).topk(num_samples, 1).second;
     }
     return (x.ndim() == 1 ? r.reshape({num_samples}) : r).cast(DType::Int32);
-  }
+  })
   // zero each element with probability p and scale the rest by 1/(1-p); identity unless training
-  T dropout(double p = 0.5) const {
+  T dropout(double p = 0.5) const TINYGRAD_MEMBER_DEF({
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::dropout: p must be in [0, 1], got " + std::to_string(p));
     if (!tinygrad::training() || p == 0) return self();
     if (p == 1) return self() * 0.0;
     return (rand_like(DType::Float32) >= p).where(self(), 0.0) * (1.0 / (1.0 - p));
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  DType float_dt() const { return is_float(self().dtype()) ? self().dtype() : dtypes::default_float; }
-  static int64_t fan_in(const Shape& s, const char* op) {
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  DType float_dt() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().dtype() : dtypes::default_float; })
+  static int64_t fan_in(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     if (s.empty()) throw ShapeError(std::string("tinygrad::") + op + ": needs at least one dimension, got shape " + to_string(s));
     T::check_shape(s, op);  // then the product of any of its dims fits
     return tinygrad::prod(Shape(s.begin() + 1, s.end()));
-  }
+  })
 };
 
 }  // namespace tinygrad::detail
@@ -6247,83 +6301,83 @@ template <class T>
 struct ElementwiseOps {
  public:
   // ---- unary ----
-  T neg() const { return self().dtype() == DType::Bool ? logical_not() : self().unary(Ops::NEG); }
-  T logical_not() const { auto b = self().cast(DType::Bool); return T(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), b.device()); }
+  T neg() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? logical_not() : self().unary(Ops::NEG); })
+  T logical_not() const TINYGRAD_MEMBER_DEF({ auto b = self().cast(DType::Bool); return T(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), b.device()); })
   // ~x: ints and bools only (x ^ -1 for signed; -(x + 1) wraps to the same bits for unsigned)
-  T bitwise_not() const {
+  T bitwise_not() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (is_float(x.dtype())) throw DTypeError("tinygrad::bitwise_not: needs an integer or bool tensor, got " + to_string(x.dtype()));
     if (x.dtype() == DType::Bool) return logical_not();
     return is_unsigned(x.dtype()) ? (x + x.like(1)).unary(Ops::NEG) : x ^ x.like(-1);
-  }
-  T exp2() const { return self().fl().unary(Ops::EXP2); }
-  T log2() const { return self().fl().unary(Ops::LOG2); }
-  T exp() const { return (self().fl() * (1.0 / std::log(2.0))).exp2(); }
-  T log() const { return self().fl().log2() * std::log(2.0); }
-  T log10() const { return self().fl().log2() * std::log10(2.0); }
-  T sqrt() const { return self().fl().unary(Ops::SQRT); }
-  T rsqrt() const { return sqrt().reciprocal(); }
-  T reciprocal() const { return self().fl().unary(Ops::RECIPROCAL); }
-  T square() const { return self() * self(); }
+  })
+  T exp2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::EXP2); })
+  T log2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::LOG2); })
+  T exp() const TINYGRAD_MEMBER_DEF({ return (self().fl() * (1.0 / std::log(2.0))).exp2(); })
+  T log() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log(2.0); })
+  T log10() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log10(2.0); })
+  T sqrt() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SQRT); })
+  T rsqrt() const TINYGRAD_MEMBER_DEF({ return sqrt().reciprocal(); })
+  T reciprocal() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::RECIPROCAL); })
+  T square() const TINYGRAD_MEMBER_DEF({ return self() * self(); })
   // -1, 0 or 1 (NaN stays NaN); the gradient is 0
-  T sign() const {
+  T sign() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.dtype() == DType::Bool) return x;
     if (is_unsigned(x.dtype())) return (x != 0.0).cast(x.dtype());
     auto s = (x != 0.0).where((x < 0.0).where(x.like(-1), x.like(1)), x.like(0));
     return is_float(x.dtype()) ? isnan().where(x, s) : s;
-  }
-  T abs() const { return self().dtype() == DType::Bool ? self() : self() * sign(); }
-  T sin() const { return self().fl().unary(Ops::SIN); }
-  T cos() const { return (M_PI / 2 - self().fl()).sin(); }
-  T tan() const { return sin() / cos(); }
+  })
+  T abs() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? self() : self() * sign(); })
+  T sin() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SIN); })
+  T cos() const TINYGRAD_MEMBER_DEF({ return (M_PI / 2 - self().fl()).sin(); })
+  T tan() const TINYGRAD_MEMBER_DEF({ return sin() / cos(); })
   // Abramowitz-Stegun 4.4.46 (|error| <= 2e-8), as tinygrad
-  T asin() const {
+  T asin() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl(), a = x.abs();
     auto p = poly(a, {-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810, -0.0501743046, 0.0889789874, -0.2145988016, 1.5707963050});
     return x.sign() * (M_PI / 2 - (1.0 - a).sqrt() * p);
-  }
-  T acos() const { return M_PI / 2 - asin(); }
-  T atan() const { auto x = self().fl(); return (x / (1.0 + x * x).sqrt()).asin(); }
-  T sinh() const { auto x = self().fl(); return (x.exp() - (-x).exp()) * 0.5; }
-  T cosh() const { auto x = self().fl(); return (x.exp() + (-x).exp()) * 0.5; }
-  T tanh() const { return 2.0 * (2.0 * self().fl()).sigmoid() - 1.0; }
+  })
+  T acos() const TINYGRAD_MEMBER_DEF({ return M_PI / 2 - asin(); })
+  T atan() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x / (1.0 + x * x).sqrt()).asin(); })
+  T sinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() - (-x).exp()) * 0.5; })
+  T cosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() + (-x).exp()) * 0.5; })
+  T tanh() const TINYGRAD_MEMBER_DEF({ return 2.0 * (2.0 * self().fl()).sigmoid() - 1.0; })
   // odd, so compute on |x| (no cancellation for large negative x)
-  T asinh() const { auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); }
-  T acosh() const { auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); }
-  T atanh() const { auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; }
+  T asinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); })
+  T acosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); })
+  T atanh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; })
   // Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7), as tinygrad
-  T erf() const {
+  T erf() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
     auto t = (1.0 + 0.3275911 * x.abs()).reciprocal();
     return x.sign() * (1.0 - t * poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}) * (-x.square()).exp());
-  }
-  T trunc() const { return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); }
-  T floor() const { auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); }
-  T ceil() const { auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x > t).where(t + 1.0, t); }
+  })
+  T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
+  T floor() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); })
+  T ceil() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x > t).where(t + 1.0, t); })
   // half to even (like torch and tinygrad); x - trunc(x) and t / 2 are exact, so ties are found exactly
-  T round() const {
+  T round() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_float(x.dtype())) return x;
     auto t = trunc(), d = (x - t).abs(), odd = (t * 0.5).trunc() * 2.0 != t;
     return ((d > 0.5) | ((d == 0.5) & odd)).where(t + (x > 0.0).where(x.like(1), x.like(-1)), t);
-  }
-  T isinf(bool detect_positive = true, bool detect_negative = true) const {
+  })
+  T isinf(bool detect_positive = true, bool detect_negative = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     return ((x == INFINITY) & x.like(detect_positive).cast(DType::Bool)) | ((x == -INFINITY) & x.like(detect_negative).cast(DType::Bool));
-  }
-  T isnan() const { return self() != self(); }
-  T isfinite() const { return (isinf() | isnan()).logical_not(); }
+  })
+  T isnan() const TINYGRAD_MEMBER_DEF({ return self() != self(); })
+  T isfinite() const TINYGRAD_MEMBER_DEF({ return (isinf() | isnan()).logical_not(); })
 
   // ---- binary (Tensor or weak scalar) ----
-  T add(const T& o) const { return self() + o; }
-  T add(double o) const { return self() + o; }
-  T sub(const T& o) const { return self() - o; }
-  T sub(double o) const { return self() - o; }
-  T mul(const T& o) const { return self() * o; }
-  T mul(double o) const { return self() * o; }
+  T add(const T& o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  T add(double o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  T sub(const T& o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  T sub(double o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  T mul(const T& o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
+  T mul(double o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
   // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
-  T div(const T& o, std::string_view rounding_mode = {}) const {
+  T div(const T& o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "div");
     if (rounding_mode.empty()) {
       if (!is_float(a.dtype())) { a = a.cast(dtypes::default_float); b = b.cast(dtypes::default_float); }
@@ -6337,28 +6391,28 @@ struct ElementwiseOps {
     // a nonzero remainder whose sign differs from b's rounded toward zero (x // 0 = 0: the remainder is 0)
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
-  }
-  T div(double o, std::string_view rounding_mode = {}) const { return div(self().like(o, true), rounding_mode); }
+  })
+  T div(double o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({ return div(self().like(o, true), rounding_mode); })
   // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
-  T idiv(const T& o) const { return self().binop(Ops::IDIV, o, "idiv"); }
+  T idiv(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::IDIV, o, "idiv"); })
   // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
-  T mod(const T& o) const {
+  T mod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "mod");
     if (is_float(a.dtype())) return a - a.div(b, "floor") * b;
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(r + b, r);
-  }
-  T mod(double o) const { return mod(self().like(o, true)); }
+  })
+  T mod(double o) const TINYGRAD_MEMBER_DEF({ return mod(self().like(o, true)); })
   // remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
-  T fmod(const T& o) const {
+  T fmod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "fmod");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::fmod: needs numbers, got " + to_string(a.dtype()));
     if (is_float(a.dtype())) return a - a.div(b, "trunc") * b;
     return T(alu(Ops::MOD, {a.uop(), b.uop()}), a.device());
-  }
-  T fmod(double o) const { return fmod(self().like(o, true)); }
+  })
+  T fmod(double o) const TINYGRAD_MEMBER_DEF({ return fmod(self().like(o, true)); })
   // x ** e; negative bases with integer exponents keep their sign; int ** int stays int (computed in float64, rounded)
-  T pow(const T& e) const {
+  T pow(const T& e) const TINYGRAD_MEMBER_DEF({
     DType rd = least_upper_dtype(self().dtype(), e.dtype());
     if (!is_float(rd)) return self().cast(DType::Float64).pow(e.cast(DType::Float64)).round().cast(rd);
     auto [b, x] = T::broadcast_pair(self().fl(), e, "pow");
@@ -6367,92 +6421,92 @@ struct ElementwiseOps {
     auto isint = x.trunc() == x, odd = isint & ((x.abs() - ((x.abs() * 0.5).trunc() * 2.0)) == 1.0);
     auto signed_mag = (b < 0.0).where(odd.where(-mag, isint.where(mag, b.like(NAN))), mag);
     return (x == 0.0).where(b.like(1), signed_mag);
-  }
-  T pow(double e) const { return pow(self().like(e, true)); }
-  T maximum(const T& o) const { return self().binop(Ops::MAX, o, "maximum"); }
-  T maximum(double o) const { return maximum(self().like(o, true)); }
+  })
+  T pow(double e) const TINYGRAD_MEMBER_DEF({ return pow(self().like(e, true)); })
+  T maximum(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::MAX, o, "maximum"); })
+  T maximum(double o) const TINYGRAD_MEMBER_DEF({ return maximum(self().like(o, true)); })
   // through the order-reversing inverse, so unsigned and bool work too
-  T minimum(const T& o) const { auto [a, b] = T::broadcast_pair(self(), o, "minimum"); return a.order_inverse().maximum(b.order_inverse()).order_inverse(); }
-  T minimum(double o) const { return minimum(self().like(o, true)); }
+  T minimum(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self(), o, "minimum"); return a.order_inverse().maximum(b.order_inverse()).order_inverse(); })
+  T minimum(double o) const TINYGRAD_MEMBER_DEF({ return minimum(self().like(o, true)); })
 #define TG_CMP(NAME, OP)                                             \
   T NAME(const T& o) const { return self() OP o; }                 \
   T NAME(double o) const { return self() OP o; }
   TG_CMP(eq, ==) TG_CMP(ne, !=) TG_CMP(lt, <) TG_CMP(le, <=) TG_CMP(gt, >) TG_CMP(ge, >=)
 #undef TG_CMP
-  T bitwise_and(const T& o) const { return self() & o; }
-  T bitwise_or(const T& o) const { return self() | o; }
-  T bitwise_xor(const T& o) const { return self() ^ o; }
-  T bitwise_and(int64_t o) const { return self() & int_scalar(o); }
-  T bitwise_or(int64_t o) const { return self() | int_scalar(o); }
-  T bitwise_xor(int64_t o) const { return self() ^ int_scalar(o); }
-  T lshift(const T& o) const { return shift_op(Ops::SHL, o, "lshift"); }
-  T rshift(const T& o) const { return shift_op(Ops::SHR, o, "rshift"); }
-  T lshift(int64_t o) const { return lshift(int_scalar(o)); }
-  T rshift(int64_t o) const { return rshift(int_scalar(o)); }
+  T bitwise_and(const T& o) const TINYGRAD_MEMBER_DEF({ return self() & o; })
+  T bitwise_or(const T& o) const TINYGRAD_MEMBER_DEF({ return self() | o; })
+  T bitwise_xor(const T& o) const TINYGRAD_MEMBER_DEF({ return self() ^ o; })
+  T bitwise_and(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() & int_scalar(o); })
+  T bitwise_or(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() | int_scalar(o); })
+  T bitwise_xor(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() ^ int_scalar(o); })
+  T lshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHL, o, "lshift"); })
+  T rshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHR, o, "rshift"); })
+  T lshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return lshift(int_scalar(o)); })
+  T rshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return rshift(int_scalar(o)); })
   // |x| with the sign of o (o == -0.0 counts as positive)
-  T copysign(const T& o) const { auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign"); return (b < 0.0).where(-a.abs(), a.abs()); }
-  T copysign(double o) const { return copysign(self().like(o, true)); }
-  T logaddexp(const T& o) const {
+  T copysign(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign"); return (b < 0.0).where(-a.abs(), a.abs()); })
+  T copysign(double o) const TINYGRAD_MEMBER_DEF({ return copysign(self().like(o, true)); })
+  T logaddexp(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "logaddexp");
     auto m = a.maximum(b);
     return m + ((a - m).exp() + (b - m).exp()).log();
-  }
-  T logaddexp(double o) const { return logaddexp(self().like(o, true)); }
+  })
+  T logaddexp(double o) const TINYGRAD_MEMBER_DEF({ return logaddexp(self().like(o, true)); })
   // |x - o| <= atol + rtol * |o|, or equal (infs); NaNs are close only with equal_nan
-  T isclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const {
+  T isclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "isclose");
     auto r = (a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= (b.abs() * rtol + atol)));
     return equal_nan ? r | (a.isnan() & b.isnan()) : r;
-  }
-  T lerp(const T& end, const T& weight) const { return self() + (end - self()) * weight; }
-  T lerp(const T& end, double weight) const { return self() + (end - self()) * weight; }
+  })
+  T lerp(const T& end, const T& weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
+  T lerp(const T& end, double weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
   // clip to [lo, hi]; either bound may be absent
-  T clip(std::optional<double> lo, std::optional<double> hi = std::nullopt) const {
+  T clip(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (!lo && !hi) throw Error("tinygrad::clip: needs at least one of min and max");
     T x = self();
     if (lo) x = x.maximum(*lo);
     return hi ? x.minimum(*hi) : x;
-  }
-  T clip(const T& lo, const T& hi) const { return maximum(lo).minimum(hi); }
-  T clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const { return clip(lo, hi); }
-  T clamp(const T& lo, const T& hi) const { return clip(lo, hi); }
-  T masked_fill(const T& mask, const T& value) const { return mask.where(value, self()); }
-  T masked_fill(const T& mask, double value) const { return mask.where(self().like(value, true), self()); }
+  })
+  T clip(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return maximum(lo).minimum(hi); })
+  T clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  T clamp(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  T masked_fill(const T& mask, const T& value) const TINYGRAD_MEMBER_DEF({ return mask.where(value, self()); })
+  T masked_fill(const T& mask, double value) const TINYGRAD_MEMBER_DEF({ return mask.where(self().like(value, true), self()); })
 
   // ---- activations (tinygrad's formulas) ----
-  T relu() const { return maximum(0.0); }
-  T relu6() const { return relu().minimum(6.0); }
-  T leaky_relu(double neg_slope = 0.01) const { return (self() < 0.0).where(self() * neg_slope, self()); }
-  T elu(double alpha = 1.0) const { return relu() - alpha * (1.0 - self().exp()).relu(); }
-  T celu(double alpha = 1.0) const { return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); }
-  T selu(double alpha = 1.67326, double gamma = 1.0507) const { return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); }
+  T relu() const TINYGRAD_MEMBER_DEF({ return maximum(0.0); })
+  T relu6() const TINYGRAD_MEMBER_DEF({ return relu().minimum(6.0); })
+  T leaky_relu(double neg_slope = 0.01) const TINYGRAD_MEMBER_DEF({ return (self() < 0.0).where(self() * neg_slope, self()); })
+  T elu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return relu() - alpha * (1.0 - self().exp()).relu(); })
+  T celu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); })
+  T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({ return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); })
   // tanh approximation
-  T gelu() const { auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); }
+  T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
   // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
-  T gelu_erf() const { auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); }
-  T quick_gelu() const { return self() * (self() * 1.702).sigmoid(); }
-  T sigmoid() const { return (1.0 + (-self().fl()).exp()).reciprocal(); }
-  T silu() const { return self() * sigmoid(); }
-  T swish() const { return silu(); }
-  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const { return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu(); }
-  T hardswish() const { return self() * (self() + 3.0).relu6() * (1.0 / 6); }
-  T hardtanh(double min_val = -1, double max_val = 1) const { return clip(min_val, max_val); }
-  T softplus(double beta = 1.0) const { return (self() * beta).logaddexp(0.0) * (1.0 / beta); }
-  T logsigmoid() const { return -(-self()).softplus(); }
-  T mish() const { return self() * softplus().tanh(); }
-  T softsign() const { return self() / (1.0 + abs()); }
+  T gelu_erf() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); })
+  T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
+  T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
+  T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
+  T swish() const TINYGRAD_MEMBER_DEF({ return silu(); })
+  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({ return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu(); })
+  T hardswish() const TINYGRAD_MEMBER_DEF({ return self() * (self() + 3.0).relu6() * (1.0 / 6); })
+  T hardtanh(double min_val = -1, double max_val = 1) const TINYGRAD_MEMBER_DEF({ return clip(min_val, max_val); })
+  T softplus(double beta = 1.0) const TINYGRAD_MEMBER_DEF({ return (self() * beta).logaddexp(0.0) * (1.0 / beta); })
+  T logsigmoid() const TINYGRAD_MEMBER_DEF({ return -(-self()).softplus(); })
+  T mish() const TINYGRAD_MEMBER_DEF({ return self() * softplus().tanh(); })
+  T softsign() const TINYGRAD_MEMBER_DEF({ return self() / (1.0 + abs()); })
 
   // ---- dtype shorthands ----
-  T float_() const { return self().cast(DType::Float32); }
-  T half() const { return self().cast(DType::Float16); }
-  T bfloat16() const { return self().cast(DType::BFloat16); }
-  T double_() const { return self().cast(DType::Float64); }
-  T short_() const { return self().cast(DType::Int16); }
-  T int_() const { return self().cast(DType::Int32); }
-  T long_() const { return self().cast(DType::Int64); }
-  T bool_() const { return self().cast(DType::Bool); }
-  bool is_floating_point() const { return is_float(self().dtype()); }
-  int64_t element_size() const { return itemsize(self().dtype()); }
+  T float_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float32); })
+  T half() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float16); })
+  T bfloat16() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::BFloat16); })
+  T double_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float64); })
+  T short_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int16); })
+  T int_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int32); })
+  T long_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int64); })
+  T bool_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Bool); })
+  bool is_floating_point() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()); })
+  int64_t element_size() const TINYGRAD_MEMBER_DEF({ return itemsize(self().dtype()); })
 
   // ---- operators (C++ scalars are weak) ----
   friend T operator%(const T& a, const T& b) { return a.mod(b); }
@@ -6475,30 +6529,30 @@ struct ElementwiseOps {
   T& operator&=(const T& o) { return mut() = self() & o; }
   T& operator|=(const T& o) { return mut() = self() | o; }
   T& operator^=(const T& o) { return mut() = self() ^ o; }
-  T& operator<<=(int64_t o) { return mut() = self() << o; }
-  T& operator>>=(int64_t o) { return mut() = self() >> o; }
+  T& operator<<=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() << o; })
+  T& operator>>=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() >> o; })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  T& mut() { return static_cast<T&>(*this); }
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  T& mut() TINYGRAD_MEMBER_DEF({ return static_cast<T&>(*this); })
   // order-reversing map: -x for floats, ~x for ints, !x for bools (so min = inverse(max(inverse)))
-  T order_inverse() const { return is_float(self().dtype()) ? neg() : bitwise_not(); }
+  T order_inverse() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? neg() : bitwise_not(); })
   // Horner: c[0] * x^(n-1) + ... + c[n-1]
-  static T poly(const T& x, std::initializer_list<double> c) {
+  static T poly(const T& x, std::initializer_list<double> c) TINYGRAD_MEMBER_DEF({
     T r = x.like(*c.begin());
     for (auto it = c.begin() + 1; it != c.end(); ++it) r = r * x + *it;
     return r;
-  }
+  })
   // an int scalar for bit ops: keeps int and bool dtypes (bool only for 0/1)
-  T int_scalar(int64_t v) const {
+  T int_scalar(int64_t v) const TINYGRAD_MEMBER_DEF({
     DType d = self().dtype();
     return T::scalar(double(v), is_float(d) ? d : d == DType::Bool && v != 0 && v != 1 ? dtypes::default_int : d, self().device());
-  }
-  T shift_op(Ops op, const T& o, const char* name) const {
+  })
+  T shift_op(Ops op, const T& o, const char* name) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, name);
     if (!is_int(a.dtype())) throw DTypeError(std::string("tinygrad::") + name + ": needs integer tensors, got " + to_string(a.dtype()));
     return T(alu(op, {a.uop(), b.uop()}), a.device());
-  }
+  })
 };
 
 }  // namespace detail
@@ -6508,6 +6562,8 @@ struct ElementwiseOps {
 // Tensor methods: movement and indexing.
 // A CRTP mixin of Tensor (see tensor.hpp): T is Tensor, every method is composed from Tensor's primitives.
 #include <limits>
+#include <map>
+#include <numeric>
 
 namespace tinygrad {
 class Tensor;
@@ -6525,20 +6581,20 @@ struct MovementOps {
 
  public:
   // alias of reshape
-  T view(Shape s) const { return self().reshape(std::move(s)); }
+  T view(Shape s) const TINYGRAD_MEMBER_DEF({ return self().reshape(std::move(s)); })
   // split dim into sizes (one may be -1)
-  T unflatten(int64_t dim, const Shape& sizes) const {
+  T unflatten(int64_t dim, const Shape& sizes) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unflatten");
     Shape s(x.shape().begin(), x.shape().begin() + d);
     s.insert(s.end(), sizes.begin(), sizes.end());
     s.insert(s.end(), x.shape().begin() + d + 1, x.shape().end());
     return x.reshape(s);
-  }
+  })
 
   // ---- pad ----
   // pad with (before, after) per dim; negative amounts shrink
-  T pad(Pads p, double value = 0) const {
+  T pad(Pads p, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
     Pads sh;
@@ -6565,9 +6621,9 @@ struct MovementOps {
     if (value == 0) return r;
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
     return mask.where(r, value);
-  }
+  })
   // mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
-  T pad(Pads p, const std::string& mode, double value = 0) const {
+  T pad(Pads p, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (mode == "constant") return pad(std::move(p), value);
     if (mode != "reflect" && mode != "replicate" && mode != "circular") throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
@@ -6589,7 +6645,7 @@ struct MovementOps {
       x = T::cat(parts, int64_t(d));
     }
     return x;
-  }
+  })
   // torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
   // NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
@@ -6600,10 +6656,10 @@ struct MovementOps {
     for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
     return pad(p, mode, value);
   }
-  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const { return pad(std::vector<int64_t>(flat), mode, value); }
+  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({ return pad(std::vector<int64_t>(flat), mode, value); })
 
   // ---- join and split ----
-  static T cat(const std::vector<T>& ts, int64_t dim = 0) {
+  static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::cat: needs at least one tensor");
     auto& t0 = ts[0];
     if (t0.ndim() == 0) throw ShapeError("tinygrad::cat: zero-dimensional tensors cannot be concatenated (use stack)");
@@ -6629,8 +6685,8 @@ struct MovementOps {
       r = !r ? x : dt == DType::Bool ? (*r | x) : *r + x;
     }
     return *r;
-  }
-  static T stack(const std::vector<T>& ts, int64_t dim = 0) {
+  })
+  static T stack(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
     for (auto& t : ts)
       if (t.shape() != ts[0].shape()) throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
@@ -6638,9 +6694,9 @@ struct MovementOps {
     std::vector<T> us;
     for (auto& t : ts) us.push_back(t.unsqueeze(d));
     return cat(us, d);
-  }
+  })
   // pieces of the given sizes along dim (they must add up to the dim)
-  std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const {
+  std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
     int64_t n = x.shape()[size_t(d)], tot = 0;
@@ -6658,9 +6714,9 @@ struct MovementOps {
       off += s;
     }
     return out;
-  }
+  })
   // pieces of `size` along dim; the last may be smaller
-  std::vector<T> split(int64_t size, int64_t dim = 0) const {
+  std::vector<T> split(int64_t size, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
     if (size <= 0) throw ShapeError("tinygrad::split: size must be positive, got " + std::to_string(size));
@@ -6668,19 +6724,19 @@ struct MovementOps {
     for (int64_t n = x.shape()[size_t(d)]; n > 0; n -= size) sizes.push_back(std::min(size, n));
     if (sizes.empty()) sizes.push_back(0);
     return split(sizes, d);
-  }
-  std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const {
+  })
+  std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "chunk");
     if (chunks <= 0) throw ShapeError("tinygrad::chunk: chunks must be positive, got " + std::to_string(chunks));
     int64_t n = x.shape()[size_t(d)];
     if (n == 0) return split(std::vector<int64_t>(size_t(chunks), 0), d);
     return split(n / chunks + (n % chunks != 0), d);
-  }
+  })
 
   // ---- repeat, roll, windows, diagonals ----
   // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
-  T repeat(const std::vector<int64_t>& repeats) const {
+  T repeat(const std::vector<int64_t>& repeats) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (repeats.size() < x.ndim()) throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
     T b = x.reshape_left(repeats.size());
@@ -6693,9 +6749,9 @@ struct MovementOps {
     checked_prod(ex, "repeat");  // then each r * s fits
     for (size_t i = 0; i < repeats.size(); i++) fin.push_back(ex[2 * i] * ex[2 * i + 1]);
     return b.reshape(un).expand(ex).reshape(fin);
-  }
+  })
   // each element `repeats` times in a row along dim (flattened when dim is not given)
-  T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const {
+  T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (repeats < 0) throw ShapeError("tinygrad::repeat_interleave: negative repeats " + std::to_string(repeats));
     T x = dim ? self() : self().flatten();
     int d = dim ? norm_axis(*dim, x.ndim(), "repeat_interleave") : 0;
@@ -6705,9 +6761,9 @@ struct MovementOps {
     Shape f = x.shape();
     f[size_t(d)] *= repeats;
     return x.reshape(s).expand(e).reshape(f);
-  }
+  })
   // shift elements along dims, wrapping around (flattened when dims are empty)
-  T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const {
+  T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (dims.empty()) {
       if (shifts.size() != 1) throw ShapeError("tinygrad::roll: without dims needs one shift, got " + to_string(shifts));
@@ -6725,10 +6781,10 @@ struct MovementOps {
       sl[size_t(d)] = Slice{delta, size_add(delta, n, "roll")};
     }
     return x.repeat(reps).slice(sl);
-  }
-  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const { return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); }
+  })
+  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({ return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); })
   // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
-  T unfold(int64_t dim, int64_t size, int64_t step) const {
+  T unfold(int64_t dim, int64_t size, int64_t step) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unfold");
     if (size < 0 || step <= 0 || size > x.shape()[size_t(d)])
@@ -6746,9 +6802,9 @@ struct MovementOps {
       return T::zeros(s, x.dtype(), x.device()).permute(back);
     }
     return x.permute(to_last).pool({size}, {step}, {1}, "unfold").permute(back);
-  }
+  })
   // a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
-  T diag(int64_t offset = 0) const {
+  T diag(int64_t offset = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() == 2) return diagonal(offset);
     if (x.ndim() != 1) throw ShapeError("tinygrad::diag: needs a 1-D or 2-D tensor, got shape " + to_string(x.shape()));
@@ -6757,9 +6813,9 @@ struct MovementOps {
     T m = x.unsqueeze(-1).pad({{0, 0}, {0, n}}).flatten().shrink({{0, n * n}}).reshape({n, n});
     int64_t a = std::abs(offset);
     return offset >= 0 ? m.pad({{0, a}, {a, 0}}) : m.pad({{a, 0}, {0, a}});
-  }
+  })
   // the diagonal of dims (dim1, dim2), moved to the last dim
-  T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const {
+  T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() < 2) throw ShapeError("tinygrad::diagonal: needs at least 2 dims, got shape " + to_string(x0.shape()));
     int a = norm_axis(dim1, x0.ndim(), "diagonal"), b = norm_axis(dim2, x0.ndim(), "diagonal");
@@ -6786,10 +6842,10 @@ struct MovementOps {
     for (auto l : lead) keep.push_back({0, l});
     keep.push_back({0, n}); keep.push_back({0, 1});
     return f.pad(pp).reshape(s2).shrink(keep).reshape([&] { Shape s = lead; s.push_back(n); return s; }());
-  }
+  })
 
   // einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
-  T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const {
+  T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
       return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " + to_string(x.shape()) + ")");
@@ -6874,15 +6930,15 @@ struct MovementOps {
         if (std::find(perm.begin(), perm.end(), int64_t(i)) == perm.end()) throw fail("axis \"" + names[i] + "\" is missing on the right", arrow + 2);
     }
     return x.reshape(flat).permute(perm).reshape(out);
-  }
+  })
 
   // ---- indexing ----
-  T operator[](int64_t i) const { return self().slice({i}); }
+  T operator[](int64_t i) const TINYGRAD_MEMBER_DEF({ return self().slice({i}); })
   // NOTE: a template so that t[{1, 2}] (ints) is not ambiguous with a Tensor built from the braces
   template <class U, class = std::enable_if_t<std::is_same_v<U, T>>>
   T operator[](const U& idx) const { return (*this)[std::vector<TI>{idx}]; }
   // ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
-  T operator[](const std::vector<TI>& idx) const {
+  T operator[](const std::vector<TI>& idx) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto [basic, tdims] = split_index(idx, "getitem");
     T ret = x.slice(basic);
@@ -6926,9 +6982,9 @@ struct MovementOps {
       out = out.permute(perm);
     }
     return out;
-  }
+  })
   // setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
-  T& set(const std::vector<TI>& idx, const T& value) {
+  T& set(const std::vector<TI>& idx, const T& value) TINYGRAD_MEMBER_DEF({
     T& x = mself();
     T v = value.cast(x.dtype());
     auto [basic, tdims] = split_index(idx, "setitem");
@@ -6992,10 +7048,10 @@ struct MovementOps {
     };
     T mask = scatter_back(T::ones(rshape, DType::Bool, x.device()));
     return x.assign(mask.where(scatter_back(v), x));
-  }
+  })
 
   // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
-  T gather(int64_t dim, const T& index) const {
+  T gather(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
@@ -7007,9 +7063,9 @@ struct MovementOps {
     }
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
-  }
+  })
   // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
-  T scatter(int64_t dim, const T& index, const T& src) const {
+  T scatter(int64_t dim, const T& index, const T& src) const TINYGRAD_MEMBER_DEF({
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
     if (mask.shape().back() == 0) return self();  // no sources: nothing written
     // per target: the last source position that writes it
@@ -7020,10 +7076,10 @@ struct MovementOps {
     T top = mask.where(rank, 0).max(-1, true);
     T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
     return (top.squeeze(-1) > 0).where(val, self());
-  }
-  T scatter(int64_t dim, const T& index, double value) const { return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); }
+  })
+  T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({ return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); })
   // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
-  T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const {
+  T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
       throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
@@ -7040,10 +7096,10 @@ struct MovementOps {
     T total = mask.where(s, 0.0).sum(-1) + base(0);
     // torch: integer means round down
     return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
-  }
+  })
   // the elements where mask (broadcast to x) is true, as a 1-D tensor.
   // NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
-  T masked_select(const T& mask) const {
+  T masked_select(const T& mask) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_bool(mask.dtype())) throw DTypeError("tinygrad::masked_select: mask must be bool, got " + to_string(mask.dtype()));
     auto m = mask.expand(T::broadcast_shape(x.shape(), mask.shape(), "masked_select")).template to_vector<bool>();
@@ -7053,9 +7109,9 @@ struct MovementOps {
     T flat = x.expand(full).flatten();
     if (idx.empty()) return flat.shrink({{0, 0}});
     return flat[T(idx, {int64_t(idx.size())}, x.device())];
-  }
+  })
   // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
-  T nonzero() const {
+  T nonzero() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto v = x.template to_vector<double>();
     std::vector<int32_t> out;
@@ -7070,12 +7126,12 @@ struct MovementOps {
     }
     if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int32, x.device());
     return T(out, {cnt, int64_t(x.ndim())}, x.device());
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  T& mself() { return static_cast<T&>(*this); }
-  static std::string pads_str(const Pads& p) {
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  T& mself() TINYGRAD_MEMBER_DEF({ return static_cast<T&>(*this); })
+  static std::string pads_str(const Pads& p) TINYGRAD_MEMBER_DEF({
     std::string r = "(";
     for (size_t i = 0; i < p.size(); i++) {
       if (i) r += ", ";
@@ -7086,21 +7142,21 @@ struct MovementOps {
       r += ")";
     }
     return r + ")";
-  }
-  static T expand_dim(const T& x, size_t d, int64_t n) { Shape s = x.shape(); s[d] = n; return x.expand(s); }
-  static void check_int_index(const T& t, const char* op) {
+  })
+  static T expand_dim(const T& x, size_t d, int64_t n) TINYGRAD_MEMBER_DEF({ Shape s = x.shape(); s[d] = n; return x.expand(s); })
+  static void check_int_index(const T& t, const char* op) TINYGRAD_MEMBER_DEF({
     if (!is_int(t.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": index tensors must be integers, got " + to_string(t.dtype()));
-  }
+  })
   // t (..., 1) == arange(n): (..., n)
-  static T one_hot_last(const T& t, int64_t n) { return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); }
-  static T expand_value(const T& v, const Shape& s, const char* op) {
+  static T one_hot_last(const T& t, int64_t n) TINYGRAD_MEMBER_DEF({ return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); })
+  static T expand_value(const T& v, const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     try { if (T::broadcast_shape(v.shape(), s, op) != s) throw ShapeError(""); } catch (const ShapeError&) {
       throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) + " does not broadcast to the indexed shape " + to_string(s));
     }
     return v.expand(s);
-  }
+  })
   // drop the ellipsis (full slices in its place) and fill the remaining dims; flags follow their entries
-  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) {
+  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) TINYGRAD_MEMBER_DEF({
     size_t real = 0, ell = 0, ndim = shape.size();
     for (auto& i : idx) { real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); ell += std::holds_alternative<Ellipsis>(i); }
     if (ell > 1) throw IndexError(std::string("tinygrad::") + op + ": an index can only have one ellipsis");
@@ -7114,9 +7170,9 @@ struct MovementOps {
     for (; real < ndim && !ell; real++) { full.push_back(Slice{}); fl.push_back(false); }
     if (flags) *flags = fl;
     return full;
-  }
+  })
   // tensors -> full slices; returns the expanded basic index and each tensor's dim in the basic result
-  std::pair<std::vector<Index>, std::vector<std::pair<int, T>>> split_index(const std::vector<TI>& idx, const char* op) const {
+  std::pair<std::vector<Index>, std::vector<std::pair<int, T>>> split_index(const std::vector<TI>& idx, const char* op) const TINYGRAD_MEMBER_DEF({
     std::vector<Index> basic;
     std::vector<bool> is_t;
     std::vector<T> ts;
@@ -7136,9 +7192,9 @@ struct MovementOps {
       out++;
     }
     return {full, tdims};
-  }
+  })
   // gather/scatter's common prep: src and a one-hot mask, both (x.shape with index's sizes, n_index_along_dim) -> x.shape + (k,)
-  std::pair<T, T> pre_scatter(int64_t dim, const T& index, const T& src, const char* op) const {
+  std::pair<T, T> pre_scatter(int64_t dim, const T& index, const T& src, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
@@ -7157,7 +7213,7 @@ struct MovementOps {
     for (size_t i = 0; i < x.ndim(); i++) p.push_back({0, int(i) == d ? 0 : x.shape()[i] - s.shape()[i]});
     p.push_back({0, 0});
     return {s.pad(p), mask.pad(p)};
-  }
+  })
 };
 
 }  // namespace tinygrad::detail
@@ -7173,19 +7229,19 @@ struct ProcessingOps {
  public:
   // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank) ----
   T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const {
+           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
-  }
+  })
   T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const {
+           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
-  }
+  })
   // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
   // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
   T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-                     std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const {
+                     std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
     if (x0.ndim() < 3 || w.ndim() != x0.ndim())
@@ -7223,18 +7279,18 @@ struct ProcessingOps {
     }
     T wt = w.unflatten(0, {groups, -1}).transpose(1, 2).flip(flips).flatten(0, 1);
     return x.conv2d(wt, bias, groups, {1}, dilation, cpad);
-  }
+  })
 
   // ---- pooling over the last kernel.size() dims (a single value means 2 dims) ----
   // padding: one value, one per dim, or (before, after) per dim
   T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false) const {
+               bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
     auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
-  }
+  })
   // {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
   std::pair<T, T> max_pool2d_with_indices(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-                                          std::vector<int64_t> padding = {0}, bool ceil_mode = false) const {
+                                          std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
     T p = pooled(a, dtype_min(x.dtype()));
@@ -7255,9 +7311,9 @@ struct ProcessingOps {
     key = hasnan.where(p.isnan().where(-ipool, dtype_min(ipool.dtype())), key).max(a.axes);
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
-  }
+  })
   T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false, bool count_include_pad = true) const {
+               bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(kernel, stride, dilation, padding, false, "avg_pool2d");
     auto c = pool_args(kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
@@ -7269,16 +7325,16 @@ struct ProcessingOps {
     Pads extra;
     for (size_t i = 0; i < a.pads.size(); i++) extra.push_back({c.pads[i].first - a.pads[i].first, c.pads[i].second - a.pads[i].second});
     return pool(x, c.pads) / T::ones(x.pad(a.pads).shape(), x.dtype(), x.device()).pad(extra).pool(a.ks, a.st, a.dl, "avg_pool2d").sum(a.axes);
-  }
+  })
 
   // ---- normalization ----
   // (x - mean) / sqrt(var + eps) over axes (biased variance)
-  T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const {
+  T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     T y = self() - self().mean(axes, true);
     return y * ((y * y).mean(axes, true) + eps).rsqrt();
-  }
+  })
   // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
-  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const {
+  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t k = normalized_shape.size();
     if (k == 0 || k > x.ndim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - int64_t(k)))
@@ -7290,9 +7346,9 @@ struct ProcessingOps {
     T y = x.layernorm(axes, eps);
     if (weight) y = y * *weight;
     return bias ? y + *bias : y;
-  }
+  })
   // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
-  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const {
+  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     Shape s(x.ndim(), 1), chan;
     for (auto a : axes) { int d = norm_axis(a, x.ndim(), "batchnorm"); s[size_t(d)] = x.shape()[size_t(d)]; }
@@ -7305,11 +7361,11 @@ struct ProcessingOps {
     if (weight) y = y * fit(*weight, "weight");
     y = y * fit(invstd, "invstd");
     return bias ? y + fit(*bias, "bias") : y;
-  }
+  })
 
   // ---- attention ----
   // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
-  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt, bool is_causal = false) const {
+  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt, bool is_causal = false) const TINYGRAD_MEMBER_DEF({
     auto& q = self();
     const char* op = "scaled_dot_product_attention";
     if (q.ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || q.shape().back() != key.shape().back() || key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
@@ -7325,22 +7381,22 @@ struct ProcessingOps {
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
     return qk.softmax(-1).matmul(value);
-  }
+  })
 
   // ---- misc ----
   // integer classes -> (..., num_classes) ints; num_classes -1 reads max+1 (realizes x)
-  T one_hot(int64_t num_classes = -1) const {
+  T one_hot(int64_t num_classes = -1) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
     if (num_classes < 0) num_classes = x.numel() ? int64_t(x.max().template item<double>()) + 1 : 0;
     return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(dtypes::default_int);
-  }
+  })
   // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
-  T tril(int64_t diagonal = 0) const { return tri(diagonal + 1, "tril").where(zero(), self()); }
-  T triu(int64_t diagonal = 0) const { return tri(diagonal, "triu").where(self(), zero()); }
+  T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })
+  T triu(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal, "triu").where(self(), zero()); })
 
   // resize the last size.size() dims. mode: "nearest", "nearest-exact", "linear" (also "bilinear", "trilinear")
-  T interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const {
+  T interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
     if (!linear && mode != "nearest" && mode != "nearest-exact") throw Error("tinygrad::interpolate: unknown mode \"" + mode + "\"");
@@ -7369,11 +7425,11 @@ struct ProcessingOps {
       }
     }
     return x.cast(x0.dtype());
-  }
+  })
 
   // einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
   // without "->" the output is the letters seen once, in order
-  static T einsum(const std::string& formula, const std::vector<T>& xs) {
+  static T einsum(const std::string& formula, const std::vector<T>& xs) TINYGRAD_MEMBER_DEF({
     auto fail = [&](const std::string& why) { return ShapeError("tinygrad::einsum(\"" + formula + "\"): " + why); };
     auto arrow = formula.find("->");
     if (arrow != std::string::npos && formula.find("->", arrow + 1) != std::string::npos) throw fail("more than one \"->\"");
@@ -7484,26 +7540,26 @@ struct ProcessingOps {
     std::vector<int64_t> perm;
     for (auto id : out) perm.push_back(int64_t(std::find(kept.begin(), kept.end(), id) - kept.begin()));
     return y.permute(perm);
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
   struct PoolArgs { Shape ks; std::vector<int64_t> st, dl, axes; Pads pads; };  // pads cover every dim
-  static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) {
+  static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) TINYGRAD_MEMBER_DEF({
     if (v.size() == 1) v.assign(n, v[0]);
     if (v.size() != n) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " needs 1 or " + std::to_string(n) + " values");
     for (auto x : v) if (x < lo) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " must be at least " + std::to_string(lo));
     return v;
-  }
-  static Pads pad_pairs(const std::vector<int64_t>& p, size_t n, const char* op) {
+  })
+  static Pads pad_pairs(const std::vector<int64_t>& p, size_t n, const char* op) TINYGRAD_MEMBER_DEF({
     Pads r;
     if (p.size() == 1 || p.size() == n) for (size_t i = 0; i < n; i++) r.push_back({p[p.size() == 1 ? 0 : i], p[p.size() == 1 ? 0 : i]});
     else if (p.size() == 2 * n) for (size_t i = 0; i < n; i++) r.push_back({p[2 * i], p[2 * i + 1]});
     else throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " needs 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
     for (auto& [b, a] : r) if (b < 0 || a < 0) throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " must not be negative");
     return r;
-  }
-  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding, bool ceil_mode, const char* op) const {
+  })
+  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding, bool ceil_mode, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t n = kernel.size() == 1 ? 2 : kernel.size();
     if (n == 0 || x.ndim() < n) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(kernel) + " needs " + std::to_string(n) + " spatial dims, input has shape " + to_string(x.shape()));
@@ -7526,20 +7582,20 @@ struct ProcessingOps {
     a.pads.insert(a.pads.end(), sp.begin(), sp.end());
     for (size_t i = 0; i < n; i++) a.axes.push_back(-1 - int64_t(i));
     return a;
-  }
-  T pooled(const PoolArgs& a, double fill) const { return self().pad(a.pads, fill).pool(a.ks, a.st, a.dl, "max_pool2d"); }
-  void check_conv_rank(const T& w, size_t nd, const char* op) const {
+  })
+  T pooled(const PoolArgs& a, double fill) const TINYGRAD_MEMBER_DEF({ return self().pad(a.pads, fill).pool(a.ks, a.st, a.dl, "max_pool2d"); })
+  void check_conv_rank(const T& w, size_t nd, const char* op) const TINYGRAD_MEMBER_DEF({
     if (self().ndim() != nd || w.ndim() != nd)
       throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(self().shape()) + " and weight " + to_string(w.shape()) + " must both have rank " + std::to_string(nd));
-  }
-  T zero() const { return T::full({}, 0, self().dtype(), self().device()); }  // NOTE: a weak 0 would turn bools into ints
-  T tri(int64_t diagonal, const char* op) const {
+  })
+  T zero() const TINYGRAD_MEMBER_DEF({ return T::full({}, 0, self().dtype(), self().device()); })  // NOTE: a weak 0 would turn bools into ints
+  T tri(int64_t diagonal, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() < 2) throw ShapeError(std::string("tinygrad::") + op + ": needs at least 2 dims, got shape " + to_string(x.shape()));
     int64_t r = x.shape()[x.ndim() - 2], c = x.shape().back();
     T a = T::arange(double(r), std::nullopt, 1, DType::Int32, x.device()).unsqueeze(-1) + T::scalar(double(diagonal), DType::Int32, x.device());
     return a <= T::arange(double(c), std::nullopt, 1, DType::Int32, x.device());
-  }
+  })
 };
 
 }  // namespace tinygrad::detail
@@ -7560,41 +7616,41 @@ struct ReduceOps {
 
  public:
   // ---- reductions ----
-  T sum(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); }
+  T sum(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); })
   T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
-  T prod(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); }
+  T prod(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); })
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
   // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
-  T max(Axes axes = {}, bool keepdim = false) const { return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); }
+  T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
-  T min(Axes axes = {}, bool keepdim = false) const { return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); }
+  T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
-  T mean(Axes axes = {}, bool keepdim = false) const {
+  T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
     auto s = self().fl().sum(ax, keepdim);
     int64_t n = reduced_count(ax);
     return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
-  }
+  })
   T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
   // sum((x - mean)^2) / (n - correction)
-  T var(Axes axes = {}, bool keepdim = false, double correction = 1) const {
+  T var(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "var");
     auto x = self().fl();
     return (x - x.mean(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
-  }
+  })
   T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
-  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const { return var(std::move(axes), keepdim, correction).sqrt(); }
+  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return var(std::move(axes), keepdim, correction).sqrt(); })
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
-  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {var(axes, keepdim, correction), mean(axes, keepdim)}; }
-  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const { return {std(axes, keepdim, correction), mean(axes, keepdim)}; }
-  T any(Axes axes = {}, bool keepdim = false) const { return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); }
+  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {var(axes, keepdim, correction), mean(axes, keepdim)}; })
+  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {std(axes, keepdim, correction), mean(axes, keepdim)}; })
+  T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
-  T all(Axes axes = {}, bool keepdim = false) const { return self().logical_not().any(std::move(axes), keepdim).logical_not(); }
+  T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
-  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const { return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); }
+  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({ return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); })
   // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
-  T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const {
+  T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
     int a = norm_axis(*axis, x.ndim(), "argmax");
@@ -7606,45 +7662,45 @@ struct ReduceOps {
     rs[0] = n;
     auto rev = T::arange(double(n), 0.0, -1, DType::Int32, x.device()).reshape(rs);
     return (double(n) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
-  }
-  T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const { return inv(self()).argmax(axis, keepdim); }
+  })
+  T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(self()).argmax(axis, keepdim); })
   // log(sum(exp(x))), shifted by the (detached) max for stability
-  T logsumexp(Axes axes = {}, bool keepdim = false) const {
+  T logsumexp(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     axes = self().norm_axes(axes, "logsumexp");
     auto x = self().fl();
     auto m = x.reduce(Ops::MAX, axes, true, "logsumexp").detach();  // an empty dim gives -inf, as torch
     m = m.isinf().where(0.0, m);  // an all -inf slice gives -inf, not NaN
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
-  }
+  })
   T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
-  T softmax(int64_t axis = -1) const {
+  T softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "softmax").detach();
     auto e = m.exp();
     return e / e.sum(axis, true);
-  }
-  T log_softmax(int64_t axis = -1) const {
+  })
+  T log_softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "log_softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "log_softmax").detach();
     return m - m.exp().sum(axis, true).log();
-  }
-  T softmin(int64_t axis = -1) const { return (-self()).softmax(axis); }
+  })
+  T softmin(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({ return (-self()).softmax(axis); })
 
   // ---- scans (inclusive) ----
-  T cumsum(int64_t axis = 0) const { return split_cum(axis, Ops::ADD, "cumsum"); }
-  T cumprod(int64_t axis = 0) const { return split_cum(axis, Ops::MUL, "cumprod"); }
-  T cummax(int64_t axis = 0) const { return split_cum(axis, Ops::MAX, "cummax"); }
-  T cummin(int64_t axis = 0) const { return inv(inv(self()).cummax(axis)); }
+  T cumsum(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::ADD, "cumsum"); })
+  T cumprod(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MUL, "cumprod"); })
+  T cummax(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MAX, "cummax"); })
+  T cummin(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).cummax(axis)); })
   // (values, int32 index of the last occurrence of each running max along axis), like torch.cummax
-  std::pair<T, T> cummax_indices(int64_t axis = 0) const { return cum_indices(self(), cummax(axis), axis, "cummax_indices"); }
-  std::pair<T, T> cummin_indices(int64_t axis = 0) const { return cum_indices(self(), cummin(axis), axis, "cummin_indices"); }
+  std::pair<T, T> cummax_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummax(axis), axis, "cummax_indices"); })
+  std::pair<T, T> cummin_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummin(axis), axis, "cummin_indices"); })
 
   // ---- sorting ----
   // (values, int32 indices) along dim. Equal values keep their original order (the k-th equal value in the
   // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
   // descending), as torch.
-  std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const {
+  std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int32, x0.device())};
     int d = norm_axis(dim, x0.ndim(), "sort");
@@ -7695,10 +7751,10 @@ struct ReduceOps {
     T cond = same(sd.unsqueeze(-1), yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
     T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int32);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
-  }
-  T argsort(int64_t dim = -1, bool descending = false) const { return sort(dim, descending).second; }
+  })
+  T argsort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({ return sort(dim, descending).second; })
   // the k largest (or smallest) along dim, as (values, int32 indices); always sorted
-  std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const {
+  std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "topk");
@@ -7709,23 +7765,23 @@ struct ReduceOps {
     std::vector<std::pair<int64_t, int64_t>> sh;
     for (size_t a = 0; a < x.ndim(); a++) sh.push_back({0, int64_t(a) == d ? k : x.shape()[a]});
     return {v.shrink(sh), i.shrink(sh)};
-  }
+  })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
   // self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
-  T binary_crossentropy(const T& y, std::string_view reduction = "mean") const {
+  T binary_crossentropy(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& p = self();
     same_shape(p, y, "binary_crossentropy");
     return reduce_loss(-(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0)), reduction, "binary_crossentropy");
-  }
+  })
   // self: logits; pos_weight scales the positive term
-  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean", const std::optional<T>& pos_weight = std::nullopt) const {
+  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean", const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     same_shape(x, y, "binary_crossentropy_logits");
     return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction, "binary_crossentropy_logits");
-  }
+  })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
-  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0, std::string_view reduction = "mean") const {
+  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     const char* op = "sparse_categorical_crossentropy";
     check_smoothing(label_smoothing, op);
@@ -7739,9 +7795,9 @@ struct ReduceOps {
     T unreduced = (1.0 - label_smoothing) * hot.where(logp, 0.0).sum(-1) + label_smoothing * (logp.mean(-1) * mask);
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
-  }
+  })
   // self: logits (C) or (N, C, ...); y: class indices (shape without C) or class probabilities (same shape)
-  T cross_entropy(const T& y, std::string_view reduction = "mean", double label_smoothing = 0) const {
+  T cross_entropy(const T& y, std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_smoothing(label_smoothing, "cross_entropy");
     if (x.ndim() == 0) throw ShapeError("tinygrad::cross_entropy: logits need a class dim, got shape " + to_string(x.shape()));
@@ -7757,9 +7813,9 @@ struct ReduceOps {
     }
     p = (1.0 - label_smoothing) * p + label_smoothing / double(c);
     return reduce_loss(-(x.log_softmax(cd) * p).sum(cd), reduction, "cross_entropy");
-  }
+  })
   // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
-  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const {
+  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_reduction(reduction, "nll_loss");
     if (x.ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(x.shape()));
@@ -7776,36 +7832,36 @@ struct ReduceOps {
     if (ignore_index) w = (y != double(*ignore_index)).where(w, 0.0);
     T nll = -hot.where(x, 0.0).sum(cd) * w;
     return reduction == "mean" ? nll.sum() / w.sum() : reduction == "sum" ? nll.sum() : nll;
-  }
+  })
 
  private:
-  const T& self() const { return static_cast<const T&>(*this); }
-  int64_t reduced_count(const Axes& ax) const { int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; }
+  const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({ int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; })
   // the axes (normalized) of a max or min, none of them empty
-  Axes nonempty(const Axes& axes, const char* op) const {
+  Axes nonempty(const Axes& axes, const char* op) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, op);
     for (auto a : ax)
       if (self().shape()[size_t(a)] == 0)
         throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " + to_string(self().shape()) + " (an empty max or min has no value)");
     return ax;
-  }
+  })
   // a == b, with NaN equal to NaN (max and cummax propagate NaN, so NaN is where they found it)
-  static T same(const T& a, const T& b) { return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; }
+  static T same(const T& a, const T& b) TINYGRAD_MEMBER_DEF({ return is_float(a.dtype()) ? (a == b) | (a.isnan() & b.isnan()) : a == b; })
   // a sorts after b: NaN after everything but NaN
-  static T after(const T& a, const T& b) { return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; }
+  static T after(const T& a, const T& b) TINYGRAD_MEMBER_DEF({ return is_float(a.dtype()) ? a.isnan().where(b == b, b < a) : b < a; })
   // order-reversing: min = inv(max(inv))
-  static T inv(const T& x) { return is_float(x.dtype()) ? -x : x.bitwise_not(); }
+  static T inv(const T& x) TINYGRAD_MEMBER_DEF({ return is_float(x.dtype()) ? -x : x.bitwise_not(); })
   // inclusive scan along the last axis: each output reduces its window of the row padded on the left
-  static T cum_last(const T& x, Ops op, const char* name) {
+  static T cum_last(const T& x, Ops op, const char* name) TINYGRAD_MEMBER_DEF({
     int64_t n = x.shape().back();
     double ident = reduce_identity(op, x.dtype());
     std::vector<std::pair<int64_t, int64_t>> p(x.ndim() - 1, {0, 0});
     p.push_back({n - 1, 0});
     T w = x.pad(p, ident).pool({n}, {1}, {1}, name);
     return op == Ops::ADD ? w.sum(-1) : op == Ops::MUL ? w.prod(-1) : w.max(-1);
-  }
+  })
   // long rows: scan blocks of 512, then add (mul, max) each block's exclusive scan of the block totals (tinygrad's split)
-  T split_cum(int64_t axis, Ops op, const char* name) const {
+  T split_cum(int64_t axis, Ops op, const char* name) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() == 0) return x0.reshape({1}).split_cum(0, op, name).reshape({});
     int a = norm_axis(axis, x0.ndim(), name);
@@ -7832,14 +7888,14 @@ struct ReduceOps {
     for (size_t i = 0; i + 1 < flat.size(); i++) tail.push_back({0, flat[i]});
     tail.push_back({m * S - n, m * S});
     return r.reshape(flat).shrink(tail).transpose(a, -1);
-  }
-  static std::vector<std::pair<int64_t, int64_t>> padlast(size_t nd, int64_t before, int64_t after) {
+  })
+  static std::vector<std::pair<int64_t, int64_t>> padlast(size_t nd, int64_t before, int64_t after) TINYGRAD_MEMBER_DEF({
     std::vector<std::pair<int64_t, int64_t>> p(nd - 1, {0, 0});
     p.push_back({before, after});
     return p;
-  }
+  })
   // index of the last j <= i with x[j] == v[i] (NaN == NaN: torch gives the last NaN so far)
-  static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) {
+  static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) TINYGRAD_MEMBER_DEF({
     if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int32, x0.device())};
     int a = norm_axis(axis, x0.ndim(), name);
     T x = x0.transpose(a, -1).detach(), v = v0.transpose(a, -1).detach();
@@ -7847,29 +7903,29 @@ struct ReduceOps {
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
     T hit = same(x.unsqueeze(-2), v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
     return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int32).transpose(a, -1)};
-  }
+  })
   // bool (..., C at dim, ...) from labels y (..., 1 at dim, ...)
-  static T label_mask(const T& y, int64_t c, int64_t dim) {
+  static T label_mask(const T& y, int64_t c, int64_t dim) TINYGRAD_MEMBER_DEF({
     Shape rs(y.ndim(), 1);
     rs[size_t(dim)] = c;
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
-  }
-  static void same_shape(const T& a, const T& b, const char* op) {
+  })
+  static void same_shape(const T& a, const T& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a.shape() != b.shape()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " + to_string(b.shape()) + " differ in shape");
-  }
-  static void check_labels(const T& y, const char* op) {
+  })
+  static void check_labels(const T& y, const char* op) TINYGRAD_MEMBER_DEF({
     if (!is_int(y.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
-  }
-  static void check_smoothing(double ls, const char* op) {
+  })
+  static void check_smoothing(double ls, const char* op) TINYGRAD_MEMBER_DEF({
     if (!(ls >= 0 && ls <= 1)) throw Error(std::string("tinygrad::") + op + ": label_smoothing must be in [0, 1], got " + std::to_string(ls));
-  }
-  static void check_reduction(std::string_view r, const char* op) {
+  })
+  static void check_reduction(std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
     if (r != "mean" && r != "sum" && r != "none") throw Error(std::string("tinygrad::") + op + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + std::string(r) + "\"");
-  }
-  static T reduce_loss(const T& l, std::string_view r, const char* op) {
+  })
+  static T reduce_loss(const T& l, std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
     check_reduction(r, op);
     return r == "mean" ? l.mean() : r == "sum" ? l.sum() : l;
-  }
+  })
 };
 
 }  // namespace tinygrad::detail
@@ -7886,7 +7942,7 @@ struct JitRecorder {
   virtual void assigned(const Tensor& t) = 0;
   virtual void drew(const Tensor& key, int64_t n) = 0;
 };
-inline JitRecorder*& jit_recorder() { static thread_local JitRecorder* r = nullptr; return r; }
+TINYGRAD_API JitRecorder*& jit_recorder() TINYGRAD_DEF({ static thread_local JitRecorder* r = nullptr; return r; })
 }  // namespace detail
 
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
@@ -7922,9 +7978,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device)); }
 
   // copy raw bytes holding prod(shape) elements of dtype dt
-  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") { return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); }
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({ return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); })
 
-  static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+  static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
     std::string dev = device.empty() ? default_device() : device;
@@ -7932,16 +7988,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t(c, dev);
     if (shape.empty()) return t;
     return t.reshape(Shape(shape.size(), 1)).expand(shape);
-  }
-  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 0, dt, std::move(dev)); }
-  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") { return full(std::move(shape), 1, dt, std::move(dev)); }
+  })
+  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 0, dt, std::move(dev)); })
+  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 1, dt, std::move(dev)); })
   // uninitialized memory
-  static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
-  }
-  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") {
+  })
+  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (!stop) { stop = start; start = 0; }
     if (step == 0) throw Error("tinygrad::arange: step must not be 0");
     bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
@@ -7952,18 +8008,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
-  }
-  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
     auto b = arange(double(m.value_or(n)), std::nullopt, 1, DType::Int32, device).reshape({1, m.value_or(n)});
     return (a == b).cast(dt);
-  }
+  })
 
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
   // NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
   // kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
-  static void manual_seed(uint64_t seed) { rng().seed = seed; rng().counter = 0; }
-  static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  static void manual_seed(uint64_t seed) TINYGRAD_MEMBER_DEF({ rng().seed = seed; rng().counter = 0; })
+  static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "rand");
     std::string dev = device.empty() ? default_device() : device;
     Tensor key = rng_key(n, dev);
@@ -7975,22 +8031,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     // 24 random bits -> [0, 1)
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
-  }
-  static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") {
+  })
+  static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     // Box-Muller
     int64_t n = check_shape(shape, "randn");
     auto u = rand({2, n}, DType::Float32, device);
     auto u1 = u.shrink({{0, 1}, {0, n}}), u2 = u.shrink({{1, 2}, {0, n}});
     auto r = ((1.0 - u1).log() * -2.0).sqrt() * (u2 * (2 * M_PI)).cos();
     return r.cast(dt).reshape(shape);
-  }
+  })
 
   // ---- autograd (tensor/gradient.hpp) ----
   // A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
   // hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
   // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
   // too: the gradient flows on through them.
-  Tensor& requires_grad_(bool r = true) {
+  Tensor& requires_grad_(bool r = true) TINYGRAD_MEMBER_DEF({
     {
       std::lock_guard lk(grad_mutex());  // backward() on any thread reads requires_grad and param of every registered tensor
       static int64_t ids = 0;
@@ -8003,39 +8059,39 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (r && !mine) impl_->uop = param_node(u);
     if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
     return *this;
-  }
-  bool requires_grad() const { return impl_->requires_grad; }
-  std::optional<Tensor> grad() const { return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; }
-  void zero_grad() { impl_->grad.reset(); }
+  })
+  bool requires_grad() const TINYGRAD_MEMBER_DEF({ return impl_->requires_grad; })
+  std::optional<Tensor> grad() const TINYGRAD_MEMBER_DEF({ return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; })
+  void zero_grad() TINYGRAD_MEMBER_DEF({ impl_->grad.reset(); })
   // fill .grad of every tensor that requires it and this one depends on
   Tensor& backward(std::optional<Tensor> seed = std::nullopt);
 
   // ---- properties ----
-  const UOpRef& uop() const { return impl_->uop; }
-  const Shape& shape() const { return uop()->shape; }
-  int64_t shape(int64_t dim) const { return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; }
-  DType dtype() const { return uop()->dtype; }
-  const std::string& device() const { return impl_->device; }
-  size_t ndim() const { return shape().size(); }
-  int64_t numel() const { return tinygrad::prod(shape()); }
-  bool is_realized() const { return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); }
+  const UOpRef& uop() const TINYGRAD_MEMBER_DEF({ return impl_->uop; })
+  const Shape& shape() const TINYGRAD_MEMBER_DEF({ return uop()->shape; })
+  int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; })
+  DType dtype() const TINYGRAD_MEMBER_DEF({ return uop()->dtype; })
+  const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
+  size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
+  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::prod(shape()); })
+  bool is_realized() const TINYGRAD_MEMBER_DEF({ return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); })
 
   // ---- realize and read back ----
-  Tensor& realize() {
+  Tensor& realize() TINYGRAD_MEMBER_DEF({
     if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
     return *this;
-  }
+  })
   // realize several tensors in one schedule (an optimizer step: parameters and their state)
-  static void realize_all(std::vector<Tensor> ts) {
+  static void realize_all(std::vector<Tensor> ts) TINYGRAD_MEMBER_DEF({
     std::vector<UOpRef> roots;
     for (auto& t : ts) if (!t.is_realized()) roots.push_back(t.uop());
     if (!roots.empty()) tinygrad::realize(roots);
     for (auto& t : ts) t.adopt_realized();
-  }
+  })
   // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
   // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
-  Tensor& assign(const Tensor& v) {
+  Tensor& assign(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     same_device(device(), v.device(), "assign");
     if (auto* r = detail::jit_recorder()) r->assigned(*this);
@@ -8044,28 +8100,26 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
-  }
+  })
   // rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
   // cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
-  Tensor& replace(const Tensor& v) {
+  Tensor& replace(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape()) throw ShapeError("tinygrad::replace: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     UOpRef u = v.cast(dtype()).detach().uop();
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     impl_->device = v.device();
     return *this;
-  }
+  })
   // the device buffer that holds the value (contiguous, numel elements), realizing first
-  std::shared_ptr<Buffer> buffer() const {
+  std::shared_ptr<Buffer> buffer() const TINYGRAD_MEMBER_DEF({
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
     return u->leaf_buffer();
-  }
+  })
   template <class T>
   std::vector<T> to_vector() const {
-    auto buf = buffer();
-    std::vector<char> host(buf->nbytes());
-    buf->copyout(host.data());
+    std::vector<char> host = host_bytes();
     std::vector<T> out(static_cast<size_t>(numel()));
     if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
       // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
@@ -8074,6 +8128,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
     return out;
   }
+  // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
+  std::vector<char> host_bytes() const TINYGRAD_MEMBER_DEF({
+    auto buf = buffer();
+    std::vector<char> host(buf->nbytes());
+    buf->copyout(host.data());
+    return host;
+  })
   template <class T>
   T item() const {
     if (numel() != 1) throw ShapeError("tinygrad::item: needs a tensor with one element, got shape " + to_string(shape()));
@@ -8081,38 +8142,38 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- elementwise ----
-  Tensor cast(DType dt) const { return dt == dtype() ? *this : unary(Ops::CAST, dt); }
-  Tensor bitcast(DType dt) const {
+  Tensor cast(DType dt) const TINYGRAD_MEMBER_DEF({ return dt == dtype() ? *this : unary(Ops::CAST, dt); })
+  Tensor bitcast(DType dt) const TINYGRAD_MEMBER_DEF({
     if (itemsize(dt) != itemsize(dtype())) throw DTypeError("tinygrad::bitcast: " + to_string(dtype()) + " and " + to_string(dt) + " differ in size");
     return unary(Ops::BITCAST, dt);
-  }
-  Tensor where(const Tensor& a, const Tensor& b) const {
+  })
+  Tensor where(const Tensor& a, const Tensor& b) const TINYGRAD_MEMBER_DEF({
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
     auto c = cast(DType::Bool).expand(shape);
     x = x.expand(shape); y = y.expand(shape);
     return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
-  }
-  Tensor where(double a, const Tensor& b) const { return where(b.like(a, true), b); }
-  Tensor where(const Tensor& a, double b) const { return where(a, a.like(b, true)); }
-  Tensor where(double a, double b) const { return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); }
-  Tensor shr(int64_t bits) const { return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); }
+  })
+  Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
+  Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
+  Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({ return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); })
+  Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
-  friend Tensor operator+(const Tensor& a, const Tensor& b) { return a.binop(Ops::ADD, b, "add"); }
-  friend Tensor operator-(const Tensor& a, const Tensor& b) { return a.binop_sub(b); }
-  friend Tensor operator*(const Tensor& a, const Tensor& b) { return a.binop(Ops::MUL, b, "mul"); }
-  friend Tensor operator/(const Tensor& a, const Tensor& b) { return a.div(b); }
-  friend Tensor operator-(const Tensor& a) { return a.neg(); }
-  friend Tensor operator<(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPLT, b, "lt"); }
-  friend Tensor operator>(const Tensor& a, const Tensor& b) { return b.binop(Ops::CMPLT, a, "gt"); }
-  friend Tensor operator<=(const Tensor& a, const Tensor& b) { return (a > b).logical_not(); }
-  friend Tensor operator>=(const Tensor& a, const Tensor& b) { return (a < b).logical_not(); }
-  friend Tensor operator==(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPEQ, b, "eq"); }
-  friend Tensor operator!=(const Tensor& a, const Tensor& b) { return a.binop(Ops::CMPNE, b, "ne"); }
-  friend Tensor operator&(const Tensor& a, const Tensor& b) { return a.binop(Ops::AND, b, "bitwise_and"); }
-  friend Tensor operator|(const Tensor& a, const Tensor& b) { return a.binop(Ops::OR, b, "bitwise_or"); }
-  friend Tensor operator^(const Tensor& a, const Tensor& b) { return a.binop(Ops::XOR, b, "bitwise_xor"); }
+  friend Tensor operator+(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::ADD, b, "add"); })
+  friend Tensor operator-(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop_sub(b); })
+  friend Tensor operator*(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::MUL, b, "mul"); })
+  friend Tensor operator/(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.div(b); })
+  friend Tensor operator-(const Tensor& a) TINYGRAD_MEMBER_DEF({ return a.neg(); })
+  friend Tensor operator<(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::CMPLT, b, "lt"); })
+  friend Tensor operator>(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return b.binop(Ops::CMPLT, a, "gt"); })
+  friend Tensor operator<=(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return (a > b).logical_not(); })
+  friend Tensor operator>=(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return (a < b).logical_not(); })
+  friend Tensor operator==(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::CMPEQ, b, "eq"); })
+  friend Tensor operator!=(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::CMPNE, b, "ne"); })
+  friend Tensor operator&(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::AND, b, "bitwise_and"); })
+  friend Tensor operator|(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::OR, b, "bitwise_or"); })
+  friend Tensor operator^(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::XOR, b, "bitwise_xor"); })
 #define TG_SCALAR_OPS(OP)                                                                      \
   friend Tensor operator OP(const Tensor& a, double b) { return a OP a.like(b, true); }        \
   friend Tensor operator OP(double a, const Tensor& b) { return b.like(a, true) OP b; }
@@ -8122,7 +8183,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
 
   // ---- movement (copy-free views) ----
-  Tensor reshape(Shape new_shape) const {
+  Tensor reshape(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     int64_t infer = -1, known = 1;
     bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
     for (size_t i = 0; i < new_shape.size(); i++) {
@@ -8141,8 +8202,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
-  }
-  Tensor permute(std::vector<int64_t> order) const {
+  })
+  Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
     for (auto& o : order) {
@@ -8153,15 +8214,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     bool ident = true;
     for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
     return ident ? *this : mov(Ops::PERMUTE, order);
-  }
-  Tensor transpose(int64_t a = 1, int64_t b = 0) const {
+  })
+  Tensor transpose(int64_t a = 1, int64_t b = 0) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> order(ndim());
     std::iota(order.begin(), order.end(), 0);
     std::swap(order[size_t(norm_axis(a, ndim(), "transpose"))], order[size_t(norm_axis(b, ndim(), "transpose"))]);
     return permute(order);
-  }
-  Tensor T() const { return transpose(-2, -1); }
-  Tensor expand(Shape new_shape) const {
+  })
+  Tensor T() const TINYGRAD_MEMBER_DEF({ return transpose(-2, -1); })
+  Tensor expand(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     if (new_shape.size() < ndim()) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     Tensor x = reshape_left(new_shape.size());
     for (size_t i = 0; i < new_shape.size(); i++) {
@@ -8170,10 +8231,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
-  }
-  Tensor expand_as(const Tensor& o) const { return expand(o.shape()); }
+  })
+  Tensor expand_as(const Tensor& o) const TINYGRAD_MEMBER_DEF({ return expand(o.shape()); })
   // pad(...) with modes: tensor/movement.hpp
-  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const {
+  Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const TINYGRAD_MEMBER_DEF({
     if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + to_string(shape()));
     std::vector<int64_t> arg;
     bool ident = true;
@@ -8184,15 +8245,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       ident &= s[i].first == 0 && s[i].second == shape()[i];
     }
     return ident ? *this : mov(Ops::SHRINK, arg);
-  }
-  Tensor flip(std::vector<int64_t> axes) const {
+  })
+  Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
     for (auto a : axes) arg[size_t(norm_axis(a, ndim(), "flip"))] ^= 1;
     if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
     return mov(Ops::FLIP, arg);
-  }
-  Tensor flip(int64_t axis) const { return flip(std::vector<int64_t>{axis}); }
-  Tensor flatten(int64_t start = 0, int64_t end = -1) const {
+  })
+  Tensor flip(int64_t axis) const TINYGRAD_MEMBER_DEF({ return flip(std::vector<int64_t>{axis}); })
+  Tensor flatten(int64_t start = 0, int64_t end = -1) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0) return reshape({1});
     int s = norm_axis(start, ndim(), "flatten"), e = norm_axis(end, ndim(), "flatten");
     Shape ns(shape().begin(), shape().begin() + s);
@@ -8201,29 +8262,29 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     ns.push_back(m);
     ns.insert(ns.end(), shape().begin() + e + 1, shape().end());
     return reshape(ns);
-  }
-  Tensor unsqueeze(int64_t dim) const {
+  })
+  Tensor unsqueeze(int64_t dim) const TINYGRAD_MEMBER_DEF({
     int d = norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
     Shape s = shape();
     s.insert(s.begin() + d, 1);
     return reshape(s);
-  }
-  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const {
+  })
+  Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     Shape s;
     int d = dim ? norm_axis(*dim, ndim(), "squeeze") : -1;
     for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
     return reshape(s);
-  }
-  Tensor contiguous() const { return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); }
-  Tensor detach() const { return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); }
+  })
+  Tensor contiguous() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); })
+  Tensor detach() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); })
   // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
-  Tensor to(const std::string& dev) const {
+  Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
     return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
-  }
+  })
 
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
-  Tensor slice(const std::vector<Index>& idx) const {
+  Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
     size_t n_real = 0, n_ell = 0;
     for (auto& i : idx) { n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); n_ell += std::holds_alternative<Ellipsis>(i); }
     if (n_ell > 1) throw IndexError("tinygrad::slice: an index can only have one ellipsis");
@@ -8278,11 +8339,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       x = x.pad(pads).reshape(split).shrink(sh2);
     }
     return x.reshape(final_shape);
-  }
+  })
   // operator[] (with tensor indices too): tensor/movement.hpp
 
   // ---- processing ----
-  Tensor matmul(const Tensor& w) const {
+  Tensor matmul(const Tensor& w) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0 || w.ndim() == 0) throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
     int64_t k = shape().back(), kw = w.shape()[w.ndim() >= 2 ? w.ndim() - 2 : 0];
     if (k != kw)
@@ -8297,13 +8358,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     ws.insert(ws.end(), w.shape().end() + axis_w, w.shape().end());
     Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, axis_w);
     return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
-  }
-  Tensor dot(const Tensor& w) const { return matmul(w); }
-  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const { auto x = matmul(w); return b ? x + *b : x; }
+  })
+  Tensor dot(const Tensor& w) const TINYGRAD_MEMBER_DEF({ return matmul(w); })
+  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({ auto x = matmul(w); return b ? x + *b : x; })
 
   // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const {
+                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
     size_t nsp = ndim() - 2;
@@ -8347,10 +8408,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (!bias) return r;
     Shape bsh{1, cout}; bsh.insert(bsh.end(), nsp, 1);
     return r + bias->reshape(bsh);
-  }
+  })
 
   // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
-  Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const {
+  Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const TINYGRAD_MEMBER_DEF({
     size_t nk = ks.size(), nb = ndim() - nk;
     if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
     if (stride.size() != nk || dilation.size() != nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " differ in length");
@@ -8403,14 +8464,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < nk; i++) perm.push_back(int64_t(nb + 2 * i + 1));
     for (size_t i = 0; i < nk; i++) perm.push_back(int64_t(nb + 2 * i));
     return x.permute(perm);
-  }
+  })
 
   // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
-  Tensor like(double v, bool weak = false) const {
+  Tensor like(double v, bool weak = false) const TINYGRAD_MEMBER_DEF({
     DType dt = weak ? weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
     return full({}, v, dt, device());
-  }
-  static Tensor scalar(double v, DType dt, const std::string& dev = "") { return full({}, v, dt, dev); }
+  })
+  static Tensor scalar(double v, DType dt, const std::string& dev = "") TINYGRAD_MEMBER_DEF({ return full({}, v, dt, dev); })
 
  private:
   struct Impl {
@@ -8422,83 +8483,87 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   };
   friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&, std::vector<bool>*);
   // tensors that asked for gradients, found again by backward()
-  static std::vector<std::weak_ptr<Impl>>& grad_registry() { static std::vector<std::weak_ptr<Impl>> r; return r; }
-  static std::mutex& grad_mutex() { static std::mutex m; return m; }
+  static std::vector<std::weak_ptr<Impl>>& grad_registry() TINYGRAD_MEMBER_DEF({ static std::vector<std::weak_ptr<Impl>> r; return r; })
+  static std::mutex& grad_mutex() TINYGRAD_MEMBER_DEF({ static std::mutex m; return m; })
   std::shared_ptr<Impl> impl_;
   explicit Tensor(std::shared_ptr<Impl> i) : impl_(std::move(i)) {}
 
+#if TINYGRAD_WITH_INTERNALS
   struct Rng { std::atomic<uint64_t> seed{0}, counter{0}; };
-  static Rng& rng() { static Rng r; return r; }
+#else
+  struct Rng;  // where the library is compiled: the seed and the draw counter
+#endif
+  static Rng& rng() TINYGRAD_MEMBER_DEF({ static Rng r; return r; })
   // the next n numbers' key: 3 uint32 (the counter's low word, the seed mixed with its high word, the seed's high word)
-  static Tensor rng_key(int64_t n, const std::string& dev) {
+  static Tensor rng_key(int64_t n, const std::string& dev) TINYGRAD_MEMBER_DEF({
     uint64_t base = rng().counter.fetch_add(uint64_t(n)), seed = rng().seed;  // threads draw disjoint counters
     uint32_t k[3] = {uint32_t(base), uint32_t(seed * 0x9E3779B9ull + (base >> 32)), uint32_t(seed >> 32) ^ 0x85EBCA6Bu};
     return from_host(k, DType::UInt32, 3, {3}, dev);
-  }
-  static Tensor mix32(Tensor x) {  // murmur3's finalizer
+  })
+  static Tensor mix32(Tensor x) TINYGRAD_MEMBER_DEF({  // murmur3's finalizer
     auto c = [&](double v) { return scalar(v, DType::UInt32, x.device()); };
     x = x ^ x.shr(16); x = x * c(0x85ebca6b); x = x ^ x.shr(13); x = x * c(0xc2b2ae35); return x ^ x.shr(16);
-  }
+  })
 
   // the number of elements of a shape that enters op; ShapeError for a negative dim or an overflowing product
-  static int64_t check_shape(const Shape& s, const char* op) { return checked_prod(s, op); }
+  static int64_t check_shape(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({ return checked_prod(s, op); })
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
     if constexpr (std::is_same_v<T, bool>) { std::vector<uint8_t> b(d.begin(), d.end()); return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device)); }
     else return from_host(d.data(), dtype_of<T>(), d.size(), std::move(shape), std::move(device));
   }
-  static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) {
+  static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) TINYGRAD_MEMBER_DEF({
     if (shape.empty() && n != 1) shape = {int64_t(n)};
     if (size_t(check_shape(shape, "Tensor")) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
     return of_buffer(std::move(buf), shape);
-  }
+  })
   // a tensor over an existing buffer (its device and dtype), reshaped
-  static Tensor of_buffer(std::shared_ptr<Buffer> buf, const Shape& shape) {
+  static Tensor of_buffer(std::shared_ptr<Buffer> buf, const Shape& shape) TINYGRAD_MEMBER_DEF({
     std::string dev = buf->device;
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
-  }
-  static bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+  })
+  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({ return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); })
   // BUFFER (reshaped) of a realized node
-  static UOpRef buffer_view(const UOpRef& u) {
+  static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
     if (is_buffer_view(u.get())) return u;
     auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
     return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
-  }
+  })
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
-  UOpRef param_node(const UOpRef& u) const {
+  UOpRef param_node(const UOpRef& u) const TINYGRAD_MEMBER_DEF({
     auto p = make_uop(Ops::CONTIGUOUS, u->dtype, {u}, impl_->param);
     if (!p->realized && (detail::is_leaf(u.get()) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get())))) {
       const UOp* l = detail::is_leaf(u.get()) ? u.get() : u->src[0].get();
       p->realized.set(l->leaf_buffer());
     }
     return p;
-  }
+  })
   // after a realize: drop the graph below the value unless autograd needs it. A parameter keeps its id over
   // its buffer; a value that depends on parameters keeps its graph (the root holds .realized, so schedules
   // read it as an input); anything else becomes its buffer.
-  void adopt_realized() {
+  void adopt_realized() TINYGRAD_MEMBER_DEF({
     const UOpRef& u = impl_->uop;
     if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
       if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
     } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
     else if (!u->grad_dep) impl_->uop = buffer_view(u);
-  }
-  Tensor fl() const { return is_float(dtype()) ? *this : cast(dtypes::default_float); }
+  })
+  Tensor fl() const TINYGRAD_MEMBER_DEF({ return is_float(dtype()) ? *this : cast(dtypes::default_float); })
   // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
-  Tensor unary(Ops op) const { return unary(op, dtype()); }
-  Tensor unary(Ops op, DType dt) const { return Tensor(make_uop(op, dt, {uop()}), device()); }
-  Tensor mov(Ops op, std::vector<int64_t> arg) const { return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); }
-  Tensor reshape_left(size_t n) const { Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); }
-  static std::string same_device(const std::string& a, const std::string& b, const char* op) {
+  Tensor unary(Ops op) const TINYGRAD_MEMBER_DEF({ return unary(op, dtype()); })
+  Tensor unary(Ops op, DType dt) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dt, {uop()}), device()); })
+  Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); })
+  Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({ Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); })
+  static std::string same_device(const std::string& a, const std::string& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
     return a;
-  }
-  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) {
+  })
+  static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) TINYGRAD_MEMBER_DEF({
     size_t n = std::max(a.size(), b.size());
     Shape r(n);
     for (size_t i = 0; i < n; i++) {
@@ -8507,25 +8572,25 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       r[i] = x == 1 ? y : x;
     }
     return r;
-  }
-  static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) {
+  })
+  static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) TINYGRAD_MEMBER_DEF({
     same_device(a.device(), b.device(), op);
     Shape s = broadcast_shape(a.shape(), b.shape(), op);
     DType dt = least_upper_dtype(a.dtype(), b.dtype());
     return {a.cast(dt).expand(s), b.cast(dt).expand(s)};
-  }
-  Tensor binop(Ops op, const Tensor& o, const char* name) const {
+  })
+  Tensor binop(Ops op, const Tensor& o, const char* name) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, name);
     if ((op == Ops::AND || op == Ops::OR || op == Ops::XOR || op == Ops::IDIV) && is_float(a.dtype()))
       throw DTypeError(std::string("tinygrad::") + name + ": needs integer or bool tensors, got " + to_string(a.dtype()));
     return Tensor(alu(op, {a.uop(), b.uop()}), a.device());
-  }
-  Tensor binop_sub(const Tensor& o) const {
+  })
+  Tensor binop_sub(const Tensor& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, "sub");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::sub: subtracting bool tensors is not supported");
     return a + b.neg();
-  }
-  std::vector<int64_t> norm_axes(const std::vector<int64_t>& axes, const char* op) const {
+  })
+  std::vector<int64_t> norm_axes(const std::vector<int64_t>& axes, const char* op) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> r;
     if (axes.empty()) { for (size_t i = 0; i < ndim(); i++) r.push_back(int64_t(i)); return r; }
     for (auto a : axes) {
@@ -8534,15 +8599,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     std::sort(r.begin(), r.end());
     return r;
-  }
+  })
   // REDUCE_AXIS keeping dims. NOTE: a long reduce into few outputs is split over two kernels by the scheduler
   // (split_reduceop in engine/schedule.hpp), which knows the device's parallelism
-  Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const {
+  Tensor reduce_axis(Ops op, const std::vector<int64_t>& ax) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> a{int64_t(op)};
     a.insert(a.end(), ax.begin(), ax.end());
     return Tensor(make_uop(Ops::REDUCE_AXIS, dtype(), {uop()}, a), device());
-  }
-  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const {
+  })
+  Tensor reduce(Ops op, std::vector<int64_t> axes, bool keepdim, const char* name) const TINYGRAD_MEMBER_DEF({
     auto ax = norm_axes(axes, name);
     Tensor x = *this;
     DType out_dt = dtype();
@@ -8558,7 +8623,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape s;
     for (size_t i = 0; i < ndim(); i++) if (std::find(ax.begin(), ax.end(), int64_t(i)) == ax.end()) s.push_back(shape()[i]);
     return r.reshape(s);
-  }
+  })
 };
 
 #if defined(TINYGRAD_SEPARATE_COMPILATION)
@@ -8603,7 +8668,7 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
 namespace detail {
 // the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
 // arg: groups, stride[n], dilation[n], (pad before, after)[n]
-inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) {
+TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) TINYGRAD_DEF({
   size_t n = x.ndim() - 2;
   auto join = [](std::initializer_list<Shape> parts) { Shape r; for (auto& p : parts) r.insert(r.end(), p.begin(), p.end()); return r; };
   int64_t groups = a[0], bs = x.shape(0), cout = w.shape(0), cin = w.shape(1);
@@ -8647,10 +8712,10 @@ inline std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, co
   Shape pw = join({P.shape(), Shape{1}}), gs = join({Shape{bs, 1}, Shape(n, 1), os, Shape{cout}});
   Tensor dw = (P.reshape(pw) * gT.reshape(gs)).sum(red).contiguous().permute(to_oik);  // (cout, cin, *k')
   return {dx, dw.shrink(keep)};
-}
+})
 
 // the gradients of u's sources, given u's gradient g (nullopt: no gradient flows); empty: u's op has no rule
-inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) {
+TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tensor& g, const std::string& dev) TINYGRAD_DEF({
   auto T = [&](const UOpRef& x) { return Tensor(x, dev); };
   auto S = [&](size_t i) { return T(u->src[i]); };
   Tensor ret = T(u);
@@ -8713,7 +8778,7 @@ inline std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const Tenso
     case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
     default: return {};  // none: not float valued (comparisons, bit ops, int division), or no gradient (detach, ...)
   }
-}
+})
 }  // namespace detail
 
 #endif
@@ -8833,6 +8898,7 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
 // data inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors
 // are new on every call. From the second call on, a call whose kernels differ from the one before throws JitError
 // saying how (the first call may differ: it may initialize state).
+#include <functional>
 #include <tuple>
 
 namespace tinygrad {
@@ -8845,18 +8911,18 @@ class JitCore : JitRecorder {
   ~JitCore() override = default;
   // call the function (run) on args, or replay it; returns the returned tensors
   std::vector<Tensor> call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
-  int64_t calls() const { return calls_; }
-  bool captured() const { return bool(prog_); }
-  size_t kernel_count() const { return prog_ ? jit_kernel_count(*prog_) : 0; }
-  const std::string& name() const { return name_; }
-  const JitProgram* program() const { return prog_.get(); }
+  int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
+  bool captured() const TINYGRAD_MEMBER_DEF({ return bool(prog_); })
+  size_t kernel_count() const TINYGRAD_MEMBER_DEF({ return prog_ ? jit_kernel_count(*prog_) : 0; })
+  const std::string& name() const TINYGRAD_MEMBER_DEF({ return name_; })
+  const JitProgram* program() const TINYGRAD_MEMBER_DEF({ return prog_.get(); })
 
  private:
   struct Sig {
     Shape shape;
     DType dtype;
     std::string device;
-    static Sig of(const Tensor& t) { return {t.shape(), t.dtype(), t.device()}; }
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device()}; })
     bool operator==(const Sig&) const = default;
   };
   // one recorded call: what it assigned (with the buffer it held before) and the random keys it drew
@@ -8872,7 +8938,7 @@ class JitCore : JitRecorder {
   TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
   std::vector<Tensor> record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args);
-  std::string where() const { return "tinygrad::TinyJit(" + name_ + ")"; }
+  std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
 
   std::string name_;
   int64_t calls_ = 0;
@@ -9056,14 +9122,16 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
 // begin include/tinygrad/nn/state.hpp
 // Model state: parameters found by name (no base class: a model lists its members once with
 // TINYGRAD_STATE), state dicts, and safetensors save/load.
-#include <boost/hana/accessors.hpp>
-#include <boost/hana/adapt_struct.hpp>
-#include <boost/hana/define_struct.hpp>
-#include <boost/hana/for_each.hpp>
+#if TINYGRAD_WITH_INTERNALS
+#include <filesystem>
+#include <fstream>
+#endif
 // begin include/tinygrad/json.hpp
 // A small JSON reader (safetensors headers, tokenizer.json) and string quoting for the writer.
 #include <cctype>
 #include <charconv>
+#include <cstdio>
+#include <fstream>
 #include <iterator>
 
 namespace tinygrad::nn {
@@ -9090,23 +9158,23 @@ struct JsonMember {
 };
 
 // the member `key` of an object (the first one), or nullptr when `j` is not an object or has no such key
-inline const Json* find(const Json& j, std::string_view key) {
+TINYGRAD_API const Json* find(const Json& j, std::string_view key) TINYGRAD_DEF({
   if (j.kind != Json::Obj) return nullptr;
   for (auto& m : j.obj) if (m.key == key) return &m.value;
   return nullptr;
-}
+})
 
 // recursive descent, nesting limited to 64; errors are StateErrors "<prefix><what> at byte N"
 struct JsonParser {
   std::string_view t;
   std::string prefix;  // e.g. "tinygrad::safe_load: FILE: malformed header: "
   size_t p = 0;
-  [[noreturn]] void fail(const std::string& what) const { throw nn::StateError(prefix + what + " at byte " + std::to_string(p)); }
-  void ws() { while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; }
-  char peek() { ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; }
-  void expect(char c) { if (peek() != c) fail(std::string("expected '") + c + "'"); p++; }
-  bool digit() const { return p < t.size() && t[p] >= '0' && t[p] <= '9'; }
-  std::string str() {
+  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({ throw nn::StateError(prefix + what + " at byte " + std::to_string(p)); })
+  void ws() TINYGRAD_MEMBER_DEF({ while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; })
+  char peek() TINYGRAD_MEMBER_DEF({ ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; })
+  void expect(char c) TINYGRAD_MEMBER_DEF({ if (peek() != c) fail(std::string("expected '") + c + "'"); p++; })
+  bool digit() const TINYGRAD_MEMBER_DEF({ return p < t.size() && t[p] >= '0' && t[p] <= '9'; })
+  std::string str() TINYGRAD_MEMBER_DEF({
     expect('"');
     std::string r;
     while (true) {
@@ -9122,8 +9190,8 @@ struct JsonParser {
         else fail(std::string("bad escape '\\") + e + "'");
       } else r += c;
     }
-  }
-  uint32_t hex4() {
+  })
+  uint32_t hex4() TINYGRAD_MEMBER_DEF({
     if (p + 4 > t.size()) fail("bad \\u escape");
     uint32_t v = 0;
     for (int k = 0; k < 4; k++, p++) {
@@ -9133,8 +9201,8 @@ struct JsonParser {
       v = v * 16 + uint32_t(d);
     }
     return v;
-  }
-  void utf8(std::string& r, uint32_t c) {
+  })
+  void utf8(std::string& r, uint32_t c) TINYGRAD_MEMBER_DEF({
     if (c >= 0xD800 && c < 0xDC00 && p + 6 <= t.size() && t[p] == '\\' && t[p + 1] == 'u') {  // surrogate pair
       size_t save = p;
       p += 2;
@@ -9146,8 +9214,8 @@ struct JsonParser {
     else if (c < 0x800) { r += char(0xC0 | c >> 6); r += char(0x80 | (c & 0x3F)); }
     else if (c < 0x10000) { r += char(0xE0 | c >> 12); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
     else { r += char(0xF0 | c >> 18); r += char(0x80 | (c >> 12 & 0x3F)); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
-  }
-  Json number() {
+  })
+  Json number() TINYGRAD_MEMBER_DEF({
     Json j;
     size_t start = p;
     bool neg = t[p] == '-';
@@ -9179,8 +9247,8 @@ struct JsonParser {
     if (ec != std::errc() || end != t.data() + p) fail("number out of range");
     j.kind = Json::Float;
     return j;
-  }
-  Json value(int depth = 0) {
+  })
+  Json value(int depth = 0) TINYGRAD_MEMBER_DEF({
     if (depth > 64) fail("nesting too deep");
     Json j;
     char c = peek();
@@ -9213,25 +9281,25 @@ struct JsonParser {
         return j;
       }
     fail(std::string("unexpected character '") + c + "'");
-  }
+  })
 };
 
 // a whole document: one value and nothing after it but whitespace
-inline Json parse_json(std::string_view text, std::string prefix) {
+TINYGRAD_API Json parse_json(std::string_view text, std::string prefix) TINYGRAD_DEF({
   JsonParser jp{text, std::move(prefix)};
   Json j = jp.value();
   jp.ws();
   if (jp.p != text.size()) jp.fail("trailing characters after the JSON value");
   return j;
-}
+})
 // a JSON file; its errors are StateErrors "<who>: <path>: cannot open the file" or "<who>: <path>: malformed JSON: ..."
-inline Json parse_json_file(const std::string& path, const std::string& who) {
+TINYGRAD_API Json parse_json_file(const std::string& path, const std::string& who) TINYGRAD_DEF({
   std::ifstream in(path, std::ios::binary);
   if (!in) throw nn::StateError(who + ": " + path + ": cannot open the file");
   return parse_json(std::string(std::istreambuf_iterator<char>(in), {}), who + ": " + path + ": malformed JSON: ");
-}
+})
 
-inline std::string json_str(const std::string& s) {
+TINYGRAD_API std::string json_str(const std::string& s) TINYGRAD_DEF({
   std::string r = "\"";
   for (char c : s) {
     if (c == '"' || c == '\\') { r += '\\'; r += c; }
@@ -9239,24 +9307,49 @@ inline std::string json_str(const std::string& s) {
     else r += c;
   }
   return r + "\"";
-}
+})
 }  // namespace tinygrad::detail
 // end include/tinygrad/json.hpp
 
-// Makes a model's members discoverable by name: TINYGRAD_STATE(Model, conv1, bn1, fc)
-// at namespace scope. Members may be Tensors, layers, other adapted structs, std::optional
-// or std::vector of those; anything else is skipped.
-#define TINYGRAD_STATE(...) BOOST_HANA_ADAPT_STRUCT(__VA_ARGS__)
+// Makes a model's members discoverable by name: TINYGRAD_STATE(Model, conv1, bn1, fc) at global scope (it specializes
+// a template of ours). Members may be Tensors, layers, other adapted structs, std::optional or std::vector of those;
+// anything else is skipped.
+#define TINYGRAD_STATE(T, ...)                                                                                      \
+  template <> struct tinygrad::nn::detail::members<T> {                                                             \
+    static constexpr bool adapted = true;                                                                           \
+    template <class S, class F> static void each(S& s, F&& f) { TINYGRAD_DETAIL_FOR_EACH(TINYGRAD_DETAIL_VISIT, __VA_ARGS__) } \
+  }
 // The same for a class template (TINYGRAD_STATE needs a complete type), inside the class, declaring the members:
 //   template <int64_t N> struct Block { using L = static_nn::Linear<N, N>; TINYGRAD_MEMBERS(Block, (L, fc1), (L, fc2)); };
-#define TINYGRAD_MEMBERS(...) BOOST_HANA_DEFINE_STRUCT(__VA_ARGS__)
+// (a member type with a comma in it needs an alias, as L here)
+#define TINYGRAD_MEMBERS(T, ...)                                                                                    \
+  TINYGRAD_DETAIL_FOR_EACH(TINYGRAD_DETAIL_DECLARE, __VA_ARGS__)                                                    \
+  template <class S, class F> static void tinygrad_members(S& s, F&& f) { TINYGRAD_DETAIL_FOR_EACH(TINYGRAD_DETAIL_VISIT_PAIR, __VA_ARGS__) } \
+  static_assert(true)
+// NOTE: the macros' machinery: a for-each over up to 63 arguments (each TINYGRAD_DETAIL_EXPAND level rescans 4 times)
+#define TINYGRAD_DETAIL_VISIT(n) f(#n, s.n);
+#define TINYGRAD_DETAIL_DECLARE(p) TINYGRAD_DETAIL_DECLARE_ p;
+#define TINYGRAD_DETAIL_DECLARE_(T, n) T n
+#define TINYGRAD_DETAIL_VISIT_PAIR(p) TINYGRAD_DETAIL_VISIT_PAIR_ p
+#define TINYGRAD_DETAIL_VISIT_PAIR_(T, n) f(#n, s.n);
+#define TINYGRAD_DETAIL_PARENS ()
+#define TINYGRAD_DETAIL_EXPAND(...) TINYGRAD_DETAIL_EXPAND3(TINYGRAD_DETAIL_EXPAND3(TINYGRAD_DETAIL_EXPAND3(TINYGRAD_DETAIL_EXPAND3(__VA_ARGS__))))
+#define TINYGRAD_DETAIL_EXPAND3(...) TINYGRAD_DETAIL_EXPAND2(TINYGRAD_DETAIL_EXPAND2(TINYGRAD_DETAIL_EXPAND2(TINYGRAD_DETAIL_EXPAND2(__VA_ARGS__))))
+#define TINYGRAD_DETAIL_EXPAND2(...) TINYGRAD_DETAIL_EXPAND1(TINYGRAD_DETAIL_EXPAND1(TINYGRAD_DETAIL_EXPAND1(TINYGRAD_DETAIL_EXPAND1(__VA_ARGS__))))
+#define TINYGRAD_DETAIL_EXPAND1(...) __VA_ARGS__
+#define TINYGRAD_DETAIL_FOR_EACH(m, ...) __VA_OPT__(TINYGRAD_DETAIL_EXPAND(TINYGRAD_DETAIL_FOR_EACH_(m, __VA_ARGS__)))
+#define TINYGRAD_DETAIL_FOR_EACH_(m, a, ...) m(a) __VA_OPT__(TINYGRAD_DETAIL_FOR_EACH_AGAIN TINYGRAD_DETAIL_PARENS(m, __VA_ARGS__))
+#define TINYGRAD_DETAIL_FOR_EACH_AGAIN() TINYGRAD_DETAIL_FOR_EACH_
 
 namespace tinygrad::nn {
 
 using StateDict = std::map<std::string, Tensor>;
 
 namespace detail {
-inline std::string join(const std::string& a, const std::string& b) { return a.empty() ? b : a + "." + b; }
+// a struct's members by name: TINYGRAD_STATE specializes it (TINYGRAD_MEMBERS declares S::tinygrad_members instead)
+template <class S> struct members { static constexpr bool adapted = false; };
+
+TINYGRAD_API std::string join(const std::string& a, const std::string& b) TINYGRAD_DEF({ return a.empty() ? b : a + "." + b; })
 
 // NOTE: declared first so the optional and vector overloads see the struct one (a std::vector of layers)
 template <class F> void visit(const std::string& name, Tensor& t, F& f);
@@ -9271,10 +9364,9 @@ template <class F, class T> void visit(const std::string& name, std::vector<T>& 
 }
 template <class F, class S>
 void visit(const std::string& name, S& s, F& f) {
-  if constexpr (boost::hana::Struct<S>::value)
-    boost::hana::for_each(boost::hana::accessors<S>(), [&](auto pair) {
-      visit(join(name, boost::hana::to<const char*>(boost::hana::first(pair))), boost::hana::second(pair)(s), f);
-    });
+  auto member = [&](const char* n, auto& m) { visit(join(name, n), m, f); };
+  if constexpr (members<std::remove_cv_t<S>>::adapted) members<std::remove_cv_t<S>>::each(s, member);
+  else if constexpr (requires { S::tinygrad_members(s, member); }) S::tinygrad_members(s, member);
   else if constexpr (requires { { s.tensor() } -> std::same_as<const Tensor&>; }) {  // a static_tensor: its Tensor handle
     Tensor t = s.tensor();
     f(name, t);
@@ -9346,16 +9438,16 @@ using tinygrad::detail::Json;
 using tinygrad::detail::JsonParser;
 using tinygrad::detail::json_str;
 
-inline std::vector<char> tensor_bytes(const Tensor& t) {
+TINYGRAD_API std::vector<char> tensor_bytes(const Tensor& t) TINYGRAD_DEF({
   auto buf = t.buffer();  // copyout reads any device
   std::vector<char> host(buf->nbytes());
   buf->copyout(host.data());
   return host;
-}
+})
 }  // namespace detail
 
 // write tensors to a .safetensors file (names sorted; metadata optional)
-inline void safe_save(const StateDict& d, const std::string& path, const std::map<std::string, std::string>& metadata = {}) {
+TINYGRAD_API void safe_save(const StateDict& d, const std::string& path, const std::map<std::string, std::string>& metadata = {}) TINYGRAD_DEF({
   std::string header = "{";
   std::vector<std::vector<char>> blobs;
   size_t off = 0;
@@ -9394,18 +9486,18 @@ inline void safe_save(const StateDict& d, const std::string& path, const std::ma
   f.write(len, 8).write(header.data(), std::streamsize(header.size()));
   for (auto& b : blobs) f.write(b.data(), std::streamsize(b.size()));
   if (!f) throw StateError("tinygrad::safe_save: write to " + path + " failed");
-}
+})
 
 namespace detail {
 // a name from a file, quoted for an error message: at most ~100 bytes of it
-inline std::string quoted(const std::string& s) {
+TINYGRAD_API std::string quoted(const std::string& s) TINYGRAD_DEF({
   constexpr size_t kMax = 100;
   if (s.size() <= kMax) return "'" + s + "'";
   size_t n = kMax;
   while (n > 0 && (uint8_t(s[n]) & 0xC0) == 0x80) n--;  // NOTE: do not cut a UTF-8 sequence
   return "'" + s.substr(0, n) + "...' (" + std::to_string(s.size()) + " bytes)";
-}
-inline bool valid_utf8(std::string_view s) {
+})
+TINYGRAD_API bool valid_utf8(std::string_view s) TINYGRAD_DEF({
   for (size_t i = 0; i < s.size();) {
     uint8_t c = uint8_t(s[i]);
     size_t n = c < 0x80 ? 0 : c >= 0xC2 && c < 0xE0 ? 1 : c >= 0xE0 && c < 0xF0 ? 2 : c >= 0xF0 && c < 0xF5 ? 3 : 4;  // continuation bytes
@@ -9419,7 +9511,7 @@ inline bool valid_utf8(std::string_view s) {
     i += n + 1;
   }
   return true;
-}
+})
 
 struct SafeTensorInfo {
   std::string name;
@@ -9439,12 +9531,12 @@ struct SafeLayout {
   Json root;
 
   // "__metadata__" (nullptr when absent), not checked here: safe_load_metadata checks it
-  const Json* metadata() const {
+  const Json* metadata() const TINYGRAD_MEMBER_DEF({
     for (auto& m : root.obj) if (m.key == "__metadata__") return &m.value;
     return nullptr;
-  }
+  })
 
-  StateError fail(const std::string& why) const { return StateError("tinygrad::safe_load: " + what + ": " + why); }
+  StateError fail(const std::string& why) const TINYGRAD_MEMBER_DEF({ return StateError("tinygrad::safe_load: " + what + ": " + why); })
   template <class Read>
   SafeLayout(std::string what_, uint64_t fsize, Read&& read) : what(std::move(what_)) {
     if (fsize < 8) throw fail("file is " + std::to_string(fsize) + " bytes, shorter than the 8-byte header length");
@@ -9465,14 +9557,14 @@ struct SafeLayout {
   }
 
  private:
-  void check_keys(const Json& o, const std::string& where) const {
+  void check_keys(const Json& o, const std::string& where) const TINYGRAD_MEMBER_DEF({
     std::vector<const std::string*> keys;
     for (auto& m : o.obj) keys.push_back(&m.key);
     std::sort(keys.begin(), keys.end(), [](auto* a, auto* b) { return *a < *b; });
     for (size_t i = 1; i < keys.size(); i++)
       if (*keys[i] == *keys[i - 1]) throw fail("key " + quoted(*keys[i]) + " appears twice in " + where);
-  }
-  void parse_tensors(uint64_t data_size) {
+  })
+  void parse_tensors(uint64_t data_size) TINYGRAD_MEMBER_DEF({
     for (auto& member : root.obj) {
       const std::string& name = member.key;  // NOTE: not a structured binding: the lambdas below capture it (clang)
       const Json& e = member.value;
@@ -9524,7 +9616,7 @@ struct SafeLayout {
       prev = t;
     }
     if (at != data_size) throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " + std::to_string(data_size) + ")");
-  }
+  })
 };
 
 // the tensors of a checked layout; read(offset, size) as for SafeLayout
@@ -9535,6 +9627,7 @@ StateDict load_tensors(const SafeLayout& l, Read&& read, const std::string& devi
   return d;
 }
 
+#if TINYGRAD_WITH_INTERNALS  // safe_load's, compiled with the library
 // reads a file at offsets, each read checked; the bytes stay valid until the next read
 struct FileReader {
   std::string path;
@@ -9553,33 +9646,34 @@ struct FileReader {
     if (end < 0) throw StateError("tinygrad::safe_load: cannot determine the size of " + p);
     size = uint64_t(end);
   }
-  const char* operator()(uint64_t off, uint64_t n) {
+  const char* operator()(uint64_t off, uint64_t n) TINYGRAD_MEMBER_DEF({
     buf.resize(n);
     f.seekg(std::streamoff(off));
     f.read(buf.data(), std::streamsize(n));
     if (!f || uint64_t(f.gcount()) != n) throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
     return buf.data();
-  }
+  })
 };
+#endif
 }  // namespace detail
 
 // read a .safetensors file into CPU tensors (or `device`); every malformed part is an error naming the file.
 // Everything is checked before any tensor is made.
-inline StateDict safe_load(const std::string& path, const std::string& device = "") {
+TINYGRAD_API StateDict safe_load(const std::string& path, const std::string& device = "") TINYGRAD_DEF({
   detail::FileReader r(path);
   detail::SafeLayout l(path, r.size, r);
   return detail::load_tensors(l, r, device);
-}
+})
 // the same from a .safetensors image in memory (a file read or mapped by the caller); `what` names it in errors
-inline StateDict safe_load_bytes(std::string_view data, const std::string& device = "", const std::string& what = "<memory>") {
+TINYGRAD_API StateDict safe_load_bytes(std::string_view data, const std::string& device = "", const std::string& what = "<memory>") TINYGRAD_DEF({
   auto read = [&](uint64_t off, uint64_t) { return data.data() + off; };  // NOTE: SafeLayout checks every range first
   detail::SafeLayout l(what, data.size(), read);
   return detail::load_tensors(l, read, device);
-}
+})
 
 namespace detail {
 // the "__metadata__" string map of a checked layout
-inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
+TINYGRAD_API std::map<std::string, std::string> metadata_map(const SafeLayout& l) TINYGRAD_DEF({
   std::map<std::string, std::string> m;
   const Json* meta = l.metadata();
   if (!meta) return m;
@@ -9589,14 +9683,14 @@ inline std::map<std::string, std::string> metadata_map(const SafeLayout& l) {
     m[k] = v.s;
   }
   return m;
-}
+})
 }  // namespace detail
 
 // the "__metadata__" string map of a .safetensors file (empty when it has none)
-inline std::map<std::string, std::string> safe_load_metadata(const std::string& path) {
+TINYGRAD_API std::map<std::string, std::string> safe_load_metadata(const std::string& path) TINYGRAD_DEF({
   detail::FileReader r(path);
   return detail::metadata_map(detail::SafeLayout(path, r.size, r));
-}
+})
 
 }  // namespace tinygrad::nn
 // end include/tinygrad/nn/state.hpp
@@ -9605,15 +9699,15 @@ namespace tinygrad::nn {
 
 namespace detail {
 // uniform(-bound, bound), requiring grad
-inline Tensor uniform_param(Shape shape, double bound) { return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); }
-inline Tensor param(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); }
-inline Tensor buffer(Shape shape, double value) { return Tensor::full(std::move(shape), value).contiguous().realize(); }
+TINYGRAD_API Tensor uniform_param(Shape shape, double bound) TINYGRAD_DEF({ return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); })
+TINYGRAD_API Tensor param(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); })
+TINYGRAD_API Tensor buffer(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize(); })
 // shape (1, c, 1, ...) to broadcast a per-channel vector over x
-inline Tensor channel(const Tensor& v, const Tensor& x) { Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); }
-inline void check_channels(const Tensor& x, int64_t c, const char* layer) {
+TINYGRAD_API Tensor channel(const Tensor& v, const Tensor& x) TINYGRAD_DEF({ Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); })
+TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) TINYGRAD_DEF({
   if (x.ndim() < 2 || x.shape(1) != c)
     throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
-}
+})
 }  // namespace detail
 
 // y = x @ weight.T + bias; weight (out, in)
@@ -9623,11 +9717,11 @@ struct Linear {
   Linear(int64_t in, int64_t out, bool has_bias = true) : weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
     if (has_bias) bias = detail::uniform_param({out}, 1.0 / std::sqrt(double(in)));
   }
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
       throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) + " features in the last dim, got input " + to_string(x.shape()));
     return x.linear(weight.T(), bias);
-  }
+  })
 };
 
 // n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
@@ -9647,12 +9741,12 @@ struct ConvNd {
     weight = detail::uniform_param(ws, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) + "-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(1) * groups, "Conv");
     return x.conv2d(weight, bias, groups, stride, dilation, padding);
-  }
+  })
 };
 struct Conv1d : ConvNd {
   Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
@@ -9687,11 +9781,11 @@ struct ConvTranspose2d {
   ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
                   int64_t groups_ = 1, bool bias_ = true)
       : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
     return x.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding);
-  }
+  })
 };
 
 // batch normalisation over dim 1; in training uses batch statistics and updates the running ones
@@ -9705,7 +9799,7 @@ struct BatchNorm {
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
   }
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, running_mean.numel(), "BatchNorm");
     std::vector<int64_t> axes{0};
     for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
@@ -9726,7 +9820,7 @@ struct BatchNorm {
       var = running_var;
     }
     return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
-  }
+  })
 };
 using BatchNorm1d = BatchNorm;
 using BatchNorm2d = BatchNorm;
@@ -9740,7 +9834,7 @@ struct LayerNorm {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
   }
   LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
       throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
@@ -9748,7 +9842,7 @@ struct LayerNorm {
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
     Tensor r = x.layernorm(axes, eps);
     return weight ? r * *weight + *bias : r;
-  }
+  })
 };
 
 // x / rms(x) * weight over the last dim
@@ -9756,11 +9850,11 @@ struct RMSNorm {
   Tensor weight;
   double eps;
   RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
     return x * ((x * x).mean(-1, true) + eps).rsqrt() * weight;
-  }
+  })
 };
 
 // normalise each group of channels of each sample
@@ -9773,11 +9867,11 @@ struct GroupNorm {
       throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
   }
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, num_channels, "GroupNorm");
     Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
     return weight ? r * detail::channel(*weight, x) + detail::channel(*bias, x) : r;
-  }
+  })
 };
 
 // GroupNorm with one group per channel
@@ -9787,17 +9881,17 @@ struct InstanceNorm : GroupNorm {
 
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
 // outside [0, vocab) reads zeros
-inline Tensor embedding(const Tensor& idx, const Tensor& weight) {
+TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
   if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
   // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
   Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
   return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
-}
+})
 struct Embedding {
   Tensor weight;
   Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
-  Tensor operator()(const Tensor& idx) const { return embedding(idx, weight); }
+  Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
@@ -9806,9 +9900,9 @@ struct Dropout {
   explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
-  Tensor operator()(const Tensor& x) const {
+  Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     return x.dropout(p);
-  }
+  })
 };
 
 // one step of an LSTM: (x, (h, c)) -> (h', c')
@@ -9823,7 +9917,7 @@ struct LSTMCell {
       bias_hh = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
     }
   }
-  std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const {
+  std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const TINYGRAD_MEMBER_DEF({
     int64_t hs = weight_hh.shape(1);
     if (x.ndim() != 2 || x.shape(1) != weight_ih.shape(1))
       throw ShapeError("tinygrad::nn::LSTMCell: expects input (batch, " + std::to_string(weight_ih.shape(1)) + "), got " + to_string(x.shape()));
@@ -9833,7 +9927,7 @@ struct LSTMCell {
     Tensor i = gate[0].sigmoid(), f = gate[1].sigmoid(), g = gate[2].tanh(), o = gate[3].sigmoid();
     Tensor c = f * hc->second + i * g;
     return {o * c.tanh(), c};
-  }
+  })
 };
 
 }  // namespace tinygrad::nn
@@ -9867,16 +9961,16 @@ class Optimizer {
   }
   virtual ~Optimizer() = default;
 
-  void zero_grad() { for (auto& p : params) p.zero_grad(); }
+  void zero_grad() TINYGRAD_MEMBER_DEF({ for (auto& p : params) p.zero_grad(); })
   // update every parameter from its .grad (fill it with backward() first), realizing `also` (e.g. the loss)
   // in the same schedule
-  void step(std::vector<Tensor> also = {}) {
+  void step(std::vector<Tensor> also = {}) TINYGRAD_MEMBER_DEF({
     auto todo = schedule_step();
     todo.insert(todo.end(), also.begin(), also.end());
     Tensor::realize_all(todo);
-  }
+  })
   // the lazy updated tensors, for realizing together with something else (e.g. the loss)
-  std::vector<Tensor> schedule_step() {
+  std::vector<Tensor> schedule_step() TINYGRAD_MEMBER_DEF({
     std::vector<Tensor> grads;
     for (auto& p : params) {
       auto g = p.grad();
@@ -9887,13 +9981,13 @@ class Optimizer {
     out.insert(out.end(), params.begin(), params.end());
     out.insert(out.end(), buffers.begin(), buffers.end());
     return out;
-  }
-  double lr() const { return lr_.item<float>(); }
+  })
+  double lr() const TINYGRAD_MEMBER_DEF({ return lr_.item<float>(); })
   // writes the device buffer in place: the next step reads it, nothing recompiles
-  void set_lr(double v) {
+  void set_lr(double v) TINYGRAD_MEMBER_DEF({
     float f = float(v);
     lr_.buffer()->copyin(&f);
-  }
+  })
 
   std::vector<Tensor> params, buffers;
 
@@ -9901,7 +9995,7 @@ class Optimizer {
   // assign the new parameters (and state); return the state tensors to realize
   virtual std::vector<Tensor> update(const std::vector<Tensor>& grads) = 0;
   Tensor lr_;
-  static Tensor state_like(const Tensor& p) { return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); }
+  static Tensor state_like(const Tensor& p) TINYGRAD_MEMBER_DEF({ return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); })
 };
 
 // SGD with momentum (torch's: b = momentum * b + g), nesterov and L2 weight decay
@@ -9984,8 +10078,8 @@ class LRScheduler {
  public:
   explicit LRScheduler(Optimizer& opt) : opt_(opt), base_lr_(opt.lr()) {}
   virtual ~LRScheduler() = default;
-  void step() { epoch_++; opt_.set_lr(lr_at(epoch_)); }
-  int64_t epoch() const { return epoch_; }
+  void step() TINYGRAD_MEMBER_DEF({ epoch_++; opt_.set_lr(lr_at(epoch_)); })
+  int64_t epoch() const TINYGRAD_MEMBER_DEF({ return epoch_; })
   virtual double lr_at(int64_t epoch) const = 0;
 
  protected:
@@ -10055,6 +10149,10 @@ class OneCycleLR : public LRScheduler {
 // Datasets: MNIST-format IDX files, gzip-compressed, read with the system's zlib (loaded with
 // dlopen like the GPU drivers, so nothing extra is linked). Fashion-MNIST comes from Debian's
 // dataset-fashion-mnist package.
+#if TINYGRAD_WITH_INTERNALS
+#include <dlfcn.h>
+#include <filesystem>
+#endif
 
 namespace tinygrad::nn::datasets {
 
@@ -10072,7 +10170,7 @@ struct Zlib {
   int (*gzread)(void*, void*, unsigned) = nullptr;
   int (*gzclose)(void*) = nullptr;
   const char* (*gzerror)(void*, int*) = nullptr;
-  static const Zlib& get() {
+  static const Zlib& get() TINYGRAD_MEMBER_DEF({
     static Zlib z = [] {
       Zlib r;
       void* h = tinygrad::detail::dlopen_first({"libz.so.1", "libz.so"});
@@ -10085,11 +10183,11 @@ struct Zlib {
     }();
     if (!z.gzopen || !z.gzread || !z.gzclose || !z.gzerror) throw DatasetError("tinygrad::datasets: cannot load zlib (libz.so.1); install zlib1g");
     return z;
-  }
+  })
 };
 
 // the whole decompressed content of a .gz file (a plain file reads through unchanged)
-inline std::vector<uint8_t> read_gz(const std::string& path) {
+TINYGRAD_API std::vector<uint8_t> read_gz(const std::string& path) TINYGRAD_DEF({
   const Zlib& z = Zlib::get();
   void* f = z.gzopen(path.c_str(), "rb");
   if (!f) throw DatasetError("tinygrad::datasets: cannot open " + path);
@@ -10112,11 +10210,11 @@ inline std::vector<uint8_t> read_gz(const std::string& path) {
   z.gzclose(f);
   if (err != 0) throw DatasetError("tinygrad::datasets: " + path + " is not a valid gzip file (" + msg + ")");
   return out;
-}
+})
 
 // an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
 // in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
-inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) {
+TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) TINYGRAD_DEF({
   auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
   if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
@@ -10138,17 +10236,17 @@ inline Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const st
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
   if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
-}
+})
 
 // an IDX file (gzip-compressed or plain) of unsigned bytes with expect_ndim dims
-inline Tensor read_idx(const std::string& path, int expect_ndim) {
+TINYGRAD_API Tensor read_idx(const std::string& path, int expect_ndim) TINYGRAD_DEF({
   std::vector<uint8_t> b = read_gz(path);
   return parse_idx(b.data(), b.size(), expect_ndim, path);
-}
+})
 }  // namespace detail
 
 // an MNIST-layout directory (train-images-idx3-ubyte.gz, ...)
-inline Split load_idx_dir(const std::string& dir, const std::string& package = "") {
+TINYGRAD_API Split load_idx_dir(const std::string& dir, const std::string& package = "") TINYGRAD_DEF({
   std::string probe = dir + "/train-images-idx3-ubyte.gz";
   if (!std::filesystem::exists(probe))
     throw DatasetError("tinygrad::datasets: " + probe + " not found" + (package.empty() ? "" : "; install the Debian package " + package + " (apt-get install " + package + ")"));
@@ -10158,13 +10256,13 @@ inline Split load_idx_dir(const std::string& dir, const std::string& package = "
   if (s.X_train.shape(0) != s.Y_train.shape(0) || s.X_test.shape(0) != s.Y_test.shape(0))
     throw DatasetError("tinygrad::datasets: " + dir + ": image and label counts differ");
   return s;
-}
+})
 
 // Fashion-MNIST: 60000 train / 10000 test 28x28 images; dir defaults to FASHION_MNIST_DIR, else Debian's path
-inline Split fashion_mnist(std::string dir = "") {
+TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
   if (dir.empty()) dir = getenv_str("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
   return load_idx_dir(dir, "dataset-fashion-mnist");
-}
+})
 
 }  // namespace tinygrad::nn::datasets
 // end include/tinygrad/nn/datasets.hpp
@@ -10181,10 +10279,12 @@ inline Split fashion_mnist(std::string dir = "") {
 // The plan cache: per (expression type, device, dyn extents and scalar values) one schedule and its
 // compiled programs. The first evaluation lowers the expression over placeholder buffers and schedules
 // it with the engine; every later one binds the leaves' buffers and launches.
+#include <atomic>
 // begin include/tinygrad/static/detail/expr.hpp
 // Expression-template nodes: an op tag, the static result shape and dtype, the children by value,
 // and the actual values of the result's dyn extents. lower() builds the same Tensor ops the dynamic
 // path would.
+#include <boost/hana/for_each.hpp>
 #include <boost/hana/tuple.hpp>
 #include <boost/hana/unpack.hpp>
 // begin include/tinygrad/static/detail/shape.hpp
@@ -10656,28 +10756,39 @@ namespace tinygrad {
 
 // counts of the static evaluator (the engine's are in run_stats())
 struct StaticStats { std::atomic<int64_t> graphs_built{0}, plan_hits{0}, lazy{0}; };
-inline StaticStats& static_stats() { static StaticStats s; return s; }
+TINYGRAD_API StaticStats& static_stats() TINYGRAD_DEF({ static StaticStats s; return s; })
 
 namespace detail::st {
 
 struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
+struct plan_table;  // the plans of one expression type (each device, dyn extents and scalar values)
 
 // NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
 // programs, per step); the oldest plan goes first
 inline size_t max_plans_per_expression = 64;
+TINYGRAD_API plan_table* new_plan_table();
+TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key);
+TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p);
 template <class E>
-struct plan_cache {
-  struct entry { std::string device; std::array<int64_t, E::n_key> key; std::shared_ptr<plan> p; };
+plan_table& plans_of() { static plan_table* t = new_plan_table(); return *t; }  // NOTE: leaked on purpose
+
+// placeholders for the leaves (fresh buffers of their dtypes and shapes) to lower an expression over: ph[i] views in[i]
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in);
+// static_stats(): an evaluation planned (a hit, or built when built) or lazy
+TINYGRAD_API void count_static(bool planned, bool built);
+TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
+#if TINYGRAD_WITH_INTERNALS
+// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
+// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
+struct plan {
+  std::shared_ptr<JitProgram> prog;
+};
+struct plan_table {
+  struct entry { std::string device; std::vector<int64_t> key; std::shared_ptr<plan> p; };
   std::mutex mu;
   std::vector<entry> entries;
-  static plan_cache& get() { static auto* c = new plan_cache(); return *c; }  // NOTE: leaked on purpose
 };
-
-inline std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
-  const UOp* u = t.uop().get();
-  if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
-  return u->leaf_buffer();
-}
+#endif
 
 template <class E>
 Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev) {
@@ -10720,42 +10831,57 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
   if (!plannable) {
-    static_stats().lazy++;
+    count_static(false, false);
     Tensor t = lower_root(e, leaves.data(), dev);
     return realize_lazy ? t.realize() : t;
   }
-  auto& c = plan_cache<E>::get();
-  std::shared_ptr<plan> p;
-  {
-    std::lock_guard lk(c.mu);
-    for (auto& en : c.entries) if (en.key == key && en.device == dev) { p = en.p; break; }
-  }
+  plan_table& table = plans_of<E>();
+  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
   auto rs = e.rt_shape();
   Shape shape(rs.begin(), rs.end());
-  if (p) static_stats().plan_hits++;
+  if (p) count_static(true, false);
   else {
     std::array<Tensor, NL> ph;
     std::array<const Tensor*, NL> php;
     std::array<UOpRef, NL> in;
-    for (size_t i = 0; i < NL; i++) {
-      in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
-      ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
-      php[i] = &ph[i];
-    }
+    placeholders(leaves.data(), NL, dev, ph.data(), in.data());
+    for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
     p = build_plan(lower_root(e, php.data(), dev), in.data(), NL, dev);
-    std::lock_guard lk(c.mu);
-    if (c.entries.size() >= max_plans_per_expression) c.entries.erase(c.entries.begin());
-    c.entries.push_back({dev, key, p});
+    add_plan(table, dev, key.data(), key.size(), p);
   }
   return run_plan(*p, leaves.data(), NL, dev, E::dtype, shape);
 }
 
 #if TINYGRAD_DEFINE_API
-// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
-// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
-struct plan {
-  std::shared_ptr<JitProgram> prog;
-};
+TINYGRAD_API plan_table* new_plan_table() { return new plan_table(); }
+TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key) {
+  std::lock_guard lk(t.mu);
+  for (auto& en : t.entries)
+    if (en.device == dev && std::equal(en.key.begin(), en.key.end(), key, key + n_key)) return en.p;
+  return nullptr;
+}
+TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p) {
+  std::lock_guard lk(t.mu);
+  if (t.entries.size() >= max_plans_per_expression) t.entries.erase(t.entries.begin());
+  t.entries.push_back({dev, std::vector<int64_t>(key, key + n_key), std::move(p)});
+}
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in) {
+  for (size_t i = 0; i < n; i++) {
+    in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
+    ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
+  }
+}
+TINYGRAD_API void count_static(bool planned, bool built) {
+  if (built) static_stats().graphs_built++;
+  else if (planned) static_stats().plan_hits++;
+  else static_stats().lazy++;
+}
+TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
+  const UOp* u = t.uop().get();
+  if (u->op == Ops::RESHAPE && is_leaf(u->src[0].get())) u = u->src[0].get();  // Tensor::is_realized()
+  return u->leaf_buffer();
+}
+
 
 TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
   std::unordered_map<const UOp*, int> slot;
@@ -10780,7 +10906,7 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
   ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev);
   auto p = std::make_shared<plan>();
   p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
-  static_stats().graphs_built++;
+  count_static(true, true);
   return p;
 }
 
@@ -10993,11 +11119,11 @@ struct expand {
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::expand<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.expand(to_shape(n.rt_shape())); }
 };
-inline std::vector<std::pair<int64_t, int64_t>> pairs(std::initializer_list<int64_t> v) {
+TINYGRAD_API std::vector<std::pair<int64_t, int64_t>> pairs(std::initializer_list<int64_t> v) TINYGRAD_DEF({
   std::vector<std::pair<int64_t, int64_t>> r;
   for (auto it = v.begin(); it != v.end(); it += 2) r.push_back({it[0], it[1]});
   return r;
-}
+})
 template <int64_t... P>
 struct pad {
   static constexpr const char* name = "pad";

@@ -23,9 +23,9 @@ TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) 
 struct Linear {
   Tensor weight;
   std::optional<Tensor> bias;
-  Linear(int64_t in, int64_t out, bool has_bias = true) TINYGRAD_MEMBER_DEF(: weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
+  Linear(int64_t in, int64_t out, bool has_bias = true) : weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
     if (has_bias) bias = detail::uniform_param({out}, 1.0 / std::sqrt(double(in)));
-  })
+  }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
       throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) + " features in the last dim, got input " + to_string(x.shape()));
@@ -41,7 +41,7 @@ struct ConvNd {
   int64_t groups;
   ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_, std::vector<int64_t> dilation_, int64_t groups_,
          bool has_bias)
-      TINYGRAD_MEMBER_DEF(: stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
+      : stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
@@ -49,7 +49,7 @@ struct ConvNd {
     ws.insert(ws.end(), kernel.begin(), kernel.end());
     weight = detail::uniform_param(ws, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
-  })
+  }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) + "-d input, got " + to_string(x.shape()));
@@ -59,14 +59,14 @@ struct ConvNd {
 };
 struct Conv1d : ConvNd {
   Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
-      TINYGRAD_MEMBER_DEF(: ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {})
+      : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
 struct Conv2d : ConvNd {
   Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
-      TINYGRAD_MEMBER_DEF(: ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {})
+      : ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
   Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
          std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool bias_ = true)
-      TINYGRAD_MEMBER_DEF(: ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {})
+      : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {}
 };
 
 // transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
@@ -79,17 +79,17 @@ struct ConvTranspose2d {
   int64_t groups;
   ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
                   std::vector<int64_t> output_padding_ = {0}, std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool has_bias = true)
-      TINYGRAD_MEMBER_DEF(: stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
+      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
                        std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(out / groups * kernel.first * kernel.second));
     weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
-  })
+  }
   ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
                   int64_t groups_ = 1, bool bias_ = true)
-      TINYGRAD_MEMBER_DEF(: ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {})
+      : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
@@ -104,10 +104,10 @@ struct BatchNorm {
   double eps, momentum;
   bool track_running_stats;
   BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
-      TINYGRAD_MEMBER_DEF(: running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
+      : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
-  })
+  }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, running_mean.numel(), "BatchNorm");
     std::vector<int64_t> axes{0};
@@ -139,10 +139,10 @@ struct LayerNorm {
   Shape normalized_shape;
   std::optional<Tensor> weight, bias;
   double eps;
-  LayerNorm(Shape normalized_shape_, double eps_ = 1e-5, bool elementwise_affine = true) TINYGRAD_MEMBER_DEF(: normalized_shape(std::move(normalized_shape_)), eps(eps_) {
+  LayerNorm(Shape normalized_shape_, double eps_ = 1e-5, bool elementwise_affine = true) : normalized_shape(std::move(normalized_shape_)), eps(eps_) {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
-  })
-  LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) TINYGRAD_MEMBER_DEF(: LayerNorm(Shape{n}, eps_, elementwise_affine) {})
+  }
+  LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
@@ -158,7 +158,7 @@ struct LayerNorm {
 struct RMSNorm {
   Tensor weight;
   double eps;
-  RMSNorm(int64_t dim, double eps_ = 1e-6) TINYGRAD_MEMBER_DEF(: weight(detail::param({dim}, 1)), eps(eps_) {})
+  RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
@@ -171,11 +171,11 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
-  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) TINYGRAD_MEMBER_DEF(: num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
     if (num_groups <= 0 || num_channels % num_groups)
       throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
-  })
+  }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, num_channels, "GroupNorm");
     Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
@@ -185,7 +185,7 @@ struct GroupNorm {
 
 // GroupNorm with one group per channel
 struct InstanceNorm : GroupNorm {
-  InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) TINYGRAD_MEMBER_DEF(: GroupNorm(num_features, num_features, eps_, affine) {})
+  InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
 
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
@@ -199,16 +199,16 @@ TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_
 })
 struct Embedding {
   Tensor weight;
-  Embedding(int64_t vocab, int64_t dim) TINYGRAD_MEMBER_DEF(: weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {})
+  Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
   Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
-  explicit Dropout(double p_ = 0.5) TINYGRAD_MEMBER_DEF(: p(p_) {
+  explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
-  })
+  }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     return x.dropout(p);
   })
@@ -219,13 +219,13 @@ struct LSTMCell {
   Tensor weight_ih, weight_hh;
   std::optional<Tensor> bias_ih, bias_hh;
   LSTMCell(int64_t input_size, int64_t hidden_size, bool bias = true)
-      TINYGRAD_MEMBER_DEF(: weight_ih(detail::uniform_param({4 * hidden_size, input_size}, 1.0 / std::sqrt(double(hidden_size)))),
+      : weight_ih(detail::uniform_param({4 * hidden_size, input_size}, 1.0 / std::sqrt(double(hidden_size)))),
         weight_hh(detail::uniform_param({4 * hidden_size, hidden_size}, 1.0 / std::sqrt(double(hidden_size)))) {
     if (bias) {
       bias_ih = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
       bias_hh = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
     }
-  })
+  }
   std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const TINYGRAD_MEMBER_DEF({
     int64_t hs = weight_hh.shape(1);
     if (x.ndim() != 2 || x.shape(1) != weight_ih.shape(1))

@@ -9,10 +9,10 @@ namespace tinygrad::nn::optim {
 class Optimizer {
  public:
   // tensors that require grad are trained; the others (running statistics) are realized with each step
-  Optimizer(const std::vector<Tensor>& tensors, double lr) TINYGRAD_MEMBER_DEF(: lr_(Tensor::full({}, lr, DType::Float32).contiguous().realize()) {
+  Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(Tensor::full({}, lr, DType::Float32).contiguous().realize()) {
     for (auto& t : tensors) (t.requires_grad() ? params : buffers).push_back(t);
     if (params.empty()) throw Error("tinygrad::optim: none of the " + std::to_string(tensors.size()) + " tensors requires grad");
-  })
+  }
   virtual ~Optimizer() = default;
 
   void zero_grad() TINYGRAD_MEMBER_DEF({ for (auto& p : params) p.zero_grad(); })
@@ -56,9 +56,9 @@ class Optimizer {
 class SGD : public Optimizer {
  public:
   SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
-      TINYGRAD_MEMBER_DEF(: Optimizer(tensors, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
+      : Optimizer(tensors, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
-  })
+  }
 
  protected:
   std::vector<Tensor> update(const std::vector<Tensor>& grads) override {
@@ -83,10 +83,10 @@ class SGD : public Optimizer {
 class LAMB : public Optimizer {
  public:
   LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
-      TINYGRAD_MEMBER_DEF(: Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
+      : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
         b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
-  })
+  }
 
  protected:
   std::vector<Tensor> update(const std::vector<Tensor>& grads) override {
@@ -120,17 +120,17 @@ class LAMB : public Optimizer {
 
 struct Adam : LAMB {
   Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
-      TINYGRAD_MEMBER_DEF(: LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {})
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
 };
 struct AdamW : LAMB {
   AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
-      TINYGRAD_MEMBER_DEF(: LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {})
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
 };
 
 // ---- learning-rate schedules: call step() once per epoch (or per iteration for OneCycleLR) ----
 class LRScheduler {
  public:
-  explicit LRScheduler(Optimizer& opt) TINYGRAD_MEMBER_DEF(: opt_(opt), base_lr_(opt.lr()) {})
+  explicit LRScheduler(Optimizer& opt) : opt_(opt), base_lr_(opt.lr()) {}
   virtual ~LRScheduler() = default;
   void step() TINYGRAD_MEMBER_DEF({ epoch_++; opt_.set_lr(lr_at(epoch_)); })
   int64_t epoch() const TINYGRAD_MEMBER_DEF({ return epoch_; })
@@ -145,7 +145,7 @@ class LRScheduler {
 // lr * gamma^(epoch / step_size)
 class StepLR : public LRScheduler {
  public:
-  StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1) TINYGRAD_MEMBER_DEF(: LRScheduler(opt), step_size_(step_size), gamma_(gamma) {})
+  StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1) : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {}
   double lr_at(int64_t e) const override { return base_lr_ * std::pow(gamma_, double(e / step_size_)); }
 
  private:
@@ -156,7 +156,7 @@ class StepLR : public LRScheduler {
 // lr * gamma^(number of milestones passed)
 class MultiStepLR : public LRScheduler {
  public:
-  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1) TINYGRAD_MEMBER_DEF(: LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {})
+  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1) : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {}
   double lr_at(int64_t e) const override {
     return base_lr_ * std::pow(gamma_, double(std::count_if(milestones_.begin(), milestones_.end(), [&](int64_t m) { return e >= m; })));
   }
@@ -169,7 +169,7 @@ class MultiStepLR : public LRScheduler {
 // cosine from lr down to eta_min over t_max epochs
 class CosineAnnealingLR : public LRScheduler {
  public:
-  CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0) TINYGRAD_MEMBER_DEF(: LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {})
+  CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0) : LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {}
   double lr_at(int64_t e) const override { return eta_min_ + (base_lr_ - eta_min_) * (1 + std::cos(M_PI * double(e) / double(t_max_))) / 2; }
 
  private:
@@ -181,9 +181,9 @@ class CosineAnnealingLR : public LRScheduler {
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.25, double div_factor = 25, double final_div_factor = 1e4)
-      TINYGRAD_MEMBER_DEF(: LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor) {
+      : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor) {
     opt.set_lr(lr_at(0));
-  })
+  }
   double lr_at(int64_t e) const override {
     double init = max_lr_ / div_, lo = init / final_div_, warm = pct_ * double(total_);
     auto cosine = [](double a, double b, double t) { return b + (a - b) * (1 + std::cos(M_PI * t)) / 2; };

@@ -333,7 +333,7 @@ struct FileReader {
   std::ifstream f;
   uint64_t size = 0;
   std::vector<char> buf;
-  explicit FileReader(const std::string& p) TINYGRAD_MEMBER_DEF(: path(p) {
+  explicit FileReader(const std::string& p) : path(p) {
     std::error_code ec;
     auto st = std::filesystem::status(p, ec);
     // NOTE: a directory opens as a stream of size 0 or -1 whose reads fail: name it instead of reading garbage
@@ -344,7 +344,7 @@ struct FileReader {
     auto end = f.tellg();
     if (end < 0) throw StateError("tinygrad::safe_load: cannot determine the size of " + p);
     size = uint64_t(end);
-  })
+  }
   const char* operator()(uint64_t off, uint64_t n) TINYGRAD_MEMBER_DEF({
     buf.resize(n);
     f.seekg(std::streamoff(off));

@@ -33,6 +33,10 @@ TINYGRAD_API std::vector<std::string> device_names();
 TINYGRAD_API std::string& default_device();
 // the device whose buffers are host memory (the highest-priority one registered as such)
 TINYGRAD_API std::string host_device();
+// the threads the CPU device runs a kernel on (THREADS, else one a core)
+TINYGRAD_API int cpu_threads();
+// wait until every kernel and copy queued on the device has finished (timing GPU work)
+TINYGRAD_API void synchronize(const std::string& device);
 }  // namespace tinygrad
 
 // NOTE: the runtime itself; a TU of a separate-compilation program that is not the library's sees the declarations above
@@ -240,6 +244,7 @@ TINYGRAD_API std::string host_device() TINYGRAD_DEF({
   for (auto& n : r.names()) if (r.specs.at(n).host) return n;
   throw DeviceError("tinygrad: no host device is registered (runtime/cpu.hpp registers the CPU)");
 })
+TINYGRAD_API void synchronize(const std::string& device) TINYGRAD_DEF({ runtime(device).synchronize(); })
 
 namespace detail {
 // GPU libraries are loaded at run time: the first of several names that loads (nullptr if none)

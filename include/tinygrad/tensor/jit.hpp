@@ -29,7 +29,7 @@ namespace detail {
 // the non-template half: calls as vectors of tensors
 class JitCore : JitRecorder {
  public:
-  explicit JitCore(std::string name) TINYGRAD_MEMBER_DEF(: name_(std::move(name)) {})
+  explicit JitCore(std::string name) : name_(std::move(name)) {}
   ~JitCore() override = default;
   // call the function (run) on args, or replay it; returns the returned tensors
   std::vector<Tensor> call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);

@@ -27,8 +27,8 @@ TINYGRAD_API bool& training() TINYGRAD_DEF({ static thread_local bool on = false
 // RAII: training mode on (or off) for a scope
 struct TrainingScope {
   bool prev;
-  explicit TrainingScope(bool on = true) TINYGRAD_MEMBER_DEF(: prev(training()) { training() = on; })
-  ~TrainingScope() TINYGRAD_MEMBER_DEF({ training() = prev; })
+  explicit TrainingScope(bool on = true) : prev(training()) { training() = on; }
+  ~TrainingScope() { training() = prev; }
   TrainingScope(const TrainingScope&) = delete;
   TrainingScope& operator=(const TrainingScope&) = delete;
 };

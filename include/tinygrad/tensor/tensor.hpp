@@ -32,8 +32,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
  public:
   // ---- construction ----
-  Tensor() TINYGRAD_MEMBER_DEF(: Tensor(Tensor::zeros({})) {})
-  explicit Tensor(UOpRef u, std::string device) TINYGRAD_MEMBER_DEF(: impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {})
+  Tensor() : Tensor(Tensor::zeros({})) {}
+  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -562,7 +562,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static std::vector<std::weak_ptr<Impl>>& grad_registry() TINYGRAD_MEMBER_DEF({ static std::vector<std::weak_ptr<Impl>> r; return r; })
   static std::mutex& grad_mutex() TINYGRAD_MEMBER_DEF({ static std::mutex m; return m; })
   std::shared_ptr<Impl> impl_;
-  explicit Tensor(std::shared_ptr<Impl> i) TINYGRAD_MEMBER_DEF(: impl_(std::move(i)) {})
+  explicit Tensor(std::shared_ptr<Impl> i) : impl_(std::move(i)) {}
 
 #if TINYGRAD_WITH_INTERNALS
   struct Rng { std::atomic<uint64_t> seed{0}, counter{0}; };

@@ -32,6 +32,11 @@ TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std:
 TINYGRAD_API void count_static(bool planned, bool built);
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
 #if TINYGRAD_WITH_INTERNALS
+// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
+// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
+struct plan {
+  std::shared_ptr<JitProgram> prog;
+};
 struct plan_table {
   struct entry { std::string device; std::vector<int64_t> key; std::shared_ptr<plan> p; };
   std::mutex mu;
@@ -131,11 +136,6 @@ TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   return u->leaf_buffer();
 }
 
-// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
-// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
-struct plan {
-  std::shared_ptr<JitProgram> prog;
-};
 
 TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
   std::unordered_map<const UOp*, int> slot;
