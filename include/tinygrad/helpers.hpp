@@ -136,8 +136,8 @@ inline Shape strides_for(const Shape& s) {
 
 // normalize a possibly negative axis; throws IndexError naming the op
 inline int norm_axis(int64_t axis, size_t ndim, const char* op) {
-  int64_t n = int64_t(ndim);
-  if (axis < -std::max<int64_t>(n, 1) || axis >= std::max<int64_t>(n, 1))
+  int64_t n = int64_t(ndim), m = n > 1 ? n : 1;  // a scalar takes axis 0 and -1
+  if (axis < -m || axis >= m)
     throw IndexError(std::string("tinygrad::") + op + ": axis " + std::to_string(axis) + " is out of range for a tensor of rank " + std::to_string(n));
   return int(axis < 0 ? axis + n : axis);
 }
