@@ -235,29 +235,40 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     Tensor::manual_seed(seed);
     return (Tensor::rand(s, DType::Float32, "CPU") - 0.5).cast(dt).to(dev).realize();
   };
-  struct Case { std::string name; tinygrad::Shape a, b; bool bt, bias; DType dt; };
+  // at: A is given as its transpose (K x M, a view): its staged tile is m-major (ldmatrix .trans); bt: B as N x K
+  // (k-major, the x @ W.T of a Linear), else K x N (n-major)
+  struct Case { std::string name; tinygrad::Shape a, b; bool bt, bias; DType dt; bool at = false; };
   std::vector<Case> cases{{"64x64x64 half", {64, 64}, {64, 64}, false, false, DType::Float16},
                           {"128x48 @ 48x32 half, bias and relu", {128, 48}, {48, 32}, false, true, DType::Float16},
                           {"batched 3x32x16 @ 3x16x24 half", {3, 32, 16}, {3, 16, 24}, false, false, DType::Float16},
                           {"x @ W.T 32x64, W 40x64 bfloat16", {32, 64}, {40, 64}, true, false, DType::BFloat16},
                           {"256x256x256 bfloat16", {256, 256}, {256, 256}, false, false, DType::BFloat16},
                           {"100x200 @ 200x60 half, bias and relu (PADTO to tiles, then TC)", {100, 200}, {200, 60}, false, true, DType::Float16},
-                          {"x @ W.T 48x72, W 24x72 bfloat16 (K padded to 80)", {48, 72}, {24, 72}, true, false, DType::BFloat16},
+                          {"x @ W.T 48x72, W 24x72 bfloat16 (K padded)", {48, 72}, {24, 72}, true, false, DType::BFloat16},
                           {"odd 7x129 @ 129x33 half (no TC: padding 7 to 16 would double it)", {7, 129}, {129, 33}, false, false, DType::Float16},
-                          {"float32 64x72 @ 72x40 with TF32 allowed (m16n8k8)", {64, 72}, {72, 40}, false, false, DType::Float32}};
-  // TF32 is off by default (as in PyTorch): float32 cases allow it for this test only
-  struct Tf32 {
-    bool old = tinygrad::flags().tf32;
-    Tf32() { tinygrad::flags().tf32 = true; }
-    ~Tf32() { tinygrad::flags().tf32 = old; }
+                          {"float32 64x72 @ 72x40 with TF32 allowed (m16n8k8)", {64, 72}, {72, 40}, false, false, DType::Float32},
+                          {"staged A.T 128x192 @ W.T 128x192 half (both tiles k-major / m-major)", {192, 128}, {128, 192}, true, true, DType::Float16, true},
+                          {"staged A.T 192x64 @ 64x128 bfloat16 (m-major, n-major)", {64, 192}, {64, 128}, false, false, DType::BFloat16, true},
+                          {"staged batched 2x128x64 @ 2x64x128 half", {2, 128, 64}, {2, 64, 128}, false, false, DType::Float16}};
+  // TF32 is off by default (as in PyTorch): float32 cases allow it for this test only; the tile choice is restored
+  struct Flags {
+    bool tf32 = tinygrad::flags().tf32;
+    int stage = tinygrad::flags().tc_stage;
+    Flags() { tinygrad::flags().tf32 = true; }
+    ~Flags() { tinygrad::flags().tf32 = tf32, tinygrad::flags().tc_stage = stage; tinygrad::clear_program_cache(); }
   } allow;
   auto build = [&](const Case& c, const std::string& dev) {
     Tensor a = mk(c.a, 1, c.dt, dev), b = mk(c.b, 2, c.dt, dev);
-    Tensor y = a.matmul(c.bt ? b.transpose(-1, -2) : b);
-    if (c.bias) y = (y + mk({c.b.back()}, 3, c.dt, dev)).relu();
+    Tensor y = (c.at ? a.transpose(-1, -2) : a).matmul(c.bt ? b.transpose(-1, -2) : b);
+    if (c.bias) y = (y + mk({c.b[c.bt ? 0 : 1]}, 3, c.dt, dev)).relu();
     return std::tuple{a, b, y};
   };
-  // rendering and NVRTC (any machine with libnvrtc): the heuristic picks TC where the sizes are tiles
+  auto tc_amt = [](const std::vector<Opt>& os) {
+    for (auto& o : os) if (o.op == OptOp::TC) return o.amt;
+    return int64_t(-1);
+  };
+  // rendering and NVRTC (any machine with libnvrtc): the heuristic picks TC where the sizes are tiles, a staged tile
+  // (cp.async copies, ldmatrix fragments) where one fits; every tile shape renders and compiles
   if (tinygrad::detail::nvrtc()) {
     tinygrad::CUDARenderer ren(true);
     tinygrad::NVRTCCompiler nv("compute_90");
@@ -265,16 +276,25 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
       INFO(c.name);
       auto [a, b, y] = build(c, "CPU");
       auto ks = kernels_of(y);
-      bool any_tc = false;
+      bool any_tc = false, any_staged = false;
       for (auto& k : ks) {
-        auto p = tinygrad::to_program(k.ast, ren);
-        bool tc = std::any_of(p.opts.begin(), p.opts.end(), [](auto& o) { return o.op == OptOp::TC; });
-        any_tc |= tc;
-        std::string ptx = nv.compile(p.src);
-        CHECK_THAT(ptx, Contains(".entry " + p.fn));
-        if (tc) CHECK_THAT(ptx, Contains(c.dt == DType::Float32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32" : "mma.sync.aligned.m16n8k16.row.col.f32"));
+        for (int stage : {-1, 1, 2, 3, 4, 5, 6, 7}) {
+          tinygrad::flags().tc_stage = stage;
+          auto p = tinygrad::to_program(k.ast, ren);
+          int64_t amt = tc_amt(p.opts);
+          if (stage > 0 && amt != stage) continue;  // the tile does not fit
+          if (stage == -1) any_tc |= amt >= 0, any_staged |= amt > 0;
+          INFO("tile " << amt);
+          std::string ptx = nv.compile(p.src);
+          CHECK_THAT(ptx, Contains(".entry " + p.fn));
+          if (amt >= 0) CHECK_THAT(ptx, Contains(c.dt == DType::Float32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32" : "mma.sync.aligned.m16n8k16.row.col.f32"));
+          if (amt > 0) CHECK_THAT(ptx, Contains("ldmatrix.sync.aligned.m8n8.x4") && Contains("cp.async.wait_group 1"));
+        }
       }
+      tinygrad::flags().tc_stage = -1;
       CHECK(any_tc == (c.name.find("no TC") == std::string::npos));
+      CHECK(any_staged == (c.name.find("staged") != std::string::npos || c.name.find("PADTO") != std::string::npos || c.name.find("256x256x256") != std::string::npos ||
+                           c.name.find("64x64x64") != std::string::npos));
     }
     // TC is refused with the reason where it cannot apply
     tinygrad::CUDARenderer no_tc(false);
@@ -284,35 +304,53 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
     auto why = [](tinygrad::Kernel kk, const Opt& o) { try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); } };
     CHECK(why(k, {OptOp::TC, r, 0}) == "accepted");
+    CHECK(why(k, {OptOp::TC, r, 4}) == "accepted");
+    CHECK_THAT(why(k, {OptOp::TC, r, 1}), Contains("the tile 128x128x32 does not divide 64x64x64"));
+    CHECK_THAT(why(k, {OptOp::TC, r, 99}), Contains("a tile shape, 0 to 7"));
     CHECK_THAT(why(kn, {OptOp::TC, r, 0}), Contains("no tensor cores"));
     CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 0}), {OptOp::UNROLL, r, 2}), Contains("only UPCAST, LOCAL and SWAP"));
+    CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 4}), {OptOp::UPCAST, 0, 2}), Contains("after a staged TC"));
     Tensor f = Tensor::empty({64, 64}, DType::Float32, "CPU");
     tinygrad::Kernel kf(kernels_of(f.matmul(f))[0].ast, ren);
     CHECK(why(kf, {OptOp::TC, r, 0}) == "accepted");
+    CHECK_THAT(why(kf, {OptOp::TC, r, 4}), Contains("float16 or bfloat16"));
     tinygrad::flags().tf32 = false;
     CHECK_THAT(why(kf, {OptOp::TC, r, 0}), Contains("float16") && Contains("TF32=1"));
     tinygrad::flags().tf32 = true;
   } else WARN("libnvrtc not found: TC rendering checks skipped");
-  // values on an NVIDIA GPU with tensor cores: against float64 over the same (rounded) inputs
+  // values on an NVIDIA GPU with tensor cores: against float64 over the same (rounded) inputs, with the heuristic's
+  // kernels, then with every staged tile that fits (and none)
   if (!has_device("CUDA")) { WARN("CUDA is not available here: TC value checks skipped"); return; }
-  for (auto& c : cases) {
-    INFO(c.name);
+  auto check_values = [&](const Case& c) {
     auto [a, b, y] = build(c, "CUDA");
     auto ha = a.cast(DType::Float32).to("CPU").to_vector<float>(), hb = b.cast(DType::Float32).to("CPU").to_vector<float>();
     auto got = y.cast(DType::Float32).to("CPU").to_vector<float>();
-    int64_t batch = c.a.size() == 3 ? c.a[0] : 1, M = c.a[c.a.size() - 2], K = c.a.back(), N = c.bt ? c.b[0] : c.b.back();
+    size_t d = c.a.size();
+    int64_t batch = d == 3 ? c.a[0] : 1, M = c.at ? c.a[d - 1] : c.a[d - 2], K = c.at ? c.a[d - 2] : c.a[d - 1], N = c.bt ? c.b[d - 2] : c.b[d - 1];
     std::vector<float> hbias;
-    if (c.bias) hbias = mk({c.b.back()}, 3, c.dt, "CPU").cast(DType::Float32).to_vector<float>();
+    if (c.bias) hbias = mk({N}, 3, c.dt, "CPU").cast(DType::Float32).to_vector<float>();
     size_t bad = 0;
     for (int64_t q = 0; q < batch; q++)
       for (int64_t i = 0; i < M; i++)
         for (int64_t j = 0; j < N; j++) {
           double s = 0;
-          for (int64_t kk = 0; kk < K; kk++) s += double(ha[size_t((q * M + i) * K + kk)]) * hb[size_t(c.bt ? j * K + kk : (q * K + kk) * N + j)];
+          for (int64_t kk = 0; kk < K; kk++)
+            s += double(ha[size_t(q * M * K + (c.at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (c.bt ? j * K + kk : kk * N + j))];
           if (c.bias) s = std::max(0.0, s + hbias[size_t(j)]);
           double tol = (c.dt == DType::Float16 ? 2e-3 : 1e-2) * (1 + std::abs(s));  // the output's own rounding; TF32's products
           bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= tol);
         }
     CHECK(bad == 0);
+  };
+  for (auto& c : cases) {
+    INFO(c.name);
+    check_values(c);
   }
+  for (size_t i : {0, 5, 9, 10, 11})
+    for (int stage : {0, 1, 2, 3, 4, 5, 6, 7}) {
+      INFO(cases[i].name << ", tile " << stage);
+      tinygrad::flags().tc_stage = stage;
+      tinygrad::clear_program_cache();
+      check_values(cases[i]);
+    }
 }

@@ -164,6 +164,9 @@ struct Flags {
   // float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32 sums), as PyTorch's
   // allow_tf32; off by default. Set it before the kernels it should change are first built (they are cached)
   bool tf32 = getenv_int("TF32", 0) != 0;
+  // the heuristic's tensor-core tile (TC's amount): -1 its choice, 0 fragments loaded from memory (no staged tile),
+  // n > 0 tile n where it fits (comparisons and tests; kernels already built are cached: clear_program_cache())
+  int tc_stage = int(getenv_int("TC_STAGE", -1));
   std::string dev = getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }

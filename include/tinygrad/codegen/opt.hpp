@@ -143,6 +143,127 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   if (tiles && r->range_end() % tc_k(t.dt) != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of ", tc_k(t.dt)));
   return R(t);
 }
+
+// TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
+// shape the block. The others stage the block's tiles of A and B in workgroup memory: wm x wn warps of tm x tn mma
+// tiles each, bk of K a stage, tc_stages stages in flight (cp.async copies, ldmatrix fragment loads)
+struct TcTile { int64_t wm, wn, tm, tn, bk; };
+inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0}, {2, 2, 4, 8, 32}, {2, 2, 4, 4, 32}, {2, 2, 2, 8, 32}, {2, 2, 2, 4, 32},
+                                      {2, 4, 4, 4, 32}, {4, 2, 2, 8, 32}, {2, 2, 2, 4, 64}};
+inline constexpr int64_t tc_stages = 3;
+inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
+  int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
+  if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  return "";
+}
+// element o of a stage tile with rows of rl 2-byte elements: its 16-byte chunk is XORed, within its 128-byte line,
+// with the row (rows of 64 or more) or the line: 8 rows read at one chunk column (ldmatrix), or 8 threads writing a
+// line, hit 8 different groups of banks
+inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl) {
+  auto key = mod(idiv(o, rl >= 64 ? rl : 64), 8);
+  return idiv(o, 64) * 64 + alu(Ops::XOR, {mod(idiv(o, 8), 8), key}) * 8 + mod(o, 8);
+}
+// the 8 values of a chunk as one 16-byte copy: loads of 8 neighbouring elements of one buffer, 16-byte aligned,
+// under one gate. Returns the source address (an INDEX of 8 elements), or null: the chunk is copied value by value
+inline UOpRef tc_async_source(const std::vector<UOpRef>& v) {
+  auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->src[0]->src[0]->op == Ops::DEFINE_GLOBAL && x->src[0]->vcount == 1; };
+  if (!plain(v[0])) return nullptr;
+  const UOpRef& i0 = v[0]->src[0];
+  for (size_t e = 1; e < v.size(); e++) {
+    if (!plain(v[e])) return nullptr;
+    const UOpRef& ie = v[e]->src[0];
+    if (ie->src[0] != i0->src[0] || ie->src.size() != i0->src.size() || (ie->src.size() > 2 && ie->src[2] != i0->src[2])) return nullptr;
+    if (!simplify(ie->src[1] - i0->src[1])->is_const(double(e))) return nullptr;
+  }
+  if (!simplify(mod(i0->src[1], 8))->is_const(0)) return nullptr;
+  return make_uop(Ops::INDEX, i0->dtype, i0->src, i0->arg, 8);
+}
+// TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of K step kc are copied into stage kc % S of
+// two workgroup buffers while the warps multiply stage kc - 1's (copies for step kc + 1 are issued in step kc; three
+// stages make the one barrier a step enough: the stage written in step kc was last read in step kc - 2). A buffer
+// holds its operand k-major (rows of k) where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
+inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
+  DType dt = r->dtype;
+  const int64_t S = tc_stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  auto gm = make_range(tm.m->range_end() / bm, tm.m->range_id(), AxisType::LOOP, dt), gn = make_range(tm.n->range_end() / bn, tm.n->range_id(), AxisType::LOOP, dt);
+  auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
+  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
+  auto tid = (wm * t.wn + wn) * 32 + lane;
+  struct Side { UOpRef x, axis, block; int64_t rows; bool kmajor; UOpRef buf; };
+  Side sides[2] = {{tm.a, tm.m, gm, bm, true, nullptr}, {tm.b, tm.n, gn, bn, true, nullptr}};
+  for (int i = 0; i < 2; i++) {
+    Side& sd = sides[i];
+    if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
+    sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.rows * t.bk, 1});
+  }
+  // the block's copies of step `step` into its stage (gate: null, or whether the copy happens)
+  auto copies = [&](Side& sd, const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
+    std::vector<UOpRef> out;
+    int64_t rl = sd.kmajor ? t.bk : sd.rows;
+    for (int64_t j = 0; j < sd.rows * t.bk / 8 / T; j++) {
+      auto chunk = tid + c(j * T), row = idiv(chunk, rl / 8), col = mod(chunk, rl / 8) * 8;
+      auto at = stage * (sd.rows * t.bk) + tc_swizzle(row * rl + col, rl);
+      std::vector<UOpRef> v;
+      for (int64_t e = 0; e < 8; e++) {
+        auto [i, k] = sd.kmajor ? std::pair{row, col + e} : std::pair{col + e, row};
+        v.push_back(simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * t.bk + k}})));
+      }
+      auto dst = [&](const UOpRef& a, int64_t vc) {
+        std::vector<UOpRef> src{sd.buf, simplify(a)};
+        if (gate) src.push_back(gate);
+        return make_uop(Ops::INDEX, sd.x->dtype, src, {}, vc);
+      };
+      if (auto from = tc_async_source(v)) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(at, 8), from}));
+      else for (int64_t e = 0; e < 8; e++) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(at + c(e), 1), v[size_t(e)]}));
+    }
+    return out;
+  };
+  // BARRIER's arg: the copy groups that may stay in flight (cp.async.wait_group) before the workgroup syncs
+  auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), int64_t(S - 2)); };
+  std::vector<UOpRef> first;
+  for (auto& sd : sides) for (auto& x : copies(sd, c(0), c(0), nullptr)) first.push_back(x);
+  std::vector<UOpRef> step{barrier(first)};
+  auto next = kc + 1, clamped = alu(Ops::WHERE, {lt(next, nk), next, c(nk - 1)});  // the last step copies nothing
+  for (auto& sd : sides) for (auto& x : copies(sd, clamped, mod(next, S), lt(next, nk))) step.push_back(x);
+  auto ready = barrier(step);
+  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's 8x16 tile (.x2, 4 halves a lane); the arg: .trans
+  auto frag = [&](Side& sd, const UOpRef& i, const UOpRef& k, int64_t vc) {
+    auto o = sd.kmajor ? i * t.bk + k : k * sd.rows + i;
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * (sd.rows * t.bk) + tc_swizzle(o, sd.kmajor ? t.bk : sd.rows))});
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(!sd.kmajor), vc);
+  };
+  auto& A = sides[0];
+  auto& B = sides[1];
+  std::vector<UOpRef> fa, fb;
+  for (int64_t u = 0; u < t.tm; u++) {
+    auto base = wm * (t.tm * 16) + c(u * 16);
+    fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
+                          : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
+  }
+  for (int64_t u = 0; u < t.tn; u++) {
+    auto base = wn * (t.tn * 8) + c(u * 8);
+    fb.push_back(B.kmajor ? frag(B, base + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, 4)
+                          : frag(B, base, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, 4));
+  }
+  auto rarg = tm.red->varg();
+  rarg[0] = int64_t(Ops::WMMA);
+  auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+  std::vector<UOpRef> stores;
+  for (int64_t um = 0; um < t.tm; um++)
+    for (int64_t un = 0; un < t.tn; un++) {
+      auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un)]}, int64_t(tm.dt), 4);
+      auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc, ks}, rarg, 4);
+      for (int64_t e = 0; e < 4; e++) {
+        std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
+                                                  {tm.m.get(), gm * bm + wm * (t.tm * 16) + c(um * 16 + 8 * (e >> 1)) + g},
+                                                  {tm.n.get(), gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2}};
+        for (auto& st : sink->src) stores.push_back(substitute(st, at));
+      }
+    }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
 }  // namespace detail
 
 // apply one opt to a kernel AST (a SINK of STOREs)
@@ -193,6 +314,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     auto found = tc_match(sink, r);
     if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
     auto& tm = std::get<TcMatch>(found);
+    if (o.amt > 0) return tc_stage(sink, r, tm, tc_tiles[o.amt]);
     auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
     int64_t kt = tc_k(tm.dt);
     auto ko = make_range(n / kt, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
@@ -330,7 +452,7 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 : 1; return w; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1) : 1; return w; }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {
@@ -354,7 +476,7 @@ class Kernel {
         if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
-        if (ren_->tensor_cores) add(OptOp::TC, id, {0});
+        if (ren_->tensor_cores) for (int64_t a = 0; a < int64_t(std::size(detail::tc_tiles)); a++) cand.push_back({OptOp::TC, id, a});
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
@@ -388,15 +510,19 @@ class Kernel {
     }
     bool tc = std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC; });
     if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
+    if (tc && o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC && p.amt > 0; }))
+      fail("after a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
     if (o.op == OptOp::TC) {
       if (!ren_->tensor_cores) fail("the device has no tensor cores");
       if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail("TC comes first (after PADTO only)");
       auto rs = ranges();
       auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
       if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail("TC needs a reduce axis");
-      if (o.amt != 0) fail("TC's amount is 0 (one tile shape: m16n8k16)");
+      if (o.amt < 0 || o.amt >= int64_t(std::size(tc_tiles))) fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
       auto found = tc_match(sink_, *it);
       if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+      if (o.amt > 0)
+        if (auto why = tc_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), tc_tiles[o.amt]); !why.empty()) fail(why);
       return;
     }
     if (o.op == OptOp::NOLOCALS) {
@@ -519,10 +645,24 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     Kernel k(sink, ren);
     try {
       auto loose = tc_match(sink, red_rngs[0], false);
-      if (auto* l = std::get_if<TcMatch>(&loose))
-        for (auto [r, tile] : {std::pair{l->m, int64_t(16)}, std::pair{l->n, int64_t(8)}, std::pair{red_rngs[0], tc_k(l->dt)}})
-          if (r->range_end() % tile != 0) k.apply({OptOp::PADTO, r->range_id(), tile});
+      int stage = flags().tc_stage;
+      // staged tiles want m and n in multiples of 64 and K of 32; the warp tile m of 16, n of 8, K of 16 (8 for TF32)
+      if (auto* l = std::get_if<TcMatch>(&loose)) {
+        bool staged = stage != 0 && l->dt != DType::Float32;
+        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red_rngs[0], tc_k(l->dt), int64_t(32)}})
+          for (int64_t tile : {staged ? big : small, small})
+            if (r->range_end() % tile != 0) try { k.apply({OptOp::PADTO, r->range_id(), tile}); break; } catch (const KernelOptError&) {}
+      }
       UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id()), pre = k.sink();
+      // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first
+      auto found = tc_match(pre, rr);
+      if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
+        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{1, 2, 3, 4}) {
+          if (a >= int64_t(std::size(tc_tiles))) break;
+          const TcTile& t = tc_tiles[a];
+          int64_t blocks = f->m->range_end() / (t.wm * t.tm * 16) * (f->n->range_end() / (t.wn * t.tn * 8));
+          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 32 || a == 4 || stage > 0)) return k.apply({OptOp::TC, rr->range_id(), a}).applied();
+        }
       k.apply({OptOp::TC, rr->range_id(), 0});
       auto tm = std::get<TcMatch>(tc_match(pre, rr));
       std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};

@@ -56,6 +56,7 @@ class CStyleRenderer : public Renderer {
     bool math_f = true;            // a float's math function ends in f
     const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
     const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
+    std::string smem_align;         // before a raw workgroup buffer's type (16-byte copies and fragment loads)
   } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
 
   // what the rules see and write while one kernel renders
@@ -171,6 +172,7 @@ class CStyleRenderer : public Renderer {
     return info(dt).cname;
   }
   // how an element is stored in memory (a bool in a byte: loads read any nonzero byte as true)
+  static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
   virtual std::string storage_type(DType dt) const {
     if (dt == DType::Float16 || dt == DType::BFloat16) return "unsigned short";
     if (dt == DType::Bool) return scalar_type(DType::UInt8);
@@ -362,7 +364,9 @@ inline CStyleRenderer::CStyleRenderer() {
      }},
     {Ops::DEFINE_LOCAL, [this](Ctx& c, const UOp& x) {
        c.r[&x] = cat("temp", x.varg()[0]);
-       c.line(cat(lang.smem_prefix, x.dtype == DType::Bool ? storage_type(DType::UInt8) : scalar_type(x.dtype), " ", c.r[&x], "[", x.varg()[1], "];"));
+       // a raw buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
+       std::string T = raw_local(x) || x.dtype == DType::Bool ? storage_type(x.dtype == DType::Bool ? DType::UInt8 : x.dtype) : scalar_type(x.dtype);
+       c.line(cat(lang.smem_prefix, raw_local(x) ? lang.smem_align : "", T, " ", c.r[&x], "[", x.varg()[1], "];"));
      }},
     {Ops::BARRIER, [this](Ctx& c, const UOp&) { c.line(lang.barrier); }},
     {Ops::SPECIAL, [this](Ctx& c, const UOp& x) {
@@ -385,7 +389,7 @@ inline CStyleRenderer::CStyleRenderer() {
        const UOp& idx = *x.src[0];
        std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
        bool gated = idx.src.size() > 2;
-       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = *", ptr, ";"));  // held as a value, no conversion
+       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
        else if (x.vcount > 1) {
          c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
          c.line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", vload(v, T, ptr, x.vcount)));
@@ -400,7 +404,7 @@ inline CStyleRenderer::CStyleRenderer() {
        std::string ptr = S(c, x, 0), gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
        bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
        if (!local) c.stored.insert(idx.src[0]->iarg());
-       if (local) c.line(cat("*", ptr, " = ", S(c, x, 1), ";"));
+       if (local) c.line(gate + cat("*", ptr, " = ", raw_local(*idx.src[0]) ? store_value(val.dtype, S(c, x, 1)) : S(c, x, 1), ";"));
        else if (val.vcount > 1) c.line(gate + vstore(ptr, value_type(val.dtype, val.vcount, c), S(c, x, 1), val.vcount));
        else c.line(gate + cat("*", ptr, " = ", store_value(val.dtype, S(c, x, 1)), ";"));
      }},
@@ -506,9 +510,38 @@ class CUDARenderer : public GPURenderer {
     // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
     // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
     // accumulator with one mma.sync per step
+    lang.smem_align = "__align__(16) ";
+    // a staged TC tile (opt.hpp's tc_stage): a STORE of an address into workgroup memory copies the 16 bytes there
+    // (cp.async; a gate on the source fills zeros, one on the destination skips the copy), a vector LOAD from
+    // workgroup memory is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 1: .trans), and a BARRIER with an
+    // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
+    rules[size_t(Ops::STORE)] = [this, base = rules[size_t(Ops::STORE)]](Ctx& c, const UOp& x) {
+      const UOp &idx = *x.src[0], &val = *x.src[1];
+      if (idx.src[0]->op != Ops::DEFINE_LOCAL || val.op != Ops::INDEX) return base(c, x);
+      c.typedefs.insert(kStageFns);
+      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp16(", get(c, idx), ", ", get(c, val), ", ",
+                 val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
+    };
+    rules[size_t(Ops::LOAD)] = [this, base = rules[size_t(Ops::LOAD)]](Ctx& c, const UOp& x) {
+      const UOp& idx = *x.src[0];
+      if (idx.src[0]->op != Ops::DEFINE_LOCAL || x.vcount == 1) return base(c, x);
+      c.typedefs.insert(kStageFns);
+      std::string v = c.r[&x] = c.name("frag");
+      c.line(cat("unsigned int ", v, "[", x.vcount / 2, "]; tg_ldsm_x", x.vcount / 2, x.iarg() ? "_t(" : "(", v, ", ", get(c, idx), ");"));
+    };
+    rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
+      if (std::holds_alternative<int64_t>(x.arg)) c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), ";\" ::: \"memory\");"));
+      c.line(lang.barrier);
+    };
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
       std::string t = mma_type(x);
       std::vector<std::string> regs;
+      if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
+        for (int p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4, "]"));
+        c.r[&x] = join(regs);
+        c.typedefs.insert(mma_fns(t));
+        return;
+      }
       for (size_t p = 0; p < 6; p++)
         regs.push_back(t == "tf32" ? cat("tg_pack_tf32(", get(c, *x.src[p]), ")")  // TF32: one value a register
                        : x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
@@ -540,6 +573,14 @@ class CUDARenderer : public GPURenderer {
                "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
                "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
+  // staged tiles: a workgroup address as PTX wants it, a 16-byte cp.async (zeros where !ok), ldmatrix .x4/.x2 (.trans)
+  static constexpr const char* kStageFns =
+      "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
+      "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n";
   // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
   static constexpr const char* kHalfPTX =
       "TG_FN float tg_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"

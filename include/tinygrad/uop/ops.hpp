@@ -360,7 +360,14 @@ inline void detail::compute_vrange(UOp& u) {
     }
     case Ops::AND: if (u.dtype == DType::Bool) { lo = S(0).vmin & S(1).vmin; hi = S(0).vmax & S(1).vmax; } else if (S(0).vmin >= 0 && S(1).vmin >= 0) { lo = 0; hi = std::min(S(0).vmax, S(1).vmax); } break;
     case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
-    case Ops::XOR: if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; } break;
+    case Ops::XOR:
+      if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; }
+      else if (u.dtype != DType::Bool && S(0).vmin >= 0 && S(1).vmin >= 0) {  // below the next power of two of both
+        lo = 0;
+        for (hi = 1; hi <= std::max(S(0).vmax, S(1).vmax) && hi < (int64_t(1) << 62); hi *= 2) {}
+        hi -= 1;
+      }
+      break;
     case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
     case Ops::CAST: if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
     default: break;
