@@ -45,7 +45,7 @@ void conv_rows(const std::string& D) {
   ::setenv("DEV", D.c_str(), 1);  // the peer runs on our device, with as many threads as we use
   ::setenv("THREADS", std::to_string(tinygrad::cpu_threads()).c_str(), 1);
   ::setenv("BS", std::to_string(bs).c_str(), 1);
-  std::string peer = tinygrad::getenv_int("NOPEER", 0) ? "" : peer_output("torch_conv_peer.py");
+  std::string peer = peer_output("torch_conv_peer.py");
   std::printf("conv2d forward+backward (dx, dw, db), batch %lld, float32, Fashion-MNIST example's convs on %s%s\n", (long long)bs, D.c_str(),
               peer.empty() ? " (PyTorch peer not run)" : "");
   int i = 0;
