@@ -3,16 +3,22 @@
 //   2. GEMM float32 1024/4096, float16 and bfloat16 4096/8192 with the default opts (TFLOP/s) vs cuBLAS's cublasGemmEx
 //      (libcublas loaded with dlopen; float32 accumulation, TF32 off)
 //   3. per-op eager overhead (cached kernel, no JIT) vs the bare launch of the same compiled kernel
+//   4. conv2d forward+backward of the Fashion-MNIST example's four convs (batch BS, default 512; TFLOP/s) vs PyTorch's
+//      cuDNN (bench/torch_conv_peer.py; float32, TF32 off, cudnn.benchmark; no peer column when it is not installed)
 // Bandwidth counts bytes read + written. Exits 0 with a message where no CUDA GPU is usable.
+//   bench_gpu           every section on CUDA
+//   bench_gpu conv      section 4 alone, on DEV (default CUDA; DEV=CPU BS=16 runs it on the CPU)
+//   bench_gpu --tune    every section, then kernel times of other opt lists
 #include <tinygrad.hpp>
 
 #include <cstdio>
+#include "peer.hpp"
 
 using tinygrad::Tensor;
 
 namespace {
 double now() { return tinygrad::now_s(); }
-void gpu_sync() { tinygrad::runtime("CUDA").synchronize(); }
+void gpu_sync(const std::string& dev = "CUDA") { tinygrad::runtime(dev).synchronize(); }
 // the BUFFER node under a realized tensor (a realized tensor may be a RESHAPE of it)
 const tinygrad::UOp* leaf(const Tensor& t) { return t.uop()->op == tinygrad::Ops::BUFFER ? t.uop().get() : t.uop()->src[0].get(); }
 void* dev_ptr(const Tensor& t) {
@@ -20,16 +26,64 @@ void* dev_ptr(const Tensor& t) {
   return (u->op == tinygrad::Ops::BUFFER ? u->buffer() : u->src[0]->buffer())->ptr();
 }
 // best of reps timings of f (each synchronized)
-template <class F> double best_time(int reps, F&& f) {
+template <class F> double best_time(int reps, F&& f, const std::string& dev = "CUDA") {
   double b = 1e30;
-  for (int i = 0; i < reps; i++) { gpu_sync(); double t0 = now(); f(); gpu_sync(); b = std::min(b, now() - t0); }
+  for (int i = 0; i < reps; i++) { gpu_sync(dev); double t0 = now(); f(); gpu_sync(dev); b = std::min(b, now() - t0); }
   return b;
+}
+
+// the convs of examples/fashion_mnist.hpp (NOTE: keep in step with bench/torch_conv_peer.py's LAYERS)
+struct ConvLayer { int64_t cin, cout, k, side; };  // side: the input's height and width
+constexpr ConvLayer CONV_LAYERS[] = {{1, 32, 5, 28}, {32, 32, 5, 24}, {32, 64, 3, 10}, {64, 64, 3, 8}};
+
+// 4. each conv's forward and its backward (a fixed random output gradient to input, weight and bias), all realized in
+// one schedule, best of 10 after warmup, vs the peer's same step; ratio = PyTorch's time / ours (>= 1: we are faster)
+void conv_rows(const std::string& D) {
+  // TF32 off (section 2 ends with it on): the peer computes in plain float32 too
+  if (tinygrad::flags().tf32) { tinygrad::flags().tf32 = false; tinygrad::clear_program_cache(); }
+  const int64_t bs = tinygrad::getenv_int("BS", 512);
+  ::setenv("DEV", D.c_str(), 1);  // the peer runs on our device, with as many threads as we use
+  ::setenv("THREADS", std::to_string(tinygrad::cpu_threads()).c_str(), 1);
+  ::setenv("BS", std::to_string(bs).c_str(), 1);
+  std::string peer = peer_output("torch_conv_peer.py");
+  std::printf("conv2d forward+backward (dx, dw, db), batch %lld, float32, Fashion-MNIST example's convs on %s%s\n", (long long)bs, D.c_str(),
+              peer.empty() ? " (PyTorch peer not run)" : "");
+  int i = 0;
+  for (auto [cin, cout, k, side] : CONV_LAYERS) {
+    i++;
+    int64_t o = side - k + 1;
+    Tensor::manual_seed(uint64_t(i));
+    Tensor x = Tensor::rand({bs, cin, side, side}, tinygrad::DType::Float32, D).realize().requires_grad_();
+    Tensor w = (Tensor::rand({cout, cin, k, k}, tinygrad::DType::Float32, D) - 0.5).realize().requires_grad_();
+    Tensor b = (Tensor::rand({cout}, tinygrad::DType::Float32, D) - 0.5).realize().requires_grad_();
+    Tensor g = Tensor::rand({bs, cout, o, o}, tinygrad::DType::Float32, D).realize();
+    auto step = [&] {
+      Tensor y = x.conv2d(w, b);
+      auto gr = tinygrad::compute_gradient(y, g, {x, w, b});
+      Tensor::realize_all({y, *gr[0], *gr[1], *gr[2]});
+    };
+    for (int j = 0; j < 3; j++) step();  // compile, then warm
+    double t = best_time(10, step, D);
+    // forward, dx and dw are each a conv of the same multiply-adds
+    double flop = 3 * 2.0 * double(bs * cout * o * o * cin * k * k);
+    double pt = peer_key(peer, "conv" + std::to_string(i) + "_us") * 1e-6;
+    std::printf("  conv%d %2lld->%-2lld k%lld %2lldx%-2lld: tinygrad.hpp %8.1f us %7.2f TFLOP/s", i, (long long)cin, (long long)cout, (long long)k, (long long)side,
+                (long long)side, t * 1e6, flop / t / 1e12);
+    if (std::isnan(pt)) std::printf("\n");
+    else std::printf(" | PyTorch %8.1f us %7.2f TFLOP/s | ratio %.2fx (target >= 0.5x)\n", pt * 1e6, flop / pt / 1e12, pt / t);
+  }
 }
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool tune = argc > 1 && std::string(argv[1]) == "--tune";
+  if (argc > 1 && std::string(argv[1]) == "conv") {
+    std::string d = pin_device("CUDA");
+    try { tinygrad::runtime(d); } catch (const tinygrad::Error& e) { std::printf("bench_gpu conv: device %s not usable (%s)\n", d.c_str(), e.what()); return 0; }
+    conv_rows(d);
+    return 0;
+  }
   tinygrad::flags().dev = "CUDA";  // every tensor here is on CUDA; host reads go through .to("CPU")
   try { tinygrad::runtime("CUDA"); } catch (const tinygrad::Error& e) { std::printf("bench_gpu: no CUDA GPU (%s)\n", e.what()); return 0; }
   const std::string D = "CUDA";
@@ -122,6 +176,8 @@ int main(int argc, char** argv) {
     std::printf("eager op (x + 1, 1024 floats, cached kernel): %6.2f us/op | bare launch %5.2f us | ratio %.1fx (target <= 20 us; tinygrad ~1500 us)\n",
                 per_op * 1e6, bare * 1e6, per_op / bare);
   }
+  // ---- 4. conv2d forward+backward vs cuDNN ----
+  conv_rows(D);
   // ---- with --tune: kernel times of other opt lists for the same two kernels (to tune the default) ----
   if (tune) {
     using tinygrad::Opt;

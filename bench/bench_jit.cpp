@@ -1,8 +1,9 @@
 // TinyJit on DEV (default CPU; DEV=CUDA on a GPU machine), next to PyTorch and tinygrad in the same run:
 //   1. replay of 1,000 tiny dependent kernels (x = (x + 1).contiguous(), 1024 floats): time per kernel, vs our eager
 //      realize, PyTorch eager, PyTorch's CUDA graph (GPU), tinygrad's TinyJit;
-//   2. a training step of an MLP 784-512-512-10 (batch 256, Adam, float32): jitted vs eager, vs PyTorch eager, PyTorch
-//      CUDA graph (GPU), tinygrad's TinyJit.
+//   2. a training step of an MLP 784-512-512-10 (batch 256, Adam), float32: jitted vs eager, vs PyTorch eager, PyTorch
+//      CUDA graph (GPU), tinygrad's TinyJit; and with bfloat16 weights (activations, gradients and Adam's state in
+//      bfloat16 too, as PyTorch has them with a .bfloat16() model): jitted vs eager, vs PyTorch eager.
 // Peers: bench/torch_jit_peer.py, bench/tinygrad_jit_steps_peer.py (skipped when not installed).
 #include <tinygrad.hpp>
 #include <algorithm>
@@ -26,6 +27,33 @@ double timed(const std::string& dev, int warm, int reps, int inner, F f) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+struct MlpStep { double eager, jitted; size_t kernels; float loss; };
+// the MLP's training step with its weights (and so its activations) in dt: seconds per step, eager and jitted
+MlpStep mlp_step(const std::string& dev, DType dt) {
+  const int64_t B = 256;
+  Tensor::manual_seed(1);
+  nn::Linear l1{784, 512}, l2{512, 512}, l3{512, 10};
+  std::vector<Tensor*> ps{&l1.weight, &*l1.bias, &l2.weight, &*l2.bias, &l3.weight, &*l3.bias};
+  if (dt != DType::Float32)
+    for (Tensor* p : ps) *p = p->detach().cast(dt).contiguous().realize().requires_grad_();
+  std::vector<Tensor> params;
+  for (Tensor* p : ps) params.push_back(*p);
+  nn::optim::Adam opt(params, 1e-3);
+  auto step = [&](const Tensor& x, const Tensor& y) {
+    TrainingScope t;
+    opt.zero_grad();
+    Tensor loss = l3(l2(l1(x).relu()).relu()).sparse_categorical_crossentropy(y);
+    loss.backward();
+    opt.step({loss});
+    return loss;
+  };
+  TinyJit jit(step, "mlp_step " + to_string(dt));
+  Tensor x = Tensor::rand({B, 784}).cast(dt).realize(), y = (Tensor::rand({B}) * 10).cast(DType::Int32).realize();
+  double eager = timed(dev, 3, 5, 4, [&] { step(x, y); });
+  double jitted = timed(dev, 3, 5, 10, [&] { jit(x, y); });
+  float loss = jit(x, y).cast(DType::Float32).item<float>();
+  return {eager, jitted, jit.kernel_count(), loss};
 }
 void row(const char* what, double ours_us, double peer_us, const char* peer, const char* target) {
   if (std::isnan(peer_us)) std::printf("  %-44s %9.2f us | %-22s %9s    | %s\n", what, ours_us, peer, "not run", target);
@@ -63,29 +91,18 @@ int main() {
     row("eager realize (schedule cache)", eager * 1e6, replay * 1e6, "TinyJit replay", "");
   }
 
-  // ---- 2. MLP training step ----
+  // ---- 2. MLP training step, float32 and with bfloat16 weights ----
   {
-    const int64_t B = 256;
-    Tensor::manual_seed(1);
-    nn::Linear l1{784, 512}, l2{512, 512}, l3{512, 10};
-    nn::optim::Adam opt({l1.weight, *l1.bias, l2.weight, *l2.bias, l3.weight, *l3.bias}, 1e-3);
-    auto step = [&](const Tensor& x, const Tensor& y) {
-      TrainingScope t;
-      opt.zero_grad();
-      Tensor loss = l3(l2(l1(x).relu()).relu()).sparse_categorical_crossentropy(y);
-      loss.backward();
-      opt.step({loss});
-      return loss;
-    };
-    TinyJit jit(step, "mlp_step");
-    Tensor x = Tensor::rand({B, 784}).realize(), y = (Tensor::rand({B}) * 10).cast(DType::Int32).realize();
-    double eager = timed(dev, 3, 5, 4, [&] { step(x, y); });
-    double jitted = timed(dev, 3, 5, 10, [&] { jit(x, y); });
-    float loss = jit(x, y).item<float>();
-    std::printf("2. MLP 784-512-512-10 training step, batch %lld, Adam, float32 (%zu kernels; loss %.4f)\n", (long long)B, jit.kernel_count(), double(loss));
-    row("TinyJit step", jitted * 1e6, torch("mlp_eager_us"), "PyTorch eager", "(target <= 1.0x)");
-    if (gpu) row("TinyJit step", jitted * 1e6, torch("mlp_graph_us"), "PyTorch CUDA graph", "(stretch <= 1.0x)");
-    row("TinyJit step", jitted * 1e6, tg("mlp_jit_us"), "tinygrad TinyJit", "(target: faster)");
-    row("eager step", eager * 1e6, jitted * 1e6, "TinyJit step", "");
+    MlpStep f = mlp_step(dev, DType::Float32);
+    std::printf("2. MLP 784-512-512-10 training step, batch 256, Adam, float32 (%zu kernels; loss %.4f)\n", f.kernels, double(f.loss));
+    row("TinyJit step", f.jitted * 1e6, torch("mlp_eager_us"), "PyTorch eager", "(target <= 1.0x)");
+    if (gpu) row("TinyJit step", f.jitted * 1e6, torch("mlp_graph_us"), "PyTorch CUDA graph", "(stretch <= 1.0x)");
+    row("TinyJit step", f.jitted * 1e6, tg("mlp_jit_us"), "tinygrad TinyJit", "(target: faster)");
+    row("eager step", f.eager * 1e6, f.jitted * 1e6, "TinyJit step", "");
+    MlpStep h = mlp_step(dev, DType::BFloat16);
+    std::printf("   the same with bfloat16 weights and activations (%zu kernels; loss %.4f)\n", h.kernels, double(h.loss));
+    row("TinyJit step, bfloat16", h.jitted * 1e6, torch("mlp_bf16_eager_us"), "PyTorch eager bfloat16", "(target <= 1.0x)");
+    row("TinyJit step, bfloat16", h.jitted * 1e6, f.jitted * 1e6, "TinyJit step float32", "");
+    row("eager step, bfloat16", h.eager * 1e6, h.jitted * 1e6, "TinyJit step bfloat16", "");
   }
 }

@@ -15,13 +15,20 @@ inline std::string pin_device(const std::string& dflt) {
   return dev;
 }
 
-inline double peer_value(const std::string& script, const std::string& key) {
+// the printed output of a peer script (empty when it is not installed or fails)
+inline std::string peer_output(const std::string& script) {
   std::string cmd = "python3 " TG_BENCH_DIR "/" + script + " 2>/dev/null", out;
   if (FILE* p = popen(cmd.c_str(), "r")) {
     char buf[512];
     while (fgets(buf, sizeof(buf), p)) out += buf;
     pclose(p);
   }
+  return out;
+}
+// the number printed under key in a peer's output; NaN when absent
+inline double peer_key(const std::string& out, const std::string& key) {
   auto at = out.find("\"" + key + "\": ");
   return at == std::string::npos ? NAN : std::stod(out.substr(at + key.size() + 4));
 }
+// one number of one run of the peer (each call runs it anew)
+inline double peer_value(const std::string& script, const std::string& key) { return peer_key(peer_output(script), key); }

@@ -2,7 +2,8 @@
 """Peer of bench_jit: PyTorch on DEV (CPU or CUDA) with THREADS intra-op threads.
   chain: 1,000 dependent `x = x + 1` on 1024 floats, per kernel: eager, and (CUDA) replayed as one CUDA graph;
   mlp:   a training step of an MLP 784-512-512-10, batch 256, Adam, float32: eager, and (CUDA) as a CUDA graph
-         (torch.cuda.graph with a capturable Adam). Prints one JSON line of microseconds."""
+         (torch.cuda.graph with a capturable Adam); and eager with the model and input cast to bfloat16 (weights,
+         activations, gradients and Adam's state in bfloat16). Prints one JSON line of microseconds."""
 import json, os, time
 import torch
 import torch.nn as nn
@@ -31,16 +32,21 @@ def chain(x):
   return x
 out["chain_eager_us"] = timed(lambda: chain(x), 2, 5, 1) / N * 1e6
 
-model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).to(dev)
-X, Y = torch.rand(256, 784, device=dev), torch.randint(0, 10, (256,), device=dev)
-opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=(dev == "cuda"))
-def step():
-  opt.zero_grad(set_to_none=True)
-  loss = F.cross_entropy(model(X), Y)
-  loss.backward()
-  opt.step()
-  return loss
+def mlp(dtype):
+  model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10)).to(dev, dtype)
+  X, Y = torch.rand(256, 784, device=dev).to(dtype), torch.randint(0, 10, (256,), device=dev)
+  opt = torch.optim.Adam(model.parameters(), lr=1e-3, capturable=(dev == "cuda"))
+  def step():
+    opt.zero_grad(set_to_none=True)
+    loss = F.cross_entropy(model(X), Y)
+    loss.backward()
+    opt.step()
+    return loss
+  return model, X, Y, opt, step
+model, X, Y, opt, step = mlp(torch.float32)
 out["mlp_eager_us"] = timed(step, 5, 5, 10) * 1e6
+step16 = mlp(torch.bfloat16)[4]
+out["mlp_bf16_eager_us"] = timed(step16, 5, 5, 10) * 1e6
 
 if dev == "cuda":
   xs = torch.zeros(1024, device=dev)
