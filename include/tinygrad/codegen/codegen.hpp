@@ -194,6 +194,7 @@ inline ProgramSpec to_program(const Kernel& k) {
   }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
+  for (auto& u : lin) p.launch.smem += CStyleRenderer::dynamic_smem(*u);
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);

@@ -146,11 +146,13 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
 
 // TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
 // shape the block. The others stage the block's tiles of A and B in workgroup memory: wm x wn warps of tm x tn mma
-// tiles each, bk of K a stage, tc_stages stages in flight (cp.async copies, ldmatrix fragment loads)
-struct TcTile { int64_t wm, wn, tm, tn, bk; };
-inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0}, {2, 2, 4, 8, 32}, {2, 2, 4, 4, 32}, {2, 2, 2, 8, 32}, {2, 2, 2, 4, 32},
-                                      {2, 4, 4, 4, 32}, {4, 2, 2, 8, 32}, {2, 2, 2, 4, 64}};
-inline constexpr int64_t tc_stages = 3;
+// tiles each, bk of K a step, `stages` steps' tiles held at once (cp.async copies, ldmatrix fragment loads). The
+// largest takes 96 KB of workgroup memory: every GPU with tensor cores (sm_80 on) gives a block 99 KB or more
+struct TcTile { int64_t wm, wn, tm, tn, bk, stages; };
+inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3}, {2, 2, 4, 4, 32, 3}, {2, 2, 2, 8, 32, 3},
+                                      {2, 2, 2, 4, 32, 3},  {2, 4, 4, 4, 32, 3}, {4, 2, 2, 8, 32, 3}, {2, 2, 2, 4, 64, 3},
+                                      {2, 4, 4, 8, 32, 3},  {4, 2, 4, 8, 32, 3}, {2, 2, 4, 8, 32, 4}, {2, 4, 4, 8, 32, 4},
+                                      {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}};
 inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
   int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
   if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
@@ -180,14 +182,20 @@ inline UOpRef tc_async_source(const std::vector<UOpRef>& v) {
   return make_uop(Ops::INDEX, i0->dtype, i0->src, i0->arg, 8);
 }
 // TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of K step kc are copied into stage kc % S of
-// two workgroup buffers while the warps multiply stage kc - 1's (copies for step kc + 1 are issued in step kc; three
-// stages make the one barrier a step enough: the stage written in step kc was last read in step kc - 2). A buffer
-// holds its operand k-major (rows of k) where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
+// two workgroup buffers, P = S - 2 steps ahead of the warps' mma on them (step kc issues step kc + P's copies, then
+// waits for step kc's). One barrier a step is enough: the stage written in step kc was last read in step kc - 2. A
+// buffer holds its operand k-major (rows of k) where the operand is contiguous along K, else m- or n-major (ldmatrix
+// .trans).
 inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
   DType dt = r->dtype;
-  const int64_t S = tc_stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
+  const int64_t S = t.stages, P = S - 2, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
   auto c = [&](int64_t v) { return const_int(dt, v); };
-  auto gm = make_range(tm.m->range_end() / bm, tm.m->range_id(), AxisType::LOOP, dt), gn = make_range(tm.n->range_end() / bn, tm.n->range_id(), AxisType::LOOP, dt);
+  // one loop axis numbers the blocks; blocks next to each other take up to 8 row tiles of one column tile, so the
+  // blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger than an H100's L2)
+  int64_t mb = tm.m->range_end() / bm, nb = tm.n->range_end() / bn, g8 = 8;
+  while (mb % g8) g8 /= 2;
+  auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
+  auto gm = idiv(blk, g8 * nb) * g8 + mod(in_group, g8), gn = idiv(in_group, g8);
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
@@ -221,14 +229,19 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     return out;
   };
   // BARRIER's arg: the copy groups that may stay in flight (cp.async.wait_group) before the workgroup syncs
-  auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), int64_t(S - 2)); };
-  std::vector<UOpRef> first;
-  for (auto& sd : sides) for (auto& x : copies(sd, c(0), c(0), nullptr)) first.push_back(x);
-  std::vector<UOpRef> step{barrier(first)};
-  auto next = kc + 1, clamped = alu(Ops::WHERE, {lt(next, nk), next, c(nk - 1)});  // the last step copies nothing
+  auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), P); };
+  UOpRef before;  // steps 0 to P - 1 are copied before the loop, a group each
+  for (int64_t j = 0; j < std::min(P, nk); j++) {
+    std::vector<UOpRef> first;
+    if (before) first.push_back(before);
+    for (auto& sd : sides) for (auto& x : copies(sd, c(j), c(j), nullptr)) first.push_back(x);
+    before = barrier(first);
+  }
+  std::vector<UOpRef> step{before};
+  auto next = kc + P, clamped = alu(Ops::WHERE, {lt(next, nk), next, c(nk - 1)});  // the last P steps copy nothing
   for (auto& sd : sides) for (auto& x : copies(sd, clamped, mod(next, S), lt(next, nk))) step.push_back(x);
   auto ready = barrier(step);
-  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's 8x16 tile (.x2, 4 halves a lane); the arg: .trans
+  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: .trans
   auto frag = [&](Side& sd, const UOpRef& i, const UOpRef& k, int64_t vc) {
     auto o = sd.kmajor ? i * t.bk + k : k * sd.rows + i;
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * (sd.rows * t.bk) + tc_swizzle(o, sd.kmajor ? t.bk : sd.rows))});
@@ -242,10 +255,11 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
                           : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
   }
-  for (int64_t u = 0; u < t.tn; u++) {
-    auto base = wn * (t.tn * 8) + c(u * 8);
-    fb.push_back(B.kmajor ? frag(B, base + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, 4)
-                          : frag(B, base, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, 4));
+  for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
+    auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
+    int64_t vc = t.tn - u > 1 ? 8 : 4;
+    fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
+                          : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
   }
   auto rarg = tm.red->varg();
   rarg[0] = int64_t(Ops::WMMA);
@@ -253,7 +267,8 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   std::vector<UOpRef> stores;
   for (int64_t um = 0; um < t.tm; um++)
     for (int64_t un = 0; un < t.tn; un++) {
-      auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un)]}, int64_t(tm.dt), 4);
+      // the arg: the dtype, and at bit 16 whether B's registers are the second half of its fragment load
+      auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un / 2)]}, int64_t(tm.dt) | (un % 2) << 16, 4);
       auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc, ks}, rarg, 4);
       for (int64_t e = 0; e < 4; e++) {
         std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
@@ -654,10 +669,11 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
             if (r->range_end() % tile != 0) try { k.apply({OptOp::PADTO, r->range_id(), tile}); break; } catch (const KernelOptError&) {}
       }
       UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id()), pre = k.sink();
-      // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first
+      // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
+      // 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest on an H100 (float16 GEMM 4096: 326 TFLOP/s, 8192: 385)
       auto found = tc_match(pre, rr);
       if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
-        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{1, 2, 3, 4}) {
+        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{10, 2, 3, 4}) {
           if (a >= int64_t(std::size(tc_tiles))) break;
           const TcTile& t = tc_tiles[a];
           int64_t blocks = f->m->range_end() / (t.wm * t.tm * 16) * (f->n->range_end() / (t.wn * t.tn * 8));

@@ -24,6 +24,10 @@ struct Renderer {
 
 class CStyleRenderer : public Renderer {
  public:
+  // a raw workgroup buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
+  static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
+  // the dynamic workgroup memory a raw buffer takes (GPU renderers place raw buffers there, 16-byte aligned)
+  static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
   // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix)
   static constexpr const char* kHalfC =
       "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
@@ -56,7 +60,6 @@ class CStyleRenderer : public Renderer {
     bool math_f = true;            // a float's math function ends in f
     const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
     const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
-    std::string smem_align;         // before a raw workgroup buffer's type (16-byte copies and fragment loads)
   } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
 
   // what the rules see and write while one kernel renders
@@ -68,6 +71,7 @@ class CStyleRenderer : public Renderer {
     std::set<std::string> typedefs;
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
+    int64_t smem = 0;               // dynamic workgroup memory handed out (bytes)
     bool uses_half = false, uses_bf16 = false, uses_double = false;
     std::unordered_map<std::string, int> counts;
     std::unordered_map<std::string, std::vector<std::string>> lanes;  // a rendered vector literal -> its lanes
@@ -172,7 +176,6 @@ class CStyleRenderer : public Renderer {
     return info(dt).cname;
   }
   // how an element is stored in memory (a bool in a byte: loads read any nonzero byte as true)
-  static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
   virtual std::string storage_type(DType dt) const {
     if (dt == DType::Float16 || dt == DType::BFloat16) return "unsigned short";
     if (dt == DType::Bool) return scalar_type(DType::UInt8);
@@ -366,7 +369,7 @@ inline CStyleRenderer::CStyleRenderer() {
        c.r[&x] = cat("temp", x.varg()[0]);
        // a raw buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
        std::string T = raw_local(x) || x.dtype == DType::Bool ? storage_type(x.dtype == DType::Bool ? DType::UInt8 : x.dtype) : scalar_type(x.dtype);
-       c.line(cat(lang.smem_prefix, raw_local(x) ? lang.smem_align : "", T, " ", c.r[&x], "[", x.varg()[1], "];"));
+       c.line(cat(lang.smem_prefix, T, " ", c.r[&x], "[", x.varg()[1], "];"));
      }},
     {Ops::BARRIER, [this](Ctx& c, const UOp&) { c.line(lang.barrier); }},
     {Ops::SPECIAL, [this](Ctx& c, const UOp& x) {
@@ -510,7 +513,14 @@ class CUDARenderer : public GPURenderer {
     // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
     // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
     // accumulator with one mma.sync per step
-    lang.smem_align = "__align__(16) ";
+    // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
+    rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
+      if (!raw_local(x)) return base(c, x);
+      if (c.smem == 0) c.line("extern __shared__ __align__(16) unsigned char tg_dsmem[];");
+      std::string T = storage_type(x.dtype), v = c.r[&x] = cat("temp", x.varg()[0]);
+      c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
+      c.smem += dynamic_smem(x);
+    };
     // a staged TC tile (opt.hpp's tc_stage): a STORE of an address into workgroup memory copies the 16 bytes there
     // (cp.async; a gate on the source fills zeros, one on the destination skips the copy), a vector LOAD from
     // workgroup memory is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 1: .trans), and a BARRIER with an
@@ -537,7 +547,7 @@ class CUDARenderer : public GPURenderer {
       std::string t = mma_type(x);
       std::vector<std::string> regs;
       if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
-        for (int p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4, "]"));
+        for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * (x.iarg() >> 16 & 1), "]"));
         c.r[&x] = join(regs);
         c.typedefs.insert(mma_fns(t));
         return;

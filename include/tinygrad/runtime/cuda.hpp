@@ -106,6 +106,7 @@ struct CudaApi {
   int (*cuModuleUnload)(H);
   int (*cuModuleGetFunction)(H*, H, const char*);
   int (*cuLaunchKernel)(H, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, H, void**, void**);
+  int (*cuFuncSetAttribute)(H, int, int);
   int (*cuEventCreate)(H*, unsigned);
   int (*cuEventRecord)(H, H);
   int (*cuEventSynchronize)(H);
@@ -132,6 +133,7 @@ struct CudaApi {
     load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib); load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
     load_sym(l, cuModuleLoadData, "cuModuleLoadData", lib); load_sym(l, cuModuleUnload, "cuModuleUnload", lib);
     load_sym(l, cuModuleGetFunction, "cuModuleGetFunction", lib); load_sym(l, cuLaunchKernel, "cuLaunchKernel", lib);
+    load_sym(l, cuFuncSetAttribute, "cuFuncSetAttribute", lib);
     load_sym(l, cuEventCreate, "cuEventCreate", lib); load_sym(l, cuEventRecord, "cuEventRecord", lib);
     load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
@@ -183,6 +185,9 @@ class CUDAProgram : public Program {
     d_->api->check(d_->api->cuModuleLoadData(&mod_, bin.c_str()), "cuModuleLoadData");
     d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
     for (size_t i = 0; i < 3; i++) dims_[i] = unsigned(launch.global[i]), dims_[i + 3] = unsigned(launch.local[i]);
+    smem_ = unsigned(launch.smem);
+    // past 48 KB a kernel's dynamic workgroup memory needs the opt-in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    if (smem_ > 48 * 1024) d_->api->check(d_->api->cuFuncSetAttribute(fn_, 8, int(smem_)), "cuFuncSetAttribute (workgroup memory)");
     d_->api->cuEventCreate(&ev_[0], 0);
     d_->api->cuEventCreate(&ev_[1], 0);
   }
@@ -194,7 +199,7 @@ class CUDAProgram : public Program {
   }
   // the launch as a graph node's parameters (params: pointers to the arguments)
   CudaApi::KernelNode node(void** params) const {
-    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, 0, params, nullptr};
+    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
   }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
     auto& a = *d_->api;
@@ -202,7 +207,7 @@ class CUDAProgram : public Program {
     std::vector<void*> args(bufs.size());
     for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
-    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], 0, nullptr, args.data(), nullptr), "cuLaunchKernel");
+    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr), "cuLaunchKernel");
     if (!wait) return 0;
     a.cuEventRecord(ev_[1], nullptr);
     a.check(a.cuEventSynchronize(ev_[1]), "kernel execution");
@@ -214,7 +219,7 @@ class CUDAProgram : public Program {
  private:
   std::shared_ptr<CudaDevice> d_;
   void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
-  unsigned dims_[6];
+  unsigned dims_[6], smem_ = 0;
 };
 
 // TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before

@@ -118,8 +118,9 @@ struct LaunchDims {
   int64_t threads = 1;                      // CPU: cores (the THREAD axis)
   std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z
   std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
+  int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
   bool operator==(const LaunchDims&) const = default;
-  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2]); }
+  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2], smem ? cat(" smem ", smem) : ""); }
 };
 // the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
 struct LaunchLimits {
