@@ -7,6 +7,7 @@
 //      cuDNN (bench/torch_conv_peer.py; float32, TF32 off, cudnn.benchmark; no peer column when it is not installed)
 // Bandwidth counts bytes read + written. Exits 0 with a message where no CUDA GPU is usable.
 //   bench_gpu           every section on CUDA
+//   bench_gpu beam      GEMM float16 4096, float32 4096 and 1024 with BEAM=2 (search time, TFLOP/s) vs cuBLAS
 //   bench_gpu conv      section 4 alone, on DEV (default CUDA; DEV=CPU BS=16 runs it on the CPU)
 //   bench_gpu --tune    every section, then kernel times of other opt lists
 #include <tinygrad.hpp>
@@ -73,11 +74,69 @@ void conv_rows(const std::string& D) {
     else std::printf(" | PyTorch %8.1f us %7.2f TFLOP/s | ratio %.2fx (target >= 0.5x)\n", pt * 1e6, flop / pt / 1e12, pt / t);
   }
 }
+// 2. GEMM vs cuBLAS (cublasGemmEx: same dtypes in and out, float32 accumulation, TF32 off); beam: BEAM=2 on a few
+// sizes, with the search's time (the caller gives the process a fresh CACHEDIR, so the search runs)
+void gemm_rows(const std::string& D, bool beam) {
+  void* lib = tinygrad::detail::dlopen_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"});
+  int (*create)(void**) = nullptr;
+  int (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int, int, int, int) = nullptr;
+  void* h = nullptr;
+  if (lib) {
+    tinygrad::detail::load_sym(lib, create, "cublasCreate_v2", "libcublas");
+    tinygrad::detail::load_sym(lib, gemm_ex, "cublasGemmEx", "libcublas");
+    create(&h);
+  } else std::printf("GEMM: libcublas not found: no peer column\n");
+  using tinygrad::DType;
+  struct Row { DType dt; int n; const char* target; bool tf32 = false; };
+  std::vector<Row> rows{{DType::Float32, 1024, ">= 0.7x"}, {DType::Float32, 4096, ">= 0.8x BEAM"}, {DType::Float16, 4096, ">= 0.5x"},
+                        {DType::Float16, 8192, ">= 0.5x"}, {DType::BFloat16, 4096, ">= 0.5x"}, {DType::BFloat16, 8192, ">= 0.5x"},
+                        {DType::Float32, 4096, "(TF32 on both)", true}};
+  if (beam) rows = {{DType::Float16, 4096, ">= 0.8x (stretch)"}, {DType::Float32, 4096, ">= 0.8x"}, {DType::Float32, 1024, ">= 0.7x"}};
+  for (auto [dt, N, target, tf32] : rows) {
+    // TF32 changes the kernel the cached float32 program was built as: drop the cache
+    if (tf32 != tinygrad::flags().tf32) { tinygrad::flags().tf32 = tf32; tinygrad::clear_program_cache(); }
+    Tensor a = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize(), b = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize();
+    Tensor c;
+    auto mm = [&] { c = a.matmul(b).realize(); };
+    std::optional<tinygrad::BeamScope> scope;  // the matmul's kernel alone is searched
+    if (beam) scope.emplace(2);
+    double t0 = now();
+    mm();
+    gpu_sync();
+    double first = now() - t0, t = best_time(5, mm), flop = 2.0 * N * N * double(N);
+    scope.reset();
+    std::printf("GEMM %-8s %5d%s%s: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, tf32 ? " TF32" : "", beam ? " BEAM=2" : "", flop / t / 1e12);
+    if (beam) std::printf(" (search and first run %.1f s)", first);
+    if (!h) { std::printf("\n"); continue; }
+    int cdt = dt == DType::Float32 ? 0 : dt == DType::Float16 ? 2 : 14;  // CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
+    Tensor cb = Tensor::empty({N, N}, dt, D);
+    float one = 1, zero = 0;
+    // row-major C = A B is column-major C^T = B^T A^T; CUBLAS_COMPUTE_32F (68): no TF32, float32 accumulation;
+    // CUBLAS_COMPUTE_32F_FAST_TF32 (77) for the TF32 row
+    auto run = [&] { gemm_ex(h, 0, 0, N, N, N, &one, dev_ptr(b), cdt, N, dev_ptr(a), cdt, N, &zero, dev_ptr(cb), cdt, N, tf32 ? 77 : 68, -1); };
+    run();
+    double tb = best_time(5, run);
+    auto mine = c.cast(DType::Float32).to("CPU").to_vector<float>(), ref = cb.cast(DType::Float32).to("CPU").to_vector<float>();
+    double err = 0, scale = 0;
+    for (size_t i = 0; i < mine.size(); i += 997) { err = std::max(err, double(std::abs(mine[i] - ref[i]))); scale = std::max(scale, double(std::abs(ref[i]))); }
+    std::printf(" | cuBLAS %7.2f | ratio %.3fx (target %s) | max |diff| %.2g of %.3g\n", flop / tb / 1e12, tb / t, target, err, scale);
+  }
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   bool tune = argc > 1 && std::string(argv[1]) == "--tune";
+  if (argc > 1 && std::string(argv[1]) == "beam") {
+    // a fresh cache: the searches run (their results are cached per kernel on disk)
+    char dir[] = "/tmp/tg_beam_XXXXXX";
+    if (!::mkdtemp(dir)) return 1;
+    ::setenv("CACHEDIR", dir, 1);
+    tinygrad::flags().dev = "CUDA";
+    try { tinygrad::runtime("CUDA"); } catch (const tinygrad::Error& e) { std::printf("bench_gpu beam: no CUDA GPU (%s)\n", e.what()); return 0; }
+    gemm_rows("CUDA", true);
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "conv") {
     std::string d = pin_device("CUDA");
     try { tinygrad::runtime(d); } catch (const tinygrad::Error& e) { std::printf("bench_gpu conv: device %s not usable (%s)\n", d.c_str(), e.what()); return 0; }
@@ -109,45 +168,7 @@ int main(int argc, char** argv) {
                 rgbs_all / (mgbs / 2), rgbs_rows / (mgbs / 2));
   }
 
-  // ---- 2. GEMM vs cuBLAS (cublasGemmEx: same dtypes in and out, float32 accumulation, TF32 off) ----
-  {
-    void* lib = tinygrad::detail::dlopen_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"});
-    int (*create)(void**) = nullptr;
-    int (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int, int, int, int) = nullptr;
-    void* h = nullptr;
-    if (lib) {
-      tinygrad::detail::load_sym(lib, create, "cublasCreate_v2", "libcublas");
-      tinygrad::detail::load_sym(lib, gemm_ex, "cublasGemmEx", "libcublas");
-      create(&h);
-    } else std::printf("GEMM: libcublas not found: no peer column\n");
-    using tinygrad::DType;
-    struct Row { DType dt; int n; const char* target; bool tf32 = false; };
-    for (auto [dt, N, target, tf32] : {Row{DType::Float32, 1024, ">= 0.7x"}, Row{DType::Float32, 4096, ">= 0.8x BEAM"}, Row{DType::Float16, 4096, ">= 0.5x"},
-                                       Row{DType::Float16, 8192, ">= 0.5x"}, Row{DType::BFloat16, 4096, ">= 0.5x"}, Row{DType::BFloat16, 8192, ">= 0.5x"},
-                                       Row{DType::Float32, 4096, "(TF32 on both)", true}}) {
-      // TF32 changes the kernel the cached float32 program was built as: drop the cache
-      if (tf32 != tinygrad::flags().tf32) { tinygrad::flags().tf32 = tf32; tinygrad::clear_program_cache(); }
-      Tensor a = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize(), b = Tensor::rand({N, N}, DType::Float32, D).cast(dt).realize();
-      Tensor c;
-      auto mm = [&] { c = a.matmul(b).realize(); };
-      mm();
-      double t = best_time(5, mm), flop = 2.0 * N * N * double(N);
-      std::printf("GEMM %-8s %5d%s: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, tf32 ? " TF32" : "", flop / t / 1e12);
-      if (!h) { std::printf("\n"); continue; }
-      int cdt = dt == DType::Float32 ? 0 : dt == DType::Float16 ? 2 : 14;  // CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
-      Tensor cb = Tensor::empty({N, N}, dt, D);
-      float one = 1, zero = 0;
-      // row-major C = A B is column-major C^T = B^T A^T; CUBLAS_COMPUTE_32F (68): no TF32, float32 accumulation;
-      // CUBLAS_COMPUTE_32F_FAST_TF32 (77) for the TF32 row
-      auto run = [&] { gemm_ex(h, 0, 0, N, N, N, &one, dev_ptr(b), cdt, N, dev_ptr(a), cdt, N, &zero, dev_ptr(cb), cdt, N, tf32 ? 77 : 68, -1); };
-      run();
-      double tb = best_time(5, run);
-      auto mine = c.cast(DType::Float32).to("CPU").to_vector<float>(), ref = cb.cast(DType::Float32).to("CPU").to_vector<float>();
-      double err = 0, scale = 0;
-      for (size_t i = 0; i < mine.size(); i += 997) { err = std::max(err, double(std::abs(mine[i] - ref[i]))); scale = std::max(scale, double(std::abs(ref[i]))); }
-      std::printf(" | cuBLAS %7.2f | ratio %.3fx (target %s) | max |diff| %.2g of %.3g\n", flop / tb / 1e12, tb / t, target, err, scale);
-    }
-  }
+  gemm_rows(D, false);
 
   // ---- 3. eager overhead per op vs a bare launch ----
   {

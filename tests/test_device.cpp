@@ -309,7 +309,7 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     CHECK_THAT(why(k, {OptOp::TC, r, 99}), Contains("a tile shape, 0 to 13"));
     CHECK_THAT(why(kn, {OptOp::TC, r, 0}), Contains("no tensor cores"));
     CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 0}), {OptOp::UNROLL, r, 2}), Contains("only UPCAST, LOCAL and SWAP"));
-    CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 4}), {OptOp::UPCAST, 0, 2}), Contains("after a staged TC"));
+    CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 4}), {OptOp::UPCAST, 0, 2}), Contains("a staged TC"));
     Tensor f = Tensor::empty({64, 64}, DType::Float32, "CPU");
     tinygrad::Kernel kf(kernels_of(f.matmul(f))[0].ast, ren);
     CHECK(why(kf, {OptOp::TC, r, 0}) == "accepted");
@@ -352,5 +352,89 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
       tinygrad::flags().tc_stage = stage;
       tinygrad::clear_program_cache();
       check_values(cases[i]);
+    }
+}
+
+TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.async), every tile shape, match float64", "[device][cuda][tc]") {
+  using tinygrad::Opt;
+  using tinygrad::OptOp;
+  struct Case { std::string name; tinygrad::Shape a, b; bool at, bt, bias; };
+  std::vector<Case> cases{{"256x128 @ 128x256", {256, 128}, {128, 256}, false, false, false},
+                          {"A.T 128x64 @ W.T 64x128, bias and relu (both copied a value at a time)", {64, 128}, {128, 64}, true, true, true},
+                          {"batched 2x128x32 @ 2x32x128", {2, 128, 32}, {2, 32, 128}, false, false, false},
+                          {"odd 100x60 @ 60x70 (no tile divides it)", {100, 60}, {60, 70}, false, false, false}};
+  struct Restore {
+    int tile = tinygrad::flags().tile;
+    ~Restore() { tinygrad::flags().tile = tile; tinygrad::clear_program_cache(); }
+  } restore;
+  auto build = [](const Case& c, const std::string& dev) {
+    Tensor::manual_seed(7);
+    Tensor a = (Tensor::rand(c.a, DType::Float32, "CPU") - 0.5).to(dev).realize(), b = (Tensor::rand(c.b, DType::Float32, "CPU") - 0.5).to(dev).realize();
+    Tensor bias = (Tensor::rand({c.bt ? c.b[c.b.size() - 2] : c.b.back()}, DType::Float32, "CPU") - 0.5).to(dev).realize();
+    Tensor y = (c.at ? a.transpose(-1, -2) : a).matmul(c.bt ? b.transpose(-1, -2) : b);
+    if (c.bias) y = (y + bias).relu();
+    return std::tuple{a, b, bias, y};
+  };
+  auto tile_of = [](const std::vector<Opt>& os) {
+    for (auto& o : os) if (o.op == OptOp::TILE) return o.amt;
+    return int64_t(0);
+  };
+  if (tinygrad::detail::nvrtc()) {
+    tinygrad::CUDARenderer ren(true);
+    tinygrad::NVRTCCompiler nv("compute_90");
+    for (auto& c : cases) {
+      INFO(c.name);
+      auto [a, b, bias, y] = build(c, "CPU");
+      auto k = kernels_of(y).at(0);
+      tinygrad::flags().tile = 5;
+      bool odd = c.name.find("odd") != std::string::npos;
+      CHECK((tile_of(tinygrad::to_program(k.ast, ren).opts) > 0) == !odd);
+      for (int t = 1; t < 8; t++) {
+        tinygrad::flags().tile = t;
+        auto p = tinygrad::to_program(k.ast, ren);
+        if (tile_of(p.opts) != t) continue;
+        INFO("tile " << t);
+        std::string ptx = nv.compile(p.src);
+        CHECK_THAT(ptx, Contains("cp.async") && Contains("ld.shared.v4.f32"));
+      }
+    }
+    // the heuristic's choice: 64 x 64 tiles where they leave 64 blocks or more
+    tinygrad::flags().tile = -1;
+    Tensor x = Tensor::empty({512, 64}, DType::Float32, "CPU"), w = Tensor::empty({64, 512}, DType::Float32, "CPU");
+    CHECK(tile_of(tinygrad::to_program(kernels_of(x.matmul(w)).at(0).ast, ren).opts) == 5);
+    CHECK(tile_of(tinygrad::to_program(kernels_of(std::get<3>(build(cases[0], "CPU"))).at(0).ast, ren).opts) == 0);  // 32 blocks
+    tinygrad::Kernel k(kernels_of(std::get<3>(build(cases[0], "CPU"))).at(0).ast, ren);
+    int64_t r = -1;
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
+    auto why = [](tinygrad::Kernel kk, const Opt& o) { try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); } };
+    CHECK(why(k, {OptOp::TILE, r, 1}) == "accepted");
+    CHECK_THAT(why(k, {OptOp::TILE, r, 0}), Contains("a tile shape, 1 to 7"));
+    CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TILE, r, 1}), {OptOp::UPCAST, 0, 2}), Contains("after TILE"));
+    tinygrad::CUDARenderer no_async(false);
+    CHECK_THAT(why(tinygrad::Kernel(k.ast(), no_async), {OptOp::TILE, r, 1}), Contains("asynchronous copies"));
+    Tensor h = Tensor::empty({128, 128}, DType::Float16, "CPU");
+    CHECK_THAT(why(tinygrad::Kernel(kernels_of(h.matmul(h)).at(0).ast, ren), {OptOp::TILE, r, 1}), Contains("float32 operands"));
+  } else WARN("libnvrtc not found: TILE rendering checks skipped");
+  if (!has_device("CUDA")) { WARN("CUDA is not available here: TILE value checks skipped"); return; }
+  for (auto& c : cases)
+    for (int t : {-1, 0, 1, 2, 3, 4, 5, 6, 7}) {
+      INFO(c.name << ", tile " << t);
+      tinygrad::flags().tile = t;
+      tinygrad::clear_program_cache();
+      auto [a, b, bias, y] = build(c, "CUDA");
+      auto ha = a.to("CPU").to_vector<float>(), hb = b.to("CPU").to_vector<float>(), hbias = bias.to("CPU").to_vector<float>(), got = y.to("CPU").to_vector<float>();
+      size_t d = c.a.size();
+      int64_t batch = d == 3 ? c.a[0] : 1, M = c.at ? c.a[d - 1] : c.a[d - 2], K = c.at ? c.a[d - 2] : c.a[d - 1], N = c.bt ? c.b[d - 2] : c.b[d - 1];
+      size_t bad = 0;
+      for (int64_t q = 0; q < batch; q++)
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < N; j++) {
+            double s = 0;
+            for (int64_t kk = 0; kk < K; kk++)
+              s += double(ha[size_t(q * M * K + (c.at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (c.bt ? j * K + kk : kk * N + j))];
+            if (c.bias) s = std::max(0.0, s + hbias[size_t(j)]);
+            bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= 1e-5 * (1 + std::abs(s)));
+          }
+      CHECK(bad == 0);
     }
 }

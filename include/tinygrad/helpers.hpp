@@ -167,6 +167,7 @@ struct Flags {
   // the heuristic's tensor-core tile (TC's amount): -1 its choice, 0 fragments loaded from memory (no staged tile),
   // n > 0 tile n where it fits (comparisons and tests; kernels already built are cached: clear_program_cache())
   int tc_stage = int(getenv_int("TC_STAGE", -1));
+  int tile = int(getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
   std::string dev = getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }

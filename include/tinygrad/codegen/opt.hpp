@@ -15,12 +15,12 @@
 namespace tinygrad {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC };
-inline constexpr OptOp last_optop = OptOp::TC;
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE };
+inline constexpr OptOp last_optop = OptOp::TILE;
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
   std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC"};
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
@@ -112,7 +112,8 @@ inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRe
 // 16, n of 8, r of 16 (PADTO first where not). Returns the match, or why there is none.
 struct TcMatch { UOpRef red, a, b, m, n; DType dt; };
 inline int64_t tc_k(DType dt) { return dt == DType::Float32 ? 8 : 16; }  // m16n8k16 for half types, m16n8k8 for TF32
-inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r, bool tiles = true) {  // tiles: sizes checked
+// (simt: TILE's match, float32 operands; tiles: the sizes are checked)
+inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r, bool tiles = true, bool simt = false) {
   using R = std::variant<TcMatch, std::string>;
   TcMatch t;
   for (auto& u : toposort(sink))
@@ -129,7 +130,8 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   if (p->op == Ops::CAST) p = p->src[0];
   if (p->op != Ops::MUL) return R(std::string("the reduce's terms are no product"));
   t.a = peel(p->src[0]), t.b = peel(p->src[1]), t.dt = t.a->dtype;
-  bool tf32 = t.dt == DType::Float32 && flags().tf32;
+  bool tf32 = t.dt == DType::Float32 && (flags().tf32 || simt);
+  if (simt && t.dt != DType::Float32) return R(std::string("TILE multiplies float32 operands (float16 and bfloat16 take TC)"));
   if ((t.dt != DType::Float16 && t.dt != DType::BFloat16 && !tf32) || t.b->dtype != t.dt)
     return R(std::string("the product's operands are not both float16 or both bfloat16 (float32: only with TF32=1 / flags().tf32)"));
   if (valid) for (UOpRef* x : {&t.a, &t.b}) *x = alu(Ops::WHERE, {valid, *x, const_uop(t.dt, 0)});
@@ -166,86 +168,130 @@ inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl) {
   auto key = mod(idiv(o, rl >= 64 ? rl : 64), 8);
   return idiv(o, 64) * 64 + alu(Ops::XOR, {mod(idiv(o, 8), 8), key}) * 8 + mod(o, 8);
 }
-// the 8 values of a chunk as one 16-byte copy: loads of 8 neighbouring elements of one buffer, 16-byte aligned,
-// under one gate. Returns the source address (an INDEX of 8 elements), or null: the chunk is copied value by value
-inline UOpRef tc_async_source(const std::vector<UOpRef>& v) {
+// the copy of a chunk of values (v: the chunk's values, neighbours in the workgroup buffer) as one asynchronous copy
+// of its bytes: loads of neighbouring elements of one buffer, aligned to the chunk's size, under one gate (a copy is
+// 4, 8 or 16 bytes). Returns the source address (an INDEX of v.size() elements), or null: copy value by value
+inline UOpRef async_source(const std::vector<UOpRef>& v) {
   auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->src[0]->src[0]->op == Ops::DEFINE_GLOBAL && x->src[0]->vcount == 1; };
-  if (!plain(v[0])) return nullptr;
+  int64_t n = int64_t(v.size()), bytes = n * itemsize(v[0]->dtype);
+  if (!plain(v[0]) || (bytes != 4 && bytes != 8 && bytes != 16)) return nullptr;
   const UOpRef& i0 = v[0]->src[0];
-  for (size_t e = 1; e < v.size(); e++) {
-    if (!plain(v[e])) return nullptr;
-    const UOpRef& ie = v[e]->src[0];
+  for (int64_t e = 1; e < n; e++) {
+    if (!plain(v[size_t(e)])) return nullptr;
+    const UOpRef& ie = v[size_t(e)]->src[0];
     if (ie->src[0] != i0->src[0] || ie->src.size() != i0->src.size() || (ie->src.size() > 2 && ie->src[2] != i0->src[2])) return nullptr;
     if (!simplify(ie->src[1] - i0->src[1])->is_const(double(e))) return nullptr;
   }
-  if (!simplify(mod(i0->src[1], 8))->is_const(0)) return nullptr;
-  return make_uop(Ops::INDEX, i0->dtype, i0->src, i0->arg, 8);
+  if (n > 1 && !simplify(mod(i0->src[1], n))->is_const(0)) return nullptr;
+  return make_uop(Ops::INDEX, i0->dtype, i0->src, i0->arg, int(n));
 }
-// TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of K step kc are copied into stage kc % S of
-// two workgroup buffers, P = S - 2 steps ahead of the warps' mma on them (step kc issues step kc + P's copies, then
-// waits for step kc's). One barrier a step is enough: the stage written in step kc was last read in step kc - 2. A
-// buffer holds its operand k-major (rows of k) where the operand is contiguous along K, else m- or n-major (ldmatrix
-// .trans).
-inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
-  DType dt = r->dtype;
-  const int64_t S = t.stages, P = S - 2, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
+// one operand of a staged GEMM: its value x (over its output axis and the reduce axis r), the block's first row or
+// column (block), the tile's rows (bm or bn), its layout in the workgroup buffer, and the buffer
+struct StagedSide {
+  UOpRef x, axis, block;
+  int64_t rows;
+  bool kmajor;        // the buffer holds rows of k (else rows of m or n)
+  int64_t pitch;      // elements from one row of the buffer to the next
+  bool swizzle;       // 2-byte tiles for ldmatrix: chunks XORed (tc_swizzle), else padded rows
+  int64_t stage = 0;  // elements a stage
+  UOpRef buf;
+  UOpRef at(const UOpRef& i, const UOpRef& k) const {  // element (i, k) within a stage
+    UOpRef o = kmajor ? i * pitch + k : k * pitch + i;
+    return swizzle ? tc_swizzle(o, pitch) : o;
+  }
+};
+// the block's stores of step `step` of a side into stage `stage` (gate: null, or whether the copies happen), by T
+// threads (tid): 16-byte chunks along the buffer's rows where the operand is contiguous there, else one value at a time,
+// neighbouring threads taking neighbouring elements of the operand's memory (along k where it walks K contiguously)
+inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& step,
+                                         const UOpRef& stage, const UOpRef& gate) {
+  DType dt = tid->dtype;
   auto c = [&](int64_t v) { return const_int(dt, v); };
-  // one loop axis numbers the blocks; blocks next to each other take up to 8 row tiles of one column tile, so the
-  // blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger than an H100's L2)
+  auto value = [&](const UOpRef& i, const UOpRef& k) { return simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * bk + k}})); };
+  auto dst = [&](const UOpRef& i, const UOpRef& k, int vc) {
+    std::vector<UOpRef> src{sd.buf, simplify(stage * sd.stage + sd.at(i, k))};
+    if (gate) src.push_back(gate);
+    return make_uop(Ops::INDEX, sd.x->dtype, src, {}, vc);
+  };
+  std::vector<UOpRef> out;
+  int64_t E = 16 / itemsize(sd.x->dtype), rl = sd.kmajor ? bk : sd.rows;  // a chunk's elements, a row's
+  bool along_k = sd.x->op == Ops::LOAD && stride_class(sd.x->src[0]->src[1], r) == 1;
+  if (sd.kmajor == along_k || sd.swizzle) {
+    for (int64_t j = 0; j < sd.rows * bk / E / T; j++) {
+      auto chunk = tid + c(j * T), row = idiv(chunk, rl / E), col = mod(chunk, rl / E) * E;
+      std::vector<UOpRef> v;
+      for (int64_t e = 0; e < E; e++) v.push_back(sd.kmajor ? value(row, col + c(e)) : value(col + c(e), row));
+      auto i = sd.kmajor ? row : col, k = sd.kmajor ? col : row;
+      if (auto from = async_source(v)) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, int(E)), from}));
+      else for (int64_t e = 0; e < E; e++) out.push_back(make_uop(Ops::STORE, DType::Bool, {sd.kmajor ? dst(i, k + c(e), 1) : dst(i + c(e), k, 1), v[size_t(e)]}));
+    }
+    return out;
+  }
+  for (int64_t j = 0; j < sd.rows * bk / T; j++) {  // the buffer's rows cross the operand's memory: one value a copy
+    auto el = tid + c(j * T), i = along_k ? idiv(el, bk) : mod(el, sd.rows), k = along_k ? mod(el, bk) : idiv(el, sd.rows);
+    auto v = value(i, k);
+    auto from = async_source({v});
+    out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, 1), from ? from : v}));
+  }
+  return out;
+}
+// the copies of a staged GEMM's K steps kc (nk of them) into S stages, P = S - 2 steps ahead of the compute: steps
+// 0 to P - 1 before the loop (a copy group each), step kc + P in step kc. Returns the barrier after which stage kc % S
+// holds step kc's tiles. One barrier a step is enough: the stage written in step kc was last read in step kc - 2.
+template <class Copies>
+UOpRef staged_pipeline(const UOpRef& kc, int64_t nk, int64_t S, Copies&& copies) {
+  DType dt = kc->dtype;
+  int64_t P = S - 2, Q = std::min(P, nk);  // Q: the copy groups issued after step kc's by the time step kc waits
+  // BARRIER's arg: the copy groups that may stay in flight (cp.async.wait_group) before the workgroup syncs
+  auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), Q); };
+  UOpRef before;
+  for (int64_t j = 0; j < Q; j++) {
+    std::vector<UOpRef> first = copies(const_int(dt, j), const_int(dt, j), UOpRef());
+    if (before) first.push_back(before);
+    before = barrier(first);
+  }
+  auto next = kc + P, clamped = alu(Ops::WHERE, {lt(next, nk), next, const_int(dt, nk - 1)});  // the last P steps copy nothing
+  std::vector<UOpRef> step = copies(clamped, mod(next, S), lt(next, nk));
+  step.push_back(before);
+  return barrier(step);
+}
+// the blocks of a staged GEMM as one loop axis (the m axis's id): blocks next to each other take up to 8 row tiles
+// of one column tile, so the blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger
+// than an H100's L2). Returns the block's row tile and column tile
+inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int64_t bn, DType dt) {
   int64_t mb = tm.m->range_end() / bm, nb = tm.n->range_end() / bn, g8 = 8;
   while (mb % g8) g8 /= 2;
   auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
-  auto gm = idiv(blk, g8 * nb) * g8 + mod(in_group, g8), gn = idiv(in_group, g8);
+  return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
+}
+// TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of each K step pass through workgroup memory
+// (staged_pipeline); each warp multiplies its tm x tn mma tiles with fragments from ldmatrix. A buffer holds its
+// operand k-major where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
+inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
+  DType dt = r->dtype;
+  const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
-  struct Side { UOpRef x, axis, block; int64_t rows; bool kmajor; UOpRef buf; };
-  Side sides[2] = {{tm.a, tm.m, gm, bm, true, nullptr}, {tm.b, tm.n, gn, bn, true, nullptr}};
+  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr}};
   for (int i = 0; i < 2; i++) {
-    Side& sd = sides[i];
+    StagedSide& sd = sides[i];
     if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
-    sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.rows * t.bk, 1});
+    sd.pitch = sd.kmajor ? t.bk : sd.rows;
+    sd.stage = sd.rows * t.bk;
+    sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.stage, 1});
   }
-  // the block's copies of step `step` into its stage (gate: null, or whether the copy happens)
-  auto copies = [&](Side& sd, const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
-    std::vector<UOpRef> out;
-    int64_t rl = sd.kmajor ? t.bk : sd.rows;
-    for (int64_t j = 0; j < sd.rows * t.bk / 8 / T; j++) {
-      auto chunk = tid + c(j * T), row = idiv(chunk, rl / 8), col = mod(chunk, rl / 8) * 8;
-      auto at = stage * (sd.rows * t.bk) + tc_swizzle(row * rl + col, rl);
-      std::vector<UOpRef> v;
-      for (int64_t e = 0; e < 8; e++) {
-        auto [i, k] = sd.kmajor ? std::pair{row, col + e} : std::pair{col + e, row};
-        v.push_back(simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * t.bk + k}})));
-      }
-      auto dst = [&](const UOpRef& a, int64_t vc) {
-        std::vector<UOpRef> src{sd.buf, simplify(a)};
-        if (gate) src.push_back(gate);
-        return make_uop(Ops::INDEX, sd.x->dtype, src, {}, vc);
-      };
-      if (auto from = tc_async_source(v)) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(at, 8), from}));
-      else for (int64_t e = 0; e < 8; e++) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(at + c(e), 1), v[size_t(e)]}));
-    }
-    return out;
-  };
-  // BARRIER's arg: the copy groups that may stay in flight (cp.async.wait_group) before the workgroup syncs
-  auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), P); };
-  UOpRef before;  // steps 0 to P - 1 are copied before the loop, a group each
-  for (int64_t j = 0; j < std::min(P, nk); j++) {
-    std::vector<UOpRef> first;
-    if (before) first.push_back(before);
-    for (auto& sd : sides) for (auto& x : copies(sd, c(j), c(j), nullptr)) first.push_back(x);
-    before = barrier(first);
-  }
-  std::vector<UOpRef> step{before};
-  auto next = kc + P, clamped = alu(Ops::WHERE, {lt(next, nk), next, c(nk - 1)});  // the last P steps copy nothing
-  for (auto& sd : sides) for (auto& x : copies(sd, clamped, mod(next, S), lt(next, nk))) step.push_back(x);
-  auto ready = barrier(step);
-  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: .trans
-  auto frag = [&](Side& sd, const UOpRef& i, const UOpRef& k, int64_t vc) {
-    auto o = sd.kmajor ? i * t.bk + k : k * sd.rows + i;
-    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * (sd.rows * t.bk) + tc_swizzle(o, sd.kmajor ? t.bk : sd.rows))});
-    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(!sd.kmajor), vc);
+  auto ready = staged_pipeline(kc, nk, S, [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
+    auto v = staged_copies(sides[0], r, t.bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, t.bk, T, tid, step, stage, gate);
+    v.insert(v.end(), w.begin(), w.end());
+    return v;
+  });
+  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
+  auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(sd.kmajor ? 1 : 2), vc);
   };
   auto& A = sides[0];
   auto& B = sides[1];
@@ -257,7 +303,7 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   }
   for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
     auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
-    int64_t vc = t.tn - u > 1 ? 8 : 4;
+    int vc = t.tn - u > 1 ? 8 : 4;
     fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
                           : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
   }
@@ -276,6 +322,56 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
                                                   {tm.n.get(), gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2}};
         for (auto& st : sink->src) stores.push_back(substitute(st, at));
       }
+    }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+// TILE's shapes (the opt's amount): a float32 GEMM without tensor cores, ty x tx threads a block, each a tm x tn
+// register tile (groups of 4 neighbouring rows and columns: vector reads of workgroup memory), bk of K a step,
+// `stages` steps held at once
+struct SimtTile { int64_t ty, tx, tm, tn, bk, stages; };
+inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8, 3},  {16, 16, 8, 8, 16, 3}, {8, 16, 8, 8, 8, 3},
+                                          {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4}};
+inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
+  int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  return "";
+}
+// TILE: per block, tiles of A (bm x bk) and B (bn x bk) pass through workgroup memory as in TC's staged tiles, both
+// held m- or n-major (rows padded by 4 elements: a row of k copied value by value hits 8 different banks); thread
+// (y, x) owns rows y * 4 + g * bm / (tm / 4) + i and columns x * 4 + g * bn / (tn / 4) + j: every K step, tm / 4 and
+// tn / 4 vector reads of 4 elements feed tm x tn multiply-adds
+inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const SimtTile& t) {
+  DType dt = r->dtype;
+  const int64_t S = t.stages, bm = t.ty * t.tm, bn = t.tx * t.tn, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.ty * t.tx;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  auto [gm, gn] = block_tiles(tm, bm, bn, dt);
+  auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
+  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
+  auto tid = ty * t.tx + tx;
+  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, false, bm + 4, false, (bm + 4) * t.bk, nullptr}, {tm.b, tm.n, gn, bn, false, bn + 4, false, (bn + 4) * t.bk, nullptr}};
+  for (int i = 0; i < 2; i++) sides[i].buf = make_uop(Ops::DEFINE_LOCAL, sides[i].x->dtype, {}, std::vector<int64_t>{i, S * sides[i].stage, 1});
+  auto ready = staged_pipeline(kc, nk, S, [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
+    auto v = staged_copies(sides[0], r, t.bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, t.bk, T, tid, step, stage, gate);
+    v.insert(v.end(), w.begin(), w.end());
+    return v;
+  });
+  // a thread's 4 neighbouring rows (columns) of group g at step ks: one vector read of workgroup memory
+  auto quad = [&](StagedSide& sd, const UOpRef& own, int64_t g, int64_t groups) {
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, {}, 4);
+  };
+  std::vector<UOpRef> qa, qb;
+  for (int64_t g = 0; g < t.tm / 4; g++) qa.push_back(quad(sides[0], ty, g, t.tm / 4));
+  for (int64_t g = 0; g < t.tn / 4; g++) qb.push_back(quad(sides[1], tx, g, t.tn / 4));
+  std::vector<UOpRef> stores;
+  for (int64_t i = 0; i < t.tm; i++)
+    for (int64_t j = 0; j < t.tn; j++) {
+      auto a = make_uop(Ops::GEP, tm.a->dtype, {qa[size_t(i / 4)]}, i % 4), b = make_uop(Ops::GEP, tm.b->dtype, {qb[size_t(j / 4)]}, j % 4);
+      auto acc = make_uop(Ops::REDUCE, tm.red->dtype, {a * b, kc, ks}, tm.red->arg);
+      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), acc},
+                                                {tm.m.get(), gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4)},
+                                                {tm.n.get(), gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4)}};
+      for (auto& st : sink->src) stores.push_back(substitute(st, at));
     }
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
@@ -320,6 +416,11 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
       m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
     }
     return m.at(grown.get());
+  }
+  if (o.op == OptOp::TILE) {
+    auto found = tc_match(sink, r, false, true);
+    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+    return simt_stage(sink, r, std::get<TcMatch>(found), simt_tiles[o.amt]);
   }
   if (o.op == OptOp::TC) {
     // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a WARP
@@ -467,7 +568,8 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1) : 1; return w; }
+  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1)
+                                                             : o.op == OptOp::TILE ? detail::simt_tiles[o.amt].ty * detail::simt_tiles[o.amt].tx : 1; return w; }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {
@@ -492,6 +594,7 @@ class Kernel {
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->tensor_cores) for (int64_t a = 0; a < int64_t(std::size(detail::tc_tiles)); a++) cand.push_back({OptOp::TC, id, a});
+        if (ren_->tensor_cores) for (int64_t a = 1; a < int64_t(std::size(detail::simt_tiles)); a++) cand.push_back({OptOp::TILE, id, a});
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
@@ -525,14 +628,23 @@ class Kernel {
     }
     bool tc = std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC; });
     if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
-    if (tc && o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC && p.amt > 0; }))
-      fail("after a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
-    if (o.op == OptOp::TC) {
-      if (!ren_->tensor_cores) fail("the device has no tensor cores");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail("TC comes first (after PADTO only)");
+    if (o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TILE || (p.op == OptOp::TC && p.amt > 0); }))
+      fail("after TILE or a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
+    if (o.op == OptOp::TC || o.op == OptOp::TILE) {
+      bool tile = o.op == OptOp::TILE;
+      // NOTE: TILE's copies are cp.async, as the staged TC tiles': NVIDIA sm_80 on, as tensor cores here
+      if (!ren_->tensor_cores) fail(tile ? "TILE needs asynchronous copies (CUDA sm_80 on)" : "the device has no tensor cores");
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail(cat(tile ? "TILE" : "TC", " comes first (after PADTO only)"));
       auto rs = ranges();
       auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
-      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail("TC needs a reduce axis");
+      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail(cat(tile ? "TILE" : "TC", " needs a reduce axis"));
+      if (tile) {
+        if (o.amt < 1 || o.amt >= int64_t(std::size(simt_tiles))) fail(cat("TILE's amount is a tile shape, 1 to ", std::size(simt_tiles) - 1));
+        auto found = tc_match(sink_, *it, false, true);
+        if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+        if (auto why = simt_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), simt_tiles[o.amt]); !why.empty()) fail(why);
+        return;
+      }
       if (o.amt < 0 || o.amt >= int64_t(std::size(tc_tiles))) fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
       auto found = tc_match(sink_, *it);
       if (auto* why = std::get_if<std::string>(&found)) fail(*why);
@@ -656,6 +768,19 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   // tensor cores: a float16/bfloat16 matmul-shaped reduce; 2 x 2 warps a block (they share A's and B's tiles through
   // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
   // (sizes that are not tile multiples are padded first: PADTO m to 16, n to 8, K to 16, where that does not double them)
+  // float32 GEMMs (TF32 not allowed) on a device with cp.async: a block tile staged in workgroup memory (TILE) where
+  // one divides the sizes and leaves 64 blocks or more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an
+  // H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2), next to 128 x 128 with 16 of K (15.8, 43.6)
+  if (ren.tensor_cores && red_rngs.size() == 1 && flags().tile != 0 && !flags().tf32) {
+    auto found = tc_match(sink, red_rngs[0], false, true);
+    if (auto* f = std::get_if<TcMatch>(&found))
+      for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2}) {
+        if (a >= int64_t(std::size(simt_tiles))) break;
+        const SimtTile& t = simt_tiles[a];
+        int64_t blocks = f->m->range_end() / (t.ty * t.tm) * (f->n->range_end() / (t.tx * t.tn));
+        if (simt_tile_fits(*f, red_rngs[0]->range_end(), t).empty() && (blocks >= 64 || flags().tile > 0)) return {{OptOp::TILE, red_rngs[0]->range_id(), a}};
+      }
+  }
   if (ren.tensor_cores && red_rngs.size() == 1) {
     Kernel k(sink, ren);
     try {

@@ -522,22 +522,27 @@ class CUDARenderer : public GPURenderer {
       c.smem += dynamic_smem(x);
     };
     // a staged TC tile (opt.hpp's tc_stage): a STORE of an address into workgroup memory copies the 16 bytes there
-    // (cp.async; a gate on the source fills zeros, one on the destination skips the copy), a vector LOAD from
-    // workgroup memory is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 1: .trans), and a BARRIER with an
+    // (cp.async of 4, 8 or 16 bytes; a gate on the source fills zeros, one on the destination skips the copy), a vector
+    // LOAD from workgroup memory with an arg is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 2: .trans), and a BARRIER with an
     // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
     rules[size_t(Ops::STORE)] = [this, base = rules[size_t(Ops::STORE)]](Ctx& c, const UOp& x) {
       const UOp &idx = *x.src[0], &val = *x.src[1];
       if (idx.src[0]->op != Ops::DEFINE_LOCAL || val.op != Ops::INDEX) return base(c, x);
       c.typedefs.insert(kStageFns);
-      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp16(", get(c, idx), ", ", get(c, val), ", ",
+      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ", get(c, val), ", ",
                  val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
     };
     rules[size_t(Ops::LOAD)] = [this, base = rules[size_t(Ops::LOAD)]](Ctx& c, const UOp& x) {
       const UOp& idx = *x.src[0];
       if (idx.src[0]->op != Ops::DEFINE_LOCAL || x.vcount == 1) return base(c, x);
+      std::string v = c.r[&x] = c.name(std::holds_alternative<int64_t>(x.arg) ? "frag" : "val");
+      if (!std::holds_alternative<int64_t>(x.arg)) {  // a vector of a raw buffer (TILE's tiles)
+        std::string T = value_type(x.dtype, x.vcount, c);
+        c.line(cat(T, " ", v, " = *((", T, "*)", get(c, idx), ");"));
+        return;
+      }
       c.typedefs.insert(kStageFns);
-      std::string v = c.r[&x] = c.name("frag");
-      c.line(cat("unsigned int ", v, "[", x.vcount / 2, "]; tg_ldsm_x", x.vcount / 2, x.iarg() ? "_t(" : "(", v, ", ", get(c, idx), ");"));
+      c.line(cat("unsigned int ", v, "[", x.vcount / 2, "]; tg_ldsm_x", x.vcount / 2, x.iarg() == 2 ? "_t(" : "(", v, ", ", get(c, idx), ");"));
     };
     rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
       if (std::holds_alternative<int64_t>(x.arg)) c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), ";\" ::: \"memory\");"));
@@ -583,10 +588,12 @@ class CUDARenderer : public GPURenderer {
                "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
                "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
-  // staged tiles: a workgroup address as PTX wants it, a 16-byte cp.async (zeros where !ok), ldmatrix .x4/.x2 (.trans)
+  // staged tiles: a workgroup address as PTX wants it, cp.async of 16, 8 or 4 bytes (zeros where !ok), ldmatrix .x4/.x2 (.trans)
   static constexpr const char* kStageFns =
       "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
       "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp8(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp4(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 4 : 0) : \"memory\"); }\n"
       "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
       "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
       "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
