@@ -29,6 +29,22 @@ std::vector<tinygrad::KernelAST> kernels_of(const Tensor& t) {
   for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
   return tinygrad::create_schedule({t.uop()}, slots, n).kernels;
 }
+// the outputs of a (batched) matmul y = A B (+ bias, relu) that differ from float64 over the same inputs by more than
+// rel * (1 + |value|); a: A's shape, or A^T's where at; b: B's, or B^T's where bt
+size_t gemm_mismatches(const std::vector<float>& ha, const std::vector<float>& hb, const std::vector<float>& hbias, const std::vector<float>& got,
+                       const tinygrad::Shape& a, const tinygrad::Shape& b, bool at, bool bt, double rel) {
+  size_t d = a.size(), bad = 0;
+  int64_t batch = d == 3 ? a[0] : 1, M = at ? a[d - 1] : a[d - 2], K = at ? a[d - 2] : a[d - 1], N = bt ? b[d - 2] : b[d - 1];
+  for (int64_t q = 0; q < batch; q++)
+    for (int64_t i = 0; i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double s = 0;
+        for (int64_t kk = 0; kk < K; kk++) s += double(ha[size_t(q * M * K + (at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (bt ? j * K + kk : kk * N + j))];
+        if (!hbias.empty()) s = std::max(0.0, s + hbias[size_t(j)]);
+        bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= rel * (1 + std::abs(s)));
+      }
+  return bad;
+}
 }  // namespace
 
 TEST_CASE("device: CPU <-> GPU round trips and to() chains", "[device]") {
@@ -325,22 +341,10 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     auto [a, b, y] = build(c, "CUDA");
     auto ha = a.cast(DType::Float32).to("CPU").to_vector<float>(), hb = b.cast(DType::Float32).to("CPU").to_vector<float>();
     auto got = y.cast(DType::Float32).to("CPU").to_vector<float>();
-    size_t d = c.a.size();
-    int64_t batch = d == 3 ? c.a[0] : 1, M = c.at ? c.a[d - 1] : c.a[d - 2], K = c.at ? c.a[d - 2] : c.a[d - 1], N = c.bt ? c.b[d - 2] : c.b[d - 1];
     std::vector<float> hbias;
-    if (c.bias) hbias = mk({N}, 3, c.dt, "CPU").cast(DType::Float32).to_vector<float>();
-    size_t bad = 0;
-    for (int64_t q = 0; q < batch; q++)
-      for (int64_t i = 0; i < M; i++)
-        for (int64_t j = 0; j < N; j++) {
-          double s = 0;
-          for (int64_t kk = 0; kk < K; kk++)
-            s += double(ha[size_t(q * M * K + (c.at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (c.bt ? j * K + kk : kk * N + j))];
-          if (c.bias) s = std::max(0.0, s + hbias[size_t(j)]);
-          double tol = (c.dt == DType::Float16 ? 2e-3 : 1e-2) * (1 + std::abs(s));  // the output's own rounding; TF32's products
-          bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= tol);
-        }
-    CHECK(bad == 0);
+    if (c.bias) hbias = mk({c.b[c.bt ? 0 : 1]}, 3, c.dt, "CPU").cast(DType::Float32).to_vector<float>();
+    // the tolerance: the output's own rounding (half types), TF32's products
+    CHECK(gemm_mismatches(ha, hb, hbias, got, c.a, c.b, c.at, c.bt, c.dt == DType::Float16 ? 2e-3 : 1e-2) == 0);
   };
   for (auto& c : cases) {
     INFO(c.name);
@@ -422,19 +426,7 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
       tinygrad::flags().tile = t;
       tinygrad::clear_program_cache();
       auto [a, b, bias, y] = build(c, "CUDA");
-      auto ha = a.to("CPU").to_vector<float>(), hb = b.to("CPU").to_vector<float>(), hbias = bias.to("CPU").to_vector<float>(), got = y.to("CPU").to_vector<float>();
-      size_t d = c.a.size();
-      int64_t batch = d == 3 ? c.a[0] : 1, M = c.at ? c.a[d - 1] : c.a[d - 2], K = c.at ? c.a[d - 2] : c.a[d - 1], N = c.bt ? c.b[d - 2] : c.b[d - 1];
-      size_t bad = 0;
-      for (int64_t q = 0; q < batch; q++)
-        for (int64_t i = 0; i < M; i++)
-          for (int64_t j = 0; j < N; j++) {
-            double s = 0;
-            for (int64_t kk = 0; kk < K; kk++)
-              s += double(ha[size_t(q * M * K + (c.at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (c.bt ? j * K + kk : kk * N + j))];
-            if (c.bias) s = std::max(0.0, s + hbias[size_t(j)]);
-            bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= 1e-5 * (1 + std::abs(s)));
-          }
-      CHECK(bad == 0);
+      auto ha = a.to("CPU").to_vector<float>(), hb = b.to("CPU").to_vector<float>(), got = y.to("CPU").to_vector<float>();
+      CHECK(gemm_mismatches(ha, hb, c.bias ? bias.to("CPU").to_vector<float>() : std::vector<float>{}, got, c.a, c.b, c.at, c.bt, 1e-5) == 0);
     }
 }

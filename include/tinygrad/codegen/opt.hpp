@@ -568,8 +568,15 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1)
-                                                             : o.op == OptOp::TILE ? detail::simt_tiles[o.amt].ty * detail::simt_tiles[o.amt].tx : 1; return w; }
+  int64_t workgroup() const {
+    int64_t w = 1;
+    for (auto& o : opts_) {
+      if (uses_locals(o.op)) w *= o.amt;
+      else if (o.op == OptOp::TC) w *= 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1);
+      else if (o.op == OptOp::TILE) w *= detail::simt_tiles[o.amt].ty * detail::simt_tiles[o.amt].tx;
+    }
+    return w;
+  }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {

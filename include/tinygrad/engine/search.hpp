@@ -182,16 +182,15 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
       if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
     }
   // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it, and each
-  // tensor-core tile (TC's amount) that fits is a start of its own
+  // block tile that fits (TC's and TILE's amounts; they come first, after the start's PADTOs) is a start of its own
   std::vector<Kernel> starts{start};
   if (unblocked.applied().size() != start.applied().size()) starts.push_back(unblocked);
   auto& sa = start.applied();
-  if (auto tc = std::find_if(sa.begin(), sa.end(), [](auto& o) { return o.op == OptOp::TC; }); tc != sa.end()) {
-    Kernel pre(ast, ren);
-    for (auto it = sa.begin(); it != tc; ++it) pre.apply(*it);
-    for (auto& o : pre.valid_opts())
-      if (o.op == OptOp::TC && o != *tc) starts.push_back(Kernel(pre).apply(o));
-  }
+  auto tiled = std::find_if(sa.begin(), sa.end(), [](auto& o) { return o.op == OptOp::TC || o.op == OptOp::TILE; });
+  Kernel pre(ast, ren);
+  for (auto it = sa.begin(); it != sa.end() && it->op == OptOp::PADTO; ++it) pre.apply(*it);
+  for (auto& o : pre.valid_opts())
+    if ((o.op == OptOp::TC || o.op == OptOp::TILE) && (tiled == sa.end() || o != *tiled)) starts.push_back(Kernel(pre).apply(o));
   auto beam = time_kernels(starts, rt, ptrs, 1e30, seen);
   if (beam.empty()) return std::nullopt;
   Candidate best = beam[0];
