@@ -5,6 +5,9 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 
+#include <cstring>
+#include <functional>
+
 #include "promotion_table.hpp"
 
 using tinygrad::DType;
@@ -159,4 +162,110 @@ TEST_CASE("dtype: metadata and defaults", "[dtype]") {
   CHECK(Tensor::arange(0.5, 3).dtype() == F32);
   CHECK(Tensor::zeros({2}).dtype() == F32);
   CHECK(Tensor::rand({2}).dtype() == F32);
+}
+
+// ---- float16 on OpenCL: vload_half / vstore_half_rte and the device's rounding give the CPU's bits ----
+namespace {
+std::vector<uint16_t> half_bits(const Tensor& t) {
+  REQUIRE(t.dtype() == DType::Float16);
+  auto b = t.host_bytes();
+  std::vector<uint16_t> v(b.size() / 2);
+  if (!v.empty()) std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+std::vector<uint32_t> float_bits(const Tensor& t) {
+  auto b = t.cast(DType::Float32).host_bytes();
+  std::vector<uint32_t> v(b.size() / 4);
+  if (!v.empty()) std::memcpy(v.data(), b.data(), b.size());
+  return v;
+}
+// the OpenCL devices to compare: CL as its extensions render it and, where it has cl_khr_fp16, CL rendered without
+// it (CLHALFCORE: the core vload_half / vstore_half_rte rounding); empty without OpenCL
+std::vector<std::string> cl_half_devices() {
+  try { tinygrad::runtime("CL"); } catch (const tinygrad::DeviceError&) { return {}; }
+  if (!tinygrad::runtime("CL").fp16) return {"CL"};
+  tinygrad::register_renderer("OpenCL-core-half", [](const tinygrad::DeviceRuntime&) { return std::make_unique<tinygrad::OpenCLRenderer>(false); });
+  auto spec = tinygrad::detail::cl_device();
+  spec.name = "CLHALFCORE";
+  spec.renderer = "OpenCL-core-half";
+  tinygrad::register_device(spec);
+  return {"CL", "CLHALFCORE"};
+}
+}  // namespace
+
+TEST_CASE("dtype: float16 OpenCL kernels convert with vload_half / vstore_half_rte, or native half with cl_khr_fp16", "[dtype][half][cl]") {
+  Tensor a = Tensor::empty({256}, DType::Float16, "CPU");
+  Tensor t = (a * 3 + 1).cast(DType::Float16);
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int nslots = 0;
+  for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = nslots++;
+  auto ks = tinygrad::create_schedule({t.uop()}, slots, nslots).kernels;
+  REQUIRE(ks.size() == 1);
+  tinygrad::OpenCLRenderer core, native(true);
+  std::string c = tinygrad::to_program(ks[0].ast, core).src, n = tinygrad::to_program(ks[0].ast, native).src;
+  using Catch::Matchers::Contains;
+  // (0x1fu: the integer path's exponent mask)
+  CHECK_THAT(c, Contains("vload_half(") && Contains("vstore_half_rte(") && !Contains("0x1fu") && !Contains("cl_khr_fp16"));
+  CHECK_THAT(n, Contains("#pragma OPENCL EXTENSION cl_khr_fp16 : enable") && Contains("convert_half_rte(") && Contains("as_half(") && !Contains("0x1fu"));
+}
+
+TEST_CASE("dtype: float16 on OpenCL equals the CPU bit for bit: casts of special values and ops", "[dtype][half][cl]") {
+  auto devs = cl_half_devices();
+  if (devs.empty()) { WARN("CL is not available here: skipped"); return; }
+  const float inf = INFINITY, nan = NAN;
+  // +-0, half denormals (and ties between them), the largest half, overflow, ties to even, float denormals, inf, NaN
+  std::vector<float> special{0.f, -0.f, 0x1p-24f, -0x1p-24f, 0x1p-25f, 0x1.8p-24f, 0x1.0002p-25f, 0x1p-26f, 0x1.ff8p-15f, 0x1p-14f, 0x1.ffep-15f,
+                             65504.f, -65504.f, 65519.f, 65520.f, -65520.f, 1e6f, 3.4028235e38f, inf, -inf, nan, -nan,
+                             1.f + 0x1p-11f, 1.f + 0x3p-11f, 2049.f, 2051.f, 1.f / 3, 0.1f, 1e-40f, -1e-40f, 3.14159265f};
+  Tensor s(special, {int64_t(special.size())}, "CPU");
+  auto want_cast = half_bits(s.cast(DType::Float16));
+  // the CPU's values themselves: ties to even, denormals, overflow to inf, NaN stays NaN
+  CHECK(want_cast[4] == 0x0000);   // 2^-25: a tie, to 0
+  CHECK(want_cast[5] == 0x0002);   // 1.5 * 2^-24: a tie, to 2 * 2^-24
+  CHECK(want_cast[6] == 0x0001);   // just above the tie
+  CHECK(want_cast[8] == 0x03ff);   // the largest denormal
+  CHECK(want_cast[11] == 0x7bff);  // 65504
+  CHECK(want_cast[13] == 0x7bff);  // 65519 rounds down
+  CHECK(want_cast[14] == 0x7c00);  // 65520 overflows
+  CHECK(want_cast[22] == 0x3c00);  // 1 + 2^-11: a tie, to 1
+  CHECK(want_cast[23] == 0x3c02);  // 1 + 3 * 2^-11: a tie, to 1 + 2^-9
+  CHECK(want_cast[24] == 0x6800);  // 2049 -> 2048
+  CHECK(want_cast[25] == 0x6802);  // 2051 -> 2052
+  CHECK(want_cast[20] == 0x7e00);  // NaN: a quiet NaN with its sign
+  CHECK(want_cast[21] == 0xfe00);
+
+  // half inputs: values a float16 holds (so the CPU's cast is exact), random in [-2, 2), with a few specials
+  auto halves = [](const tinygrad::Shape& shape, uint32_t seed) {
+    Tensor::manual_seed(seed);
+    return ((Tensor::rand(shape, DType::Float32, "CPU") - 0.5) * 4).cast(DType::Float16).realize();
+  };
+  Tensor a = halves({64, 48}, 1), b = halves({64, 48}, 2), v = halves({48}, 3), col = halves({64, 1}, 4), sp = s.cast(DType::Float16).realize();
+  // ops on half tensors (a binary op's result rounds to half; sums and matmuls accumulate in float32)
+  std::vector<std::pair<const char*, std::function<Tensor(const Tensor&, const Tensor&, const Tensor&, const Tensor&, const Tensor&)>>> cases{
+      {"a + b", [](auto& x, auto& y, auto&, auto&, auto&) { return x + y; }},
+      {"a * b", [](auto& x, auto& y, auto&, auto&, auto&) { return x * y; }},
+      {"a * b + a (fused, rounded twice)", [](auto& x, auto& y, auto&, auto&, auto&) { return x * y + x; }},
+      {"a * 1e-4 (denormals)", [](auto& x, auto&, auto&, auto&, auto&) { return x * 1e-4; }},
+      {"a * b * 20000 (overflow)", [](auto& x, auto& y, auto&, auto&, auto&) { return x * y * 20000; }},
+      {"specials * 3 + 1", [](auto&, auto&, auto&, auto&, auto& z) { return z * 3 + 1; }},
+      {"a.T() * 2 - b.T() (non-contiguous)", [](auto& x, auto& y, auto&, auto&, auto&) { return x.T() * 2 - y.T(); }},
+      {"a[::2, 1:40] + 1 (a strided view)", [](auto& x, auto&, auto&, auto&, auto&) { return x.reshape({32, 2, 48}).shrink({{0, 32}, {0, 1}, {1, 40}}) + 1; }},
+      {"a + v, a * col (broadcasts)", [](auto& x, auto&, auto& w, auto& c, auto&) { return (x + w) * c; }},
+      {"a.sum(1)", [](auto& x, auto&, auto&, auto&, auto&) { return x.sum(1); }},
+      {"(a * b).sum(0)", [](auto& x, auto& y, auto&, auto&, auto&) { return (x * y).sum(0); }},
+      {"a.sum()", [](auto& x, auto&, auto&, auto&, auto&) { return x.sum(); }},
+      {"a @ b.T()", [](auto& x, auto& y, auto&, auto&, auto&) { return x.matmul(y.T()); }},
+      {"a.T() @ b", [](auto& x, auto& y, auto&, auto&, auto&) { return x.T().matmul(y); }},
+      {"half -> float", [](auto&, auto&, auto&, auto&, auto& z) { return z.cast(DType::Float32) * 1; }},
+  };
+  for (auto& d : devs) {
+    INFO(d);
+    CHECK(half_bits(s.to(d).cast(DType::Float16)) == want_cast);
+    for (auto& [name, f] : cases) {
+      INFO(name);
+      Tensor want = f(a, b, v, col, sp), got = f(a.to(d), b.to(d), v.to(d), col.to(d), sp.to(d));
+      if (want.dtype() == DType::Float16) CHECK(half_bits(got) == half_bits(want));
+      CHECK(float_bits(got) == float_bits(want));
+    }
+  }
 }

@@ -626,7 +626,7 @@ class CUDARenderer : public GPURenderer {
 // OpenCL C
 class OpenCLRenderer : public GPURenderer {
  public:
-  OpenCLRenderer() {
+  explicit OpenCLRenderer(bool has_fp16 = false) : fp16(has_fp16) {
     device = "CL";
     lang.kernel_prefix = "__kernel ";
     lang.buffer_prefix = "__global ";
@@ -637,11 +637,22 @@ class OpenCLRenderer : public GPURenderer {
     lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
     lang.vec[0] = "(", lang.vec[1] = ")(", lang.vec[2] = ")";
     lang.math_f = false;  // sin is overloaded
+    lang.half_fns = fp16 ? kHalfFP16 : kHalfCL;
     // float -> int by convert_T_sat: NaN -> 0, saturates, rounds toward zero
     code_for_op[size_t(Ops::CAST)] = [this, base = code_for_op[size_t(Ops::CAST)]](const Alu& x) {
       return is_float(x.dts[0]) && !is_float(x.dt) && x.dt != DType::Bool ? cat("convert_", scalar_type(x.dt), "_sat(", x.a[0], ")") : base(x);
     };
   }
+  // float <-> half by the device: the core vload_half / vstore_half_rte (through private memory, no extension needed),
+  // or with cl_khr_fp16 the native conversions. NOTE: a NaN's half bits are the device's own (PoCL: 0x7fff), so f2h
+  // writes sign | 0x7e00 as the integer path does
+  static constexpr const char* kHalfCL =
+      "TG_FN float tg_h2f(ushort h) { return vload_half(0, (const half*)&h); }\n"
+      "TG_FN ushort tg_f2h(float f) { ushort h; vstore_half_rte(f, 0, (half*)&h); return isnan(f) ? (ushort)((as_uint(f) >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
+  static constexpr const char* kHalfFP16 =
+      "TG_FN float tg_h2f(ushort h) { return convert_float(as_half(h)); }\n"
+      "TG_FN ushort tg_f2h(float f) { return isnan(f) ? (ushort)((as_uint(f) >> 16 & 0x8000u) | 0x7e00u) : as_ushort(convert_half_rte(f)); }\n";
+  bool fp16;  // the device has cl_khr_fp16
 
  protected:
   // vloadN / vstoreN need only the element's alignment
@@ -668,8 +679,9 @@ class OpenCLRenderer : public GPURenderer {
     return f32 ? s : "(double)" + s;
   }
   std::string prelude(const Ctx& c) const override {
-    bool dbl = std::find(c.param_dtypes.begin(), c.param_dtypes.end(), DType::Float64) != c.param_dtypes.end();
-    return std::string(dbl || c.uses_double ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + GPURenderer::prelude(c);
+    auto param = [&](DType dt) { return std::find(c.param_dtypes.begin(), c.param_dtypes.end(), dt) != c.param_dtypes.end(); };
+    return std::string(param(DType::Float64) || c.uses_double ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") +
+           (fp16 && (param(DType::Float16) || c.uses_half) ? "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" : "") + GPURenderer::prelude(c);
   }
 };
 

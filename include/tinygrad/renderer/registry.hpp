@@ -20,7 +20,7 @@ struct RendererRegistry {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
       reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
       reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores); };
-      reg->families["OpenCL"] = [](const DeviceRuntime&) { return std::make_unique<OpenCLRenderer>(); };
+      reg->families["OpenCL"] = [](const DeviceRuntime& rt) { return std::make_unique<OpenCLRenderer>(rt.fp16); };
       return reg;
     }();
     return *r;

@@ -55,6 +55,7 @@ struct CLDevice {
   void *dev = nullptr, *ctx = nullptr, *queue = nullptr;
   std::string name, key;
   size_t max_wg = 256;
+  bool fp16 = false;  // cl_khr_fp16
   std::string info(unsigned param) const {
     size_t n = 0;
     api->clGetDeviceInfo(dev, param, 0, nullptr, &n);
@@ -91,6 +92,7 @@ struct CLDevice {
     name = info(0x102B /* CL_DEVICE_NAME */);
     key = name + "|" + info(0x102D /* CL_DRIVER_VERSION */);
     api->clGetDeviceInfo(dev, 0x1004 /* CL_DEVICE_MAX_WORK_GROUP_SIZE */, sizeof max_wg, &max_wg, nullptr);
+    fp16 = (" " + info(0x1030 /* CL_DEVICE_EXTENSIONS */) + " ").find(" cl_khr_fp16 ") != std::string::npos;
   }
   // a program built for this device, from source or binary; a failed build is a CompileError with the log
   void* build(const std::string& src, const std::string* binary) const {
@@ -223,7 +225,8 @@ inline DeviceSpec cl_device() {
       return std::make_unique<CLProgram>(dv, fn, bin, launch);
     };
     rt->synchronize = [dv] { dv->api->clFinish(dv->queue); };
-    if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", dv->name.c_str());
+    rt->fp16 = dv->fp16;
+    if (flags().debug >= 1) std::fprintf(stderr, "CL: %s%s\n", dv->name.c_str(), dv->fp16 ? " (cl_khr_fp16)" : "");
     return rt;
   };
   return d;
