@@ -171,6 +171,10 @@ struct Flags {
   // float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32 sums), as PyTorch's
   // allow_tf32; off by default. Set it before the kernels it should change are first built (they are cached)
   bool tf32 = getenv_int("TF32", 0) != 0;
+  // the heuristic's tensor-core tile (TC's amount): -1 its choice, 0 fragments loaded from memory (no staged tile),
+  // n > 0 tile n where it fits (comparisons and tests; kernels already built are cached: clear_program_cache())
+  int tc_stage = int(getenv_int("TC_STAGE", -1));
+  int tile = int(getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
   std::string dev = getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }
@@ -517,8 +521,9 @@ struct LaunchDims {
   int64_t threads = 1;                      // CPU: cores (the THREAD axis)
   std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z
   std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
+  int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
   bool operator==(const LaunchDims&) const = default;
-  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2]); }
+  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2], smem ? cat(" smem ", smem) : ""); }
 };
 // the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
 struct LaunchLimits {
@@ -538,6 +543,7 @@ struct DeviceRuntime {
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
+  bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
   LaunchLimits limits;
 };
@@ -1315,6 +1321,7 @@ struct CudaApi {
   int (*cuModuleUnload)(H);
   int (*cuModuleGetFunction)(H*, H, const char*);
   int (*cuLaunchKernel)(H, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, H, void**, void**);
+  int (*cuFuncSetAttribute)(H, int, int);
   int (*cuEventCreate)(H*, unsigned);
   int (*cuEventRecord)(H, H);
   int (*cuEventSynchronize)(H);
@@ -1341,6 +1348,7 @@ struct CudaApi {
     load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib); load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
     load_sym(l, cuModuleLoadData, "cuModuleLoadData", lib); load_sym(l, cuModuleUnload, "cuModuleUnload", lib);
     load_sym(l, cuModuleGetFunction, "cuModuleGetFunction", lib); load_sym(l, cuLaunchKernel, "cuLaunchKernel", lib);
+    load_sym(l, cuFuncSetAttribute, "cuFuncSetAttribute", lib);
     load_sym(l, cuEventCreate, "cuEventCreate", lib); load_sym(l, cuEventRecord, "cuEventRecord", lib);
     load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
@@ -1392,6 +1400,9 @@ class CUDAProgram : public Program {
     d_->api->check(d_->api->cuModuleLoadData(&mod_, bin.c_str()), "cuModuleLoadData");
     d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
     for (size_t i = 0; i < 3; i++) dims_[i] = unsigned(launch.global[i]), dims_[i + 3] = unsigned(launch.local[i]);
+    smem_ = unsigned(launch.smem);
+    // past 48 KB a kernel's dynamic workgroup memory needs the opt-in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+    if (smem_ > 48 * 1024) d_->api->check(d_->api->cuFuncSetAttribute(fn_, 8, int(smem_)), "cuFuncSetAttribute (workgroup memory)");
     d_->api->cuEventCreate(&ev_[0], 0);
     d_->api->cuEventCreate(&ev_[1], 0);
   }
@@ -1403,7 +1414,7 @@ class CUDAProgram : public Program {
   }
   // the launch as a graph node's parameters (params: pointers to the arguments)
   CudaApi::KernelNode node(void** params) const {
-    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, 0, params, nullptr};
+    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
   }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
     auto& a = *d_->api;
@@ -1411,7 +1422,7 @@ class CUDAProgram : public Program {
     std::vector<void*> args(bufs.size());
     for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
-    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], 0, nullptr, args.data(), nullptr), "cuLaunchKernel");
+    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr), "cuLaunchKernel");
     if (!wait) return 0;
     a.cuEventRecord(ev_[1], nullptr);
     a.check(a.cuEventSynchronize(ev_[1]), "kernel execution");
@@ -1423,7 +1434,7 @@ class CUDAProgram : public Program {
  private:
   std::shared_ptr<CudaDevice> d_;
   void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
-  unsigned dims_[6];
+  unsigned dims_[6], smem_ = 0;
 };
 
 // TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
@@ -1578,6 +1589,7 @@ struct CLDevice {
   void *dev = nullptr, *ctx = nullptr, *queue = nullptr;
   std::string name, key;
   size_t max_wg = 256;
+  bool fp16 = false;  // cl_khr_fp16
   std::string info(unsigned param) const {
     size_t n = 0;
     api->clGetDeviceInfo(dev, param, 0, nullptr, &n);
@@ -1614,6 +1626,7 @@ struct CLDevice {
     name = info(0x102B /* CL_DEVICE_NAME */);
     key = name + "|" + info(0x102D /* CL_DRIVER_VERSION */);
     api->clGetDeviceInfo(dev, 0x1004 /* CL_DEVICE_MAX_WORK_GROUP_SIZE */, sizeof max_wg, &max_wg, nullptr);
+    fp16 = (" " + info(0x1030 /* CL_DEVICE_EXTENSIONS */) + " ").find(" cl_khr_fp16 ") != std::string::npos;
   }
   // a program built for this device, from source or binary; a failed build is a CompileError with the log
   void* build(const std::string& src, const std::string* binary) const {
@@ -1746,7 +1759,8 @@ inline DeviceSpec cl_device() {
       return std::make_unique<CLProgram>(dv, fn, bin, launch);
     };
     rt->synchronize = [dv] { dv->api->clFinish(dv->queue); };
-    if (flags().debug >= 1) std::fprintf(stderr, "CL: %s\n", dv->name.c_str());
+    rt->fp16 = dv->fp16;
+    if (flags().debug >= 1) std::fprintf(stderr, "CL: %s%s\n", dv->name.c_str(), dv->fp16 ? " (cl_khr_fp16)" : "");
     return rt;
   };
   return d;
@@ -2133,7 +2147,14 @@ inline void detail::compute_vrange(UOp& u) {
     }
     case Ops::AND: if (u.dtype == DType::Bool) { lo = S(0).vmin & S(1).vmin; hi = S(0).vmax & S(1).vmax; } else if (S(0).vmin >= 0 && S(1).vmin >= 0) { lo = 0; hi = std::min(S(0).vmax, S(1).vmax); } break;
     case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
-    case Ops::XOR: if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; } break;
+    case Ops::XOR:
+      if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; }
+      else if (u.dtype != DType::Bool && S(0).vmin >= 0 && S(1).vmin >= 0) {  // below the next power of two of both
+        lo = 0;
+        for (hi = 1; hi <= std::max(S(0).vmax, S(1).vmax) && hi < (int64_t(1) << 62); hi *= 2) {}
+        hi -= 1;
+      }
+      break;
     case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
     case Ops::CAST: if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
     default: break;
@@ -2791,6 +2812,10 @@ struct Renderer {
 
 class CStyleRenderer : public Renderer {
  public:
+  // a raw workgroup buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
+  static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
+  // the dynamic workgroup memory a raw buffer takes (GPU renderers place raw buffers there, 16-byte aligned)
+  static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
   // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix)
   static constexpr const char* kHalfC =
       "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
@@ -2834,6 +2859,7 @@ class CStyleRenderer : public Renderer {
     std::set<std::string> typedefs;
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
+    int64_t smem = 0;               // dynamic workgroup memory handed out (bytes)
     bool uses_half = false, uses_bf16 = false, uses_double = false;
     std::unordered_map<std::string, int> counts;
     std::unordered_map<std::string, std::vector<std::string>> lanes;  // a rendered vector literal -> its lanes
@@ -3129,7 +3155,9 @@ inline CStyleRenderer::CStyleRenderer() {
      }},
     {Ops::DEFINE_LOCAL, [this](Ctx& c, const UOp& x) {
        c.r[&x] = cat("temp", x.varg()[0]);
-       c.line(cat(lang.smem_prefix, x.dtype == DType::Bool ? storage_type(DType::UInt8) : scalar_type(x.dtype), " ", c.r[&x], "[", x.varg()[1], "];"));
+       // a raw buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
+       std::string T = raw_local(x) || x.dtype == DType::Bool ? storage_type(x.dtype == DType::Bool ? DType::UInt8 : x.dtype) : scalar_type(x.dtype);
+       c.line(cat(lang.smem_prefix, T, " ", c.r[&x], "[", x.varg()[1], "];"));
      }},
     {Ops::BARRIER, [this](Ctx& c, const UOp&) { c.line(lang.barrier); }},
     {Ops::SPECIAL, [this](Ctx& c, const UOp& x) {
@@ -3152,7 +3180,7 @@ inline CStyleRenderer::CStyleRenderer() {
        const UOp& idx = *x.src[0];
        std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
        bool gated = idx.src.size() > 2;
-       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = *", ptr, ";"));  // held as a value, no conversion
+       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
        else if (x.vcount > 1) {
          c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
          c.line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", vload(v, T, ptr, x.vcount)));
@@ -3167,7 +3195,7 @@ inline CStyleRenderer::CStyleRenderer() {
        std::string ptr = S(c, x, 0), gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
        bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
        if (!local) c.stored.insert(idx.src[0]->iarg());
-       if (local) c.line(cat("*", ptr, " = ", S(c, x, 1), ";"));
+       if (local) c.line(gate + cat("*", ptr, " = ", raw_local(*idx.src[0]) ? store_value(val.dtype, S(c, x, 1)) : S(c, x, 1), ";"));
        else if (val.vcount > 1) c.line(gate + vstore(ptr, value_type(val.dtype, val.vcount, c), S(c, x, 1), val.vcount));
        else c.line(gate + cat("*", ptr, " = ", store_value(val.dtype, S(c, x, 1)), ";"));
      }},
@@ -3273,9 +3301,50 @@ class CUDARenderer : public GPURenderer {
     // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
     // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
     // accumulator with one mma.sync per step
+    // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
+    rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
+      if (!raw_local(x)) return base(c, x);
+      if (c.smem == 0) c.line("extern __shared__ __align__(16) unsigned char tg_dsmem[];");
+      std::string T = storage_type(x.dtype), v = c.r[&x] = cat("temp", x.varg()[0]);
+      c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
+      c.smem += dynamic_smem(x);
+    };
+    // a staged TC tile (opt.hpp's tc_stage): a STORE of an address into workgroup memory copies the 16 bytes there
+    // (cp.async of 4, 8 or 16 bytes; a gate on the source fills zeros, one on the destination skips the copy), a vector
+    // LOAD from workgroup memory with an arg is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 2: .trans), and a BARRIER with an
+    // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
+    rules[size_t(Ops::STORE)] = [this, base = rules[size_t(Ops::STORE)]](Ctx& c, const UOp& x) {
+      const UOp &idx = *x.src[0], &val = *x.src[1];
+      if (idx.src[0]->op != Ops::DEFINE_LOCAL || val.op != Ops::INDEX) return base(c, x);
+      c.typedefs.insert(kStageFns);
+      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ", get(c, val), ", ",
+                 val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
+    };
+    rules[size_t(Ops::LOAD)] = [this, base = rules[size_t(Ops::LOAD)]](Ctx& c, const UOp& x) {
+      const UOp& idx = *x.src[0];
+      if (idx.src[0]->op != Ops::DEFINE_LOCAL || x.vcount == 1) return base(c, x);
+      std::string v = c.r[&x] = c.name(std::holds_alternative<int64_t>(x.arg) ? "frag" : "val");
+      if (!std::holds_alternative<int64_t>(x.arg)) {  // a vector of a raw buffer (TILE's tiles)
+        std::string T = value_type(x.dtype, x.vcount, c);
+        c.line(cat(T, " ", v, " = *((", T, "*)", get(c, idx), ");"));
+        return;
+      }
+      c.typedefs.insert(kStageFns);
+      c.line(cat("unsigned int ", v, "[", x.vcount / 2, "]; tg_ldsm_x", x.vcount / 2, x.iarg() == 2 ? "_t(" : "(", v, ", ", get(c, idx), ");"));
+    };
+    rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
+      if (std::holds_alternative<int64_t>(x.arg)) c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), ";\" ::: \"memory\");"));
+      c.line(lang.barrier);
+    };
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
       std::string t = mma_type(x);
       std::vector<std::string> regs;
+      if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
+        for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * (x.iarg() >> 16 & 1), "]"));
+        c.r[&x] = join(regs);
+        c.typedefs.insert(mma_fns(t));
+        return;
+      }
       for (size_t p = 0; p < 6; p++)
         regs.push_back(t == "tf32" ? cat("tg_pack_tf32(", get(c, *x.src[p]), ")")  // TF32: one value a register
                        : x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
@@ -3307,6 +3376,16 @@ class CUDARenderer : public GPURenderer {
                "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
                "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
+  // staged tiles: a workgroup address as PTX wants it, cp.async of 16, 8 or 4 bytes (zeros where !ok), ldmatrix .x4/.x2 (.trans)
+  static constexpr const char* kStageFns =
+      "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
+      "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp8(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp4(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 4 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n";
   // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
   static constexpr const char* kHalfPTX =
       "TG_FN float tg_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
@@ -3335,7 +3414,7 @@ class CUDARenderer : public GPURenderer {
 // OpenCL C
 class OpenCLRenderer : public GPURenderer {
  public:
-  OpenCLRenderer() {
+  explicit OpenCLRenderer(bool has_fp16 = false) : fp16(has_fp16) {
     device = "CL";
     lang.kernel_prefix = "__kernel ";
     lang.buffer_prefix = "__global ";
@@ -3346,11 +3425,22 @@ class OpenCLRenderer : public GPURenderer {
     lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
     lang.vec[0] = "(", lang.vec[1] = ")(", lang.vec[2] = ")";
     lang.math_f = false;  // sin is overloaded
+    lang.half_fns = fp16 ? kHalfFP16 : kHalfCL;
     // float -> int by convert_T_sat: NaN -> 0, saturates, rounds toward zero
     code_for_op[size_t(Ops::CAST)] = [this, base = code_for_op[size_t(Ops::CAST)]](const Alu& x) {
       return is_float(x.dts[0]) && !is_float(x.dt) && x.dt != DType::Bool ? cat("convert_", scalar_type(x.dt), "_sat(", x.a[0], ")") : base(x);
     };
   }
+  // float <-> half by the device: the core vload_half / vstore_half_rte (through private memory, no extension needed),
+  // or with cl_khr_fp16 the native conversions. NOTE: a NaN's half bits are the device's own (PoCL: 0x7fff), so f2h
+  // writes sign | 0x7e00 as the integer path does
+  static constexpr const char* kHalfCL =
+      "TG_FN float tg_h2f(ushort h) { return vload_half(0, (const half*)&h); }\n"
+      "TG_FN ushort tg_f2h(float f) { ushort h; vstore_half_rte(f, 0, (half*)&h); return isnan(f) ? (ushort)((as_uint(f) >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
+  static constexpr const char* kHalfFP16 =
+      "TG_FN float tg_h2f(ushort h) { return convert_float(as_half(h)); }\n"
+      "TG_FN ushort tg_f2h(float f) { return isnan(f) ? (ushort)((as_uint(f) >> 16 & 0x8000u) | 0x7e00u) : as_ushort(convert_half_rte(f)); }\n";
+  bool fp16;  // the device has cl_khr_fp16
 
  protected:
   // vloadN / vstoreN need only the element's alignment
@@ -3377,8 +3467,9 @@ class OpenCLRenderer : public GPURenderer {
     return f32 ? s : "(double)" + s;
   }
   std::string prelude(const Ctx& c) const override {
-    bool dbl = std::find(c.param_dtypes.begin(), c.param_dtypes.end(), DType::Float64) != c.param_dtypes.end();
-    return std::string(dbl || c.uses_double ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") + GPURenderer::prelude(c);
+    auto param = [&](DType dt) { return std::find(c.param_dtypes.begin(), c.param_dtypes.end(), dt) != c.param_dtypes.end(); };
+    return std::string(param(DType::Float64) || c.uses_double ? "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n" : "") +
+           (fp16 && (param(DType::Float16) || c.uses_half) ? "#pragma OPENCL EXTENSION cl_khr_fp16 : enable\n" : "") + GPURenderer::prelude(c);
   }
 };
 
@@ -3399,12 +3490,12 @@ class OpenCLRenderer : public GPURenderer {
 namespace tinygrad {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC };
-inline constexpr OptOp last_optop = OptOp::TC;
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE };
+inline constexpr OptOp last_optop = OptOp::TILE;
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
   std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC"};
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
@@ -3496,7 +3587,8 @@ inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRe
 // 16, n of 8, r of 16 (PADTO first where not). Returns the match, or why there is none.
 struct TcMatch { UOpRef red, a, b, m, n; DType dt; };
 inline int64_t tc_k(DType dt) { return dt == DType::Float32 ? 8 : 16; }  // m16n8k16 for half types, m16n8k8 for TF32
-inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r, bool tiles = true) {  // tiles: sizes checked
+// (simt: TILE's match, float32 operands; tiles: the sizes are checked)
+inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOpRef& r, bool tiles = true, bool simt = false) {
   using R = std::variant<TcMatch, std::string>;
   TcMatch t;
   for (auto& u : toposort(sink))
@@ -3513,7 +3605,8 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   if (p->op == Ops::CAST) p = p->src[0];
   if (p->op != Ops::MUL) return R(std::string("the reduce's terms are no product"));
   t.a = peel(p->src[0]), t.b = peel(p->src[1]), t.dt = t.a->dtype;
-  bool tf32 = t.dt == DType::Float32 && flags().tf32;
+  bool tf32 = t.dt == DType::Float32 && (flags().tf32 || simt);
+  if (simt && t.dt != DType::Float32) return R(std::string("TILE multiplies float32 operands (float16 and bfloat16 take TC)"));
   if ((t.dt != DType::Float16 && t.dt != DType::BFloat16 && !tf32) || t.b->dtype != t.dt)
     return R(std::string("the product's operands are not both float16 or both bfloat16 (float32: only with TF32=1 / flags().tf32)"));
   if (valid) for (UOpRef* x : {&t.a, &t.b}) *x = alu(Ops::WHERE, {valid, *x, const_uop(t.dt, 0)});
@@ -3526,6 +3619,236 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
   if (tiles && r->range_end() % tc_k(t.dt) != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of ", tc_k(t.dt)));
   return R(t);
+}
+
+// TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
+// shape the block. The others stage the block's tiles of A and B in workgroup memory: wm x wn warps of tm x tn mma
+// tiles each, bk of K a step, `stages` steps' tiles held at once (cp.async copies, ldmatrix fragment loads). The
+// largest takes 96 KB of workgroup memory: every GPU with tensor cores (sm_80 on) gives a block 99 KB or more
+struct TcTile { int64_t wm, wn, tm, tn, bk, stages; };
+inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3}, {2, 2, 4, 4, 32, 3}, {2, 2, 2, 8, 32, 3},
+                                      {2, 2, 2, 4, 32, 3},  {2, 4, 4, 4, 32, 3}, {4, 2, 2, 8, 32, 3}, {2, 2, 2, 4, 64, 3},
+                                      {2, 4, 4, 8, 32, 3},  {4, 2, 4, 8, 32, 3}, {2, 2, 4, 8, 32, 4}, {2, 4, 4, 8, 32, 4},
+                                      {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}};
+inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
+  int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
+  if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  return "";
+}
+// element o of a stage tile with rows of rl 2-byte elements: its 16-byte chunk is XORed, within its 128-byte line,
+// with the row (rows of 64 or more) or the line: 8 rows read at one chunk column (ldmatrix), or 8 threads writing a
+// line, hit 8 different groups of banks
+inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl) {
+  auto key = mod(idiv(o, rl >= 64 ? rl : 64), 8);
+  return idiv(o, 64) * 64 + alu(Ops::XOR, {mod(idiv(o, 8), 8), key}) * 8 + mod(o, 8);
+}
+// the copy of a chunk of values (v: the chunk's values, neighbours in the workgroup buffer) as one asynchronous copy
+// of its bytes: loads of neighbouring elements of one buffer, aligned to the chunk's size, under one gate (a copy is
+// 4, 8 or 16 bytes). Returns the source address (an INDEX of v.size() elements), or null: copy value by value
+inline UOpRef async_source(const std::vector<UOpRef>& v) {
+  auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->src[0]->src[0]->op == Ops::DEFINE_GLOBAL && x->src[0]->vcount == 1; };
+  int64_t n = int64_t(v.size()), bytes = n * itemsize(v[0]->dtype);
+  if (!plain(v[0]) || (bytes != 4 && bytes != 8 && bytes != 16)) return nullptr;
+  const UOpRef& i0 = v[0]->src[0];
+  for (int64_t e = 1; e < n; e++) {
+    if (!plain(v[size_t(e)])) return nullptr;
+    const UOpRef& ie = v[size_t(e)]->src[0];
+    if (ie->src[0] != i0->src[0] || ie->src.size() != i0->src.size() || (ie->src.size() > 2 && ie->src[2] != i0->src[2])) return nullptr;
+    if (!simplify(ie->src[1] - i0->src[1])->is_const(double(e))) return nullptr;
+  }
+  if (n > 1 && !simplify(mod(i0->src[1], n))->is_const(0)) return nullptr;
+  return make_uop(Ops::INDEX, i0->dtype, i0->src, i0->arg, int(n));
+}
+// one operand of a staged GEMM: its value x (over its output axis and the reduce axis r), the block's first row or
+// column (block), the tile's rows (bm or bn), its layout in the workgroup buffer, and the buffer
+struct StagedSide {
+  UOpRef x, axis, block;
+  int64_t rows;
+  bool kmajor;        // the buffer holds rows of k (else rows of m or n)
+  int64_t pitch;      // elements from one row of the buffer to the next
+  bool swizzle;       // 2-byte tiles for ldmatrix: chunks XORed (tc_swizzle), else padded rows
+  int64_t stage = 0;  // elements a stage
+  UOpRef buf;
+  UOpRef at(const UOpRef& i, const UOpRef& k) const {  // element (i, k) within a stage
+    UOpRef o = kmajor ? i * pitch + k : k * pitch + i;
+    return swizzle ? tc_swizzle(o, pitch) : o;
+  }
+};
+// the block's stores of step `step` of a side into stage `stage` (gate: null, or whether the copies happen), by T
+// threads (tid): 16-byte chunks along the buffer's rows where the operand is contiguous there, else one value at a time,
+// neighbouring threads taking neighbouring elements of the operand's memory (along k where it walks K contiguously)
+inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& step,
+                                         const UOpRef& stage, const UOpRef& gate) {
+  DType dt = tid->dtype;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  auto value = [&](const UOpRef& i, const UOpRef& k) { return simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * bk + k}})); };
+  auto dst = [&](const UOpRef& i, const UOpRef& k, int vc) {
+    std::vector<UOpRef> src{sd.buf, simplify(stage * sd.stage + sd.at(i, k))};
+    if (gate) src.push_back(gate);
+    return make_uop(Ops::INDEX, sd.x->dtype, src, {}, vc);
+  };
+  std::vector<UOpRef> out;
+  int64_t E = 16 / itemsize(sd.x->dtype), rl = sd.kmajor ? bk : sd.rows;  // a chunk's elements, a row's
+  bool along_k = sd.x->op == Ops::LOAD && stride_class(sd.x->src[0]->src[1], r) == 1;
+  if (sd.kmajor == along_k || sd.swizzle) {
+    for (int64_t j = 0; j < sd.rows * bk / E / T; j++) {
+      auto chunk = tid + c(j * T), row = idiv(chunk, rl / E), col = mod(chunk, rl / E) * E;
+      std::vector<UOpRef> v;
+      for (int64_t e = 0; e < E; e++) v.push_back(sd.kmajor ? value(row, col + c(e)) : value(col + c(e), row));
+      auto i = sd.kmajor ? row : col, k = sd.kmajor ? col : row;
+      if (auto from = async_source(v)) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, int(E)), from}));
+      else for (int64_t e = 0; e < E; e++) out.push_back(make_uop(Ops::STORE, DType::Bool, {sd.kmajor ? dst(i, k + c(e), 1) : dst(i + c(e), k, 1), v[size_t(e)]}));
+    }
+    return out;
+  }
+  for (int64_t j = 0; j < sd.rows * bk / T; j++) {  // the buffer's rows cross the operand's memory: one value a copy
+    auto el = tid + c(j * T), i = along_k ? idiv(el, bk) : mod(el, sd.rows), k = along_k ? mod(el, bk) : idiv(el, sd.rows);
+    auto v = value(i, k);
+    auto from = async_source({v});
+    out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, 1), from ? from : v}));
+  }
+  return out;
+}
+// the copies of a staged GEMM's K steps kc (nk of them) into S stages, P = S - 2 steps ahead of the compute: steps
+// 0 to P - 1 before the loop (a copy group each), step kc + P in step kc. Returns the barrier after which stage kc % S
+// holds step kc's tiles. One barrier a step is enough: the stage written in step kc was last read in step kc - 2.
+template <class Copies>
+UOpRef staged_pipeline(const UOpRef& kc, int64_t nk, int64_t S, Copies&& copies) {
+  DType dt = kc->dtype;
+  int64_t P = S - 2, Q = std::min(P, nk);  // Q: the copy groups issued after step kc's by the time step kc waits
+  // BARRIER's arg: the copy groups that may stay in flight (cp.async.wait_group) before the workgroup syncs
+  auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), Q); };
+  UOpRef before;
+  for (int64_t j = 0; j < Q; j++) {
+    std::vector<UOpRef> first = copies(const_int(dt, j), const_int(dt, j), UOpRef());
+    if (before) first.push_back(before);
+    before = barrier(first);
+  }
+  auto next = kc + P, clamped = alu(Ops::WHERE, {lt(next, nk), next, const_int(dt, nk - 1)});  // the last P steps copy nothing
+  std::vector<UOpRef> step = copies(clamped, mod(next, S), lt(next, nk));
+  step.push_back(before);
+  return barrier(step);
+}
+// the blocks of a staged GEMM as one loop axis (the m axis's id): blocks next to each other take up to 8 row tiles
+// of one column tile, so the blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger
+// than an H100's L2). Returns the block's row tile and column tile
+inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int64_t bn, DType dt) {
+  int64_t mb = tm.m->range_end() / bm, nb = tm.n->range_end() / bn, g8 = 8;
+  while (mb % g8) g8 /= 2;
+  auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
+  return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
+}
+// TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of each K step pass through workgroup memory
+// (staged_pipeline); each warp multiplies its tm x tn mma tiles with fragments from ldmatrix. A buffer holds its
+// operand k-major where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
+inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
+  DType dt = r->dtype;
+  const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  auto [gm, gn] = block_tiles(tm, bm, bn, dt);
+  auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
+  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
+  auto tid = (wm * t.wn + wn) * 32 + lane;
+  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr}};
+  for (int i = 0; i < 2; i++) {
+    StagedSide& sd = sides[i];
+    if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
+    sd.pitch = sd.kmajor ? t.bk : sd.rows;
+    sd.stage = sd.rows * t.bk;
+    sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.stage, 1});
+  }
+  auto ready = staged_pipeline(kc, nk, S, [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
+    auto v = staged_copies(sides[0], r, t.bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, t.bk, T, tid, step, stage, gate);
+    v.insert(v.end(), w.begin(), w.end());
+    return v;
+  });
+  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
+  auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(sd.kmajor ? 1 : 2), vc);
+  };
+  auto& A = sides[0];
+  auto& B = sides[1];
+  std::vector<UOpRef> fa, fb;
+  for (int64_t u = 0; u < t.tm; u++) {
+    auto base = wm * (t.tm * 16) + c(u * 16);
+    fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
+                          : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
+  }
+  for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
+    auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
+    int vc = t.tn - u > 1 ? 8 : 4;
+    fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
+                          : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
+  }
+  auto rarg = tm.red->varg();
+  rarg[0] = int64_t(Ops::WMMA);
+  auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+  std::vector<UOpRef> stores;
+  for (int64_t um = 0; um < t.tm; um++)
+    for (int64_t un = 0; un < t.tn; un++) {
+      // the arg: the dtype, and at bit 16 whether B's registers are the second half of its fragment load
+      auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un / 2)]}, int64_t(tm.dt) | (un % 2) << 16, 4);
+      auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc, ks}, rarg, 4);
+      for (int64_t e = 0; e < 4; e++) {
+        std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
+                                                  {tm.m.get(), gm * bm + wm * (t.tm * 16) + c(um * 16 + 8 * (e >> 1)) + g},
+                                                  {tm.n.get(), gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2}};
+        for (auto& st : sink->src) stores.push_back(substitute(st, at));
+      }
+    }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+// TILE's shapes (the opt's amount): a float32 GEMM without tensor cores, ty x tx threads a block, each a tm x tn
+// register tile (groups of 4 neighbouring rows and columns: vector reads of workgroup memory), bk of K a step,
+// `stages` steps held at once
+struct SimtTile { int64_t ty, tx, tm, tn, bk, stages; };
+inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8, 3},  {16, 16, 8, 8, 16, 3}, {8, 16, 8, 8, 8, 3},
+                                          {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4}};
+inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
+  int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  return "";
+}
+// TILE: per block, tiles of A (bm x bk) and B (bn x bk) pass through workgroup memory as in TC's staged tiles, both
+// held m- or n-major (rows padded by 4 elements: a row of k copied value by value hits 8 different banks); thread
+// (y, x) owns rows y * 4 + g * bm / (tm / 4) + i and columns x * 4 + g * bn / (tn / 4) + j: every K step, tm / 4 and
+// tn / 4 vector reads of 4 elements feed tm x tn multiply-adds
+inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const SimtTile& t) {
+  DType dt = r->dtype;
+  const int64_t S = t.stages, bm = t.ty * t.tm, bn = t.tx * t.tn, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.ty * t.tx;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  auto [gm, gn] = block_tiles(tm, bm, bn, dt);
+  auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
+  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
+  auto tid = ty * t.tx + tx;
+  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, false, bm + 4, false, (bm + 4) * t.bk, nullptr}, {tm.b, tm.n, gn, bn, false, bn + 4, false, (bn + 4) * t.bk, nullptr}};
+  for (int i = 0; i < 2; i++) sides[i].buf = make_uop(Ops::DEFINE_LOCAL, sides[i].x->dtype, {}, std::vector<int64_t>{i, S * sides[i].stage, 1});
+  auto ready = staged_pipeline(kc, nk, S, [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
+    auto v = staged_copies(sides[0], r, t.bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, t.bk, T, tid, step, stage, gate);
+    v.insert(v.end(), w.begin(), w.end());
+    return v;
+  });
+  // a thread's 4 neighbouring rows (columns) of group g at step ks: one vector read of workgroup memory
+  auto quad = [&](StagedSide& sd, const UOpRef& own, int64_t g, int64_t groups) {
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, {}, 4);
+  };
+  std::vector<UOpRef> qa, qb;
+  for (int64_t g = 0; g < t.tm / 4; g++) qa.push_back(quad(sides[0], ty, g, t.tm / 4));
+  for (int64_t g = 0; g < t.tn / 4; g++) qb.push_back(quad(sides[1], tx, g, t.tn / 4));
+  std::vector<UOpRef> stores;
+  for (int64_t i = 0; i < t.tm; i++)
+    for (int64_t j = 0; j < t.tn; j++) {
+      auto a = make_uop(Ops::GEP, tm.a->dtype, {qa[size_t(i / 4)]}, i % 4), b = make_uop(Ops::GEP, tm.b->dtype, {qb[size_t(j / 4)]}, j % 4);
+      auto acc = make_uop(Ops::REDUCE, tm.red->dtype, {a * b, kc, ks}, tm.red->arg);
+      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), acc},
+                                                {tm.m.get(), gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4)},
+                                                {tm.n.get(), gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4)}};
+      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+    }
+  return make_uop(Ops::SINK, DType::Bool, stores);
 }
 }  // namespace detail
 
@@ -3569,6 +3892,11 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     }
     return m.at(grown.get());
   }
+  if (o.op == OptOp::TILE) {
+    auto found = tc_match(sink, r, false, true);
+    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+    return simt_stage(sink, r, std::get<TcMatch>(found), simt_tiles[o.amt]);
+  }
   if (o.op == OptOp::TC) {
     // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a WARP
     // axis of 32) holds A's rows g, g + 8 (g = t / 4) at columns 2q, 2q + 1, 2q + 8, 2q + 9 (q = t % 4), B's column g at
@@ -3577,6 +3905,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     auto found = tc_match(sink, r);
     if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
     auto& tm = std::get<TcMatch>(found);
+    if (o.amt > 0) return tc_stage(sink, r, tm, tc_tiles[o.amt]);
     auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
     int64_t kt = tc_k(tm.dt);
     auto ko = make_range(n / kt, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
@@ -3714,7 +4043,15 @@ class Kernel {
     return c;
   }
   int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
-  int64_t workgroup() const { int64_t w = 1; for (auto& o : opts_) w *= uses_locals(o.op) ? o.amt : o.op == OptOp::TC ? 32 : 1; return w; }
+  int64_t workgroup() const {
+    int64_t w = 1;
+    for (auto& o : opts_) {
+      if (uses_locals(o.op)) w *= o.amt;
+      else if (o.op == OptOp::TC) w *= 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1);
+      else if (o.op == OptOp::TILE) w *= detail::simt_tiles[o.amt].ty * detail::simt_tiles[o.amt].tx;
+    }
+    return w;
+  }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
   Kernel& apply(const Opt& o) {
@@ -3738,7 +4075,8 @@ class Kernel {
         if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
-        if (ren_->tensor_cores) add(OptOp::TC, id, {0});
+        if (ren_->tensor_cores) for (int64_t a = 0; a < int64_t(std::size(detail::tc_tiles)); a++) cand.push_back({OptOp::TC, id, a});
+        if (ren_->tensor_cores) for (int64_t a = 1; a < int64_t(std::size(detail::simt_tiles)); a++) cand.push_back({OptOp::TILE, id, a});
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
@@ -3772,15 +4110,28 @@ class Kernel {
     }
     bool tc = std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC; });
     if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
-    if (o.op == OptOp::TC) {
-      if (!ren_->tensor_cores) fail("the device has no tensor cores");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail("TC comes first (after PADTO only)");
+    if (o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TILE || (p.op == OptOp::TC && p.amt > 0); }))
+      fail("after TILE or a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
+    if (o.op == OptOp::TC || o.op == OptOp::TILE) {
+      bool tile = o.op == OptOp::TILE;
+      // NOTE: TILE's copies are cp.async, as the staged TC tiles': NVIDIA sm_80 on, as tensor cores here
+      if (!ren_->tensor_cores) fail(tile ? "TILE needs asynchronous copies (CUDA sm_80 on)" : "the device has no tensor cores");
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail(cat(tile ? "TILE" : "TC", " comes first (after PADTO only)"));
       auto rs = ranges();
       auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
-      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail("TC needs a reduce axis");
-      if (o.amt != 0) fail("TC's amount is 0 (one tile shape: m16n8k16)");
+      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail(cat(tile ? "TILE" : "TC", " needs a reduce axis"));
+      if (tile) {
+        if (o.amt < 1 || o.amt >= int64_t(std::size(simt_tiles))) fail(cat("TILE's amount is a tile shape, 1 to ", std::size(simt_tiles) - 1));
+        auto found = tc_match(sink_, *it, false, true);
+        if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+        if (auto why = simt_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), simt_tiles[o.amt]); !why.empty()) fail(why);
+        return;
+      }
+      if (o.amt < 0 || o.amt >= int64_t(std::size(tc_tiles))) fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
       auto found = tc_match(sink_, *it);
       if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+      if (o.amt > 0)
+        if (auto why = tc_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), tc_tiles[o.amt]); !why.empty()) fail(why);
       return;
     }
     if (o.op == OptOp::NOLOCALS) {
@@ -3899,14 +4250,42 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   // tensor cores: a float16/bfloat16 matmul-shaped reduce; 2 x 2 warps a block (they share A's and B's tiles through
   // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
   // (sizes that are not tile multiples are padded first: PADTO m to 16, n to 8, K to 16, where that does not double them)
+  // float32 GEMMs (TF32 not allowed) on a device with cp.async: a block tile staged in workgroup memory (TILE) where
+  // one divides the sizes and leaves 64 blocks or more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an
+  // H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2), next to 128 x 128 with 16 of K (15.8, 43.6)
+  if (ren.tensor_cores && red_rngs.size() == 1 && flags().tile != 0 && !flags().tf32) {
+    auto found = tc_match(sink, red_rngs[0], false, true);
+    if (auto* f = std::get_if<TcMatch>(&found))
+      for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2}) {
+        if (a >= int64_t(std::size(simt_tiles))) break;
+        const SimtTile& t = simt_tiles[a];
+        int64_t blocks = f->m->range_end() / (t.ty * t.tm) * (f->n->range_end() / (t.tx * t.tn));
+        if (simt_tile_fits(*f, red_rngs[0]->range_end(), t).empty() && (blocks >= 64 || flags().tile > 0)) return {{OptOp::TILE, red_rngs[0]->range_id(), a}};
+      }
+  }
   if (ren.tensor_cores && red_rngs.size() == 1) {
     Kernel k(sink, ren);
     try {
       auto loose = tc_match(sink, red_rngs[0], false);
-      if (auto* l = std::get_if<TcMatch>(&loose))
-        for (auto [r, tile] : {std::pair{l->m, int64_t(16)}, std::pair{l->n, int64_t(8)}, std::pair{red_rngs[0], tc_k(l->dt)}})
-          if (r->range_end() % tile != 0) k.apply({OptOp::PADTO, r->range_id(), tile});
+      int stage = flags().tc_stage;
+      // staged tiles want m and n in multiples of 64 and K of 32; the warp tile m of 16, n of 8, K of 16 (8 for TF32)
+      if (auto* l = std::get_if<TcMatch>(&loose)) {
+        bool staged = stage != 0 && l->dt != DType::Float32;
+        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red_rngs[0], tc_k(l->dt), int64_t(32)}})
+          for (int64_t tile : {staged ? big : small, small})
+            if (r->range_end() % tile != 0) try { k.apply({OptOp::PADTO, r->range_id(), tile}); break; } catch (const KernelOptError&) {}
+      }
       UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id()), pre = k.sink();
+      // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
+      // 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest on an H100 (float16 GEMM 4096: 326 TFLOP/s, 8192: 385)
+      auto found = tc_match(pre, rr);
+      if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
+        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{10, 2, 3, 4}) {
+          if (a >= int64_t(std::size(tc_tiles))) break;
+          const TcTile& t = tc_tiles[a];
+          int64_t blocks = f->m->range_end() / (t.wm * t.tm * 16) * (f->n->range_end() / (t.wn * t.tn * 8));
+          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 32 || a == 4 || stage > 0)) return k.apply({OptOp::TC, rr->range_id(), a}).applied();
+        }
       k.apply({OptOp::TC, rr->range_id(), 0});
       auto tm = std::get<TcMatch>(tc_match(pre, rr));
       std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};
@@ -4405,7 +4784,7 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
   // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC) n += cat("_", o.amt);
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE) n += cat("_", o.amt);
   return n;
 }
 
@@ -4565,6 +4944,7 @@ inline ProgramSpec to_program(const Kernel& k) {
   }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
+  for (auto& u : lin) p.launch.smem += CStyleRenderer::dynamic_smem(*u);
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);
@@ -5390,9 +5770,16 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
       try { start.apply(o); } catch (const KernelOptError&) {}
       if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
     }
-  // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it
+  // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it, and each
+  // block tile that fits (TC's and TILE's amounts; they come first, after the start's PADTOs) is a start of its own
   std::vector<Kernel> starts{start};
   if (unblocked.applied().size() != start.applied().size()) starts.push_back(unblocked);
+  auto& sa = start.applied();
+  auto tiled = std::find_if(sa.begin(), sa.end(), [](auto& o) { return o.op == OptOp::TC || o.op == OptOp::TILE; });
+  Kernel pre(ast, ren);
+  for (auto it = sa.begin(); it != sa.end() && it->op == OptOp::PADTO; ++it) pre.apply(*it);
+  for (auto& o : pre.valid_opts())
+    if ((o.op == OptOp::TC || o.op == OptOp::TILE) && (tiled == sa.end() || o != *tiled)) starts.push_back(Kernel(pre).apply(o));
   auto beam = time_kernels(starts, rt, ptrs, 1e30, seen);
   if (beam.empty()) return std::nullopt;
   Candidate best = beam[0];
@@ -5461,7 +5848,7 @@ struct RendererRegistry {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
       reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
       reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores); };
-      reg->families["OpenCL"] = [](const DeviceRuntime&) { return std::make_unique<OpenCLRenderer>(); };
+      reg->families["OpenCL"] = [](const DeviceRuntime& rt) { return std::make_unique<OpenCLRenderer>(rt.fp16); };
       return reg;
     }();
     return *r;
