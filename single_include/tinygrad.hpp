@@ -3436,10 +3436,10 @@ class OpenCLRenderer : public GPURenderer {
   // writes sign | 0x7e00 as the integer path does
   static constexpr const char* kHalfCL =
       "TG_FN float tg_h2f(ushort h) { return vload_half(0, (const half*)&h); }\n"
-      "TG_FN ushort tg_f2h(float f) { ushort h; vstore_half_rte(f, 0, (half*)&h); return isnan(f) ? (ushort)((as_uint(f) >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
+      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); ushort h; vstore_half_rte(f, 0, (half*)&h); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
   static constexpr const char* kHalfFP16 =
       "TG_FN float tg_h2f(ushort h) { return convert_float(as_half(h)); }\n"
-      "TG_FN ushort tg_f2h(float f) { return isnan(f) ? (ushort)((as_uint(f) >> 16 & 0x8000u) | 0x7e00u) : as_ushort(convert_half_rte(f)); }\n";
+      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : as_ushort(convert_half_rte(f)); }\n";
   bool fp16;  // the device has cl_khr_fp16
 
  protected:
