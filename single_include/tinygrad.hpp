@@ -4251,17 +4251,25 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
   // (sizes that are not tile multiples are padded first: PADTO m to 16, n to 8, K to 16, where that does not double them)
   // float32 GEMMs (TF32 not allowed) on a device with cp.async: a block tile staged in workgroup memory (TILE) where
-  // one divides the sizes and leaves 64 blocks or more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an
-  // H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2), next to 128 x 128 with 16 of K (15.8, 43.6)
+  // one divides the sizes (m and n padded to 64, K to 16, where that does not double them) and leaves 16 blocks or
+  // more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2),
+  // next to 128 x 128 with 16 of K (15.8, 43.6)
   if (ren.tensor_cores && red_rngs.size() == 1 && flags().tile != 0 && !flags().tf32) {
-    auto found = tc_match(sink, red_rngs[0], false, true);
-    if (auto* f = std::get_if<TcMatch>(&found))
-      for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2}) {
-        if (a >= int64_t(std::size(simt_tiles))) break;
-        const SimtTile& t = simt_tiles[a];
-        int64_t blocks = f->m->range_end() / (t.ty * t.tm) * (f->n->range_end() / (t.tx * t.tn));
-        if (simt_tile_fits(*f, red_rngs[0]->range_end(), t).empty() && (blocks >= 64 || flags().tile > 0)) return {{OptOp::TILE, red_rngs[0]->range_id(), a}};
-      }
+    Kernel k(sink, ren);
+    auto loose = tc_match(sink, red_rngs[0], false, true);
+    if (auto* l = std::get_if<TcMatch>(&loose)) {
+      for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{red_rngs[0], int64_t(16)}})
+        if (r->range_end() % tile) try { k.apply({OptOp::PADTO, r->range_id(), tile}); } catch (const KernelOptError&) {}
+      UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id());
+      auto found = tc_match(k.sink(), rr, false, true);
+      if (auto* f = std::get_if<TcMatch>(&found))
+        for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2}) {
+          if (a >= int64_t(std::size(simt_tiles))) break;
+          const SimtTile& t = simt_tiles[a];
+          int64_t blocks = f->m->range_end() / (t.ty * t.tm) * (f->n->range_end() / (t.tx * t.tn));
+          if (simt_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 16 || flags().tile > 0)) return k.apply({OptOp::TILE, rr->range_id(), a}).applied();
+        }
+    }
   }
   if (ren.tensor_cores && red_rngs.size() == 1) {
     Kernel k(sink, ren);
