@@ -32,7 +32,9 @@ struct NvrtcApi {
 inline NvrtcApi* nvrtc() {
   static NvrtcApi* api = [] () -> NvrtcApi* {
     std::string cp = getenv_str("CUDA_PATH", "/usr/local/cuda");
-    void* l = dlopen_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", cp + "/lib64/libnvrtc.so", cp + "/lib/libnvrtc.so"});
+    // (CUDA_PATH/lib/libnvrtc.so.12: PyPI's nvidia-cuda-nvrtc-cu12 wheel, as tools/fetch_model nvrtc unpacks it)
+    void* l = dlopen_first({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so.11.2", cp + "/lib64/libnvrtc.so", cp + "/lib/libnvrtc.so",
+                            cp + "/lib/libnvrtc.so.12"});
     return l ? new NvrtcApi(l) : nullptr;  // NOTE: leaked on purpose
   }();
   return api;
