@@ -3712,12 +3712,17 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
   }
   return out;
 }
-// the copies of a staged GEMM's K steps kc (nk of them) into S stages, P = S - 2 steps ahead of the compute: steps
-// 0 to P - 1 before the loop (a copy group each), step kc + P in step kc. Returns the barrier after which stage kc % S
-// holds step kc's tiles. One barrier a step is enough: the stage written in step kc was last read in step kc - 2.
-template <class Copies>
-UOpRef staged_pipeline(const UOpRef& kc, int64_t nk, int64_t S, Copies&& copies) {
+// the copies of both sides' tiles for a staged GEMM's K steps kc (nk of them, bk of r each; T threads, tid) into S
+// stages, P = S - 2 steps ahead of the compute: steps 0 to P - 1 before the loop (a copy group each), step kc + P in
+// step kc. Returns the barrier after which stage kc % S holds step kc's tiles. One barrier a step is enough: the stage
+// written in step kc was last read in step kc - 2.
+inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& kc, int64_t nk, int64_t S) {
   DType dt = kc->dtype;
+  auto copies = [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
+    auto v = staged_copies(sides[0], r, bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, bk, T, tid, step, stage, gate);
+    v.insert(v.end(), w.begin(), w.end());
+    return v;
+  };
   int64_t P = S - 2, Q = std::min(P, nk);  // Q: the copy groups issued after step kc's by the time step kc waits
   // BARRIER's arg: the copy groups that may stay in flight (cp.async.wait_group) before the workgroup syncs
   auto barrier = [&](std::vector<UOpRef> src) { return make_uop(Ops::BARRIER, DType::Bool, std::move(src), Q); };
@@ -3760,11 +3765,7 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     sd.stage = sd.rows * t.bk;
     sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.stage, 1});
   }
-  auto ready = staged_pipeline(kc, nk, S, [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
-    auto v = staged_copies(sides[0], r, t.bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, t.bk, T, tid, step, stage, gate);
-    v.insert(v.end(), w.begin(), w.end());
-    return v;
-  });
+  auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S);
   // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
   auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
@@ -3827,11 +3828,7 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
   auto tid = ty * t.tx + tx;
   StagedSide sides[2] = {{tm.a, tm.m, gm, bm, false, bm + 4, false, (bm + 4) * t.bk, nullptr}, {tm.b, tm.n, gn, bn, false, bn + 4, false, (bn + 4) * t.bk, nullptr}};
   for (int i = 0; i < 2; i++) sides[i].buf = make_uop(Ops::DEFINE_LOCAL, sides[i].x->dtype, {}, std::vector<int64_t>{i, S * sides[i].stage, 1});
-  auto ready = staged_pipeline(kc, nk, S, [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
-    auto v = staged_copies(sides[0], r, t.bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, t.bk, T, tid, step, stage, gate);
-    v.insert(v.end(), w.begin(), w.end());
-    return v;
-  });
+  auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S);
   // a thread's 4 neighbouring rows (columns) of group g at step ks: one vector read of workgroup memory
   auto quad = [&](StagedSide& sd, const UOpRef& own, int64_t g, int64_t groups) {
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
