@@ -521,7 +521,7 @@ class CUDARenderer : public GPURenderer {
       c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
       c.smem += dynamic_smem(x);
     };
-    // a staged TC tile (opt.hpp's tc_stage): a STORE of an address into workgroup memory copies the 16 bytes there
+    // staged tiles (opt.hpp's tc_stage, simt_stage): a STORE of an address into workgroup memory copies the bytes there
     // (cp.async of 4, 8 or 16 bytes; a gate on the source fills zeros, one on the destination skips the copy), a vector
     // LOAD from workgroup memory with an arg is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 2: .trans), and a BARRIER with an
     // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
