@@ -186,7 +186,7 @@ void run_cases(const std::string& dev, size_t max_pairs, std::set<OptOp>& seen) 
 TEST_CASE("opts: every CPU opt, alone, after a PADTO and in chains, computes what no opts compute", "[opts]") {
   std::set<OptOp> seen;
   run_cases("CPU", 1000, seen);
-  for (OptOp op : {OptOp::UPCAST, OptOp::VECTOR, OptOp::UNROLL, OptOp::PADTO, OptOp::SWAP, OptOp::KBLOCK}) CHECK(seen.count(op));
+  for (OptOp op : {OptOp::UPCAST, OptOp::VECTOR, OptOp::UNROLL, OptOp::PADTO, OptOp::SWAP, OptOp::KBLOCK, OptOp::MERGE}) CHECK(seen.count(op));
   if (tinygrad::get_device("CPU").renderer->threads > 1) CHECK(seen.count(OptOp::THREAD));
 }
 
@@ -339,6 +339,53 @@ TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the
   auto res = run_each(gt, {{}, kk.applied()});
   check_close(res[1], res[0], opts_str(kk.applied()));
   CHECK_THROWS_AS(tinygrad::to_program(gt.k.ast, cpu, std::vector<Opt>{{OptOp::PADTO, r, 64}}), KernelOptError);
+}
+
+TEST_CASE("opts: MERGE joins two loop or two reduce axes; a conv's merges (gemm_merges) and opts after them compute what no opts compute", "[opts]") {
+  Tensor img = rnd({2, 3, 9, 10}, 30), w = rnd({4, 3, 3, 3}, 31), t = rnd({6, 5, 7}, 32);
+  auto& cpu = *tinygrad::get_device("CPU").renderer;
+  auto ids = [](const Kernel& k, tinygrad::AxisType at) {
+    std::vector<int64_t> r;
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == at) r.push_back(x->range_id());
+    return r;
+  };
+  const auto LOOP = tinygrad::AxisType::LOOP, REDUCE = tinygrad::AxisType::REDUCE;
+  for (auto [name, y] : {std::pair{"conv", img.conv2d(w)}, std::pair{"conv, padding 1, stride 2", img.conv2d(w, std::nullopt, 1, {2}, {1}, {1})},
+                         std::pair{"conv with a bias and relu", (img.conv2d(w) + rnd({1, 4, 1, 1}, 33)).relu()}}) {
+    INFO(name);
+    auto g = guarded(y);
+    Kernel k(g.k.ast, cpu);
+    auto merges = tinygrad::detail::gemm_merges(k.ast());
+    // the reduce (channels, taps) into one axis, the rows (batch, pixels) into one; out channels are B's alone
+    REQUIRE(merges.size() == 4);
+    Kernel km(k);
+    for (auto& o : merges) km.apply(o);
+    CHECK(ids(km, REDUCE).size() == 1);
+    CHECK(ids(km, LOOP).size() == 2);
+    int64_t m = ids(km, LOOP)[0], n = ids(km, LOOP)[1], r = ids(km, REDUCE)[0];
+    std::vector<std::vector<Opt>> optss{{}, merges};
+    auto with = [&](std::initializer_list<Opt> more) { auto v = merges; v.insert(v.end(), more); optss.push_back(v); };
+    with({{OptOp::UPCAST, n, 4}});
+    with({{OptOp::PADTO, m, 32}, {OptOp::UPCAST, m, 4}, {OptOp::UNROLL, r, 3}});
+    with({{OptOp::SWAP, m, n}, {OptOp::UPCAST, m, 2}});
+    // one merge alone, inner axes first
+    optss.push_back({{OptOp::MERGE, ids(k, REDUCE)[1], ids(k, REDUCE)[2]}});
+    optss.push_back({{OptOp::MERGE, ids(k, LOOP)[2], ids(k, LOOP)[3]}});
+    auto res = run_each(g, optss);
+    for (size_t i = 1; i < res.size(); i++) check_close(res[i], res[0], opts_str(optss[i]));
+  }
+  // refusals, with the reason
+  Kernel kc(guarded(img.conv2d(w)).k.ast, cpu), ks(guarded(t.sum(2) + t.max(2)).k.ast, cpu);
+  auto lp = ids(kc, LOOP), rd = ids(kc, REDUCE);
+  CHECK(reason(kc, {OptOp::MERGE, lp[0], lp[1]}) == "accepted");
+  CHECK(reason(kc, {OptOp::MERGE, rd[0], rd[1]}) == "accepted");
+  CHECK_THAT(reason(kc, {OptOp::MERGE, lp[0], rd[0]}), Contains("two loop axes or two reduce axes"));
+  CHECK_THAT(reason(kc, {OptOp::MERGE, lp[0], lp[0]}), Contains("two different axes"));
+  CHECK_THAT(reason(kc, {OptOp::MERGE, lp[0], 99}), Contains("no axis to merge with"));
+  CHECK_THAT(reason(Kernel(kc).apply({OptOp::UPCAST, lp[1], 2}), {OptOp::MERGE, lp[2], lp[3]}), Contains("MERGE comes first"));
+  CHECK(has(kc.valid_opts(), OptOp::MERGE));
+  CHECK(tinygrad::detail::gemm_merges(ks.ast()).empty());  // two reduces: no GEMM
+  CHECK(tinygrad::detail::gemm_merges(guarded(t.sum(2)).k.ast).empty());
 }
 
 TEST_CASE("opts: SWAP exchanges the loop order; valid_opts lists the new opts only where legal", "[opts]") {

@@ -34,7 +34,8 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
   // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE) n += cat("_", o.amt);
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE &&
+                  o.op != OptOp::MERGE) n += cat("_", o.amt);
   return n;
 }
 

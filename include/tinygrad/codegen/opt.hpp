@@ -15,12 +15,12 @@
 namespace tinygrad {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE };
-inline constexpr OptOp last_optop = OptOp::TILE;
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE, MERGE };
+inline constexpr OptOp last_optop = OptOp::MERGE;
 struct Opt {
-  OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
+  OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's and MERGE's other range id, NOLOCALS 0
   std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE"};
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE", "MERGE"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
@@ -144,6 +144,34 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
   if (tiles && r->range_end() % tc_k(t.dt) != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of ", tc_k(t.dt)));
   return R(t);
+}
+
+// an implicit GEMM (a conv's forward and gradients): the kernel's one reduce of a product runs over several ranges
+// (channels and kernel taps), and several output axes index only one operand (batch and pixels). MERGEs of those
+// into one reduce axis, one axis of A and one of B (in id order, outer first) give TILE and TC their matmul. Empty
+// where nothing is to merge or the kernel is no such product
+inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
+  UOpRef red;
+  for (auto& u : toposort(sink))
+    if (u->op == Ops::REDUCE) {
+      if (red) return {};
+      red = u;
+    }
+  if (!red || red->reduce_op() != Ops::ADD) return {};
+  UOpRef p = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
+  if (p->op != Ops::MUL) return {};
+  std::vector<Opt> merges;
+  auto chain = [&](const std::vector<UOpRef>& rs) { for (size_t i = 1; i < rs.size(); i++) merges.push_back({OptOp::MERGE, rs[0]->range_id(), rs[i]->range_id()}); };
+  std::vector<UOpRef> k(red->src.begin() + 1, red->src.end()), a_only, b_only;
+  std::sort(k.begin(), k.end(), [](auto& x, auto& y) { return x->range_id() < y->range_id(); });
+  for (auto& x : ranges_of(sink)) {
+    if (axis_type(x) != AxisType::LOOP) continue;
+    bool in_a = depends_on(p->src[0], x).count(p->src[0].get()), in_b = depends_on(p->src[1], x).count(p->src[1].get());
+    if (in_a != in_b) (in_a ? a_only : b_only).push_back(x);
+  }
+  if (a_only.empty() || b_only.empty()) return {};
+  chain(k), chain(a_only), chain(b_only);
+  return merges;
 }
 
 // TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
@@ -331,7 +359,8 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
 // `stages` steps held at once
 struct SimtTile { int64_t ty, tx, tm, tn, bk, stages; };
 inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8, 3},  {16, 16, 8, 8, 16, 3}, {8, 16, 8, 8, 8, 3},
-                                          {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4}};
+                                          {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4},
+                                          {16, 8, 8, 4, 16, 3}, {8, 8, 8, 4, 16, 3}};
 inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
   int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
   if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
@@ -387,6 +416,27 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     UOpRef r2 = find_range(sink, o.amt);
     if (r2 == r || t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) throw KernelOptError(o.str() + ": needs two loop axes");
     return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt)}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt)}});
+  }
+  if (o.op == OptOp::MERGE) {
+    // the two ranges become one of their sizes' product (the first's id): r = R / n2, r2 = R % n2; a reduce over both
+    // runs over R
+    UOpRef r2 = find_range(sink, o.amt);
+    if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
+    int64_t n2 = r2->range_end();
+    auto R = make_range(n * n2, o.axis, t, dt);
+    std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
+    for (auto& u : toposort(sink)) {
+      if (m.count(u.get())) continue;
+      std::vector<UOpRef> src;
+      for (size_t i = 0; i < u->src.size(); i++) {
+        const UOpRef& x = u->src[i];
+        bool closes = u->op == Ops::REDUCE && i > 0;  // a reduce's ranges
+        if (closes && x == r2) continue;
+        src.push_back(closes && x == r ? R : m.at(x.get()));
+      }
+      m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
+    }
+    return m.at(sink.get());
   }
   if (o.op == OptOp::PADTO) {
     if (o.amt <= 1 || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
@@ -607,6 +657,9 @@ class Kernel {
         else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
         for (auto& r2 : rs) if (r2->range_id() > id) cand.push_back({OptOp::SWAP, id, r2->range_id()});
       }
+      // the next axis of the same type, merged into this one (an implicit GEMM's rows or K: TILE and TC take one of each)
+      if (t == AxisType::LOOP || t == AxisType::REDUCE)
+        for (auto& r2 : rs) if (r2->range_id() > id && detail::axis_type(r2) == t) { cand.push_back({OptOp::MERGE, id, r2->range_id()}); break; }
       // odd sizes: round up to full vectors, tiles or workgroups (check() drops sizes that are already multiples)
       if (t == AxisType::LOOP || t == AxisType::REDUCE) add(OptOp::PADTO, id, {4, 8, 16, 32, lanes});
     }
@@ -638,7 +691,8 @@ class Kernel {
       bool tile = o.op == OptOp::TILE;
       // NOTE: TILE's copies are cp.async, as the staged TC tiles': NVIDIA sm_80 on, as tensor cores here
       if (!ren_->tensor_cores) fail(tile ? "TILE needs asynchronous copies (CUDA sm_80 on)" : "the device has no tensor cores");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail(cat(tile ? "TILE" : "TC", " comes first (after PADTO only)"));
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO && p.op != OptOp::MERGE; }))
+        fail(cat(tile ? "TILE" : "TC", " comes first (after MERGE and PADTO only)"));
       auto rs = ranges();
       auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
       if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail(cat(tile ? "TILE" : "TC", " needs a reduce axis"));
@@ -674,6 +728,18 @@ class Kernel {
       if (!r2) fail("no axis to swap with");
       if (r2 == r) fail("SWAP needs two different axes");
       if (t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) fail("SWAP needs two loop axes");
+      return;
+    }
+    if (o.op == OptOp::MERGE) {
+      UOpRef r2 = find(o.amt);
+      if (!r2) fail("no axis to merge with");
+      if (r2 == r) fail("MERGE needs two different axes");
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::MERGE; })) fail("MERGE comes first (after MERGE only)");
+      if (t != axis_type(r2) || (t != AxisType::LOOP && !reduce)) fail("MERGE needs two loop axes or two reduce axes");
+      if (r->dtype == DType::Int32 && n * r2->range_end() > (int64_t(1) << 31) - 1) fail(cat("the merged axis's size ", n * r2->range_end(), " is over int32's range"));
+      for (auto& u : toposort(sink_))
+        if (u->op == Ops::REDUCE && (std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) != (std::find(u->src.begin() + 1, u->src.end(), r2) == u->src.end()))
+          fail("a reduce runs over one of the two axes only");
       return;
     }
     if (o.op == OptOp::PADTO) {
@@ -776,36 +842,50 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   // one divides the sizes (m and n padded to 64, K to 16, where that does not double them) and leaves 16 blocks or
   // more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2),
   // next to 128 x 128 with 16 of K (15.8, 43.6)
-  if (ren.tensor_cores && red_rngs.size() == 1 && flags().tile != 0 && !flags().tf32) {
-    Kernel k(sink, ren);
-    auto loose = tc_match(sink, red_rngs[0], false, true);
+  // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC below see one
+  // reduce axis, one axis of A and one of B; where neither applies, the kernel is optimized unmerged
+  Kernel base(sink, ren);
+  if (ren.tensor_cores) try { for (auto& o : gemm_merges(sink)) base.apply(o); } catch (const KernelOptError&) { base = Kernel(sink, ren); }
+  UOpRef gsink = base.sink();
+  std::vector<UOpRef> gred;
+  for (auto& r : ranges_of(gsink)) if (axis_type(r) == AxisType::REDUCE) gred.push_back(r);
+  // the blocks a tile of bm x bn leaves: the other loop axes (a batch) multiply them
+  auto blocks_of = [&](const Kernel& k, const TcMatch& f, int64_t bm, int64_t bn) {
+    int64_t b = f.m->range_end() / bm * (f.n->range_end() / bn);
+    for (auto& r : ranges_of(k.sink())) if (axis_type(r) == AxisType::LOOP && r != f.m && r != f.n) b *= r->range_end();
+    return b;
+  };
+  if (ren.tensor_cores && gred.size() == 1 && flags().tile != 0 && !flags().tf32) {
+    Kernel k = base;
+    auto loose = tc_match(gsink, gred[0], false, true);
     if (auto* l = std::get_if<TcMatch>(&loose)) {
-      for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{red_rngs[0], int64_t(16)}})
+      for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{gred[0], int64_t(16)}})
         if (r->range_end() % tile) try { k.apply({OptOp::PADTO, r->range_id(), tile}); } catch (const KernelOptError&) {}
-      UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id());
+      UOpRef rr = find_range(k.sink(), gred[0]->range_id());
       auto found = tc_match(k.sink(), rr, false, true);
+      // NOTE: 128 x 32 and 64 x 32 for 32 columns (a conv's 32 channels): padding them to 64 would double them
       if (auto* f = std::get_if<TcMatch>(&found))
-        for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2}) {
+        for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2, 8, 9}) {
           if (a >= int64_t(std::size(simt_tiles))) break;
           const SimtTile& t = simt_tiles[a];
-          int64_t blocks = f->m->range_end() / (t.ty * t.tm) * (f->n->range_end() / (t.tx * t.tn));
-          if (simt_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 16 || flags().tile > 0)) return k.apply({OptOp::TILE, rr->range_id(), a}).applied();
+          if (simt_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
+            return k.apply({OptOp::TILE, rr->range_id(), a}).applied();
         }
     }
   }
-  if (ren.tensor_cores && red_rngs.size() == 1) {
-    Kernel k(sink, ren);
+  if (ren.tensor_cores && gred.size() == 1) {
+    Kernel k = base;
     try {
-      auto loose = tc_match(sink, red_rngs[0], false);
+      auto loose = tc_match(gsink, gred[0], false);
       int stage = flags().tc_stage;
       // staged tiles want m and n in multiples of 64 and K of 32; the warp tile m of 16, n of 8, K of 16 (8 for TF32)
       if (auto* l = std::get_if<TcMatch>(&loose)) {
         bool staged = stage != 0 && l->dt != DType::Float32;
-        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red_rngs[0], tc_k(l->dt), int64_t(32)}})
+        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{gred[0], tc_k(l->dt), int64_t(32)}})
           for (int64_t tile : {staged ? big : small, small})
             if (r->range_end() % tile != 0) try { k.apply({OptOp::PADTO, r->range_id(), tile}); break; } catch (const KernelOptError&) {}
       }
-      UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id()), pre = k.sink();
+      UOpRef rr = find_range(k.sink(), gred[0]->range_id()), pre = k.sink();
       // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
       // 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest on an H100 (float16 GEMM 4096: 326 TFLOP/s, 8192: 385)
       auto found = tc_match(pre, rr);
@@ -813,8 +893,8 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
         for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{10, 2, 3, 4}) {
           if (a >= int64_t(std::size(tc_tiles))) break;
           const TcTile& t = tc_tiles[a];
-          int64_t blocks = f->m->range_end() / (t.wm * t.tm * 16) * (f->n->range_end() / (t.wn * t.tn * 8));
-          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 32 || a == 4 || stage > 0)) return k.apply({OptOp::TC, rr->range_id(), a}).applied();
+          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= 32 || a == 4 || stage > 0))
+            return k.apply({OptOp::TC, rr->range_id(), a}).applied();
         }
       k.apply({OptOp::TC, rr->range_id(), 0});
       auto tm = std::get<TcMatch>(tc_match(pre, rr));

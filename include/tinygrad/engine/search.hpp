@@ -182,13 +182,13 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
       if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
     }
   // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it, and each
-  // block tile that fits (TC's and TILE's amounts; they come first, after the start's PADTOs) is a start of its own
+  // block tile that fits (TC's and TILE's amounts; they come first, after the start's MERGEs and PADTOs) is a start of its own
   std::vector<Kernel> starts{start};
   if (unblocked.applied().size() != start.applied().size()) starts.push_back(unblocked);
   auto& sa = start.applied();
   auto tiled = std::find_if(sa.begin(), sa.end(), [](auto& o) { return o.op == OptOp::TC || o.op == OptOp::TILE; });
   Kernel pre(ast, ren);
-  for (auto it = sa.begin(); it != sa.end() && it->op == OptOp::PADTO; ++it) pre.apply(*it);
+  for (auto it = sa.begin(); it != sa.end() && (it->op == OptOp::PADTO || it->op == OptOp::MERGE); ++it) pre.apply(*it);
   for (auto& o : pre.valid_opts())
     if ((o.op == OptOp::TC || o.op == OptOp::TILE) && (tiled == sa.end() || o != *tiled)) starts.push_back(Kernel(pre).apply(o));
   auto beam = time_kernels(starts, rt, ptrs, 1e30, seen);
