@@ -3492,12 +3492,12 @@ class OpenCLRenderer : public GPURenderer {
 namespace tinygrad {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
-enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE };
-inline constexpr OptOp last_optop = OptOp::TILE;
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE, MERGE };
+inline constexpr OptOp last_optop = OptOp::MERGE;
 struct Opt {
-  OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's other range id, NOLOCALS 0
+  OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's and MERGE's other range id, NOLOCALS 0
   std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE"};
+    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE", "MERGE"};
     static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
     return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
   }
@@ -3623,6 +3623,34 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   return R(t);
 }
 
+// an implicit GEMM (a conv's forward and gradients): the kernel's one reduce of a product runs over several ranges
+// (channels and kernel taps), and several output axes index only one operand (batch and pixels). MERGEs of those
+// into one reduce axis, one axis of A and one of B (in id order, outer first) give TILE and TC their matmul. Empty
+// where nothing is to merge or the kernel is no such product
+inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
+  UOpRef red;
+  for (auto& u : toposort(sink))
+    if (u->op == Ops::REDUCE) {
+      if (red) return {};
+      red = u;
+    }
+  if (!red || red->reduce_op() != Ops::ADD) return {};
+  UOpRef p = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
+  if (p->op != Ops::MUL) return {};
+  std::vector<Opt> merges;
+  auto chain = [&](const std::vector<UOpRef>& rs) { for (size_t i = 1; i < rs.size(); i++) merges.push_back({OptOp::MERGE, rs[0]->range_id(), rs[i]->range_id()}); };
+  std::vector<UOpRef> k(red->src.begin() + 1, red->src.end()), a_only, b_only;
+  std::sort(k.begin(), k.end(), [](auto& x, auto& y) { return x->range_id() < y->range_id(); });
+  for (auto& x : ranges_of(sink)) {
+    if (axis_type(x) != AxisType::LOOP) continue;
+    bool in_a = depends_on(p->src[0], x).count(p->src[0].get()), in_b = depends_on(p->src[1], x).count(p->src[1].get());
+    if (in_a != in_b) (in_a ? a_only : b_only).push_back(x);
+  }
+  if (a_only.empty() || b_only.empty()) return {};
+  chain(k), chain(a_only), chain(b_only);
+  return merges;
+}
+
 // TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
 // shape the block. The others stage the block's tiles of A and B in workgroup memory: wm x wn warps of tm x tn mma
 // tiles each, bk of K a step, `stages` steps' tiles held at once (cp.async copies, ldmatrix fragment loads). The
@@ -3699,8 +3727,16 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
       std::vector<UOpRef> v;
       for (int64_t e = 0; e < E; e++) v.push_back(sd.kmajor ? value(row, col + c(e)) : value(col + c(e), row));
       auto i = sd.kmajor ? row : col, k = sd.kmajor ? col : row;
-      if (auto from = async_source(v)) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, int(E)), from}));
-      else for (int64_t e = 0; e < E; e++) out.push_back(make_uop(Ops::STORE, DType::Bool, {sd.kmajor ? dst(i, k + c(e), 1) : dst(i + c(e), k, 1), v[size_t(e)]}));
+      if (auto from = async_source(v)) {
+        out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, int(E)), from}));
+        continue;
+      }
+      // not one chunk (an implicit GEMM's gather, a fused expression): a 4-byte copy per value where it is a plain
+      // load of 4 bytes, else the value itself (a conv's copies of x had stalled every step as plain loads)
+      for (int64_t e = 0; e < E; e++) {
+        auto from = async_source({v[size_t(e)]});
+        out.push_back(make_uop(Ops::STORE, DType::Bool, {sd.kmajor ? dst(i, k + c(e), 1) : dst(i + c(e), k, 1), from ? from : v[size_t(e)]}));
+      }
     }
     return out;
   }
@@ -3808,7 +3844,8 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
 // `stages` steps held at once
 struct SimtTile { int64_t ty, tx, tm, tn, bk, stages; };
 inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8, 3},  {16, 16, 8, 8, 16, 3}, {8, 16, 8, 8, 8, 3},
-                                          {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4}};
+                                          {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4},
+                                          {16, 8, 8, 4, 16, 3}, {8, 8, 8, 4, 16, 3}};
 inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
   int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
   if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
@@ -3864,6 +3901,27 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     UOpRef r2 = find_range(sink, o.amt);
     if (r2 == r || t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) throw KernelOptError(o.str() + ": needs two loop axes");
     return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt)}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt)}});
+  }
+  if (o.op == OptOp::MERGE) {
+    // the two ranges become one of their sizes' product (the first's id): r = R / n2, r2 = R % n2; a reduce over both
+    // runs over R
+    UOpRef r2 = find_range(sink, o.amt);
+    if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
+    int64_t n2 = r2->range_end();
+    auto R = make_range(n * n2, o.axis, t, dt);
+    std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
+    for (auto& u : toposort(sink)) {
+      if (m.count(u.get())) continue;
+      std::vector<UOpRef> src;
+      for (size_t i = 0; i < u->src.size(); i++) {
+        const UOpRef& x = u->src[i];
+        bool closes = u->op == Ops::REDUCE && i > 0;  // a reduce's ranges
+        if (closes && x == r2) continue;
+        src.push_back(closes && x == r ? R : m.at(x.get()));
+      }
+      m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
+    }
+    return m.at(sink.get());
   }
   if (o.op == OptOp::PADTO) {
     if (o.amt <= 1 || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
@@ -4084,6 +4142,9 @@ class Kernel {
         else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
         for (auto& r2 : rs) if (r2->range_id() > id) cand.push_back({OptOp::SWAP, id, r2->range_id()});
       }
+      // the next axis of the same type, merged into this one (an implicit GEMM's rows or K: TILE and TC take one of each)
+      if (t == AxisType::LOOP || t == AxisType::REDUCE)
+        for (auto& r2 : rs) if (r2->range_id() > id && detail::axis_type(r2) == t) { cand.push_back({OptOp::MERGE, id, r2->range_id()}); break; }
       // odd sizes: round up to full vectors, tiles or workgroups (check() drops sizes that are already multiples)
       if (t == AxisType::LOOP || t == AxisType::REDUCE) add(OptOp::PADTO, id, {4, 8, 16, 32, lanes});
     }
@@ -4115,7 +4176,8 @@ class Kernel {
       bool tile = o.op == OptOp::TILE;
       // NOTE: TILE's copies are cp.async, as the staged TC tiles': NVIDIA sm_80 on, as tensor cores here
       if (!ren_->tensor_cores) fail(tile ? "TILE needs asynchronous copies (CUDA sm_80 on)" : "the device has no tensor cores");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO; })) fail(cat(tile ? "TILE" : "TC", " comes first (after PADTO only)"));
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO && p.op != OptOp::MERGE; }))
+        fail(cat(tile ? "TILE" : "TC", " comes first (after MERGE and PADTO only)"));
       auto rs = ranges();
       auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
       if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail(cat(tile ? "TILE" : "TC", " needs a reduce axis"));
@@ -4151,6 +4213,18 @@ class Kernel {
       if (!r2) fail("no axis to swap with");
       if (r2 == r) fail("SWAP needs two different axes");
       if (t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) fail("SWAP needs two loop axes");
+      return;
+    }
+    if (o.op == OptOp::MERGE) {
+      UOpRef r2 = find(o.amt);
+      if (!r2) fail("no axis to merge with");
+      if (r2 == r) fail("MERGE needs two different axes");
+      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::MERGE; })) fail("MERGE comes first (after MERGE only)");
+      if (t != axis_type(r2) || (t != AxisType::LOOP && !reduce)) fail("MERGE needs two loop axes or two reduce axes");
+      if (r->dtype == DType::Int32 && n * r2->range_end() > (int64_t(1) << 31) - 1) fail(cat("the merged axis's size ", n * r2->range_end(), " is over int32's range"));
+      for (auto& u : toposort(sink_))
+        if (u->op == Ops::REDUCE && (std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) != (std::find(u->src.begin() + 1, u->src.end(), r2) == u->src.end()))
+          fail("a reduce runs over one of the two axes only");
       return;
     }
     if (o.op == OptOp::PADTO) {
@@ -4253,36 +4327,50 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   // one divides the sizes (m and n padded to 64, K to 16, where that does not double them) and leaves 16 blocks or
   // more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2),
   // next to 128 x 128 with 16 of K (15.8, 43.6)
-  if (ren.tensor_cores && red_rngs.size() == 1 && flags().tile != 0 && !flags().tf32) {
-    Kernel k(sink, ren);
-    auto loose = tc_match(sink, red_rngs[0], false, true);
+  // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC below see one
+  // reduce axis, one axis of A and one of B; where neither applies, the kernel is optimized unmerged
+  Kernel base(sink, ren);
+  if (ren.tensor_cores) try { for (auto& o : gemm_merges(sink)) base.apply(o); } catch (const KernelOptError&) { base = Kernel(sink, ren); }
+  UOpRef gsink = base.sink();
+  std::vector<UOpRef> gred;
+  for (auto& r : ranges_of(gsink)) if (axis_type(r) == AxisType::REDUCE) gred.push_back(r);
+  // the blocks a tile of bm x bn leaves: the other loop axes (a batch) multiply them
+  auto blocks_of = [&](const Kernel& k, const TcMatch& f, int64_t bm, int64_t bn) {
+    int64_t b = f.m->range_end() / bm * (f.n->range_end() / bn);
+    for (auto& r : ranges_of(k.sink())) if (axis_type(r) == AxisType::LOOP && r != f.m && r != f.n) b *= r->range_end();
+    return b;
+  };
+  if (ren.tensor_cores && gred.size() == 1 && flags().tile != 0 && !flags().tf32) {
+    Kernel k = base;
+    auto loose = tc_match(gsink, gred[0], false, true);
     if (auto* l = std::get_if<TcMatch>(&loose)) {
-      for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{red_rngs[0], int64_t(16)}})
+      for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{gred[0], int64_t(16)}})
         if (r->range_end() % tile) try { k.apply({OptOp::PADTO, r->range_id(), tile}); } catch (const KernelOptError&) {}
-      UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id());
+      UOpRef rr = find_range(k.sink(), gred[0]->range_id());
       auto found = tc_match(k.sink(), rr, false, true);
+      // NOTE: 128 x 32 and 64 x 32 for 32 columns (a conv's 32 channels): padding them to 64 would double them
       if (auto* f = std::get_if<TcMatch>(&found))
-        for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2}) {
+        for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2, 8, 9}) {
           if (a >= int64_t(std::size(simt_tiles))) break;
           const SimtTile& t = simt_tiles[a];
-          int64_t blocks = f->m->range_end() / (t.ty * t.tm) * (f->n->range_end() / (t.tx * t.tn));
-          if (simt_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 16 || flags().tile > 0)) return k.apply({OptOp::TILE, rr->range_id(), a}).applied();
+          if (simt_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
+            return k.apply({OptOp::TILE, rr->range_id(), a}).applied();
         }
     }
   }
-  if (ren.tensor_cores && red_rngs.size() == 1) {
-    Kernel k(sink, ren);
+  if (ren.tensor_cores && gred.size() == 1) {
+    Kernel k = base;
     try {
-      auto loose = tc_match(sink, red_rngs[0], false);
+      auto loose = tc_match(gsink, gred[0], false);
       int stage = flags().tc_stage;
       // staged tiles want m and n in multiples of 64 and K of 32; the warp tile m of 16, n of 8, K of 16 (8 for TF32)
       if (auto* l = std::get_if<TcMatch>(&loose)) {
         bool staged = stage != 0 && l->dt != DType::Float32;
-        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red_rngs[0], tc_k(l->dt), int64_t(32)}})
+        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{gred[0], tc_k(l->dt), int64_t(32)}})
           for (int64_t tile : {staged ? big : small, small})
             if (r->range_end() % tile != 0) try { k.apply({OptOp::PADTO, r->range_id(), tile}); break; } catch (const KernelOptError&) {}
       }
-      UOpRef rr = find_range(k.sink(), red_rngs[0]->range_id()), pre = k.sink();
+      UOpRef rr = find_range(k.sink(), gred[0]->range_id()), pre = k.sink();
       // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
       // 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest on an H100 (float16 GEMM 4096: 326 TFLOP/s, 8192: 385)
       auto found = tc_match(pre, rr);
@@ -4290,8 +4378,8 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
         for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{10, 2, 3, 4}) {
           if (a >= int64_t(std::size(tc_tiles))) break;
           const TcTile& t = tc_tiles[a];
-          int64_t blocks = f->m->range_end() / (t.wm * t.tm * 16) * (f->n->range_end() / (t.wn * t.tn * 8));
-          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks >= 32 || a == 4 || stage > 0)) return k.apply({OptOp::TC, rr->range_id(), a}).applied();
+          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= 32 || a == 4 || stage > 0))
+            return k.apply({OptOp::TC, rr->range_id(), a}).applied();
         }
       k.apply({OptOp::TC, rr->range_id(), 0});
       auto tm = std::get<TcMatch>(tc_match(pre, rr));
@@ -4307,13 +4395,23 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
       return k.applied();
     } catch (const KernelOptError&) {}
   }
-  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP),
-  // on the innermost reduce axis that a group size divides
-  std::vector<Opt> group;
-  if (n_reduces == 1 && total <= 2048 && reduce_size >= 256)
+  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP), on the innermost
+  // reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
+  // gradient over 2x24x24 pixels a partial ran as 8192 threads, each reading its 1152 values alone (315 us on an H100)
+  std::vector<Opt> group, merged;
+  if (n_reduces == 1 && total <= 16384 && reduce_size >= 256) {
     for (auto it = red_rngs.rbegin(); it != red_rngs.rend() && group.empty(); ++it)
       for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
-  if (out_rngs.empty()) return group;
+    for (int64_t a : {64, 32, 16})
+      if (group.empty() && red_rngs.size() > 1 && reduce_size % a == 0) {
+        for (size_t i = 1; i < red_rngs.size(); i++) merged.push_back({OptOp::MERGE, red_rngs[0]->range_id(), red_rngs[i]->range_id()});
+        group.push_back({OptOp::GROUP, red_rngs[0]->range_id(), a});
+      }
+  }
+  if (out_rngs.empty()) {
+    merged.insert(merged.end(), group.begin(), group.end());
+    return merged;
+  }
   std::unordered_map<int64_t, int64_t> left;
   for (auto& r : out_rngs) left[r->range_id()] = r->range_end();
   auto try_opt = [&](OptOp op, const UOpRef& r, std::initializer_list<int64_t> amts) {
@@ -4342,6 +4440,27 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     try_opt(OptOp::UPCAST, x, {4, 2});
     return opts;
   }
+  // a big elementwise kernel whose contiguous axis is short (a padded 28 x 28 image): a warp would write a few pixels
+  // of each of several rows. The outer axes the stores walk contiguously are merged into it (MERGE) until 256 threads
+  // fit along it (a conv gradient's padded input, 512x32x28x28)
+  auto pow2 = [](int64_t v) { return v & -v; };
+  if (reduce_size == 1 && total >= (1 << 16) && x == out_rngs.back() && pow2(x->range_end()) < 256) {
+    Kernel k(sink, ren);
+    std::vector<Opt> merges;
+    int64_t inner = x->range_id();
+    for (auto it = out_rngs.rbegin() + 1; it != out_rngs.rend() && pow2(find_range(k.sink(), inner)->range_end()) < 256; ++it) {
+      Kernel t = Kernel(k).apply({OptOp::MERGE, (*it)->range_id(), inner});
+      UOpRef merged = find_range(t.sink(), (*it)->range_id());
+      if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], merged) == 1; })) break;
+      k = t, inner = (*it)->range_id();
+      merges.push_back(k.applied().back());
+    }
+    if (!merges.empty()) {
+      auto rest = gpu_optimizations(k.sink(), ren);
+      merges.insert(merges.end(), rest.begin(), rest.end());
+      return merges;
+    }
+  }
   // elementwise and plain reduces: up to 256 threads a workgroup, x's local created last (local dim 0)
   int64_t budget = std::min<int64_t>(256, ren.max_threads);
   for (auto& g : group) budget /= g.amt;
@@ -4363,6 +4482,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   locals.insert(locals.end(), group.begin(), group.end());
   if (vec) locals.insert(locals.begin(), {OptOp::VECTOR, x->range_id(), 4});
   else if (big && left[x->range_id()] % 4 == 0) locals.push_back({OptOp::UPCAST, x->range_id(), 4});
+  locals.insert(locals.begin(), merged.begin(), merged.end());
   return locals;
 }
 
@@ -4791,7 +4911,8 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
   // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE) n += cat("_", o.amt);
+  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE &&
+                  o.op != OptOp::MERGE) n += cat("_", o.amt);
   return n;
 }
 
@@ -5051,14 +5172,6 @@ class Scheduler {
       if (shared_.size() == shared && forced_.size() == forced) break;
       slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
-    // 64-bit indices only where a flattened index can pass 2^31: buffers, kernel outputs and reshapes, not
-    // broadcast views (a matmul's N*M*K view is never flattened; int64 index math is slow on GPUs)
-    int64_t maxn = 1;
-    for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
-      if (is_leaf(u.get()) || is_kroot(u.get()) || u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->shape));
-      if (u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->src[0]->shape));
-    }
-    idx_dt_ = maxn > INT32_MAX ? DType::Int64 : DType::Int32;
     // kernels in dependency order: a kernel after the kernels it reads
     std::unordered_set<const UOp*> done;
     for (auto& k0 : kroots_) {
@@ -5351,7 +5464,47 @@ class Scheduler {
     }
   }
 
+  // 64-bit indices only in a kernel where a flattened index can pass 2^31: its output, the buffers it reads and the
+  // reshapes within it, not broadcast views (a matmul's N*M*K view is never flattened). NOTE: per kernel: int64 index
+  // math is slow on GPUs, and one large reshape anywhere in a training step had made every kernel of it 64-bit
+  DType index_dtype(const UOpRef& k) const {
+    int64_t maxn = prod(k->shape);
+    std::vector<const UOp*> stack{k.get()};
+    std::unordered_set<const UOp*> seen{k.get()};
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (u != k.get() && (is_leaf(u) || is_kroot(u))) {  // an input: a buffer lowering indexes as a whole
+        maxn = std::max(maxn, u->op == Ops::BUFFER ? u->buffer()->size : prod(u->shape));
+        continue;
+      }
+      if (u->op == Ops::RESHAPE) maxn = std::max({maxn, prod(u->shape), prod(u->src[0]->shape)});
+      for (auto& x : u->src) if (seen.insert(x.get()).second) stack.push_back(x.get());
+    }
+    return maxn > INT32_MAX ? DType::Int64 : DType::Int32;
+  }
+
+  // a kernel lowered with 64-bit indices whose simplified index math never leaves int32's range (the exact value
+  // ranges say so: a conv's window view is far larger than what its kernel indexes) runs in 32 bits; not where 64-bit
+  // integers are data (loaded, stored)
+  static UOpRef narrow_index(const UOpRef& sink) {
+    auto topo = toposort(sink);
+    for (auto& u : topo) {
+      if (u->dtype == DType::Int64 && (u->vmin < INT32_MIN || u->vmax > INT32_MAX || u->op == Ops::DEFINE_GLOBAL || u->op == Ops::LOAD)) return sink;
+      if (u->op == Ops::STORE && u->src[1]->dtype == DType::Int64) return sink;
+    }
+    std::unordered_map<const UOp*, UOpRef> m;
+    for (auto& u : topo) {
+      std::vector<UOpRef> src;
+      for (auto& x : u->src) src.push_back(m.at(x.get()));
+      DType dt = u->dtype == DType::Int64 ? DType::Int32 : u->dtype;
+      m[u.get()] = src == u->src && dt == u->dtype ? u : make_uop(u->op, dt, std::move(src), u->arg, u->vcount);
+    }
+    return m.at(sink.get());
+  }
+
   KernelAST lower_kernel(const UOpRef& k) {
+    idx_dt_ = index_dtype(k);
     KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size()), {}};
     lowered_reduce_ = false;
     int out = slot_.at(k.get());
@@ -5366,7 +5519,7 @@ class Scheduler {
     // NOTE: the pieces of a long chain lower to one AST: simplify it once
     auto sink = make_uop(Ops::SINK, DType::Bool, {st});
     auto [it, fresh] = simplified_.try_emplace(sink.get(), sink, nullptr);
-    if (fresh) it->second.second = simplify(sink);
+    if (fresh) it->second.second = idx_dt_ == DType::Int64 ? narrow_index(simplify(sink)) : simplify(sink);
     return {it->second.second, c.slots};
   }
 
@@ -5536,8 +5689,8 @@ class Scheduler {
 }  // namespace detail
 
 namespace detail {
-// split_reduceop (tinygrad's): a long reduce into fewer outputs than keep the device busy (`busy`: its parallelism)
-// would run on few cores / SMs, so it becomes two kernels: axis a of size n becomes (n/d, d), the first kernel reduces
+// split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
+// device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n becomes (n/d, d), the first kernel reduces
 // the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
 // d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
@@ -5546,7 +5699,10 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   std::vector<int64_t> ax = r->reduce_axes();
   int64_t in = prod(sh), outs = in;
   for (auto a : ax) outs /= std::max<int64_t>(sh[size_t(a)], 1);
-  if (outs == 0 || in / outs < 32768 || outs >= busy) return nullptr;
+  // NOTE: a GPU (thousands of outputs to be busy) splits from 8192 on: BatchNorm's statistics over 512x6x6 pixels into 64
+  // channels ran as one workgroup (674 us on an H100), a conv's weight gradient over them as 18 tile blocks (1667 us)
+  int64_t threshold = busy >= 4096 ? 8192 : 32768;
+  if (outs == 0 || in / outs < threshold || outs >= busy) return nullptr;
   for (auto a : ax) {
     int64_t n = sh[size_t(a)];
     for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
@@ -5778,13 +5934,13 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
       if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
     }
   // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it, and each
-  // block tile that fits (TC's and TILE's amounts; they come first, after the start's PADTOs) is a start of its own
+  // block tile that fits (TC's and TILE's amounts; they come first, after the start's MERGEs and PADTOs) is a start of its own
   std::vector<Kernel> starts{start};
   if (unblocked.applied().size() != start.applied().size()) starts.push_back(unblocked);
   auto& sa = start.applied();
   auto tiled = std::find_if(sa.begin(), sa.end(), [](auto& o) { return o.op == OptOp::TC || o.op == OptOp::TILE; });
   Kernel pre(ast, ren);
-  for (auto it = sa.begin(); it != sa.end() && it->op == OptOp::PADTO; ++it) pre.apply(*it);
+  for (auto it = sa.begin(); it != sa.end() && (it->op == OptOp::PADTO || it->op == OptOp::MERGE); ++it) pre.apply(*it);
   for (auto& o : pre.valid_opts())
     if ((o.op == OptOp::TC || o.op == OptOp::TILE) && (tiled == sa.end() || o != *tiled)) starts.push_back(Kernel(pre).apply(o));
   auto beam = time_kernels(starts, rt, ptrs, 1e30, seen);

@@ -394,7 +394,7 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
       tinygrad::flags().tile = 5;
       bool odd = c.name.find("odd") != std::string::npos;
       CHECK((tile_of(tinygrad::to_program(k.ast, ren).opts) > 0) == !odd);
-      for (int t = 1; t < 10; t++) {
+      for (int t = 1; t < int(std::size(tinygrad::detail::simt_tiles)); t++) {
         tinygrad::flags().tile = t;
         auto p = tinygrad::to_program(k.ast, ren);
         if (tile_of(p.opts) != t) continue;

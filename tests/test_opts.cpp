@@ -228,6 +228,27 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
 }
 
+TEST_CASE("opts: the GPU heuristic groups a long reduce over axes no group size divides by merging them first", "[opts][gpu]") {
+  std::string gpu = has_device("CUDA") ? "CUDA" : "CL";
+  if (!has_device(gpu)) { WARN("no CUDA or OpenCL device here: skipped"); return; }
+  // a channel's sum over 24 x 24 pixels of a (24, 16, 24) tensor (a conv's bias gradient): two reduce axes of 24
+  Tensor t = rnd({24, 16, 24}, 40, gpu);
+  auto g = guarded(t.sum({0, 2}));
+  auto os = tinygrad::hand_coded_optimizations(g.k.ast, *tinygrad::get_device(gpu).renderer);
+  INFO(opts_str(os));
+  REQUIRE(os.size() >= 2);
+  CHECK(os[0].op == OptOp::MERGE);
+  CHECK(has(os, OptOp::GROUP));
+  auto h = host(t);
+  std::vector<double> want(16);
+  for (int i = 0; i < 24; i++)
+    for (int c = 0; c < 16; c++)
+      for (int j = 0; j < 24; j++) want[size_t(c)] += h[size_t((i * 16 + c) * 24 + j)];
+  auto res = run_each(g, {{}, os});
+  check_close(res[0], want, "no opts vs the plain loop");
+  check_close(res[1], want, "the heuristic's opts vs the plain loop");
+}
+
 TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped", "[opts]") {
   Tensor v = rnd({17}, 12), a = rnd({17, 31}, 13), b = rnd({31, 13}, 14);
   auto ge = guarded((v * 2).exp());

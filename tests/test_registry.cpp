@@ -135,6 +135,10 @@ TEST_CASE("registry: split_reduceop runs in the scheduler with the device's para
   CHECK(split->shape == r->shape);
   CHECK(count_ops(split, Ops::REDUCE_AXIS) == 2);
   CHECK(count_ops(split, Ops::CONTIGUOUS) == 1);
+  // 8192 terms an output: split on a GPU (many outputs to be busy), not on a CPU's cores
+  auto r8 = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 13}).uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 1});
+  CHECK(tinygrad::detail::split_reduceop(r8, 8) == nullptr);
+  CHECK(tinygrad::detail::split_reduceop(r8, 65536) != nullptr);
 }
 
 TEST_CASE("registry: launch dimensions are a type", "[runtime][registry]") {

@@ -3,6 +3,7 @@
 // nothing but the graph under test is scheduled. Results are checked too: a count is only meaningful
 // for a schedule that computes the right thing. Then the schedule cache.
 #include <catch2/catch.hpp>
+#include <set>
 #include <tinygrad.hpp>
 
 #include <cmath>
@@ -118,6 +119,36 @@ TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, s
   // a reduce of a long broadcast axis splits too, and stays right
   Tensor e = input({1}, 33).expand({1 << 20}).sum();
   CHECK(e.item<float>() == Approx(double(host(input({1}, 33))[0]) * (1 << 20)).epsilon(1e-3));  // fp32 sums of 4096 equal terms
+}
+
+TEST_CASE("schedule: index math is 64-bit only in a kernel whose indices can pass 2^31", "[schedule]") {
+  using tinygrad::DType;
+  auto index_dtypes = [](const Tensor& t) {
+    std::unordered_map<const tinygrad::UOp*, int> slots;
+    int n = 0;
+    for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    std::set<DType> dts;
+    for (auto& k : tinygrad::create_schedule({t.uop()}, slots, n).kernels)
+      for (auto& u : tinygrad::toposort(k.ast)) if (u->op == tinygrad::Ops::RANGE) dts.insert(u->dtype);
+    return dts;
+  };
+  const int64_t big = int64_t(1) << 32;
+  Tensor x = input({64}, 1);
+  // a view of 2^32 elements (a reshape of a broadcast, as a conv's window view), of which 100 are read: 32-bit
+  Tensor small = x.reshape({64, 1}).expand({64, big / 64}).reshape({big}).shrink({{0, 100}}) + 1;
+  CHECK(index_dtypes(small) == std::set<DType>{DType::Int32});
+  auto got = host(small), hx = host(x);
+  for (size_t i = 0; i < 100; i++) CHECK(got[i] == hx[0] + 1);
+  // its other end: element 2^32 - 100 on, of x's last value; the simplified index stays small there too
+  Tensor end = x.reshape({64, 1}).expand({64, big / 64}).reshape({big}).shrink({{big - 100, big}}) + 1;
+  CHECK(index_dtypes(end) == std::set<DType>{DType::Int32});
+  CHECK(host(end)[99] == hx[63] + 1);
+  // an output of more than 2^31 elements: 64-bit (scheduled, not run)
+  Tensor huge = Tensor::empty({(int64_t(1) << 31) + 2}) + 1;
+  CHECK(index_dtypes(huge) == std::set<DType>{DType::Int64});
+  // the same small view of int64 data: the loads and stores of 64-bit values keep the kernel 64-bit
+  Tensor i64 = Tensor::empty({64}, DType::Int64).reshape({64, 1}).expand({64, big / 64}).reshape({big}).shrink({{0, 100}}) + 1;
+  CHECK(index_dtypes(i64) == std::set<DType>{DType::Int64});
 }
 
 TEST_CASE("schedule: conv2d + relu is 1 kernel", "[schedule]") {

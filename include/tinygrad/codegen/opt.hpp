@@ -250,8 +250,16 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
       std::vector<UOpRef> v;
       for (int64_t e = 0; e < E; e++) v.push_back(sd.kmajor ? value(row, col + c(e)) : value(col + c(e), row));
       auto i = sd.kmajor ? row : col, k = sd.kmajor ? col : row;
-      if (auto from = async_source(v)) out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, int(E)), from}));
-      else for (int64_t e = 0; e < E; e++) out.push_back(make_uop(Ops::STORE, DType::Bool, {sd.kmajor ? dst(i, k + c(e), 1) : dst(i + c(e), k, 1), v[size_t(e)]}));
+      if (auto from = async_source(v)) {
+        out.push_back(make_uop(Ops::STORE, DType::Bool, {dst(i, k, int(E)), from}));
+        continue;
+      }
+      // not one chunk (an implicit GEMM's gather, a fused expression): a 4-byte copy per value where it is a plain
+      // load of 4 bytes, else the value itself (a conv's copies of x had stalled every step as plain loads)
+      for (int64_t e = 0; e < E; e++) {
+        auto from = async_source({v[size_t(e)]});
+        out.push_back(make_uop(Ops::STORE, DType::Bool, {sd.kmajor ? dst(i, k + c(e), 1) : dst(i + c(e), k, 1), from ? from : v[size_t(e)]}));
+      }
     }
     return out;
   }
@@ -954,6 +962,27 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     try_opt(OptOp::UPCAST, y, {8, 4, 2});
     try_opt(OptOp::UPCAST, x, {4, 2});
     return opts;
+  }
+  // a big elementwise kernel whose contiguous axis is short (a padded 28 x 28 image): a warp would write a few pixels
+  // of each of several rows. The outer axes the stores walk contiguously are merged into it (MERGE) until 256 threads
+  // fit along it (a conv gradient's padded input, 512x32x28x28)
+  auto pow2 = [](int64_t v) { return v & -v; };
+  if (reduce_size == 1 && total >= (1 << 16) && x == out_rngs.back() && pow2(x->range_end()) < 256) {
+    Kernel k(sink, ren);
+    std::vector<Opt> merges;
+    int64_t inner = x->range_id();
+    for (auto it = out_rngs.rbegin() + 1; it != out_rngs.rend() && pow2(find_range(k.sink(), inner)->range_end()) < 256; ++it) {
+      Kernel t = Kernel(k).apply({OptOp::MERGE, (*it)->range_id(), inner});
+      UOpRef merged = find_range(t.sink(), (*it)->range_id());
+      if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], merged) == 1; })) break;
+      k = t, inner = (*it)->range_id();
+      merges.push_back(k.applied().back());
+    }
+    if (!merges.empty()) {
+      auto rest = gpu_optimizations(k.sink(), ren);
+      merges.insert(merges.end(), rest.begin(), rest.end());
+      return merges;
+    }
   }
   // elementwise and plain reduces: up to 256 threads a workgroup, x's local created last (local dim 0)
   int64_t budget = std::min<int64_t>(256, ren.max_threads);

@@ -70,14 +70,6 @@ class Scheduler {
       if (shared_.size() == shared && forced_.size() == forced) break;
       slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
-    // 64-bit indices only where a flattened index can pass 2^31: buffers, kernel outputs and reshapes, not
-    // broadcast views (a matmul's N*M*K view is never flattened; int64 index math is slow on GPUs)
-    int64_t maxn = 1;
-    for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
-      if (is_leaf(u.get()) || is_kroot(u.get()) || u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->shape));
-      if (u->op == Ops::RESHAPE) maxn = std::max(maxn, prod(u->src[0]->shape));
-    }
-    idx_dt_ = maxn > INT32_MAX ? DType::Int64 : DType::Int32;
     // kernels in dependency order: a kernel after the kernels it reads
     std::unordered_set<const UOp*> done;
     for (auto& k0 : kroots_) {
@@ -370,7 +362,47 @@ class Scheduler {
     }
   }
 
+  // 64-bit indices only in a kernel where a flattened index can pass 2^31: its output, the buffers it reads and the
+  // reshapes within it, not broadcast views (a matmul's N*M*K view is never flattened). NOTE: per kernel: int64 index
+  // math is slow on GPUs, and one large reshape anywhere in a training step had made every kernel of it 64-bit
+  DType index_dtype(const UOpRef& k) const {
+    int64_t maxn = prod(k->shape);
+    std::vector<const UOp*> stack{k.get()};
+    std::unordered_set<const UOp*> seen{k.get()};
+    while (!stack.empty()) {
+      const UOp* u = stack.back();
+      stack.pop_back();
+      if (u != k.get() && (is_leaf(u) || is_kroot(u))) {  // an input: a buffer lowering indexes as a whole
+        maxn = std::max(maxn, u->op == Ops::BUFFER ? u->buffer()->size : prod(u->shape));
+        continue;
+      }
+      if (u->op == Ops::RESHAPE) maxn = std::max({maxn, prod(u->shape), prod(u->src[0]->shape)});
+      for (auto& x : u->src) if (seen.insert(x.get()).second) stack.push_back(x.get());
+    }
+    return maxn > INT32_MAX ? DType::Int64 : DType::Int32;
+  }
+
+  // a kernel lowered with 64-bit indices whose simplified index math never leaves int32's range (the exact value
+  // ranges say so: a conv's window view is far larger than what its kernel indexes) runs in 32 bits; not where 64-bit
+  // integers are data (loaded, stored)
+  static UOpRef narrow_index(const UOpRef& sink) {
+    auto topo = toposort(sink);
+    for (auto& u : topo) {
+      if (u->dtype == DType::Int64 && (u->vmin < INT32_MIN || u->vmax > INT32_MAX || u->op == Ops::DEFINE_GLOBAL || u->op == Ops::LOAD)) return sink;
+      if (u->op == Ops::STORE && u->src[1]->dtype == DType::Int64) return sink;
+    }
+    std::unordered_map<const UOp*, UOpRef> m;
+    for (auto& u : topo) {
+      std::vector<UOpRef> src;
+      for (auto& x : u->src) src.push_back(m.at(x.get()));
+      DType dt = u->dtype == DType::Int64 ? DType::Int32 : u->dtype;
+      m[u.get()] = src == u->src && dt == u->dtype ? u : make_uop(u->op, dt, std::move(src), u->arg, u->vcount);
+    }
+    return m.at(sink.get());
+  }
+
   KernelAST lower_kernel(const UOpRef& k) {
+    idx_dt_ = index_dtype(k);
     KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size()), {}};
     lowered_reduce_ = false;
     int out = slot_.at(k.get());
@@ -385,7 +417,7 @@ class Scheduler {
     // NOTE: the pieces of a long chain lower to one AST: simplify it once
     auto sink = make_uop(Ops::SINK, DType::Bool, {st});
     auto [it, fresh] = simplified_.try_emplace(sink.get(), sink, nullptr);
-    if (fresh) it->second.second = simplify(sink);
+    if (fresh) it->second.second = idx_dt_ == DType::Int64 ? narrow_index(simplify(sink)) : simplify(sink);
     return {it->second.second, c.slots};
   }
 
