@@ -476,9 +476,9 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
     ~Restore() { tinygrad::flags().tile = tile; tinygrad::clear_program_cache(); }
   } restore;
   // y = conv(x, w), and the gradients of sum(y * g)
-  auto build = [](const Case& c, const std::string& dev) {
+  auto build = [](const Case& c, const std::string& dev, DType dt = DType::Float32) {
     Tensor::manual_seed(11);
-    auto rnd = [&](const tinygrad::Shape& s) { return (Tensor::rand(s, DType::Float32, "CPU") - 0.5).to(dev).realize(); };
+    auto rnd = [&](const tinygrad::Shape& s) { return (Tensor::rand(s, DType::Float32, "CPU") - 0.5).cast(dt).to(dev).realize(); };
     Tensor x = rnd(c.x).requires_grad_(), w = rnd(c.w).requires_grad_();
     Tensor y = x.conv2d(w, std::nullopt, 1, {c.stride}, {1}, {c.pad}), g = rnd(y.shape());
     auto grads = tinygrad::gradient((y * g).sum(), {x, w});
@@ -514,6 +514,12 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
     auto p = tinygrad::to_program(kernels_of(x.conv2d(w)).at(0).ast, ren);
     CHECK(std::count_if(p.opts.begin(), p.opts.end(), [](auto& o) { return o.op == OptOp::MERGE; }) == 4);
     CHECK(p.opts.back() == Opt{OptOp::TILE, p.opts.back().axis, 8});
+    // float16: the merged forward takes a staged tensor-core tile (TC) and compiles to mma.sync
+    auto half = std::get<3>(build(cases[1], "CPU", DType::Float16));
+    auto ph = tinygrad::to_program(kernels_of(half[0]).at(0).ast, ren);
+    CHECK(has(ph.opts, OptOp::MERGE));
+    CHECK(std::any_of(ph.opts.begin(), ph.opts.end(), [](auto& o) { return o.op == OptOp::TC && o.amt > 0; }));
+    CHECK_THAT(nv.compile(ph.src), Contains("mma.sync") && Contains("ldmatrix"));
   } else WARN("libnvrtc not found: conv TILE rendering checks skipped");
   if (!has_device("CUDA")) { WARN("CUDA is not available here: conv TILE value checks skipped"); return; }
   for (auto& c : cases)
@@ -527,4 +533,13 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
       CHECK(mismatches(outs[1].to("CPU").to_vector<float>(), ref.dx, 1e-5) == 0);
       CHECK(mismatches(outs[2].to("CPU").to_vector<float>(), ref.dw, 1e-4) == 0);
     }
+  // float16 operands (tensor cores, float32 accumulation, float16 results) against float64 over the same values
+  tinygrad::flags().tile = -1;
+  tinygrad::clear_program_cache();
+  auto [x, w, g, outs] = build(cases[1], "CUDA", DType::Float16);
+  auto f32 = [](const Tensor& t) { return t.cast(DType::Float32).to("CPU").to_vector<float>(); };
+  auto ref = conv_ref(f32(x), f32(w), f32(g), cases[1].x, cases[1].w, 1, 1);
+  CHECK(mismatches(f32(outs[0]), ref.y, 1e-2) == 0);
+  CHECK(mismatches(f32(outs[1]), ref.dx, 1e-2) == 0);
+  CHECK(mismatches(f32(outs[2]), ref.dw, 1e-2) == 0);
 }

@@ -972,9 +972,10 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     std::vector<Opt> merges;
     int64_t inner = x->range_id();
     for (auto it = out_rngs.rbegin() + 1; it != out_rngs.rend() && pow2(find_range(k.sink(), inner)->range_end()) < 256; ++it) {
-      Kernel t = Kernel(k).apply({OptOp::MERGE, (*it)->range_id(), inner});
-      UOpRef merged = find_range(t.sink(), (*it)->range_id());
-      if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], merged) == 1; })) break;
+      Kernel t = k;
+      try { t.apply({OptOp::MERGE, (*it)->range_id(), inner}); } catch (const KernelOptError&) { break; }
+      UOpRef joined = find_range(t.sink(), (*it)->range_id());
+      if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], joined) == 1; })) break;
       k = t, inner = (*it)->range_id();
       merges.push_back(k.applied().back());
     }
