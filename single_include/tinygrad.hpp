@@ -3623,6 +3623,12 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
   return R(t);
 }
 
+// MERGEs of ranges rs[1..] into rs[0] (ids ascending: outer first), one axis of all their sizes
+inline std::vector<Opt> merges_into_first(const std::vector<UOpRef>& rs) {
+  std::vector<Opt> ms;
+  for (size_t i = 1; i < rs.size(); i++) ms.push_back({OptOp::MERGE, rs[0]->range_id(), rs[i]->range_id()});
+  return ms;
+}
 // an implicit GEMM (a conv's forward and gradients): the kernel's one reduce of a product runs over several ranges
 // (channels and kernel taps), and several output axes index only one operand (batch and pixels). MERGEs of those
 // into one reduce axis, one axis of A and one of B (in id order, outer first) give TILE and TC their matmul. Empty
@@ -3637,8 +3643,6 @@ inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
   if (!red || red->reduce_op() != Ops::ADD) return {};
   UOpRef p = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
   if (p->op != Ops::MUL) return {};
-  std::vector<Opt> merges;
-  auto chain = [&](const std::vector<UOpRef>& rs) { for (size_t i = 1; i < rs.size(); i++) merges.push_back({OptOp::MERGE, rs[0]->range_id(), rs[i]->range_id()}); };
   std::vector<UOpRef> k(red->src.begin() + 1, red->src.end()), a_only, b_only;
   std::sort(k.begin(), k.end(), [](auto& x, auto& y) { return x->range_id() < y->range_id(); });
   for (auto& x : ranges_of(sink)) {
@@ -3647,7 +3651,11 @@ inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
     if (in_a != in_b) (in_a ? a_only : b_only).push_back(x);
   }
   if (a_only.empty() || b_only.empty()) return {};
-  chain(k), chain(a_only), chain(b_only);
+  std::vector<Opt> merges;
+  for (auto* rs : {&k, &a_only, &b_only}) {
+    auto ms = merges_into_first(*rs);
+    merges.insert(merges.end(), ms.begin(), ms.end());
+  }
   return merges;
 }
 
@@ -4402,11 +4410,13 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   if (n_reduces == 1 && total <= 16384 && reduce_size >= 256) {
     for (auto it = red_rngs.rbegin(); it != red_rngs.rend() && group.empty(); ++it)
       for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
-    for (int64_t a : {64, 32, 16})
-      if (group.empty() && red_rngs.size() > 1 && reduce_size % a == 0) {
-        for (size_t i = 1; i < red_rngs.size(); i++) merged.push_back({OptOp::MERGE, red_rngs[0]->range_id(), red_rngs[i]->range_id()});
-        group.push_back({OptOp::GROUP, red_rngs[0]->range_id(), a});
-      }
+    if (group.empty() && red_rngs.size() > 1)
+      for (int64_t a : {64, 32, 16})
+        if (reduce_size % a == 0) {
+          merged = merges_into_first(red_rngs);
+          group.push_back({OptOp::GROUP, red_rngs[0]->range_id(), a});
+          break;
+        }
   }
   if (out_rngs.empty()) {
     merged.insert(merged.end(), group.begin(), group.end());
@@ -4446,18 +4456,16 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   auto pow2 = [](int64_t v) { return v & -v; };
   if (reduce_size == 1 && total >= (1 << 16) && x == out_rngs.back() && pow2(x->range_end()) < 256) {
     Kernel k(sink, ren);
-    std::vector<Opt> merges;
-    int64_t inner = x->range_id();
-    for (auto it = out_rngs.rbegin() + 1; it != out_rngs.rend() && pow2(find_range(k.sink(), inner)->range_end()) < 256; ++it) {
+    int64_t inner = x->range_id(), size = x->range_end();
+    for (auto it = out_rngs.rbegin() + 1; it != out_rngs.rend() && pow2(size) < 256; ++it) {
       Kernel t = k;
       try { t.apply({OptOp::MERGE, (*it)->range_id(), inner}); } catch (const KernelOptError&) { break; }
       UOpRef joined = find_range(t.sink(), (*it)->range_id());
       if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], joined) == 1; })) break;
-      k = t, inner = (*it)->range_id();
-      merges.push_back(k.applied().back());
+      k = t, inner = joined->range_id(), size = joined->range_end();
     }
-    if (!merges.empty()) {
-      auto rest = gpu_optimizations(k.sink(), ren);
+    if (!k.applied().empty()) {
+      std::vector<Opt> merges = k.applied(), rest = gpu_optimizations(k.sink(), ren);
       merges.insert(merges.end(), rest.begin(), rest.end());
       return merges;
     }
@@ -4911,9 +4919,12 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   for (auto& u : toposort(sink)) red |= u->op == Ops::REDUCE;
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
-  // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE &&
-                  o.op != OptOp::MERGE) n += cat("_", o.amt);
+  // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
+  // name no split here)
+  auto splits = [](OptOp op) {
+    return op == OptOp::UPCAST || op == OptOp::VECTOR || op == OptOp::UNROLL || op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP || op == OptOp::KBLOCK;
+  };
+  for (auto& o : opts) if (splits(o.op)) n += cat("_", o.amt);
   return n;
 }
 
@@ -5691,8 +5702,8 @@ class Scheduler {
 
 namespace detail {
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
-// device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n becomes (n/d, d), the first kernel reduces
-// the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
+// device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n
+// becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
 // d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   const UOpRef& x = r->src[0];

@@ -33,9 +33,12 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   for (auto& u : toposort(sink)) red |= u->op == Ops::REDUCE;
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
-  // NOTE: the amounts that split an axis (PADTO shows in the range sizes; SWAP and NOLOCALS split nothing)
-  for (auto& o : opts) if (o.op != OptOp::THREAD && o.op != OptOp::PADTO && o.op != OptOp::SWAP && o.op != OptOp::NOLOCALS && o.op != OptOp::TC && o.op != OptOp::TILE &&
-                  o.op != OptOp::MERGE) n += cat("_", o.amt);
+  // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
+  // name no split here)
+  auto splits = [](OptOp op) {
+    return op == OptOp::UPCAST || op == OptOp::VECTOR || op == OptOp::UNROLL || op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP || op == OptOp::KBLOCK;
+  };
+  for (auto& o : opts) if (splits(o.op)) n += cat("_", o.amt);
   return n;
 }
 

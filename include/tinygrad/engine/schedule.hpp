@@ -588,8 +588,8 @@ class Scheduler {
 
 namespace detail {
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
-// device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n becomes (n/d, d), the first kernel reduces
-// the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
+// device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n
+// becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
 // d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   const UOpRef& x = r->src[0];
