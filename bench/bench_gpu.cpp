@@ -8,6 +8,7 @@
 // Bandwidth counts bytes read + written. Exits 0 with a message where no CUDA GPU is usable.
 //   bench_gpu           every section on CUDA
 //   bench_gpu beam      GEMM float16 4096, float32 4096 and 1024 with BEAM=2 (search time, TFLOP/s) vs cuBLAS
+//   bench_gpu gemm      section 2 alone (TC_STAGE=n pins the half GEMMs' TC tile)
 //   bench_gpu conv      section 4 alone, on DEV (default CUDA; DEV=CPU BS=16 runs it on the CPU)
 //   bench_gpu --tune    every section, then kernel times of other opt lists
 #include <tinygrad.hpp>
@@ -107,6 +108,13 @@ void gemm_rows(const std::string& D, bool beam) {
     scope.reset();
     std::printf("GEMM %-8s %5d%s%s: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, tf32 ? " TF32" : "", beam ? " BEAM=2" : "", flop / t / 1e12);
     if (beam) std::printf(" (search and first run %.1f s)", first);
+    if (!beam) {  // the default opts of the matmul's kernel (the heuristic's, or TC_STAGE's tile)
+      std::unordered_map<const tinygrad::UOp*, int> slots{{leaf(a), 0}, {leaf(b), 1}};
+      auto k = tinygrad::create_schedule({a.matmul(b).uop()}, slots, 2).kernels.at(0);
+      std::string os;
+      for (auto& o : tinygrad::to_program(k.ast, *tinygrad::get_device(D).renderer).opts) os += (os.empty() ? "" : " ") + o.str();
+      std::printf(" [%s]", os.c_str());
+    }
     if (!h) { std::printf("\n"); continue; }
     int cdt = dt == DType::Float32 ? 0 : dt == DType::Float16 ? 2 : 14;  // CUDA_R_32F, CUDA_R_16F, CUDA_R_16BF
     Tensor cb = Tensor::empty({N, N}, dt, D);
@@ -135,6 +143,12 @@ int main(int argc, char** argv) {
     tinygrad::flags().dev = "CUDA";
     try { tinygrad::runtime("CUDA"); } catch (const tinygrad::Error& e) { std::printf("bench_gpu beam: no CUDA GPU (%s)\n", e.what()); return 0; }
     gemm_rows("CUDA", true);
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "gemm") {
+    tinygrad::flags().dev = "CUDA";
+    try { tinygrad::runtime("CUDA"); } catch (const tinygrad::Error& e) { std::printf("bench_gpu gemm: no CUDA GPU (%s)\n", e.what()); return 0; }
+    gemm_rows("CUDA", false);
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "conv") {

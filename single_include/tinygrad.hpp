@@ -543,6 +543,7 @@ struct DeviceRuntime {
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
+  bool wgmma = false;           // NVIDIA sm_90: warpgroup MMA (kernels compiled for sm_90a)
   bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
   LaunchLimits limits;
@@ -1512,8 +1513,10 @@ inline DeviceSpec cuda_device() {
     auto dv = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
     auto rt = std::make_unique<DeviceRuntime>();
     rt->allocator = std::make_unique<CUDAAllocator>(dv);
-    rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor));
+    bool hopper = dv->major == 9 && dv->minor == 0;  // sm_90a: the architecture-specific wgmma
+    rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor, hopper ? "a" : ""));
     rt->tensor_cores = dv->major >= 8;
+    rt->wgmma = hopper;
     rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };
@@ -2804,6 +2807,7 @@ struct Renderer {
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
   bool tensor_cores = false;  // mma.sync m16n8k16 for float16/bfloat16 (NVIDIA sm_80+): the TC opt
+  bool wgmma = false;         // and Hopper's warpgroup MMA (sm_90a): TC's wgmma tiles
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
@@ -3283,8 +3287,9 @@ class GPURenderer : public CStyleRenderer {
 // CUDA C, compiled by NVRTC
 class CUDARenderer : public GPURenderer {
  public:
-  explicit CUDARenderer(bool mma = true) {
+  explicit CUDARenderer(bool mma = true, bool warpgroup_mma = false) {
     tensor_cores = mma;
+    wgmma = mma && warpgroup_mma;
     device = "CUDA";
     lang.kernel_prefix = "extern \"C\" __global__ ";
     lang.restrict_kw = "__restrict__";
@@ -3306,7 +3311,7 @@ class CUDARenderer : public GPURenderer {
     // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
     rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
       if (!raw_local(x)) return base(c, x);
-      if (c.smem == 0) c.line("extern __shared__ __align__(16) unsigned char tg_dsmem[];");
+      if (c.smem == 0) c.line(cat("extern __shared__ __align__(", wgmma ? 1024 : 16, ") unsigned char tg_dsmem[];"));  // wgmma: 128-byte swizzles from 1024-byte lines
       std::string T = storage_type(x.dtype), v = c.r[&x] = cat("temp", x.varg()[0]);
       c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
       c.smem += dynamic_smem(x);
@@ -3334,12 +3339,31 @@ class CUDARenderer : public GPURenderer {
       c.typedefs.insert(kStageFns);
       c.line(cat("unsigned int ", v, "[", x.vcount / 2, "]; tg_ldsm_x", x.vcount / 2, x.iarg() == 2 ? "_t(" : "(", v, ", ", get(c, idx), ");"));
     };
+    // (on a wgmma device the copies are fenced for the async proxy, through which wgmma reads workgroup memory)
     rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
-      if (std::holds_alternative<int64_t>(x.arg)) c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), ";\" ::: \"memory\");"));
+      if (std::holds_alternative<int64_t>(x.arg))
+        c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), wgmma ? ";\\n\\tfence.proxy.async.shared::cta" : "", ";\" ::: \"memory\");"));
       c.line(lang.barrier);
+    };
+    // wgmma tiles: a WMMA of more than 4 lanes names the start of its warpgroup's A and B tiles; the REDUCE over it is
+    // an array of the thread's accumulators, updated by one helper call a K step
+    rules[size_t(Ops::DEFINE_ACC)] = [this, base = rules[size_t(Ops::DEFINE_ACC)]](Ctx& c, const UOp& x) {
+      const UOp& red = *x.src[0];
+      if (red.reduce_op() != Ops::WMMA || x.vcount <= 4) return base(c, x);
+      c.line(cat("float ", c.r[&red] = c.name("acc"), "[", x.vcount, "] = {};"));
+    };
+    rules[size_t(Ops::GEP)] = [this, base = rules[size_t(Ops::GEP)]](Ctx& c, const UOp& x) {
+      if (x.src[0]->vcount <= 4) return base(c, x);
+      c.r[&x] = cat(get(c, *x.src[0]), "[", x.iarg(), "]");
     };
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
       std::string t = mma_type(x);
+      if (x.vcount > 4) {
+        c.r[&x] = cat(get(c, *x.src[0]), ", ", get(c, *x.src[1]));
+        c.typedefs.insert(kStageFns);
+        c.typedefs.insert(wgmma_fn(x));
+        return;
+      }
       std::vector<std::string> regs;
       if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
         for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * (x.iarg() >> 16 & 1), "]"));
@@ -3358,8 +3382,32 @@ class CUDARenderer : public GPURenderer {
       const UOp& red = *x.src[0];
       if (red.reduce_op() != Ops::WMMA) return base(c, x);
       std::string a = c.r.at(&red);
+      if (x.vcount > 4) return c.line(cat(wgmma_name(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
       c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
+  }
+  // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for) for one warpgroup: d += A B with
+  // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (opt.hpp's tc_swizzle): k-major
+  // rows of 64, or m-/n-major blocks of 64 rows (arg bits 17, 18), a block 8 KB on. Descriptor: the start, the
+  // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
+  static std::string wgmma_name(const UOp& w) {
+    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", w.iarg() >> 17 & 1, w.iarg() >> 18 & 1);
+  }
+  static std::string wgmma_fn(const UOp& w) {
+    std::string t = mma_type(w);
+    int64_t n = w.vcount * 2, ta = w.iarg() >> 17 & 1, tb = w.iarg() >> 18 & 1;
+    std::string regs, outs;
+    for (int64_t i = 0; i < n / 2; i++) {
+      regs += cat(i ? ", " : "", "%", i);
+      outs += cat(i ? ", " : "", "\"+f\"(d[", i, "])");
+    }
+    std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
+                        "__device__ inline void ", wgmma_name(w), "(float (&d)[", n / 2, "], const void* a, const void* b) {\n",
+                        "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
+    for (int64_t k = 0; k < 4; k++)  // a k-major step is 32 bytes on in its rows, an m-/n-major one 16 rows of 128 bytes on
+      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs, "}, %", n / 2, ", %",
+               n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2), "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
+    return f + "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n}";
   }
   static std::string mma_type(const UOp& wmma) {
     DType dt = DType(wmma.iarg() & 0xff);
@@ -3662,15 +3710,20 @@ inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
 // TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
 // shape the block. The others stage the block's tiles of A and B in workgroup memory: wm x wn warps of tm x tn mma
 // tiles each, bk of K a step, `stages` steps' tiles held at once (cp.async copies, ldmatrix fragment loads). The
-// largest takes 96 KB of workgroup memory: every GPU with tensor cores (sm_80 on) gives a block 99 KB or more
-struct TcTile { int64_t wm, wn, tm, tn, bk, stages; };
+// largest takes 96 KB of workgroup memory: every GPU with tensor cores (sm_80 on) gives a block 99 KB or more.
+// wg: Hopper's warpgroup MMA (wgmma, sm_90a): each 4 warps of the wm (a warpgroup) multiply a 64-row slice of A by the
+// whole tile of B straight from workgroup memory, 64 of K a step; a warp's rows are 16 of the slice, its tn mma tiles
+// of 16 x 8 the n of the block (the accumulator layout of wgmma's m64nNk16 is that of tn m16n8 tiles side by side)
+struct TcTile { int64_t wm, wn, tm, tn, bk, stages; bool wg = false; };
 inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3}, {2, 2, 4, 4, 32, 3}, {2, 2, 2, 8, 32, 3},
                                       {2, 2, 2, 4, 32, 3},  {2, 4, 4, 4, 32, 3}, {4, 2, 2, 8, 32, 3}, {2, 2, 2, 4, 64, 3},
                                       {2, 4, 4, 8, 32, 3},  {4, 2, 4, 8, 32, 3}, {2, 2, 4, 8, 32, 4}, {2, 4, 4, 8, 32, 4},
-                                      {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}};
+                                      {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}, {8, 1, 1, 16, 64, 3, true}, {8, 1, 1, 32, 64, 3, true},
+                                      {4, 1, 1, 32, 64, 4, true}, {8, 1, 1, 16, 64, 4, true}};
 inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
   int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
   if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
+  if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 64 of K a step";
   if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
@@ -3708,9 +3761,10 @@ struct StagedSide {
   bool swizzle;       // 2-byte tiles for ldmatrix: chunks XORed (tc_swizzle), else padded rows
   int64_t stage = 0;  // elements a stage
   UOpRef buf;
+  int64_t lines = 0;  // wgmma's m- or n-major layout: blocks of 64 rows (this many elements each), a row of 64 a k
   UOpRef at(const UOpRef& i, const UOpRef& k) const {  // element (i, k) within a stage
-    UOpRef o = kmajor ? i * pitch + k : k * pitch + i;
-    return swizzle ? tc_swizzle(o, pitch) : o;
+    UOpRef o = kmajor ? i * pitch + k : lines ? idiv(i, 64) * lines + k * 64 + mod(i, 64) : k * pitch + i;
+    return swizzle ? tc_swizzle(o, lines ? 64 : pitch) : o;
   }
 };
 // the block's stores of step `step` of a side into stage `stage` (gate: null, or whether the copies happen), by T
@@ -3801,15 +3855,39 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
-  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr}};
+  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr, 0}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr, 0}};
   for (int i = 0; i < 2; i++) {
     StagedSide& sd = sides[i];
     if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
     sd.pitch = sd.kmajor ? t.bk : sd.rows;
     sd.stage = sd.rows * t.bk;
+    if (t.wg && !sd.kmajor) sd.lines = 64 * t.bk;
     sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.stage, 1});
   }
   auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S);
+  auto rarg = tm.red->varg();
+  rarg[0] = int64_t(Ops::WMMA);
+  auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+  std::vector<UOpRef> stores;
+  if (t.wg) {
+    // one wgmma a K step for each warpgroup (wm / 4): its 64 rows of A by the block's bn columns of B, both from the
+    // stage's tiles (the start of each; the arg: the dtype, and at bits 17 and 18 whether A and B are m- and n-major).
+    // The REDUCE holds the warp's bn / 2 accumulators: mma tile j's four at 4j to 4j + 3, as for TC's staged tiles
+    auto start = [&](const StagedSide& sd, const UOpRef& row) {
+      return make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + (sd.lines ? idiv(row, 64) * sd.lines : row * sd.pitch))});
+    };
+    auto& A = sides[0];
+    auto& B = sides[1];
+    auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready}, int64_t(tm.dt) | int64_t(!A.kmajor) << 17 | int64_t(!B.kmajor) << 18, int(bn / 2));
+    auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc}, rarg, int(bn / 2));
+    for (int64_t e = 0; e < bn / 2; e++) {
+      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
+                                                {tm.m.get(), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g},
+                                                {tm.n.get(), gn * bn + c(e / 4 * 8 + (e & 1)) + q2}};
+      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+    }
+    return make_uop(Ops::SINK, DType::Bool, stores);
+  }
   // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
   auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
@@ -3829,10 +3907,6 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
                           : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
   }
-  auto rarg = tm.red->varg();
-  rarg[0] = int64_t(Ops::WMMA);
-  auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
-  std::vector<UOpRef> stores;
   for (int64_t um = 0; um < t.tm; um++)
     for (int64_t un = 0; un < t.tn; un++) {
       // the arg: the dtype, and at bit 16 whether B's registers are the second half of its fragment load
@@ -4199,6 +4273,7 @@ class Kernel {
       if (o.amt < 0 || o.amt >= int64_t(std::size(tc_tiles))) fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
       auto found = tc_match(sink_, *it);
       if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+      if (o.amt > 0 && tc_tiles[o.amt].wg && !ren_->wgmma) fail("a wgmma tile needs Hopper's warpgroup MMA (CUDA sm_90a)");
       if (o.amt > 0)
         if (auto why = tc_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), tc_tiles[o.amt]); !why.empty()) fail(why);
       return;
@@ -4380,13 +4455,17 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
       }
       UOpRef rr = find_range(k.sink(), gred[0]->range_id()), pre = k.sink();
       // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
-      // 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest on an H100 (float16 GEMM 4096: 326 TFLOP/s, 8192: 385)
+      // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM);
+      // H100, float16 GEMM 4096: 441 TFLOP/s with 128 x 128 (405 with 128 x 256), 8192: 521 with 128 x 256 (510).
+      // Else 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest mma.sync tile (4096: 326 TFLOP/s, 8192: 385)
       auto found = tc_match(pre, rr);
       if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
-        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{10, 2, 3, 4}) {
+        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 10, 2, 3, 4}) {
           if (a >= int64_t(std::size(tc_tiles))) break;
           const TcTile& t = tc_tiles[a];
-          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= 32 || a == 4 || stage > 0))
+          if (t.wg && !ren.wgmma) continue;
+          int64_t enough = t.wg && t.tn == 32 ? 1024 : 32;
+          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= enough || a == 4 || stage > 0))
             return k.apply({OptOp::TC, rr->range_id(), a}).applied();
         }
       k.apply({OptOp::TC, rr->range_id(), 0});
@@ -6022,7 +6101,7 @@ struct RendererRegistry {
     static auto* r = [] {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
       reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
-      reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores); };
+      reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores, rt.wgmma); };
       reg->families["OpenCL"] = [](const DeviceRuntime& rt) { return std::make_unique<OpenCLRenderer>(rt.fp16); };
       return reg;
     }();

@@ -265,7 +265,8 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
                           {"float32 64x72 @ 72x40 with TF32 allowed (m16n8k8)", {64, 72}, {72, 40}, false, false, DType::Float32},
                           {"staged A.T 128x192 @ W.T 128x192 half (both tiles k-major / m-major)", {192, 128}, {128, 192}, true, true, DType::Float16, true},
                           {"staged A.T 192x64 @ 64x128 bfloat16 (m-major, n-major)", {64, 192}, {64, 128}, false, false, DType::BFloat16, true},
-                          {"staged batched 2x128x64 @ 2x64x128 half", {2, 128, 64}, {2, 64, 128}, false, false, DType::Float16}};
+                          {"staged batched 2x128x64 @ 2x64x128 half", {2, 128, 64}, {2, 64, 128}, false, false, DType::Float16},
+                          {"staged 128x128 @ 128x256 half, bias and relu", {128, 128}, {128, 256}, false, true, DType::Float16}};
   // TF32 is off by default (as in PyTorch): float32 cases allow it for this test only; the tile choice is restored
   struct Flags {
     bool tf32 = tinygrad::flags().tf32;
@@ -286,8 +287,9 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
   // rendering and NVRTC (any machine with libnvrtc): the heuristic picks TC where the sizes are tiles, a staged tile
   // (cp.async copies, ldmatrix fragments) where one fits; every tile shape renders and compiles
   if (tinygrad::detail::nvrtc()) {
-    tinygrad::CUDARenderer ren(true);
-    tinygrad::NVRTCCompiler nv("compute_90");
+    tinygrad::CUDARenderer ren(true), ren_wg(true, true);
+    tinygrad::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
+    int wg_tiles = 0;
     for (auto& c : cases) {
       INFO(c.name);
       auto [a, b, y] = build(c, "CPU");
@@ -307,11 +309,23 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
           if (amt > 0) CHECK_THAT(ptx, Contains("ldmatrix.sync.aligned.m8n8.x4") && Contains("cp.async.wait_group"));
         }
       }
+      // Hopper's wgmma tiles (sm_90a) where they fit: A k-major or m-major, B n-major or k-major, batched
+      for (auto& k : ks)
+        for (int stage : {14, 15, 16, 17}) {
+          tinygrad::flags().tc_stage = stage;
+          auto p = tinygrad::to_program(k.ast, ren_wg);
+          if (tc_amt(p.opts) != stage) continue;
+          INFO("wgmma tile " << stage);
+          wg_tiles++;
+          std::string ptx = nv_wg.compile(p.src);
+          CHECK_THAT(ptx, Contains("wgmma.mma_async.sync.aligned.m64n") && Contains("fence.proxy.async.shared::cta") && Contains("cp.async.wait_group"));
+        }
       tinygrad::flags().tc_stage = -1;
       CHECK(any_tc == (c.name.find("no TC") == std::string::npos));
       CHECK(any_staged == (c.name.find("staged") != std::string::npos || c.name.find("PADTO") != std::string::npos || c.name.find("256x256x256") != std::string::npos ||
                            c.name.find("64x64x64") != std::string::npos));
     }
+    CHECK(wg_tiles >= 8);
     // TC is refused with the reason where it cannot apply
     tinygrad::CUDARenderer no_tc(false);
     auto [a, b, y] = build(cases[0], "CPU");
@@ -322,7 +336,9 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     CHECK(why(k, {OptOp::TC, r, 0}) == "accepted");
     CHECK(why(k, {OptOp::TC, r, 4}) == "accepted");
     CHECK_THAT(why(k, {OptOp::TC, r, 1}), Contains("the tile 128x128x32 does not divide 64x64x64"));
-    CHECK_THAT(why(k, {OptOp::TC, r, 99}), Contains("a tile shape, 0 to 13"));
+    CHECK_THAT(why(k, {OptOp::TC, r, 99}), Contains("a tile shape, 0 to 17"));
+    CHECK_THAT(why(k, {OptOp::TC, r, 14}), Contains("Hopper"));
+    CHECK_THAT(why(tinygrad::Kernel(kernels_of(y)[0].ast, ren_wg), {OptOp::TC, r, 14}), Contains("the tile 128x128x64 does not divide 64x64x64"));
     CHECK_THAT(why(kn, {OptOp::TC, r, 0}), Contains("no tensor cores"));
     CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 0}), {OptOp::UNROLL, r, 2}), Contains("only UPCAST, LOCAL and SWAP"));
     CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TC, r, 4}), {OptOp::UPCAST, 0, 2}), Contains("a staged TC"));
@@ -350,8 +366,8 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     INFO(c.name);
     check_values(c);
   }
-  for (size_t i : {0, 5, 9, 10, 11})
-    for (int stage : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) {
+  for (size_t i : {0, 5, 9, 10, 11, 12})
+    for (int stage : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}) {
       INFO(cases[i].name << ", tile " << stage);
       tinygrad::flags().tc_stage = stage;
       tinygrad::clear_program_cache();
@@ -385,8 +401,9 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
     return int64_t(0);
   };
   if (tinygrad::detail::nvrtc()) {
-    tinygrad::CUDARenderer ren(true);
-    tinygrad::NVRTCCompiler nv("compute_90");
+    tinygrad::CUDARenderer ren(true), ren_wg(true, true);
+    tinygrad::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
+    int wg_tiles = 0;
     for (auto& c : cases) {
       INFO(c.name);
       auto [a, b, bias, y] = build(c, "CPU");
@@ -486,8 +503,9 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
   };
   auto has = [](const std::vector<Opt>& os, OptOp op) { return std::any_of(os.begin(), os.end(), [&](auto& o) { return o.op == op; }); };
   if (tinygrad::detail::nvrtc()) {
-    tinygrad::CUDARenderer ren(true);
-    tinygrad::NVRTCCompiler nv("compute_90");
+    tinygrad::CUDARenderer ren(true), ren_wg(true, true);
+    tinygrad::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
+    int wg_tiles = 0;
     for (auto& c : cases) {
       auto outs = std::get<3>(build(c, "CPU"));
       for (int t : {-1, 5, 8, 9}) {

@@ -185,15 +185,20 @@ inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
 // TC's tile shapes (the opt's amount). 0: each warp loads its fragments from memory, and LOCAL and UPCAST after TC
 // shape the block. The others stage the block's tiles of A and B in workgroup memory: wm x wn warps of tm x tn mma
 // tiles each, bk of K a step, `stages` steps' tiles held at once (cp.async copies, ldmatrix fragment loads). The
-// largest takes 96 KB of workgroup memory: every GPU with tensor cores (sm_80 on) gives a block 99 KB or more
-struct TcTile { int64_t wm, wn, tm, tn, bk, stages; };
+// largest takes 96 KB of workgroup memory: every GPU with tensor cores (sm_80 on) gives a block 99 KB or more.
+// wg: Hopper's warpgroup MMA (wgmma, sm_90a): each 4 warps of the wm (a warpgroup) multiply a 64-row slice of A by the
+// whole tile of B straight from workgroup memory, 64 of K a step; a warp's rows are 16 of the slice, its tn mma tiles
+// of 16 x 8 the n of the block (the accumulator layout of wgmma's m64nNk16 is that of tn m16n8 tiles side by side)
+struct TcTile { int64_t wm, wn, tm, tn, bk, stages; bool wg = false; };
 inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3}, {2, 2, 4, 4, 32, 3}, {2, 2, 2, 8, 32, 3},
                                       {2, 2, 2, 4, 32, 3},  {2, 4, 4, 4, 32, 3}, {4, 2, 2, 8, 32, 3}, {2, 2, 2, 4, 64, 3},
                                       {2, 4, 4, 8, 32, 3},  {4, 2, 4, 8, 32, 3}, {2, 2, 4, 8, 32, 4}, {2, 4, 4, 8, 32, 4},
-                                      {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}};
+                                      {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}, {8, 1, 1, 16, 64, 3, true}, {8, 1, 1, 32, 64, 3, true},
+                                      {4, 1, 1, 32, 64, 4, true}, {8, 1, 1, 16, 64, 4, true}};
 inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
   int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
   if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
+  if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 64 of K a step";
   if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
@@ -231,9 +236,10 @@ struct StagedSide {
   bool swizzle;       // 2-byte tiles for ldmatrix: chunks XORed (tc_swizzle), else padded rows
   int64_t stage = 0;  // elements a stage
   UOpRef buf;
+  int64_t lines = 0;  // wgmma's m- or n-major layout: blocks of 64 rows (this many elements each), a row of 64 a k
   UOpRef at(const UOpRef& i, const UOpRef& k) const {  // element (i, k) within a stage
-    UOpRef o = kmajor ? i * pitch + k : k * pitch + i;
-    return swizzle ? tc_swizzle(o, pitch) : o;
+    UOpRef o = kmajor ? i * pitch + k : lines ? idiv(i, 64) * lines + k * 64 + mod(i, 64) : k * pitch + i;
+    return swizzle ? tc_swizzle(o, lines ? 64 : pitch) : o;
   }
 };
 // the block's stores of step `step` of a side into stage `stage` (gate: null, or whether the copies happen), by T
@@ -324,15 +330,39 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
-  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr}};
+  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr, 0}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr, 0}};
   for (int i = 0; i < 2; i++) {
     StagedSide& sd = sides[i];
     if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
     sd.pitch = sd.kmajor ? t.bk : sd.rows;
     sd.stage = sd.rows * t.bk;
+    if (t.wg && !sd.kmajor) sd.lines = 64 * t.bk;
     sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.stage, 1});
   }
   auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S);
+  auto rarg = tm.red->varg();
+  rarg[0] = int64_t(Ops::WMMA);
+  auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
+  std::vector<UOpRef> stores;
+  if (t.wg) {
+    // one wgmma a K step for each warpgroup (wm / 4): its 64 rows of A by the block's bn columns of B, both from the
+    // stage's tiles (the start of each; the arg: the dtype, and at bits 17 and 18 whether A and B are m- and n-major).
+    // The REDUCE holds the warp's bn / 2 accumulators: mma tile j's four at 4j to 4j + 3, as for TC's staged tiles
+    auto start = [&](const StagedSide& sd, const UOpRef& row) {
+      return make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + (sd.lines ? idiv(row, 64) * sd.lines : row * sd.pitch))});
+    };
+    auto& A = sides[0];
+    auto& B = sides[1];
+    auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready}, int64_t(tm.dt) | int64_t(!A.kmajor) << 17 | int64_t(!B.kmajor) << 18, int(bn / 2));
+    auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc}, rarg, int(bn / 2));
+    for (int64_t e = 0; e < bn / 2; e++) {
+      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
+                                                {tm.m.get(), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g},
+                                                {tm.n.get(), gn * bn + c(e / 4 * 8 + (e & 1)) + q2}};
+      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+    }
+    return make_uop(Ops::SINK, DType::Bool, stores);
+  }
   // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
   auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
@@ -352,10 +382,6 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
                           : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
   }
-  auto rarg = tm.red->varg();
-  rarg[0] = int64_t(Ops::WMMA);
-  auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;
-  std::vector<UOpRef> stores;
   for (int64_t um = 0; um < t.tm; um++)
     for (int64_t un = 0; un < t.tn; un++) {
       // the arg: the dtype, and at bit 16 whether B's registers are the second half of its fragment load
@@ -722,6 +748,7 @@ class Kernel {
       if (o.amt < 0 || o.amt >= int64_t(std::size(tc_tiles))) fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
       auto found = tc_match(sink_, *it);
       if (auto* why = std::get_if<std::string>(&found)) fail(*why);
+      if (o.amt > 0 && tc_tiles[o.amt].wg && !ren_->wgmma) fail("a wgmma tile needs Hopper's warpgroup MMA (CUDA sm_90a)");
       if (o.amt > 0)
         if (auto why = tc_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), tc_tiles[o.amt]); !why.empty()) fail(why);
       return;
@@ -903,13 +930,17 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
       }
       UOpRef rr = find_range(k.sink(), gred[0]->range_id()), pre = k.sink();
       // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
-      // 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest on an H100 (float16 GEMM 4096: 326 TFLOP/s, 8192: 385)
+      // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM);
+      // H100, float16 GEMM 4096: 441 TFLOP/s with 128 x 128 (405 with 128 x 256), 8192: 521 with 128 x 256 (510).
+      // Else 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest mma.sync tile (4096: 326 TFLOP/s, 8192: 385)
       auto found = tc_match(pre, rr);
       if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
-        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{10, 2, 3, 4}) {
+        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 10, 2, 3, 4}) {
           if (a >= int64_t(std::size(tc_tiles))) break;
           const TcTile& t = tc_tiles[a];
-          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= 32 || a == 4 || stage > 0))
+          if (t.wg && !ren.wgmma) continue;
+          int64_t enough = t.wg && t.tn == 32 ? 1024 : 32;
+          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= enough || a == 4 || stage > 0))
             return k.apply({OptOp::TC, rr->range_id(), a}).applied();
         }
       k.apply({OptOp::TC, rr->range_id(), 0});

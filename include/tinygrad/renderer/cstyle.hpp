@@ -14,6 +14,7 @@ struct Renderer {
   int threads = 1;          // CPU cores for the THREAD axis
   bool has_local = false;   // GPU: loop axes become global/local ids (codegen's gpudims), workgroup memory and barriers
   bool tensor_cores = false;  // mma.sync m16n8k16 for float16/bfloat16 (NVIDIA sm_80+): the TC opt
+  bool wgmma = false;         // and Hopper's warpgroup MMA (sm_90a): TC's wgmma tiles
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
@@ -493,8 +494,9 @@ class GPURenderer : public CStyleRenderer {
 // CUDA C, compiled by NVRTC
 class CUDARenderer : public GPURenderer {
  public:
-  explicit CUDARenderer(bool mma = true) {
+  explicit CUDARenderer(bool mma = true, bool warpgroup_mma = false) {
     tensor_cores = mma;
+    wgmma = mma && warpgroup_mma;
     device = "CUDA";
     lang.kernel_prefix = "extern \"C\" __global__ ";
     lang.restrict_kw = "__restrict__";
@@ -516,7 +518,7 @@ class CUDARenderer : public GPURenderer {
     // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
     rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
       if (!raw_local(x)) return base(c, x);
-      if (c.smem == 0) c.line("extern __shared__ __align__(16) unsigned char tg_dsmem[];");
+      if (c.smem == 0) c.line(cat("extern __shared__ __align__(", wgmma ? 1024 : 16, ") unsigned char tg_dsmem[];"));  // wgmma: 128-byte swizzles from 1024-byte lines
       std::string T = storage_type(x.dtype), v = c.r[&x] = cat("temp", x.varg()[0]);
       c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
       c.smem += dynamic_smem(x);
@@ -544,12 +546,31 @@ class CUDARenderer : public GPURenderer {
       c.typedefs.insert(kStageFns);
       c.line(cat("unsigned int ", v, "[", x.vcount / 2, "]; tg_ldsm_x", x.vcount / 2, x.iarg() == 2 ? "_t(" : "(", v, ", ", get(c, idx), ");"));
     };
+    // (on a wgmma device the copies are fenced for the async proxy, through which wgmma reads workgroup memory)
     rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
-      if (std::holds_alternative<int64_t>(x.arg)) c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), ";\" ::: \"memory\");"));
+      if (std::holds_alternative<int64_t>(x.arg))
+        c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), wgmma ? ";\\n\\tfence.proxy.async.shared::cta" : "", ";\" ::: \"memory\");"));
       c.line(lang.barrier);
+    };
+    // wgmma tiles: a WMMA of more than 4 lanes names the start of its warpgroup's A and B tiles; the REDUCE over it is
+    // an array of the thread's accumulators, updated by one helper call a K step
+    rules[size_t(Ops::DEFINE_ACC)] = [this, base = rules[size_t(Ops::DEFINE_ACC)]](Ctx& c, const UOp& x) {
+      const UOp& red = *x.src[0];
+      if (red.reduce_op() != Ops::WMMA || x.vcount <= 4) return base(c, x);
+      c.line(cat("float ", c.r[&red] = c.name("acc"), "[", x.vcount, "] = {};"));
+    };
+    rules[size_t(Ops::GEP)] = [this, base = rules[size_t(Ops::GEP)]](Ctx& c, const UOp& x) {
+      if (x.src[0]->vcount <= 4) return base(c, x);
+      c.r[&x] = cat(get(c, *x.src[0]), "[", x.iarg(), "]");
     };
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
       std::string t = mma_type(x);
+      if (x.vcount > 4) {
+        c.r[&x] = cat(get(c, *x.src[0]), ", ", get(c, *x.src[1]));
+        c.typedefs.insert(kStageFns);
+        c.typedefs.insert(wgmma_fn(x));
+        return;
+      }
       std::vector<std::string> regs;
       if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
         for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * (x.iarg() >> 16 & 1), "]"));
@@ -568,8 +589,32 @@ class CUDARenderer : public GPURenderer {
       const UOp& red = *x.src[0];
       if (red.reduce_op() != Ops::WMMA) return base(c, x);
       std::string a = c.r.at(&red);
+      if (x.vcount > 4) return c.line(cat(wgmma_name(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
       c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
+  }
+  // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for) for one warpgroup: d += A B with
+  // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (opt.hpp's tc_swizzle): k-major
+  // rows of 64, or m-/n-major blocks of 64 rows (arg bits 17, 18), a block 8 KB on. Descriptor: the start, the
+  // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
+  static std::string wgmma_name(const UOp& w) {
+    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", w.iarg() >> 17 & 1, w.iarg() >> 18 & 1);
+  }
+  static std::string wgmma_fn(const UOp& w) {
+    std::string t = mma_type(w);
+    int64_t n = w.vcount * 2, ta = w.iarg() >> 17 & 1, tb = w.iarg() >> 18 & 1;
+    std::string regs, outs;
+    for (int64_t i = 0; i < n / 2; i++) {
+      regs += cat(i ? ", " : "", "%", i);
+      outs += cat(i ? ", " : "", "\"+f\"(d[", i, "])");
+    }
+    std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
+                        "__device__ inline void ", wgmma_name(w), "(float (&d)[", n / 2, "], const void* a, const void* b) {\n",
+                        "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
+    for (int64_t k = 0; k < 4; k++)  // a k-major step is 32 bytes on in its rows, an m-/n-major one 16 rows of 128 bytes on
+      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs, "}, %", n / 2, ", %",
+               n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2), "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
+    return f + "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n}";
   }
   static std::string mma_type(const UOp& wmma) {
     DType dt = DType(wmma.iarg() & 0xff);

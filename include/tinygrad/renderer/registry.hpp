@@ -19,7 +19,7 @@ struct RendererRegistry {
     static auto* r = [] {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
       reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
-      reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores); };
+      reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores, rt.wgmma); };
       reg->families["OpenCL"] = [](const DeviceRuntime& rt) { return std::make_unique<OpenCLRenderer>(rt.fp16); };
       return reg;
     }();

@@ -297,8 +297,10 @@ inline DeviceSpec cuda_device() {
     auto dv = std::make_shared<CudaDevice>(p == std::string::npos ? 0 : std::stoi(name.substr(p + 1)));
     auto rt = std::make_unique<DeviceRuntime>();
     rt->allocator = std::make_unique<CUDAAllocator>(dv);
-    rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor));
+    bool hopper = dv->major == 9 && dv->minor == 0;  // sm_90a: the architecture-specific wgmma
+    rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor, hopper ? "a" : ""));
     rt->tensor_cores = dv->major >= 8;
+    rt->wgmma = hopper;
     rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };

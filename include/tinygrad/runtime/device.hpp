@@ -140,6 +140,7 @@ struct DeviceRuntime {
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
+  bool wgmma = false;           // NVIDIA sm_90: warpgroup MMA (kernels compiled for sm_90a)
   bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
   LaunchLimits limits;
