@@ -1004,6 +1004,28 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     try_opt(OptOp::UPCAST, x, {4, 2});
     return opts;
   }
+  // a sliding window (a conv's input gradient into one channel): a load reads x + j for an output axis x and a short
+  // reduce axis j (moving one along x reads what moving one along j does). j unrolled and 4 neighbouring x a thread
+  // (2 along a second such pair) share their loads: 8 reads for 4 outputs of a 5-tap row, not 20. The conv of the
+  // Fashion-MNIST example's 1-channel input gradient: 362 us on an H100, one output a thread
+  std::vector<Opt> window;
+  if (n_reduces == 1 && reduce_size > 1) {
+    int64_t expand = 1;
+    std::unordered_set<const UOp*> used;
+    for (auto& l : loads)
+      for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it)
+        for (auto& t : red_rngs) {
+          const UOpRef& r = *it;
+          int64_t up = window.empty() ? 4 : 2;
+          if (used.count(r.get()) || used.count(t.get()) || t->range_end() > 8 || left[r->range_id()] % up || expand * up * t->range_end() > Kernel::max_expand) continue;
+          if (stride_class(l->src[1], r) == 0 || !simplify(sub_range(l->src[1], r, r + 1) - sub_range(l->src[1], t, t + 1))->is_const(0)) continue;
+          window.push_back({OptOp::UNROLL, t->range_id(), t->range_end()});
+          window.push_back({OptOp::UPCAST, r->range_id(), up});
+          used.insert(r.get()), used.insert(t.get());
+          expand *= up * t->range_end();
+          left[r->range_id()] /= up;
+        }
+  }
   // a big elementwise kernel whose contiguous axis is short (a padded 28 x 28 image): a warp would write a few pixels
   // of each of several rows. The outer axes the stores walk contiguously are merged into it (MERGE) until 256 threads
   // fit along it (a conv gradient's padded input, 512x32x28x28)
@@ -1039,12 +1061,21 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   std::vector<Opt> locals;
   for (auto& r : order) {
     if (budget <= 1) break;
+    // a sliding window's axes whole where they fit (28 / 4 = 7 threads along a row): neighbouring threads, neighbouring
+    // pixels of one image
+    int64_t rest = left[r->range_id()];
+    if (std::any_of(window.begin(), window.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == r->range_id(); }) && rest > 1 && rest <= budget) {
+      locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), rest});
+      left[r->range_id()] = 1, budget /= rest;
+      continue;
+    }
     for (int64_t a = budget; a > 1; a /= 2)
       if (left[r->range_id()] % a == 0) { locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), a}); left[r->range_id()] /= a; budget /= a; break; }
   }
   locals.insert(locals.end(), group.begin(), group.end());
   if (vec) locals.insert(locals.begin(), {OptOp::VECTOR, x->range_id(), 4});
   else if (big && left[x->range_id()] % 4 == 0) locals.push_back({OptOp::UPCAST, x->range_id(), 4});
+  locals.insert(locals.begin(), window.begin(), window.end());
   locals.insert(locals.begin(), merged.begin(), merged.end());
   return locals;
 }

@@ -554,7 +554,7 @@ class CUDARenderer : public GPURenderer {
     };
     // wgmma tiles: a WMMA of more than 4 lanes names the start of its warpgroup's A and B tiles; the REDUCE over it is
     // an array of the thread's accumulators, updated by one helper call a K step
-    rules[size_t(Ops::DEFINE_ACC)] = [this, base = rules[size_t(Ops::DEFINE_ACC)]](Ctx& c, const UOp& x) {
+    rules[size_t(Ops::DEFINE_ACC)] = [base = rules[size_t(Ops::DEFINE_ACC)]](Ctx& c, const UOp& x) {
       const UOp& red = *x.src[0];
       if (red.reduce_op() != Ops::WMMA || x.vcount <= 4) return base(c, x);
       c.line(cat("float ", c.r[&red] = c.name("acc"), "[", x.vcount, "] = {};"));
