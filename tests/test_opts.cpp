@@ -249,6 +249,31 @@ TEST_CASE("opts: the GPU heuristic groups a long reduce over axes no group size 
   check_close(res[1], want, "the heuristic's opts vs the plain loop");
 }
 
+TEST_CASE("opts: the GPU heuristic shares a sliding window's loads (taps unrolled, neighbouring outputs a thread)", "[opts][gpu]") {
+  std::string gpu = has_device("CUDA") ? "CUDA" : "CL";
+  if (!has_device(gpu)) { WARN("no CUDA or OpenCL device here: skipped"); return; }
+  // a conv into one channel (a 1-channel input's gradient): 3 channels of 12 x 12 by 5 x 5 taps, 8 x 8 outputs
+  Tensor x = rnd({2, 3, 12, 12}, 41, gpu), w = rnd({1, 3, 5, 5}, 42, gpu);
+  auto g = guarded(x.conv2d(w));
+  auto os = tinygrad::hand_coded_optimizations(g.k.ast, *tinygrad::get_device(gpu).renderer);
+  INFO(opts_str(os));
+  int unrolled = 0, upcast = 0;
+  for (auto& o : os) unrolled += o.op == OptOp::UNROLL && o.amt == 5, upcast += o.op == OptOp::UPCAST;
+  CHECK(unrolled == 2);
+  CHECK(upcast == 2);
+  auto hx = host(x), hw = host(w);
+  std::vector<double> want(2 * 8 * 8);
+  for (int n = 0; n < 2; n++)
+    for (int y = 0; y < 8; y++)
+      for (int xx = 0; xx < 8; xx++)
+        for (int c = 0; c < 3; c++)
+          for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 5; j++) want[size_t((n * 8 + y) * 8 + xx)] += hx[size_t(((n * 3 + c) * 12 + y + i) * 12 + xx + j)] * hw[size_t((c * 5 + i) * 5 + j)];
+  auto res = run_each(g, {{}, os});
+  check_close(res[0], want, "no opts vs the plain loop");
+  check_close(res[1], want, "the heuristic's opts vs the plain loop");
+}
+
 TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped", "[opts]") {
   Tensor v = rnd({17}, 12), a = rnd({17, 31}, 13), b = rnd({31, 13}, 14);
   auto ge = guarded((v * 2).exp());
