@@ -129,3 +129,27 @@ TEST_CASE("threads: rand on 8 threads draws from disjoint counters", "[threads][
   for (size_t i = 0; i < size_t(kThreads); i++)
     for (size_t j = 0; j < i; j++) CHECK(par[i] != par[j]);
 }
+
+TEST_CASE("threads: the CPU pool runs every index of each region once, and no worker outlives its region", "[threads]") {
+  // regions of varying sizes back to back, as BEAM times candidates with THREAD opts: each index exactly once, and a
+  // region's task is never called after run() returned (it had been, with a worker's stale count: a SIGSEGV)
+  ThreadPool pool(8);
+  std::vector<std::atomic<int>> hits(64);
+  std::atomic<int> late{0};
+  for (int round = 0; round < 4000; round++) {
+    int n = 2 + round % 31;
+    for (int i = 0; i < n; i++) hits[size_t(i)].store(0);
+    auto alive = std::make_shared<std::atomic<bool>>(true);
+    {
+      std::function<void(int)> f = [&, alive](int i) {
+        if (!alive->load()) late++;
+        hits[size_t(i)]++;
+      };
+      pool.run(n, f);
+      alive->store(false);
+    }
+    for (int i = 0; i < n; i++)
+      if (hits[size_t(i)].load() != 1) FAIL("round " << round << ": index " << i << " ran " << hits[size_t(i)].load() << " times");
+  }
+  CHECK(late.load() == 0);
+}

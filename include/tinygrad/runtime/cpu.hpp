@@ -34,16 +34,18 @@ class ThreadPool {
       task_ = &f; ntasks_ = n; next_.store(0); pending_ = n; gen_++;
     }
     cv_.notify_all();
-    work();
+    work(f, n);
+    // NOTE: every worker that took this task has left it too: one still counting on next_ would take indices of the
+    // next region's counter and run this region's f after it is gone (a SIGSEGV seen under BEAM on 16 cores)
     std::unique_lock lk(mu_);
-    done_cv_.wait(lk, [&] { return pending_ == 0; });
+    done_cv_.wait(lk, [&] { return pending_ == 0 && active_ == 0; });
     task_ = nullptr;
   }
 
  private:
-  void work() {
-    for (int i; (i = next_.fetch_add(1)) < ntasks_;) {
-      (*task_)(i);
+  void work(const std::function<void(int)>& f, int n) {
+    for (int i; (i = next_.fetch_add(1)) < n;) {
+      f(i);
       std::lock_guard lk(mu_);
       if (--pending_ == 0) done_cv_.notify_all();
     }
@@ -56,15 +58,20 @@ class ThreadPool {
       seen = gen_;
       if (stop_) return;
       if (!task_) continue;
+      const std::function<void(int)>* f = task_;
+      int n = ntasks_;
+      active_++;
       lk.unlock();
-      work();
+      work(*f, n);
+      lk.lock();
+      if (--active_ == 0) done_cv_.notify_all();
     }
   }
   std::vector<std::thread> workers_;
   std::mutex mu_, run_mu_;
   std::condition_variable cv_, done_cv_;
   const std::function<void(int)>* task_ = nullptr;
-  int ntasks_ = 0, pending_ = 0;
+  int ntasks_ = 0, pending_ = 0, active_ = 0;  // active_: workers inside work() (under mu_)
   std::atomic<int> next_{0};
   uint64_t gen_ = 0;
   bool stop_ = false;
