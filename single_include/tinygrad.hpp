@@ -5352,6 +5352,7 @@ class Scheduler {
   void analyze(const UOpRef& k) {
     // (node, below an expand, below a reduce), each combination once
     std::unordered_set<uintptr_t> seen;
+    std::vector<const UOp*> fused;  // the reduces k computes
     struct Visit { const UOpRef* u; bool expanded, in_reduce; };
     std::vector<Visit> stack{{&k, false, false}};
     while (!stack.empty()) {
@@ -5366,6 +5367,7 @@ class Scheduler {
       if (realize_here) { make_root(u); deps_[k.get()].push_back(u.get()); continue; }
       if (u->op == Ops::REDUCE_AXIS) {
         if (auto [it, fresh] = owner_.try_emplace(u.get(), k.get()); !fresh && it->second != k.get()) shared_.insert(u.get());
+        fused.push_back(u.get());
         visit(u->src[0], expanded, true);
         continue;
       }
@@ -5384,6 +5386,13 @@ class Scheduler {
       // NOTE: pushed in reverse, so sources are walked in order (the order kernels and buffers get numbered)
       for (size_t i = u->src.size(); i-- > 0;) visit(u->src[i], expanded, in_reduce);
     }
+    // side by side, reduces of different lengths get kernels of their own but the longest: one kernel's opts would
+    // have to serve every loop (a conv's input gradient, 576 terms an output, divided by the max-pool's 4-term count
+    // of maxima, lost its GEMM tile: 399 us on an H100)
+    auto terms = [](const UOp* r) { int64_t t = 1; for (auto a : r->reduce_axes()) t *= r->src[0]->shape[size_t(a)]; return t; };
+    int64_t longest = 0;
+    for (auto* r : fused) longest = std::max(longest, terms(r));
+    for (auto* r : fused) if (terms(r) < longest) shared_.insert(r);
   }
 
   // bound every kernel's size and buffer count: bottom-up, a node that would fuse more than the limits allow gets its
@@ -5656,7 +5665,8 @@ class Scheduler {
   // A kernel joins an earlier reduce kernel over the same output ranges (one SINK, several STOREs) when both reduce
   // the same input (x.sum(1) and x.max(1): one loop, each element loaded once), or when it reads the earlier kernel's
   // output exactly at the element that kernel stores there (a sum, then the mean, then the variance around it: the
-  // value is used where it was computed, no buffer round trip; two reduces run as two loops in one kernel).
+  // value is used where it was computed, no buffer round trip; two reduces run as two loops in one kernel), if their
+  // reduces are as long.
   // NOTE: a variance keeps its two passes, sum((x - mean)^2) after the mean, rather than one pass of sum and sum of
   // squares: the numerics of two kernels exactly, and no cancellation when the mean is large against the spread.
   struct KInfo {
@@ -5664,6 +5674,7 @@ class Scheduler {
     std::unordered_set<int> reads, reduce_reads;  // slots loaded anywhere / walked by a reduce
     const UOp* store_idx = nullptr;               // the address every store writes (null: they differ)
     bool reduce = false;                          // its graph reduces
+    int64_t terms = 1;                            // the longest reduce's terms an output
   };
   static int slot_of(const KernelAST& k, const UOpRef& index) { return k.slots[size_t(index->src[0]->iarg())]; }
   static KInfo kernel_info(const KernelAST& k, bool reduces) {
@@ -5676,6 +5687,9 @@ class Scheduler {
     for (auto& u : toposort(k.ast)) {
       if (u->op == Ops::LOAD) r.reads.insert(slot_of(k, u->src[0]));
       if (u->op != Ops::REDUCE) continue;
+      int64_t terms = 1;
+      for (size_t i = 1; i < u->src.size(); i++) terms *= u->src[i]->range_end();
+      r.terms = std::max(r.terms, terms);
       // NOTE: a load the reduce walks (its address depends on the reduce's ranges), not a broadcast scalar
       for (auto& x : toposort(u->src[0])) {
         if (x->op != Ops::LOAD) continue;
@@ -5698,6 +5712,9 @@ class Scheduler {
   // kernel j (later) folded into kernel g (earlier), or nothing when that is not legal or gains nothing
   std::optional<KernelAST> merge_pair(const KernelAST& g, const KInfo& gi, const KernelAST& j, const KInfo& ji) {
     if (!gi.reduce || !gi.store_idx || !ji.store_idx) return std::nullopt;
+    // reduces of different lengths stay apart: one kernel's opts would have to serve both loops (a conv's input
+    // gradient, 576 terms, joined to the max-pool's 4-term count of maxima, lost its GEMM tile: 399 us on an H100)
+    if (ji.reduce && ji.terms != gi.terms) return std::nullopt;
     bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; });
     bool reads_g = std::any_of(gi.writes.begin(), gi.writes.end(), [&](int s) { return ji.reads.count(s) > 0; });
     if (!share && !reads_g) return std::nullopt;

@@ -465,3 +465,45 @@ TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding 
   auto gv = g.to_vector<float>();
   CHECK(gv == std::vector<float>{wv[7 * 16], wv[1], wv[999 * 16 + 0], wv[5 * 16 + 1]});
 }
+
+TEST_CASE("schedule: reduces of different lengths side by side get kernels of their own (the longest stays fused)", "[schedule]") {
+  // a conv's input gradient (3 x 3 x 4 = 36 terms an output) divided by the max-pool's count of maxima (4 terms): the
+  // conv's reduce is the only one in its kernel, so a GEMM tile can take it; the values are the gradient's
+  Tensor x = input({2, 3, 8, 8}, 120), w = input({4, 3, 3, 3}, 121), g = input({2, 4, 2, 2}, 122);
+  x.requires_grad_();
+  Tensor y = x.max_pool2d({2, 2}).conv2d(w);
+  Tensor dx = tinygrad::gradient((y * g).sum(), {x})[0];
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int n = 0;
+  for (auto& u : tinygrad::toposort(dx.uop()))
+    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  for (auto& k : tinygrad::create_schedule({dx.uop()}, slots, n).kernels) {
+    std::set<int64_t> lengths;
+    for (auto& u : tinygrad::toposort(k.ast))
+      if (u->op == tinygrad::Ops::REDUCE) {
+        int64_t t = 1;
+        for (size_t i = 1; i < u->src.size(); i++) t *= u->src[i]->range_end();
+        lengths.insert(t);
+      }
+    CHECK(lengths.size() <= 1);
+  }
+  // the gradient against loops: each pooled value's gradient (the conv's transpose) goes to its window's maxima, split
+  // evenly between ties
+  auto vx = host(x), vw = host(w), vg = host(g), got = host(dx);
+  for (int b = 0; b < 2; b++)
+    for (int c = 0; c < 3; c++)
+      for (int py = 0; py < 4; py++)
+        for (int px = 0; px < 4; px++) {
+          double gp = 0;  // d loss / d pooled[b, c, py, px]
+          for (int o = 0; o < 4; o++)
+            for (int oy = 0; oy < 2; oy++)
+              for (int ox = 0; ox < 2; ox++)
+                if (py - oy >= 0 && py - oy < 3 && px - ox >= 0 && px - ox < 3) gp += vg[size_t(((b * 4 + o) * 2 + oy) * 2 + ox)] * vw[size_t(((o * 3 + c) * 3 + py - oy) * 3 + px - ox)];
+          auto at = [&](int i, int j) { return size_t(((b * 3 + c) * 8 + 2 * py + i) * 8 + 2 * px + j); };
+          float mx = std::max(std::max(vx[at(0, 0)], vx[at(0, 1)]), std::max(vx[at(1, 0)], vx[at(1, 1)]));
+          int ties = 0;
+          for (int i = 0; i < 2; i++) for (int j = 0; j < 2; j++) ties += vx[at(i, j)] == mx;
+          for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) CHECK(got[at(i, j)] == Approx(vx[at(i, j)] == mx ? gp / ties : 0.0).margin(1e-5));
+        }
+}
