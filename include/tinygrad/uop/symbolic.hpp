@@ -70,7 +70,7 @@ struct Linear {
     for (size_t i = 0; i < terms.size(); i++) {
       auto& [m, mk] = terms[i];
       if (m->op != Ops::MOD || m->src[1]->op != Ops::CONST || m->src[0]->op != Ops::IDIV || m->src[0]->src[1]->op != Ops::CONST) continue;
-      const UOpRef& x = m->src[0]->src[0];
+      UOpRef x = m->src[0]->src[0];  // NOTE: a copy: erasing the terms below may free m (a term this loop made)
       int64_t a = ival(m->src[0]->src[1]), b = ival(m->src[1]);
       if (x->vmin < 0 || a <= 0 || b <= 0 || mk % a || i128(a) * b > int_max(x->dtype)) continue;
       for (size_t j = 0; j < terms.size(); j++) {
