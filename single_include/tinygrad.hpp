@@ -2056,7 +2056,10 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
     bool same = true;
     for (size_t i = 0; i < src.size() && same; i++) same = u->src[i] == src[i];
     if (!same) continue;
-    if (auto sp = u->weak_from_this().lock()) return std::static_pointer_cast<const UOp>(sp);
+    // NOTE: the node's own weak_ptr<UOp>: converting it to weak_ptr<const UOp> (weak_from_this() const) locks and
+    // drops a temporary reference, and where another thread dropped the last one meanwhile, that drop runs ~UOp here,
+    // which erases from the table under this walk (the mutex is recursive): a use-after-free under BEAM's renders
+    if (auto sp = const_cast<UOp*>(u)->weak_from_this().lock()) return sp;
   }
   auto u = std::make_shared<UOp>(op, dtype, vcount, std::move(src), std::move(arg));
   u->key = h;
