@@ -328,7 +328,7 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
-  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);
+  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
   StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr, 0}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr, 0}};
   for (int i = 0; i < 2; i++) {
@@ -363,6 +363,7 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     }
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
+  auto ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);  // the mma steps within a K step
   // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
   auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
