@@ -226,7 +226,8 @@ inline void launch_program(JitProgram& p) {
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
     run_stats().kernels_run++;
-    if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6);
+    if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
+                                          st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
   }
 }
 }  // namespace detail
