@@ -4551,10 +4551,10 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     int64_t expand = 1;
     std::unordered_set<const UOp*> used;
     for (auto& l : loads)
-      for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it)
+      for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it) {
+        const UOpRef& r = *it;
+        int64_t up = window.empty() ? 4 : 2;
         for (auto& t : red_rngs) {
-          const UOpRef& r = *it;
-          int64_t up = window.empty() ? 4 : 2;
           if (used.count(r.get()) || used.count(t.get()) || t->range_end() > 8 || left[r->range_id()] % up || expand * up * t->range_end() > Kernel::max_expand) continue;
           if (stride_class(l->src[1], r) == 0 || !simplify(sub_range(l->src[1], r, r + 1) - sub_range(l->src[1], t, t + 1))->is_const(0)) continue;
           window.push_back({OptOp::UNROLL, t->range_id(), t->range_end()});
@@ -4563,6 +4563,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
           expand *= up * t->range_end();
           left[r->range_id()] /= up;
         }
+      }
   }
   // a big elementwise kernel whose contiguous axis is short (a padded 28 x 28 image): a warp would write a few pixels
   // of each of several rows. The outer axes the stores walk contiguously are merged into it (MERGE) until 256 threads
