@@ -2334,7 +2334,8 @@ struct Match {
   template <class T> T& context() const { return *static_cast<T*>(ctx); }
 };
 
-using RewriteFn = std::function<UOpRef(const Match&)>;
+// a rule is a plain function (a lambda without captures; its context comes in Match::ctx): no std::function per rule
+using RewriteFn = UOpRef (*)(const Match&);
 
 namespace detail {
 inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
@@ -3564,11 +3565,17 @@ struct Opt {
 struct KernelOptError : Error { using Error::Error; };
 
 namespace detail {
+// ranges in id order (one sort for every caller: each comparator lambda would be its own std::sort instance)
+inline std::vector<UOpRef> by_range_id(std::vector<UOpRef> r) {
+  std::sort(r.begin(), r.end(), [](const UOpRef& a, const UOpRef& b) { return a->range_id() < b->range_id(); });
+  return r;
+}
+// a REDUCE's ranges, in id order
+inline std::vector<UOpRef> reduce_ranges(const UOpRef& red) { return by_range_id({red->src.begin() + 1, red->src.end()}); }
 inline std::vector<UOpRef> ranges_of(const UOpRef& sink) {
   std::vector<UOpRef> r;
   for (auto& u : toposort(sink)) if (u->op == Ops::RANGE) r.push_back(u);
-  std::sort(r.begin(), r.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
-  return r;
+  return by_range_id(std::move(r));
 }
 inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
@@ -3701,8 +3708,7 @@ inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
   if (!red || red->reduce_op() != Ops::ADD) return {};
   UOpRef p = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
   if (p->op != Ops::MUL) return {};
-  std::vector<UOpRef> k(red->src.begin() + 1, red->src.end()), a_only, b_only;
-  std::sort(k.begin(), k.end(), [](auto& x, auto& y) { return x->range_id() < y->range_id(); });
+  std::vector<UOpRef> k = reduce_ranges(red), a_only, b_only;
   for (auto& x : ranges_of(sink)) {
     if (axis_type(x) != AxisType::LOOP) continue;
     bool in_a = depends_on(p->src[0], x).count(p->src[0].get()), in_b = depends_on(p->src[1], x).count(p->src[1].get());
@@ -4962,8 +4968,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::DEFINE_LOCAL || u->op == Ops::SPECIAL) emit(u);
 
   auto emit_group = [&](const UOpRef& red) {
-    std::vector<UOpRef> rngs(red->src.begin() + 1, red->src.end());
-    std::sort(rngs.begin(), rngs.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+    std::vector<UOpRef> rngs = detail::reduce_ranges(red);
     int lvl = loop_level(red.get());
     std::vector<UOpRef> group;
     for (auto& u : topo)
@@ -5768,15 +5773,10 @@ class Scheduler {
     // g's ranges: the linearizer runs both in one loop, and their common loads load once. Never one that reads a
     // reduce of g (it runs after g's loop).
     struct GReduce { UOpRef u; std::vector<UOpRef> ranges; std::vector<const UOp*> outer; std::unordered_set<const UOp*> loads; };
-    auto sorted_ranges = [](const UOpRef& red) {
-      std::vector<UOpRef> rr(red->src.begin() + 1, red->src.end());
-      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
-      return rr;
-    };
     std::vector<GReduce> greds;
     for (auto& u : toposort(g.ast)) {
       if (u->op != Ops::REDUCE) continue;
-      GReduce gr{u, sorted_ranges(u), {}, {}};
+      GReduce gr{u, reduce_ranges(u), {}, {}};
       gr.outer = ranges_below(u->src[0], gr.ranges);
       for (auto& x : toposort(u->src[0])) if (x->op == Ops::LOAD) gr.loads.insert(x.get());
       greds.push_back(std::move(gr));
@@ -5786,7 +5786,7 @@ class Scheduler {
       if (r->op != Ops::REDUCE || std::any_of(greds.begin(), greds.end(), [&](auto& gr) { return gr.u == r; })) continue;  // j's own reduces
       auto below = toposort(r->src[0]);
       if (std::any_of(below.begin(), below.end(), [](auto& x) { return x->op == Ops::REDUCE; })) continue;
-      auto rr = sorted_ranges(r);
+      auto rr = reduce_ranges(r);
       for (auto& gr : greds) {
         auto& gg = gr.ranges;
         if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;

@@ -172,8 +172,7 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::DEFINE_LOCAL || u->op == Ops::SPECIAL) emit(u);
 
   auto emit_group = [&](const UOpRef& red) {
-    std::vector<UOpRef> rngs(red->src.begin() + 1, red->src.end());
-    std::sort(rngs.begin(), rngs.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
+    std::vector<UOpRef> rngs = detail::reduce_ranges(red);
     int lvl = loop_level(red.get());
     std::vector<UOpRef> group;
     for (auto& u : topo)

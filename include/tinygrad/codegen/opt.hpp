@@ -29,11 +29,17 @@ struct Opt {
 struct KernelOptError : Error { using Error::Error; };
 
 namespace detail {
+// ranges in id order (one sort for every caller: each comparator lambda would be its own std::sort instance)
+inline std::vector<UOpRef> by_range_id(std::vector<UOpRef> r) {
+  std::sort(r.begin(), r.end(), [](const UOpRef& a, const UOpRef& b) { return a->range_id() < b->range_id(); });
+  return r;
+}
+// a REDUCE's ranges, in id order
+inline std::vector<UOpRef> reduce_ranges(const UOpRef& red) { return by_range_id({red->src.begin() + 1, red->src.end()}); }
 inline std::vector<UOpRef> ranges_of(const UOpRef& sink) {
   std::vector<UOpRef> r;
   for (auto& u : toposort(sink)) if (u->op == Ops::RANGE) r.push_back(u);
-  std::sort(r.begin(), r.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
-  return r;
+  return by_range_id(std::move(r));
 }
 inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
@@ -166,8 +172,7 @@ inline std::vector<Opt> gemm_merges(const UOpRef& sink) {
   if (!red || red->reduce_op() != Ops::ADD) return {};
   UOpRef p = red->src[0]->op == Ops::CAST ? red->src[0]->src[0] : red->src[0];
   if (p->op != Ops::MUL) return {};
-  std::vector<UOpRef> k(red->src.begin() + 1, red->src.end()), a_only, b_only;
-  std::sort(k.begin(), k.end(), [](auto& x, auto& y) { return x->range_id() < y->range_id(); });
+  std::vector<UOpRef> k = reduce_ranges(red), a_only, b_only;
   for (auto& x : ranges_of(sink)) {
     if (axis_type(x) != AxisType::LOOP) continue;
     bool in_a = depends_on(p->src[0], x).count(p->src[0].get()), in_b = depends_on(p->src[1], x).count(p->src[1].get());

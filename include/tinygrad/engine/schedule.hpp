@@ -530,15 +530,10 @@ class Scheduler {
     // g's ranges: the linearizer runs both in one loop, and their common loads load once. Never one that reads a
     // reduce of g (it runs after g's loop).
     struct GReduce { UOpRef u; std::vector<UOpRef> ranges; std::vector<const UOp*> outer; std::unordered_set<const UOp*> loads; };
-    auto sorted_ranges = [](const UOpRef& red) {
-      std::vector<UOpRef> rr(red->src.begin() + 1, red->src.end());
-      std::sort(rr.begin(), rr.end(), [](auto& a, auto& b) { return a->range_id() < b->range_id(); });
-      return rr;
-    };
     std::vector<GReduce> greds;
     for (auto& u : toposort(g.ast)) {
       if (u->op != Ops::REDUCE) continue;
-      GReduce gr{u, sorted_ranges(u), {}, {}};
+      GReduce gr{u, reduce_ranges(u), {}, {}};
       gr.outer = ranges_below(u->src[0], gr.ranges);
       for (auto& x : toposort(u->src[0])) if (x->op == Ops::LOAD) gr.loads.insert(x.get());
       greds.push_back(std::move(gr));
@@ -548,7 +543,7 @@ class Scheduler {
       if (r->op != Ops::REDUCE || std::any_of(greds.begin(), greds.end(), [&](auto& gr) { return gr.u == r; })) continue;  // j's own reduces
       auto below = toposort(r->src[0]);
       if (std::any_of(below.begin(), below.end(), [](auto& x) { return x->op == Ops::REDUCE; })) continue;
-      auto rr = sorted_ranges(r);
+      auto rr = reduce_ranges(r);
       for (auto& gr : greds) {
         auto& gg = gr.ranges;
         if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;

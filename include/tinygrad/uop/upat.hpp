@@ -51,7 +51,8 @@ struct Match {
   template <class T> T& context() const { return *static_cast<T*>(ctx); }
 };
 
-using RewriteFn = std::function<UOpRef(const Match&)>;
+// a rule is a plain function (a lambda without captures; its context comes in Match::ctx): no std::function per rule
+using RewriteFn = UOpRef (*)(const Match&);
 
 namespace detail {
 inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
