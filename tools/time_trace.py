@@ -2,11 +2,16 @@
 """Summarise clang's -ftime-trace JSON for one translation unit: where its compile time goes.
 
 usage: tools/time_trace.py TRACE.json [--top N]
+       tools/time_trace.py TRACE.json --split     one line: front end ms, raw parse ms, instantiation ms
   clang++ -std=c++20 -Iinclude -O2 -ftime-trace -ftime-trace-granularity=50 -c tu.cpp   (writes tu.json)
 
 Prints the front end / back end split, the parse time of each header (inclusive: with what it includes;
 self: without), grouped as ours (include/tinygrad), Boost.Hana, the standard library and system headers,
-and the templates whose instantiation cost the most (summed over every instantiation of one template).
+the templates whose instantiation cost the most (summed over every instantiation of one template), and the front
+end split into raw parsing (by origin) and template instantiation: each moment of the front end counted once, for
+the innermost event then running. The parse part is what a TU pays even if nothing it includes is instantiated
+(the floor of a header-only library); the counts of instantiations repeat exactly from run to run, the times do
+not. For that split, trace with -ftime-trace-granularity=0 (coarser traces drop the short instantiations).
 """
 import json, re, sys
 from collections import defaultdict
@@ -42,6 +47,26 @@ def self_times(sources):
     return own
 
 
+INSTANTIATION = ("InstantiateClass", "InstantiateFunction", "PerformPendingInstantiations")
+
+
+def front_end_split(events):
+    """Front-end time by what ran innermost: parsing a header of one origin, or instantiating a template."""
+    evs = [e for e in events if e["name"] == "Source" or e["name"] in INSTANTIATION]
+    edges = sorted([(e["ts"], 1, i) for i, e in enumerate(evs)] + [(e["ts"] + e["dur"], 0, i) for i, e in enumerate(evs)])
+    out, active, prev = defaultdict(float), [], None
+    for ts, starts, i in edges:  # ends sort before starts at one instant
+        if active and prev is not None:
+            e = evs[active[-1]]
+            out["parse: " + group(e["args"]["detail"]) if e["name"] == "Source" else "template instantiation"] += ts - prev
+        if starts:
+            active.append(i)
+        else:
+            active.remove(i)
+        prev = ts
+    return out
+
+
 def template_name(detail):
     return re.sub(r"<.*", "", detail)
 
@@ -51,6 +76,12 @@ def main():
         sys.exit(__doc__)
     top = int(sys.argv[sys.argv.index("--top") + 1]) if "--top" in sys.argv else 15
     events = load(sys.argv[1])
+    if "--split" in sys.argv:
+        split = front_end_split(events)
+        inst = split.pop("template instantiation", 0.0)
+        front = next(e["dur"] for e in events if e["name"] == "Total Frontend")
+        print(f"{front / 1000:.0f} {sum(split.values()) / 1000:.0f} {inst / 1000:.0f}")
+        return
     total = {e["name"]: e["dur"] for e in events if e["name"].startswith("Total ")}
     ms = lambda us: us / 1000.0
     for key in ("Total ExecuteCompiler", "Total Frontend", "Total Source", "Total PerformPendingInstantiations",
@@ -72,6 +103,13 @@ def main():
     for path, (incl, own) in sorted(by_file.items(), key=lambda kv: -kv[1][0])[:top]:
         short = re.sub(r".*/include/", "", path)
         print(f"  {short[-48:]:<48} {ms(incl):8.0f} {ms(own):8.0f}")
+
+    split = front_end_split(events)
+    print("\nfront end by what ran innermost (needs -ftime-trace-granularity=0)")
+    for k, us in sorted(split.items(), key=lambda kv: -kv[1]):
+        print(f"  {k:<30} {ms(us):9.0f} ms")
+    counts = {n: sum(1 for e in events if e["name"] == n) for n in INSTANTIATION[:2]}
+    print("  instantiations: " + ", ".join(f"{n[11:].lower()} {c}" for n, c in counts.items()))
 
     inst = defaultdict(lambda: [0.0, 0])
     for e in events:
