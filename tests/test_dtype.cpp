@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 
@@ -81,6 +82,24 @@ TEST_CASE("dtype: promoted ops compute in the promoted dtype", "[dtype]") {
   Tensor f = Tensor(std::vector<float>{1.f}) + Tensor(std::vector<double>{1e-12});
   CHECK(f.dtype() == F64);
   CHECK(f.item<double>() == 1.0 + 1e-12);
+}
+
+TEST_CASE("dtype: a float32 sum of float16 or bfloat16 products takes each product exactly; a product alone rounds", "[dtype][half]") {
+  // x = 1 + 2^-m is exact in the half type (m = its mantissa bits); x * x = 1 + 2^(1-m) + 2^-2m needs 2m + 1 bits, so
+  // the half type rounds it to 1 + 2^(1-m), a float keeps it. 16 of them sum exactly in a float32 accumulator.
+  for (auto [dt, m] : {std::pair{F16, 10}, std::pair{BF16, 7}}) {
+    CAPTURE(tinygrad::to_string(dt));
+    const double x = 1 + std::ldexp(1.0, -m), exact = x * x, rounded = 1 + std::ldexp(1.0, 1 - m);
+    Tensor a = Tensor::full({3, 16}, x).cast(dt).realize();  // a buffer: products of constants would fold
+    // the product alone is an elementwise op of the half type: rounded, with or without a cast after it
+    Tensor p = (a * a).realize();
+    CHECK(p.cast(F32).to_vector<float>()[0] == float(rounded));
+    // in a float32 sum (a dot product, a matmul's reduce), the products are exact, as tensor cores and PyTorch's
+    // matmul take them: the same result with and without the TC opt
+    std::vector<float> s = (a * a).cast(F32).sum(-1).to_vector<float>();
+    CHECK(s == std::vector<float>(3, float(16 * exact)));
+    CHECK(float(16 * exact) != float(16 * rounded));
+  }
 }
 
 TEST_CASE("dtype: weak C++ scalars take the tensor's dtype unless their kind is wider", "[dtype][weak]") {

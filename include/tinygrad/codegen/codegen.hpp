@@ -149,6 +149,29 @@ inline const PatternMatcher& pm_gpudims() {
                                   }}};
   return pm;
 }
+// A float32 sum of float16 or bfloat16 products takes each product exactly (11 + 11 or 8 + 8 significant bits fit a
+// float's 24, and a product of halves never leaves a float's range) instead of rounding it to the halves' precision
+// first: as tensor cores (the TC opt) and PyTorch's matmul do, so a half matmul gives one result with and without TC.
+// The terms are found below the REDUCE through ADDs and CASTs (UNROLL sums an unrolled reduce's lanes with ADDs).
+// On the CPU, where halves are floats rounded after each op, the rounding was most of a half matmul's time.
+inline const PatternMatcher& pm_exact_products() {
+  static const PatternMatcher exact{{UPat::ops_of({Ops::CAST}, "c"), [](const Match& m) -> UOpRef {
+    const UOpRef &c = m["c"], &p = c->src[0];
+    if (c->dtype != DType::Float32 || p->op != Ops::MUL || (p->dtype != DType::Float16 && p->dtype != DType::BFloat16)) return nullptr;
+    return alu(Ops::MUL, {cast_uop(p->src[0], DType::Float32), cast_uop(p->src[1], DType::Float32)});
+  }}};
+  static const PatternMatcher pm{{UPat::ops_of({Ops::REDUCE}, "r"), [](const Match& m) -> UOpRef {
+    const UOpRef& r = m["r"];
+    if (r->reduce_op() != Ops::ADD || r->dtype != DType::Float32) return nullptr;
+    UOpRef x = graph_rewrite(r->src[0], exact, nullptr, [](const UOp* u) { return u->op != Ops::ADD && u->op != Ops::CAST; });
+    if (x == r->src[0]) return nullptr;
+    std::vector<UOpRef> src = r->src;
+    src[0] = x;
+    return make_uop(r->op, r->dtype, std::move(src), r->arg, r->vcount);
+  }}};
+  return pm;
+}
+
 }  // namespace detail
 
 struct LowerCtx {
@@ -162,6 +185,7 @@ struct LoweringPass {
 // the passes between a Kernel (opts applied) and the linearizer, in order
 inline const std::vector<LoweringPass>& lowering_passes() {
   static const std::vector<LoweringPass> passes{
+      {"exact_products", [](const UOpRef& s, LowerCtx&) { return graph_rewrite(s, detail::pm_exact_products()); }},
       {"group_reduces", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
          detail::GroupCtx g(s);
