@@ -19,28 +19,31 @@ printf '#include <Eigen/Dense>\nint main() { Eigen::Matrix2f m; m.setIdentity();
 # the rows of an empty main (the issue's targets) take the least of REPS runs (default 3): a shared 2-core machine
 # moves a single run by 20-40%; the long rows run once
 REPS=${REPS:-3}
-measure() {  # flags... source -> "user_s peak_MB" (the least user time of $n runs)
-  : > "$tmp/times"
+least() {  # runs command... -> the one line the command prints whose first field is least, over that many runs
+  runs=$1; shift
+  : > "$tmp/runs"
   i=0
-  while [ "$i" -lt "${n:-1}" ]; do
-    /usr/bin/time -f "%U %M" "$CXX" -std=c++20 -Iinclude -I"$EIGEN" -c -o "$tmp/out.o" "$@" 2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
-    tail -n 1 "$tmp/time" >> "$tmp/times"
-    i=$((i + 1))
-  done
-  sort -n "$tmp/times" | head -n 1 | awk '{printf "%.2f %.0f\n", $1, $2 / 1024}'
+  while [ "$i" -lt "$runs" ]; do "$@" >> "$tmp/runs"; i=$((i + 1)); done
+  sort -n "$tmp/runs" | head -n 1
 }
-n=$REPS
-set -- $(measure -O2 "$tmp/eigen.cpp")
-n=1
+compile_once() {  # flags... source -> "user_s peak_KB"
+  /usr/bin/time -f "%U %M" "$CXX" -std=c++20 -Iinclude -I"$EIGEN" -c -o "$tmp/out.o" "$@" 2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
+  tail -n 1 "$tmp/time"
+}
+measure() {  # runs command... -> "user_s peak_MB" (the command: compile_once and its flags)
+  least "$@" | awk '{printf "%.2f %.0f\n", $1, $2 / 1024}'
+}
+set -- $(measure "$REPS" compile_once -O2 "$tmp/eigen.cpp")
 eigen=$1
 printf "%-58s %7s %7s %9s\n" "translation unit ($CXX)" "user s" "MB" "vs Eigen"
 print_row() { printf "%-58s %7.2f %7d %8.2fx\n" "$1" "$2" "$3" "$(echo "$2 $eigen" | awk '{print $1 / $2}')"; }
-row() {  # label flags... source
-  label=$1; shift
-  set -- $(measure "$@")
+row_n() {  # runs label flags... source
+  runs=$1 label=$2; shift 2
+  set -- $(measure "$runs" compile_once "$@")
   print_row "$label" "$1" "$2"
 }
-row_min() { n=$REPS; row "$@"; n=1; }  # the same, the least of REPS runs
+row() { row_n 1 "$@"; }
+row_min() { row_n "$REPS" "$@"; }  # the least of REPS runs
 print_row "<Eigen/Dense> + a 2x2 matrix, -O2" "$@"
 row "<tinygrad.hpp> + empty main, header-only, -O0" -O0 "$tmp/empty.cpp"
 row_min "<tinygrad.hpp> + empty main, header-only, -O2" -O2 "$tmp/empty.cpp"
@@ -59,16 +62,11 @@ row_min "<tinygrad.hpp> + empty main, header-only, precompiled, -O2" -O2 -Winval
 # Tensor members that reach them), the empty TU would still pay that parse, plus the instantiations the API's
 # declarations need (the separate-mode TU's). That sum is the floor printed last.
 if command -v clang++ >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
-  trace() {  # flags... source -> "frontend_ms parse_ms instantiation_ms" (the run of least front-end time of $REPS)
-    : > "$tmp/traces"
-    i=0
-    while [ "$i" -lt "$REPS" ]; do
-      clang++ -std=c++20 -O2 -Iinclude -I"$EIGEN" -ftime-trace -ftime-trace-granularity=0 -c -o "$tmp/trace.o" "$@"
-      python3 tools/time_trace.py "$tmp/trace.json" --split >> "$tmp/traces"
-      i=$((i + 1))
-    done
-    sort -n "$tmp/traces" | head -n 1
+  trace_once() {  # flags... source -> "frontend_ms parse_ms instantiation_ms"
+    clang++ -std=c++20 -O2 -Iinclude -I"$EIGEN" -ftime-trace -ftime-trace-granularity=0 -c -o "$tmp/trace.o" "$@"
+    python3 tools/time_trace.py "$tmp/trace.json" --split
   }
+  trace() { least "$REPS" trace_once "$@"; }  # the run of least front-end time
   set -- $(trace "$tmp/eigen.cpp")
   ceigen=$1
   crow() { printf "%-58s %7s %7s %9s %8.2fx\n" "$1" "$2" "$3" "$4" "$(echo "$5 $ceigen" | awk '{print $1 / $2}')"; }
