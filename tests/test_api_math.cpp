@@ -1000,7 +1000,7 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
 // errors: each names the op and the shapes/dtypes; tensors stay usable
 // ============================================================================================
 
-TEST_CASE("api errors name the op and the inputs", "[api][errors]") {
+TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
   using tinygrad::DTypeError;
   using tinygrad::Error;
   using tinygrad::IndexError;

@@ -18,7 +18,7 @@ template <class V>
 Tensor vec(std::initializer_list<V> v) { return Tensor(std::vector<V>(v), {int64_t(v.size())}); }
 }  // namespace
 
-TEST_CASE("api: view, unflatten", "[api][api_shape]") {
+TEST_CASE("api: view, unflatten", "[api][api_shape][cl]") {
   Arr a = rnd({2, 3, 4});
   for (auto& t : layouts(a)) {
     check(t.view({6, 4}), Arr{{6, 4}, a.v});
@@ -263,7 +263,7 @@ TEST_CASE("api: tensor indexing", "[api][api_shape]") {
   check(la[1], a);
 }
 
-TEST_CASE("api: set (setitem)", "[api][api_shape]") {
+TEST_CASE("api: set (setitem)", "[api][api_shape][cl]") {
   Arr a = rnd({4, 6}, 13);
   auto fresh = [&] { return layouts(a)[1].contiguous(); };
   // basic: strided slice, negative step, int
@@ -368,7 +368,7 @@ TEST_CASE("api: gather, scatter, scatter_reduce", "[api][api_shape]") {
   check(t, a);
 }
 
-TEST_CASE("api: masked_select, nonzero", "[api][api_shape]") {
+TEST_CASE("api: masked_select, nonzero", "[api][api_shape][cl]") {
   Arr a = rnd({3, 4}, 18);
   for (auto& t : layouts(a)) {
     Arr want{{0}, {}};
@@ -393,7 +393,7 @@ TEST_CASE("api: masked_select, nonzero", "[api][api_shape]") {
   CHECK_THROWS_AS(Tensor::zeros({2}).masked_select(Tensor({true, false, true})), ShapeError);
 }
 
-TEST_CASE("api: operator[] overloads", "[api][api_shape]") {
+TEST_CASE("api: operator[] overloads", "[api][api_shape][cl]") {
   Tensor t = Tensor::arange(12).reshape({3, 4});
   CHECK(t[{1, -2}].item<int>() == 6);          // braces of ints: basic indexing, not a tensor
   CHECK(t[1].to_vector<int>() == std::vector<int>{4, 5, 6, 7});
