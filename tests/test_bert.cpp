@@ -58,7 +58,7 @@ std::string tiny_config(int hidden = 8, const std::string& act = "gelu") {
 using Tiny = models::Bert<8, 2, 16, 2, float, 10, 16, 2>;
 }  // namespace
 
-TEST_CASE("bert: a tiny BERT equals the same model written with dynamic Tensors; padding does not change a sentence", "[bert]") {
+TEST_CASE("bert: a tiny BERT equals the same model written with dynamic Tensors, padding does not change a sentence", "[bert]") {
   TempDir tmp("tiny");
   Tiny src;
   nn::StateDict sd;

@@ -76,7 +76,7 @@ TEST_CASE("deep graphs: a 1,000,000-op chain builds, realizes, backpropagates an
   WARN("1,000,000-op chain: build, realize, gradient, destroy in " << now_s() - t0 << " s");
 }
 
-TEST_CASE("kernel limits: a long chain is cut into alike pieces; a short one stays one kernel", "[deep][schedule]") {
+TEST_CASE("kernel limits: a long chain is cut into alike pieces, a short one stays one kernel", "[deep][schedule]") {
   Limits keep;
   kernel_limits().max_ops = 60;
   Tensor x = Tensor(std::vector<float>{1, 2, 3, 4, 5, 6});

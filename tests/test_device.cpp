@@ -175,7 +175,7 @@ TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cud
   CHECK_THAT(p75, Contains("cvt.rn.f16.f32") && !Contains("cvt.rn.bf16.f32"));
 }
 
-TEST_CASE("device: vector loads and stores where aligned, per lane where not; GROUP reduces", "[device]") {
+TEST_CASE("device: vector loads and stores where aligned, per lane where not, GROUP reduces", "[device]") {
   // on the GPU devices present: big elementwise kernels use float4/int4 (the chain) or fall back to per-lane
   // loads (an offset of 1 element), and few-output reduces use workgroup memory; values equal the CPU's
   Tensor x(iota(1 << 16, 1e-4f), {1 << 16});
@@ -481,7 +481,7 @@ size_t mismatches(const std::vector<float>& got, const std::vector<double>& want
 }
 }  // namespace
 
-TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients implicit GEMMs; every tile matches float64", "[device][cuda][tc]") {
+TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients implicit GEMMs, every tile matches float64", "[device][cuda][tc]") {
   using tinygrad::Opt;
   using tinygrad::OptOp;
   struct Case { std::string name; tinygrad::Shape x, w; int64_t stride, pad; };

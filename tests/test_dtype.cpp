@@ -84,7 +84,7 @@ TEST_CASE("dtype: promoted ops compute in the promoted dtype", "[dtype]") {
   CHECK(f.item<double>() == 1.0 + 1e-12);
 }
 
-TEST_CASE("dtype: a float32 sum of float16 or bfloat16 products takes each product exactly; a product alone rounds", "[dtype][half]") {
+TEST_CASE("dtype: a float32 sum of float16 or bfloat16 products takes each product exactly, a product alone rounds", "[dtype][half]") {
   // x = 1 + 2^-m is exact in the half type (m = its mantissa bits); x * x = 1 + 2^(1-m) + 2^-2m needs 2m + 1 bits, so
   // the half type rounds it to 1 + 2^(1-m), a float keeps it. 16 of them sum exactly in a float32 accumulator.
   for (auto [dt, m] : {std::pair{F16, 10}, std::pair{BF16, 7}}) {

@@ -60,7 +60,7 @@ TEST_CASE("jit: replays equal eager calls with new inputs and build no graph, on
   }
 }
 
-TEST_CASE("jit: returned tensors are new on each call; tuples, vectors, nothing and static tensors", "[jit]") {
+TEST_CASE("jit: returned tensors are new on each call, tuples, vectors, nothing and static tensors", "[jit]") {
   TinyJit f([](const Tensor& x) { return std::tuple{x * 2, (x + 1).sum()}; }, "pair");
   std::vector<Tensor> kept;
   for (uint32_t i = 0; i < 4; i++) {

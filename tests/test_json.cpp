@@ -10,7 +10,7 @@ using tinygrad::detail::Json;
 using tinygrad::detail::find;
 using tinygrad::detail::parse_json;
 
-TEST_CASE("json: every kind; floats parse exactly; find looks up members", "[json]") {
+TEST_CASE("json: every kind, floats parse exactly, find looks up members", "[json]") {
   Json j = parse_json(R"( {"n": null, "t": true, "f": false, "i": -42, "big": 9223372036854775807,
                            "x": 0.1, "e": -1.5e-300, "E": 2E+3, "s": "a\u00e9\ud83c\udf55\n", "a": [1, 2.5, [], {}]} )", "test: ");
   REQUIRE(j.kind == Json::Obj);

@@ -131,7 +131,7 @@ TEST_CASE("limits: reshape, expand, pad, cat and repeat to an overflowing shape 
   CHECK(x.sum().item<float>() == 10);
 }
 
-TEST_CASE("limits: buffers whose byte size overflows int64 are ShapeErrors; a failed realize leaves tensors usable", "[limits]") {
+TEST_CASE("limits: buffers whose byte size overflows int64 are ShapeErrors, a failed realize leaves tensors usable", "[limits]") {
   // 2^62 float32 elements are 2^64 bytes: nbytes() wrapped to 0 and a 1-byte allocation was written past
   CHECK_THROWS_AS(Tensor::empty({P62}, DType::Float32), ShapeError);
   CHECK(contains(error_of([] { Buffer("CPU", DType::Float64, P62); }), "tinygrad::Buffer"));
@@ -143,7 +143,7 @@ TEST_CASE("limits: buffers whose byte size overflows int64 are ShapeErrors; a fa
   CHECK(y.to_vector<float>() == std::vector<float>{2, 4});
 }
 
-TEST_CASE("limits: slice steps and pool strides beyond a dim work; zero or negative strides are ShapeErrors", "[limits]") {
+TEST_CASE("limits: slice steps and pool strides beyond a dim work, zero or negative strides are ShapeErrors", "[limits]") {
   Tensor x = Tensor::arange(10);
   // a step past the dim picks one element (it overflowed the stride math before)
   CHECK(x.slice({Slice{std::nullopt, std::nullopt, INT64_MAX}}).to_vector<int32_t>() == std::vector<int32_t>{0});
@@ -184,7 +184,7 @@ TEST_CASE("limits: to_vector of empty tensors of every shape kind returns empty 
 // ---------------------------------------------------------------------------------------------
 // item 10: safetensors as strict as the reference implementation
 
-TEST_CASE("limits: safetensors data_offsets must tile the data exactly; other malformed headers; names quoted briefly", "[limits]") {
+TEST_CASE("limits: safetensors data_offsets must tile the data exactly, other malformed headers, names quoted briefly", "[limits]") {
   TempDir tmp("st");
   int count = 0;
   // loads from a file and from memory give the same error, naming the file (or <memory>)

@@ -384,7 +384,7 @@ TEST_CASE("nn: LayerNorm, RMSNorm, GroupNorm, InstanceNorm vs loops", "[nn]") {
   }
 }
 
-TEST_CASE("nn: Embedding picks rows; Dropout drops p and scales by 1/(1-p) in training, identity in eval", "[nn]") {
+TEST_CASE("nn: Embedding picks rows, Dropout drops p and scales by 1/(1-p) in training, identity in eval", "[nn]") {
   Tensor::manual_seed(6);
   nn::Embedding emb(5, 3);
   Vec w = vals(emb.weight);
@@ -608,7 +608,7 @@ TINYGRAD_STATE(nn_test::Net, conv, blocks, head, scale, not_a_tensor, absent);
 TINYGRAD_STATE(nn_test::WithBN, fc, bn);
 TINYGRAD_STATE(nn_test::Layers, layers);
 
-TEST_CASE("state: get_state_dict names nested structs, vectors, optionals; get_parameters order", "[nn]") {
+TEST_CASE("state: get_state_dict names nested structs, vectors, optionals, get_parameters order", "[nn]") {
   nn_test::Net net;
   auto sd = nn::get_state_dict(net);
   std::vector<std::string> keys;
@@ -644,7 +644,7 @@ TEST_CASE("state: get_state_dict names nested structs, vectors, optionals; get_p
   CHECK(opt.buffers.size() == 3);
 }
 
-TEST_CASE("state: load_state_dict round trip; missing, unexpected, mismatched keys are StateErrors and change nothing", "[nn]") {
+TEST_CASE("state: load_state_dict round trip, missing, unexpected, mismatched keys are StateErrors and change nothing", "[nn]") {
   Tensor::manual_seed(10);
   nn_test::Net a, b;
   Tensor x = f32({2, 1, 3, 3}, 40);
@@ -1016,7 +1016,7 @@ TEST_CASE("optim: SGD (plain, momentum, nesterov, weight decay), Adam, AdamW, LA
   }
 }
 
-TEST_CASE("optim: a step runs a fixed small number of kernels; the second step compiles nothing", "[nn]") {
+TEST_CASE("optim: a step runs a fixed small number of kernels, the second step compiles nothing", "[nn]") {
   using namespace nn::optim;
   struct Case { const char* name; std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)> make; int64_t kernels; };
   // per parameter: SGD 1 (the new value), momentum 2 (buffer, value); Adam 3 (m, v, value), LAMB 4 (m, v, the two norms,
@@ -1043,7 +1043,7 @@ TEST_CASE("optim: a step runs a fixed small number of kernels; the second step c
   }
 }
 
-TEST_CASE("optim: set_lr changes the update without recompiling; LR schedules follow their formulas", "[nn]") {
+TEST_CASE("optim: set_lr changes the update without recompiling, LR schedules follow their formulas", "[nn]") {
   using namespace nn::optim;
   Fixture f;
   SGD opt({f.p1, f.p2}, 0.5);
@@ -1243,7 +1243,7 @@ TEST_CASE("datasets: fashion_mnist() loads Debian's dataset-fashion-mnist", "[nn
   CHECK(s.X_train.cast(DType::Int64).sum().item<int64_t>() == 3431114169ll);
 }
 
-TEST_CASE("datasets: a missing directory names the package; corrupted IDX files are DatasetErrors naming the file", "[nn]") {
+TEST_CASE("datasets: a missing directory names the package, corrupted IDX files are DatasetErrors naming the file", "[nn]") {
   using nn::datasets::DatasetError;
   TempDir tmp("idx");
   try {

@@ -387,7 +387,7 @@ TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the
   CHECK_THROWS_AS(tinygrad::to_program(gt.k.ast, cpu, std::vector<Opt>{{OptOp::PADTO, r, 64}}), KernelOptError);
 }
 
-TEST_CASE("opts: MERGE joins two loop or two reduce axes; a conv's merges (gemm_merges) and opts after them compute what no opts compute", "[opts]") {
+TEST_CASE("opts: MERGE joins two loop or two reduce axes, a conv's merges (gemm_merges) and opts after them compute what no opts compute", "[opts]") {
   Tensor img = rnd({2, 3, 9, 10}, 30), w = rnd({4, 3, 3, 3}, 31), t = rnd({6, 5, 7}, 32);
   auto& cpu = *tinygrad::get_device("CPU").renderer;
   auto ids = [](const Kernel& k, tinygrad::AxisType at) {
@@ -434,7 +434,7 @@ TEST_CASE("opts: MERGE joins two loop or two reduce axes; a conv's merges (gemm_
   CHECK(tinygrad::detail::gemm_merges(guarded(t.sum(2)).k.ast).empty());
 }
 
-TEST_CASE("opts: SWAP exchanges the loop order; valid_opts lists the new opts only where legal", "[opts]") {
+TEST_CASE("opts: SWAP exchanges the loop order, valid_opts lists the new opts only where legal", "[opts]") {
   Tensor t = rnd({17, 31}, 19), s = rnd({16, 32}, 20);
   auto& ren = *tinygrad::get_device("CPU").renderer;
   auto ge = guarded((t * 2).exp());

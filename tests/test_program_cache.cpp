@@ -34,7 +34,7 @@ std::set<std::string> mapped_kernels() {
 }
 }  // namespace
 
-TEST_CASE("program cache: at most the limit stays loaded; evicted programs are released", "[cache]") {
+TEST_CASE("program cache: at most the limit stays loaded, evicted programs are released", "[cache]") {
   auto& st = detail::EngineState::get();
   Tensor x({-1.0f, 0.5f, 2.0f, -0.25f});
   std::string dev = x.device();

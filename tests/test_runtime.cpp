@@ -135,7 +135,7 @@ TEST_CASE("runtime: run_process reaps its child, gives it no descriptor of ours,
   CHECK(out4 == "late\n");
 }
 
-TEST_CASE("runtime: cache paths with spaces, quotes, $, ;, backticks and newlines compile and run nothing else", "[runtime][cpu]") {
+TEST_CASE("runtime: cache paths with spaces, quotes, $, semicolons, backticks and newlines compile and run nothing else", "[runtime][cpu]") {
   TmpDir base;
   fs::path marker = base.p / "pwned";
   std::string m = marker.string();
@@ -159,7 +159,7 @@ TEST_CASE("runtime: cache paths with spaces, quotes, $, ;, backticks and newline
   CHECK_FALSE(fs::exists(marker));
 }
 
-TEST_CASE("runtime: CC may carry arguments; a missing one is named", "[runtime][cpu]") {
+TEST_CASE("runtime: CC may carry arguments, a missing one is named", "[runtime][cpu]") {
   TmpDir base;
   tinygrad::CCompiler c(base.p / "cpu");
   std::string cc = tinygrad::detail::on_path("gcc") ? "gcc" : tinygrad::detail::on_path("clang") ? "clang" : "cc";
