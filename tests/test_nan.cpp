@@ -229,6 +229,30 @@ TEST_CASE("nan: maximum, minimum and clip propagate NaN", "[nan][elementwise]") 
   check(mk({1, NA, 5}, {3}, DType::Float16).maximum(2.0), {3}, {2, NA, 5});
 }
 
+// rows of 16 and 8: the CPU kernels take max over whole vectors of lanes (a bitwise select on the comparison mask),
+// with NaN, infinities and -0.0 in every lane position of either operand
+TEST_CASE("nan: maximum, relu and max over vector lanes, float32 and float64", "[nan][elementwise][reduce]") {
+  for (DType dt : {DType::Float32, DType::Float64}) {
+    DYNAMIC_SECTION(tinygrad::to_string(dt)) {
+      V a, b, mx, relu, colmax(16, -INF);
+      for (int i = 0; i < 64; i++) {
+        double x = i % 5 == 0 ? NA : i % 7 == 0 ? INF : i % 11 == 0 ? -INF : (i * 37 % 19) - 9.5;
+        double y = i % 6 == 0 ? NA : i % 13 == 0 ? -0.0 : (i * 23 % 17) - 8.0;
+        a.push_back(x), b.push_back(y);
+        mx.push_back(std::isnan(x) || std::isnan(y) ? NA : std::max(x, y));
+        relu.push_back(std::isnan(x) ? NA : std::max(x, 0.0));
+        colmax[size_t(i % 16)] = std::isnan(colmax[size_t(i % 16)]) || std::isnan(x) ? NA : std::max(colmax[size_t(i % 16)], x);
+      }
+      Tensor x = mk(a, {4, 16}, dt), y = mk(b, {4, 16}, dt);
+      check(x.maximum(y), {4, 16}, mx);
+      check(y.maximum(x), {4, 16}, mx);
+      check(x.relu(), {4, 16}, relu);
+      check(x.max(0), {16}, colmax);
+      check(x.reshape({8, 8}).maximum(y.reshape({8, 8})), {8, 8}, mx);
+    }
+  }
+}
+
 TEST_CASE("empty: max and min of an empty dim throw, like torch", "[nan][reduce][empty]") {
   Tensor e = Tensor::zeros({2, 0});
   CHECK_THROWS_AS(Tensor::zeros({0}).max(), tinygrad::IndexError);

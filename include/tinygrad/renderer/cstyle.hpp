@@ -356,6 +356,15 @@ inline CStyleRenderer::CStyleRenderer() {
   set(whole_vector, {
     {Ops::ADD, same}, {Ops::MUL, same}, {Ops::FDIV, same}, {Ops::AND, same}, {Ops::OR, same}, {Ops::XOR, same},
     {Ops::IDIV, divmod}, {Ops::MOD, divmod},
+    // a float max (NaN wins) as a bitwise select on the lanes' comparison mask: per lane, its ?: keeps a relu fused
+    // into a conv's loads from vectorizing
+    {Ops::MAX, [this](const Alu& x) {
+       if (!is_float(x.dt)) return std::string();
+       std::string T = value_type(x.dt, x.vc, x.c), I = value_type(x.dt == DType::Float64 ? DType::Int64 : DType::Int32, x.vc, x.c);
+       auto &a = x.a[0], &b = x.a[1];
+       std::string m = cat("((", I, ")((", a, "!=", a, ")|(", a, ">", b, ")))");
+       return cat("((", T, ")((((", I, ")", a, ")&", m, ")|(((", I, ")", b, ")&~", m, ")))");
+     }},
     {Ops::CAST, [this](const Alu& x) { return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool ? "" : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")"; }},
   });
   set(rules, {
