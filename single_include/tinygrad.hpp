@@ -3160,8 +3160,8 @@ inline CStyleRenderer::CStyleRenderer() {
   set(whole_vector, {
     {Ops::ADD, same}, {Ops::MUL, same}, {Ops::FDIV, same}, {Ops::AND, same}, {Ops::OR, same}, {Ops::XOR, same},
     {Ops::IDIV, divmod}, {Ops::MOD, divmod},
-    // a float max (NaN wins) as a bitwise select on the lanes' comparison mask: per lane, its ?: keeps a relu fused
-    // into a conv's loads from vectorizing
+    // a float max (NaN wins) as a bitwise select on the lanes' comparison mask, not a ?: per lane: a relu fused into
+    // a conv's loads, a max-pool's accumulator
     {Ops::MAX, [this](const Alu& x) {
        if (!is_float(x.dt)) return std::string();
        std::string T = value_type(x.dt, x.vc, x.c), I = value_type(x.dt == DType::Float64 ? DType::Int64 : DType::Int32, x.vc, x.c);
