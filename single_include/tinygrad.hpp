@@ -4769,8 +4769,9 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     // never past the registers (with AVX2, 128 floats of a half-width tile are 32 float4 accumulators in 16 registers:
     // a 20-wide conv spilled, 1.6x slower); a very long reduce (a weight gradient over a batch) up to the registers
     // (BEAM: 8 x 32, 1.9x faster for 32x32x5x5)
-    if (vaxis && upcasted) grow(vaxis->range_id(), std::min<int64_t>(128, max_acc));
-    if (vaxis && upcasted && reduce_size >= 256) grow(tile_axis, std::min<int64_t>(128, max_acc));
+    const int64_t tile_cap = std::min<int64_t>(128, max_acc);
+    if (vaxis && upcasted) grow(vaxis->range_id(), tile_cap);
+    if (vaxis && upcasted && reduce_size >= 256) grow(tile_axis, tile_cap);
     if (vaxis && upcasted && reduce_size >= 16384) grow(vaxis->range_id(), max_acc);
     // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
     // per tile. When the loads span more than a core's L2, block the outermost reduce axis into the smallest blocks
