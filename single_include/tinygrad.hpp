@@ -2830,6 +2830,8 @@ struct Renderer {
 class CStyleRenderer : public Renderer {
  public:
   // a raw workgroup buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
+  // an INDEX with a mask that can be false (one folded to true, a padded tile's row always in range, is none)
+  static bool masked(const UOp& idx) { return idx.src.size() > 2 && !idx.src[2]->is_const(1); }
   static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
   // the dynamic workgroup memory a raw buffer takes (GPU renderers place raw buffers there, 16-byte aligned)
   static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
@@ -3205,7 +3207,7 @@ inline CStyleRenderer::CStyleRenderer() {
     {Ops::LOAD, [this](Ctx& c, const UOp& x) {
        const UOp& idx = *x.src[0];
        std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
-       bool gated = idx.src.size() > 2;
+       bool gated = masked(idx);
        if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
        else if (x.vcount > 1) {
          c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
@@ -3218,7 +3220,7 @@ inline CStyleRenderer::CStyleRenderer() {
      }},
     {Ops::STORE, [this, S](Ctx& c, const UOp& x) {
        const UOp &idx = *x.src[0], &val = *x.src[1];
-       std::string ptr = S(c, x, 0), gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
+       std::string ptr = S(c, x, 0), gate = masked(idx) ? "if (" + get(c, *idx.src[2]) + ") " : "";
        bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
        if (!local) c.stored.insert(idx.src[0]->iarg());
        if (local) c.line(gate + cat("*", ptr, " = ", raw_local(*idx.src[0]) ? store_value(val.dtype, S(c, x, 1)) : S(c, x, 1), ";"));
@@ -3551,7 +3553,8 @@ class OpenCLRenderer : public GPURenderer {
 // LOCAL puts part of an output axis on a GPU workgroup's threads, GROUP part of a reduce axis (the threads
 // combine their partial results through shared memory: codegen's lower_group_reduces), GROUPTOP the same with the
 // group taking the outer part (each thread a contiguous chunk). PADTO rounds an axis up to a multiple (the indexes
-// past the real size are masked: loads read 0, stores are skipped), SWAP exchanges the order of two loop axes,
+// past the real size are masked: loads read 0, stores are skipped; on a device without workgroups a padded loop axis
+// recomputes its last index there instead, its stores skipped), SWAP exchanges the order of two loop axes,
 // NOLOCALS promises no LOCAL/GROUP opts (a GPU kernel with workgroups of one thread). KBLOCK blocks a reduce axis for
 // the caches (a CPU opt): its outer part becomes a loop outside all others, the stores keep the partial results in
 // the output and each block adds to them, so a block of the reused operand stays in L1/L2 while every output tile
@@ -3996,8 +3999,8 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
 }
 }  // namespace detail
 
-// apply one opt to a kernel AST (a SINK of STOREs)
-inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
+// apply one opt to a kernel AST (a SINK of STOREs); clamp_loops: PADTO's loop axes clamp (a device without workgroups)
+inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = false) {
   using namespace detail;
   if (o.op == OptOp::NOLOCALS) return sink;  // a promise Kernel::check keeps; the graph is the same
   UOpRef r = find_range(sink, o.axis);
@@ -4036,7 +4039,29 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o) {
     // the range grows; every load whose index depends on it reads 0 past the real size, every store that
     // depends on it is skipped there (the gate also keeps the address of any access from being dereferenced)
     auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
-    UOpRef grown = sub_range(sink, r, nr), valid = lt(nr, n);
+    UOpRef valid = lt(nr, n);
+    // NOTE: on a CPU, a padded loop axis computes its last index again past the end, and only its stores are
+    // masked: each load reads an address the kernel reads anyway, with no mask in an inner loop (a 1024 matmul's
+    // 6-row register tile: a masked load of A per row and step ran 1.9x slower), and every value is one the kernel
+    // computes (no overflow or division by zero of its own). Its loads then walk the axis with no fixed stride (no
+    // VECTOR on it). Elsewhere loads are masked: a padded reduce adds its identity, and a GPU's TC stages its tiles
+    // from the masks
+    if (clamp_loops && t == AxisType::LOOP) {
+      UOpRef clamped = sub_range(sink, r, alu(Ops::WHERE, {valid, nr, const_int(dt, n - 1)}));
+      auto dep = depends_on(sink, r);
+      std::vector<UOpRef> stores;
+      for (size_t i = 0; i < sink->src.size(); i++) {
+        const UOpRef &st = sink->src[i], &cst = clamped->src[i];
+        if (!dep.count(st.get())) { stores.push_back(cst); continue; }
+        std::vector<UOpRef> isrc = sub_range(st->src[0], r, nr)->src, src = cst->src;
+        if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], valid);
+        else isrc.push_back(valid);
+        src[0] = make_uop(Ops::INDEX, st->src[0]->dtype, std::move(isrc), st->src[0]->arg, st->src[0]->vcount);
+        stores.push_back(make_uop(st->op, st->dtype, std::move(src), st->arg, st->vcount));
+      }
+      return make_uop(Ops::SINK, sink->dtype, std::move(stores), sink->arg, sink->vcount);
+    }
+    UOpRef grown = sub_range(sink, r, nr);
     auto dep = depends_on(grown, nr);
     std::unordered_set<const UOp*> gate;
     for (auto& u : toposort(grown))
@@ -4221,7 +4246,7 @@ class Kernel {
 
   Kernel& apply(const Opt& o) {
     check(o);
-    sink_ = apply_opt(sink_, o);
+    sink_ = apply_opt(sink_, o, !ren_->has_local);
     opts_.push_back(o);
     return *this;
   }
@@ -4773,6 +4798,25 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     if (vaxis && upcasted) grow(vaxis->range_id(), tile_cap);
     if (vaxis && upcasted && reduce_size >= 256) grow(tile_axis, tile_cap);
     if (vaxis && upcasted && reduce_size >= 16384) grow(vaxis->range_id(), max_acc);
+    // a tile that takes every vector register leaves none for the loads and spills (AVX2's 16: a 1024 matmul's 8 x 16
+    // floats, 16 float8 accumulators). The tile axis then takes as many steps as leave 4 registers free, padded where
+    // they do not divide it (its padded steps recompute the last one, unstored): 6 x 16, 12 accumulators, as Eigen's
+    // AVX2 kernel keeps. One thread, 1024 matmul on a Zen 2/3: 32 -> 42 GFLOP/s
+    if (vaxis && upcasted && acc / lanes >= ren.vector_registers) {
+      int64_t u = 1, n = find_range(sink, tile_axis)->range_end();
+      for (auto& o : opts) if (o.op == OptOp::UPCAST && o.axis == tile_axis) u *= o.amt;
+      int64_t step = acc / u, fit = (ren.vector_registers - 4) * lanes / step;  // floats a step of the tile axis
+      bool room = ren.threads <= 1;  // some axis still splits over the cores
+      for (auto& r : out_rngs) room = room || (r->range_id() == tile_axis ? (n + fit - 1) / fit : left[r->range_id()]) % ren.threads == 0;
+      if (fit > u / 2 && fit < u && room) {
+        auto first = std::find_if(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; });
+        *first = {OptOp::UPCAST, tile_axis, fit};
+        opts.erase(std::remove_if(first + 1, opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; }), opts.end());
+        if (n % fit) opts.insert(first, {OptOp::PADTO, tile_axis, fit});
+        left[tile_axis] = (n + fit - 1) / fit;
+        acc = step * fit;
+      }
+    }
     // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
     // per tile. When the loads span more than a core's L2, block the outermost reduce axis into the smallest blocks
     // whose inner loop still runs >= 256 steps (shorter streams defeat the prefetcher): a block then stays in cache
@@ -4933,8 +4977,12 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
     if (!dep.count(st.get())) { stores.push_back(st); continue; }
-    if (contiguous(idx) && idx->src.size() == 2) {
-      auto vidx = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], at(idx->src[1], 0)}, {}, W);
+    // a gate the same for every lane stores the vector or nothing (a padded loop axis's store)
+    bool gated = idx->src.size() > 2;
+    if (contiguous(idx) && (!gated || !dep.count(idx->src[2].get()))) {
+      std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
+      if (gated) isrc.push_back(idx->src[2]);
+      auto vidx = make_uop(Ops::INDEX, idx->dtype, isrc, {}, W);
       stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));
     } else {
       auto v = bcast(vec(st->src[1]));

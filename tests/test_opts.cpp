@@ -274,7 +274,7 @@ TEST_CASE("opts: the GPU heuristic shares a sliding window's loads (taps unrolle
   check_close(res[1], want, "the heuristic's opts vs the plain loop");
 }
 
-TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped", "[opts]") {
+TEST_CASE("opts: PADTO pads an axis: stores past the end are skipped, and results are as without it", "[opts]") {
   Tensor v = rnd({17}, 12), a = rnd({17, 31}, 13), b = rnd({31, 13}, 14);
   auto ge = guarded((v * 2).exp());
   auto& ren = *tinygrad::get_device("CPU").renderer;
@@ -288,7 +288,6 @@ TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped",
   std::vector<std::vector<Opt>> optss{{}, {{OptOp::PADTO, i, 8}}, {{OptOp::PADTO, i, 8}, {OptOp::UPCAST, i, 8}},
                                       {{OptOp::PADTO, i, 4}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, i, 5}}};
   int64_t lanes = ren.vector_lanes(DType::Float32);
-  if (lanes > 1) optss.push_back({{OptOp::PADTO, i, lanes}, {OptOp::VECTOR, i, lanes}});
   if (ren.threads > 1) optss.push_back({{OptOp::PADTO, i, 8}, {OptOp::THREAD, i, 2}});
   auto res = run_each(ge, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
@@ -299,9 +298,62 @@ TEST_CASE("opts: PADTO masks the padded part: loads read 0, stores are skipped",
   int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
   optss = {{}, {{OptOp::PADTO, mk, 32}, {OptOp::UNROLL, mk, 8}}, {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}},
            {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 16}, {OptOp::PADTO, mk, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::UNROLL, mk, 4}}};
-  if (lanes > 1) optss.push_back({{OptOp::PADTO, mj, lanes}, {OptOp::VECTOR, mj, lanes}, {OptOp::UPCAST, mi, 17}});
+  optss.push_back({{OptOp::PADTO, mi, 6}, {OptOp::UPCAST, mi, 6}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::PADTO, mk, 8}, {OptOp::KBLOCK, mk, 16}});
   res = run_each(gm, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
+}
+
+TEST_CASE("opts: a CPU's padded loop axis loads its last index again (no masked load in the loop), a GPU's masks them", "[opts]") {
+  Tensor a = rnd({17, 31}, 15), b = rnd({31, 16}, 16);
+  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto g = guarded(a.matmul(b));
+  Kernel k(g.k.ast, ren);
+  auto rs = k.ranges();
+  int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
+  // rows 17 -> 18, a register tile of 6 rows: the rows past the end read row 16, their stores are skipped
+  std::vector<Opt> tile{{OptOp::PADTO, mi, 6}, {OptOp::UPCAST, mi, 6}};
+  std::string src = tinygrad::to_program(g.k.ast, ren, tile).src;
+  INFO(src);
+  CHECK_THAT(src, Contains("if (alu"));   // the last row's store is masked (rows 0-4 of a tile are always in range)
+  CHECK_THAT(src, !Contains("if (1)"));   // nor marked
+  CHECK_THAT(src, !Contains(": 0.0f"));   // no masked load (a masked load reads `gate ? *p : 0.0f`)
+  auto res = run_each(g, {{}, tile, {{OptOp::PADTO, mi, 6}, {OptOp::UPCAST, mi, 6}, {OptOp::UPCAST, mj, 4}}});
+  check_close(res[1], res[0], "PADTO 6, UPCAST 6");
+  check_close(res[2], res[0], "PADTO 6, UPCAST 6, UPCAST 4");
+  // the loads no longer walk the padded axis with a stride of 1: no vector lanes on it
+  if (int64_t lanes = ren.vector_lanes(DType::Float32); lanes > 1) {
+    Kernel k13(guarded(a.matmul(rnd({31, 13}, 17))).k.ast, ren);
+    int64_t j13 = k13.ranges()[1]->range_id();
+    CHECK_THAT(reason(Kernel(k13).apply({OptOp::PADTO, j13, lanes}), {OptOp::VECTOR, j13, lanes}), Contains("a load walks the axis with a stride"));
+  }
+  // a padded reduce axis still masks its loads (the identity is added there)
+  CHECK_THAT(tinygrad::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::PADTO, mk, 32}}).src, Contains(": 0.0f"));
+  // a GPU kernel masks a padded loop axis's loads (TC stages its tiles from the masks)
+  tinygrad::OpenCLRenderer cl;
+  CHECK_THAT(tinygrad::to_program(g.k.ast, cl, tile).src, Contains(": 0.0f"));
+}
+
+TEST_CASE("opts: with 16 vector registers (AVX2) a matmul's register tile leaves 4 free: 6 rows padded, not 8", "[opts]") {
+  // 8 rows x 16 floats were 16 float8 accumulators in 16 registers: they spilled (1024 matmul: 32 -> 42 GFLOP/s)
+  Tensor a = rnd({64, 256}, 34), b = rnd({256, 64}, 35);
+  tinygrad::CRenderer avx2(1, 16), avx512(1, 32);
+  auto g = guarded(a.matmul(b));
+  Kernel k(g.k.ast, avx2);
+  int64_t mi = k.ranges()[0]->range_id();
+  auto os = tinygrad::hand_coded_optimizations(g.k.ast, avx2);
+  INFO(opts_str(os));
+  CHECK(has(os, OptOp::PADTO, mi));
+  CHECK(std::any_of(os.begin(), os.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == mi && o.amt == 6; }));
+  int64_t tile = 1;
+  for (auto& o : os) if (o.op == OptOp::UPCAST || o.op == OptOp::VECTOR) tile *= o.amt;
+  CHECK(tile == 6 * 16);
+  // 32 registers hold the 8 x 16 tile: unchanged there
+  auto os512 = tinygrad::hand_coded_optimizations(g.k.ast, avx512);
+  INFO(opts_str(os512));
+  CHECK(!has(os512, OptOp::PADTO));
+  auto res = run_each(g, {{}, os, os512});
+  check_close(res[1], res[0], "the 16-register heuristic's opts");
+  check_close(res[2], res[0], "the 32-register heuristic's opts");
 }
 
 TEST_CASE("opts: a padded reduce axis adds the identity: max, prod, exp, broadcasts, and inf or NaN in the other operand", "[opts]") {

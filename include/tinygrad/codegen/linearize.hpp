@@ -125,8 +125,12 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
     if (!dep.count(st.get())) { stores.push_back(st); continue; }
-    if (contiguous(idx) && idx->src.size() == 2) {
-      auto vidx = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], at(idx->src[1], 0)}, {}, W);
+    // a gate the same for every lane stores the vector or nothing (a padded loop axis's store)
+    bool gated = idx->src.size() > 2;
+    if (contiguous(idx) && (!gated || !dep.count(idx->src[2].get()))) {
+      std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
+      if (gated) isrc.push_back(idx->src[2]);
+      auto vidx = make_uop(Ops::INDEX, idx->dtype, isrc, {}, W);
       stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));
     } else {
       auto v = bcast(vec(st->src[1]));

@@ -26,6 +26,8 @@ struct Renderer {
 class CStyleRenderer : public Renderer {
  public:
   // a raw workgroup buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
+  // an INDEX with a mask that can be false (one folded to true, a padded tile's row always in range, is none)
+  static bool masked(const UOp& idx) { return idx.src.size() > 2 && !idx.src[2]->is_const(1); }
   static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
   // the dynamic workgroup memory a raw buffer takes (GPU renderers place raw buffers there, 16-byte aligned)
   static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
@@ -401,7 +403,7 @@ inline CStyleRenderer::CStyleRenderer() {
     {Ops::LOAD, [this](Ctx& c, const UOp& x) {
        const UOp& idx = *x.src[0];
        std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
-       bool gated = idx.src.size() > 2;
+       bool gated = masked(idx);
        if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
        else if (x.vcount > 1) {
          c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
@@ -414,7 +416,7 @@ inline CStyleRenderer::CStyleRenderer() {
      }},
     {Ops::STORE, [this, S](Ctx& c, const UOp& x) {
        const UOp &idx = *x.src[0], &val = *x.src[1];
-       std::string ptr = S(c, x, 0), gate = idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "";
+       std::string ptr = S(c, x, 0), gate = masked(idx) ? "if (" + get(c, *idx.src[2]) + ") " : "";
        bool local = idx.src[0]->op == Ops::DEFINE_LOCAL;
        if (!local) c.stored.insert(idx.src[0]->iarg());
        if (local) c.line(gate + cat("*", ptr, " = ", raw_local(*idx.src[0]) ? store_value(val.dtype, S(c, x, 1)) : S(c, x, 1), ";"));
