@@ -25,9 +25,9 @@ struct Renderer {
 
 class CStyleRenderer : public Renderer {
  public:
-  // a raw workgroup buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
   // an INDEX with a mask that can be false (one folded to true, a padded tile's row always in range, is none)
   static bool masked(const UOp& idx) { return idx.src.size() > 2 && !idx.src[2]->is_const(1); }
+  // a raw workgroup buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
   static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
   // the dynamic workgroup memory a raw buffer takes (GPU renderers place raw buffers there, 16-byte aligned)
   static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
