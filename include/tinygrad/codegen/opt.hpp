@@ -493,6 +493,11 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = fal
     // depends on it is skipped there (the gate also keeps the address of any access from being dereferenced)
     auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
     UOpRef valid = lt(nr, n);
+    auto masked = [&](std::vector<UOpRef> isrc) {  // an INDEX's sources with `valid` added to its mask
+      if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], valid);
+      else isrc.push_back(valid);
+      return isrc;
+    };
     // NOTE: on a CPU, a padded loop axis computes its last index again past the end, and only its stores are
     // masked: each load reads an address the kernel reads anyway, with no mask in an inner loop (a 1024 matmul's
     // 6-row register tile: a masked load of A per row and step ran 1.9x slower), and every value is one the kernel
@@ -506,10 +511,8 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = fal
       for (size_t i = 0; i < sink->src.size(); i++) {
         const UOpRef &st = sink->src[i], &cst = clamped->src[i];
         if (!dep.count(st.get())) { stores.push_back(cst); continue; }
-        std::vector<UOpRef> isrc = sub_range(st->src[0], r, nr)->src, src = cst->src;
-        if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], valid);
-        else isrc.push_back(valid);
-        src[0] = make_uop(Ops::INDEX, st->src[0]->dtype, std::move(isrc), st->src[0]->arg, st->src[0]->vcount);
+        std::vector<UOpRef> src = cst->src;
+        src[0] = make_uop(Ops::INDEX, st->src[0]->dtype, masked(sub_range(st->src[0], r, nr)->src), st->src[0]->arg, st->src[0]->vcount);
         stores.push_back(make_uop(st->op, st->dtype, std::move(src), st->arg, st->vcount));
       }
       return make_uop(Ops::SINK, sink->dtype, std::move(stores), sink->arg, sink->vcount);
@@ -523,10 +526,7 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = fal
     for (auto& u : toposort(grown)) {
       std::vector<UOpRef> src;
       for (auto& x : u->src) src.push_back(m.at(x.get()));
-      if (gate.count(u.get())) {
-        if (src.size() > 2) src[2] = logical_and(src[2], valid);
-        else src.push_back(valid);
-      }
+      if (gate.count(u.get())) src = masked(std::move(src));
       // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
       if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
         src[0] = alu(Ops::WHERE, {valid, src[0], const_uop(u->dtype, reduce_identity(u->reduce_op(), u->dtype))});
@@ -1234,12 +1234,15 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     if (!vaxis && upcasted == 2 && stride_class(addr(stores[0]), find_range(sink, opts.end()[-2].axis)) == 1)
       std::swap(opts.end()[-2], opts.end()[-1]);
     // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
+    auto room = [&] {  // some axis is left to split over the cores
+      bool ok = ren.threads <= 1;
+      for (auto& r : out_rngs) ok = ok || left[r->range_id()] % ren.threads == 0;
+      return ok;
+    };
     auto grow = [&](int64_t axis, int64_t cap) {
       if (acc * 2 > cap || left[axis] % 2 != 0) return;
       left[axis] /= 2;
-      bool room = ren.threads <= 1;
-      for (auto& r : out_rngs) room = room || left[r->range_id()] % ren.threads == 0;
-      if (!room) { left[axis] *= 2; return; }
+      if (!room()) { left[axis] *= 2; return; }
       opts.push_back({OptOp::UPCAST, axis, 2});
       acc *= 2;
     };
@@ -1259,15 +1262,17 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       int64_t u = 1, n = find_range(sink, tile_axis)->range_end();
       for (auto& o : opts) if (o.op == OptOp::UPCAST && o.axis == tile_axis) u *= o.amt;
       int64_t step = acc / u, fit = (ren.vector_registers - 4) * lanes / step;  // floats a step of the tile axis
-      bool room = ren.threads <= 1;  // some axis still splits over the cores
-      for (auto& r : out_rngs) room = room || (r->range_id() == tile_axis ? (n + fit - 1) / fit : left[r->range_id()]) % ren.threads == 0;
-      if (fit > u / 2 && fit < u && room) {
-        auto first = std::find_if(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; });
-        *first = {OptOp::UPCAST, tile_axis, fit};
-        opts.erase(std::remove_if(first + 1, opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; }), opts.end());
-        if (n % fit) opts.insert(first, {OptOp::PADTO, tile_axis, fit});
-        left[tile_axis] = (n + fit - 1) / fit;
-        acc = step * fit;
+      if (fit > u / 2 && fit < u) {
+        int64_t was = std::exchange(left[tile_axis], (n + fit - 1) / fit);
+        if (!room()) {
+          left[tile_axis] = was;
+        } else {
+          auto first = std::find_if(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; });
+          *first = {OptOp::UPCAST, tile_axis, fit};
+          opts.erase(std::remove_if(first + 1, opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; }), opts.end());
+          if (n % fit) opts.insert(first, {OptOp::PADTO, tile_axis, fit});
+          acc = step * fit;
+        }
       }
     }
     // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
