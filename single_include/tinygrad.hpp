@@ -4780,12 +4780,12 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     // the scalar tile's contiguous axis innermost: its neighbours sit in neighbouring registers (1.6x for a 10-wide conv)
     if (!vaxis && upcasted == 2 && stride_class(addr(stores[0]), find_range(sink, opts.end()[-2].axis)) == 1)
       std::swap(opts.end()[-2], opts.end()[-1]);
-    // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
     auto room = [&] {  // some axis is left to split over the cores
       bool ok = ren.threads <= 1;
       for (auto& r : out_rngs) ok = ok || left[r->range_id()] % ren.threads == 0;
       return ok;
     };
+    // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
     auto grow = [&](int64_t axis, int64_t cap) {
       if (acc * 2 > cap || left[axis] % 2 != 0) return;
       left[axis] /= 2;
@@ -4908,6 +4908,15 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
     if (idx->src[0]->op == Ops::DEFINE_LOCAL || simplify(addr - at(addr, 0)) != lane) return false;
     return !aligned || simplify(mod(at(addr, 0), W))->is_const(0);
   };
+  // a contiguous access whose mask (if any) is the same for every lane: its vector INDEX (a vector load or store);
+  // else null (a gather, or one store per lane)
+  auto vector_index = [&](const UOpRef& idx) -> UOpRef {
+    bool gated = idx->src.size() > 2;
+    if (!contiguous(idx) || (gated && dep.count(idx->src[2].get()))) return nullptr;
+    std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
+    if (gated) isrc.push_back(idx->src[2]);
+    return make_uop(Ops::INDEX, idx->dtype, isrc, {}, W);
+  };
   // the sources of u that are vectorized before u (a LOAD reads its lanes' addresses itself)
   auto inputs = [&](const UOpRef& u) -> std::vector<UOpRef> {
     if (u->op == Ops::REDUCE) return {u->src[0]};
@@ -4923,13 +4932,7 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
       return make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
     }
     if (u->op == Ops::LOAD) {
-      const UOpRef& idx = u->src[0];
-      bool gated = idx->src.size() > 2;
-      if (contiguous(idx) && (!gated || !dep.count(idx->src[2].get()))) {
-        std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
-        if (gated) isrc.push_back(idx->src[2]);
-        return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, {}, W)}, {}, W);
-      }
+      if (auto vidx = vector_index(u->src[0])) return make_uop(Ops::LOAD, u->dtype, {vidx}, {}, W);
       std::vector<UOpRef> s;
       for (int i = 0; i < W; i++) s.push_back(at(u, i));
       return make_uop(Ops::VECTORIZE, u->dtype, s, {}, W);
@@ -4982,12 +4985,8 @@ inline UOpRef expand_lanes(const UOpRef& sink, bool aligned = false) {
   for (auto& st : sink->src) {
     const UOpRef& idx = st->src[0];
     if (!dep.count(st.get())) { stores.push_back(st); continue; }
-    // a gate the same for every lane stores the vector or nothing (a padded loop axis's store)
-    bool gated = idx->src.size() > 2;
-    if (contiguous(idx) && (!gated || !dep.count(idx->src[2].get()))) {
-      std::vector<UOpRef> isrc{idx->src[0], at(idx->src[1], 0)};
-      if (gated) isrc.push_back(idx->src[2]);
-      auto vidx = make_uop(Ops::INDEX, idx->dtype, isrc, {}, W);
+    // (a mask the same for every lane stores the vector or nothing: a padded loop axis's store)
+    if (auto vidx = vector_index(idx)) {
       stores.push_back(make_uop(Ops::STORE, DType::Bool, {vidx, bcast(vec(st->src[1]))}));
     } else {
       auto v = bcast(vec(st->src[1]));

@@ -287,7 +287,6 @@ TEST_CASE("opts: PADTO pads an axis: stores past the end are skipped, and result
   CHECK_THAT(src, Contains("<17"));  // NOTE: the rendered gate; the C renderer prints comparisons without spaces
   std::vector<std::vector<Opt>> optss{{}, {{OptOp::PADTO, i, 8}}, {{OptOp::PADTO, i, 8}, {OptOp::UPCAST, i, 8}},
                                       {{OptOp::PADTO, i, 4}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, i, 5}}};
-  int64_t lanes = ren.vector_lanes(DType::Float32);
   if (ren.threads > 1) optss.push_back({{OptOp::PADTO, i, 8}, {OptOp::THREAD, i, 2}});
   auto res = run_each(ge, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));

@@ -1233,12 +1233,12 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     // the scalar tile's contiguous axis innermost: its neighbours sit in neighbouring registers (1.6x for a 10-wide conv)
     if (!vaxis && upcasted == 2 && stride_class(addr(stores[0]), find_range(sink, opts.end()[-2].axis)) == 1)
       std::swap(opts.end()[-2], opts.end()[-1]);
-    // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
     auto room = [&] {  // some axis is left to split over the cores
       bool ok = ren.threads <= 1;
       for (auto& r : out_rngs) ok = ok || left[r->range_id()] % ren.threads == 0;
       return ok;
     };
+    // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
     auto grow = [&](int64_t axis, int64_t cap) {
       if (acc * 2 > cap || left[axis] % 2 != 0) return;
       left[axis] /= 2;
