@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 using Catch::Matchers::Contains;
@@ -127,6 +128,63 @@ TEST_CASE("device: a GPU kernel that fails to build is a CompileError with the s
   } else {
     WARN("libnvrtc not found: the NVRTC half of this test is skipped");
   }
+}
+
+TEST_CASE("device: OpenCL builds many kernels as one program: names repeat, helpers, a bad one is named, cache by reference", "[device]") {
+  if (!has_device("CL")) { WARN("CL is not available here: skipped"); return; }
+  auto& rt = tinygrad::runtime("CL");
+  static std::mt19937 rng(std::random_device{}());
+  int base = std::uniform_int_distribution<int>(1, 1000000)(rng) * 16;  // sources no earlier run has cached
+  // out[i] = c (+ twice, through a helper in the prelude)
+  auto src = [](const std::string& name, int c, bool helper) {
+    return std::string(helper ? "float tg_twice(float x) { return 2 * x; }\n" : "") + "__kernel void " + name +
+           "(__global float* out) { out[get_global_id(0)] = " + (helper ? "tg_twice" : "") + "((float)" + std::to_string(c) + "); }\n";
+  };
+  std::vector<std::string> srcs, names;
+  std::vector<float> want;
+  for (int i = 0; i < 9; i++) {
+    bool helper = i >= 6;
+    srcs.push_back(src(i % 2 ? "f" : "g", base + i, helper));
+    names.push_back(i % 2 ? "f" : "g");
+    want.push_back(float(base + i) * (helper ? 2 : 1));
+  }
+  srcs.push_back(srcs[1]), names.push_back("f"), want.push_back(want[1]);  // a repeated source
+  auto run = [&](const std::string& name, const std::string& bin) {
+    tinygrad::Buffer out("CL", DType::Float32, 4);
+    tinygrad::LaunchDims launch;
+    launch.global = {4, 1, 1};
+    rt.load(name, bin, launch)->call({out.ptr()}, {}, true);
+    std::vector<float> h(4);
+    out.copyout(h.data());
+    return h;
+  };
+  auto bins = rt.compiler->compile_many(srcs);
+  CHECK(bins[10 - 1] == bins[1]);
+  size_t batched = 0;
+  for (size_t i = 0; i < srcs.size(); i++) {
+    INFO(srcs[i]);
+    CHECK(run(names[i], bins[i]) == std::vector<float>(4, want[i]));
+    batched += tinygrad::detail::parse_batch_ref(bins[i]).has_value();
+  }
+  CHECK(batched == srcs.size());  // 7 sources of one prelude and 3 of another: every program has several kernels
+  // cached: the same references; a program file that is gone is built again
+  CHECK(rt.compiler->compile_many(srcs) == bins);
+  std::filesystem::remove(tinygrad::detail::parse_batch_ref(bins[0])->file);
+  auto again = rt.compiler->compile_many({srcs[0]});
+  CHECK(again[0] != bins[0]);
+  CHECK(run(names[0], again[0]) == std::vector<float>(4, want[0]));
+  // a source that fails to build fails alone, named; the others in its batch build and run
+  std::vector<std::string> mixed = {src("f", base + 9, false), src("f", base + 10, false), "__kernel void f(__global float* out) { out[0] = nope; }\n"};
+  try {
+    rt.compiler->compile_many(mixed);
+    FAIL_CHECK("no CompileError");
+  } catch (const tinygrad::CompileError& e) {
+    CHECK_THAT(e.source, Contains("nope"));
+    CHECK_THAT(e.source, !Contains(std::to_string(base + 9)));
+  }
+  mixed.pop_back();
+  auto good = rt.compiler->compile_many(mixed);
+  CHECK(run("f", good[1]) == std::vector<float>(4, float(base + 10)));
 }
 
 TEST_CASE("device: every allocation is freed, and out of memory is a clear DeviceError", "[device]") {

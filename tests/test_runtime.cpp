@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -88,6 +89,59 @@ TEST_CASE("runtime: CC is split into words like a shell would, without one", "[r
   CHECK(split_words("gcc; touch x $(y) `z`") == V{"gcc;", "touch", "x", "$(y)", "`z`"});  // no shell meaning
   CHECK(split_words("").empty());
   CHECK_THROWS_AS(split_words("gcc 'unterminated"), tinygrad::DeviceError);
+}
+
+TEST_CASE("runtime: the linker's command is read from clang's -### (quoted words), not from other forms", "[runtime][cpu]") {
+  using tinygrad::detail::driver_command;
+  using V = std::vector<std::string>;
+  std::string head = "Debian clang version 14.0.6\nTarget: x86_64-pc-linux-gnu\nInstalledDir: /usr/bin\n";
+  CHECK(driver_command(head + R"( "/usr/bin/ld" "-shared" "-o" "/a b/o\"ut.so" "/c/\$x\\y.o" "-lm")" + "\n") ==
+        V{"/usr/bin/ld", "-shared", "-o", "/a b/o\"ut.so", "/c/$x\\y.o", "-lm"});
+  CHECK(driver_command(R"( "/usr/bin/ld" "" "-lc")") == V{"/usr/bin/ld", "", "-lc"});
+  // gcc's form, two commands, a word left open (a path with a newline), none
+  CHECK(driver_command(" /usr/lib/gcc/x86_64-linux-gnu/12/collect2 -plugin x.so \"-plugin-opt=-pass-through=-lc\" -shared\n").empty());
+  CHECK(driver_command(" \"/usr/bin/clang\" \"-cc1\"\n \"/usr/bin/ld\" \"-shared\"\n").empty());
+  CHECK(driver_command(" \"/usr/bin/ld\" \"/a\n/b.o\"\n").empty());
+  CHECK(driver_command(head).empty());
+}
+
+// a kernel in the CPU ABI that calls libm: tg_exp_<k>: out[0] = expf(in[0]) + k (the kernels of one shared object have
+// names of their own)
+std::string exp_kernel(int k) {
+  return "void tg_exp_" + std::to_string(k) + "(void** b, const long long* v, int c, int n) { ((float*)b[0])[0] = " +
+         "__builtin_expf(((const float*)b[1])[0]) + " + std::to_string(k) + ".0f; }\n";
+}
+TEST_CASE("runtime: clang's kernels compile with -c and link with the linker it names, gcc's in one call, both run", "[runtime][cpu]") {
+  for (std::string cc : {"clang", "gcc"}) {
+    if (!tinygrad::detail::on_path(cc)) { WARN(cc << " is not on PATH: skipped"); continue; }
+    INFO(cc);
+    EnvVar e("CC", cc);
+    TmpDir base;
+    tinygrad::CCompiler c(base.p / "cpu");
+    std::vector<std::string> srcs;
+    std::vector<int> ks;
+    for (int i = 0; i < 5; i++) srcs.push_back(exp_kernel(ks.emplace_back(unique_constant())));
+    srcs.push_back(div_kernel(unique_constant()));
+    auto sos = c.compile_many(srcs);  // several sources in one shared object, one per core
+    for (size_t i = 0; i < 5; i++) {
+      tinygrad::CPUProgram p("tg_exp_" + std::to_string(ks[i]), sos[i], 1);
+      float out = 0, in = 1.5f;
+      p.call({&out, &in}, {}, true);
+      CHECK(out == Approx(std::exp(1.5f) + float(ks[i])));
+    }
+    tinygrad::CPUProgram p("tg_div", sos[5], 1);
+    int out = 0, in[2] = {9, 2};
+    p.call({&out, in}, {}, true);
+    CHECK(out == 4 + std::stoi(srcs[5].substr(srcs[5].rfind("+ ") + 2)));
+    // a source that does not compile is named alone, as before
+    try {
+      c.compile_many({exp_kernel(unique_constant()), "void broken(void** b) { nope; }\n"});
+      FAIL_CHECK("no CompileError");
+    } catch (const tinygrad::CompileError& err) {
+      CHECK_THAT(err.source, Contains("broken") && !Contains("tg_exp_"));
+      CHECK_THAT(err.log, Contains("nope"));
+    }
+  }
 }
 
 TEST_CASE("runtime: run_process reaps its child, gives it no descriptor of ours, and survives signals", "[runtime][cpu]") {
