@@ -1,6 +1,6 @@
 // Train tinygrad's beautiful_mnist CNN on Fashion-MNIST (Debian: apt-get install dataset-fashion-mnist).
 //   STEPS (default 1000) training steps of batch BS (default 512) with Adam, then test accuracy (>= 90%).
-// TEST-ENV: STEPS=60
+// TEST-ENV: STEPS=60;BS=256
 // EXPECT-OUTPUT: test accuracy ([7-9][0-9])\.[0-9]+%
 #include "fashion_mnist.hpp"
 

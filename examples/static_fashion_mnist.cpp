@@ -2,7 +2,7 @@
 // layer sizes are template arguments and the batch is dyn, so the compiler checks the whole chain (a layer
 // that does not fit the one before it is an error naming the layer; see tests/fail/static_layer_chain_*).
 //   STEPS (default 1000) training steps of batch BS (default 512) with Adam, then test accuracy (>= 90%).
-// TEST-ENV: STEPS=60
+// TEST-ENV: STEPS=60;BS=256
 // EXPECT-OUTPUT: test accuracy ([7-9][0-9])\.[0-9]+%
 #include "fashion_mnist.hpp"
 
