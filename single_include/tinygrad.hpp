@@ -1814,14 +1814,23 @@ class CLCompiler : public Compiler {
 
  private:
   std::filesystem::path path(const std::string& src) const { return dir_ / (hex64(hash_bytes(d_->key + "\n" + src)) + ".bin"); }
-  // a cached binary; a batch reference whose program file is gone or changed counts as none
-  std::string lookup(const std::string& src) const {
+  // a cached binary; a batch reference whose program file is gone or changed counts as none (a file is hashed once a
+  // process, not once for each of its kernels; after that its size is checked)
+  std::string lookup(const std::string& src) {
     std::string bin = read_file(path(src));
     auto ref = parse_batch_ref(bin);
     if (!ref) return bin;
-    std::string prog = read_file(dir_ / ref->file);
-    if (prog.empty() || hex64(hash_bytes(prog)) != ref->hash) return {};
-    return batch_ref({ref->name, (dir_ / ref->file).string(), ref->hash});  // the loader reads the file by its full path
+    std::string file = (dir_ / ref->file).string();
+    std::error_code ec;
+    auto size = std::filesystem::file_size(file, ec);
+    if (ec) return {};
+    std::lock_guard lk(checked_mu_);
+    if (checked_[file] != std::pair{ref->hash, size}) {
+      std::string prog = read_file(file);
+      if (prog.empty() || hex64(hash_bytes(prog)) != ref->hash) return {};
+      checked_[file] = {ref->hash, prog.size()};
+    }
+    return batch_ref({ref->name, file, ref->hash});  // the loader reads the file by its full path
   }
   std::string binary(const std::string& src) const {
     void* p = d_->build(src, nullptr);
@@ -1863,6 +1872,8 @@ class CLCompiler : public Compiler {
   }
   std::shared_ptr<CLDevice> d_;
   std::filesystem::path dir_;
+  std::map<std::string, std::pair<std::string, uintmax_t>> checked_;  // program file -> (hash, size) when it was read
+  std::mutex checked_mu_;
 };
 
 class CLProgram : public Program {
