@@ -324,8 +324,8 @@ class CCompiler : public Compiler {
     std::string tool = cmd.empty() ? "" : std::filesystem::path(cmd[0]).filename().string();
     if (tool != "ld" && tool.rfind("ld.", 0) != 0) return;  // ld, ld.bfd, ld.gold, ld.lld
     if (std::count(cmd.begin(), cmd.end(), in) != 1 || std::count(cmd.begin(), cmd.end(), out) != 1) return;
-    s.link_in = size_t(std::find(cmd.begin(), cmd.end(), in) - cmd.begin());
-    s.link_out = size_t(std::find(cmd.begin(), cmd.end(), out) - cmd.begin());
+    auto at = [&](const std::string& w) { return size_t(std::find(cmd.begin(), cmd.end(), w) - cmd.begin()); };
+    s.link_in = at(in), s.link_out = at(out);
     s.link = std::move(cmd);
   }
   std::string build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
@@ -385,8 +385,9 @@ class CCompiler : public Compiler {
     std::string data = read_file(tmp / "out.so");
     fs::rename(tmp / "out.so", dir_ / name, ec);
     if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
+    std::string ref = name + "\n" + hex64(hash_bytes(data)) + "\n";
     for (auto i : idx) {
-      put(tmp / "ref", name + "\n" + hex64(hash_bytes(data)) + "\n");
+      put(tmp / "ref", ref);
       fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
     }
     return (dir_ / name).string();

@@ -188,16 +188,14 @@ class CLCompiler : public Compiler {
       batches.resize(first + k);
       for (size_t i = 0; i < v.size(); i++) batches[first + i % k].push_back(v[i]);
     }
+    std::vector<std::vector<std::string>> bins(batches.size());
     std::vector<std::exception_ptr> err(batches.size());
     parallel_for(batches.size(), [&](size_t b) {
-      try { build_batch(batches[b]); } catch (...) { err[b] = std::current_exception(); }
+      try { bins[b] = build_batch(batches[b]); } catch (...) { err[b] = std::current_exception(); }
     });
     for (auto& e : err) if (e) std::rethrow_exception(e);
-    for (auto& [src, idx] : todo) {
-      std::string bin = lookup(src);
-      if (bin.empty()) throw DeviceError("tinygrad: OpenCL: a kernel just built is missing from the cache in " + dir_.string());
-      for (auto i : idx) out[i] = bin;
-    }
+    for (size_t b = 0; b < batches.size(); b++)
+      for (size_t j = 0; j < batches[b].size(); j++) for (auto i : todo[*batches[b][j]]) out[i] = bins[b][j];
     return out;
   }
 
@@ -238,10 +236,15 @@ class CLCompiler : public Compiler {
     if (at == std::string::npos || src.find("__kernel", at + 1) != std::string::npos) return {"", ""};
     return {src.substr(0, at), src.substr(at)};
   }
-  // the sources in one program, each kernel renamed k<i>_<name> (names may repeat); a single one, or one that does not
-  // split, is built alone; a batch that fails to build is built one by one, so an error names its kernel
-  void build_batch(const std::vector<const std::string*>& srcs) {
-    auto alone = [&] { for (auto* s : srcs) compile(*s); };
+  // the sources in one program, each kernel renamed k<i>_<name> (names may repeat): their binaries (references); a
+  // single one, or one that does not split, is built alone; a batch that fails to build is built one by one, so an
+  // error names its kernel
+  std::vector<std::string> build_batch(const std::vector<const std::string*>& srcs) {
+    auto alone = [&] {
+      std::vector<std::string> r;
+      for (auto* s : srcs) r.push_back(compile(*s));
+      return r;
+    };
     std::string all = srcs.empty() ? "" : split(*srcs[0]).first;
     std::vector<std::string> names;
     for (size_t i = 0; i < srcs.size() && srcs.size() > 1; i++) {
@@ -255,9 +258,18 @@ class CLCompiler : public Compiler {
     if (names.empty()) return alone();
     std::string prog;
     try { prog = binary(all); } catch (const CompileError&) { return alone(); }
-    std::string file = hex64(hash_bytes(d_->key + "\n" + all)) + ".prog";
-    write_file_atomic(dir_ / file, prog);
-    for (size_t i = 0; i < srcs.size(); i++) write_file_atomic(path(*srcs[i]), batch_ref({names[i], file, hex64(hash_bytes(prog))}));
+    std::string file = hex64(hash_bytes(d_->key + "\n" + all)) + ".prog", hash = hex64(hash_bytes(prog)), full = (dir_ / file).string();
+    write_file_atomic(full, prog);
+    {
+      std::lock_guard lk(checked_mu_);
+      checked_[full] = {hash, prog.size()};
+    }
+    std::vector<std::string> r;
+    for (size_t i = 0; i < srcs.size(); i++) {
+      write_file_atomic(path(*srcs[i]), batch_ref({names[i], file, hash}));
+      r.push_back(batch_ref({names[i], full, hash}));  // in memory: the full path, as lookup gives it
+    }
+    return r;
   }
   std::shared_ptr<CLDevice> d_;
   std::filesystem::path dir_;
