@@ -1,6 +1,6 @@
 #pragma once
-// CPU device: the system C compiler builds shared objects (cached on disk), dlopen loads them,
-// a thread pool runs the THREAD axis.
+// CPU device: the system C compiler builds object files (cached on disk) that runtime/elf.hpp places in memory (or,
+// where it cannot, shared objects that dlopen loads), a thread pool runs the THREAD axis.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 #include "device.hpp"
+#include "elf.hpp"
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
@@ -219,7 +220,8 @@ class CCompiler : public Compiler {
   std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
 
-  // every source not in the cache is compiled in one compiler process per core, linked into one .so per group
+  // every source not in the cache is compiled by one compiler process per core, to an object file each that is
+  // cached and loaded as it is (runtime/elf.hpp); those the loader refuses link into one .so per group
   std::vector<std::string> compile_many(const std::vector<std::string>& srcs) override {
     auto cmd = setup();
     std::vector<std::string> out(srcs.size());
@@ -236,16 +238,16 @@ class CCompiler : public Compiler {
     size_t ngroups = std::min<size_t>(usrc.size(), size_t(std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::vector<size_t>> groups(ngroups);
     for (size_t i = 0; i < usrc.size(); i++) groups[i % ngroups].push_back(i);
-    std::vector<std::string> so(ngroups);
+    std::vector<std::vector<std::string>> built(ngroups);
     std::vector<std::exception_ptr> err(ngroups);
-    parallel_for(ngroups, [&](size_t g) { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
+    parallel_for(ngroups, [&](size_t g) { try { built[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (size_t g = 0; g < ngroups; g++) {
       if (!err[g]) continue;
       try { std::rethrow_exception(err[g]); }
       catch (const CompileError&) { for (auto i : groups[g]) build(*cmd, usrc, {i}); throw; }  // name the failing kernel
     }
     for (size_t g = 0; g < ngroups; g++)
-      for (auto i : groups[g]) for (auto j : uniq[usrc[i]]) out[j] = so[g];
+      for (size_t k = 0; k < groups[g].size(); k++) for (auto j : uniq[usrc[groups[g][k]]]) out[j] = built[g][k];
     return out;
   }
 
@@ -328,11 +330,11 @@ class CCompiler : public Compiler {
     s.link_in = at(in), s.link_out = at(out);
     s.link = std::move(cmd);
   }
-  std::string build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
+  // the cached files of srcs[idx]: an object file each where the loader takes it, else a shared object they share
+  std::vector<std::string> build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
     namespace fs = std::filesystem;
     uint64_t h = hash_bytes(s.key);
     for (auto i : idx) h = hash_mix(h, hash_bytes(srcs[i]));
-    std::string name = "b_" + hex64(h) + ".so";
     // NOTE: everything half-written lives in a scratch folder named by our pid, removed when done (one left by a killed
     // process is removed by the next usable_cache_dir); finished files are renamed into place
     fs::path tmp = scratch_path(dir_, "_" + hex64(h));
@@ -344,6 +346,17 @@ class CCompiler : public Compiler {
       std::ofstream o(f, std::ios::binary);
       if (!(o.write(data.data(), std::streamsize(data.size())) && o.flush())) throw DeviceError(cat("tinygrad: cannot write ", f));
     };
+    // a finished file into the cache, and a ref to it for each of the sources
+    auto publish = [&](const fs::path& from, const std::string& name, const std::string& data, const std::vector<size_t>& of) {
+      fs::rename(from, dir_ / name, ec);
+      if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
+      std::string ref = name + "\n" + hex64(hash_bytes(data)) + "\n";
+      for (auto i : of) {
+        put(tmp / "ref", ref);
+        fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
+      }
+      return (dir_ / name).string();
+    };
     std::call_once(s.link_once, [&] { probe_link(s, tmp); });
     auto run = [&](const std::vector<std::string>& argv, const std::string& src) {
       auto [st, log] = detail::run_process(argv);
@@ -352,7 +365,7 @@ class CCompiler : public Compiler {
     // NOTE: a sanitizer's report names the kernel's file and line, so with CPU_SANITIZE the sources are kept in src/
     fs::path srcdir = sanitize_.empty() ? tmp : dir_ / "src";
     fs::create_directory(srcdir, ec);
-    std::vector<std::string> files;
+    std::vector<std::string> files, out(idx.size());
     std::string all;
     for (auto i : idx) {
       auto f = srcdir / (hex64(hash_bytes(srcs[i])) + ".c");
@@ -360,37 +373,51 @@ class CCompiler : public Compiler {
       files.push_back(f.string());
       all += srcs[i];
     }
-    auto out = (tmp / "out.so").string();
-    if (s.link.empty()) {
+    auto so = (tmp / "out.so").string();
+    std::vector<size_t> linked;  // positions in idx of the objects that link into so
+    std::vector<std::string> objs;
+    if (!sanitize_.empty() && s.link.empty()) {  // the sanitizer's runtime: one driver call compiles and links
       std::vector<std::string> argv = s.head;
-      argv.insert(argv.end(), {"-o", out});
+      argv.insert(argv.end(), {"-o", so});
       argv.insert(argv.end(), files.begin(), files.end());
       argv.push_back("-lm");
       run(argv, all);
+      for (size_t j = 0; j < idx.size(); j++) linked.push_back(j);
     } else {
-      std::vector<std::string> objs;
       for (size_t j = 0; j < files.size(); j++) {
         std::vector<std::string> argv;
         for (auto& w : s.head) if (w != "-shared") argv.push_back(w);
-        objs.push_back((tmp / cat(j, ".o")).string());
-        argv.insert(argv.end(), {"-c", "-o", objs.back(), files[j]});
+        auto obj = (tmp / cat(j, ".o")).string();
+        argv.insert(argv.end(), {"-c", "-o", obj, files[j]});
         run(argv, srcs[idx[j]]);
+        // NOTE: with CPU_SANITIZE the kernels call the sanitizer's runtime, which an unsanitized process lacks: linked
+        std::string data = read_file(obj), why;
+        if (sanitize_.empty() && detail::ElfObject::load(data, why))
+          out[j] = publish(obj, "o_" + hex64(hash_bytes(s.key + srcs[idx[j]])) + ".o", data, {idx[j]});
+        else
+          linked.push_back(j), objs.push_back(obj);
       }
-      std::vector<std::string> argv(s.link.begin(), s.link.begin() + long(s.link_in));
-      argv.insert(argv.end(), objs.begin(), objs.end());
-      argv.insert(argv.end(), s.link.begin() + long(s.link_in) + 1, s.link.end());
-      argv[s.link_out < s.link_in ? s.link_out : s.link_out + objs.size() - 1] = out;
-      run(argv, all);
+      if (!linked.empty() && !s.link.empty()) {  // the linker the driver names
+        std::vector<std::string> argv(s.link.begin(), s.link.begin() + long(s.link_in));
+        argv.insert(argv.end(), objs.begin(), objs.end());
+        argv.insert(argv.end(), s.link.begin() + long(s.link_in) + 1, s.link.end());
+        argv[s.link_out < s.link_in ? s.link_out : s.link_out + objs.size() - 1] = so;
+        run(argv, all);
+      } else if (!linked.empty()) {  // through the driver (gcc)
+        std::vector<std::string> argv = s.head;
+        argv.insert(argv.end(), {"-o", so});
+        argv.insert(argv.end(), objs.begin(), objs.end());
+        argv.push_back("-lm");
+        run(argv, all);
+      }
     }
-    std::string data = read_file(tmp / "out.so");
-    fs::rename(tmp / "out.so", dir_ / name, ec);
-    if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
-    std::string ref = name + "\n" + hex64(hash_bytes(data)) + "\n";
-    for (auto i : idx) {
-      put(tmp / "ref", ref);
-      fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
+    if (!linked.empty()) {
+      std::vector<size_t> of;
+      for (auto j : linked) of.push_back(idx[j]);
+      std::string path = publish(so, "b_" + hex64(h) + ".so", read_file(so), of);
+      for (auto j : linked) out[j] = path;
     }
-    return (dir_ / name).string();
+    return out;
   }
   std::filesystem::path dir_;
   std::string sanitize_;
@@ -398,15 +425,24 @@ class CCompiler : public Compiler {
   mutable std::shared_ptr<const Setup> setup_;
 };
 
-// a kernel in a dlopen'ed shared object: void name(void** bufs, const long long* vals, int core_id, int ncores)
+// a kernel, from its object file (placed by runtime/elf.hpp) or a dlopen'ed shared object:
+// void name(void** bufs, const long long* vals, int core_id, int ncores)
 class CPUProgram : public Program {
  public:
   using Fn = void (*)(void**, const long long*, int, int);
-  CPUProgram(const std::string& name, const std::string& so_path, int threads) : threads_(threads) {
-    handle_ = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) throw DeviceError(cat("tinygrad: dlopen of ", so_path, " failed: ", ::dlerror()));
+  CPUProgram(const std::string& name, const std::string& path, int threads) : threads_(threads) {
+    if (path.size() > 2 && path.compare(path.size() - 2, 2, ".o") == 0) {
+      std::string why;
+      obj_ = detail::ElfObject::load(read_file(path), why);
+      if (!obj_) throw DeviceError(cat("tinygrad: cannot load the kernel object ", path, ": ", why));
+      fn_ = reinterpret_cast<Fn>(obj_->find(name));
+      if (!fn_) throw DeviceError("tinygrad: kernel " + name + " not found in " + path);
+      return;
+    }
+    handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw DeviceError(cat("tinygrad: dlopen of ", path, " failed: ", ::dlerror()));
     fn_ = reinterpret_cast<Fn>(::dlsym(handle_, name.c_str()));
-    if (!fn_) { ::dlclose(handle_); throw DeviceError("tinygrad: kernel " + name + " not found in " + so_path); }
+    if (!fn_) { ::dlclose(handle_); throw DeviceError("tinygrad: kernel " + name + " not found in " + path); }
   }
   ~CPUProgram() override { if (handle_) ::dlclose(handle_); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool) override {
@@ -420,6 +456,7 @@ class CPUProgram : public Program {
 
  private:
   void* handle_ = nullptr;
+  std::unique_ptr<detail::ElfObject> obj_;
   Fn fn_ = nullptr;
   int threads_;
 };
