@@ -210,6 +210,39 @@ TEST_CASE("device: every allocation is freed, and out of memory is a clear Devic
   }
 }
 
+TEST_CASE("device: the CUDA check compiles many kernels an NVRTC program (renamed, by prelude), marks them, names a bad one", "[device][cuda]") {
+  if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
+  tinygrad::NVRTCCompiler nv("compute_90");
+  std::mt19937 g(std::random_device{}());
+  std::string k = std::to_string(g() % 100000000);  // sources no earlier run checked
+  std::string helper = "__device__ inline float tg_twice(float x) { return x * 2.0f + " + k + ".0f; }\n";
+  auto kernel = [&](const std::string& name, const std::string& body, bool bounds) {
+    return std::string("extern \"C\" __global__ void ") + (bounds ? "__launch_bounds__(32) " : "") + name + "(float* data0) { " + body + " }\n";
+  };
+  // names repeat (E_4 twice), with and without launch bounds, two share a helper in their prelude, one source twice
+  std::vector<std::string> srcs{kernel("E_4", "data0[threadIdx.x] = " + k + ".0f;", true), kernel("E_4", "data0[0] = -" + k + ".0f;", false),
+                                helper + kernel("r_2", "data0[0] = tg_twice(data0[1]);", true), helper + kernel("r_3", "data0[1] = tg_twice(data0[0]);", true)};
+  srcs.push_back(srcs[0]);
+  namespace fs = std::filesystem;
+  auto mark = [&](const std::string& src) {
+    return tinygrad::cache_dir() / "cuda" / (tinygrad::hex64(tinygrad::hash_bytes(nv.cache_key() + "\n" + src)) + ".checked");
+  };
+  for (auto& s : srcs) CHECK_FALSE(fs::exists(mark(s)));
+  nv.check_many(srcs);
+  for (auto& s : srcs) CHECK(fs::exists(mark(s)));
+  nv.check_many(srcs);  // all marked: nothing to compile
+  // a bad kernel among good ones: the error names it alone; the good ones before it in its batch are compiled
+  std::string bad = kernel("E_bad", "data0[0] = no_such_thing_" + k + ";", true);
+  try {
+    nv.check_many({kernel("E_5", "data0[2] = " + k + ".0f;", true), bad, kernel("E_6", "data0[3] = " + k + ".0f;", false)});
+    FAIL_CHECK("no CompileError");
+  } catch (const tinygrad::CompileError& e) {
+    CHECK_THAT(e.source, Contains("no_such_thing_" + k) && !Contains("E_5"));
+    CHECK_THAT(e.log, Contains("no_such_thing_" + k));
+  }
+  CHECK_FALSE(fs::exists(mark(bad)));
+}
+
 TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cuda]") {
   if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
   tinygrad::CUDARenderer ren;

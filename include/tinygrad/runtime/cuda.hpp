@@ -51,9 +51,53 @@ class NVRTCCompiler : public Compiler {
   }
   std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
   std::string compile(const std::string& src) override {
-    bool cubin = arch_.rfind("sm_", 0) == 0;
-    auto path = dir_ / (hex64(hash_bytes(cache_key() + "\n" + src)) + (cubin ? ".cubin" : ".ptx"));
+    auto path = entry(src, cubin() ? ".cubin" : ".ptx");
     if (std::string bin = read_file(path); !bin.empty()) return bin;
+    std::string bin = nvrtc(src);
+    write_file_atomic(path, bin);
+    return bin;
+  }
+  // the sources not checked before, many kernels an NVRTC program: a program costs 50 ms here however small, a small
+  // kernel in one 3-7 ms. Sources that share their prelude (the text before the kernel) go in one program, each kernel
+  // renamed k<i>_<name>; a checked source leaves a mark in the cache. A program that fails is compiled one source at a
+  // time, so the error names the failing one
+  void check_many(const std::vector<std::string>& srcs) override {
+    std::map<std::string, std::vector<std::pair<const std::string*, std::string>>> by_prelude;  // (source, kernel)
+    std::set<std::string> seen;
+    for (auto& s : srcs) {
+      if (!seen.insert(s).second || !read_file(entry(s, ".checked")).empty() || !read_file(entry(s, cubin() ? ".cubin" : ".ptx")).empty()) continue;
+      const std::string head = "extern \"C\" __global__ ";
+      size_t at = s.rfind(head, 0) == 0 ? 0 : s.rfind("\n" + head);
+      if (at != 0 && at != std::string::npos) at++;
+      if (at == std::string::npos || s.find("__global__", at + head.size()) != std::string::npos) { compile(s); continue; }  // not one kernel: alone
+      by_prelude[s.substr(0, at)].emplace_back(&s, s.substr(at));
+    }
+    for (auto& [prelude, ks] : by_prelude) {
+      std::string all = prelude;
+      for (size_t i = 0; i < ks.size(); i++) {
+        // extern "C" __global__ void [__launch_bounds__(N)] name(
+        std::string& k = ks[i].second;
+        size_t v = k.find(" void "), paren = v == std::string::npos ? v : k.find('(', v);
+        if (paren != std::string::npos && k.compare(v + 6, 18, "__launch_bounds__(") == 0) paren = k.find('(', k.find(')', paren) + 1);
+        size_t name = paren == std::string::npos ? paren : k.rfind(' ', paren) + 1;
+        all += name == std::string::npos ? k : k.substr(0, name) + cat("k", i, "_") + k.substr(name);
+        all += "\n";
+      }
+      try {
+        nvrtc(all);
+      } catch (const CompileError&) {
+        for (auto& [src, _] : ks) compile(*src);  // throws for the one that fails
+      }
+      for (auto& [src, _] : ks) write_file_atomic(entry(*src, ".checked"), "ok\n");
+    }
+  }
+
+ private:
+  bool cubin() const { return arch_.rfind("sm_", 0) == 0; }
+  std::filesystem::path entry(const std::string& src, const char* ext) const { return dir_ / (hex64(hash_bytes(cache_key() + "\n" + src)) + ext); }
+  // src compiled: a CUBIN or PTX
+  std::string nvrtc(const std::string& src) {
+    bool cubin = this->cubin();
     std::string a = "--gpu-architecture=" + arch_;
     // NOTE: --minimal (CUDA 12.4+) skips headers our kernels never use; older NVRTCs reject it as an invalid option (5)
     for (bool minimal : {true, false}) {
@@ -73,13 +117,10 @@ class NVRTCCompiler : public Compiler {
       std::string bin(n, '\0');
       (cubin ? api_->nvrtcGetCUBIN : api_->nvrtcGetPTX)(p, bin.data());
       api_->nvrtcDestroyProgram(&p);
-      write_file_atomic(path, bin);
       return bin;
     }
     throw DeviceError("unreachable");
   }
-
- private:
   detail::NvrtcApi* api_;
   std::string arch_;
   std::filesystem::path dir_;

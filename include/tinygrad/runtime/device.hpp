@@ -111,6 +111,9 @@ struct Compiler {
     parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
     return r;
   }
+  // that the sources compile, when nothing will load them (CUDA_COMPILE_CHECK); a compiler whose fixed cost a batch
+  // shares overrides it. Throws the CompileError naming the failing source
+  virtual void check_many(const std::vector<std::string>& srcs) { compile_many(srcs); }
 };
 
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
