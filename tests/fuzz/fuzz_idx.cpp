@@ -2,7 +2,8 @@
 // arbitrary bytes, asked for the dims the file declares and for 3 (images). Every input must load, or throw
 // DatasetError; a crash, a sanitizer report or any other exception is a finding. A loaded tensor must hold the data.
 //
-// ctest runs it for 20 s over a copy of the seed corpus (test fuzz.idx, tests/fuzz/run.cmake). Longer, by hand:
+// tools/ci-sanitize runs it for 20 s over a copy of the seed corpus (test fuzz.idx of the sanitizer build, build-asan/;
+// tests/fuzz/run.cmake). Longer, by hand:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
 //       tests/fuzz/fuzz_idx.cpp -o /tmp/fuzz_idx -ldl -lpthread
 //   mkdir -p /tmp/corpus_idx && /tmp/fuzz_idx -max_total_time=600 -timeout=10 /tmp/corpus_idx tests/fuzz/corpus/idx

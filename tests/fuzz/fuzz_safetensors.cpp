@@ -2,7 +2,8 @@
 // and the metadata map) on arbitrary bytes. Every input must load, or throw nn::StateError; a crash, a sanitizer
 // report or any other exception is a finding. A loaded tensor's buffer must hold exactly its data_offsets' bytes.
 //
-// ctest runs it for 20 s over a copy of the seed corpus (test fuzz.safetensors, tests/fuzz/run.cmake). Longer, by hand:
+// tools/ci-sanitize runs it for 20 s over a copy of the seed corpus (test fuzz.safetensors of the sanitizer build, build-asan/;
+// tests/fuzz/run.cmake). Longer, by hand:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
 //       tests/fuzz/fuzz_safetensors.cpp -o /tmp/fuzz_safetensors -ldl -lpthread
 //   mkdir -p /tmp/corpus_st && /tmp/fuzz_safetensors -max_total_time=600 -timeout=10 /tmp/corpus_st tests/fuzz/corpus/safetensors
