@@ -514,6 +514,9 @@ struct Compiler {
     parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
     return r;
   }
+  // that the sources compile, when nothing will load them (CUDA_COMPILE_CHECK); a compiler whose fixed cost a batch
+  // shares overrides it. Throws the CompileError naming the failing source
+  virtual void check_many(const std::vector<std::string>& srcs) { compile_many(srcs); }
 };
 
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
@@ -829,8 +832,8 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 // The built-in devices, added to the registry on its first use rather than by static objects: a program that
 // includes the library and opens no device has none of their code compiled in (nothing runs before main, either).
 // begin include/tinygrad/runtime/cpu.hpp
-// CPU device: the system C compiler builds shared objects (cached on disk), dlopen loads them,
-// a thread pool runs the THREAD axis.
+// CPU device: the system C compiler builds object files (cached on disk) that runtime/elf.hpp places in memory (or,
+// where it cannot, shared objects that dlopen loads), a thread pool runs the THREAD axis.
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -838,6 +841,212 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 #include <condition_variable>
 #include <cstring>
 #include <thread>
+// begin include/tinygrad/runtime/elf.hpp
+// A kernel's relocatable object (ELF64, x86-64, what `cc -c -fPIC` writes) placed in memory and relocated without a
+// linker: the CPU device loads its kernels so (runtime/cpu.hpp), which saves running the linker (35 ms a kernel with
+// ld.bfd) and a dlopen. What this loader does not handle (another machine or format, a writable, TLS or common
+// section, a relocation type it does not know, a symbol the process cannot resolve, memory that cannot be made
+// executable) it refuses with the reason, and the caller links a shared object instead.
+#include <dlfcn.h>
+#include <elf.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tinygrad::detail {
+
+class ElfObject {
+ public:
+  ElfObject(const ElfObject&) = delete;
+  ElfObject& operator=(const ElfObject&) = delete;
+  ~ElfObject() { if (base_) ::munmap(base_, size_); }
+
+  // the object's sections in one mapping, relocated, then read-only and executable; nullptr with the reason in why
+  static std::unique_ptr<ElfObject> load(std::string_view blob, std::string& why) {
+    std::unique_ptr<ElfObject> obj(new ElfObject());
+    why = obj->place(blob);
+    if (!why.empty()) obj.reset();
+    return obj;
+  }
+  // a global symbol the object defines, or nullptr
+  void* find(const std::string& name) const {
+    auto it = globals_.find(name);
+    return it == globals_.end() ? nullptr : it->second;
+  }
+
+ private:
+  ElfObject() = default;
+  // a symbol the object uses but does not define: the process's (the program and what it loaded, then libm, which
+  // the kernels call for expf and the like)
+  static void* external(const char* name) {
+    static void* libm = ::dlopen("libm.so.6", RTLD_LAZY | RTLD_LOCAL);  // NOTE: never closed: its code may be in use
+    void* p = ::dlsym(RTLD_DEFAULT, name);
+    return p || !libm ? p : ::dlsym(libm, name);
+  }
+
+  std::string place(std::string_view blob) {
+    Elf64_Ehdr eh;
+    if (blob.size() < sizeof eh) return "not an ELF file";
+    std::memcpy(&eh, blob.data(), sizeof eh);
+    if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_ident[EI_DATA] != ELFDATA2LSB)
+      return "not a 64-bit little-endian ELF file";
+    if (eh.e_type != ET_REL || eh.e_machine != EM_X86_64) return "not an x86-64 relocatable object";
+    if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > blob.size() || eh.e_shnum > (blob.size() - eh.e_shoff) / sizeof(Elf64_Shdr))
+      return "its section table is out of the file";
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    if (!sh.empty()) std::memcpy(sh.data(), blob.data() + eh.e_shoff, sh.size() * sizeof(Elf64_Shdr));
+    auto in_file = [&](const Elf64_Shdr& s) { return s.sh_offset <= blob.size() && s.sh_size <= blob.size() - s.sh_offset; };
+    // the sections that are loaded, one after another at their alignment
+    constexpr size_t none = std::numeric_limits<size_t>::max();
+    std::vector<size_t> at(sh.size(), none);
+    size_t size = 0;
+    for (size_t i = 0; i < sh.size(); i++) {
+      const auto& s = sh[i];
+      if (!(s.sh_flags & SHF_ALLOC) || s.sh_size == 0) continue;
+      if (s.sh_flags & (SHF_WRITE | SHF_TLS)) return "it has a writable or thread-local section";
+      if (s.sh_type != SHT_NOBITS && !in_file(s)) return "a section is out of the file";
+      size_t align = std::max<size_t>(1, s.sh_addralign);
+      if (align > 4096 || (align & (align - 1)) || s.sh_size > (size_t(1) << 30)) return "a section's size or alignment is out of range";
+      size = (size + align - 1) & ~(align - 1);
+      at[i] = size;
+      size += s.sh_size;
+    }
+    // the symbol table and its names
+    size_t symtab = none;
+    for (size_t i = 0; i < sh.size(); i++) if (sh[i].sh_type == SHT_SYMTAB) { if (symtab != none) return "it has two symbol tables"; symtab = i; }
+    if (symtab == none) return "it has no symbol table";
+    const auto& st = sh[symtab];
+    if (st.sh_entsize != sizeof(Elf64_Sym) || !in_file(st) || st.sh_link >= sh.size() || !in_file(sh[st.sh_link])) return "its symbol table is malformed";
+    std::vector<Elf64_Sym> syms(st.sh_size / sizeof(Elf64_Sym));
+    if (!syms.empty()) std::memcpy(syms.data(), blob.data() + st.sh_offset, syms.size() * sizeof(Elf64_Sym));
+    std::string_view strtab = blob.substr(sh[st.sh_link].sh_offset, sh[st.sh_link].sh_size);
+    auto name_of = [&](const Elf64_Sym& s) -> std::string {
+      if (s.st_name >= strtab.size()) return {};
+      auto end = strtab.find('\0', s.st_name);
+      return end == std::string_view::npos ? std::string() : std::string(strtab.substr(s.st_name, end - s.st_name));
+    };
+    // the relocations of loaded sections, and what they need: a jump stub for each external function called, a GOT slot
+    // for each symbol whose address is loaded from one
+    struct Rel { size_t target; Elf64_Rela r; };
+    std::vector<Rel> rels;
+    std::map<size_t, size_t> stub, got;  // symbol index -> slot
+    for (size_t i = 0; i < sh.size(); i++) {
+      const auto& s = sh[i];
+      if (s.sh_type == SHT_REL && s.sh_info < sh.size() && at[s.sh_info] != none) return "it has REL relocations";
+      if (s.sh_type != SHT_RELA || s.sh_info >= sh.size() || at[s.sh_info] == none) continue;
+      if (s.sh_entsize != sizeof(Elf64_Rela) || !in_file(s) || s.sh_link != symtab) return "a relocation section is malformed";
+      for (size_t k = 0; k < s.sh_size / sizeof(Elf64_Rela); k++) {
+        Rel rel{s.sh_info, {}};
+        std::memcpy(&rel.r, blob.data() + s.sh_offset + k * sizeof(Elf64_Rela), sizeof(Elf64_Rela));
+        size_t sym = ELF64_R_SYM(rel.r.r_info), type = ELF64_R_TYPE(rel.r.r_info);
+        if (sym >= syms.size()) return "a relocation names no symbol";
+        size_t width = type == R_X86_64_64 || type == R_X86_64_PC64 ? 8 : 4;
+        if (rel.r.r_offset > sh[s.sh_info].sh_size || sh[s.sh_info].sh_size - rel.r.r_offset < width)
+          return "a relocation is out of its section";
+        bool ext = syms[sym].st_shndx == SHN_UNDEF;
+        if (type == R_X86_64_PC32 && ext) return "it refers to external data directly (not through the GOT)";
+        if (type == R_X86_64_PLT32 && ext) stub.emplace(sym, stub.size());
+        if (type == R_X86_64_GOTPCREL || type == R_X86_64_GOTPCRELX || type == R_X86_64_REX_GOTPCRELX) got.emplace(sym, got.size());
+        rels.push_back(rel);
+      }
+    }
+    size_t stubs_at = (size + 15) & ~size_t(15), got_at = stubs_at + 16 * stub.size();
+    size_t page = size_t(::sysconf(_SC_PAGESIZE));
+    size_ = (got_at + 8 * got.size() + page - 1) / page * page;
+    if (size_ == 0) return "it has nothing to load";
+    void* m = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED) { size_ = 0; return "mmap failed"; }
+    base_ = static_cast<char*>(m);
+    for (size_t i = 0; i < sh.size(); i++)
+      if (at[i] != none && sh[i].sh_type != SHT_NOBITS) std::memcpy(base_ + at[i], blob.data() + sh[i].sh_offset, sh[i].sh_size);
+    // every symbol's address (0 and an error for one that cannot be placed)
+    auto address = [&](size_t k, uint64_t& out) -> std::string {
+      const auto& s = syms[k];
+      if (s.st_shndx == SHN_UNDEF) {
+        std::string n = name_of(s);
+        void* p = n.empty() ? nullptr : external(n.c_str());
+        if (!p) return "the process does not define '" + n + "'";
+        out = uint64_t(reinterpret_cast<uintptr_t>(p));
+      } else if (s.st_shndx == SHN_ABS) {
+        out = s.st_value;
+      } else if (s.st_shndx < sh.size() && at[s.st_shndx] != none) {
+        out = uint64_t(reinterpret_cast<uintptr_t>(base_ + at[s.st_shndx])) + s.st_value;
+      } else {
+        return "a symbol is in a section that is not loaded";
+      }
+      return {};
+    };
+    for (auto [sym, slot] : stub) {  // jmp *0(%rip), then the address
+      uint64_t a = 0;
+      if (auto e = address(sym, a); !e.empty()) return e;
+      const unsigned char jmp[6] = {0xff, 0x25, 0, 0, 0, 0};
+      std::memcpy(base_ + stubs_at + 16 * slot, jmp, 6);
+      std::memcpy(base_ + stubs_at + 16 * slot + 6, &a, 8);
+    }
+    for (auto [sym, slot] : got) {
+      uint64_t a = 0;
+      if (auto e = address(sym, a); !e.empty()) return e;
+      std::memcpy(base_ + got_at + 8 * slot, &a, 8);
+    }
+    auto addr = [&](size_t off) { return uint64_t(reinterpret_cast<uintptr_t>(base_ + off)); };
+    for (const auto& [target, r] : rels) {
+      size_t sym = ELF64_R_SYM(r.r_info), type = ELF64_R_TYPE(r.r_info);
+      char* p = base_ + at[target] + r.r_offset;
+      uint64_t s = 0, place = uint64_t(reinterpret_cast<uintptr_t>(p)), a = uint64_t(r.r_addend);
+      auto put32 = [&](uint64_t v) {
+        auto sv = int64_t(v);
+        if (sv < std::numeric_limits<int32_t>::min() || sv > std::numeric_limits<int32_t>::max()) return false;
+        auto w = int32_t(sv);
+        std::memcpy(p, &w, 4);
+        return true;
+      };
+      switch (type) {
+        case R_X86_64_NONE: break;
+        case R_X86_64_64:
+          if (auto e = address(sym, s); !e.empty()) return e;
+          s += a;
+          std::memcpy(p, &s, 8);
+          break;
+        case R_X86_64_PC64:
+          if (auto e = address(sym, s); !e.empty()) return e;
+          s += a - place;
+          std::memcpy(p, &s, 8);
+          break;
+        case R_X86_64_PC32: case R_X86_64_PLT32:
+          if (auto it = stub.find(sym); it != stub.end()) s = addr(stubs_at + 16 * it->second);
+          else if (auto e = address(sym, s); !e.empty()) return e;
+          if (!put32(s + a - place)) return "a PC-relative relocation is out of range";
+          break;
+        case R_X86_64_GOTPCREL: case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
+          if (!put32(addr(got_at + 8 * got.at(sym)) + a - place)) return "a GOT relocation is out of range";
+          break;
+        default: return "relocation type " + std::to_string(type) + " is not handled";
+      }
+    }
+    for (size_t k = 0; k < syms.size(); k++) {
+      const auto& s = syms[k];
+      int bind = ELF64_ST_BIND(s.st_info);
+      if ((bind != STB_GLOBAL && bind != STB_WEAK) || s.st_shndx == SHN_UNDEF || s.st_shndx >= sh.size() || at[s.st_shndx] == none) continue;
+      if (std::string n = name_of(s); !n.empty()) globals_[n] = base_ + at[s.st_shndx] + s.st_value;
+    }
+    if (::mprotect(base_, size_, PROT_READ | PROT_EXEC) != 0) return "the memory cannot be made executable";
+    return {};
+  }
+
+  char* base_ = nullptr;
+  size_t size_ = 0;
+  std::map<std::string, void*> globals_;
+};
+
+}  // namespace tinygrad::detail
+// end include/tinygrad/runtime/elf.hpp
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
@@ -1048,7 +1257,8 @@ class CCompiler : public Compiler {
   std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
 
-  // every source not in the cache is compiled in one compiler process per core, linked into one .so per group
+  // every source not in the cache is compiled by one compiler process per core, to an object file each that is
+  // cached and loaded as it is (runtime/elf.hpp); those the loader refuses link into one .so per group
   std::vector<std::string> compile_many(const std::vector<std::string>& srcs) override {
     auto cmd = setup();
     std::vector<std::string> out(srcs.size());
@@ -1065,16 +1275,16 @@ class CCompiler : public Compiler {
     size_t ngroups = std::min<size_t>(usrc.size(), size_t(std::max(1u, std::thread::hardware_concurrency())));
     std::vector<std::vector<size_t>> groups(ngroups);
     for (size_t i = 0; i < usrc.size(); i++) groups[i % ngroups].push_back(i);
-    std::vector<std::string> so(ngroups);
+    std::vector<std::vector<std::string>> built(ngroups);
     std::vector<std::exception_ptr> err(ngroups);
-    parallel_for(ngroups, [&](size_t g) { try { so[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
+    parallel_for(ngroups, [&](size_t g) { try { built[g] = build(*cmd, usrc, groups[g]); } catch (...) { err[g] = std::current_exception(); } });
     for (size_t g = 0; g < ngroups; g++) {
       if (!err[g]) continue;
       try { std::rethrow_exception(err[g]); }
       catch (const CompileError&) { for (auto i : groups[g]) build(*cmd, usrc, {i}); throw; }  // name the failing kernel
     }
     for (size_t g = 0; g < ngroups; g++)
-      for (auto i : groups[g]) for (auto j : uniq[usrc[i]]) out[j] = so[g];
+      for (size_t k = 0; k < groups[g].size(); k++) for (auto j : uniq[usrc[groups[g][k]]]) out[j] = built[g][k];
     return out;
   }
 
@@ -1157,11 +1367,11 @@ class CCompiler : public Compiler {
     s.link_in = at(in), s.link_out = at(out);
     s.link = std::move(cmd);
   }
-  std::string build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
+  // the cached files of srcs[idx]: an object file each where the loader takes it, else a shared object they share
+  std::vector<std::string> build(const Setup& s, const std::vector<std::string>& srcs, const std::vector<size_t>& idx) {
     namespace fs = std::filesystem;
     uint64_t h = hash_bytes(s.key);
     for (auto i : idx) h = hash_mix(h, hash_bytes(srcs[i]));
-    std::string name = "b_" + hex64(h) + ".so";
     // NOTE: everything half-written lives in a scratch folder named by our pid, removed when done (one left by a killed
     // process is removed by the next usable_cache_dir); finished files are renamed into place
     fs::path tmp = scratch_path(dir_, "_" + hex64(h));
@@ -1173,6 +1383,17 @@ class CCompiler : public Compiler {
       std::ofstream o(f, std::ios::binary);
       if (!(o.write(data.data(), std::streamsize(data.size())) && o.flush())) throw DeviceError(cat("tinygrad: cannot write ", f));
     };
+    // a finished file into the cache, and a ref to it for each of the sources
+    auto publish = [&](const fs::path& from, const std::string& name, const std::string& data, const std::vector<size_t>& of) {
+      fs::rename(from, dir_ / name, ec);
+      if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
+      std::string ref = name + "\n" + hex64(hash_bytes(data)) + "\n";
+      for (auto i : of) {
+        put(tmp / "ref", ref);
+        fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
+      }
+      return (dir_ / name).string();
+    };
     std::call_once(s.link_once, [&] { probe_link(s, tmp); });
     auto run = [&](const std::vector<std::string>& argv, const std::string& src) {
       auto [st, log] = detail::run_process(argv);
@@ -1181,7 +1402,7 @@ class CCompiler : public Compiler {
     // NOTE: a sanitizer's report names the kernel's file and line, so with CPU_SANITIZE the sources are kept in src/
     fs::path srcdir = sanitize_.empty() ? tmp : dir_ / "src";
     fs::create_directory(srcdir, ec);
-    std::vector<std::string> files;
+    std::vector<std::string> files, out(idx.size());
     std::string all;
     for (auto i : idx) {
       auto f = srcdir / (hex64(hash_bytes(srcs[i])) + ".c");
@@ -1189,37 +1410,51 @@ class CCompiler : public Compiler {
       files.push_back(f.string());
       all += srcs[i];
     }
-    auto out = (tmp / "out.so").string();
-    if (s.link.empty()) {
+    auto so = (tmp / "out.so").string();
+    std::vector<size_t> linked;  // positions in idx of the objects that link into so
+    std::vector<std::string> objs;
+    if (!sanitize_.empty() && s.link.empty()) {  // the sanitizer's runtime: one driver call compiles and links
       std::vector<std::string> argv = s.head;
-      argv.insert(argv.end(), {"-o", out});
+      argv.insert(argv.end(), {"-o", so});
       argv.insert(argv.end(), files.begin(), files.end());
       argv.push_back("-lm");
       run(argv, all);
+      for (size_t j = 0; j < idx.size(); j++) linked.push_back(j);
     } else {
-      std::vector<std::string> objs;
       for (size_t j = 0; j < files.size(); j++) {
         std::vector<std::string> argv;
         for (auto& w : s.head) if (w != "-shared") argv.push_back(w);
-        objs.push_back((tmp / cat(j, ".o")).string());
-        argv.insert(argv.end(), {"-c", "-o", objs.back(), files[j]});
+        auto obj = (tmp / cat(j, ".o")).string();
+        argv.insert(argv.end(), {"-c", "-o", obj, files[j]});
         run(argv, srcs[idx[j]]);
+        // NOTE: with CPU_SANITIZE the kernels call the sanitizer's runtime, which an unsanitized process lacks: linked
+        std::string data = read_file(obj), why;
+        if (sanitize_.empty() && detail::ElfObject::load(data, why))
+          out[j] = publish(obj, "o_" + hex64(hash_bytes(s.key + srcs[idx[j]])) + ".o", data, {idx[j]});
+        else
+          linked.push_back(j), objs.push_back(obj);
       }
-      std::vector<std::string> argv(s.link.begin(), s.link.begin() + long(s.link_in));
-      argv.insert(argv.end(), objs.begin(), objs.end());
-      argv.insert(argv.end(), s.link.begin() + long(s.link_in) + 1, s.link.end());
-      argv[s.link_out < s.link_in ? s.link_out : s.link_out + objs.size() - 1] = out;
-      run(argv, all);
+      if (!linked.empty() && !s.link.empty()) {  // the linker the driver names
+        std::vector<std::string> argv(s.link.begin(), s.link.begin() + long(s.link_in));
+        argv.insert(argv.end(), objs.begin(), objs.end());
+        argv.insert(argv.end(), s.link.begin() + long(s.link_in) + 1, s.link.end());
+        argv[s.link_out < s.link_in ? s.link_out : s.link_out + objs.size() - 1] = so;
+        run(argv, all);
+      } else if (!linked.empty()) {  // through the driver (gcc)
+        std::vector<std::string> argv = s.head;
+        argv.insert(argv.end(), {"-o", so});
+        argv.insert(argv.end(), objs.begin(), objs.end());
+        argv.push_back("-lm");
+        run(argv, all);
+      }
     }
-    std::string data = read_file(tmp / "out.so");
-    fs::rename(tmp / "out.so", dir_ / name, ec);
-    if (ec) throw DeviceError(cat("tinygrad: cannot move a compiled kernel into ", dir_, ": ", ec.message()));
-    std::string ref = name + "\n" + hex64(hash_bytes(data)) + "\n";
-    for (auto i : idx) {
-      put(tmp / "ref", ref);
-      fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
+    if (!linked.empty()) {
+      std::vector<size_t> of;
+      for (auto j : linked) of.push_back(idx[j]);
+      std::string path = publish(so, "b_" + hex64(h) + ".so", read_file(so), of);
+      for (auto j : linked) out[j] = path;
     }
-    return (dir_ / name).string();
+    return out;
   }
   std::filesystem::path dir_;
   std::string sanitize_;
@@ -1227,15 +1462,24 @@ class CCompiler : public Compiler {
   mutable std::shared_ptr<const Setup> setup_;
 };
 
-// a kernel in a dlopen'ed shared object: void name(void** bufs, const long long* vals, int core_id, int ncores)
+// a kernel, from its object file (placed by runtime/elf.hpp) or a dlopen'ed shared object:
+// void name(void** bufs, const long long* vals, int core_id, int ncores)
 class CPUProgram : public Program {
  public:
   using Fn = void (*)(void**, const long long*, int, int);
-  CPUProgram(const std::string& name, const std::string& so_path, int threads) : threads_(threads) {
-    handle_ = ::dlopen(so_path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) throw DeviceError(cat("tinygrad: dlopen of ", so_path, " failed: ", ::dlerror()));
+  CPUProgram(const std::string& name, const std::string& path, int threads) : threads_(threads) {
+    if (path.size() > 2 && path.compare(path.size() - 2, 2, ".o") == 0) {
+      std::string why;
+      obj_ = detail::ElfObject::load(read_file(path), why);
+      if (!obj_) throw DeviceError(cat("tinygrad: cannot load the kernel object ", path, ": ", why));
+      fn_ = reinterpret_cast<Fn>(obj_->find(name));
+      if (!fn_) throw DeviceError("tinygrad: kernel " + name + " not found in " + path);
+      return;
+    }
+    handle_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) throw DeviceError(cat("tinygrad: dlopen of ", path, " failed: ", ::dlerror()));
     fn_ = reinterpret_cast<Fn>(::dlsym(handle_, name.c_str()));
-    if (!fn_) { ::dlclose(handle_); throw DeviceError("tinygrad: kernel " + name + " not found in " + so_path); }
+    if (!fn_) { ::dlclose(handle_); throw DeviceError("tinygrad: kernel " + name + " not found in " + path); }
   }
   ~CPUProgram() override { if (handle_) ::dlclose(handle_); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool) override {
@@ -1249,6 +1493,7 @@ class CPUProgram : public Program {
 
  private:
   void* handle_ = nullptr;
+  std::unique_ptr<detail::ElfObject> obj_;
   Fn fn_ = nullptr;
   int threads_;
 };
@@ -1340,9 +1585,53 @@ class NVRTCCompiler : public Compiler {
   }
   std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
   std::string compile(const std::string& src) override {
-    bool cubin = arch_.rfind("sm_", 0) == 0;
-    auto path = dir_ / (hex64(hash_bytes(cache_key() + "\n" + src)) + (cubin ? ".cubin" : ".ptx"));
+    auto path = entry(src, cubin() ? ".cubin" : ".ptx");
     if (std::string bin = read_file(path); !bin.empty()) return bin;
+    std::string bin = nvrtc(src);
+    write_file_atomic(path, bin);
+    return bin;
+  }
+  // the sources not checked before, many kernels an NVRTC program: a program costs 50 ms here however small, a small
+  // kernel in one 3-7 ms. Sources that share their prelude (the text before the kernel) go in one program, each kernel
+  // renamed k<i>_<name>; a checked source leaves a mark in the cache. A program that fails is compiled one source at a
+  // time, so the error names the failing one
+  void check_many(const std::vector<std::string>& srcs) override {
+    std::map<std::string, std::vector<std::pair<const std::string*, std::string>>> by_prelude;  // (source, kernel)
+    std::set<std::string> seen;
+    for (auto& s : srcs) {
+      if (!seen.insert(s).second || !read_file(entry(s, ".checked")).empty() || !read_file(entry(s, cubin() ? ".cubin" : ".ptx")).empty()) continue;
+      const std::string head = "extern \"C\" __global__ ";
+      size_t at = s.rfind(head, 0) == 0 ? 0 : s.rfind("\n" + head);
+      if (at != 0 && at != std::string::npos) at++;
+      if (at == std::string::npos || s.find("__global__", at + head.size()) != std::string::npos) { compile(s); continue; }  // not one kernel: alone
+      by_prelude[s.substr(0, at)].emplace_back(&s, s.substr(at));
+    }
+    for (auto& [prelude, ks] : by_prelude) {
+      std::string all = prelude;
+      for (size_t i = 0; i < ks.size(); i++) {
+        // extern "C" __global__ void [__launch_bounds__(N)] name(
+        std::string& k = ks[i].second;
+        size_t v = k.find(" void "), paren = v == std::string::npos ? v : k.find('(', v);
+        if (paren != std::string::npos && k.compare(v + 6, 18, "__launch_bounds__(") == 0) paren = k.find('(', k.find(')', paren) + 1);
+        size_t name = paren == std::string::npos ? paren : k.rfind(' ', paren) + 1;
+        all += name == std::string::npos ? k : k.substr(0, name) + cat("k", i, "_") + k.substr(name);
+        all += "\n";
+      }
+      try {
+        nvrtc(all);
+      } catch (const CompileError&) {
+        for (auto& [src, _] : ks) compile(*src);  // throws for the one that fails
+      }
+      for (auto& [src, _] : ks) write_file_atomic(entry(*src, ".checked"), "ok\n");
+    }
+  }
+
+ private:
+  bool cubin() const { return arch_.rfind("sm_", 0) == 0; }
+  std::filesystem::path entry(const std::string& src, const char* ext) const { return dir_ / (hex64(hash_bytes(cache_key() + "\n" + src)) + ext); }
+  // src compiled: a CUBIN or PTX
+  std::string nvrtc(const std::string& src) {
+    bool cubin = this->cubin();
     std::string a = "--gpu-architecture=" + arch_;
     // NOTE: --minimal (CUDA 12.4+) skips headers our kernels never use; older NVRTCs reject it as an invalid option (5)
     for (bool minimal : {true, false}) {
@@ -1362,13 +1651,10 @@ class NVRTCCompiler : public Compiler {
       std::string bin(n, '\0');
       (cubin ? api_->nvrtcGetCUBIN : api_->nvrtcGetPTX)(p, bin.data());
       api_->nvrtcDestroyProgram(&p);
-      write_file_atomic(path, bin);
       return bin;
     }
     throw DeviceError("unreachable");
   }
-
- private:
   detail::NvrtcApi* api_;
   std::string arch_;
   std::filesystem::path dir_;
@@ -6635,20 +6921,50 @@ inline const std::string* node_device(const UOp* u) {
 }
 
 // every new kernel rendered and compiled, not run, for each device whose descriptor gives a check compiler (CUDA's
-// with CUDA_COMPILE_CHECK=1), other than the one it runs on
+// with CUDA_COMPILE_CHECK=1), other than the one it runs on. The sources wait and compile in batches (check_many: NVRTC
+// compiles 64 small kernels in one program in about the time of two programs of one), of 256, and at the process's
+// exit, where a source that fails is reported and the process exits with status 1
 inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
-  struct Check { std::string device; std::unique_ptr<Renderer> ren; std::unique_ptr<Compiler> compiler; };
-  static const std::vector<Check> checks = [] {
-    std::vector<Check> r;
-    for (auto& n : device_names()) {
-      DeviceSpec spec = device_spec(n);
-      if (!spec.check_compiler) continue;
-      if (auto c = spec.check_compiler()) r.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c)});
+  struct Check {
+    std::string device;
+    std::unique_ptr<Renderer> ren;
+    std::unique_ptr<Compiler> compiler;
+    std::vector<std::string> waiting;
+    void flush() { auto w = std::move(waiting); waiting.clear(); compiler->check_many(w); }
+  };
+  struct Checks {
+    std::vector<Check> list;
+    std::mutex mu;
+    Checks() {
+      for (auto& n : device_names()) {
+        DeviceSpec spec = device_spec(n);
+        if (!spec.check_compiler) continue;
+        if (auto c = spec.check_compiler()) list.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c), {}});
+      }
     }
-    return r;
-  }();
-  for (auto& c : checks)
-    if (c.device != device_base(device)) for (auto i : todo) c.compiler->compile(to_program(ks[i].ast, *c.ren).src);
+    ~Checks() {
+      std::lock_guard lk(mu);
+      for (auto& c : list) {
+        try {
+          c.flush();
+        } catch (const std::exception& e) {
+          auto* ce = dynamic_cast<const CompileError*>(&e);
+          std::fprintf(stderr, "tinygrad: a kernel's check compile for %s failed: %s\n%s\n%s\n", c.device.c_str(), e.what(),
+                       ce ? ce->source.c_str() : "", ce ? ce->log.c_str() : "");
+          std::fflush(stderr);
+          std::_Exit(1);
+        }
+      }
+    }
+  };
+  static Checks checks;
+  if (checks.list.empty()) return;
+  std::lock_guard lk(checks.mu);
+  for (auto& c : checks.list) {
+    if (c.device == device_base(device)) continue;
+    for (auto i : todo) c.waiting.push_back(to_program(ks[i].ast, *c.ren).src);
+    if (c.waiting.size() >= 256) c.flush();
+  }
 }
 
 // compile every kernel of a schedule that is not compiled yet, in one batch
