@@ -1394,7 +1394,8 @@ class CCompiler : public Compiler {
       }
       return (dir_ / name).string();
     };
-    std::call_once(s.link_once, [&] { probe_link(s, tmp); });
+    // NOTE: asked only when something links (with CPU_SANITIZE, before compiling: how it links decides how it compiles)
+    auto probe = [&] { std::call_once(s.link_once, [&] { probe_link(s, tmp); }); };
     auto run = [&](const std::vector<std::string>& argv, const std::string& src) {
       auto [st, log] = detail::run_process(argv);
       if (st != 0) throw CompileError("tinygrad: kernel failed to compile with " + s.cc + " (" + detail::describe_wait_status(st) + ")", src, log);
@@ -1413,6 +1414,7 @@ class CCompiler : public Compiler {
     auto so = (tmp / "out.so").string();
     std::vector<size_t> linked;  // positions in idx of the objects that link into so
     std::vector<std::string> objs;
+    if (!sanitize_.empty()) probe();
     if (!sanitize_.empty() && s.link.empty()) {  // the sanitizer's runtime: one driver call compiles and links
       std::vector<std::string> argv = s.head;
       argv.insert(argv.end(), {"-o", so});
@@ -1434,6 +1436,7 @@ class CCompiler : public Compiler {
         else
           linked.push_back(j), objs.push_back(obj);
       }
+      if (!linked.empty()) probe();
       if (!linked.empty() && !s.link.empty()) {  // the linker the driver names
         std::vector<std::string> argv(s.link.begin(), s.link.begin() + long(s.link_in));
         argv.insert(argv.end(), objs.begin(), objs.end());
@@ -2749,6 +2752,11 @@ TINYGRAD_API void clear_program_cache();
 // in all (defaults: env PROGRAM_CACHE=512, SCHEDULE_CACHE=512); the least recently used are dropped, and a program is
 // released once no cached schedule or static plan holds it
 TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
+
+// CUDA_COMPILE_CHECK=1: compile the kernels still waiting for their check (they compile in batches; see
+// detail::compile_checks). Call it before the program exits (the tests' main does); throws the CompileError of a kernel
+// that fails
+TINYGRAD_API void flush_compile_checks();
 
 // TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
 struct JitProgram;  // the launches of one captured call over a table of buffers
@@ -6921,10 +6929,10 @@ inline const std::string* node_device(const UOp* u) {
 }
 
 // every new kernel rendered and compiled, not run, for each device whose descriptor gives a check compiler (CUDA's
-// with CUDA_COMPILE_CHECK=1), other than the one it runs on. The sources wait and compile in batches (check_many: NVRTC
-// compiles 64 small kernels in one program in about the time of two programs of one), of 256, and at the process's
-// exit, where a source that fails is reported and the process exits with status 1
-inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+// with CUDA_COMPILE_CHECK=1), other than the one it runs on. The sources wait and compile in batches (check_many: an
+// NVRTC program costs 50 ms however small, a small kernel in one 3-7 ms), of 256, and when flush_compile_checks() is
+// called. NOTE: not at exit: NVRTC's own state is torn down by then (it crashed in nvrtcCompileProgram)
+struct CompileChecks {
   struct Check {
     std::string device;
     std::unique_ptr<Renderer> ren;
@@ -6932,32 +6940,24 @@ inline void compile_checks(const std::string& device, const std::vector<KernelAS
     std::vector<std::string> waiting;
     void flush() { auto w = std::move(waiting); waiting.clear(); compiler->check_many(w); }
   };
-  struct Checks {
-    std::vector<Check> list;
-    std::mutex mu;
-    Checks() {
-      for (auto& n : device_names()) {
-        DeviceSpec spec = device_spec(n);
-        if (!spec.check_compiler) continue;
-        if (auto c = spec.check_compiler()) list.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c), {}});
-      }
+  std::vector<Check> list;
+  std::mutex mu;
+  CompileChecks() {
+    for (auto& n : device_names()) {
+      DeviceSpec spec = device_spec(n);
+      if (!spec.check_compiler) continue;
+      if (auto c = spec.check_compiler()) list.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c), {}});
     }
-    ~Checks() {
-      std::lock_guard lk(mu);
-      for (auto& c : list) {
-        try {
-          c.flush();
-        } catch (const std::exception& e) {
-          auto* ce = dynamic_cast<const CompileError*>(&e);
-          std::fprintf(stderr, "tinygrad: a kernel's check compile for %s failed: %s\n%s\n%s\n", c.device.c_str(), e.what(),
-                       ce ? ce->source.c_str() : "", ce ? ce->log.c_str() : "");
-          std::fflush(stderr);
-          std::_Exit(1);
-        }
-      }
-    }
-  };
-  static Checks checks;
+  }
+  ~CompileChecks() {
+    size_t n = 0;
+    for (auto& c : list) n += c.waiting.size();
+    if (n) std::fprintf(stderr, "tinygrad: %zu kernels were not check-compiled: call tinygrad::flush_compile_checks() before exit\n", n);
+  }
+  static CompileChecks& get() { static CompileChecks c; return c; }
+};
+inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+  auto& checks = CompileChecks::get();
   if (checks.list.empty()) return;
   std::lock_guard lk(checks.mu);
   for (auto& c : checks.list) {
@@ -7119,6 +7119,12 @@ TINYGRAD_API void clear_program_cache() {
   std::lock_guard lk(st.mu);
   st.schedule_cache.clear();
   st.programs.clear();
+}
+
+TINYGRAD_API void flush_compile_checks() {
+  auto& checks = detail::CompileChecks::get();
+  std::lock_guard lk(checks.mu);
+  for (auto& c : checks.list) c.flush();
 }
 
 TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {

@@ -6,6 +6,13 @@
 #define CATCH_CONFIG_RUNNER
 #include <catch2/catch.hpp>
 
+#include <tinygrad/helpers.hpp>  // CompileError
+
+namespace tinygrad {
+void flush_compile_checks();  // engine/api.hpp (the tests are a separate-compilation program; this TU stays small)
+}
+
+#include <cstdio>
 #include <cstdlib>
 
 // the sanitizer builds (tools/ci-sanitize): stop at the first finding, with a stack
@@ -22,5 +29,13 @@ int main(int argc, char** argv) {
   // PoCL builds a kernel once for any work-group size and again for the one of its first launch; the first alone
   // runs every kernel, and the suite's cold run on OpenCL takes a fifth less
   setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
-  return Catch::Session().run(argc, argv);
+  int rc = Catch::Session().run(argc, argv);
+  try {
+    tinygrad::flush_compile_checks();  // CUDA_COMPILE_CHECK=1 (unit_cuda_compile): the kernels still waiting
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "a kernel's CUDA_COMPILE_CHECK failed: %s\n", e.what());
+    if (auto* ce = dynamic_cast<const tinygrad::CompileError*>(&e)) std::fprintf(stderr, "%s\n%s\n", ce->source.c_str(), ce->log.c_str());
+    return 1;
+  }
+  return rc;
 }

@@ -19,6 +19,11 @@ TINYGRAD_API void clear_program_cache();
 // released once no cached schedule or static plan holds it
 TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 
+// CUDA_COMPILE_CHECK=1: compile the kernels still waiting for their check (they compile in batches; see
+// detail::compile_checks). Call it before the program exits (the tests' main does); throws the CompileError of a kernel
+// that fails
+TINYGRAD_API void flush_compile_checks();
+
 // TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
 struct JitProgram;  // the launches of one captured call over a table of buffers
 namespace detail {

@@ -153,10 +153,10 @@ inline const std::string* node_device(const UOp* u) {
 }
 
 // every new kernel rendered and compiled, not run, for each device whose descriptor gives a check compiler (CUDA's
-// with CUDA_COMPILE_CHECK=1), other than the one it runs on. The sources wait and compile in batches (check_many: NVRTC
-// compiles 64 small kernels in one program in about the time of two programs of one), of 256, and at the process's
-// exit, where a source that fails is reported and the process exits with status 1
-inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+// with CUDA_COMPILE_CHECK=1), other than the one it runs on. The sources wait and compile in batches (check_many: an
+// NVRTC program costs 50 ms however small, a small kernel in one 3-7 ms), of 256, and when flush_compile_checks() is
+// called. NOTE: not at exit: NVRTC's own state is torn down by then (it crashed in nvrtcCompileProgram)
+struct CompileChecks {
   struct Check {
     std::string device;
     std::unique_ptr<Renderer> ren;
@@ -164,32 +164,24 @@ inline void compile_checks(const std::string& device, const std::vector<KernelAS
     std::vector<std::string> waiting;
     void flush() { auto w = std::move(waiting); waiting.clear(); compiler->check_many(w); }
   };
-  struct Checks {
-    std::vector<Check> list;
-    std::mutex mu;
-    Checks() {
-      for (auto& n : device_names()) {
-        DeviceSpec spec = device_spec(n);
-        if (!spec.check_compiler) continue;
-        if (auto c = spec.check_compiler()) list.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c), {}});
-      }
+  std::vector<Check> list;
+  std::mutex mu;
+  CompileChecks() {
+    for (auto& n : device_names()) {
+      DeviceSpec spec = device_spec(n);
+      if (!spec.check_compiler) continue;
+      if (auto c = spec.check_compiler()) list.push_back({n, make_renderer(spec, DeviceRuntime{}), std::move(c), {}});
     }
-    ~Checks() {
-      std::lock_guard lk(mu);
-      for (auto& c : list) {
-        try {
-          c.flush();
-        } catch (const std::exception& e) {
-          auto* ce = dynamic_cast<const CompileError*>(&e);
-          std::fprintf(stderr, "tinygrad: a kernel's check compile for %s failed: %s\n%s\n%s\n", c.device.c_str(), e.what(),
-                       ce ? ce->source.c_str() : "", ce ? ce->log.c_str() : "");
-          std::fflush(stderr);
-          std::_Exit(1);
-        }
-      }
-    }
-  };
-  static Checks checks;
+  }
+  ~CompileChecks() {
+    size_t n = 0;
+    for (auto& c : list) n += c.waiting.size();
+    if (n) std::fprintf(stderr, "tinygrad: %zu kernels were not check-compiled: call tinygrad::flush_compile_checks() before exit\n", n);
+  }
+  static CompileChecks& get() { static CompileChecks c; return c; }
+};
+inline void compile_checks(const std::string& device, const std::vector<KernelAST>& ks, const std::vector<size_t>& todo) {
+  auto& checks = CompileChecks::get();
   if (checks.list.empty()) return;
   std::lock_guard lk(checks.mu);
   for (auto& c : checks.list) {
@@ -351,6 +343,12 @@ TINYGRAD_API void clear_program_cache() {
   std::lock_guard lk(st.mu);
   st.schedule_cache.clear();
   st.programs.clear();
+}
+
+TINYGRAD_API void flush_compile_checks() {
+  auto& checks = detail::CompileChecks::get();
+  std::lock_guard lk(checks.mu);
+  for (auto& c : checks.list) c.flush();
 }
 
 TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels) {

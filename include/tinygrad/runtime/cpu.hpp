@@ -357,7 +357,8 @@ class CCompiler : public Compiler {
       }
       return (dir_ / name).string();
     };
-    std::call_once(s.link_once, [&] { probe_link(s, tmp); });
+    // NOTE: asked only when something links (with CPU_SANITIZE, before compiling: how it links decides how it compiles)
+    auto probe = [&] { std::call_once(s.link_once, [&] { probe_link(s, tmp); }); };
     auto run = [&](const std::vector<std::string>& argv, const std::string& src) {
       auto [st, log] = detail::run_process(argv);
       if (st != 0) throw CompileError("tinygrad: kernel failed to compile with " + s.cc + " (" + detail::describe_wait_status(st) + ")", src, log);
@@ -376,6 +377,7 @@ class CCompiler : public Compiler {
     auto so = (tmp / "out.so").string();
     std::vector<size_t> linked;  // positions in idx of the objects that link into so
     std::vector<std::string> objs;
+    if (!sanitize_.empty()) probe();
     if (!sanitize_.empty() && s.link.empty()) {  // the sanitizer's runtime: one driver call compiles and links
       std::vector<std::string> argv = s.head;
       argv.insert(argv.end(), {"-o", so});
@@ -397,6 +399,7 @@ class CCompiler : public Compiler {
         else
           linked.push_back(j), objs.push_back(obj);
       }
+      if (!linked.empty()) probe();
       if (!linked.empty() && !s.link.empty()) {  // the linker the driver names
         std::vector<std::string> argv(s.link.begin(), s.link.begin() + long(s.link_in));
         argv.insert(argv.end(), objs.begin(), objs.end());
