@@ -519,6 +519,16 @@ struct Compiler {
   virtual void check_many(const std::vector<std::string>& srcs) { compile_many(srcs); }
 };
 
+// (prelude, kernel) of a source whose one kernel starts a line with `head` ("__kernel ", "extern \"C\" __global__ "): the
+// text before it (pragmas, helpers) and the kernel; ("", "") for any other source. The batch builds (OpenCL programs,
+// the CUDA check) put the kernels of one prelude in one program
+inline std::pair<std::string, std::string> split_kernel(const std::string& src, const std::string& head) {
+  size_t at = src.rfind(head, 0) == 0 ? 0 : src.rfind("\n" + head);
+  if (at != 0 && at != std::string::npos) at++;
+  if (at == std::string::npos || src.find(head, at + 1) != std::string::npos) return {"", ""};
+  return {src.substr(0, at), src.substr(at)};
+}
+
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
   int64_t threads = 1;                      // CPU: cores (the THREAD axis)
@@ -1603,11 +1613,9 @@ class NVRTCCompiler : public Compiler {
     std::set<std::string> seen;
     for (auto& s : srcs) {
       if (!seen.insert(s).second || !read_file(entry(s, ".checked")).empty() || !read_file(entry(s, cubin() ? ".cubin" : ".ptx")).empty()) continue;
-      const std::string head = "extern \"C\" __global__ ";
-      size_t at = s.rfind(head, 0) == 0 ? 0 : s.rfind("\n" + head);
-      if (at != 0 && at != std::string::npos) at++;
-      if (at == std::string::npos || s.find("__global__", at + head.size()) != std::string::npos) { compile(s); continue; }  // not one kernel: alone
-      by_prelude[s.substr(0, at)].emplace_back(&s, s.substr(at));
+      auto [prelude, kernel] = split_kernel(s, "extern \"C\" __global__ ");
+      if (kernel.empty()) compile(s);  // not one kernel: alone
+      else by_prelude[prelude].emplace_back(&s, std::move(kernel));
     }
     for (auto& [prelude, ks] : by_prelude) {
       std::string all = prelude;
@@ -2130,13 +2138,7 @@ class CLCompiler : public Compiler {
     d_->api->clReleaseProgram(p);
     return bin;
   }
-  // (prelude, kernel) of a source whose one kernel starts a line with "__kernel "; ("", "") for any other source
-  static std::pair<std::string, std::string> split(const std::string& src) {
-    size_t at = src.rfind("\n__kernel ");
-    at = src.rfind("__kernel ", 0) == 0 ? 0 : at == std::string::npos ? at : at + 1;
-    if (at == std::string::npos || src.find("__kernel", at + 1) != std::string::npos) return {"", ""};
-    return {src.substr(0, at), src.substr(at)};
-  }
+  static std::pair<std::string, std::string> split(const std::string& src) { return split_kernel(src, "__kernel "); }
   // the sources in one program, each kernel renamed k<i>_<name> (names may repeat): their binaries (references); a
   // single one, or one that does not split, is built alone; a batch that fails to build is built one by one, so an
   // error names its kernel

@@ -66,11 +66,9 @@ class NVRTCCompiler : public Compiler {
     std::set<std::string> seen;
     for (auto& s : srcs) {
       if (!seen.insert(s).second || !read_file(entry(s, ".checked")).empty() || !read_file(entry(s, cubin() ? ".cubin" : ".ptx")).empty()) continue;
-      const std::string head = "extern \"C\" __global__ ";
-      size_t at = s.rfind(head, 0) == 0 ? 0 : s.rfind("\n" + head);
-      if (at != 0 && at != std::string::npos) at++;
-      if (at == std::string::npos || s.find("__global__", at + head.size()) != std::string::npos) { compile(s); continue; }  // not one kernel: alone
-      by_prelude[s.substr(0, at)].emplace_back(&s, s.substr(at));
+      auto [prelude, kernel] = split_kernel(s, "extern \"C\" __global__ ");
+      if (kernel.empty()) compile(s);  // not one kernel: alone
+      else by_prelude[prelude].emplace_back(&s, std::move(kernel));
     }
     for (auto& [prelude, ks] : by_prelude) {
       std::string all = prelude;

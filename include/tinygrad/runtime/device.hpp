@@ -116,6 +116,16 @@ struct Compiler {
   virtual void check_many(const std::vector<std::string>& srcs) { compile_many(srcs); }
 };
 
+// (prelude, kernel) of a source whose one kernel starts a line with `head` ("__kernel ", "extern \"C\" __global__ "): the
+// text before it (pragmas, helpers) and the kernel; ("", "") for any other source. The batch builds (OpenCL programs,
+// the CUDA check) put the kernels of one prelude in one program
+inline std::pair<std::string, std::string> split_kernel(const std::string& src, const std::string& head) {
+  size_t at = src.rfind(head, 0) == 0 ? 0 : src.rfind("\n" + head);
+  if (at != 0 && at != std::string::npos) at++;
+  if (at == std::string::npos || src.find(head, at + 1) != std::string::npos) return {"", ""};
+  return {src.substr(0, at), src.substr(at)};
+}
+
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
   int64_t threads = 1;                      // CPU: cores (the THREAD axis)

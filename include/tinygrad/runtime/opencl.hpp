@@ -229,13 +229,7 @@ class CLCompiler : public Compiler {
     d_->api->clReleaseProgram(p);
     return bin;
   }
-  // (prelude, kernel) of a source whose one kernel starts a line with "__kernel "; ("", "") for any other source
-  static std::pair<std::string, std::string> split(const std::string& src) {
-    size_t at = src.rfind("\n__kernel ");
-    at = src.rfind("__kernel ", 0) == 0 ? 0 : at == std::string::npos ? at : at + 1;
-    if (at == std::string::npos || src.find("__kernel", at + 1) != std::string::npos) return {"", ""};
-    return {src.substr(0, at), src.substr(at)};
-  }
+  static std::pair<std::string, std::string> split(const std::string& src) { return split_kernel(src, "__kernel "); }
   // the sources in one program, each kernel renamed k<i>_<name> (names may repeat): their binaries (references); a
   // single one, or one that does not split, is built alone; a batch that fails to build is built one by one, so an
   // error names its kernel
