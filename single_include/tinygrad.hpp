@@ -528,6 +528,18 @@ inline std::pair<std::string, std::string> split_kernel(const std::string& src, 
   if (at == std::string::npos || src.find(head, at + 1) != std::string::npos) return {"", ""};
   return {src.substr(0, at), src.substr(at)};
 }
+// where a split kernel's function name is, [begin, end): `... void [__launch_bounds__(N) ]name(`; {npos, npos} for any
+// other form. The batch builds rename each kernel k<i>_<name> (names may repeat in a program)
+inline std::pair<size_t, size_t> kernel_name_span(const std::string& kernel) {
+  constexpr size_t npos = std::string::npos;
+  size_t v = kernel.find(" void "), paren = v == npos ? npos : kernel.find('(', v);
+  if (paren != npos && kernel.compare(v + 6, 18, "__launch_bounds__(") == 0) {
+    size_t close = kernel.find(')', paren);
+    paren = close == npos ? npos : kernel.find('(', close + 1);
+  }
+  if (paren == npos) return {npos, npos};
+  return {kernel.rfind(' ', paren) + 1, paren};
+}
 
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
@@ -1422,15 +1434,18 @@ class CCompiler : public Compiler {
       all += srcs[i];
     }
     auto so = (tmp / "out.so").string();
+    auto driver_link = [&](const std::vector<std::string>& inputs) {  // the driver compiles (sources) and links
+      std::vector<std::string> argv = s.head;
+      argv.insert(argv.end(), {"-o", so});
+      argv.insert(argv.end(), inputs.begin(), inputs.end());
+      argv.push_back("-lm");
+      run(argv, all);
+    };
     std::vector<size_t> linked;  // positions in idx of the objects that link into so
     std::vector<std::string> objs;
     if (!sanitize_.empty()) probe();
     if (!sanitize_.empty() && s.link.empty()) {  // the sanitizer's runtime: one driver call compiles and links
-      std::vector<std::string> argv = s.head;
-      argv.insert(argv.end(), {"-o", so});
-      argv.insert(argv.end(), files.begin(), files.end());
-      argv.push_back("-lm");
-      run(argv, all);
+      driver_link(files);
       for (size_t j = 0; j < idx.size(); j++) linked.push_back(j);
     } else {
       for (size_t j = 0; j < files.size(); j++) {
@@ -1454,11 +1469,7 @@ class CCompiler : public Compiler {
         argv[s.link_out < s.link_in ? s.link_out : s.link_out + objs.size() - 1] = so;
         run(argv, all);
       } else if (!linked.empty()) {  // through the driver (gcc)
-        std::vector<std::string> argv = s.head;
-        argv.insert(argv.end(), {"-o", so});
-        argv.insert(argv.end(), objs.begin(), objs.end());
-        argv.push_back("-lm");
-        run(argv, all);
+        driver_link(objs);
       }
     }
     if (!linked.empty()) {
@@ -1620,13 +1631,9 @@ class NVRTCCompiler : public Compiler {
     for (auto& [prelude, ks] : by_prelude) {
       std::string all = prelude;
       for (size_t i = 0; i < ks.size(); i++) {
-        // extern "C" __global__ void [__launch_bounds__(N)] name(
-        std::string& k = ks[i].second;
-        size_t v = k.find(" void "), paren = v == std::string::npos ? v : k.find('(', v);
-        if (paren != std::string::npos && k.compare(v + 6, 18, "__launch_bounds__(") == 0) paren = k.find('(', k.find(')', paren) + 1);
-        size_t name = paren == std::string::npos ? paren : k.rfind(' ', paren) + 1;
-        all += name == std::string::npos ? k : k.substr(0, name) + cat("k", i, "_") + k.substr(name);
-        all += "\n";
+        const std::string& k = ks[i].second;
+        size_t name = kernel_name_span(k).first;
+        all += (name == std::string::npos ? k : k.substr(0, name) + cat("k", i, "_") + k.substr(name)) + "\n";
       }
       try {
         nvrtc(all);
@@ -2152,11 +2159,10 @@ class CLCompiler : public Compiler {
     std::vector<std::string> names;
     for (size_t i = 0; i < srcs.size() && srcs.size() > 1; i++) {
       auto [prelude, kernel] = split(*srcs[i]);
-      size_t v = kernel.find(" void "), paren = kernel.find('(');
-      if (kernel.empty() || v == std::string::npos || paren == std::string::npos || v > paren) return alone();
-      std::string name = kernel.substr(v + 6, paren - v - 6);
-      names.push_back(cat("k", i, "_", name));
-      all += kernel.substr(0, v + 6) + names.back() + kernel.substr(paren) + "\n";
+      auto [b, e] = kernel_name_span(kernel);
+      if (kernel.empty() || b == std::string::npos) return alone();
+      names.push_back(cat("k", i, "_", kernel.substr(b, e - b)));
+      all += kernel.substr(0, b) + names.back() + kernel.substr(e) + "\n";
     }
     if (names.empty()) return alone();
     std::string prog;

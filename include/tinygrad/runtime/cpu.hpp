@@ -375,15 +375,18 @@ class CCompiler : public Compiler {
       all += srcs[i];
     }
     auto so = (tmp / "out.so").string();
+    auto driver_link = [&](const std::vector<std::string>& inputs) {  // the driver compiles (sources) and links
+      std::vector<std::string> argv = s.head;
+      argv.insert(argv.end(), {"-o", so});
+      argv.insert(argv.end(), inputs.begin(), inputs.end());
+      argv.push_back("-lm");
+      run(argv, all);
+    };
     std::vector<size_t> linked;  // positions in idx of the objects that link into so
     std::vector<std::string> objs;
     if (!sanitize_.empty()) probe();
     if (!sanitize_.empty() && s.link.empty()) {  // the sanitizer's runtime: one driver call compiles and links
-      std::vector<std::string> argv = s.head;
-      argv.insert(argv.end(), {"-o", so});
-      argv.insert(argv.end(), files.begin(), files.end());
-      argv.push_back("-lm");
-      run(argv, all);
+      driver_link(files);
       for (size_t j = 0; j < idx.size(); j++) linked.push_back(j);
     } else {
       for (size_t j = 0; j < files.size(); j++) {
@@ -407,11 +410,7 @@ class CCompiler : public Compiler {
         argv[s.link_out < s.link_in ? s.link_out : s.link_out + objs.size() - 1] = so;
         run(argv, all);
       } else if (!linked.empty()) {  // through the driver (gcc)
-        std::vector<std::string> argv = s.head;
-        argv.insert(argv.end(), {"-o", so});
-        argv.insert(argv.end(), objs.begin(), objs.end());
-        argv.push_back("-lm");
-        run(argv, all);
+        driver_link(objs);
       }
     }
     if (!linked.empty()) {

@@ -73,13 +73,9 @@ class NVRTCCompiler : public Compiler {
     for (auto& [prelude, ks] : by_prelude) {
       std::string all = prelude;
       for (size_t i = 0; i < ks.size(); i++) {
-        // extern "C" __global__ void [__launch_bounds__(N)] name(
-        std::string& k = ks[i].second;
-        size_t v = k.find(" void "), paren = v == std::string::npos ? v : k.find('(', v);
-        if (paren != std::string::npos && k.compare(v + 6, 18, "__launch_bounds__(") == 0) paren = k.find('(', k.find(')', paren) + 1);
-        size_t name = paren == std::string::npos ? paren : k.rfind(' ', paren) + 1;
-        all += name == std::string::npos ? k : k.substr(0, name) + cat("k", i, "_") + k.substr(name);
-        all += "\n";
+        const std::string& k = ks[i].second;
+        size_t name = kernel_name_span(k).first;
+        all += (name == std::string::npos ? k : k.substr(0, name) + cat("k", i, "_") + k.substr(name)) + "\n";
       }
       try {
         nvrtc(all);

@@ -125,6 +125,18 @@ inline std::pair<std::string, std::string> split_kernel(const std::string& src, 
   if (at == std::string::npos || src.find(head, at + 1) != std::string::npos) return {"", ""};
   return {src.substr(0, at), src.substr(at)};
 }
+// where a split kernel's function name is, [begin, end): `... void [__launch_bounds__(N) ]name(`; {npos, npos} for any
+// other form. The batch builds rename each kernel k<i>_<name> (names may repeat in a program)
+inline std::pair<size_t, size_t> kernel_name_span(const std::string& kernel) {
+  constexpr size_t npos = std::string::npos;
+  size_t v = kernel.find(" void "), paren = v == npos ? npos : kernel.find('(', v);
+  if (paren != npos && kernel.compare(v + 6, 18, "__launch_bounds__(") == 0) {
+    size_t close = kernel.find(')', paren);
+    paren = close == npos ? npos : kernel.find('(', close + 1);
+  }
+  if (paren == npos) return {npos, npos};
+  return {kernel.rfind(' ', paren) + 1, paren};
+}
 
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {

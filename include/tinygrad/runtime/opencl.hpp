@@ -243,11 +243,10 @@ class CLCompiler : public Compiler {
     std::vector<std::string> names;
     for (size_t i = 0; i < srcs.size() && srcs.size() > 1; i++) {
       auto [prelude, kernel] = split(*srcs[i]);
-      size_t v = kernel.find(" void "), paren = kernel.find('(');
-      if (kernel.empty() || v == std::string::npos || paren == std::string::npos || v > paren) return alone();
-      std::string name = kernel.substr(v + 6, paren - v - 6);
-      names.push_back(cat("k", i, "_", name));
-      all += kernel.substr(0, v + 6) + names.back() + kernel.substr(paren) + "\n";
+      auto [b, e] = kernel_name_span(kernel);
+      if (kernel.empty() || b == std::string::npos) return alone();
+      names.push_back(cat("k", i, "_", kernel.substr(b, e - b)));
+      all += kernel.substr(0, b) + names.back() + kernel.substr(e) + "\n";
     }
     if (names.empty()) return alone();
     std::string prog;
