@@ -6,7 +6,7 @@
 #   implementation     the one TU that compiles the library (tinygrad/impl.hpp; the CMake target tinygrad::compiled)
 #   precompiled        header-only, with <tinygrad.hpp> as a precompiled header (what CMake's target_precompile_headers
 #                      does: a header that includes it, compiled once, force-included into each TU)
-# usage (repo root): bench/compile_time.sh      (about five minutes on 2 cores; REPS=1 about three)
+# usage (repo root): bench/compile_time.sh      (about seven minutes on 2 cores; REPS=1 about four)
 set -eu
 CXX=${CXX:-g++}
 EIGEN=${EIGEN_INCLUDE:-/usr/include/eigen3}
@@ -79,4 +79,22 @@ if command -v clang++ >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; the
   crow "<tinygrad.hpp> + empty main, header-only" "$1" "$2" "$3" "$1"
   floor=$(($2 + sep_inst))
   crow "  its floor: that parse + the separate TU's instantiation" "$floor" "$2" "$sep_inst" "$floor"
+  # clang can also instantiate a precompiled header's pending templates in the header itself
+  # (-fpch-instantiate-templates, what CMake's target_precompile_headers passes to clang): a TU that uses nothing of
+  # the library then pays almost nothing; one that runs a graph still compiles the pipeline it reaches (quickstart)
+  clang_once() {  # flags... -> "user_s"
+    /usr/bin/time -f "%U" clang++ -std=c++20 -O2 -Iinclude -I"$EIGEN" "$@" 2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
+    tail -n 1 "$tmp/time"
+  }
+  printf "\n%-58s %7s %9s\n" "clang++ -O2, user s" "user s" "vs Eigen"
+  set -- $(least "$REPS" clang_once -c -o "$tmp/out.o" "$tmp/eigen.cpp")
+  cuser=$1
+  urow() { printf "%-58s %7.2f %8.2fx\n" "$1" "$2" "$(echo "$2 $cuser" | awk '{print $1 / $2}')"; }
+  urow "<Eigen/Dense> + a 2x2 matrix" "$cuser"
+  urow "the precompiled <tinygrad.hpp>, templates instantiated, once" \
+    "$(clang_once -fpch-instantiate-templates -x c++-header "$tmp/pch/tinygrad_pch.hpp" -o "$tmp/pch/clang.pch")"
+  urow "<tinygrad.hpp> + empty main, header-only, precompiled" \
+    "$(least "$REPS" clang_once -include-pch "$tmp/pch/clang.pch" -c -o "$tmp/out.o" "$tmp/empty.cpp")"
+  urow "examples/quickstart.cpp, header-only, precompiled" \
+    "$(clang_once -include-pch "$tmp/pch/clang.pch" -c -o "$tmp/out.o" examples/quickstart.cpp)"
 fi
