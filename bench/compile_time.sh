@@ -26,8 +26,8 @@ least() {  # runs command... -> the one line the command prints whose first fiel
   while [ "$i" -lt "$runs" ]; do "$@" >> "$tmp/runs"; i=$((i + 1)); done
   sort -n "$tmp/runs" | head -n 1
 }
-compile_once() {  # flags... source -> "user_s peak_KB"
-  /usr/bin/time -f "%U %M" "$CXX" -std=c++20 -Iinclude -I"$EIGEN" -c -o "$tmp/out.o" "$@" 2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
+compile_once() {  # flags... source -> "user_s peak_KB" (the compiler: $cc where set, else $CXX)
+  /usr/bin/time -f "%U %M" "${cc:-$CXX}" -std=c++20 -Iinclude -I"$EIGEN" -c -o "$tmp/out.o" "$@" 2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
   tail -n 1 "$tmp/time"
 }
 measure() {  # runs command... -> "user_s peak_MB" (the command: compile_once and its flags)
@@ -82,19 +82,15 @@ if command -v clang++ >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; the
   # clang can also instantiate a precompiled header's pending templates in the header itself
   # (-fpch-instantiate-templates, what CMake's target_precompile_headers passes to clang): a TU that uses nothing of
   # the library then pays almost nothing; one that runs a graph still compiles the pipeline it reaches (quickstart)
-  clang_once() {  # flags... -> "user_s"
-    /usr/bin/time -f "%U" clang++ -std=c++20 -O2 -Iinclude -I"$EIGEN" "$@" 2> "$tmp/time" || { cat "$tmp/time"; exit 1; }
-    tail -n 1 "$tmp/time"
-  }
-  printf "\n%-58s %7s %9s\n" "clang++ -O2, user s" "user s" "vs Eigen"
-  set -- $(least "$REPS" clang_once -c -o "$tmp/out.o" "$tmp/eigen.cpp")
-  cuser=$1
-  urow() { printf "%-58s %7.2f %8.2fx\n" "$1" "$2" "$(echo "$2 $cuser" | awk '{print $1 / $2}')"; }
-  urow "<Eigen/Dense> + a 2x2 matrix" "$cuser"
-  urow "the precompiled <tinygrad.hpp>, templates instantiated, once" \
-    "$(clang_once -fpch-instantiate-templates -x c++-header "$tmp/pch/tinygrad_pch.hpp" -o "$tmp/pch/clang.pch")"
-  urow "<tinygrad.hpp> + empty main, header-only, precompiled" \
-    "$(least "$REPS" clang_once -include-pch "$tmp/pch/clang.pch" -c -o "$tmp/out.o" "$tmp/empty.cpp")"
-  urow "examples/quickstart.cpp, header-only, precompiled" \
-    "$(clang_once -include-pch "$tmp/pch/clang.pch" -c -o "$tmp/out.o" examples/quickstart.cpp)"
+  cc=clang++
+  printf "\n%-58s %7s %7s %9s\n" "clang++ -O2, user s" "user s" "MB" "vs Eigen"
+  set -- $(measure "$REPS" compile_once -O2 "$tmp/eigen.cpp")
+  eigen=$1  # the rows below compare with clang's Eigen TU
+  print_row "<Eigen/Dense> + a 2x2 matrix" "$@"
+  print_row "the precompiled <tinygrad.hpp>, templates instantiated, once" $(measure 1 compile_once -O2 \
+    -fpch-instantiate-templates -x c++-header "$tmp/pch/tinygrad_pch.hpp" -o "$tmp/pch/clang.pch")
+  print_row "<tinygrad.hpp> + empty main, header-only, precompiled" \
+    $(measure "$REPS" compile_once -O2 -include-pch "$tmp/pch/clang.pch" "$tmp/empty.cpp")
+  print_row "examples/quickstart.cpp, header-only, precompiled" \
+    $(measure 1 compile_once -O2 -include-pch "$tmp/pch/clang.pch" examples/quickstart.cpp)
 fi
