@@ -260,3 +260,86 @@ TEST_CASE("jit: the memory planner never lets buffers alive at once share memory
   CHECK(f.program()->pool.size() == 2);
   CHECK(f.program()->bytes_planned * 3 <= f.program()->bytes_unplanned);
 }
+
+TEST_CASE("jit: a replay reads what the tensors it captured hold now, however they changed between calls", "[jit]") {
+  nn::Linear l(3, 2);
+  TinyJit f([&](const Tensor& x) { return l(x); }, "linear");
+  Tensor x = data(1, {4, 3});
+  auto same_as_eager = [&](const char* how) {
+    INFO(how);
+    Tensor y = f(x);
+    check_close(y, l(x));
+  };
+  for (int i = 0; i < 3; i++) same_as_eager("captured");
+  REQUIRE(f.captured());
+  l.weight.assign(data(2, {2, 3}));
+  same_as_eager("assign outside, realized value");
+  l.weight.assign(l.weight * 2 + 1);
+  same_as_eager("assign outside, lazy value");
+  l.bias->assign(Tensor({106.f, 215.f}));
+  same_as_eager("the bias assigned");
+  nn::load_state_dict(l, {{"weight", data(3, {2, 3})}, {"bias", data(4, {2})}});
+  same_as_eager("load_state_dict");
+  {
+    nn::optim::SGD opt(nn::get_parameters(l), 0.5);
+    TrainingScope train;
+    opt.zero_grad();
+    l(x).square().sum().backward();
+    opt.step();
+  }
+  same_as_eager("an optimizer step outside");
+  l.weight.replace(data(5, {2, 3}));
+  same_as_eager("replace on the same device");
+  same_as_eager("again");
+  CHECK(f.calls() == 10);
+
+  // a state assigned inside and outside the function: the replay starts from the value given outside
+  Tensor acc = Tensor::zeros({2}).contiguous().realize();
+  TinyJit h([&](const Tensor& v) { acc.assign(acc + v); });
+  for (int i = 0; i < 3; i++) h(Tensor::ones({2}));
+  acc.assign(Tensor({10.f, 20.f}));
+  h(Tensor::ones({2}));
+  CHECK(acc.to_vector<float>() == std::vector<float>{11, 21});
+  // a state made lazily before the first call (a constant, never realized) is a state too
+  Tensor lazy = Tensor::full({2}, 3.0);
+  TinyJit k([&](const Tensor& v) { lazy.assign(lazy * v); });
+  for (int i = 0; i < 4; i++) k(Tensor::full({2}, 2.0));
+  CHECK(lazy.to_vector<float>() == std::vector<float>{48, 48});
+  // an argument assigned inside the function: each replay assigns the argument it is given
+  TinyJit inc([](const Tensor& v) { Tensor(v).assign(v + 1); });
+  for (int i = 0; i < 4; i++) {
+    Tensor v = Tensor::full({3}, double(i));
+    inc(v);
+    CHECK(v.to_vector<float>() == std::vector<float>(3, float(i + 1)));
+  }
+}
+
+TEST_CASE("jit: a tensor the capture reads that moved to another device is an error, and the tensors stay usable", "[jit][errors]") {
+  std::string other = default_device() == "CL" ? "CPU" : "CL";
+  if (!has_device(other)) { WARN(other << " is not available here: skipped"); return; }
+  Tensor w = data(1, {3});
+  TinyJit f([&](const Tensor& x) { return x * w; }, "scale");
+  for (int i = 0; i < 3; i++) f(Tensor::ones({3}));
+  Tensor keep = w;
+  w.replace(w.to(other));
+  CHECK_THROWS_WITH(f(Tensor::ones({3})), Contains("TinyJit(scale)") && Contains("reads") && Contains(other) && Contains("new TinyJit"));
+  w.replace(w.to(default_device()));
+  check_close(f(Tensor::ones({3})), data(1, {3}));
+}
+
+TEST_CASE("jit: one tensor passed for two arguments at the capture, then two different ones", "[jit]") {
+  TinyJit f([](const Tensor& x, const Tensor& y) { return x * 10 + y; }, "twice");
+  Tensor a = Tensor({1.f});
+  auto before = a.buffer();
+  for (int i = 0; i < 3; i++) CHECK(f(a, a).item<float>() == 11);
+  CHECK(a.buffer() == before);  // the caller's tensor is untouched
+  CHECK(f(Tensor({1.f}), Tensor({5.f})).item<float>() == 15);
+  CHECK(f(Tensor({2.f}), Tensor({7.f})).item<float>() == 27);
+  Tensor b = Tensor({3.f});
+  CHECK(f(b, b).item<float>() == 33);
+  // views of one buffer are told apart too
+  TinyJit g([](const Tensor& x, const Tensor& y) { return x - y; }, "views");
+  Tensor c = Tensor({4.f, 4.f});
+  for (int i = 0; i < 3; i++) g(c, c.reshape({2}));
+  CHECK(g(Tensor({9.f, 8.f}), Tensor({1.f, 2.f})).to_vector<float>() == std::vector<float>{8, 6});
+}

@@ -178,3 +178,43 @@ TEST_CASE("search: BEAM finds kernels that compute the same values, and caches t
   CHECK(tinygrad::search_stats().searches == after.searches);
   CHECK(tinygrad::search_stats().cache_hits == after.cache_hits + 2);
 }
+
+TEST_CASE("search: a BEAM cache entry that is out of range or does not parse completely is searched again", "[search]") {
+  float k = float(unique_constant());
+  Tensor a = rnd({21, 37}, 16);
+  auto want = (a * k).sum(1).to_vector<float>();
+  OneKernel ok = one_kernel((a * k).sum(1));
+  auto& d = tinygrad::get_device("CPU");
+  Kernel kr(ok.k.ast, *d.renderer);
+  int64_t axis = kr.ranges().back()->range_id();
+  // PADTO by INT64_MAX overflowed (n + amt - 1) and passed the check; a kernel that never wrote its output
+  for (int64_t amt : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max() / 2, int64_t(74)}) {
+    INFO("PADTO amount " << amt);
+    CHECK_THROWS_AS(Kernel(ok.k.ast, *d.renderer).apply({OptOp::PADTO, axis, amt}), KernelOptError);
+    CHECK_THROWS_AS(tinygrad::apply_opt(ok.k.ast, {OptOp::PADTO, axis, amt}), KernelOptError);
+  }
+  CHECK_THROWS_WITH(Kernel(ok.k.ast, *d.renderer).apply({OptOp::UPCAST, axis, int64_t(1) << 60}), Contains("amount is not in"));
+  CHECK_NOTHROW(Kernel(ok.k.ast, *d.renderer).apply({OptOp::PADTO, axis, 40}));
+  auto file = tinygrad::beam_cache_file(ok.k.ast, d.rt, *d.renderer, 2);
+  std::string padto = std::to_string(int(OptOp::PADTO)) + " " + std::to_string(axis) + " ";
+  for (std::string entry : {padto + "9223372036854775807\nend\n", std::string("0 0"), padto + "40\n", std::string(""),
+                            padto + "40\nend\nx", padto + "4O\nend\n", padto + "40 1\nend\n", std::string("99 0 4\nend\n"),
+                            padto + "99999999999999999999\nend\n"}) {
+    INFO("cache entry '" << entry << "'");
+    tinygrad::write_file_atomic(file, entry);
+    auto before = tinygrad::search_stats();
+    auto opts = tinygrad::beam_search(ok.k.ast, d.rt, *d.renderer, 2);
+    REQUIRE(opts);
+    CHECK(tinygrad::search_stats().searches == before.searches + 1);
+    CHECK(tinygrad::search_stats().cache_hits == before.cache_hits);
+    auto got = run_each(ok, "CPU", {*opts})[0];
+    check_close(got, std::vector<double>(want.begin(), want.end()), "searched again");
+  }
+  // a complete entry is used
+  tinygrad::write_file_atomic(file, padto + "40\nend\n");
+  auto before = tinygrad::search_stats();
+  auto opts = tinygrad::beam_search(ok.k.ast, d.rt, *d.renderer, 2);
+  REQUIRE(opts);
+  CHECK(*opts == std::vector<Opt>{{OptOp::PADTO, axis, 40}});
+  CHECK(tinygrad::search_stats().cache_hits == before.cache_hits + 1);
+}

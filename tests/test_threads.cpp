@@ -153,3 +153,27 @@ TEST_CASE("threads: the CPU pool runs every index of each region once, and no wo
   }
   CHECK(late.load() == 0);
 }
+
+TEST_CASE("threads: one TinyJit called from 8 threads at once (the calls take turns), with a state it assigns", "[threads][jit]") {
+  Tensor w = Tensor(values(16, 1), {4, 4}).realize();
+  Tensor count = Tensor::zeros({1}).contiguous().realize();
+  TinyJit f([&](const Tensor& x) {
+    count.assign(count + 1);
+    return (x.matmul(w) + 1).relu().sum(1);
+  }, "shared");
+  constexpr int kCalls = 6;
+  std::vector<std::vector<std::vector<float>>> got(kThreads);
+  on_threads([&](int t) {
+    for (int c = 0; c < kCalls; c++) got[size_t(t)].push_back(f(Tensor(values(8, t * 31 + c), {2, 4})).to_vector<float>());
+  });
+  for (int t = 0; t < kThreads; t++)
+    for (int c = 0; c < kCalls; c++) {
+      Tensor x = Tensor(values(8, t * 31 + c), {2, 4});
+      auto want = (x.matmul(w) + 1).relu().sum(1).to_vector<float>();
+      REQUIRE(got[size_t(t)][size_t(c)].size() == want.size());
+      for (size_t i = 0; i < want.size(); i++) CHECK(std::abs(got[size_t(t)][size_t(c)][i] - want[i]) < 1e-5);
+    }
+  CHECK(f.calls() == kThreads * kCalls);
+  CHECK(f.captured());
+  CHECK(count.item<float>() == float(kThreads * kCalls));  // no lost update
+}

@@ -488,7 +488,8 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = fal
     return m.at(sink.get());
   }
   if (o.op == OptOp::PADTO) {
-    if (o.amt <= 1 || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
+    if (t != AxisType::LOOP && t != AxisType::REDUCE) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
+    if (o.amt <= 1 || o.amt - n >= n) throw KernelOptError(o.str() + ": the amount must be at least 2 and under twice the axis");
     // the range grows; every load whose index depends on it reads 0 past the real size, every store that
     // depends on it is skipped there (the gate also keeps the address of any access from being dereferenced)
     auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
@@ -671,6 +672,7 @@ class Kernel {
  public:
   // NOTE: register expansion (UPCAST x UNROLL x VECTOR) is capped: past it, code size grows faster than speed
   static constexpr int64_t max_expand = 256;
+  static constexpr int64_t max_amount = int64_t(1) << 48;  // any opt's amount (an axis size, an id, a tile shape)
 
   Kernel(UOpRef ast, const Renderer& ren) : ast_(ast), sink_(std::move(ast)), ren_(&ren) {}
   const UOpRef& ast() const { return ast_; }
@@ -747,6 +749,8 @@ class Kernel {
   void check(const Opt& o) const {
     using namespace detail;
     auto fail = [&](const std::string& why) { throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on ", kernel_ranges(), ": ", why)); };
+    // NOTE: amounts come from files too (BEAM's cache): bounded before any arithmetic on them
+    if (o.amt < 0 || o.amt > max_amount) fail(cat("the amount is not in [0, ", max_amount, "]"));
     int count_thread = 0, count_vector = 0, count_locals = 0, nolocals = 0;
     for (auto& p : opts_) {
       count_thread += p.op == OptOp::THREAD;
@@ -817,6 +821,7 @@ class Kernel {
     if (o.op == OptOp::PADTO) {
       if (t != AxisType::LOOP && !reduce) fail("PADTO needs a loop or reduce axis");
       if (o.amt <= 1) fail("the amount must be at least 2");
+      if (o.amt - n >= n) fail(cat("padding ", n, " to a multiple of ", o.amt, " would more than double the axis"));
       if (n % o.amt == 0) fail(cat("the axis's size ", n, " is already a multiple"));
       int64_t padded = (n + o.amt - 1) / o.amt * o.amt;
       if (padded >= 2 * n) fail(cat("padding ", n, " to ", padded, " would more than double the axis"));

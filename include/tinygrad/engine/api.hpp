@@ -30,6 +30,9 @@ namespace detail {
 // from now until jit_capture_end (or _abort), every kernel launch and copy this thread runs is recorded
 TINYGRAD_API void jit_capture_begin();
 TINYGRAD_API void jit_capture_abort();
+// realize roots with this thread's capture paused: their kernels run now and are not recorded (what a recorded call
+// reads that was made before it enters the capture as a value, never as the graph that computes it)
+TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots);
 // what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
 TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& outputs);
 // run the program again over new input buffers (as many as captured, same sizes); returns the outputs

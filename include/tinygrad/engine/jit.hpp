@@ -89,6 +89,14 @@ TINYGRAD_API void detail::jit_capture_abort() {
   capture_owner().reset();
 }
 
+TINYGRAD_API void detail::realize_uncaptured(const std::vector<UOpRef>& roots) {
+  struct Pause {
+    Capture* c = std::exchange(capturing(), nullptr);
+    ~Pause() { capturing() = c; }
+  } pause;
+  realize(roots);
+}
+
 // what a capture recorded as a program of `inputs` to `outputs`. pooled: the buffers it made for itself share planned
 // memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
 // whose cache would otherwise hold every plan's intermediates)

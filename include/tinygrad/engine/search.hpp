@@ -8,6 +8,7 @@
 // applied opts are never changed). The winner's opts are cached on disk per
 // (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
 // in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
+#include <charconv>
 #include <fstream>
 #include <unordered_set>
 #include "../codegen/codegen.hpp"
@@ -52,20 +53,37 @@ inline std::optional<std::vector<std::pair<DType, int64_t>>> kernel_buffers(cons
   return r;
 }
 
+// a cache entry: one "op axis amount" line per opt, then "end" (a truncated entry has no end line)
 inline std::string opts_text(const std::vector<Opt>& opts) {
   std::string s;
   for (auto& o : opts) s += cat(int(o.op), " ", o.axis, " ", o.amt, "\n");
-  return s;
+  return s + "end\n";
 }
+// the opts of a cache entry; nullopt unless all of it parses (whole integers, a known op, the end line). The amounts
+// are checked by Kernel::apply, as any opt's
 inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  if (!f) return std::nullopt;
+  std::string text = read_file(p);
   std::vector<Opt> r;
-  for (int64_t op, axis, amt; f >> op >> axis >> amt;) {
-    if (op < 0 || op > int64_t(last_optop)) return std::nullopt;
-    r.push_back({OptOp(op), axis, amt});
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = text.find('\n', i);
+    if (end == std::string::npos) return std::nullopt;
+    std::string_view line(text.data() + i, end - i);
+    i = end + 1;
+    if (line == "end") return i == text.size() ? std::optional(r) : std::nullopt;
+    v.clear();
+    for (size_t a = 0; a < line.size() && v.size() < 4;) {
+      size_t b = std::min(line.find(' ', a), line.size());
+      int64_t x = 0;
+      auto [ptr, ec] = std::from_chars(line.data() + a, line.data() + b, x);
+      if (ec != std::errc() || ptr != line.data() + b || a == b) return std::nullopt;
+      v.push_back(x);
+      a = b + 1;
+    }
+    if (v.size() != 3 || v[0] < 0 || v[0] > int64_t(last_optop)) return std::nullopt;
+    r.push_back({OptOp(v[0]), v[1], v[2]});
   }
-  return f.eof() ? std::optional(r) : std::nullopt;
+  return std::nullopt;
 }
 
 struct Candidate { Kernel k; double t; };
@@ -147,12 +165,17 @@ inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRu
 
 // the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
 // (its buffer sizes are not known from its indexes)
+// the cache entry of a search: per kernel AST, device, compiler, threads, width and start
+inline std::filesystem::path beam_cache_file(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
+                                             BeamStart from = beam_start_default()) {
+  std::string key = cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width,
+                        flags().tf32 ? "|tf32" : "", from == BeamStart::empty ? "|empty" : "");
+  return cache_subdir("beam") / hex64(hash_bytes(key));
+}
 inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
                                                    BeamStart from = beam_start_default()) {
   using namespace detail;
-  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width, flags().tf32 ? "|tf32" : "",
-                                         from == BeamStart::empty ? "|empty" : "")));
-  std::filesystem::path file = cache_subdir("beam") / key;
+  std::filesystem::path file = beam_cache_file(ast, rt, ren, width, from);
   if (auto opts = read_opts(file)) {
     try {
       Kernel k(ast, ren);

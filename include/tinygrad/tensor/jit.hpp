@@ -13,14 +13,21 @@
 //   for (...) step(x, y);
 //
 // What a replay sees anew: the arguments (same shapes, dtypes and devices as captured, else JitError), the current
-// value of every tensor the function assign()s (parameters, optimizer and BatchNorm state: each replay reads it and
-// assigns the new value, as a call would), fresh random numbers for rand()/dropout, and data written in place into
-// buffers it reads (Optimizer::set_lr). What it does not: C++ values (a double, a branch) and tensors made from host
-// data inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors
-// are new on every call. From the second call on, a call whose kernels differ from the one before throws JitError
-// saying how (the first call may differ: it may initialize state).
+// value of every tensor made before the call that the function reads or assign()s (weights, optimizer and BatchNorm
+// state, whatever assign(), load_state_dict, an optimizer step or replace() outside the function gave them since; each
+// replay binds it, and assigns the new value of an assigned one, as a call would), fresh random numbers for
+// rand()/dropout, and data written in place into buffers it reads (Optimizer::set_lr). A tensor it binds that moved
+// to another device is a JitError. What it does not: C++ values (a double, a branch) and tensors made from host data
+// inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors are
+// new on every call. From the second call on, a call whose kernels differ from the one before throws JitError saying
+// how (the first call may differ: it may initialize state). One tensor passed for two arguments at a recorded call
+// reaches the function as two tensors (the second over a copy), so the capture tells the arguments apart.
+// Threads: a TinyJit may be called from several threads; the calls take turns (one runs at a time).
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <tuple>
+#include <unordered_set>
 #include "tensor.hpp"
 
 namespace tinygrad {
@@ -29,15 +36,17 @@ namespace detail {
 // the non-template half: calls as vectors of tensors
 class JitCore : JitRecorder {
  public:
+  // the function, called with the tensors to pass for the arguments
+  using Run = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   explicit JitCore(std::string name) : name_(std::move(name)) {}
   ~JitCore() override = default;
   // call the function (run) on args, or replay it; returns the returned tensors
-  std::vector<Tensor> call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
+  std::vector<Tensor> call(const std::vector<Tensor>& args, const Run& run);
   int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
-  bool captured() const TINYGRAD_MEMBER_DEF({ return bool(prog_); })
-  size_t kernel_count() const TINYGRAD_MEMBER_DEF({ return prog_ ? jit_kernel_count(*prog_) : 0; })
+  bool captured() const TINYGRAD_MEMBER_DEF({ return captured_; })
+  size_t kernel_count() const TINYGRAD_MEMBER_DEF({ std::lock_guard lk(mu_); return prog_ ? jit_kernel_count(*prog_) : 0; })
   const std::string& name() const TINYGRAD_MEMBER_DEF({ return name_; })
-  const JitProgram* program() const TINYGRAD_MEMBER_DEF({ return prog_.get(); })
+  const JitProgram* program() const TINYGRAD_MEMBER_DEF({ std::lock_guard lk(mu_); return prog_.get(); })
 
  private:
   struct Sig {
@@ -47,26 +56,42 @@ class JitCore : JitRecorder {
     static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device()}; })
     bool operator==(const Sig&) const = default;
   };
-  // one recorded call: what it assigned (with the buffer it held before) and the random keys it drew
+  // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
+  // tensor's value on each replay. `seen`, `buf`: the value last bound (a replay looks the buffer up only when the
+  // tensor's graph changed)
+  struct Bound {
+    Tensor t;
+    std::shared_ptr<Buffer> captured;
+    const UOp* seen = nullptr;
+    std::shared_ptr<Buffer> buf;
+  };
+  // one recorded call: the tensors it assigned and read, and the random keys it drew
   struct Record {
-    std::vector<Tensor> states;
-    std::vector<std::shared_ptr<Buffer>> before;
+    std::vector<Bound> states, reads;
+    std::vector<size_t> assigned_args;  // the arguments it assigned (a replay assigns the ones it is given)
     std::vector<Tensor> keys;
     std::vector<int64_t> draws;
   };
   // NOTE: declared inline where the library is header-only: a non-inline virtual would be the class's key function
   // and emit the vtable, and through it the whole library, in every TU that includes it
+  TINYGRAD_API void read(const Tensor& t) override;
   TINYGRAD_API void assigned(const Tensor& t) override;
   TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
-  std::vector<Tensor> record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
+  Bound made_before(const Tensor& t);
+  std::shared_ptr<Buffer> bind(Bound& b, const char* how);
+  std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
 
   std::string name_;
-  int64_t calls_ = 0;
+  mutable std::mutex mu_;  // held by a call: calls from several threads take turns
+  std::atomic<int64_t> calls_{0};
   std::vector<Sig> in_sig_, out_sig_;  // the first call's arguments; the capture's returned tensors
   std::shared_ptr<JitProgram> prog_, prev_;
   Record cur_, rec_;  // the call being recorded; the last recorded call
+  std::unordered_set<const void*> heard_;  // the tensors (Impl) the recorded call has read or assigned so far
+  std::vector<const void*> args_;          // the recorded call's arguments (Impl)
+  std::atomic<bool> captured_{false};
 };
 
 template <class T>
@@ -110,11 +135,8 @@ class TinyJit {
   auto operator()(const A&... args) {
     using R = std::invoke_result_t<F&, const A&...>;
     std::vector<Tensor> in{detail::jit_arg(args)...};
-    auto outs = core_->call(in, [&] {
-      std::vector<Tensor> r;
-      if constexpr (std::is_void_v<R>) f_(args...);
-      else detail::jit_result<R>::flatten(f_(args...), r);
-      return r;
+    auto outs = core_->call(in, [&](const std::vector<Tensor>& use) {
+      return invoke<R>(use, std::index_sequence_for<A...>{}, args...);
     });
     if constexpr (!std::is_void_v<R>) {
       size_t i = 0;
@@ -128,6 +150,19 @@ class TinyJit {
   const JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
 
  private:
+  // f_ on the tensors `use` (the arguments, or a copy of one passed twice)
+  template <class R, class... A, size_t... I>
+  std::vector<Tensor> invoke(const std::vector<Tensor>& use, std::index_sequence<I...>, const A&... args) {
+    auto pass = [&]<class X>(const X& a, size_t i) -> X {
+      if constexpr (std::is_same_v<X, Tensor>) return use[i];
+      else if constexpr (std::is_constructible_v<X, const Tensor&>) return X(use[i]);  // aliases: the same tensor
+      else return a;
+    };
+    std::vector<Tensor> r;
+    if constexpr (std::is_void_v<R>) f_(pass(args, I)...);
+    else detail::jit_result<R>::flatten(f_(pass(args, I)...), r);
+    return r;
+  }
   F f_;
   std::unique_ptr<detail::JitCore> core_;  // NOTE: a stable address: the recorder is registered by pointer
 };
@@ -135,10 +170,41 @@ class TinyJit {
 #if TINYGRAD_DEFINE_API
 namespace detail {
 
+// a tensor made before the recorded call, as its value: a lazy one is realized now, outside the capture, so the capture
+// reads its buffer and a replay can bind whatever value the tensor has then
+TINYGRAD_API JitCore::Bound JitCore::made_before(const Tensor& t) {
+  struct Quiet {  // NOTE: what follows reads t's graph itself
+    JitRecorder* r = std::exchange(jit_recorder(), nullptr);
+    ~Quiet() { jit_recorder() = r; }
+  } quiet;
+  Tensor v = t;
+  if (!v.is_realized()) {
+    realize_uncaptured({v.impl_->uop});
+    v.adopt_realized();
+  }
+  auto b = v.buffer();
+  return Bound{v, b, v.impl_->uop.get(), b};
+}
+
+TINYGRAD_API void JitCore::read(const Tensor& t) {
+  if (heard_.insert(t.impl_.get()).second) cur_.reads.push_back(made_before(t));
+}
+
 TINYGRAD_API void JitCore::assigned(const Tensor& t) {
-  for (auto& s : cur_.states) if (s.impl_ == t.impl_) return;
-  cur_.states.push_back(t);
-  cur_.before.push_back(t.is_realized() ? t.buffer() : nullptr);
+  if (t.impl_->born == jit_call_id()) return;  // a tensor the call made: its own
+  if (auto a = std::find(args_.begin(), args_.end(), t.impl_.get()); a != args_.end()) {
+    size_t i = size_t(a - args_.begin());
+    if (std::find(cur_.assigned_args.begin(), cur_.assigned_args.end(), i) == cur_.assigned_args.end()) cur_.assigned_args.push_back(i);
+    return;
+  }
+  if (!heard_.insert(t.impl_.get()).second) {
+    auto it = std::find_if(cur_.reads.begin(), cur_.reads.end(), [&](const Bound& b) { return b.t.impl_ == t.impl_; });
+    if (it == cur_.reads.end()) return;  // assigned before
+    cur_.states.push_back(std::move(*it));  // read, then assigned: a state
+    cur_.reads.erase(it);
+    return;
+  }
+  cur_.states.push_back(made_before(t));
 }
 
 TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
@@ -146,10 +212,23 @@ TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
   cur_.draws.push_back(n);
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run) {
+// the buffer that holds b's tensor's value now, checked against the one it was captured with
+TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
+  if (b.t.impl_->uop.get() == b.seen) return b.buf;
+  auto buf = b.t.buffer();
+  auto& c = *b.captured;
+  if (buf->device != c.device || buf->dtype != c.dtype || buf->size != c.size)
+    throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()), ") is on ", buf->device,
+                       " now; it was on ", c.device, " when the function was captured. Make a new TinyJit for tensors that moved"));
+  b.seen = b.t.impl_->uop.get();
+  return b.buf = std::move(buf);
+}
+
+TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const Run& run) {
   if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
-  calls_++;
-  if (calls_ == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
+  std::lock_guard lk(mu_);
+  int64_t n = ++calls_;
+  if (n == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
@@ -161,54 +240,60 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   return prog_ ? replay(args) : record(args, run);
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run) {
-  // arguments that share a buffer (one tensor passed twice, or equal constants) get their own copy, so that the
-  // capture tells them apart
-  for (size_t i = 0; i < args.size(); i++) {
-    auto b = args[i].buffer();
+TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const Run& run) {
+  // arguments that share a buffer (one tensor passed twice, or equal constants) reach the function as tensors of their
+  // own, the later ones over a copy, so that the capture tells them apart
+  std::vector<Tensor> use = args;
+  for (size_t i = 0; i < use.size(); i++) {
+    auto b = use[i].buffer();
     for (size_t j = 0; j < i; j++) {
-      if (args[j].buffer() != b) continue;
+      if (use[j].buffer() != b) continue;
       auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
       copy_buffer(c, b);
-      Tensor t = args[i];
-      t.assign(Tensor::of_buffer(c, t.shape()));
+      use[i] = Tensor::of_buffer(c, use[i].shape());
       break;
     }
   }
+  std::vector<std::shared_ptr<Buffer>> in, out;
+  for (auto& a : use) in.push_back(a.buffer());  // NOTE: before the call, which may assign an argument
+  static std::atomic<uint64_t> ids{0};
   cur_ = Record{};
+  heard_.clear();
+  args_.clear();
+  for (auto& a : use) heard_.insert(args_.emplace_back(a.impl_.get()));  // arguments are inputs of their own
   struct Guard {  // NOTE: a throwing function ends the recording, and the tensors stay usable
     JitCore* j;
     bool done = false;
-    explicit Guard(JitCore* c) : j(c) { jit_capture_begin(); jit_recorder() = c; }
-    ~Guard() { jit_recorder() = nullptr; if (!done) jit_capture_abort(); }
+    explicit Guard(JitCore* c) : j(c) { jit_capture_begin(); jit_recorder() = c; jit_call_id() = ++ids; }
+    ~Guard() { jit_recorder() = nullptr; jit_call_id() = 0; if (!done) jit_capture_abort(); }
   } g(this);
-  std::vector<Tensor> outs = run(), all = outs;
+  std::vector<Tensor> outs = run(use), all = outs;
   jit_recorder() = nullptr;
-  // a state that had no buffer before the call is the function's own (a tensor it made and assigned)
-  Record r;
-  for (size_t i = 0; i < cur_.states.size(); i++)
-    if (cur_.before[i]) { r.states.push_back(cur_.states[i]); r.before.push_back(cur_.before[i]); }
-  r.keys = std::move(cur_.keys);
-  r.draws = std::move(cur_.draws);
-  all.insert(all.end(), r.states.begin(), r.states.end());
+  jit_call_id() = 0;
+  Record r = std::move(cur_);
+  cur_ = Record{};
+  heard_.clear();
+  args_.clear();
+  for (auto& s : r.states) all.push_back(s.t);
+  for (size_t i : r.assigned_args) all.push_back(use[i]);
   Tensor::realize_all(all);
-  std::vector<std::shared_ptr<Buffer>> in, out;
-  for (auto& a : args) in.push_back(a.buffer());
-  in.insert(in.end(), r.before.begin(), r.before.end());
+  for (auto* bs : {&r.states, &r.reads}) for (auto& b : *bs) in.push_back(b.captured);
   for (auto& k : r.keys) in.push_back(k.buffer());
   for (auto& t : all) out.push_back(t.buffer());
   g.done = true;
   auto prog = jit_capture_end(in, out);
-  cur_ = Record{};
 
   std::string why;
   if (prev_) {
     if (r.states.size() != rec_.states.size()) why = cat("the first assigned ", rec_.states.size(), " tensors, the second ", r.states.size());
+    else if (r.reads.size() != rec_.reads.size()) why = cat("the first read ", rec_.reads.size(), " tensors made before it, the second ", r.reads.size());
+    else if (r.assigned_args != rec_.assigned_args) why = "they assigned different arguments";
     else if (r.draws != rec_.draws) why = cat("the first drew ", rec_.draws.size(), " random tensors, the second ", r.draws.size());
     else why = jit_difference(*prev_, *prog);
   }
   if (prev_ && why.empty()) {
     prog_ = prog;
+    captured_ = true;
     out_sig_.clear();
     for (auto& t : outs) out_sig_.push_back(Sig::of(t));
     prev_.reset();
@@ -223,13 +308,22 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
 
 TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args) {
   std::vector<std::shared_ptr<Buffer>> in;
+  in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   for (auto& a : args) in.push_back(a.buffer());
-  for (auto& s : rec_.states) in.push_back(s.buffer());  // NOTE: realizes a state assigned lazily between calls
+  for (auto& s : rec_.states) in.push_back(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
+  for (auto& s : rec_.reads) in.push_back(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
   auto out = jit_replay(*prog_, in);
   std::vector<Tensor> r;
   for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
-  for (size_t j = 0; j < rec_.states.size(); j++) rec_.states[j].assign(Tensor::of_buffer(out[out_sig_.size() + j], rec_.states[j].shape()));
+  for (size_t j = 0; j < rec_.states.size(); j++) {
+    auto& s = rec_.states[j];
+    s.t.assign(Tensor::of_buffer(out[out_sig_.size() + j], s.t.shape()));
+    s.seen = s.t.impl_->uop.get();
+    s.buf = out[out_sig_.size() + j];
+  }
+  size_t o = out_sig_.size() + rec_.states.size();
+  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(Tensor::of_buffer(out[o++], args[i].shape()));
   return r;
 }
 

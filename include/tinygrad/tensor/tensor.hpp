@@ -12,13 +12,17 @@ namespace tinygrad {
 class Tensor;
 namespace detail {
 class JitCore;
-// what TinyJit (tensor/jit.hpp) hears of a call it records: the tensors it assigns, the random numbers it draws
+// what TinyJit (tensor/jit.hpp) hears of a call it records: the tensors it reads the value of (their graph is used)
+// and assigns, and the random numbers it draws
 struct JitRecorder {
   virtual ~JitRecorder() = default;
+  virtual void read(const Tensor& t) = 0;
   virtual void assigned(const Tensor& t) = 0;
   virtual void drew(const Tensor& key, int64_t n) = 0;
 };
 TINYGRAD_API JitRecorder*& jit_recorder() TINYGRAD_DEF({ static thread_local JitRecorder* r = nullptr; return r; })
+// the call TinyJit records on this thread (0: none); a tensor made during it is the call's own
+TINYGRAD_API uint64_t& jit_call_id() TINYGRAD_DEF({ static thread_local uint64_t id = 0; return id; })
 }  // namespace detail
 
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
@@ -33,7 +37,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {}
+  explicit Tensor(UOpRef u, std::string device)
+      : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -143,14 +148,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor& backward(std::optional<Tensor> seed = std::nullopt);
 
   // ---- properties ----
-  const UOpRef& uop() const TINYGRAD_MEMBER_DEF({ return impl_->uop; })
-  const Shape& shape() const TINYGRAD_MEMBER_DEF({ return uop()->shape; })
+  // the graph of the value (a jitted call being recorded hears that it reads this tensor)
+  const UOpRef& uop() const TINYGRAD_MEMBER_DEF({
+    if (auto* r = detail::jit_recorder(); r && impl_->born != detail::jit_call_id()) r->read(*this);
+    return impl_->uop;
+  })
+  const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
   int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; })
-  DType dtype() const TINYGRAD_MEMBER_DEF({ return uop()->dtype; })
+  DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
   int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::prod(shape()); })
-  bool is_realized() const TINYGRAD_MEMBER_DEF({ return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); })
+  bool is_realized() const TINYGRAD_MEMBER_DEF({
+    const UOp* u = impl_->uop.get();
+    return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
+  })
 
   // ---- realize and read back ----
   Tensor& realize() TINYGRAD_MEMBER_DEF({
@@ -556,6 +568,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     bool requires_grad = false;
     std::shared_ptr<Impl> grad;
     int64_t param = 0;  // the id of this tensor's parameter nodes (0: never required grad)
+    uint64_t born = 0;  // the jitted call recorded when it was made (detail::jit_call_id)
   };
   friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&, std::vector<bool>*);
   // tensors that asked for gradients, found again by backward()
