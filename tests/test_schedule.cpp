@@ -447,7 +447,8 @@ TEST_CASE("schedule cache: a repeated training-style step compiles nothing after
 TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding and a gather have no reduce loop", "[schedule]") {
   // NOTE: the ids are computed (a sum of two buffers), so no IndexError is raised when the op is built: out-of-range
   // ones read zeros, the memory-safety net below the check
-  Tensor w = Tensor::rand({1000, 16}).realize(), idx = Tensor(std::vector<int32_t>{3, 999, -2, 1000, 0}).realize() + Tensor(std::vector<int32_t>(5, 0)).realize();
+  Tensor w = Tensor::rand({1000, 16}).realize();
+  Tensor idx = Tensor(std::vector<int32_t>{3, 999, -2, 1000, 0}).realize() + Tensor(std::vector<int32_t>(5, 0));
   auto no_reduce = [](const Tensor& t) {
     std::unordered_map<const tinygrad::UOp*, int> slots;
     int n = 0;

@@ -4,10 +4,12 @@
 // that comes out must be an id of the vocabulary. A crash, a sanitizer report, any other exception or a bad id is a
 // finding.
 //
-// tools/ci-sanitize runs it for 20 s over a copy of the seed corpus (test fuzz.tokenizer of the sanitizer build). Longer:
+// tools/ci-sanitize runs it for 20 s over a copy of the seed corpus (test fuzz.tokenizer of the sanitizer build).
+// Longer, by hand:
 //   clang++ -std=c++20 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -Iinclude \
 //       tests/fuzz/fuzz_tokenizer.cpp -o /tmp/fuzz_tokenizer
-//   mkdir -p /tmp/corpus_tok && /tmp/fuzz_tokenizer -max_total_time=600 -timeout=10 /tmp/corpus_tok tests/fuzz/corpus/tokenizer
+//   mkdir -p /tmp/corpus_tok
+//   /tmp/fuzz_tokenizer -max_total_time=600 -timeout=10 /tmp/corpus_tok tests/fuzz/corpus/tokenizer
 #include <tinygrad/text/tokenizer.hpp>
 
 #include <cstdio>
@@ -35,13 +37,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       (void)tok->id_to_token(id);
     }
   };
-  std::vector<std::string> texts{"hello world, this is a test", "na\xc3\xafve \xe4\xbd\xa0\xe5\xa5\xbd [MASK] caf\xc3\xa9!", "",
-                                 std::string(bytes.substr(0, 64))};
+  std::vector<std::string> texts{"hello world, this is a test", "", std::string(bytes.substr(0, 64)),
+                                 "na\xc3\xafve \xe4\xbd\xa0\xe5\xa5\xbd [MASK] caf\xc3\xa9!"};
   for (size_t max_length : {size_t(3), size_t(256)}) {
     try {
       for (auto& t : texts) check(tok->encode(t, max_length), max_length);
       auto b = tok->encode_batch(texts, max_length);
-      if (b.ids.size() != size_t(b.batch * b.seq) || b.mask.size() != b.ids.size()) finding("batch of the wrong size:", int64_t(b.ids.size()));
+      if (b.ids.size() != size_t(b.batch * b.seq) || b.mask.size() != b.ids.size())
+        finding("batch of the wrong size:", int64_t(b.ids.size()));
       check(b.ids, b.ids.size());
     } catch (const tinygrad::Error& e) {
       if (std::string_view(e.what()).find("tinygrad::BertTokenizer::encode: max_length") != 0) throw;

@@ -185,13 +185,15 @@ struct Bert {
     if (it == d.end()) { d["embeddings.position_ids"] = embeddings.position_ids.tensor(); return; }
     const Tensor& t = it->second;
     if (!is_int(t.dtype()))
-      throw nn::StateError("tinygrad::models::Bert::load: " + file + ": embeddings.position_ids has dtype " + to_string(t.dtype()) + ", not an integer type");
+      throw nn::StateError(cat(who, file, ": embeddings.position_ids has dtype ", to_string(t.dtype()),
+                               ", not an integer type"));
     auto v = t.to_vector<int64_t>();
     for (size_t i = 0; i < v.size(); i++)
       if (v[i] != int64_t(i))
-        throw nn::StateError("tinygrad::models::Bert::load: " + file + ": embeddings.position_ids[0][" + std::to_string(i) + "] is " + std::to_string(v[i]) +
-                             ", but the positions must be 0.." + std::to_string(Positions - 1) + " in order");
+        throw nn::StateError(cat(who, file, ": embeddings.position_ids[0][", i, "] is ", v[i],
+                                 ", but the positions must be 0..", Positions - 1, " in order"));
   }
+  static constexpr const char* who = "tinygrad::models::Bert::load: ";
   static std::string shortest(double x) {  // the shortest text that reads back as x: 0.1, -1, 1e+308
     char b[32];
     return std::string(b, std::to_chars(b, b + sizeof(b), x).ptr);
@@ -213,7 +215,9 @@ struct Bert {
     if (auto& act = setting("hidden_act", Json::Str).s; act != "gelu")
       throw nn::StateError("tinygrad::models::Bert::load: " + path + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
     // the other settings that change the math, and every number in a range that means something
-    auto bad = [&](const char* key, const std::string& why) { return nn::StateError("tinygrad::models::Bert::load: " + path + ": " + key + " " + why); };
+    auto bad = [&](const char* key, const std::string& why) {
+      return nn::StateError(cat(who, path, ": ", key, " ", why));
+    };
     auto number = [&](const char* key, double lo, double hi, bool open_lo, bool required) -> double {
       const Json* v = tinygrad::detail::find(c, key);
       if (!v || v->kind == Json::Null) {
@@ -231,12 +235,16 @@ struct Bert {
     number("attention_probs_dropout_prob", 0, 1, false, false);
     number("hidden_dropout_prob", 0, 1, false, false);
     number("initializer_range", 0, 1e6, false, false);
-    if (const Json* v = tinygrad::detail::find(c, "pad_token_id"); v && v->kind != Json::Null && (v->kind != Json::Int || v->i < 0 || v->i >= Vocab))
+    auto given = [&](const char* key) {
+      const Json* v = tinygrad::detail::find(c, key);
+      return v && v->kind != Json::Null ? v : nullptr;
+    };
+    if (const Json* v = given("pad_token_id"); v && (v->kind != Json::Int || v->i < 0 || v->i >= Vocab))
       throw bad("pad_token_id", "is not a token id below vocab_size " + std::to_string(Vocab));
-    if (const Json* v = tinygrad::detail::find(c, "position_embedding_type"); v && v->kind != Json::Null && (v->kind != Json::Str || v->s != "absolute"))
+    if (const Json* v = given("position_embedding_type"); v && (v->kind != Json::Str || v->s != "absolute"))
       throw bad("position_embedding_type", "is not supported (only \"absolute\")");
     for (const char* key : {"is_decoder", "add_cross_attention"})
-      if (const Json* v = tinygrad::detail::find(c, key); v && v->kind != Json::Null && (v->kind != Json::Bool || v->b))
+      if (const Json* v = given(key); v && (v->kind != Json::Bool || v->b))
         throw bad(key, "is not supported (only false: an encoder)");
     embeddings.LayerNorm.eps = eps;
     for (auto& l : encoder.layer) l.attention.output.LayerNorm.eps = l.output.LayerNorm.eps = eps;

@@ -189,7 +189,7 @@ struct InstanceNorm : GroupNorm {
 };
 
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
-// outside [0, vocab) is an IndexError where detail::check_index_values can see it (host data: token ids), else a zero row
+// outside [0, vocab) is an IndexError where detail::check_index_values sees it (host data: token ids), else a zero row
 TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
   if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));

@@ -15,28 +15,20 @@ using TensorIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor>;
 
 namespace tinygrad::detail {
 
-// IndexError naming op, the index and the size unless every value of the integer graph `idx` lies in [0, n) (with
-// `wrap`: [-n, n), negatives count from the end); dim >= 0 names the indexed dim. The ops built on the indices keep
-// their clamp (one-hot compares) as the memory-safety net; this makes a bad index an error instead of a zero row.
-// Checked here, when the op is built: constants, arange, a dtype too narrow to leave the range, and a realized buffer in
-// host memory (a tensor made from host data: token ids), through the views that keep values (reshape, expand,
-// permute, flip, pad, widening casts; a shrink checks its whole buffer and gives up when that fails, as its slice may
-// still be fine). A buffer of 4096 or more elements is scanned once and its min and max kept, keyed by the buffer.
-// NOT checked (their out-of-range values still read zeros): indices computed lazily (argmax, arithmetic on ids),
-// indices realized on a GPU (reading them back would wait for the device), a TinyJit replay (it builds no op), and
-// values written into a buffer in place after an op was built on it (Buffer::copyin, from_blob memory).
 // the least and greatest of the first `count` values of an integer buffer in host memory; a big buffer is scanned once
-TINYGRAD_API std::optional<std::pair<i128, i128>> host_index_range(const std::shared_ptr<Buffer>& b, int64_t count) TINYGRAD_DEF({
+using IndexRange = std::optional<std::pair<i128, i128>>;
+TINYGRAD_API IndexRange host_index_range(const std::shared_ptr<Buffer>& b, int64_t count) TINYGRAD_DEF({
   struct Seen { std::weak_ptr<Buffer> buf; int64_t count; i128 mn, mx; };
   static std::mutex mu;
   static std::unordered_map<const Buffer*, Seen> seen;
   bool cache = count >= 4096;  // NOTE: a small buffer is scanned faster than looked up
   if (cache) {
     std::lock_guard lk(mu);
-    if (auto it = seen.find(b.get()); it != seen.end() && it->second.buf.lock() == b && it->second.count == count)
+    auto it = seen.find(b.get());
+    if (it != seen.end() && it->second.buf.lock() == b && it->second.count == count)
       return std::pair{it->second.mn, it->second.mx};
   }
-  std::optional<std::pair<i128, i128>> r;
+  IndexRange r;
   auto scan = [&](auto* p) {
     auto a = p[0], z = p[0];
     for (int64_t i = 1; i < count; i++) a = std::min(a, p[i]), z = std::max(z, p[i]);
@@ -63,18 +55,18 @@ TINYGRAD_API std::optional<std::pair<i128, i128>> host_index_range(const std::sh
   return r;
 })
 
-// IndexError naming op, the index and the size unless every value of the integer graph `idx` lies in [0, n) (with
+// IndexError naming op, the index and the size unless every value of the integer graph `x` lies in [0, n) (with
 // `wrap`: [-n, n), negatives count from the end); dim >= 0 names the indexed dim. The ops built on the indices keep
 // their clamp (one-hot compares) as the memory-safety net; this makes a bad index an error instead of a zero row.
-// Checked here, when the op is built: constants, arange, a dtype too narrow to leave the range, and a realized buffer in
+// Checked when the op is built: constants, arange, a dtype too narrow to leave the range, and a realized buffer in
 // host memory (a tensor made from host data: token ids), through the views that keep values (reshape, expand,
-// permute, flip, pad, widening casts; a shrink checks its whole buffer and gives up when that fails, as its slice may
-// still be fine). A buffer of 4096 or more elements is scanned once and its min and max kept, keyed by the buffer.
+// permute, flip, pad, widening casts; a shrink checks its whole buffer and gives up when that fails, as its slice
+// may still be fine). A buffer of 4096 or more elements is scanned once and its min and max kept, keyed by the buffer.
 // NOT checked (their out-of-range values still read zeros): indices computed lazily (argmax, arithmetic on ids),
 // indices realized on a GPU (reading them back would wait for the device), a TinyJit replay (it builds no op), and
 // values written into a buffer in place after an op was built on it (Buffer::copyin, from_blob memory).
-TINYGRAD_API void check_index_values(const UOpRef& idx, int64_t n, bool wrap, const char* op, int dim = -1) TINYGRAD_DEF({
-  const UOp* u = idx.get();
+TINYGRAD_API void check_index_values(const UOpRef& x, int64_t n, bool wrap, const char* op, int dim = -1) TINYGRAD_DEF({
+  const UOp* u = x.get();
   int64_t lo = wrap ? -n : 0;
   if (u->numel() == 0 || (u->dtype != DType::UInt64 && u->vmin >= lo && u->vmax < n)) return;
   bool exact = true, zero = false;  // exact: u holds every value below it; zero: a pad adds zeros
@@ -88,7 +80,7 @@ TINYGRAD_API void check_index_values(const UOpRef& idx, int64_t n, bool wrap, co
     else if (o != Ops::RESHAPE && o != Ops::EXPAND && o != Ops::PERMUTE && o != Ops::FLIP && !widen) return;  // lazy
     u = s;
   }
-  std::optional<std::pair<i128, i128>> r;
+  IndexRange r;
   if (u->op == Ops::CONST) r = std::pair<i128, i128>{u->vmin, u->vmax};
   else if (u->op == Ops::IOTA) { if (u->iarg() > 0) r = std::pair<i128, i128>{0, u->iarg() - 1}; }
   else if (std::shared_ptr<Buffer> b = u->leaf_buffer();
@@ -100,9 +92,10 @@ TINYGRAD_API void check_index_values(const UOpRef& idx, int64_t n, bool wrap, co
   if ((mn >= lo && mx < n) || !exact) return;  // NOTE: !exact: the slice in use may be in range
   i128 bad = mx >= n ? mx : mn;
   auto str = [](i128 v) { return v > INT64_MAX ? std::to_string(uint64_t(v)) : std::to_string(int64_t(v)); };
-  throw IndexError(std::string("tinygrad::") + op + ": index " + str(bad) + " is out of bounds for " +
-                   (dim >= 0 ? "dim " + std::to_string(dim) + " with size " : std::string("size ")) + std::to_string(n) +
-                   " (valid indices are " + std::to_string(lo) + ".." + std::to_string(n - 1) + ")");
+  std::string of = dim >= 0 ? "dim " + std::to_string(dim) + " with size " : std::string("size ");
+  std::string valid = " (valid indices are " + std::to_string(lo) + ".." + std::to_string(n - 1) + ")";
+  throw IndexError(std::string("tinygrad::") + op + ": index " + str(bad) + " is out of bounds for " + of +
+                   std::to_string(n) + valid);
 })
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;

@@ -152,7 +152,7 @@ class BertTokenizer {
   int32_t file_id(const tinygrad::detail::Json* j, int64_t n, const std::string& what) const {
     using tinygrad::detail::Json;
     if (!j || j->kind != Json::Int) fail(what + " is not an integer id");
-    if (j->i < 0 || j->i >= n) fail(what + " has id " + std::to_string(j->i) + ", outside the vocabulary [0, " + std::to_string(n) + ")");
+    if (j->i < 0 || j->i >= n) fail(tinygrad::cat(what, " has id ", j->i, ", outside the vocabulary [0, ", n, ")"));
     return int32_t(j->i);
   }
 
@@ -175,7 +175,9 @@ class BertTokenizer {
     for (auto& m : vocab) {
       int32_t id = file_id(&m.value, n, "model.vocab: token \"" + m.key + "\"");
       if (!vocab_.emplace(m.key, id).second) fail("model.vocab: token \"" + m.key + "\" is listed twice");
-      if (used[size_t(id)]) fail("model.vocab: id " + std::to_string(id) + " is given to both \"" + tokens_[size_t(id)] + "\" and \"" + m.key + "\"");
+      if (used[size_t(id)])
+        fail(tinygrad::cat("model.vocab: id ", id, " is given to both \"", tokens_[size_t(id)], "\" and \"", m.key,
+                           "\""));
       used[size_t(id)] = true, tokens_[size_t(id)] = m.key;
     }
     unk_ = get(*model, "unk_token", Json::Str, "model").s;
@@ -196,28 +198,32 @@ class BertTokenizer {
           if (const Json* f = find(a, k); f && f->kind == Json::Bool && f->b)
             fail("added token \"" + content + "\" sets " + k + ", which is not supported");
         if (auto it = vocab_.find(content); it != vocab_.end()) {
-          if (id->i != it->second) fail("added token \"" + content + "\" has id " + std::to_string(id->i) + " but " + std::to_string(it->second) + " in model.vocab");
-        } else if (auto it = std::find_if(extra.begin(), extra.end(), [&](auto& e) { return e.first == content; }); it == extra.end()) {
-          extra.push_back({content, id->i});
-        } else if (it->second != id->i) {
-          fail("added token \"" + content + "\" is listed with ids " + std::to_string(it->second) + " and " + std::to_string(id->i));
+          if (id->i != it->second)
+            fail(tinygrad::cat("added token \"", content, "\" has id ", id->i, " but ", it->second, " in model.vocab"));
+          continue;
         }
+        auto same = std::find_if(extra.begin(), extra.end(), [&](auto& e) { return e.first == content; });
+        if (same == extra.end()) extra.push_back({content, id->i});
+        else if (same->second != id->i)
+          fail(tinygrad::cat("added token \"", content, "\" is listed with ids ", same->second, " and ", id->i));
       }
       int64_t total = n + int64_t(extra.size());
       if (total > INT32_MAX) fail("more than 2^31 - 1 tokens");
       tokens_.resize(size_t(total));
       for (auto& [content, id] : extra) {
         if (id < n || id >= total)
-          fail("added token \"" + content + "\" has id " + std::to_string(id) + ", but the added tokens not in model.vocab must take the ids " +
-               std::to_string(n) + ".." + std::to_string(total - 1));
-        if (!tokens_[size_t(id)].empty()) fail("added tokens \"" + tokens_[size_t(id)] + "\" and \"" + content + "\" both have id " + std::to_string(id));
+          fail(tinygrad::cat("added token \"", content, "\" has id ", id,
+                             ", but the added tokens not in model.vocab must take the ids ", n, "..", total - 1));
+        if (!tokens_[size_t(id)].empty())
+          fail(tinygrad::cat("added tokens \"", tokens_[size_t(id)], "\" and \"", content, "\" both have id ", id));
         if (content.empty()) fail("an added token with id " + std::to_string(id) + " is empty");
         tokens_[size_t(id)] = content;
       }
       for (auto& a : added->arr) {
         const std::string& content = find(a, "content")->s;
         int32_t id = int32_t(find(a, "id")->i);
-        if (content.empty() || std::any_of(added_.begin(), added_.end(), [&](auto& x) { return x.utf8 == content; })) continue;
+        if (content.empty() || std::any_of(added_.begin(), added_.end(), [&](auto& x) { return x.utf8 == content; }))
+          continue;
         added_.push_back({detail::decode_utf8(content), content, id});
       }
     }
@@ -252,13 +258,15 @@ class BertTokenizer {
     } else if (post_type == "BertProcessing") {
       for (auto [key, out] : {std::pair{"cls", &prefix_}, std::pair{"sep", &suffix_}}) {
         const Json& p = get(*post, key, Json::Arr, "post_processor");
-        if (p.arr.size() != 2 || p.arr[0].kind != Json::Str) fail(std::string("post_processor: \"") + key + "\" is not a [token, id] pair");
+        if (p.arr.size() != 2 || p.arr[0].kind != Json::Str)
+          fail(std::string("post_processor: \"") + key + "\" is not a [token, id] pair");
         out->push_back(file_id(&p.arr[1], size, std::string("post_processor: \"") + key + "\""));
       }
     } else if (post_type != "none") fail("post_processor type \"" + post_type + "\" is not supported (only TemplateProcessing, BertProcessing)");
     pad_id_ = token_to_id("[PAD]") >= 0 ? token_to_id("[PAD]") : 0;
     if (const Json* pad = find(root, "padding"); pad && pad->kind == Json::Obj)
-      if (const Json* id = find(*pad, "pad_id"); id && id->kind != Json::Null) pad_id_ = file_id(id, size, "padding.pad_id");
+      if (const Json* id = find(*pad, "pad_id"); id && id->kind != Json::Null)
+        pad_id_ = file_id(id, size, "padding.pad_id");
   }
 
   // the normalized form of one code point, appended
