@@ -123,6 +123,103 @@ TEST_CASE("bert: load checks config.json and the file's tensors against the comp
   }
 }
 
+TEST_CASE("bert: load checks what config.json and the file's values mean", "[bert]") {
+  TempDir tmp("values");
+  Tiny src;
+  nn::StateDict sd;
+  Tensor::manual_seed(5);
+  for (auto& [name, t] : nn::get_state_dict(src))
+    sd[name] = name == "embeddings.position_ids" ? t.realize() : Tensor::randn(t.shape()) * 0.5;
+  std::string file = (tmp.path / "model.safetensors").string(), config = (tmp.path / "config.json").string();
+  auto save = [&](const nn::StateDict& d) { nn::safe_save(d, file); };
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string c = tiny_config();
+    c.replace(c.find(from), from.size(), to);
+    write(config, c);
+  };
+  save(sd);
+  Tiny m;
+  auto fails = [&](const std::string& what) {
+    CHECK_THROWS_MATCHES(m.load(tmp.path.string()), nn::StateError, Message("tinygrad::models::Bert::load: " + what));
+  };
+  // layer_norm_eps: -1 gave NaN, 1e308 a different answer, both silently
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": -1");
+  fails(config + ": layer_norm_eps -1 is outside (0, 0.1]");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 1e308");
+  fails(config + ": layer_norm_eps 1e+308 is outside (0, 0.1]");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 0");
+  fails(config + ": layer_norm_eps 0 is outside (0, 0.1]");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": \"small\"");
+  fails(config + ": layer_norm_eps is not a number");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 1e-12, \"hidden_dropout_prob\": 2");
+  fails(config + ": hidden_dropout_prob 2 is outside [0, 1]");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 1e-12, \"pad_token_id\": 10");
+  fails(config + ": pad_token_id is not a token id below vocab_size 10");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 1e-12, \"position_embedding_type\": \"relative_key\"");
+  fails(config + ": position_embedding_type is not supported (only \"absolute\")");
+  with("\"layer_norm_eps\": 1e-12", "\"layer_norm_eps\": 1e-12, \"is_decoder\": true");
+  fails(config + ": is_decoder is not supported (only false: an encoder)");
+  // embeddings.position_ids: 100000 gave a zero position embedding silently; HF's BertModel uses 0..15 in order
+  write(config, tiny_config());
+  nn::StateDict bad = sd;
+  std::vector<int64_t> pos(16);
+  for (int i = 0; i < 16; i++) pos[size_t(i)] = i;
+  pos[5] = 100000;
+  bad["embeddings.position_ids"] = Tensor(pos).reshape({1, 16});
+  save(bad);
+  fails(file + ": embeddings.position_ids[0][5] is 100000, but the positions must be 0..15 in order");
+  pos[5] = 6, pos[6] = 5;
+  bad["embeddings.position_ids"] = Tensor(pos).reshape({1, 16});
+  save(bad);
+  fails(file + ": embeddings.position_ids[0][5] is 6, but the positions must be 0..15 in order");
+  bad["embeddings.position_ids"] = Tensor::arange(16).reshape({1, 16}).cast(DType::Float32);
+  save(bad);
+  fails(file + ": embeddings.position_ids has dtype dtypes.float32, not an integer type");
+  // a file without it (newer checkpoints leave the buffer out) loads, with the same answer
+  std::vector<int32_t> ids{1, 5, 7, 9, 2}, mask{1, 1, 1, 1, 1};
+  save(sd);
+  m.load(tmp.path.string());
+  auto want = m(ids_of(ids, 1, 5, default_device()), ids_of(mask, 1, 5, default_device())).to_vector<float>();
+  bad = sd;
+  bad.erase("embeddings.position_ids");
+  save(bad);
+  Tiny m2;
+  m2.load(tmp.path.string());
+  CHECK(m2(ids_of(ids, 1, 5, default_device()), ids_of(mask, 1, 5, default_device())).to_vector<float>() == want);
+}
+
+TEST_CASE("bert: token ids outside the vocabulary are an IndexError, and the model still works", "[bert]") {
+  Tiny m;
+  auto run = [&](std::vector<int32_t> ids) {
+    int64_t n = int64_t(ids.size());
+    return m(ids_of(ids, 1, n, "CPU"), ids_of(std::vector<int32_t>(ids.size(), 1), 1, n, "CPU"));
+  };
+  auto msg = [](const std::string& i) {
+    return Message("tinygrad::nn::embedding: index " + i + " is out of bounds for size 10 (valid indices are 0..9)");
+  };
+  CHECK_THROWS_MATCHES(run({1, 10, 2}), IndexError, msg("10"));
+  CHECK_THROWS_MATCHES(run({1, -1, 2}), IndexError, msg("-1"));
+  CHECK_THROWS_MATCHES(run({INT32_MAX}), IndexError, msg("2147483647"));
+  CHECK(run({1, 9, 2}).tensor().shape() == Shape{1, 3, 8});
+}
+
+TEST_CASE("bert: all-MiniLM-L6-v2 refuses ids 30522, -1 and INT32_MAX", "[bert][model]") {
+  TG_REQUIRE_MINILM(dir);
+  models::MiniLM_L6 m;
+  m.load(*dir, "CPU");
+  auto embed = [&](std::vector<int32_t> ids) {
+    return m.embed(ids_of(ids, 1, 3, "CPU"), ids_of({1, 1, 1}, 1, 3, "CPU")).to_vector<float>();
+  };
+  for (int32_t bad : {30522, -1, INT32_MAX})
+    CHECK_THROWS_MATCHES(embed({101, bad, 102}), IndexError,
+                         Message("tinygrad::nn::embedding: index " + std::to_string(bad) +
+                                 " is out of bounds for size 30522 (valid indices are 0..30521)"));
+  auto e = embed({101, 7592, 102});  // "hello"
+  double n = 0;
+  for (float x : e) n += double(x) * x;
+  CHECK(n == Approx(1.0).margin(1e-5));
+}
+
 TEST_CASE("bert: more tokens than positions is a ShapeError", "[bert]") {
   Tiny m;
   std::vector<int32_t> ids(17, 1);

@@ -208,6 +208,55 @@ TEST_CASE("errors: slice and shrink out of bounds", "[errors]") {
   still_works();
 }
 
+TEST_CASE("errors: an index value out of range is an IndexError naming the op, the index and the size", "[errors]") {
+  using tinygrad::IndexError;
+  using tinygrad::nn::embedding;
+  // a MiniLM-sized table: 30522 rows; ids made from host data (a tokenizer's) are checked when the op is built
+  Tensor w = Tensor::arange(30522 * 2).reshape({30522, 2}).cast(DType::Float32);
+  auto ids = [](std::vector<int64_t> v) { return Tensor(v).reshape({1, int64_t(v.size())}); };
+  auto emb = [&](const Tensor& i) { return thrown<IndexError>([&] { (void)embedding(i, w); }); };
+  auto msg = [](const std::string& i) {
+    return "tinygrad::nn::embedding: index " + i + " is out of bounds for size 30522 (valid indices are 0..30521)";
+  };
+  CHECK(emb(ids({101, 30522, 102})) == msg("30522"));
+  CHECK(emb(ids({-1})) == msg("-1"));
+  CHECK(emb(ids({INT32_MAX})) == msg("2147483647"));
+  CHECK(emb(Tensor(std::vector<int32_t>{5, INT32_MIN})) == msg("-2147483648"));
+  CHECK(emb(Tensor(std::vector<uint64_t>{UINT64_MAX})) == msg("18446744073709551615"));
+  CHECK(emb(Tensor::full({3}, 40000, DType::Int32)) == msg("40000"));
+  // a big buffer: scanned once (its min and max are kept), still an error the second time; the views of it too
+  std::vector<int32_t> many(100000, 7);
+  many[77777] = 30522;
+  Tensor big(many);
+  for (int k = 0; k < 2; k++) CHECK(emb(big) == msg("30522"));
+  CHECK(emb(big.reshape({1000, 100}).permute({1, 0}).cast(DType::Int64)) == msg("30522"));
+  // in range: the right rows, and everything usable after the errors
+  CHECK(embedding(ids({0, 30521, 7}), w).to_vector<float>() == std::vector<float>{0, 1, 61042, 61043, 14, 15});
+  CHECK(embedding(big.shrink({{0, 2}}), w).to_vector<float>() == std::vector<float>{14, 15, 14, 15});
+  // the other ops that take indices: gather, scatter, scatter_reduce, getitem (negatives count from the end), one_hot
+  Tensor a = f32({3, 4}), i2 = Tensor(std::vector<int32_t>{0, 4}).reshape({1, 2});
+  auto i32 = [](std::vector<int32_t> v) { return Tensor(v); };
+  CHECK(thrown<IndexError>([&] { (void)a.gather(1, i2); }) ==
+        "tinygrad::gather: index 4 is out of bounds for dim 1 with size 4 (valid indices are 0..3)");
+  CHECK(thrown<IndexError>([&] { (void)a.scatter(0, i2, 1.0); }) ==
+        "tinygrad::scatter: index 4 is out of bounds for dim 0 with size 3 (valid indices are 0..2)");
+  CHECK_THAT(thrown<IndexError>([&] { (void)a.scatter_reduce(0, i2, f32({1, 2}), "sum"); }),
+             Contains("tinygrad::scatter_reduce: index 4"));
+  CHECK(thrown<IndexError>([&] { (void)a[i32({-4})]; }) ==
+        "tinygrad::getitem: index -4 is out of bounds for dim 0 with size 3 (valid indices are -3..2)");
+  CHECK_THAT(thrown<IndexError>([&] { (void)a[{Slice{}, i32({1, 4})}]; }),
+             Contains("getitem: index 4") && Contains("dim 1 with size 4"));
+  CHECK(thrown<IndexError>([&] { (void)i32({0, 3}).one_hot(3); }) ==
+        "tinygrad::one_hot: index 3 is out of bounds for size 3 (valid indices are 0..2)");
+  CHECK_THAT(thrown<IndexError>([&] { (void)i32({-1, 2}).one_hot(); }), Contains("one_hot: index -1"));
+  CHECK(a[i32({-3, 2})].shape() == Shape{2, 4});
+  CHECK(i32({2, 0}).one_hot(3).to_vector<int>() == std::vector<int>{0, 0, 1, 1, 0, 0});
+  // a narrow dtype that cannot leave the range is not even scanned; indices computed lazily are not checked (zeros)
+  CHECK(embedding(Tensor(std::vector<uint8_t>{255}), w).to_vector<float>() == std::vector<float>{510, 511});
+  CHECK(embedding(ids({30521}) + 1, w).to_vector<float>() == std::vector<float>{0, 0});
+  still_works();
+}
+
 TEST_CASE("errors: item() on a non-scalar, dtype errors", "[errors]") {
   auto m = thrown<tinygrad::ShapeError>([&] { (void)f32({2, 2}).item<float>(); });
   CHECK_THAT(m, Contains("item") && Contains("(2, 2)"));

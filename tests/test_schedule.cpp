@@ -445,7 +445,10 @@ TEST_CASE("schedule cache: a repeated training-style step compiles nothing after
 }
 
 TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding and a gather have no reduce loop", "[schedule]") {
-  Tensor w = Tensor::rand({1000, 16}).realize(), idx = Tensor(std::vector<int32_t>{3, 999, -2, 1000, 0}).realize();
+  // NOTE: the ids are computed (a sum of two buffers), so no IndexError is raised when the op is built: out-of-range
+  // ones read zeros, the memory-safety net below the check
+  Tensor w = Tensor::rand({1000, 16}).realize();
+  Tensor idx = Tensor(std::vector<int32_t>{3, 999, -2, 1000, 0}).realize() + Tensor(std::vector<int32_t>(5, 0));
   auto no_reduce = [](const Tensor& t) {
     std::unordered_map<const tinygrad::UOp*, int> slots;
     int n = 0;
@@ -461,6 +464,7 @@ TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding 
   for (int i = 0; i < 5; i++)
     for (int k = 0; k < 16; k++) CHECK(ev[size_t(i * 16 + k)] == (ids[i] >= 0 && ids[i] < 1000 ? wv[size_t(ids[i] * 16 + k)] : 0.0f));
   Tensor g = w.gather(0, Tensor(std::vector<int32_t>{7, 0, 999, 5}).reshape({2, 2}));
+  CHECK_THROWS_AS(tinygrad::nn::embedding(Tensor(std::vector<int32_t>{3, 1000}), w), tinygrad::IndexError);
   CHECK(no_reduce(g));
   auto gv = g.to_vector<float>();
   CHECK(gv == std::vector<float>{wv[7 * 16], wv[1], wv[999 * 16 + 0], wv[5 * 16 + 1]});

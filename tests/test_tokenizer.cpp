@@ -164,3 +164,84 @@ TEST_CASE("tokenizer: bad files are StateErrors naming the file and the problem"
   expect("unk.json", replaced(R"("unk_token":"[UNK]")", R"("unk_token":"[NOPE]")"), "token \"[NOPE]\" is not in the vocabulary");
   fs::remove_all(tmp);
 }
+
+// tests/fuzz/corpus/tokenizer/minilm_small.json: all-MiniLM-L6-v2's tokenizer.json with 235 of its tokens, renumbered
+TEST_CASE("tokenizer: every id the file gives is an integer id of its vocabulary", "[tokenizer]") {
+  std::string seed = std::string(TG_TEST_SOURCE_DIR) + "/tests/fuzz/corpus/tokenizer/minilm_small.json";
+  fs::path tmp = fs::temp_directory_path() / ("tg_tokenizer_ids_" + std::to_string(::getpid()));
+  fs::create_directories(tmp);
+  auto text = [&](const std::string& name, const std::string& content) {
+    std::string path = (tmp / name).string();
+    std::ofstream(path, std::ios::binary) << content;
+    return path;
+  };
+  std::string real = read_text(seed);
+  auto replaced = [&](const std::string& from, const std::string& to) {
+    std::string s = real;
+    size_t at = s.find(from);
+    REQUIRE(at != std::string::npos);
+    return s.replace(at, from.size(), to);
+  };
+  auto expect = [&](const std::string& name, const std::string& content, const std::string& what) {
+    std::string path = text(name, content);
+    INFO("file " << path << ", expecting '" << what << "'");
+    try {
+      BertTokenizer::from_file(path);
+      FAIL("loaded");
+    } catch (const tinygrad::nn::StateError& e) {
+      INFO(e.what());
+      CHECK(std::string(e.what()) == "tinygrad::BertTokenizer: " + path + ": " + what);
+    }
+  };
+  auto ok = BertTokenizer::from_file(seed);
+  REQUIRE(ok.vocab_size() == 235);
+  REQUIRE(ok.encode("hello world [MASK]") == std::vector<int32_t>{101, 215, 216, 103, 102});
+  const std::string cls = R"("[CLS]":{"id":"[CLS]","ids":[101])", outside = ", outside the vocabulary [0, 235)";
+  auto cls_ids = [&](const std::string& ids) { return replaced(cls, R"("[CLS]":{"id":"[CLS]","ids":[)" + ids + "]"); };
+  const std::string special = "post_processor: special token \"[CLS]\" ";
+  expect("cls_neg.json", cls_ids("-5"), special + "has id -5" + outside);
+  expect("cls_big.json", cls_ids("1099511627783"), special + "has id 1099511627783" + outside);  // 2^40 + 7: was 7
+  expect("cls_past.json", cls_ids("235"), special + "has id 235" + outside);
+  expect("cls_frac.json", cls_ids("101.5"), special + "is not an integer id");
+  expect("cls_float.json", cls_ids("1e2"), special + "is not an integer id");
+  expect("cls_huge.json", cls_ids("99999999999999999999"),
+         "malformed JSON: integer too large at byte " + std::to_string(real.find(cls) + cls.size() - 4 + 20));
+  expect("pad_neg.json", replaced(R"("pad_id":0)", R"("pad_id":-7)"), "padding.pad_id has id -7" + outside);
+  expect("pad_str.json", replaced(R"("pad_id":0)", R"("pad_id":"0")"), "padding.pad_id is not an integer id");
+  expect("bert_proc.json",
+         replaced(R"("post_processor":{)",
+                  R"("post_processor":{"type":"BertProcessing","sep":["[SEP]",102],"cls":["[CLS]",-5]},"x":{)"),
+         "post_processor: \"cls\" has id -5" + outside);
+  // the vocabulary numbers its tokens 0..N-1: no table sized by an id (2^24 - 1 once allocated 528 MB)
+  const std::string hello = R"("hello":215)";
+  expect("vocab_sparse.json", replaced(hello, R"("hello":16777215)"),
+         "model.vocab: token \"hello\" has id 16777215" + outside);
+  expect("vocab_neg.json", replaced(hello, R"("hello":-1)"), "model.vocab: token \"hello\" has id -1" + outside);
+  expect("vocab_dup_id.json", replaced(hello, R"("hello":5)"),
+         "model.vocab: id 5 is given to both \"[unused4]\" and \"hello\"");
+  expect("vocab_dup_token.json", replaced(R"("world":216)", R"("hello":216,"world":216)"),
+         "model.vocab: token \"hello\" is listed twice");
+  expect("chars.json", replaced(R"("max_input_chars_per_word":100)", R"("max_input_chars_per_word":-1)"),
+         "model.max_input_chars_per_word is not a count");
+  // added tokens: those in the vocabulary keep its id, the others number on from N
+  expect("added_moved.json", replaced(R"("id":100,)", R"("id":7,)"),
+         "added token \"[UNK]\" has id 7 but 100 in model.vocab");
+  const std::string added = R"("added_tokens":[)";
+  auto with_added = [&](const std::string& entries) { return replaced(added, added + entries); };
+  expect("added_far.json", with_added(R"({"id":300,"content":"<x>","special":true},)"),
+         "added token \"<x>\" has id 300, but the added tokens not in model.vocab must take the ids 235..235");
+  expect("added_twice.json", with_added(R"({"id":235,"content":"<x>"},{"id":236,"content":"<x>"},)"),
+         "added token \"<x>\" is listed with ids 235 and 236");
+  expect("added_same_id.json", with_added(R"({"id":235,"content":"<x>"},{"id":235,"content":"<y>"},)"),
+         "added tokens \"<x>\" and \"<y>\" both have id 235");
+  auto extra = BertTokenizer::from_file(
+      text("added_ok.json", with_added(R"({"id":236,"content":"<y>"},{"id":235,"content":"<x>"},)")));
+  REQUIRE(extra.vocab_size() == 237);
+  REQUIRE(extra.encode("hello<y>world<x>") == std::vector<int32_t>{101, 215, 236, 216, 235, 102});
+  REQUIRE((extra.id_to_token(235) == "<x>" && extra.token_to_id("<y>") == 236));
+  // from_json: the same loader on text
+  REQUIRE(BertTokenizer::from_json(real).encode("hello") == std::vector<int32_t>{101, 215, 102});
+  CHECK_THROWS_WITH(BertTokenizer::from_json(real.substr(0, 100), "mine.json"),
+                    "tinygrad::BertTokenizer: mine.json: malformed JSON: unterminated string at byte 100");
+  fs::remove_all(tmp);
+}

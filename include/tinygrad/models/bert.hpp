@@ -9,6 +9,7 @@
 //   auto emb = model.embed(ids, mask);                   // sentence-transformers' mean pooling + L2 normalization
 #include <cmath>
 #include <filesystem>
+#include <charconv>
 #include "../../tinygrad.hpp"
 
 namespace tinygrad::error {
@@ -140,6 +141,7 @@ struct Bert {
     for (auto& [name, t] : mine)
       if (auto it = d.find(name); it != d.end() && it->second.shape() != t.shape())
         throw ShapeError("tinygrad::models::Bert::load: " + name + " has shape " + to_string(it->second.shape()) + " in " + file + ", the model expects " + to_string(t.shape()));
+    check_position_ids(d, file);
     if (!device.empty())
       for (auto& [name, t] : mine) if (t.device() != device) t.replace(t.to(device));  // NOTE: lazy: the file's values replace them next
     nn::load_state_dict(*this, d);
@@ -176,6 +178,26 @@ struct Bert {
     }
     f(pooler.dense);
   }
+  // embeddings.position_ids is Hugging Face's buffer arange(max_position_embeddings), which BertModel rebuilds
+  // instead of loading it (newer checkpoints leave it out): a file that has it must have exactly those positions
+  void check_position_ids(nn::StateDict& d, const std::string& file) {
+    auto it = d.find("embeddings.position_ids");
+    if (it == d.end()) { d["embeddings.position_ids"] = embeddings.position_ids.tensor(); return; }
+    const Tensor& t = it->second;
+    if (!is_int(t.dtype()))
+      throw nn::StateError(cat(who, file, ": embeddings.position_ids has dtype ", to_string(t.dtype()),
+                               ", not an integer type"));
+    auto v = t.to_vector<int64_t>();
+    for (size_t i = 0; i < v.size(); i++)
+      if (v[i] != int64_t(i))
+        throw nn::StateError(cat(who, file, ": embeddings.position_ids[0][", i, "] is ", v[i],
+                                 ", but the positions must be 0..", Positions - 1, " in order"));
+  }
+  static constexpr const char* who = "tinygrad::models::Bert::load: ";
+  static std::string shortest(double x) {  // the shortest text that reads back as x: 0.1, -1, 1e+308
+    char b[32];
+    return std::string(b, std::to_chars(b, b + sizeof(b), x).ptr);
+  }
   void check_config(const std::string& path) {
     using Json = tinygrad::detail::Json;
     Json c = tinygrad::detail::parse_json_file(path, "tinygrad::models::Bert::load");
@@ -192,8 +214,38 @@ struct Bert {
         throw ShapeError("tinygrad::models::Bert::load: " + path + " has " + key + " " + std::to_string(got) + ", the model was compiled for " + std::to_string(want));
     if (auto& act = setting("hidden_act", Json::Str).s; act != "gelu")
       throw nn::StateError("tinygrad::models::Bert::load: " + path + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
-    auto& e = setting("layer_norm_eps", Json::Float);
-    double eps = e.kind == Json::Int ? double(e.i) : e.f;
+    // the other settings that change the math, and every number in a range that means something
+    auto bad = [&](const char* key, const std::string& why) {
+      return nn::StateError(cat(who, path, ": ", key, " ", why));
+    };
+    auto number = [&](const char* key, double lo, double hi, bool open_lo, bool required) -> double {
+      const Json* v = tinygrad::detail::find(c, key);
+      if (!v || v->kind == Json::Null) {
+        if (required) setting(key, Json::Float);  // throws: no number
+        return 0;
+      }
+      if (v->kind != Json::Int && v->kind != Json::Float) throw bad(key, "is not a number");
+      double x = v->kind == Json::Int ? double(v->i) : v->f;
+      if (!(open_lo ? x > lo : x >= lo) || !(x <= hi))
+        throw bad(key, shortest(x) + " is outside " + (open_lo ? "(" : "[") + shortest(lo) + ", " + shortest(hi) + "]");
+      return x;
+    };
+    // NOTE: eps is added to a variance of O(1): 0 or less is NaN on a constant row, past 0.1 it changes every output
+    double eps = number("layer_norm_eps", 0, 0.1, true, true);
+    number("attention_probs_dropout_prob", 0, 1, false, false);
+    number("hidden_dropout_prob", 0, 1, false, false);
+    number("initializer_range", 0, 1e6, false, false);
+    auto given = [&](const char* key) {
+      const Json* v = tinygrad::detail::find(c, key);
+      return v && v->kind != Json::Null ? v : nullptr;
+    };
+    if (const Json* v = given("pad_token_id"); v && (v->kind != Json::Int || v->i < 0 || v->i >= Vocab))
+      throw bad("pad_token_id", "is not a token id below vocab_size " + std::to_string(Vocab));
+    if (const Json* v = given("position_embedding_type"); v && (v->kind != Json::Str || v->s != "absolute"))
+      throw bad("position_embedding_type", "is not supported (only \"absolute\")");
+    for (const char* key : {"is_decoder", "add_cross_attention"})
+      if (const Json* v = given(key); v && (v->kind != Json::Bool || v->b))
+        throw bad(key, "is not supported (only false: an encoder)");
     embeddings.LayerNorm.eps = eps;
     for (auto& l : encoder.layer) l.attention.output.LayerNorm.eps = l.output.LayerNorm.eps = eps;
   }

@@ -84,7 +84,9 @@ struct LayerNorm {
   std::vector<Tensor> parameters() const { return {weight.tensor(), bias.tensor()}; }
 };
 
-// rows of weight (Vocab, Dim) picked by integer indices: idx (...) -> (..., Dim) (an index outside [0, Vocab) reads zeros)
+// rows of weight (Vocab, Dim) picked by integer indices: idx (...) -> (..., Dim); an index outside [0, Vocab) is an
+// IndexError where nn::embedding would see it (ids of a realized static tensor: checked here, as a cached plan lowers
+// over placeholders), else a zero row
 template <int64_t Vocab, int64_t Dim, class T = float>
 struct Embedding {
   using W = static_tensor<T, Vocab, Dim>;
@@ -106,6 +108,8 @@ struct Embedding {
   template <static_expr I> auto operator()(const I& idx) const {
     if constexpr (tinygrad::detail::st::float_dt(I::dtype) || I::dtype == DType::Bool)
       tinygrad::detail::st::fail<error::needs_integer_dtype<Embedding, scalar_type<I::dtype>>>();
+    if constexpr (requires { { idx.tensor() } -> std::convertible_to<const Tensor&>; })
+      tinygrad::detail::check_index_values(idx.tensor().uop(), weight.tensor().shape(0), false, "nn::embedding");
     return tinygrad::detail::st::make<op, static_dtype<T>>(op{}, idx, weight);
   }
   std::vector<Tensor> parameters() const { return {weight.tensor()}; }

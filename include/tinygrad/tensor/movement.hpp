@@ -15,6 +15,89 @@ using TensorIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor>;
 
 namespace tinygrad::detail {
 
+// the least and greatest of the first `count` values of an integer buffer in host memory; a big buffer is scanned once
+using IndexRange = std::optional<std::pair<i128, i128>>;
+TINYGRAD_API IndexRange host_index_range(const std::shared_ptr<Buffer>& b, int64_t count) TINYGRAD_DEF({
+  struct Seen { std::weak_ptr<Buffer> buf; int64_t count; i128 mn, mx; };
+  static std::mutex mu;
+  static std::unordered_map<const Buffer*, Seen> seen;
+  bool cache = count >= 4096;  // NOTE: a small buffer is scanned faster than looked up
+  if (cache) {
+    std::lock_guard lk(mu);
+    auto it = seen.find(b.get());
+    if (it != seen.end() && it->second.buf.lock() == b && it->second.count == count)
+      return std::pair{it->second.mn, it->second.mx};
+  }
+  IndexRange r;
+  auto scan = [&](auto* p) {
+    auto a = p[0], z = p[0];
+    for (int64_t i = 1; i < count; i++) a = std::min(a, p[i]), z = std::max(z, p[i]);
+    r = std::pair{i128(a), i128(z)};
+  };
+  const void* p = b->ptr();
+  switch (b->dtype) {
+    case DType::Int8: scan(static_cast<const int8_t*>(p)); break;
+    case DType::Int16: scan(static_cast<const int16_t*>(p)); break;
+    case DType::Int32: scan(static_cast<const int32_t*>(p)); break;
+    case DType::Int64: scan(static_cast<const int64_t*>(p)); break;
+    case DType::UInt8: scan(static_cast<const uint8_t*>(p)); break;
+    case DType::UInt16: scan(static_cast<const uint16_t*>(p)); break;
+    case DType::UInt32: scan(static_cast<const uint32_t*>(p)); break;
+    case DType::UInt64: scan(static_cast<const uint64_t*>(p)); break;
+    default: return r;
+  }
+  if (cache) {
+    std::lock_guard lk(mu);
+    if (seen.size() >= 1024) std::erase_if(seen, [](auto& e) { return e.second.buf.expired(); });
+    if (seen.size() >= 1024) seen.clear();
+    seen[b.get()] = Seen{b, count, r->first, r->second};
+  }
+  return r;
+})
+
+// IndexError naming op, the index and the size unless every value of the integer graph `x` lies in [0, n) (with
+// `wrap`: [-n, n), negatives count from the end); dim >= 0 names the indexed dim. The ops built on the indices keep
+// their clamp (one-hot compares) as the memory-safety net; this makes a bad index an error instead of a zero row.
+// Checked when the op is built: constants, arange, a dtype too narrow to leave the range, and a realized buffer in
+// host memory (a tensor made from host data: token ids), through the views that keep values (reshape, expand,
+// permute, flip, pad, widening casts; a shrink checks its whole buffer and gives up when that fails, as its slice
+// may still be fine). A buffer of 4096 or more elements is scanned once and its min and max kept, keyed by the buffer.
+// NOT checked (their out-of-range values still read zeros): indices computed lazily (argmax, arithmetic on ids),
+// indices realized on a GPU (reading them back would wait for the device), a TinyJit replay (it builds no op), and
+// values written into a buffer in place after an op was built on it (Buffer::copyin, from_blob memory).
+TINYGRAD_API void check_index_values(const UOpRef& x, int64_t n, bool wrap, const char* op, int dim = -1) TINYGRAD_DEF({
+  const UOp* u = x.get();
+  int64_t lo = wrap ? -n : 0;
+  if (u->numel() == 0 || (u->dtype != DType::UInt64 && u->vmin >= lo && u->vmax < n)) return;
+  bool exact = true, zero = false;  // exact: u holds every value below it; zero: a pad adds zeros
+  while (!is_leaf(u) && u->op != Ops::CONST && u->op != Ops::IOTA) {
+    Ops o = u->op;
+    const UOp* s = u->src.empty() ? nullptr : u->src[0].get();
+    bool widen = o == Ops::CAST && s && is_int(s->dtype) && s->dtype != DType::UInt64 && is_int(u->dtype) &&
+                 int_min(u->dtype) <= int_min(s->dtype) && int_max(s->dtype) <= int_max(u->dtype);
+    if (o == Ops::SHRINK) exact = false;
+    else if (o == Ops::PAD) zero = true;
+    else if (o != Ops::RESHAPE && o != Ops::EXPAND && o != Ops::PERMUTE && o != Ops::FLIP && !widen) return;  // lazy
+    u = s;
+  }
+  IndexRange r;
+  if (u->op == Ops::CONST) r = std::pair<i128, i128>{u->vmin, u->vmax};
+  else if (u->op == Ops::IOTA) { if (u->iarg() > 0) r = std::pair<i128, i128>{0, u->iarg() - 1}; }
+  else if (std::shared_ptr<Buffer> b = u->leaf_buffer();
+           b && b->allocated() && b->dtype == u->dtype && b->size > 0 && b->device == host_device())
+    r = host_index_range(b, std::min(b->size, u->numel()));
+  if (!r) return;  // not checked here
+  auto [mn, mx] = *r;
+  if (zero) mn = std::min<i128>(mn, 0), mx = std::max<i128>(mx, 0);
+  if ((mn >= lo && mx < n) || !exact) return;  // NOTE: !exact: the slice in use may be in range
+  i128 bad = mx >= n ? mx : mn;
+  auto str = [](i128 v) { return v > INT64_MAX ? std::to_string(uint64_t(v)) : std::to_string(int64_t(v)); };
+  std::string of = dim >= 0 ? "dim " + std::to_string(dim) + " with size " : std::string("size ");
+  std::string valid = " (valid indices are " + std::to_string(lo) + ".." + std::to_string(n - 1) + ")";
+  throw IndexError(std::string("tinygrad::") + op + ": index " + str(bad) + " is out of bounds for " + of +
+                   std::to_string(n) + valid);
+})
+
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
 template <class T>
@@ -385,12 +468,13 @@ struct MovementOps {
     auto [basic, tdims] = split_index(idx, "getitem");
     T ret = x.slice(basic);
     if (tdims.empty()) return ret;
-    // NOTE: out-of-range index values select nothing (a zero), like tinygrad; nothing is checked eagerly
+    // NOTE: an out-of-range index is an IndexError where check_index_values sees its value, else it selects a zero
     Shape big;
     std::vector<std::pair<int, T>> ti;
     for (auto& [d, t] : tdims) {
       try { big = T::broadcast_shape(big, t.shape(), "getitem"); } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
       int64_t n = ret.shape()[size_t(d)];
+      check_index_values(t.uop(), n, true, "getitem", d);
       ti.push_back({d, (t < 0).where(t + T::scalar(double(n), t.dtype(), t.device()), t)});
     }
     int first = ti[0].first, last = ti.back().first;
@@ -498,6 +582,7 @@ struct MovementOps {
     if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
     check_int_index(index, "gather");
+    check_index_values(index.uop(), x.shape()[size_t(d)], false, "gather", d);
     Pads sh;
     for (size_t i = 0; i < x.ndim(); i++) {
       if (int(i) != d && index.shape()[i] > x.shape()[i]) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " in dim " + std::to_string(i));
@@ -640,6 +725,7 @@ struct MovementOps {
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
+    check_index_values(index.uop(), x.shape()[size_t(d)], false, op, d);
     if (index.ndim() != x.ndim() || src.ndim() != x.ndim()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " + to_string(src.shape()) + " differ in rank");
     for (size_t i = 0; i < x.ndim(); i++)
       if ((int(i) != d && index.shape()[i] > x.shape()[i]) || index.shape()[i] > src.shape()[i])

@@ -77,6 +77,13 @@ class BertTokenizer {
     t.load(tinygrad::detail::parse_json_file(file, "tinygrad::BertTokenizer"));
     return t;
   }
+  // the same from the text of a tokenizer.json; `name` stands for the file in errors
+  static BertTokenizer from_json(std::string_view json, const std::string& name = "tokenizer.json") {
+    BertTokenizer t;
+    t.file_ = name;
+    t.load(tinygrad::detail::parse_json(json, "tinygrad::BertTokenizer: " + name + ": malformed JSON: "));
+    return t;
+  }
 
   // [CLS] tokens [SEP], the tokens cut from the end so that the whole is at most max_length ids
   std::vector<int32_t> encode(std::string_view utf8, size_t max_length = 256) const {
@@ -108,12 +115,11 @@ class BertTokenizer {
     for (auto& a : added_) if (a.utf8 == token) return a.id;
     return -1;
   }
-  // one more than the largest id (vocabulary and added tokens)
+  // the number of ids: the vocabulary and the added tokens not in it
   size_t vocab_size() const { return tokens_.size(); }
   int32_t pad_id() const { return pad_id_; }
 
  private:
-  static constexpr int64_t kMaxId = 1 << 24;  // ids index a table of tokens
   std::string file_;
   bool clean_ = true, chinese_ = true, strip_ = true, lower_ = true;
   std::unordered_map<std::string, int32_t> vocab_;
@@ -141,38 +147,88 @@ class BertTokenizer {
     return t && t->kind == tinygrad::detail::Json::Str ? t->s : "none";
   }
 
+  // an id the file gives for `what`: an integer in [0, n) (a fraction, a float or anything past int32 is refused,
+  // never truncated)
+  int32_t file_id(const tinygrad::detail::Json* j, int64_t n, const std::string& what) const {
+    using tinygrad::detail::Json;
+    if (!j || j->kind != Json::Int) fail(what + " is not an integer id");
+    if (j->i < 0 || j->i >= n) fail(tinygrad::cat(what, " has id ", j->i, ", outside the vocabulary [0, ", n, ")"));
+    return int32_t(j->i);
+  }
+
+  // Every id the file gives is checked against the vocabulary, as Hugging Face's tokenizers (ids are u32 there, and a
+  // model would index its embedding with them): model.vocab must number its N tokens 0..N-1, each id once (nothing
+  // allocated by an id's value: an id past N is an error); a token listed twice is an error (serde keeps the last
+  // silently); an added token that is in the vocabulary must have its id there, the others take the ids N, N+1, ...
+  // (in any order); special-token and pad ids must be ids of this vocabulary.
   void load(const tinygrad::detail::Json& root) {
     using tinygrad::detail::Json, tinygrad::detail::find;
     if (root.kind != Json::Obj) fail("not a JSON object");
     // model: WordPiece
     const Json* model = find(root, "model");
     if (type_of(model) != "WordPiece") fail("model type \"" + type_of(model) + "\" is not supported (only WordPiece)");
-    for (auto& m : get(*model, "vocab", Json::Obj, "model").obj) {
-      if (m.value.kind != Json::Int || m.value.i < 0 || m.value.i >= kMaxId) fail("model.vocab: bad id for \"" + m.key + "\"");
-      vocab_.emplace(m.key, int32_t(m.value.i));
+    const auto& vocab = get(*model, "vocab", Json::Obj, "model").obj;
+    int64_t n = int64_t(vocab.size());
+    if (n > INT32_MAX) fail("model.vocab has more than 2^31 - 1 tokens");
+    tokens_.assign(vocab.size(), "");
+    std::vector<bool> used(vocab.size());
+    for (auto& m : vocab) {
+      int32_t id = file_id(&m.value, n, "model.vocab: token \"" + m.key + "\"");
+      if (!vocab_.emplace(m.key, id).second) fail("model.vocab: token \"" + m.key + "\" is listed twice");
+      if (used[size_t(id)])
+        fail(tinygrad::cat("model.vocab: id ", id, " is given to both \"", tokens_[size_t(id)], "\" and \"", m.key,
+                           "\""));
+      used[size_t(id)] = true, tokens_[size_t(id)] = m.key;
     }
     unk_ = get(*model, "unk_token", Json::Str, "model").s;
     unk_id_ = id_of(unk_, "model.unk_token");
     if (const Json* p = find(*model, "continuing_subword_prefix"); p && p->kind == Json::Str) prefix_str_ = p->s;
-    if (const Json* m = find(*model, "max_input_chars_per_word"); m && m->kind == Json::Int && m->i >= 0) max_chars_ = size_t(m->i);
+    if (const Json* m = find(*model, "max_input_chars_per_word"); m && m->kind != Json::Null) {
+      if (m->kind != Json::Int || m->i < 0) fail("model.max_input_chars_per_word is not a count");
+      max_chars_ = size_t(m->i);
+    }
     // added tokens: matched in the raw text before normalization
-    if (const Json* added = find(root, "added_tokens"); added && added->kind == Json::Arr)
+    std::vector<std::pair<std::string, int64_t>> extra;  // not in the vocabulary: they number on from n
+    if (const Json* added = find(root, "added_tokens"); added && added->kind == Json::Arr) {
       for (auto& a : added->arr) {
         const std::string& content = get(a, "content", Json::Str, "added_tokens entry").s;
-        int64_t id = get(a, "id", Json::Int, "added_tokens entry").i;
-        if (id < 0 || id >= kMaxId) fail("added token \"" + content + "\" has a bad id");
+        const Json* id = find(a, "id");
+        if (!id || id->kind != Json::Int) fail("added token \"" + content + "\" has no integer id");
         for (const char* k : {"single_word", "lstrip", "rstrip", "normalized"})
           if (const Json* f = find(a, k); f && f->kind == Json::Bool && f->b)
             fail("added token \"" + content + "\" sets " + k + ", which is not supported");
-        if (!content.empty()) added_.push_back({detail::decode_utf8(content), content, int32_t(id)});
+        if (auto it = vocab_.find(content); it != vocab_.end()) {
+          if (id->i != it->second)
+            fail(tinygrad::cat("added token \"", content, "\" has id ", id->i, " but ", it->second, " in model.vocab"));
+          continue;
+        }
+        auto same = std::find_if(extra.begin(), extra.end(), [&](auto& e) { return e.first == content; });
+        if (same == extra.end()) extra.push_back({content, id->i});
+        else if (same->second != id->i)
+          fail(tinygrad::cat("added token \"", content, "\" is listed with ids ", same->second, " and ", id->i));
       }
+      int64_t total = n + int64_t(extra.size());
+      if (total > INT32_MAX) fail("more than 2^31 - 1 tokens");
+      tokens_.resize(size_t(total));
+      for (auto& [content, id] : extra) {
+        if (id < n || id >= total)
+          fail(tinygrad::cat("added token \"", content, "\" has id ", id,
+                             ", but the added tokens not in model.vocab must take the ids ", n, "..", total - 1));
+        if (!tokens_[size_t(id)].empty())
+          fail(tinygrad::cat("added tokens \"", tokens_[size_t(id)], "\" and \"", content, "\" both have id ", id));
+        if (content.empty()) fail("an added token with id " + std::to_string(id) + " is empty");
+        tokens_[size_t(id)] = content;
+      }
+      for (auto& a : added->arr) {
+        const std::string& content = find(a, "content")->s;
+        int32_t id = int32_t(find(a, "id")->i);
+        if (content.empty() || std::any_of(added_.begin(), added_.end(), [&](auto& x) { return x.utf8 == content; }))
+          continue;
+        added_.push_back({detail::decode_utf8(content), content, id});
+      }
+    }
     std::stable_sort(added_.begin(), added_.end(), [](auto& a, auto& b) { return a.text.size() > b.text.size(); });
-    int32_t max_id = -1;
-    for (auto& [tok, id] : vocab_) max_id = std::max(max_id, id);
-    for (auto& a : added_) max_id = std::max(max_id, a.id);
-    tokens_.assign(size_t(max_id + 1), "");
-    for (auto& [tok, id] : vocab_) tokens_[size_t(id)] = tok;
-    for (auto& a : added_) tokens_[size_t(a.id)] = a.utf8;
+    int64_t size = int64_t(tokens_.size());
     // normalizer: BertNormalizer or none
     const Json* norm = find(root, "normalizer");
     if (norm && norm->kind != Json::Null) {
@@ -196,21 +252,21 @@ class BertTokenizer {
         const std::string& name = get(*sp, "id", Json::Str, "post_processor SpecialToken").s;
         const Json* tok = find(specials, name);
         if (!tok) fail("post_processor: special token \"" + name + "\" is not in special_tokens");
-        for (auto& id : get(*tok, "ids", Json::Arr, "post_processor special token").arr) {
-          if (id.kind != Json::Int || id.i < 0 || id.i > INT32_MAX) fail("post_processor: bad id for \"" + name + "\"");
-          (seen ? suffix_ : prefix_).push_back(int32_t(id.i));
-        }
+        for (auto& id : get(*tok, "ids", Json::Arr, "post_processor special token").arr)
+          (seen ? suffix_ : prefix_).push_back(file_id(&id, size, "post_processor: special token \"" + name + "\""));
       }
     } else if (post_type == "BertProcessing") {
       for (auto [key, out] : {std::pair{"cls", &prefix_}, std::pair{"sep", &suffix_}}) {
         const Json& p = get(*post, key, Json::Arr, "post_processor");
-        if (p.arr.size() != 2 || p.arr[1].kind != Json::Int) fail(std::string("post_processor: bad \"") + key + "\"");
-        out->push_back(int32_t(p.arr[1].i));
+        if (p.arr.size() != 2 || p.arr[0].kind != Json::Str)
+          fail(std::string("post_processor: \"") + key + "\" is not a [token, id] pair");
+        out->push_back(file_id(&p.arr[1], size, std::string("post_processor: \"") + key + "\""));
       }
     } else if (post_type != "none") fail("post_processor type \"" + post_type + "\" is not supported (only TemplateProcessing, BertProcessing)");
     pad_id_ = token_to_id("[PAD]") >= 0 ? token_to_id("[PAD]") : 0;
     if (const Json* pad = find(root, "padding"); pad && pad->kind == Json::Obj)
-      if (const Json* id = find(*pad, "pad_id"); id && id->kind == Json::Int) pad_id_ = int32_t(id->i);
+      if (const Json* id = find(*pad, "pad_id"); id && id->kind != Json::Null)
+        pad_id_ = file_id(id, size, "padding.pad_id");
   }
 
   // the normalized form of one code point, appended
