@@ -251,9 +251,26 @@ TEST_CASE("errors: an index value out of range is an IndexError naming the op, t
   CHECK_THAT(thrown<IndexError>([&] { (void)i32({-1, 2}).one_hot(); }), Contains("one_hot: index -1"));
   CHECK(a[i32({-3, 2})].shape() == Shape{2, 4});
   CHECK(i32({2, 0}).one_hot(3).to_vector<int>() == std::vector<int>{0, 0, 1, 1, 0, 0});
-  // a narrow dtype that cannot leave the range is not even scanned; indices computed lazily are not checked (zeros)
+  // a narrow dtype that cannot leave the range is not even scanned
   CHECK(embedding(Tensor(std::vector<uint8_t>{255}), w).to_vector<float>() == std::vector<float>{510, 511});
-  CHECK(embedding(ids({30521}) + 1, w).to_vector<float>() == std::vector<float>{0, 0});
+  // indices computed lazily are checked on the device: the error comes at the next sync (to_vector, item), once
+  Tensor lazy = embedding(ids({30521}) + 1, w);
+  CHECK(thrown<IndexError>([&] { (void)lazy.to_vector<float>(); }) == msg("30522"));
+  CHECK(lazy.to_vector<float>() == std::vector<float>{0, 0});  // the clamp: a zero row; the error was raised once
+  Tensor scores = Tensor(std::vector<float>{0, 9, 1, 3, 2, 8}).reshape({2, 3});
+  CHECK(thrown<IndexError>([&] { (void)a.gather(0, (scores.argmax(1) * 2).reshape({2, 1})).sum().item<float>(); }) ==
+        "tinygrad::gather: index 4 is out of bounds for dim 0 with size 3 (valid indices are 0..2)");
+  CHECK(embedding(ids({30520}) + 1, w).to_vector<float>() == std::vector<float>{61042, 61043});
+  CHECK(a.gather(0, scores.argmax(1).reshape({2, 1})).to_vector<float>() == std::vector<float>{4, 8});
+  // and indices that live on a device other than the host's (OpenCL here, a GPU elsewhere)
+  std::string dev = tinygrad::host_device() == "CL" ? "CPU" : "CL";
+  bool other = true;
+  try { tinygrad::runtime(dev); } catch (const tinygrad::DeviceError&) { other = false; }
+  if (other) {
+    Tensor wd = w.to(dev), bad = Tensor(std::vector<int32_t>{3, -1}, {}, dev);
+    CHECK(thrown<IndexError>([&] { (void)embedding(bad, wd).sum().item<float>(); }) == msg("-1"));
+    CHECK(embedding(Tensor(std::vector<int32_t>{3}, {}, dev), wd).to_vector<float>() == std::vector<float>{6, 7});
+  }
   still_works();
 }
 

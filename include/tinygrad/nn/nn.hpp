@@ -189,11 +189,11 @@ struct InstanceNorm : GroupNorm {
 };
 
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
-// outside [0, vocab) is an IndexError where detail::check_index_values sees it (host data: token ids), else a zero row
+// outside [0, vocab) is an IndexError (detail::check_indices: when the op is built, or at the next sync)
 TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
   if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
-  tinygrad::detail::check_index_values(idx.uop(), weight.shape(0), false, "nn::embedding");
+  tinygrad::detail::check_indices(idx, weight.shape(0), false, "nn::embedding");
   // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
   Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
   return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);

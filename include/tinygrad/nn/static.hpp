@@ -109,7 +109,7 @@ struct Embedding {
     if constexpr (tinygrad::detail::st::float_dt(I::dtype) || I::dtype == DType::Bool)
       tinygrad::detail::st::fail<error::needs_integer_dtype<Embedding, scalar_type<I::dtype>>>();
     if constexpr (requires { { idx.tensor() } -> std::convertible_to<const Tensor&>; })
-      tinygrad::detail::check_index_values(idx.tensor().uop(), weight.tensor().shape(0), false, "nn::embedding");
+      tinygrad::detail::check_indices(idx.tensor(), weight.tensor().shape(0), false, "nn::embedding");
     return tinygrad::detail::st::make<op, static_dtype<T>>(op{}, idx, weight);
   }
   std::vector<Tensor> parameters() const { return {weight.tensor()}; }

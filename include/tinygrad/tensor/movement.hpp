@@ -62,13 +62,19 @@ TINYGRAD_API IndexRange host_index_range(const std::shared_ptr<Buffer>& b, int64
 // host memory (a tensor made from host data: token ids), through the views that keep values (reshape, expand,
 // permute, flip, pad, widening casts; a shrink checks its whole buffer and gives up when that fails, as its slice
 // may still be fine). A buffer of 4096 or more elements is scanned once and its min and max kept, keyed by the buffer.
-// NOT checked (their out-of-range values still read zeros): indices computed lazily (argmax, arithmetic on ids),
-// indices realized on a GPU (reading them back would wait for the device), a TinyJit replay (it builds no op), and
-// values written into a buffer in place after an op was built on it (Buffer::copyin, from_blob memory).
-TINYGRAD_API void check_index_values(const UOpRef& x, int64_t n, bool wrap, const char* op, int dim = -1) TINYGRAD_DEF({
+// Returns whether it could tell; where it cannot (indices computed lazily, or realized on a GPU), check_indices
+// (tensor.hpp) checks them on the device instead.
+TINYGRAD_API IndexError index_error(const char* op, i128 bad, int64_t lo, int64_t n, int dim) TINYGRAD_DEF({
+  auto str = [](i128 v) { return v > INT64_MAX ? std::to_string(uint64_t(v)) : std::to_string(int64_t(v)); };
+  std::string of = dim >= 0 ? "dim " + std::to_string(dim) + " with size " : std::string("size ");
+  std::string valid = " (valid indices are " + std::to_string(lo) + ".." + std::to_string(n - 1) + ")";
+  return IndexError(std::string("tinygrad::") + op + ": index " + str(bad) + " is out of bounds for " + of +
+                    std::to_string(n) + valid);
+})
+TINYGRAD_API bool check_index_values(const UOpRef& x, int64_t n, bool wrap, const char* op, int dim = -1) TINYGRAD_DEF({
   const UOp* u = x.get();
   int64_t lo = wrap ? -n : 0;
-  if (u->numel() == 0 || (u->dtype != DType::UInt64 && u->vmin >= lo && u->vmax < n)) return;
+  if (u->numel() == 0 || (u->dtype != DType::UInt64 && u->vmin >= lo && u->vmax < n)) return true;
   bool exact = true, zero = false;  // exact: u holds every value below it; zero: a pad adds zeros
   while (!is_leaf(u) && u->op != Ops::CONST && u->op != Ops::IOTA) {
     Ops o = u->op;
@@ -77,7 +83,7 @@ TINYGRAD_API void check_index_values(const UOpRef& x, int64_t n, bool wrap, cons
                  int_min(u->dtype) <= int_min(s->dtype) && int_max(s->dtype) <= int_max(u->dtype);
     if (o == Ops::SHRINK) exact = false;
     else if (o == Ops::PAD) zero = true;
-    else if (o != Ops::RESHAPE && o != Ops::EXPAND && o != Ops::PERMUTE && o != Ops::FLIP && !widen) return;  // lazy
+    else if (o != Ops::RESHAPE && o != Ops::EXPAND && o != Ops::PERMUTE && o != Ops::FLIP && !widen) return false;  // lazy
     u = s;
   }
   IndexRange r;
@@ -86,17 +92,17 @@ TINYGRAD_API void check_index_values(const UOpRef& x, int64_t n, bool wrap, cons
   else if (std::shared_ptr<Buffer> b = u->leaf_buffer();
            b && b->allocated() && b->dtype == u->dtype && b->size > 0 && b->device == host_device())
     r = host_index_range(b, std::min(b->size, u->numel()));
-  if (!r) return;  // not checked here
+  if (!r) return false;  // not here
   auto [mn, mx] = *r;
   if (zero) mn = std::min<i128>(mn, 0), mx = std::max<i128>(mx, 0);
-  if ((mn >= lo && mx < n) || !exact) return;  // NOTE: !exact: the slice in use may be in range
-  i128 bad = mx >= n ? mx : mn;
-  auto str = [](i128 v) { return v > INT64_MAX ? std::to_string(uint64_t(v)) : std::to_string(int64_t(v)); };
-  std::string of = dim >= 0 ? "dim " + std::to_string(dim) + " with size " : std::string("size ");
-  std::string valid = " (valid indices are " + std::to_string(lo) + ".." + std::to_string(n - 1) + ")";
-  throw IndexError(std::string("tinygrad::") + op + ": index " + str(bad) + " is out of bounds for " + of +
-                   std::to_string(n) + valid);
+  if (mn >= lo && mx < n) return true;
+  if (!exact) return false;  // NOTE: the slice in use may be in range
+  throw index_error(op, mx >= n ? mx : mn, lo, n, dim);
 })
+// check_index_values where it can tell, else on the index's device: the least and greatest index are computed (one
+// small kernel, realized with the next realize) and read back at the next sync (to_vector, item), which throws the
+// IndexError. A TinyJit replay builds no op: indices it is given are not checked
+TINYGRAD_API void check_indices(const Tensor& idx, int64_t n, bool wrap, const char* op, int dim = -1);
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -468,13 +474,13 @@ struct MovementOps {
     auto [basic, tdims] = split_index(idx, "getitem");
     T ret = x.slice(basic);
     if (tdims.empty()) return ret;
-    // NOTE: an out-of-range index is an IndexError where check_index_values sees its value, else it selects a zero
+    // NOTE: an out-of-range index is an IndexError (check_indices); the one-hot compare selects a zero for it
     Shape big;
     std::vector<std::pair<int, T>> ti;
     for (auto& [d, t] : tdims) {
       try { big = T::broadcast_shape(big, t.shape(), "getitem"); } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
       int64_t n = ret.shape()[size_t(d)];
-      check_index_values(t.uop(), n, true, "getitem", d);
+      check_indices(t, n, true, "getitem", d);
       ti.push_back({d, (t < 0).where(t + T::scalar(double(n), t.dtype(), t.device()), t)});
     }
     int first = ti[0].first, last = ti.back().first;
@@ -582,7 +588,7 @@ struct MovementOps {
     if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
     check_int_index(index, "gather");
-    check_index_values(index.uop(), x.shape()[size_t(d)], false, "gather", d);
+    check_indices(index, x.shape()[size_t(d)], false, "gather", d);
     Pads sh;
     for (size_t i = 0; i < x.ndim(); i++) {
       if (int(i) != d && index.shape()[i] > x.shape()[i]) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " in dim " + std::to_string(i));
@@ -725,7 +731,7 @@ struct MovementOps {
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
-    check_index_values(index.uop(), x.shape()[size_t(d)], false, op, d);
+    check_indices(index, x.shape()[size_t(d)], false, op, d);
     if (index.ndim() != x.ndim() || src.ndim() != x.ndim()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " + to_string(src.shape()) + " differ in rank");
     for (size_t i = 0; i < x.ndim(); i++)
       if ((int(i) != d && index.shape()[i] > x.shape()[i]) || index.shape()[i] > src.shape()[i])

@@ -172,7 +172,7 @@ struct ProcessingOps {
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
     if (num_classes < 0) num_classes = x.numel() ? int64_t(x.max().template item<double>()) + 1 : 0;
-    check_index_values(x.uop(), std::max<int64_t>(num_classes, 0), false, "one_hot");
+    check_indices(x, std::max<int64_t>(num_classes, 0), false, "one_hot");
     return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(dtypes::default_int);
   })
   // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)

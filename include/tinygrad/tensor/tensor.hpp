@@ -23,6 +23,8 @@ struct JitRecorder {
 TINYGRAD_API JitRecorder*& jit_recorder() TINYGRAD_DEF({ static thread_local JitRecorder* r = nullptr; return r; })
 // the call TinyJit records on this thread (0: none); a tensor made during it is the call's own
 TINYGRAD_API uint64_t& jit_call_id() TINYGRAD_DEF({ static thread_local uint64_t id = 0; return id; })
+// read back the index checks this thread left on the device (check_indices): an IndexError for the first that failed
+TINYGRAD_API void read_index_checks();
 }  // namespace detail
 
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
@@ -221,6 +223,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto buf = buffer();
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
+    detail::read_index_checks();  // a sync: what the device found of indices out of range is read now
     return host;
   })
   template <class T>
@@ -714,6 +717,42 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return r.reshape(s);
   })
 };
+
+namespace detail {
+// an index check left on the device: the least and greatest index, computed with the next realize
+struct IndexCheck {
+  Tensor mn, mx;
+  int64_t lo, n;
+  std::string op;
+  int dim;
+};
+TINYGRAD_API std::vector<IndexCheck>& index_checks() TINYGRAD_DEF({ static thread_local std::vector<IndexCheck> v; return v; })
+
+TINYGRAD_API void check_indices(const Tensor& idx, int64_t n, bool wrap, const char* op, int dim) TINYGRAD_DEF({
+  if (check_index_values(idx.uop(), n, wrap, op, dim) || jit_recorder()) return;
+  // NOTE: indices over a buffer that holds nothing yet (a static plan's placeholders, empty()) have no value to check
+  for (auto& u : toposort(idx.uop()))
+    if (is_leaf(u.get()))
+      if (auto b = u->leaf_buffer(); !b || !b->allocated()) return;
+  auto& v = index_checks();
+  v.push_back({idx.min().cast(DType::Int64), idx.max().cast(DType::Int64), wrap ? -n : 0, n, op, dim});
+  if (v.size() >= 64) read_index_checks();  // NOTE: bounded, where a loop never reads a value back
+})
+
+TINYGRAD_API void read_index_checks() TINYGRAD_DEF({
+  auto& v = index_checks();
+  if (v.empty()) return;
+  std::vector<IndexCheck> checks = std::move(v);  // NOTE: first: reading them back is a sync too
+  v.clear();
+  std::vector<Tensor> ts;
+  for (auto& c : checks) ts.insert(ts.end(), {c.mn, c.mx});
+  Tensor::realize_all(ts);
+  for (auto& c : checks) {
+    int64_t mn = c.mn.item<int64_t>(), mx = c.mx.item<int64_t>();
+    if (mn < c.lo || mx >= c.n) throw index_error(c.op.c_str(), mx >= c.n ? mx : mn, c.lo, c.n, c.dim);
+  }
+})
+}  // namespace detail
 
 #if defined(TINYGRAD_SEPARATE_COMPILATION)
 // the mixins' members are compiled once, in the implementation TU (tinygrad/impl.hpp), not in every TU that calls them
