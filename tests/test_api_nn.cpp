@@ -524,3 +524,56 @@ TEST_CASE("api: kernel counts", "[api][api_nn]") {
   Tensor x = in({2, 3, 8, 8});
   CHECK(kernels({gradient(x.max_pool2d().sum(), {x})[0]}) <= 3);
 }
+
+TEST_CASE("api: nn LayerNorm, RMSNorm, BatchNorm and GroupNorm normalize float16 and bfloat16 in float32", "[api][api_nn][half]") {
+  // values near 1000: their squares overflow float16 (torch normalizes half types in float32, then rounds)
+  std::vector<double> v;
+  for (int i = 0; i < 24; i++) v.push_back(1000 + 37 * ((i * 13) % 11) - 150 * (i % 2));
+  for (tinygrad::DType dt : {tinygrad::DType::Float16, tinygrad::DType::BFloat16}) {
+    INFO(tinygrad::to_string(dt));
+    Tensor x = Tensor(v, {2, 3, 4}).cast(dt).realize();
+    std::vector<double> xv = x.to_vector<double>();
+    double tol = dt == tinygrad::DType::Float16 ? 2e-3 : 1.6e-2;
+    // reference statistics over the elements idx(k), k < n: (x - mean) / sqrt(var + eps) and x / sqrt(mean(x^2) + eps)
+    auto norm = [&](auto idx, int64_t n, double eps, bool rms) {
+      double m = 0, q = 0;
+      for (int64_t k = 0; k < n; k++) m += xv[idx(k)];
+      m = rms ? 0 : m / double(n);
+      for (int64_t k = 0; k < n; k++) q += (xv[idx(k)] - m) * (xv[idx(k)] - m);
+      std::vector<std::pair<size_t, double>> r;
+      for (int64_t k = 0; k < n; k++) r.push_back({idx(k), (xv[idx(k)] - m) / std::sqrt(q / double(n) + eps)});
+      return r;
+    };
+    std::vector<double> ln(24), rms(24), bn(24), gn(24);
+    for (size_t r = 0; r < 6; r++) {
+      for (auto [i, y] : norm([&](int64_t k) { return r * 4 + size_t(k); }, 4, 1e-5, false)) ln[i] = y;
+      for (auto [i, y] : norm([&](int64_t k) { return r * 4 + size_t(k); }, 4, 1e-6, true)) rms[i] = y;
+    }
+    for (size_t c = 0; c < 3; c++)  // BatchNorm: channel c over (N, L); GroupNorm(1 group): each sample
+      for (auto [i, y] : norm([&](int64_t k) { return size_t(k / 4) * 12 + c * 4 + size_t(k % 4); }, 8, 1e-5, false)) bn[i] = y;
+    for (size_t b = 0; b < 2; b++)
+      for (auto [i, y] : norm([&](int64_t k) { return b * 12 + size_t(k); }, 12, 1e-5, false)) gn[i] = y;
+    tinygrad::nn::LayerNorm lnl(4);
+    tinygrad::nn::RMSNorm rmsl(4);
+    tinygrad::nn::BatchNorm1d bnl(3, 1e-5, true, false);  // batch statistics, eval and training alike
+    tinygrad::nn::GroupNorm gnl(1, 3);
+    for (auto& [name, got, want] : std::vector<std::tuple<const char*, Tensor, std::vector<double>>>{
+             {"LayerNorm", lnl(x), ln}, {"RMSNorm", rmsl(x), rms}, {"BatchNorm", bnl(x), bn}, {"GroupNorm", gnl(x), gn},
+             {"layer_norm", x.layer_norm({4}), ln}}) {
+      INFO(name);
+      auto g = got.to_vector<double>();
+      for (size_t i = 0; i < 24; i++) CHECK(std::abs(g[i] - want[i]) <= tol * (1 + std::abs(want[i])));
+    }
+    CHECK(x.layer_norm({4}).dtype() == dt);
+    // the layer's gradient is finite and sums to 0 over each normalized row (the mean is subtracted)
+    Tensor xg = x.detach().requires_grad_();
+    (lnl(xg) * Tensor::arange(4).cast(dt)).sum().backward();
+    auto gx = xg.grad()->to_vector<double>();
+    for (size_t r = 0; r < 6; r++) {
+      double s = 0, a = 0;
+      for (size_t k = 0; k < 4; k++) { CHECK(std::isfinite(gx[r * 4 + k])); s += gx[r * 4 + k]; a += std::abs(gx[r * 4 + k]); }
+      CHECK(a > 0);
+      CHECK(std::abs(s) <= 0.05 * a);
+    }
+  }
+}

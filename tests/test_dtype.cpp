@@ -298,3 +298,100 @@ TEST_CASE("dtype: float16 on OpenCL equals the CPU bit for bit: casts of special
     }
   }
 }
+
+// ---- float16 and bfloat16 statistics accumulate in float32 and round once (torch's numbers) ----
+namespace {
+using HV = std::vector<double>;
+struct HalfView { const char* name; tinygrad::Shape base; std::function<Tensor(const Tensor&)> view; };
+// |got - want| within `ulps` units of the half type's precision (2^-10 float16, 2^-7 bfloat16) of the scale
+void near_half(const HV& got, const HV& want, DType dt, double scale, double ulps = 1) {
+  REQUIRE(got.size() == want.size());
+  double eps = dt == DType::Float16 ? std::ldexp(1.0, -10) : std::ldexp(1.0, -7);
+  for (size_t i = 0; i < got.size(); i++) {
+    INFO("element " << i << ": got " << got[i] << " want " << want[i]);
+    if (dt == DType::Float16 && std::abs(want[i]) >= 65520) { CHECK(got[i] == std::copysign(INFINITY, want[i])); continue; }
+    CHECK(std::abs(got[i] - want[i]) <= ulps * eps * std::max(std::abs(want[i]), scale));
+  }
+}
+}  // namespace
+
+TEST_CASE("dtype: float16 and bfloat16 mean, var, std and layer_norm accumulate in float32 (values and gradients)", "[dtype][half]") {
+  // torch: float16 mean([60000, 60000]) = 60000, std([300, -300]) = 424.25, layer_norm([300, -300]) = [1, -1]
+  Tensor big = Tensor(std::vector<float>{60000, 60000}).cast(DType::Float16);
+  CHECK(big.mean().item<double>() == 60000);
+  CHECK(big.sum().item<double>() == INFINITY);  // the sum itself is a float16: it overflows, as torch's
+  Tensor pm = Tensor(std::vector<float>{300, -300}).cast(DType::Float16);
+  CHECK(pm.std().item<double>() == 424.25);
+  CHECK(pm.var().dtype() == DType::Float16);
+  CHECK(pm.var().item<double>() == INFINITY);  // 180000 is past float16's range, its root is not
+  CHECK(pm.layer_norm({2}).to_vector<double>() == std::vector<double>{1, -1});
+  // views: contiguous, permuted, a stepped slice, size-1 dims; values 1e4..3e4 overflow a float16 sum of 4 and square
+  std::vector<HalfView> views = {
+      {"contiguous (2,3,4)", {2, 3, 4}, [](const Tensor& t) { return t; }},
+      {"permuted (4,2,3)", {2, 3, 4}, [](const Tensor& t) { return t.permute({2, 0, 1}); }},
+      {"sliced (5,6)[1:5:2, ::2]", {5, 6}, [](const Tensor& t) { return t.slice({tinygrad::Slice{1, 5, 2}, tinygrad::Slice{0, std::nullopt, 2}}); }},
+      {"size-1 dims (1,5,1)", {1, 5, 1}, [](const Tensor& t) { return t; }},
+  };
+  for (DType dt : {DType::Float16, DType::BFloat16}) {
+    for (auto& v : views) {
+      int64_t n = 1;
+      for (auto d : v.base) n *= d;
+      HV src;
+      for (int64_t i = 0; i < n; i++) src.push_back(10000 + double((i * 7919) % 97) * 200 - (i % 3 ? 0 : 9000));
+      Tensor base = Tensor(src, v.base).cast(dt).realize();
+      Tensor x = v.view(base);
+      HV xv = x.to_vector<double>();  // the half values, row-major in x's shape
+      tinygrad::Shape s = x.shape();
+      for (int64_t axis = 0; axis < int64_t(s.size()); axis++) {
+        INFO(to_string(dt) << " " << v.name << " axis " << axis);
+        // reference per output row along axis, in double
+        int64_t len = s[size_t(axis)], inner = 1;
+        for (size_t d = size_t(axis) + 1; d < s.size(); d++) inner *= s[d];
+        int64_t outer = int64_t(xv.size()) / (len * inner);
+        HV mean, var, sd, ln, dmean(xv.size()), dvar(xv.size()), dstd(xv.size()), dln(xv.size());
+        auto at = [&](int64_t o, int64_t k, int64_t i) { return size_t((o * len + k) * inner + i); };
+        HV w(xv.size());  // a weight per layer_norm output: the gradient of sum(w * y)
+        for (size_t i = 0; i < w.size(); i++) w[i] = double(int(i % 5) - 2);
+        for (int64_t o = 0; o < outer; o++)
+          for (int64_t i = 0; i < inner; i++) {
+            double m = 0, q = 0;
+            for (int64_t k = 0; k < len; k++) m += xv[at(o, k, i)];
+            m /= double(len);
+            for (int64_t k = 0; k < len; k++) q += (xv[at(o, k, i)] - m) * (xv[at(o, k, i)] - m);
+            double vr = len > 1 ? q / double(len - 1) : NAN, sg = std::sqrt(q / double(len) + 1e-5), wm = 0, wy = 0;
+            mean.push_back(m); var.push_back(vr); sd.push_back(std::sqrt(vr));
+            for (int64_t k = 0; k < len; k++) { double y = (xv[at(o, k, i)] - m) / sg; ln.push_back(y); wm += w[at(o, k, i)]; wy += w[at(o, k, i)] * y; }
+            for (int64_t k = 0; k < len; k++) {
+              size_t j = at(o, k, i);
+              dmean[j] = wm / double(len);  // sum(mean(x, keepdim) * w): the row's weights
+              dvar[j] = 2 * (xv[j] - m) / double(len - 1);
+              dstd[j] = (xv[j] - m) / (double(len - 1) * std::sqrt(vr));
+              dln[j] = (w[j] - wm / double(len) - (xv[j] - m) / sg * wy / double(len)) / sg;
+            }
+          }
+        near_half(x.mean(axis).to_vector<double>(), mean, dt, 0);
+        CHECK(x.mean(axis).dtype() == dt);
+        if (len > 1) {
+          near_half(x.var(axis).to_vector<double>(), var, dt, 0);
+          near_half(x.std(axis).to_vector<double>(), sd, dt, 0);
+        }
+        Tensor y = x.layernorm({axis});
+        REQUIRE(y.dtype() == dt);
+        std::vector<int64_t> last;  // axis moved last, the others in order: ln's (outer, inner, len) order
+        for (int64_t d = 0; d < int64_t(s.size()); d++) if (d != axis) last.push_back(d);
+        last.push_back(axis);
+        near_half(y.permute(last).contiguous().to_vector<double>(), ln, dt, 1, 2);
+        // gradients with respect to the view (a weight per element so they are not uniform)
+        Tensor wt = Tensor(w, s).cast(dt);
+        auto grad = [&](const Tensor& loss) { return tinygrad::gradient(loss, {x})[0].to_vector<double>(); };
+        near_half(grad((x.mean(axis, true) * wt).sum()), dmean, dt, 1e-3);
+        if (len > 1) {
+          HV gv = grad(x.var(axis).sum()), gs = grad(x.std(axis).sum());
+          near_half(gv, dvar, dt, 1, 2);
+          near_half(gs, dstd, dt, 1e-3, 2);
+        }
+        near_half(grad((y * wt).sum()), dln, dt, 6.2e-5, 8);  // float16 denormals below 6.1e-5: absolute steps
+      }
+    }
+  }
+}

@@ -312,3 +312,41 @@ TEST_CASE("nan: max_pool2d and its indices", "[nan][reduce]") {
   check(vi, {1, 1, 1, 1}, {3});
   check(ii, {1, 1, 1, 1}, {0});
 }
+
+// a logit of -inf is a class with probability 0. Values and gradients are PyTorch 2.x's F.cross_entropy on logits
+// [[0, -inf, 0]]: without smoothing the loss of label 0 is log 2 (the smoothing term, 0 * -inf, is not there);
+// with smoothing it is inf, as torch's formula says; gradients stay finite in every case.
+TEST_CASE("nan: cross-entropy with a -inf logit matches torch, with and without label smoothing", "[nan][loss]") {
+  const double L2 = std::log(2.0);
+  struct Case { const char* name; double ls; bool probs; int label; double loss; V grad; };
+  std::vector<Case> cases = {
+      {"label 0", 0, false, 0, L2, {-0.5, 0, 0.5}},
+      {"label 1 (the -inf one)", 0, false, 1, INF, {0.5, -1, 0.5}},
+      {"probabilities [1, 0, 0] (0 * -inf)", 0, true, 0, NA, {-0.5, 0, 0.5}},
+      {"label 0, smoothing 0.1", 0.1, false, 0, INF, {-0.4333333333, -0.0333333333, 0.4666666667}},
+      {"probabilities, smoothing 0.1", 0.1, true, 0, INF, {-0.4333333333, -0.0333333333, 0.4666666667}},
+      {"label 1, smoothing 0.1", 0.1, false, 1, INF, {0.4666666667, -0.9333333333, 0.4666666667}},
+      {"label 0, smoothing 1", 1, false, 0, INF, {1.0 / 6, -1.0 / 3, 1.0 / 6}},
+      {"label 1, smoothing 1 (0 * inf)", 1, false, 1, NA, {1.0 / 6, -1.0 / 3, 1.0 / 6}},
+  };
+  auto same = [](double got, double want) { return std::isnan(want) ? std::isnan(got) : std::isinf(want) ? got == want : std::abs(got - want) <= 1e-6; };
+  for (auto& c : cases)
+    for (int sparse = 0; sparse < 2; sparse++) {
+      if (sparse && c.probs) continue;
+      INFO(c.name << (sparse ? " (sparse_categorical_crossentropy)" : " (cross_entropy)"));
+      Tensor x = Tensor(V{0, -INF, 0}, {1, 3}).realize().requires_grad_();
+      Tensor y = Tensor(std::vector<int32_t>{c.label}, {1});
+      Tensor loss = sparse ? x.sparse_categorical_crossentropy(y, -1, c.ls)
+                           : x.cross_entropy(c.probs ? Tensor(V{1, 0, 0}, {1, 3}) : y, "mean", c.ls);
+      loss.backward();
+      double l = loss.item<double>();
+      CHECK(same(l, c.loss));
+      auto g = x.grad()->to_vector<double>();
+      for (size_t i = 0; i < 3; i++) { INFO("grad " << i << " = " << g[i]); CHECK(same(g[i], c.grad[i])); }
+    }
+  // a row without -inf is unchanged; ignore_index drops a row whose label logit is -inf
+  Tensor x = Tensor(V{0, -INF, 0, 1, 2, 3}, {2, 3});
+  Tensor y = Tensor(std::vector<int32_t>{1, 2}, {2});
+  CHECK(x.sparse_categorical_crossentropy(y, 1).item<double>() == Approx(std::log(1 + std::exp(-1.0) + std::exp(-2.0))));
+  CHECK(x.cross_entropy(Tensor(std::vector<int32_t>{0, 2}, {2}), "none").to_vector<double>()[0] == Approx(L2));
+}

@@ -17,6 +17,12 @@ TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) 
   if (x.ndim() < 2 || x.shape(1) != c)
     throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
 })
+// x as a float dtype (ints: default_float) and the dtype its statistics are taken in: float16 and bfloat16 widen to
+// float32 (their sums of squares overflow), as torch's norms do
+TINYGRAD_API std::pair<Tensor, DType> stat_input(const Tensor& x) TINYGRAD_DEF({
+  DType dt = is_float(x.dtype()) ? x.dtype() : dtypes::default_float;
+  return {x.cast(itemsize(dt) < 4 ? DType::Float32 : dt), dt};
+})
 }  // namespace detail
 
 // y = x @ weight.T + bias; weight (out, in)
@@ -113,22 +119,25 @@ struct BatchNorm {
     std::vector<int64_t> axes{0};
     for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
     Tensor mean, var;
+    auto [xa, dt] = detail::stat_input(x);  // normalized in float32 for half types, rounded once at the end
     if (training() || !track_running_stats) {
-      mean = x.mean(axes);
-      Tensor y = x - detail::channel(mean.detach(), x);  // d(var)/d(mean) = 0
+      mean = xa.mean(axes);
+      Tensor y = xa - detail::channel(mean.detach(), xa);  // d(var)/d(mean) = 0
       var = (y * y).mean(axes);
       if (track_running_stats && training()) {
         double n = double(x.numel()), c = double(x.shape(1));
         Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;  // handles share the layer's tensors
-        rm.assign((1 - momentum) * running_mean + momentum * mean.detach());
-        rv.assign((1 - momentum) * running_var + momentum * n / std::max(n - c, 1.0) * var.detach());
+        rm.assign(((1 - momentum) * running_mean + momentum * mean.detach()).cast(running_mean.dtype()));
+        rv.assign(((1 - momentum) * running_var + momentum * n / std::max(n - c, 1.0) * var.detach()).cast(running_var.dtype()));
         nb.assign(num_batches_tracked + 1);
       }
     } else {
       mean = running_mean;
       var = running_var;
+      dt = least_upper_dtype(least_upper_dtype(dt, mean.dtype()), var.dtype());
     }
-    return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
+    for (auto* p : {&weight, &bias}) if (*p) dt = least_upper_dtype(dt, (*p)->dtype());
+    return xa.batchnorm(weight, bias, mean, (var + eps).rsqrt()).cast(dt);
   })
 };
 using BatchNorm1d = BatchNorm;
@@ -147,10 +156,7 @@ struct LayerNorm {
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
       throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
-    Tensor r = x.layernorm(axes, eps);
-    return weight ? r * *weight + *bias : r;
+    return x.layer_norm(normalized_shape, weight, bias, eps);
   })
 };
 
@@ -162,7 +168,9 @@ struct RMSNorm {
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
-    return x * ((x * x).mean(-1, true) + eps).rsqrt() * weight;
+    // float16 and bfloat16 normalize in float32 (their squares overflow past 256), then round (as torch)
+    auto [xa, dt] = detail::stat_input(x);
+    return (xa * ((xa * xa).mean(-1, true) + eps).rsqrt()).cast(dt) * weight;
   })
 };
 

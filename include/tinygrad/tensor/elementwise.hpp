@@ -59,11 +59,24 @@ struct ElementwiseOps {
   T asinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); })
   T acosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); })
   T atanh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; })
-  // Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7), as tinygrad
+  // relative error of a few ulp over the whole range, float64 too: x * P(x^2) below 0.75, +-(1 - erfc(|x|)) above
+  // (the erfc in erfc_of). Coefficients: relative least-squares fits, one set for float32 and one for float64;
+  // float16 and bfloat16 compute in float32.
   T erf() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
-    auto t = (1.0 + 0.3275911 * x.abs()).reciprocal();
-    return x.sign() * (1.0 - t * poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}) * (-x.square()).exp());
+    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).erf().cast(x.dtype());
+    auto a = x.abs();
+    auto small = a < kErfSmall;
+    auto xs = small.where(x, 0.0), z = xs * xs;  // every branch gets an input it is finite at, so gradients are too
+    auto p = x.dtype() == DType::Float64
+                 ? poly(z, {7.266960838296243e-11, -1.1956457482987052e-09, 1.4776335761229966e-08, -1.6363988794887314e-07,
+                            1.646203864690677e-06, -1.4925648231557947e-05, 0.00012055332940821716, -0.0008548327022921267,
+                            0.005223977625437788, -0.026866170645131034, 0.11283791670955125, -0.37612638903183754,
+                            1.1283791670955126})
+                 : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
+                            0.11283778144000502, -0.3761263842223159, 1.1283791670673726});
+    auto big = 1.0 - erfc_of(a, false);
+    return small.where(xs * p, (x < 0.0).where(-big, big));
   })
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
   T floor() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); })
@@ -196,7 +209,14 @@ struct ElementwiseOps {
   // tanh approximation
   T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
   // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
-  T gelu_erf() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); })
+  // Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it keeps its relative accuracy where 1 + erf
+  // cancels to 0
+  T gelu_erf() const TINYGRAD_MEMBER_DEF({
+    auto x = self().fl();
+    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu_erf().cast(x.dtype());
+    auto tail = x * M_SQRT1_2 < -kErfSmall;
+    return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+  })
   T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
   T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
   T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
@@ -250,6 +270,40 @@ struct ElementwiseOps {
   T& mut() TINYGRAD_MEMBER_DEF({ return static_cast<T&>(*this); })
   // order-reversing map: -x for floats, ~x for ints, !x for bools (so min = inverse(max(inverse)))
   T order_inverse() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? neg() : bitwise_not(); })
+  static constexpr double kErfSmall = 0.75;
+  // erfc(v s) for v s >= kErfSmall (s: 1, or 1/sqrt 2 when halve; v >= 0 or NaN) = exp(-(v s)^2) R(v s).
+  // R: a polynomial in t = 1/(1 + a) - tm up to 3, in 1/a^2 (times 1/a) above. exp(-(v s)^2) keeps its relative
+  // accuracy for large v: v = vh + vl with vh on a 1/32 grid, so k = (vh s)^2 and k * L1 (L1: the leading bits of
+  // log2 e) are exact, and exp(-(v s)^2) = 2^(-k L1) 2^(-k (log2 e - L1)) exp(-vl (v + vh) s^2).
+  static T erfc_of(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
+    double s = halve ? M_SQRT1_2 : 1.0, s2 = halve ? 0.5 : 1.0;  // s2, not s * s: exactly 1/2
+    bool f64 = v0.dtype() == DType::Float64;
+    double hi = (f64 ? 27.5 : 10.5) / s, lo = kErfSmall / s;  // exp(-hi^2 s^2) is 0 in the dtype (denormals too)
+    auto v = (v0 > hi).where(hi, (v0 < lo).where(lo, v0));
+    auto vh = (v * 32.0).floor() * (1.0 / 32), k = vh * vh * s2;
+    // log2 e = l1 + l2: l1 has 31 (float32: 6) significant bits, as vh^2 has at most 22 (18); l2 rounds the rest
+    double l1 = f64 ? 0x1.7154765p+0 : 0x1.7p+0, l2 = f64 ? 6.331784189566044e-10 : 0.005195040888963407;
+    auto e = (k * -l1).exp2() * (k * -l2).exp2() * (-(v - vh) * (v + vh) * s2).exp();
+    auto a = v * s, mid = a < 3.0, am = mid.where(a, 3.0), at = mid.where(3.0, a);
+    auto t = (1.0 + am).reciprocal() - 0.4107142857142857, u = (at * at).reciprocal();
+    auto r_mid = f64 ? poly(t, {-7.589373949077808, -6.282487317923743, 9.850973834331814, -5.131663870724971,
+                                0.41369007549479414, 2.0514692541664825, -2.2573031109923427, 1.1426970375659158,
+                                0.13244187837386637, -0.799813155804834, 0.696558822702821, -0.1399014941272227,
+                                -0.3692300929345804, 0.4531213140947339, -0.06529582769262622, -0.4452855161836398,
+                                0.4037797759513913, 1.0314486590665133, 0.332589753060272})
+                     : poly(t, {-0.09545782842924548, -0.7133676128942115, 0.7051317897614857, -0.14215939407928724,
+                                -0.3693778561869202, 0.45314674875773187, -0.0652946761669666, -0.4452856320812809,
+                                0.4037797726438183, 1.0314486592129297, 0.33258975306183824});
+    auto r_tail = f64 ? poly(u, {-2271308731.441205, 2470805763.3838744, -1261162287.4119492, 404026787.5641267,
+                                 -92068179.7373364, 16147485.345032567, -2328346.7759383433, 295501.8906209098,
+                                 -35608.19140904187, 4399.861422162802, -594.1674684597248, 91.61296604698259,
+                                 -16.660951135503257, 3.702492048514976, -1.0578554592752085, 0.42314218763606326,
+                                 -0.28209479177385344, 0.5641895835477563})
+                      : poly(u, {262.43938124619893, -177.02650585980948, 59.80819138269078, -14.996555090427924,
+                                 3.6468435081336046, -1.05676032443706, 0.4231310837325726, -0.28209474762881925,
+                                 0.564189583518494});
+    return e * mid.where(r_mid, r_tail / at);
+  })
   // Horner: c[0] * x^(n-1) + ... + c[n-1]
   static T poly(const T& x, std::initializer_list<double> c) TINYGRAD_MEMBER_DEF({
     T r = x.like(*c.begin());

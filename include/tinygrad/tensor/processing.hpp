@@ -112,9 +112,9 @@ struct ProcessingOps {
 
   // ---- normalization ----
   // (x - mean) / sqrt(var + eps) over axes (biased variance)
+  // float16 and bfloat16 are normalized in float32 and rounded once (as torch): their squares overflow past 256
   T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
-    T y = self() - self().mean(axes, true);
-    return y * ((y * y).mean(axes, true) + eps).rsqrt();
+    return layernorm_acc(axes, eps).cast(self().fl().dtype());
   })
   // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
   T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
@@ -126,9 +126,11 @@ struct ProcessingOps {
       if (*p && (*p)->shape() != normalized_shape) throw ShapeError("tinygrad::layer_norm: weight/bias shape " + to_string((*p)->shape()) + " is not normalized_shape " + to_string(normalized_shape));
     std::vector<int64_t> axes;
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
-    T y = x.layernorm(axes, eps);
-    if (weight) y = y * *weight;
-    return bias ? y + *bias : y;
+    DType dt = x.fl().dtype();
+    T y = x.layernorm_acc(axes, eps);  // the affine in float32 too, one rounding at the end
+    if (weight) { y = y * *weight; dt = least_upper_dtype(dt, weight->dtype()); }
+    if (bias) { y = y + *bias; dt = least_upper_dtype(dt, bias->dtype()); }
+    return y.cast(dt);
   })
   // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
   T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
@@ -328,6 +330,13 @@ struct ProcessingOps {
 
  private:
   const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  // layernorm in the accumulation dtype (float32 for float16 and bfloat16), not rounded back
+  T layernorm_acc(const std::vector<int64_t>& axes, double eps) const TINYGRAD_MEMBER_DEF({
+    T x = self().fl();
+    if (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16) x = x.cast(DType::Float32);
+    T y = x - x.mean(axes, true);
+    return y * ((y * y).mean(axes, true) + eps).rsqrt();
+  })
   struct PoolArgs { Shape ks; std::vector<int64_t> st, dl, axes; Pads pads; };  // pads cover every dim
   static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) TINYGRAD_MEMBER_DEF({
     if (v.size() == 1) v.assign(n, v[0]);

@@ -25,21 +25,20 @@ struct ReduceOps {
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
   T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
+  // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
-    auto s = self().fl().sum(ax, keepdim);
-    int64_t n = reduced_count(ax);
-    return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
+    return mean_acc(ax, keepdim).cast(self().fl().dtype());
   })
   T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
   // sum((x - mean)^2) / (n - correction)
   T var(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
-    auto ax = self().norm_axes(axes, "var");
-    auto x = self().fl();
-    return (x - x.mean(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
+    return var_acc(self().norm_axes(axes, "var"), keepdim, correction).cast(self().fl().dtype());
   })
   T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
-  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return var(std::move(axes), keepdim, correction).sqrt(); })
+  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
+    return var_acc(self().norm_axes(axes, "std"), keepdim, correction).sqrt().cast(self().fl().dtype());
+  })
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {var(axes, keepdim, correction), mean(axes, keepdim)}; })
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {std(axes, keepdim, correction), mean(axes, keepdim)}; })
@@ -192,7 +191,9 @@ struct ReduceOps {
     auto logp = x.log_softmax(-1);
     T mask = ignore_index != -1 ? (y != double(ignore_index)) : T::ones(y.shape(), DType::Bool, y.device());
     T hot = label_mask(y.unsqueeze(-1), x.shape().back(), int64_t(x.ndim()) - 1) & mask.unsqueeze(-1);
-    T unreduced = (1.0 - label_smoothing) * hot.where(logp, 0.0).sum(-1) + label_smoothing * (logp.mean(-1) * mask);
+    // NOTE: the smoothing term only where smoothing is on (as torch): 0 * log_softmax is NaN where a logit is -inf
+    T unreduced = hot.where(logp, 0.0).sum(-1);
+    if (label_smoothing > 0) unreduced = (1.0 - label_smoothing) * unreduced + label_smoothing * (logp.mean(-1) * mask);
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
   })
@@ -202,17 +203,21 @@ struct ReduceOps {
     check_smoothing(label_smoothing, "cross_entropy");
     if (x.ndim() == 0) throw ShapeError("tinygrad::cross_entropy: logits need a class dim, got shape " + to_string(x.shape()));
     int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
-    T p = y;
-    if (y.shape() != x.shape()) {
-      Shape want = x.shape();
-      want.erase(want.begin() + cd);
-      if (y.shape() != want)
-        throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
-      check_labels(y, "cross_entropy");
-      p = label_mask(y.unsqueeze(cd), c, cd);
+    T logp = x.log_softmax(cd);
+    // as torch: probabilities weight every log-probability (0 * -inf is NaN there too), class indices pick one,
+    // and the smoothing term is only there when smoothing is on
+    if (y.shape() == x.shape()) {
+      T p = label_smoothing > 0 ? (1.0 - label_smoothing) * y + label_smoothing / double(c) : y;
+      return reduce_loss(-(logp * p).sum(cd), reduction, "cross_entropy");
     }
-    p = (1.0 - label_smoothing) * p + label_smoothing / double(c);
-    return reduce_loss(-(x.log_softmax(cd) * p).sum(cd), reduction, "cross_entropy");
+    Shape want = x.shape();
+    want.erase(want.begin() + cd);
+    if (y.shape() != want)
+      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
+    check_labels(y, "cross_entropy");
+    T nll = -label_mask(y.unsqueeze(cd), c, cd).where(logp, 0.0).sum(cd);
+    if (label_smoothing > 0) nll = (1.0 - label_smoothing) * nll - label_smoothing / double(c) * logp.sum(cd);
+    return reduce_loss(nll, reduction, "cross_entropy");
   })
   // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
   T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
@@ -237,6 +242,21 @@ struct ReduceOps {
  private:
   const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
   int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({ int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; })
+  // the float tensor in its accumulation dtype: float16 and bfloat16 widen to float32 (tinygrad's sum_acc_dtype)
+  T acc() const TINYGRAD_MEMBER_DEF({
+    auto x = self().fl();
+    return x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16 ? x.cast(DType::Float32) : x;
+  })
+  // mean and var of acc() over normalized axes ax, not rounded back
+  T mean_acc(const Axes& ax, bool keepdim) const TINYGRAD_MEMBER_DEF({
+    auto s = acc().sum(ax, keepdim);
+    int64_t n = reduced_count(ax);
+    return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
+  })
+  T var_acc(const Axes& ax, bool keepdim, double correction) const TINYGRAD_MEMBER_DEF({
+    auto x = acc();
+    return (x - x.mean_acc(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
+  })
   // the axes (normalized) of a max or min, none of them empty
   Axes nonempty(const Axes& axes, const char* op) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, op);
