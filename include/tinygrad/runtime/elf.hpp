@@ -187,10 +187,10 @@ class ElfObject {
       char* p = base_ + at[target] + r.r_offset;
       uint64_t s = 0, place = uint64_t(reinterpret_cast<uintptr_t>(p)), a = uint64_t(r.r_addend);
       bool ext = syms[sym].st_shndx == SHN_UNDEF;
+      int64_t addend = r.r_addend;  // NOTE: clang 14's lambdas cannot capture a structured binding
       auto check = [&] {
-        if (bounded(s, r.r_addend, ext)) return std::string();
-        return cat("a relocation to symbol ", sym, " ('", name_of(syms[sym]), "') + ", r.r_addend,
-                   " points outside the object");
+        if (bounded(s, addend, ext)) return std::string();
+        return cat("a relocation to symbol ", sym, " ('", name_of(syms[sym]), "') + ", addend, " points outside the object");
       };
       auto put32 = [&](uint64_t v) {
         auto sv = int64_t(v);
