@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 
+#include <elf.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -11,6 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmath>
+#include <cstddef>
+#include <cstring>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -227,6 +231,88 @@ TEST_CASE("runtime: the object loader places what it can, refuses the rest with 
   }
   CHECK_FALSE(ElfObject::load(past, why));
   CHECK_THAT(why, Contains("out of the file") || Contains("malformed"));
+}
+
+// the object file of a kernel, as `cc -fPIC -O2 -c` writes it ("" without a compiler)
+std::string kernel_object(const fs::path& dir, const std::string& src) {
+  std::string cc = tinygrad::detail::on_path("clang") ? "clang" : "gcc";
+  if (!tinygrad::detail::on_path(cc)) return "";
+  std::ofstream(dir / "k.c") << src;
+  auto [st, log] = tinygrad::detail::run_process({cc, "-fPIC", "-O2", "-c", "-o", (dir / "k.o").string(), (dir / "k.c").string()});
+  return st == 0 ? file_text(dir / "k.o") : "";
+}
+// the section headers of an ELF64 object, and where each is in the file
+std::vector<std::pair<size_t, Elf64_Shdr>> section_headers(const std::string& obj) {
+  Elf64_Ehdr eh;
+  std::memcpy(&eh, obj.data(), sizeof eh);
+  std::vector<std::pair<size_t, Elf64_Shdr>> r;
+  for (size_t i = 0; i < eh.e_shnum; i++) {
+    Elf64_Shdr sh;
+    std::memcpy(&sh, obj.data() + eh.e_shoff + i * sizeof sh, sizeof sh);
+    r.push_back({eh.e_shoff + i * sizeof sh, sh});
+  }
+  return r;
+}
+
+TEST_CASE("runtime: the object loader bounds every symbol and section to the object (issue 36 reproducers)", "[runtime][cpu]") {
+  using tinygrad::detail::ElfObject;
+  TmpDir d;
+  std::string obj = kernel_object(d.p, "#include <math.h>\nvoid tg_k(void** b, const long long* v, int c, int n) { "
+                                       "((float*)b[0])[0] = expf(((const float*)b[1])[0]) * 0.5f; }\n"), why;
+  if (obj.empty()) { WARN("no C compiler: skipped"); return; }
+  auto shs = section_headers(obj);
+  REQUIRE(ElfObject::load(obj, why));
+  // a function symbol 1 MiB past its section: placed, calling it ran whatever lay there (a SIGSEGV). Refused
+  size_t symtab = 0;
+  for (size_t i = 0; i < shs.size(); i++) if (shs[i].second.sh_type == SHT_SYMTAB) symtab = i;
+  REQUIRE(symtab);
+  const auto& st = shs[symtab].second;
+  std::string past = obj;
+  bool found = false;
+  for (size_t k = 0; k < st.sh_size / sizeof(Elf64_Sym); k++) {
+    Elf64_Sym sym;
+    size_t at = st.sh_offset + k * sizeof sym;
+    std::memcpy(&sym, past.data() + at, sizeof sym);
+    if (std::strcmp(obj.data() + shs[st.sh_link].second.sh_offset + sym.st_name, "tg_k") != 0) continue;
+    sym.st_value += 1 << 20;
+    std::memcpy(past.data() + at, &sym, sizeof sym);
+    found = true;
+  }
+  REQUIRE(found);
+  CHECK_FALSE(ElfObject::load(past, why));
+  CHECK_THAT(why, Contains("'tg_k'") && Contains("out of its section"));
+  // a section whose offset plus size overflows (the code, the symbol table, a relocation section): refused
+  for (auto type : {SHT_PROGBITS, SHT_SYMTAB, SHT_RELA}) {
+    std::string bad = obj;
+    for (auto& [at, sh] : shs) {
+      if (sh.sh_type != uint32_t(type) || !(type != SHT_PROGBITS || (sh.sh_flags & SHF_EXECINSTR))) continue;
+      uint64_t off = ~uint64_t(0) - 8;
+      std::memcpy(bad.data() + at + offsetof(Elf64_Shdr, sh_offset), &off, 8);
+    }
+    CHECK_FALSE(ElfObject::load(bad, why));
+    CHECK_THAT(why, Contains("out of the file") || Contains("malformed"));
+  }
+  // a relocation's addend pointing far outside the object: refused
+  std::string far = obj;
+  bool rela = false;
+  for (auto& [at, sh] : shs) {
+    if (sh.sh_type != SHT_RELA || !(shs[sh.sh_info].second.sh_flags & SHF_ALLOC)) continue;
+    for (size_t k = 0; k < sh.sh_size / sizeof(Elf64_Rela); k++) {
+      Elf64_Rela r;
+      std::memcpy(&r, far.data() + sh.sh_offset + k * sizeof r, sizeof r);
+      r.r_addend += int64_t(1) << 40;
+      std::memcpy(far.data() + sh.sh_offset + k * sizeof r, &r, sizeof r);
+      rela = true;
+    }
+  }
+  if (rela) {
+    CHECK_FALSE(ElfObject::load(far, why));
+    CHECK_THAT(why, Contains("outside the object") || Contains("out of range"));
+  }
+  // placed: every global symbol lies in the mapping
+  auto o = ElfObject::load(obj, why);
+  REQUIRE(o);
+  for (auto& [name, p] : o->symbols()) CHECK(o->contains(p));
 }
 
 TEST_CASE("runtime: run_process reaps its child, gives it no descriptor of ours, and survives signals", "[runtime][cpu]") {
@@ -559,4 +645,256 @@ TEST_CASE("runtime: CPU_SANITIZE=undefined builds kernels that stop at undefined
     CHECK(src.parent_path() == base.p / "cpu" / "src");
     CHECK_THAT(file_text(src), Contains("a[0] / a[1]"));
   }
+}
+
+// ============================================================================================
+// issue 36: caches that believe their input, and resources without a bound
+// ============================================================================================
+
+namespace {
+// a CCompiler's cache entry for `src`: its .ref and the object it names
+struct Entry {
+  fs::path ref, obj;
+  Entry(tinygrad::CCompiler& c, const fs::path& dir, const std::string& src, const std::string& path) {
+    ref = dir / (tinygrad::hex64(tinygrad::hash_bytes(c.cache_key() + src)) + ".ref");
+    obj = path;
+  }
+};
+// bytes of the cache entries in a folder
+uint64_t entry_bytes(const fs::path& dir) {
+  uint64_t n = 0;
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && tinygrad::detail::cache_entry_name(e.path().filename().string())) n += e.file_size();
+  return n;
+}
+// every file of a folder last used `s` seconds earlier
+void age(const fs::path& dir, int s) {
+  for (auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file()) fs::last_write_time(e.path(), fs::last_write_time(e.path()) - std::chrono::seconds(s));
+}
+}  // namespace
+
+TEST_CASE("runtime: a cache file is read only when it is a regular file of a sane size, never waiting", "[runtime][cpu]") {
+  using tinygrad::read_file;
+  TmpDir d;
+  std::string why;
+  std::ofstream(d.p / "f") << "abc";
+  CHECK(read_file(d.p / "f", &why) == "abc");
+  CHECK(why.empty());
+  CHECK(read_file(d.p / "missing", &why).empty());
+  CHECK(why.empty());  // missing is a miss, not a problem
+  fs::create_symlink("/dev/zero", d.p / "zero");
+  CHECK(read_file(d.p / "zero", &why).empty());
+  CHECK_THAT(why, Contains("zero"));
+  fs::create_directory(d.p / "dir");
+  CHECK(read_file(d.p / "dir", &why).empty());
+  CHECK_THAT(why, Contains("not a regular file"));
+  REQUIRE(::mkfifo((d.p / "fifo").c_str(), 0600) == 0);
+  CHECK(read_file(d.p / "fifo", &why).empty());  // O_NONBLOCK: no writer, no wait
+  CHECK_THAT(why, Contains("not a regular file"));
+  { std::ofstream(d.p / "huge"); }
+  fs::resize_file(d.p / "huge", uint64_t(1) << 40);  // sparse: a terabyte the size check refuses unread
+  CHECK(read_file(d.p / "huge", &why).empty());
+  CHECK_THAT(why, Contains("more than"));
+}
+
+TEST_CASE("runtime: a corrupt CPU cache entry (link, directory, FIFO, outside .ref, truncated, refused object) is compiled again", "[runtime][cpu]") {
+  TmpDir base;
+  fs::path dir = base.p / "cpu";
+  tinygrad::CCompiler c(dir);
+  int k = unique_constant();
+  std::string src = div_kernel(k);
+  std::string first = c.compile(src);
+  REQUIRE(ends_with(first, ".o"));
+  Entry e(c, dir, src, first);
+  REQUIRE(fs::is_regular_file(e.ref));
+  std::string good_obj = file_text(e.obj), good_ref = file_text(e.ref);
+  auto restore = [&] {
+    for (auto& p : {e.ref, e.obj}) { std::error_code ec; fs::remove_all(p, ec); }
+    std::ofstream(e.obj, std::ios::binary) << good_obj;
+    std::ofstream(e.ref, std::ios::binary) << good_ref;
+  };
+  // compiles (within 60 s: a FIFO must not block it; if it does, a writer is opened to free the thread) and runs
+  auto compiles_and_runs = [&] {
+    auto f = std::async(std::launch::async, [&] { return c.compile(src); });
+    if (f.wait_for(std::chrono::seconds(60)) != std::future_status::ready) {
+      FAIL_CHECK("the cache lookup hangs");
+      for (auto& p : {e.ref, e.obj}) { int fd = ::open(p.c_str(), O_WRONLY | O_NONBLOCK); if (fd >= 0) ::close(fd); }
+    }
+    std::string path = f.get();
+    CHECK(fs::path(path).parent_path() == dir);
+    CHECK(run_div(c, k, 9, 2) == 4 + k);
+    CHECK(c.compile(src) == path);  // and the next run finds it
+  };
+  for (const fs::path* which : {&e.ref, &e.obj}) {
+    for (std::string kind : {"a link to /dev/zero", "a directory", "a FIFO", "truncated"}) {
+      INFO((which == &e.ref ? "the .ref: " : "the object: ") << kind);
+      if (kind != "truncated") fs::remove(*which);
+      if (kind == "a link to /dev/zero") fs::create_symlink("/dev/zero", *which);
+      if (kind == "a directory") fs::create_directories(*which / "sub");
+      if (kind == "a FIFO") REQUIRE(::mkfifo(which->c_str(), 0600) == 0);
+      if (kind == "truncated") fs::resize_file(*which, 3);
+      compiles_and_runs();
+      restore();
+    }
+  }
+  // a .ref naming a file outside the folder is never followed
+  for (std::string name : {std::string("../outside.o"), (base.p / "outside.o").string(), std::string("o_0123456789abcdef.o/../../outside.o")}) {
+    INFO(name);
+    std::ofstream(base.p / "outside.o", std::ios::binary) << good_obj;
+    std::ofstream(e.ref, std::ios::trunc) << name << "\n" << tinygrad::hex64(tinygrad::hash_bytes(good_obj)) << "\n";
+    compiles_and_runs();
+    CHECK(file_text(e.ref).rfind(name, 0) != 0);
+  }
+  // an object the loader refuses, with its hash in the .ref (written by an older loader, say): the symbol lies 1 MiB
+  // past its section
+  std::string bad = good_obj;
+  auto shs = section_headers(bad);
+  for (auto& [at, sh] : shs) {
+    if (sh.sh_type != SHT_SYMTAB) continue;
+    for (size_t i = 0; i < sh.sh_size / sizeof(Elf64_Sym); i++) {
+      Elf64_Sym sym;
+      std::memcpy(&sym, bad.data() + sh.sh_offset + i * sizeof sym, sizeof sym);
+      if (std::strcmp(bad.data() + shs[sh.sh_link].second.sh_offset + sym.st_name, "tg_div") == 0) sym.st_value += 1 << 20;
+      std::memcpy(bad.data() + sh.sh_offset + i * sizeof sym, &sym, sizeof sym);
+    }
+  }
+  std::ofstream(e.obj, std::ios::binary | std::ios::trunc) << bad;
+  std::ofstream(e.ref, std::ios::trunc) << e.obj.filename().string() << "\n" << tinygrad::hex64(tinygrad::hash_bytes(bad)) << "\n";
+  compiles_and_runs();
+  CHECK(file_text(e.obj) != bad);
+}
+
+TEST_CASE("runtime: an OpenCL cache entry that is a link, a directory or a FIFO is compiled again", "[runtime][cl]") {
+  try { tinygrad::runtime("CL"); } catch (const tinygrad::Error& err) { WARN("no OpenCL: skipped (" << err.what() << ")"); return; }
+  auto& comp = *tinygrad::runtime("CL").compiler;
+  std::string name = "tg_cl_" + std::to_string(unique_constant()), src = "__kernel void " + name + "(__global float* a) { a[0] = 1.0f; }\n";
+  std::string bin = comp.compile(src);
+  REQUIRE_FALSE(bin.empty());
+  fs::path entry = tinygrad::cache_dir() / "cl" / (tinygrad::hex64(tinygrad::hash_bytes(comp.cache_key() + "\n" + src)) + ".bin");
+  REQUIRE(fs::is_regular_file(entry));
+  for (int kind = 0; kind < 3; kind++) {
+    INFO(kind);
+    fs::remove_all(entry);
+    if (kind == 0) fs::create_symlink("/dev/zero", entry);
+    if (kind == 1) fs::create_directories(entry / "sub");
+    if (kind == 2) REQUIRE(::mkfifo(entry.c_str(), 0600) == 0);
+    std::string again = comp.compile(src);
+    CHECK_FALSE(again.empty());
+    CHECK(fs::is_regular_file(fs::symlink_status(entry)));
+    CHECK(tinygrad::runtime("CL").load(name, again, tinygrad::LaunchDims{}));
+  }
+  // a batch reference to a file outside the folder is not followed
+  std::string outside = (fs::temp_directory_path() / ("tg_cl_outside_" + std::to_string(::getpid()))).string();
+  std::ofstream(outside, std::ios::binary) << bin;
+  std::ofstream(entry, std::ios::trunc) << "tinygrad OpenCL batch\nk0\n" << outside << "\n" << tinygrad::hex64(tinygrad::hash_bytes(bin)) << "\n";
+  CHECK(comp.compile(src).rfind("tinygrad OpenCL batch", 0) != 0);
+  fs::remove(outside);
+}
+
+namespace {
+// host memory that counts what it hands out and takes back; fails past `cap` bytes outstanding
+struct CountingAllocator : tinygrad::CPUAllocator {
+  size_t raw_allocs = 0, raw_frees = 0, outstanding = 0, cap = ~size_t(0);
+  void* alloc_raw(size_t bytes) override {
+    if (outstanding + bytes > cap) return nullptr;
+    raw_allocs++, outstanding += bytes;
+    return tinygrad::CPUAllocator::alloc_raw(bytes);
+  }
+  void free_raw(void* p, size_t bytes) override { raw_frees++, outstanding -= bytes; tinygrad::CPUAllocator::free_raw(p, bytes); }
+};
+}  // namespace
+
+TEST_CASE("runtime: the allocator's free list is bounded by bytes, evicting the least recently freed", "[runtime][cpu]") {
+  {
+    EnvVar v("LRU_BYTES", "12345");
+    CHECK(CountingAllocator().lru_limit() == 12345);
+  }
+  CountingAllocator a;
+  a.set_lru_limit(1 << 20);
+  // many distinct sizes made and dropped: at most the limit stays cached, the rest goes back
+  for (size_t i = 1; i <= 400; i++) {
+    void* p = a.alloc(i * 4096);
+    std::memset(p, 1, i * 4096);
+    a.free(p, i * 4096);
+    CHECK(a.cached_bytes() <= size_t(1 << 20));
+  }
+  CHECK(a.live_allocations() == 0);
+  CHECK(a.outstanding == a.cached_bytes());
+  CHECK(a.raw_frees > 300);
+  // a hit reuses the buffer without the system; the least recently freed goes first
+  a.free_cache();
+  CHECK(a.cached_bytes() == 0);
+  CHECK(a.outstanding == 0);
+  void* x = a.alloc(300000);
+  void* y = a.alloc(400000);
+  void* z = a.alloc(500000);
+  CHECK(a.live_allocations() == 3);
+  a.free(x, 300000), a.free(y, 400000);
+  size_t raw = a.raw_allocs;
+  void* y2 = a.alloc(400000);
+  CHECK(y2 == y);
+  CHECK(a.raw_allocs == raw);
+  a.free(y2, 400000);  // now x is the least recently freed
+  a.free(z, 500000);   // 1.2 MB cached > 1 MiB: x goes
+  CHECK(a.cached_bytes() == 900000);
+  CHECK(a.alloc(400000) == y);
+  CHECK(a.alloc(500000) == z);
+  CHECK(a.cached_bytes() == 0);
+  CHECK(a.live_allocations() == 2);
+  a.free(z, 500000), a.free(y, 400000);
+  // lowering the limit evicts (z, the least recently freed); a buffer larger than the limit is never cached
+  a.set_lru_limit(450000);
+  CHECK(a.cached_bytes() == 400000);
+  void* big = a.alloc(600000);
+  a.free(big, 600000);
+  CHECK(a.cached_bytes() == 400000);
+  // out of memory: the cache is dropped and the alloc retried
+  a.set_lru_limit(1 << 20);
+  a.cap = a.outstanding + 100000;
+  void* r = a.alloc(450000);
+  CHECK(r);
+  CHECK(a.cached_bytes() == 0);
+  CHECK_THROWS_AS(a.alloc(size_t(1) << 40), tinygrad::DeviceError);
+  a.free(r, 450000);
+  a.free_cache();
+  CHECK(a.outstanding == 0);
+  CHECK(a.live_allocations() == 0);
+}
+
+TEST_CASE("runtime: the disk cache stays under CACHE_SIZE, evicting the least recently used, and everything still runs", "[runtime][cpu]") {
+  TmpDir base;
+  fs::path dir = base.p / "cpu";
+  EnvVar limit("CACHE_SIZE", "20000");
+  tinygrad::CCompiler c(dir);
+  std::ofstream(base.p / "keep") << "x";
+  fs::create_directories(dir);
+  std::ofstream(dir / "notes.txt") << "not an entry: never evicted";
+  std::vector<int> ks;
+  for (int i = 0; i < 40; i++) {
+    int k = ks.emplace_back(unique_constant());
+    CHECK(run_div(c, k, 9, 2) == 4 + k);
+    CHECK(entry_bytes(dir) <= 20000 + 20000 / 16 + 4096);  // scanned every 1/16 of the limit written: one entry past it
+    if (i == 24) {  // the oldest are gone, the one used again is not
+      auto ref = [&](int kk) { return dir / (tinygrad::hex64(tinygrad::hash_bytes(c.cache_key() + div_kernel(kk))) + ".ref"); };
+      CHECK(fs::exists(ref(ks[0])));
+      CHECK_FALSE(fs::exists(ref(ks[1])));
+    }
+    if (i == 20) {
+      // the first kernel is used again: it is the most recently used of the old ones, and is kept
+      age(dir, 3600);
+      std::string path = c.compile(div_kernel(ks[0]));
+      CHECK(run_div(c, ks[0], 9, 2) == 4 + ks[0]);
+      CHECK(fs::last_write_time(path) > fs::file_time_type::clock::now() - std::chrono::seconds(60));
+    } else {
+      age(dir, 120);  // NOTE: an entry used within the last minute is never evicted (its process may be loading it)
+    }
+  }
+  CHECK(fs::exists(dir / "notes.txt"));
+  CHECK(fs::exists(base.p / "keep"));
+  int64_t files = 0;
+  for (auto& e : fs::directory_iterator(dir)) files += e.is_regular_file();
+  CHECK(files < 40);
+  // the evicted ones compile again and run
+  for (int k : ks) CHECK(run_div(c, k, 9, 2) == 4 + k);
 }

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <sys/wait.h>
 #include <condition_variable>
+#include <deque>
 #include <cstring>
 #include <thread>
 #include "device.hpp"
@@ -219,6 +220,17 @@ class CCompiler : public Compiler {
   }
   std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
+  // the object a compile placed for `path` (an object file it returned), or nullptr: the loader reads the file then
+  std::unique_ptr<detail::ElfObject> take_placed(const std::string& path) {
+    std::lock_guard lk(placed_mu_);
+    for (auto it = placed_.rbegin(); it != placed_.rend(); ++it) {
+      if (it->first != path) continue;
+      auto obj = std::move(it->second);
+      placed_.erase(std::next(it).base());
+      return obj;
+    }
+    return nullptr;
+  }
 
   // every source not in the cache is compiled by one compiler process per core, to an object file each that is
   // cached and loaded as it is (runtime/elf.hpp); those the loader refuses link into one .so per group
@@ -304,16 +316,44 @@ class CCompiler : public Compiler {
     return setup_ = s;
   }
   std::filesystem::path ref_path(const Setup& s, const std::string& src) const { return dir_ / (hex64(hash_bytes(s.key + src)) + ".ref"); }
-  // a cache entry is a .ref naming a shared object and its content hash; anything off means recompile
+  // a cache entry is a .ref naming an object or shared object in this folder and its content hash. Anything off is a
+  // miss, compiled again: a file that is no regular file (a link, a directory, a FIFO; removed, so the new entry takes
+  // its place), a name outside the folder, another hash, an object the loader refuses (it may be older than the loader)
   std::string lookup(const Setup& s, const std::string& src) const {
-    std::string ref = read_file(ref_path(s, src));
+    namespace fs = std::filesystem;
+    auto miss = [&](const fs::path& bad, const std::string& why) {
+      if (why.empty()) return std::string();
+      detail::remove_cache_entry(bad);
+      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: cache entry refused, compiling again: %s\n", why.c_str());
+      return std::string();
+    };
+    fs::path refp = ref_path(s, src);
+    std::string why, ref = read_file(refp, &why, 4096);
     auto nl = ref.find('\n');
-    if (nl == std::string::npos) return {};
-    std::string so = ref.substr(0, nl), h = ref.substr(nl + 1);
+    if (nl == std::string::npos) return miss(refp, why);
+    std::string name = ref.substr(0, nl), h = ref.substr(nl + 1);
     while (!h.empty() && (h.back() == '\n' || h.back() == ' ')) h.pop_back();
-    std::string data = read_file(dir_ / so);
-    if (data.empty() || hex64(hash_bytes(data)) != h) return {};
-    return (dir_ / so).string();
+    if (!detail::cache_entry_name(name) || name.find('/') != std::string::npos)
+      return miss(refp, cat(refp.string(), " names ", name));
+    fs::path obj = dir_ / name;
+    std::string data = read_file(obj, &why);
+    if (data.empty() || hex64(hash_bytes(data)) != h) return miss(obj, why);
+    std::unique_ptr<detail::ElfObject> placed;
+    // NOTE: a refused object is left for the rebuild to replace (another process may be loading it)
+    if (obj.extension() == ".o" && !(placed = detail::ElfObject::load(data, why)))
+      return miss({}, cat(obj.string(), ": ", why));
+    detail::touch_cache_entry(refp);
+    detail::touch_cache_entry(obj);
+    if (placed) keep_placed(obj.string(), std::move(placed));
+    return obj.string();
+  }
+  // objects placed by the lookups and builds that returned their paths, for the loader (take_placed): an object is
+  // placed once, and its file, once checked, is not read again (nor missed when another process evicts it meanwhile).
+  // NOTE: the last 64: one compiled and never loaded through the device (a BEAM candidate, a test) is dropped in time
+  void keep_placed(std::string path, std::unique_ptr<detail::ElfObject> obj) const {
+    std::lock_guard lk(placed_mu_);
+    placed_.emplace_back(std::move(path), std::move(obj));
+    if (placed_.size() > 64) placed_.pop_front();
   }
   // the linker's command for `head -o out in` (see Setup::link), asked of the driver with an empty object
   static void probe_link(const Setup& s, const std::filesystem::path& tmp) {
@@ -355,6 +395,7 @@ class CCompiler : public Compiler {
         put(tmp / "ref", ref);
         fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
       }
+      detail::note_cache_write(dir_, data.size() + ref.size() * of.size());
       return (dir_ / name).string();
     };
     // NOTE: asked only when something links (with CPU_SANITIZE, before compiling: how it links decides how it compiles)
@@ -397,10 +438,13 @@ class CCompiler : public Compiler {
         run(argv, srcs[idx[j]]);
         // NOTE: with CPU_SANITIZE the kernels call the sanitizer's runtime, which an unsanitized process lacks: linked
         std::string data = read_file(obj), why;
-        if (sanitize_.empty() && detail::ElfObject::load(data, why))
+        std::unique_ptr<detail::ElfObject> placed;
+        if (sanitize_.empty() && (placed = detail::ElfObject::load(data, why))) {
           out[j] = publish(obj, "o_" + hex64(hash_bytes(s.key + srcs[idx[j]])) + ".o", data, {idx[j]});
-        else
+          keep_placed(out[j], std::move(placed));
+        } else {
           linked.push_back(j), objs.push_back(obj);
+        }
       }
       if (!linked.empty()) probe();
       if (!linked.empty() && !s.link.empty()) {  // the linker the driver names
@@ -423,8 +467,9 @@ class CCompiler : public Compiler {
   }
   std::filesystem::path dir_;
   std::string sanitize_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_, placed_mu_;
   mutable std::shared_ptr<const Setup> setup_;
+  mutable std::deque<std::pair<std::string, std::unique_ptr<detail::ElfObject>>> placed_;
 };
 
 // a kernel, from its object file (placed by runtime/elf.hpp) or a dlopen'ed shared object:
@@ -432,10 +477,12 @@ class CCompiler : public Compiler {
 class CPUProgram : public Program {
  public:
   using Fn = void (*)(void**, const long long*, int, int);
-  CPUProgram(const std::string& name, const std::string& path, int threads) : threads_(threads) {
+  // placed: the object of `path` already placed (CCompiler::take_placed), else it is read from the file
+  CPUProgram(const std::string& name, const std::string& path, int threads,
+             std::unique_ptr<detail::ElfObject> placed = nullptr) : threads_(threads) {
     if (path.size() > 2 && path.compare(path.size() - 2, 2, ".o") == 0) {
       std::string why;
-      obj_ = detail::ElfObject::load(read_file(path), why);
+      obj_ = placed ? std::move(placed) : detail::ElfObject::load(read_file(path), why);
       if (!obj_) throw DeviceError(cat("tinygrad: cannot load the kernel object ", path, ": ", why));
       fn_ = reinterpret_cast<Fn>(obj_->find(name));
       if (!fn_) throw DeviceError("tinygrad: kernel " + name + " not found in " + path);
@@ -484,8 +531,10 @@ inline DeviceSpec cpu_device() {
     rt->allocator = std::make_unique<CPUAllocator>();
     rt->compiler = std::make_unique<CCompiler>();
     // NOTE: the THREAD axis is baked into the kernel; the program is told how many cores to launch
-    rt->load = [](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
-      return std::make_unique<CPUProgram>(fn, bin, int(launch.threads));
+    rt->load = [r = rt.get()](const std::string& fn, const std::string& bin,
+                              const LaunchDims& launch) -> std::unique_ptr<Program> {
+      auto* cc = dynamic_cast<CCompiler*>(r->compiler.get());
+      return std::make_unique<CPUProgram>(fn, bin, int(launch.threads), cc ? cc->take_placed(bin) : nullptr);
     };
     rt->threads = cpu_threads();
     rt->vector_registers = cpu_vector_registers();

@@ -52,7 +52,7 @@ class NVRTCCompiler : public Compiler {
   std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
   std::string compile(const std::string& src) override {
     auto path = entry(src, cubin() ? ".cubin" : ".ptx");
-    if (std::string bin = read_file(path); !bin.empty()) return bin;
+    if (std::string bin = read_file(path); !bin.empty()) return detail::touch_cache_entry(path), bin;
     std::string bin = nvrtc(src);
     write_file_atomic(path, bin);
     return bin;

@@ -7,10 +7,13 @@
 #include "../dtype.hpp"
 #if TINYGRAD_WITH_INTERNALS
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cctype>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <algorithm>
 #include <array>
@@ -51,14 +54,18 @@ struct Allocator {
   virtual void copyout(void* dst, const void* src, size_t bytes) = 0;  // device -> host
   virtual void copy(void* dst, const void* src, size_t bytes) { std::vector<char> h(bytes); copyout(h.data(), src, bytes); copyin(dst, h.data(), bytes); }
 
-  // LRU reuse of freed buffers: a free keeps the memory for the next alloc of the same size
+  // LRU reuse of freed buffers: a free keeps the memory for the next alloc of the same size, up to lru_limit() bytes
+  // cached; past it the least recently freed go back to the system. O(log sizes) a call, no syscall on a hit
   void* alloc(size_t bytes) {
     std::lock_guard lk(mu);
-    if (auto it = cache.find(bytes); it != cache.end() && !it->second.empty()) {
-      void* p = it->second.back(); it->second.pop_back(); cached_bytes -= bytes; live++; return p;
+    if (auto it = sizes_.find(bytes); it != sizes_.end() && it->second.newest != kNil) {
+      uint32_t i = it->second.newest;
+      unlink(i, it->second);
+      live++;
+      return nodes_[i].p;
     }
     void* p = alloc_raw(bytes);
-    if (!p && cached_bytes) { free_cache_locked(); p = alloc_raw(bytes); }  // out of memory: drop the cache, retry once
+    if (!p && cached_) { free_cache_locked(); p = alloc_raw(bytes); }  // out of memory: drop the cache, retry once
     if (!p) throw DeviceError(cat("tinygrad: out of memory allocating ", bytes, " bytes on ", name));
     live++;
     return p;
@@ -66,22 +73,70 @@ struct Allocator {
   void free(void* p, size_t bytes) {
     std::lock_guard lk(mu);
     live--;
-    if (lru) { cache[bytes].push_back(p); cached_bytes += bytes; } else free_raw(p, bytes);
+    if (!lru || bytes > limit_) { free_raw(p, bytes); return; }
+    uint32_t i = kNil;
+    if (!spare_.empty()) i = spare_.back(), spare_.pop_back();
+    else i = uint32_t(nodes_.size()), nodes_.emplace_back();
+    auto& list = sizes_[bytes];
+    nodes_[i] = {p, bytes, list.newest, kNil, newest_, kNil};
+    if (list.newest != kNil) nodes_[list.newest].next_same = i; else list.oldest = i;
+    list.newest = i;
+    if (newest_ != kNil) nodes_[newest_].next_all = i; else oldest_ = i;
+    newest_ = i;
+    cached_ += bytes;
+    while (cached_ > limit_) evict_oldest();
   }
   void free_cache() { std::lock_guard lk(mu); free_cache_locked(); }
   int64_t live_allocations() const { return live; }
+  // bytes of freed buffers kept for reuse
+  size_t cached_bytes() { std::lock_guard lk(mu); return cached_; }
+  // the most bytes kept for reuse: LRU_BYTES, default 256 MiB (a training step or a model's run of the sizes this
+  // library targets reuses a few tens of MB; more would only keep idle memory from the system). Lowering it evicts
+  size_t lru_limit() { std::lock_guard lk(mu); return limit_; }
+  void set_lru_limit(size_t bytes) {
+    std::lock_guard lk(mu);
+    limit_ = bytes;
+    while (cached_ > limit_) evict_oldest();
+  }
 
   std::string name;
   bool lru = getenv_int("LRU", 1) != 0;
 
  private:
+  static constexpr uint32_t kNil = ~uint32_t(0);
+  // a cached buffer, in two lists: of its size (alloc takes the newest) and of all sizes (eviction takes the oldest)
+  struct Node { void* p; size_t bytes; uint32_t prev_same, next_same, prev_all, next_all; };
+  struct SizeList { uint32_t oldest = kNil, newest = kNil; };
+  void unlink(uint32_t i, SizeList& list) {
+    Node& n = nodes_[i];
+    (n.prev_same != kNil ? nodes_[n.prev_same].next_same : list.oldest) = n.next_same;
+    (n.next_same != kNil ? nodes_[n.next_same].prev_same : list.newest) = n.prev_same;
+    (n.prev_all != kNil ? nodes_[n.prev_all].next_all : oldest_) = n.next_all;
+    (n.next_all != kNil ? nodes_[n.next_all].prev_all : newest_) = n.prev_all;
+    cached_ -= n.bytes;
+    spare_.push_back(i);
+  }
+  void evict_oldest() {
+    uint32_t i = oldest_;
+    auto it = sizes_.find(nodes_[i].bytes);
+    unlink(i, it->second);
+    free_raw(nodes_[i].p, nodes_[i].bytes);
+    if (it->second.newest == kNil) sizes_.erase(it);  // NOTE: only here: a size reused often keeps its entry
+  }
   void free_cache_locked() {
-    for (auto& [sz, v] : cache) for (void* p : v) free_raw(p, sz);
-    cache.clear(); cached_bytes = 0;
+    while (oldest_ != kNil) evict_oldest();
+    sizes_.clear();
+  }
+  static size_t default_lru_limit() {
+    int64_t v = getenv_int("LRU_BYTES", int64_t(256) << 20);
+    return v < 0 ? 0 : size_t(v);
   }
   std::mutex mu;
-  std::map<size_t, std::vector<void*>> cache;
-  size_t cached_bytes = 0;
+  std::map<size_t, SizeList> sizes_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> spare_;  // free slots of nodes_
+  uint32_t oldest_ = kNil, newest_ = kNil;
+  size_t cached_ = 0, limit_ = default_lru_limit();
   std::atomic<int64_t> live{0};
 };
 
@@ -431,18 +486,132 @@ inline std::filesystem::path scratch_path(const std::filesystem::path& dir, cons
   std::filesystem::create_directory(dir / "tmp", ec);
   return dir / "tmp" / cat(::getpid(), "_", n++, suffix);
 }
-inline std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return {};
-  return std::string(std::istreambuf_iterator<char>(f), {});
+// the most bytes a file of the cache may hold: a larger one is corruption, not a compiled kernel
+inline constexpr size_t kMaxCacheFile = size_t(256) << 20;
+// a file's bytes, read only when it is a regular file of at most max_bytes: never through a link (O_NOFOLLOW), never
+// waiting on a FIFO or device (O_NONBLOCK). "" when it is missing; "" and, in why, what it is instead when refused
+inline std::string read_file(const std::filesystem::path& p, std::string* why = nullptr,
+                             size_t max_bytes = kMaxCacheFile) {
+  auto refuse = [&](const std::string& w) { if (why) *why = cat(p.string(), ": ", w); return std::string(); };
+  if (why) why->clear();
+  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? std::string() : refuse(std::strerror(errno));
+  struct Close { int fd; ~Close() { ::close(fd); } } close_fd{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return refuse(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  if (uint64_t(st.st_size) > max_bytes)
+    return refuse(cat(st.st_size, " bytes, more than the ", max_bytes, " a cache file may hold"));
+  std::string data(size_t(st.st_size), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return refuse(std::strerror(errno));
+    if (n == 0) break;  // shrank meanwhile: the caller's hash check sees it
+    got += size_t(n);
+  }
+  data.resize(got);
+  return data;
 }
-// write through a scratch file and rename, so a reader never sees a half-written file
+
+namespace detail {
+// the entries of the disk cache are bounded: CACHE_SIZE bytes (default 512 MiB, ~100k CPU kernels; 0: no bound)
+inline int64_t cache_size_limit() { return getenv_int("CACHE_SIZE", int64_t(512) << 20); }
+// an entry used (or written) this recently is never evicted: a process that looked it up is about to load it
+inline constexpr int64_t kCacheGraceSeconds = 60;
+// a name the compilers give a cache entry: [o_|b_]<16 hex digits>[.ext]; nothing else in their folders is evicted
+inline bool cache_entry_name(const std::string& n) {
+  size_t b = n.rfind("o_", 0) == 0 || n.rfind("b_", 0) == 0 ? 2 : 0;
+  if (n.size() < b + 16) return false;
+  for (size_t i = b; i < b + 16; i++) if (!std::isxdigit(static_cast<unsigned char>(n[i]))) return false;
+  return n.size() == b + 16 || n[b + 16] == '.';
+}
+// a cache entry that is not what it should be (a link, a directory, a FIFO, a refused object) is removed, so the
+// recompiled one takes its place
+inline void remove_cache_entry(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto st = std::filesystem::symlink_status(p, ec);
+  if (ec) return;
+  // NOTE: remove_all follows no link inside
+  if (st.type() == std::filesystem::file_type::directory) std::filesystem::remove_all(p, ec);
+  else std::filesystem::remove(p, ec);
+}
+// a cache hit marks its file used (its mtime, which eviction orders by) unless it was marked within half the grace
+// period: at most one syscall per file and half-minute
+inline void touch_cache_entry(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::time(nullptr) - st.st_mtime > kCacheGraceSeconds / 2)
+    ::utimensat(AT_FDCWD, p.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+}
+// removes the least recently used entries of the folders (by mtime) until they hold at most 3/4 of `limit` bytes,
+// never one used within `grace` seconds. Another process may be reading an entry removed here: its lookup misses and it
+// compiles again (its loads happen within the grace period of its lookups). Bounded work: 200k files at most.
+// Returns the files removed
+inline size_t evict_cache(const std::vector<std::filesystem::path>& dirs, int64_t limit,
+                          int64_t grace = kCacheGraceSeconds) {
+  namespace fs = std::filesystem;
+  struct Entry { int64_t mtime; uint64_t bytes; fs::path p; };
+  std::vector<Entry> all;
+  uint64_t total = 0;
+  for (auto& d : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(d, ec), e; !ec && it != e && all.size() < 200000; it.increment(ec)) {
+      struct stat st {};
+      if (!cache_entry_name(it->path().filename().string())) continue;
+      if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      all.push_back({int64_t(st.st_mtime), uint64_t(st.st_size), it->path()});
+      total += uint64_t(st.st_size);
+    }
+  }
+  if (total <= uint64_t(limit)) return 0;
+  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  int64_t now = ::time(nullptr);
+  size_t removed = 0;
+  for (auto& e : all) {
+    if (total <= uint64_t(limit) / 4 * 3 || now - e.mtime < grace) break;
+    std::error_code ec;
+    if (fs::remove(e.p, ec)) total -= e.bytes, removed++;
+  }
+  return removed;
+}
+// counts the bytes written into a compiler's folder `dir`; about every CACHE_SIZE/16 bytes the cache is scanned and
+// the oldest entries evicted (so it may pass CACHE_SIZE by about 1/16 between scans). NOTE: the count starts at a
+// random point, so processes that each write a little still scan now and then (in proportion to what they write),
+// with no counter shared between processes to lock
+inline void note_cache_write(const std::filesystem::path& dir, uint64_t bytes) {
+  int64_t limit = cache_size_limit();
+  if (limit <= 0) return;
+  static std::atomic<uint64_t> written{hash_mix(uint64_t(::getpid()), uint64_t(now_s() * 1e9))};
+  uint64_t every = std::max<uint64_t>(1, uint64_t(limit) / 16), before = written.fetch_add(bytes);
+  if ((before + bytes) / every == before / every) return;
+  // the whole cache when `dir` is one of its compilers' folders, else `dir` alone (a folder a caller chose)
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs{dir};
+  std::error_code ec;
+  if (fs::path root = cache_dir(); fs::equivalent(dir.parent_path(), root, ec)) {
+    dirs.clear();
+    for (fs::directory_iterator it(root, ec), e; !ec && it != e; it.increment(ec))
+      if (it->is_directory(ec) && !it->is_symlink(ec) && it->path().filename() != "tmp") dirs.push_back(it->path());
+  }
+  evict_cache(dirs, limit);
+}
+}  // namespace detail
+
+// write through a scratch file and rename, so a reader never sees a half-written file; what is in the way (a
+// directory left where a file belongs) is removed first
 inline void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
   auto tmp = scratch_path(p.parent_path());
   std::error_code ec;
   { std::ofstream f(tmp, std::ios::binary); f.write(data.data(), std::streamsize(data.size())); }
   std::filesystem::rename(tmp, p, ec);
+  std::error_code ec2;
+  if (ec && std::filesystem::is_directory(std::filesystem::symlink_status(p, ec2))) {
+    detail::remove_cache_entry(p);
+    std::filesystem::rename(tmp, p, ec);
+  }
   if (ec) std::filesystem::remove(tmp, ec);
+  else detail::note_cache_write(p.parent_path(), data.size());
 }
 
 }  // namespace tinygrad

@@ -16,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include "../helpers.hpp"
 
 namespace tinygrad::detail {
 
@@ -36,6 +37,12 @@ class ElfObject {
   void* find(const std::string& name) const {
     auto it = globals_.find(name);
     return it == globals_.end() ? nullptr : it->second;
+  }
+  // the global symbols it defines; each lies in the mapping
+  const std::map<std::string, void*>& symbols() const { return globals_; }
+  bool contains(const void* p) const {
+    auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);
+    return a >= b && a - b < size_;
   }
 
  private:
@@ -74,6 +81,7 @@ class ElfObject {
       size = (size + align - 1) & ~(align - 1);
       at[i] = size;
       size += s.sh_size;
+      if (size > (size_t(1) << 30)) return "its sections are larger than 1 GiB together";
     }
     // the symbol table and its names
     size_t symtab = none;
@@ -89,6 +97,19 @@ class ElfObject {
       auto end = strtab.find('\0', s.st_name);
       return end == std::string_view::npos ? std::string() : std::string(strtab.substr(s.st_name, end - s.st_name));
     };
+    // every symbol of a loaded section lies in it (a function wholly, and in code): a pointer made from one stays in
+    // the mapping, and a kernel found by name is code of this object
+    for (size_t k = 0; k < syms.size(); k++) {
+      const auto& s = syms[k];
+      if (s.st_shndx >= sh.size() || at[s.st_shndx] == none) continue;
+      const auto& in = sh[s.st_shndx];
+      bool fn = ELF64_ST_TYPE(s.st_info) == STT_FUNC;
+      if (s.st_value > in.sh_size || (fn && (s.st_value == in.sh_size || s.st_size > in.sh_size - s.st_value)))
+        return cat("symbol ", k, " ('", name_of(s), "') at ", s.st_value, " size ", s.st_size,
+                   " is out of its section (", in.sh_size, " bytes)");
+      if (fn && !(in.sh_flags & SHF_EXECINSTR))
+        return cat("function symbol ", k, " ('", name_of(s), "') is not in code");
+    }
     // the relocations of loaded sections, and what they need: a jump stub for each external function called, a GOT slot
     // for each symbol whose address is loaded from one
     struct Rel { size_t target; Elf64_Rela r; };
@@ -123,7 +144,8 @@ class ElfObject {
     base_ = static_cast<char*>(m);
     for (size_t i = 0; i < sh.size(); i++)
       if (at[i] != none && sh[i].sh_type != SHT_NOBITS) std::memcpy(base_ + at[i], blob.data() + sh[i].sh_offset, sh[i].sh_size);
-    // every symbol's address (0 and an error for one that cannot be placed)
+    // every symbol's address (0 and an error for one that cannot be placed); an external one is the process's, any
+    // other lies in the mapping (checked above)
     auto address = [&](size_t k, uint64_t& out) -> std::string {
       const auto& s = syms[k];
       if (s.st_shndx == SHN_UNDEF) {
@@ -131,14 +153,21 @@ class ElfObject {
         void* p = n.empty() ? nullptr : external(n.c_str());
         if (!p) return "the process does not define '" + n + "'";
         out = uint64_t(reinterpret_cast<uintptr_t>(p));
-      } else if (s.st_shndx == SHN_ABS) {
-        out = s.st_value;
       } else if (s.st_shndx < sh.size() && at[s.st_shndx] != none) {
-        out = uint64_t(reinterpret_cast<uintptr_t>(base_ + at[s.st_shndx])) + s.st_value;
+        out = uint64_t(reinterpret_cast<uintptr_t>(base_)) + at[s.st_shndx] + s.st_value;
       } else {
-        return "a symbol is in a section that is not loaded";
+        return "a symbol is absolute or in a section that is not loaded";
       }
       return {};
+    };
+    // S + A of a relocation stays in the mapping (give or take the few bytes a PC-relative operand's addend takes off)
+    // or, for a symbol of the process, within the +-2 GiB a 32-bit operand can reach. Anything else is refused
+    const uint64_t lo = uint64_t(reinterpret_cast<uintptr_t>(base_));
+    auto bounded = [&](uint64_t s, int64_t a, bool ext) {
+      constexpr int64_t slack = 64, reach = int64_t(1) << 31;
+      if (ext) return a > -reach && a < reach;
+      auto off = int64_t(s - lo);  // <= size_ <= 1 GiB + stubs: no overflow below
+      return a >= -off - slack && a <= int64_t(size_) - off;
     };
     for (auto [sym, slot] : stub) {  // jmp *0(%rip), then the address
       uint64_t a = 0;
@@ -157,6 +186,12 @@ class ElfObject {
       size_t sym = ELF64_R_SYM(r.r_info), type = ELF64_R_TYPE(r.r_info);
       char* p = base_ + at[target] + r.r_offset;
       uint64_t s = 0, place = uint64_t(reinterpret_cast<uintptr_t>(p)), a = uint64_t(r.r_addend);
+      bool ext = syms[sym].st_shndx == SHN_UNDEF;
+      int64_t addend = r.r_addend;  // NOTE: clang 14's lambdas cannot capture a structured binding
+      auto check = [&] {
+        if (bounded(s, addend, ext)) return std::string();
+        return cat("a relocation to symbol ", sym, " ('", name_of(syms[sym]), "') + ", addend, " points outside the object");
+      };
       auto put32 = [&](uint64_t v) {
         auto sv = int64_t(v);
         if (sv < std::numeric_limits<int32_t>::min() || sv > std::numeric_limits<int32_t>::max()) return false;
@@ -168,21 +203,26 @@ class ElfObject {
         case R_X86_64_NONE: break;
         case R_X86_64_64:
           if (auto e = address(sym, s); !e.empty()) return e;
+          if (auto e = check(); !e.empty()) return e;
           s += a;
           std::memcpy(p, &s, 8);
           break;
         case R_X86_64_PC64:
           if (auto e = address(sym, s); !e.empty()) return e;
+          if (auto e = check(); !e.empty()) return e;
           s += a - place;
           std::memcpy(p, &s, 8);
           break;
         case R_X86_64_PC32: case R_X86_64_PLT32:
-          if (auto it = stub.find(sym); it != stub.end()) s = addr(stubs_at + 16 * it->second);
+          if (auto it = stub.find(sym); it != stub.end()) s = addr(stubs_at + 16 * it->second), ext = false;
           else if (auto e = address(sym, s); !e.empty()) return e;
+          if (auto e = check(); !e.empty()) return e;
           if (!put32(s + a - place)) return "a PC-relative relocation is out of range";
           break;
         case R_X86_64_GOTPCREL: case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
-          if (!put32(addr(got_at + 8 * got.at(sym)) + a - place)) return "a GOT relocation is out of range";
+          s = addr(got_at + 8 * got.at(sym)), ext = false;
+          if (auto e = check(); !e.empty()) return e;
+          if (!put32(s + a - place)) return "a GOT relocation is out of range";
           break;
         default: return "relocation type " + std::to_string(type) + " is not handled";
       }

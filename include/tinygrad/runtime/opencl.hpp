@@ -203,20 +203,29 @@ class CLCompiler : public Compiler {
   std::filesystem::path path(const std::string& src) const { return dir_ / (hex64(hash_bytes(d_->key + "\n" + src)) + ".bin"); }
   // a cached binary; a batch reference whose program file is gone or changed counts as none (a file is hashed once a
   // process, not once for each of its kernels; after that its size is checked)
+  // a file that is no regular file (a link, a directory, a FIFO) is removed, so the new entry takes its place; a batch
+  // reference is followed only to a program file in this folder
   std::string lookup(const std::string& src) {
-    std::string bin = read_file(path(src));
+    std::string why, bin = read_file(path(src), &why);
+    if (!why.empty()) detail::remove_cache_entry(path(src));
     auto ref = parse_batch_ref(bin);
-    if (!ref) return bin;
+    if (!ref) {
+      if (!bin.empty()) detail::touch_cache_entry(path(src));
+      return bin;
+    }
+    if (!detail::cache_entry_name(ref->file) || ref->file.find('/') != std::string::npos) return {};
     std::string file = (dir_ / ref->file).string();
-    std::error_code ec;
-    auto size = std::filesystem::file_size(file, ec);
-    if (ec) return {};
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
     std::lock_guard lk(checked_mu_);
-    if (checked_[file] != std::pair{ref->hash, size}) {
-      std::string prog = read_file(file);
+    if (checked_[file] != std::pair{ref->hash, uintmax_t(st.st_size)}) {
+      std::string prog = read_file(file, &why);
+      if (!why.empty()) detail::remove_cache_entry(file);
       if (prog.empty() || hex64(hash_bytes(prog)) != ref->hash) return {};
       checked_[file] = {ref->hash, prog.size()};
     }
+    detail::touch_cache_entry(path(src));
+    detail::touch_cache_entry(file);
     return batch_ref({ref->name, file, ref->hash});  // the loader reads the file by its full path
   }
   std::string binary(const std::string& src) const {
