@@ -184,7 +184,8 @@ TEST_CASE("search: a BEAM cache entry that is out of range or does not parse com
   Tensor a = rnd({21, 37}, 16);
   auto want = (a * k).sum(1).to_vector<float>();
   OneKernel ok = one_kernel((a * k).sum(1));
-  auto& d = tinygrad::get_device("CPU");
+  std::string dev = tinygrad::default_device();
+  auto& d = tinygrad::get_device(dev);
   Kernel kr(ok.k.ast, *d.renderer);
   int64_t axis = kr.ranges().back()->range_id();
   // PADTO by INT64_MAX overflowed (n + amt - 1) and passed the check; a kernel that never wrote its output
@@ -207,7 +208,7 @@ TEST_CASE("search: a BEAM cache entry that is out of range or does not parse com
     REQUIRE(opts);
     CHECK(tinygrad::search_stats().searches == before.searches + 1);
     CHECK(tinygrad::search_stats().cache_hits == before.cache_hits);
-    auto got = run_each(ok, "CPU", {*opts})[0];
+    auto got = run_each(ok, dev, {*opts})[0];
     check_close(got, std::vector<double>(want.begin(), want.end()), "searched again");
   }
   // a complete entry is used
