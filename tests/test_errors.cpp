@@ -211,10 +211,11 @@ TEST_CASE("errors: slice and shrink out of bounds", "[errors]") {
 TEST_CASE("errors: an index value out of range is an IndexError naming the op, the index and the size", "[errors]") {
   using tinygrad::IndexError;
   using tinygrad::nn::embedding;
-  // a MiniLM-sized table: 30522 rows; ids made from host data (a tokenizer's) are checked when the op is built
+  // a MiniLM-sized table: 30522 rows; ids made from host data (a tokenizer's) are checked when the op is built, ids on
+  // a GPU at the next sync (each check here reads the result back)
   Tensor w = Tensor::arange(30522 * 2).reshape({30522, 2}).cast(DType::Float32);
   auto ids = [](std::vector<int64_t> v) { return Tensor(v).reshape({1, int64_t(v.size())}); };
-  auto emb = [&](const Tensor& i) { return thrown<IndexError>([&] { (void)embedding(i, w); }); };
+  auto emb = [&](const Tensor& i) { return thrown<IndexError>([&] { (void)embedding(i, w).sum().item<float>(); }); };
   auto msg = [](const std::string& i) {
     return "tinygrad::nn::embedding: index " + i + " is out of bounds for size 30522 (valid indices are 0..30521)";
   };
@@ -236,19 +237,19 @@ TEST_CASE("errors: an index value out of range is an IndexError naming the op, t
   // the other ops that take indices: gather, scatter, scatter_reduce, getitem (negatives count from the end), one_hot
   Tensor a = f32({3, 4}), i2 = Tensor(std::vector<int32_t>{0, 4}).reshape({1, 2});
   auto i32 = [](std::vector<int32_t> v) { return Tensor(v); };
-  CHECK(thrown<IndexError>([&] { (void)a.gather(1, i2); }) ==
+  CHECK(thrown<IndexError>([&] { (void)a.gather(1, i2).sum().item<float>(); }) ==
         "tinygrad::gather: index 4 is out of bounds for dim 1 with size 4 (valid indices are 0..3)");
-  CHECK(thrown<IndexError>([&] { (void)a.scatter(0, i2, 1.0); }) ==
+  CHECK(thrown<IndexError>([&] { (void)a.scatter(0, i2, 1.0).sum().item<float>(); }) ==
         "tinygrad::scatter: index 4 is out of bounds for dim 0 with size 3 (valid indices are 0..2)");
-  CHECK_THAT(thrown<IndexError>([&] { (void)a.scatter_reduce(0, i2, f32({1, 2}), "sum"); }),
+  CHECK_THAT(thrown<IndexError>([&] { (void)a.scatter_reduce(0, i2, f32({1, 2}), "sum").sum().item<float>(); }),
              Contains("tinygrad::scatter_reduce: index 4"));
-  CHECK(thrown<IndexError>([&] { (void)a[i32({-4})]; }) ==
+  CHECK(thrown<IndexError>([&] { (void)a[i32({-4})].sum().item<float>(); }) ==
         "tinygrad::getitem: index -4 is out of bounds for dim 0 with size 3 (valid indices are -3..2)");
-  CHECK_THAT(thrown<IndexError>([&] { (void)a[{Slice{}, i32({1, 4})}]; }),
+  CHECK_THAT(thrown<IndexError>([&] { (void)a[{Slice{}, i32({1, 4})}].sum().item<float>(); }),
              Contains("getitem: index 4") && Contains("dim 1 with size 4"));
-  CHECK(thrown<IndexError>([&] { (void)i32({0, 3}).one_hot(3); }) ==
+  CHECK(thrown<IndexError>([&] { (void)i32({0, 3}).one_hot(3).sum().item<int>(); }) ==
         "tinygrad::one_hot: index 3 is out of bounds for size 3 (valid indices are 0..2)");
-  CHECK_THAT(thrown<IndexError>([&] { (void)i32({-1, 2}).one_hot(); }), Contains("one_hot: index -1"));
+  CHECK_THAT(thrown<IndexError>([&] { (void)i32({-1, 2}).one_hot().sum().item<int>(); }), Contains("one_hot: index -1"));
   CHECK(a[i32({-3, 2})].shape() == Shape{2, 4});
   CHECK(i32({2, 0}).one_hot(3).to_vector<int>() == std::vector<int>{0, 0, 1, 1, 0, 0});
   // a narrow dtype that cannot leave the range is not even scanned

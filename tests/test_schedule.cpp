@@ -445,8 +445,8 @@ TEST_CASE("schedule cache: a repeated training-style step compiles nothing after
 }
 
 TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding and a gather have no reduce loop", "[schedule]") {
-  // NOTE: the ids are computed (a sum of two buffers), so no IndexError is raised when the op is built: out-of-range
-  // ones read zeros, the memory-safety net below the check
+  // NOTE: the ids are computed (a sum of two buffers), so the IndexError comes at the first read (the device's check);
+  // out-of-range ones read zeros, the memory-safety net below the check
   Tensor w = Tensor::rand({1000, 16}).realize();
   Tensor idx = Tensor(std::vector<int32_t>{3, 999, -2, 1000, 0}).realize() + Tensor(std::vector<int32_t>(5, 0));
   auto no_reduce = [](const Tensor& t) {
@@ -459,6 +459,7 @@ TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding 
   };
   Tensor e = tinygrad::nn::embedding(idx, w);
   CHECK(no_reduce(e));
+  CHECK_THROWS_AS(e.to_vector<float>(), tinygrad::IndexError);
   auto ev = e.to_vector<float>(), wv = w.to_vector<float>();
   int ids[] = {3, 999, -2, 1000, 0};
   for (int i = 0; i < 5; i++)

@@ -368,12 +368,14 @@ TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding
     CHECK(gv[i] == Approx(v * Phi).margin(1e-6));
     CHECK(dg[i] == Approx(Phi + v * phi).margin(1e-5));
   }
-  // Embedding: rows by index, zeros outside [0, vocab), one kernel without a reduce loop
+  // Embedding: rows by index, one kernel without a reduce loop; an index outside [0, vocab) is an IndexError
   static_nn::Embedding<6, 3> emb;
-  auto idx = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, -1, 6, 3}).reshape({2, 3}));
+  auto bad = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, -1, 6, 3}).reshape({2, 3}));
+  CHECK_THROWS_AS(emb(bad).to_vector<float>(), tinygrad::IndexError);
+  auto idx = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, 1, 4, 3}).reshape({2, 3}));
   auto ev = emb(idx).to_vector<float>();
   auto wv = emb.weight.to_vector<float>();
-  int32_t ids[] = {0, 5, 2, -1, 6, 3};
+  int32_t ids[] = {0, 5, 2, 1, 4, 3};
   for (int i = 0; i < 6; i++)
-    for (int k = 0; k < 3; k++) CHECK(ev[size_t(i * 3 + k)] == (ids[i] >= 0 && ids[i] < 6 ? wv[size_t(ids[i] * 3 + k)] : 0.0f));
+    for (int k = 0; k < 3; k++) CHECK(ev[size_t(i * 3 + k)] == wv[size_t(ids[i] * 3 + k)]);
 }

@@ -744,10 +744,8 @@ TINYGRAD_API void read_index_checks() TINYGRAD_DEF({
   if (v.empty()) return;
   std::vector<IndexCheck> checks = std::move(v);  // NOTE: first: reading them back is a sync too
   v.clear();
-  std::vector<Tensor> ts;
-  for (auto& c : checks) ts.insert(ts.end(), {c.mn, c.mx});
-  Tensor::realize_all(ts);
   for (auto& c : checks) {
+    Tensor::realize_all({c.mn, c.mx});  // NOTE: one device a schedule: each check's own
     int64_t mn = c.mn.item<int64_t>(), mx = c.mx.item<int64_t>();
     if (mn < c.lo || mx >= c.n) throw index_error(c.op.c_str(), mx >= c.n ? mx : mn, c.lo, c.n, c.dim);
   }
