@@ -44,7 +44,10 @@ class JitCore : JitRecorder {
   std::vector<Tensor> call(const std::vector<Tensor>& args, const Run& run);
   int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
   bool captured() const TINYGRAD_MEMBER_DEF({ return captured_; })
-  size_t kernel_count() const TINYGRAD_MEMBER_DEF({ std::lock_guard lk(mu_); return prog_ ? jit_kernel_count(*prog_) : 0; })
+  size_t kernel_count() const TINYGRAD_MEMBER_DEF({
+    std::lock_guard lk(mu_);
+    return prog_ ? jit_kernel_count(*prog_) : 0;
+  })
   const std::string& name() const TINYGRAD_MEMBER_DEF({ return name_; })
   const JitProgram* program() const TINYGRAD_MEMBER_DEF({ std::lock_guard lk(mu_); return prog_.get(); })
 
@@ -194,7 +197,8 @@ TINYGRAD_API void JitCore::assigned(const Tensor& t) {
   if (t.impl_->born == jit_call_id()) return;  // a tensor the call made: its own
   if (auto a = std::find(args_.begin(), args_.end(), t.impl_.get()); a != args_.end()) {
     size_t i = size_t(a - args_.begin());
-    if (std::find(cur_.assigned_args.begin(), cur_.assigned_args.end(), i) == cur_.assigned_args.end()) cur_.assigned_args.push_back(i);
+    auto& as = cur_.assigned_args;
+    if (std::find(as.begin(), as.end(), i) == as.end()) as.push_back(i);
     return;
   }
   if (!heard_.insert(t.impl_.get()).second) {
@@ -218,8 +222,9 @@ TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
   auto buf = b.t.buffer();
   auto& c = *b.captured;
   if (buf->device != c.device || buf->dtype != c.dtype || buf->size != c.size)
-    throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()), ") is on ", buf->device,
-                       " now; it was on ", c.device, " when the function was captured. Make a new TinyJit for tensors that moved"));
+    throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()),
+                       ") is on ", buf->device, " now; it was on ", c.device,
+                       " when the function was captured. Make a new TinyJit for tensors that moved"));
   b.seen = b.t.impl_->uop.get();
   return b.buf = std::move(buf);
 }
@@ -286,7 +291,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   std::string why;
   if (prev_) {
     if (r.states.size() != rec_.states.size()) why = cat("the first assigned ", rec_.states.size(), " tensors, the second ", r.states.size());
-    else if (r.reads.size() != rec_.reads.size()) why = cat("the first read ", rec_.reads.size(), " tensors made before it, the second ", r.reads.size());
+    else if (r.reads.size() != rec_.reads.size())
+      why = cat("the first read ", rec_.reads.size(), " tensors made before it, the second ", r.reads.size());
     else if (r.assigned_args != rec_.assigned_args) why = "they assigned different arguments";
     else if (r.draws != rec_.draws) why = cat("the first drew ", rec_.draws.size(), " random tensors, the second ", r.draws.size());
     else why = jit_difference(*prev_, *prog);

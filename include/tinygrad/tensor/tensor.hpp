@@ -719,7 +719,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 };
 
 namespace detail {
-// an index check left on the device: the least and greatest index, computed with the next realize
+// an index check left on the device: the least and greatest index (in the index's dtype), computed at the next sync
 struct IndexCheck {
   Tensor mn, mx;
   int64_t lo, n;
@@ -735,7 +735,7 @@ TINYGRAD_API void check_indices(const Tensor& idx, int64_t n, bool wrap, const c
     if (is_leaf(u.get()))
       if (auto b = u->leaf_buffer(); !b || !b->allocated()) return;
   auto& v = index_checks();
-  v.push_back({idx.min().cast(DType::Int64), idx.max().cast(DType::Int64), wrap ? -n : 0, n, op, dim});
+  v.push_back({idx.min(), idx.max(), wrap ? -n : 0, n, op, dim});
   if (v.size() >= 64) read_index_checks();  // NOTE: bounded, where a loop never reads a value back
 })
 
@@ -746,7 +746,10 @@ TINYGRAD_API void read_index_checks() TINYGRAD_DEF({
   v.clear();
   for (auto& c : checks) {
     Tensor::realize_all({c.mn, c.mx});  // NOTE: one device a schedule: each check's own
-    int64_t mn = c.mn.item<int64_t>(), mx = c.mx.item<int64_t>();
+    auto value = [](const Tensor& t) {
+      return t.dtype() == DType::UInt64 ? i128(t.item<uint64_t>()) : i128(t.item<int64_t>());
+    };
+    i128 mn = value(c.mn), mx = value(c.mx);
     if (mn < c.lo || mx >= c.n) throw index_error(c.op.c_str(), mx >= c.n ? mx : mn, c.lo, c.n, c.dim);
   }
 })
