@@ -410,10 +410,13 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 #include <memory>
 #if TINYGRAD_WITH_INTERNALS
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cctype>
 #include <cerrno>
+#include <ctime>
 #include <cstring>
 #include <algorithm>
 #include <array>
@@ -454,14 +457,18 @@ struct Allocator {
   virtual void copyout(void* dst, const void* src, size_t bytes) = 0;  // device -> host
   virtual void copy(void* dst, const void* src, size_t bytes) { std::vector<char> h(bytes); copyout(h.data(), src, bytes); copyin(dst, h.data(), bytes); }
 
-  // LRU reuse of freed buffers: a free keeps the memory for the next alloc of the same size
+  // LRU reuse of freed buffers: a free keeps the memory for the next alloc of the same size, up to lru_limit() bytes
+  // cached; past it the least recently freed go back to the system. O(log sizes) a call, no syscall on a hit
   void* alloc(size_t bytes) {
     std::lock_guard lk(mu);
-    if (auto it = cache.find(bytes); it != cache.end() && !it->second.empty()) {
-      void* p = it->second.back(); it->second.pop_back(); cached_bytes -= bytes; live++; return p;
+    if (auto it = sizes_.find(bytes); it != sizes_.end() && it->second.newest != kNil) {
+      uint32_t i = it->second.newest;
+      unlink(i, it->second);
+      live++;
+      return nodes_[i].p;
     }
     void* p = alloc_raw(bytes);
-    if (!p && cached_bytes) { free_cache_locked(); p = alloc_raw(bytes); }  // out of memory: drop the cache, retry once
+    if (!p && cached_) { free_cache_locked(); p = alloc_raw(bytes); }  // out of memory: drop the cache, retry once
     if (!p) throw DeviceError(cat("tinygrad: out of memory allocating ", bytes, " bytes on ", name));
     live++;
     return p;
@@ -469,22 +476,70 @@ struct Allocator {
   void free(void* p, size_t bytes) {
     std::lock_guard lk(mu);
     live--;
-    if (lru) { cache[bytes].push_back(p); cached_bytes += bytes; } else free_raw(p, bytes);
+    if (!lru || bytes > limit_) { free_raw(p, bytes); return; }
+    uint32_t i = kNil;
+    if (!spare_.empty()) i = spare_.back(), spare_.pop_back();
+    else i = uint32_t(nodes_.size()), nodes_.emplace_back();
+    auto& list = sizes_[bytes];
+    nodes_[i] = {p, bytes, list.newest, kNil, newest_, kNil};
+    if (list.newest != kNil) nodes_[list.newest].next_same = i; else list.oldest = i;
+    list.newest = i;
+    if (newest_ != kNil) nodes_[newest_].next_all = i; else oldest_ = i;
+    newest_ = i;
+    cached_ += bytes;
+    while (cached_ > limit_) evict_oldest();
   }
   void free_cache() { std::lock_guard lk(mu); free_cache_locked(); }
   int64_t live_allocations() const { return live; }
+  // bytes of freed buffers kept for reuse
+  size_t cached_bytes() { std::lock_guard lk(mu); return cached_; }
+  // the most bytes kept for reuse: LRU_BYTES, default 256 MiB (a training step or a model's run of the sizes this
+  // library targets reuses a few tens of MB; more would only keep idle memory from the system). Lowering it evicts
+  size_t lru_limit() { std::lock_guard lk(mu); return limit_; }
+  void set_lru_limit(size_t bytes) {
+    std::lock_guard lk(mu);
+    limit_ = bytes;
+    while (cached_ > limit_) evict_oldest();
+  }
 
   std::string name;
   bool lru = getenv_int("LRU", 1) != 0;
 
  private:
+  static constexpr uint32_t kNil = ~uint32_t(0);
+  // a cached buffer, in two lists: of its size (alloc takes the newest) and of all sizes (eviction takes the oldest)
+  struct Node { void* p; size_t bytes; uint32_t prev_same, next_same, prev_all, next_all; };
+  struct SizeList { uint32_t oldest = kNil, newest = kNil; };
+  void unlink(uint32_t i, SizeList& list) {
+    Node& n = nodes_[i];
+    (n.prev_same != kNil ? nodes_[n.prev_same].next_same : list.oldest) = n.next_same;
+    (n.next_same != kNil ? nodes_[n.next_same].prev_same : list.newest) = n.prev_same;
+    (n.prev_all != kNil ? nodes_[n.prev_all].next_all : oldest_) = n.next_all;
+    (n.next_all != kNil ? nodes_[n.next_all].prev_all : newest_) = n.prev_all;
+    cached_ -= n.bytes;
+    spare_.push_back(i);
+  }
+  void evict_oldest() {
+    uint32_t i = oldest_;
+    auto it = sizes_.find(nodes_[i].bytes);
+    unlink(i, it->second);
+    free_raw(nodes_[i].p, nodes_[i].bytes);
+    if (it->second.newest == kNil) sizes_.erase(it);  // NOTE: only here: a size reused often keeps its entry
+  }
   void free_cache_locked() {
-    for (auto& [sz, v] : cache) for (void* p : v) free_raw(p, sz);
-    cache.clear(); cached_bytes = 0;
+    while (oldest_ != kNil) evict_oldest();
+    sizes_.clear();
+  }
+  static size_t default_lru_limit() {
+    int64_t v = getenv_int("LRU_BYTES", int64_t(256) << 20);
+    return v < 0 ? 0 : size_t(v);
   }
   std::mutex mu;
-  std::map<size_t, std::vector<void*>> cache;
-  size_t cached_bytes = 0;
+  std::map<size_t, SizeList> sizes_;
+  std::vector<Node> nodes_;
+  std::vector<uint32_t> spare_;  // free slots of nodes_
+  uint32_t oldest_ = kNil, newest_ = kNil;
+  size_t cached_ = 0, limit_ = default_lru_limit();
   std::atomic<int64_t> live{0};
 };
 
@@ -834,18 +889,132 @@ inline std::filesystem::path scratch_path(const std::filesystem::path& dir, cons
   std::filesystem::create_directory(dir / "tmp", ec);
   return dir / "tmp" / cat(::getpid(), "_", n++, suffix);
 }
-inline std::string read_file(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  if (!f) return {};
-  return std::string(std::istreambuf_iterator<char>(f), {});
+// the most bytes a file of the cache may hold: a larger one is corruption, not a compiled kernel
+inline constexpr size_t kMaxCacheFile = size_t(256) << 20;
+// a file's bytes, read only when it is a regular file of at most max_bytes: never through a link (O_NOFOLLOW), never
+// waiting on a FIFO or device (O_NONBLOCK). "" when it is missing; "" and, in why, what it is instead when refused
+inline std::string read_file(const std::filesystem::path& p, std::string* why = nullptr,
+                             size_t max_bytes = kMaxCacheFile) {
+  auto refuse = [&](const std::string& w) { if (why) *why = cat(p.string(), ": ", w); return std::string(); };
+  if (why) why->clear();
+  int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? std::string() : refuse(std::strerror(errno));
+  struct Close { int fd; ~Close() { ::close(fd); } } close_fd{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return refuse(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
+  if (uint64_t(st.st_size) > max_bytes)
+    return refuse(cat(st.st_size, " bytes, more than the ", max_bytes, " a cache file may hold"));
+  std::string data(size_t(st.st_size), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = ::read(fd, data.data() + got, data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return refuse(std::strerror(errno));
+    if (n == 0) break;  // shrank meanwhile: the caller's hash check sees it
+    got += size_t(n);
+  }
+  data.resize(got);
+  return data;
 }
-// write through a scratch file and rename, so a reader never sees a half-written file
+
+namespace detail {
+// the entries of the disk cache are bounded: CACHE_SIZE bytes (default 512 MiB, ~100k CPU kernels; 0: no bound)
+inline int64_t cache_size_limit() { return getenv_int("CACHE_SIZE", int64_t(512) << 20); }
+// an entry used (or written) this recently is never evicted: a process that looked it up is about to load it
+inline constexpr int64_t kCacheGraceSeconds = 60;
+// a name the compilers give a cache entry: [o_|b_]<16 hex digits>[.ext]; nothing else in their folders is evicted
+inline bool cache_entry_name(const std::string& n) {
+  size_t b = n.rfind("o_", 0) == 0 || n.rfind("b_", 0) == 0 ? 2 : 0;
+  if (n.size() < b + 16) return false;
+  for (size_t i = b; i < b + 16; i++) if (!std::isxdigit(static_cast<unsigned char>(n[i]))) return false;
+  return n.size() == b + 16 || n[b + 16] == '.';
+}
+// a cache entry that is not what it should be (a link, a directory, a FIFO, a refused object) is removed, so the
+// recompiled one takes its place
+inline void remove_cache_entry(const std::filesystem::path& p) {
+  std::error_code ec;
+  auto st = std::filesystem::symlink_status(p, ec);
+  if (ec) return;
+  // NOTE: remove_all follows no link inside
+  if (st.type() == std::filesystem::file_type::directory) std::filesystem::remove_all(p, ec);
+  else std::filesystem::remove(p, ec);
+}
+// a cache hit marks its file used (its mtime, which eviction orders by) unless it was marked within half the grace
+// period: at most one syscall per file and half-minute
+inline void touch_cache_entry(const std::filesystem::path& p) {
+  struct stat st {};
+  if (::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::time(nullptr) - st.st_mtime > kCacheGraceSeconds / 2)
+    ::utimensat(AT_FDCWD, p.c_str(), nullptr, AT_SYMLINK_NOFOLLOW);
+}
+// removes the least recently used entries of the folders (by mtime) until they hold at most 3/4 of `limit` bytes,
+// never one used within `grace` seconds. Another process may be reading an entry removed here: its lookup misses and it
+// compiles again (its loads happen within the grace period of its lookups). Bounded work: 200k files at most.
+// Returns the files removed
+inline size_t evict_cache(const std::vector<std::filesystem::path>& dirs, int64_t limit,
+                          int64_t grace = kCacheGraceSeconds) {
+  namespace fs = std::filesystem;
+  struct Entry { int64_t mtime; uint64_t bytes; fs::path p; };
+  std::vector<Entry> all;
+  uint64_t total = 0;
+  for (auto& d : dirs) {
+    std::error_code ec;
+    for (fs::directory_iterator it(d, ec), e; !ec && it != e && all.size() < 200000; it.increment(ec)) {
+      struct stat st {};
+      if (!cache_entry_name(it->path().filename().string())) continue;
+      if (::lstat(it->path().c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+      all.push_back({int64_t(st.st_mtime), uint64_t(st.st_size), it->path()});
+      total += uint64_t(st.st_size);
+    }
+  }
+  if (total <= uint64_t(limit)) return 0;
+  std::sort(all.begin(), all.end(), [](const Entry& a, const Entry& b) { return a.mtime < b.mtime; });
+  int64_t now = ::time(nullptr);
+  size_t removed = 0;
+  for (auto& e : all) {
+    if (total <= uint64_t(limit) / 4 * 3 || now - e.mtime < grace) break;
+    std::error_code ec;
+    if (fs::remove(e.p, ec)) total -= e.bytes, removed++;
+  }
+  return removed;
+}
+// counts the bytes written into a compiler's folder `dir`; about every CACHE_SIZE/16 bytes the cache is scanned and
+// the oldest entries evicted (so it may pass CACHE_SIZE by about 1/16 between scans). NOTE: the count starts at a
+// random point, so processes that each write a little still scan now and then (in proportion to what they write),
+// with no counter shared between processes to lock
+inline void note_cache_write(const std::filesystem::path& dir, uint64_t bytes) {
+  int64_t limit = cache_size_limit();
+  if (limit <= 0) return;
+  static std::atomic<uint64_t> written{hash_mix(uint64_t(::getpid()), uint64_t(now_s() * 1e9))};
+  uint64_t every = std::max<uint64_t>(1, uint64_t(limit) / 16), before = written.fetch_add(bytes);
+  if ((before + bytes) / every == before / every) return;
+  // the whole cache when `dir` is one of its compilers' folders, else `dir` alone (a folder a caller chose)
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs{dir};
+  std::error_code ec;
+  if (fs::path root = cache_dir(); fs::equivalent(dir.parent_path(), root, ec)) {
+    dirs.clear();
+    for (fs::directory_iterator it(root, ec), e; !ec && it != e; it.increment(ec))
+      if (it->is_directory(ec) && !it->is_symlink(ec) && it->path().filename() != "tmp") dirs.push_back(it->path());
+  }
+  evict_cache(dirs, limit);
+}
+}  // namespace detail
+
+// write through a scratch file and rename, so a reader never sees a half-written file; what is in the way (a
+// directory left where a file belongs) is removed first
 inline void write_file_atomic(const std::filesystem::path& p, const std::string& data) {
   auto tmp = scratch_path(p.parent_path());
   std::error_code ec;
   { std::ofstream f(tmp, std::ios::binary); f.write(data.data(), std::streamsize(data.size())); }
   std::filesystem::rename(tmp, p, ec);
+  std::error_code ec2;
+  if (ec && std::filesystem::is_directory(std::filesystem::symlink_status(p, ec2))) {
+    detail::remove_cache_entry(p);
+    std::filesystem::rename(tmp, p, ec);
+  }
   if (ec) std::filesystem::remove(tmp, ec);
+  else detail::note_cache_write(p.parent_path(), data.size());
 }
 
 }  // namespace tinygrad
@@ -861,6 +1030,7 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 #include <spawn.h>
 #include <sys/wait.h>
 #include <condition_variable>
+#include <deque>
 #include <cstring>
 #include <thread>
 // begin include/tinygrad/runtime/elf.hpp
@@ -902,6 +1072,12 @@ class ElfObject {
     auto it = globals_.find(name);
     return it == globals_.end() ? nullptr : it->second;
   }
+  // the global symbols it defines; each lies in the mapping
+  const std::map<std::string, void*>& symbols() const { return globals_; }
+  bool contains(const void* p) const {
+    auto a = reinterpret_cast<uintptr_t>(p), b = reinterpret_cast<uintptr_t>(base_);
+    return a >= b && a - b < size_;
+  }
 
  private:
   ElfObject() = default;
@@ -939,6 +1115,7 @@ class ElfObject {
       size = (size + align - 1) & ~(align - 1);
       at[i] = size;
       size += s.sh_size;
+      if (size > (size_t(1) << 30)) return "its sections are larger than 1 GiB together";
     }
     // the symbol table and its names
     size_t symtab = none;
@@ -954,6 +1131,19 @@ class ElfObject {
       auto end = strtab.find('\0', s.st_name);
       return end == std::string_view::npos ? std::string() : std::string(strtab.substr(s.st_name, end - s.st_name));
     };
+    // every symbol of a loaded section lies in it (a function wholly, and in code): a pointer made from one stays in
+    // the mapping, and a kernel found by name is code of this object
+    for (size_t k = 0; k < syms.size(); k++) {
+      const auto& s = syms[k];
+      if (s.st_shndx >= sh.size() || at[s.st_shndx] == none) continue;
+      const auto& in = sh[s.st_shndx];
+      bool fn = ELF64_ST_TYPE(s.st_info) == STT_FUNC;
+      if (s.st_value > in.sh_size || (fn && (s.st_value == in.sh_size || s.st_size > in.sh_size - s.st_value)))
+        return cat("symbol ", k, " ('", name_of(s), "') at ", s.st_value, " size ", s.st_size,
+                   " is out of its section (", in.sh_size, " bytes)");
+      if (fn && !(in.sh_flags & SHF_EXECINSTR))
+        return cat("function symbol ", k, " ('", name_of(s), "') is not in code");
+    }
     // the relocations of loaded sections, and what they need: a jump stub for each external function called, a GOT slot
     // for each symbol whose address is loaded from one
     struct Rel { size_t target; Elf64_Rela r; };
@@ -988,7 +1178,8 @@ class ElfObject {
     base_ = static_cast<char*>(m);
     for (size_t i = 0; i < sh.size(); i++)
       if (at[i] != none && sh[i].sh_type != SHT_NOBITS) std::memcpy(base_ + at[i], blob.data() + sh[i].sh_offset, sh[i].sh_size);
-    // every symbol's address (0 and an error for one that cannot be placed)
+    // every symbol's address (0 and an error for one that cannot be placed); an external one is the process's, any
+    // other lies in the mapping (checked above)
     auto address = [&](size_t k, uint64_t& out) -> std::string {
       const auto& s = syms[k];
       if (s.st_shndx == SHN_UNDEF) {
@@ -996,14 +1187,21 @@ class ElfObject {
         void* p = n.empty() ? nullptr : external(n.c_str());
         if (!p) return "the process does not define '" + n + "'";
         out = uint64_t(reinterpret_cast<uintptr_t>(p));
-      } else if (s.st_shndx == SHN_ABS) {
-        out = s.st_value;
       } else if (s.st_shndx < sh.size() && at[s.st_shndx] != none) {
-        out = uint64_t(reinterpret_cast<uintptr_t>(base_ + at[s.st_shndx])) + s.st_value;
+        out = uint64_t(reinterpret_cast<uintptr_t>(base_)) + at[s.st_shndx] + s.st_value;
       } else {
-        return "a symbol is in a section that is not loaded";
+        return "a symbol is absolute or in a section that is not loaded";
       }
       return {};
+    };
+    // S + A of a relocation stays in the mapping (give or take the few bytes a PC-relative operand's addend takes off)
+    // or, for a symbol of the process, within the +-2 GiB a 32-bit operand can reach. Anything else is refused
+    const uint64_t lo = uint64_t(reinterpret_cast<uintptr_t>(base_));
+    auto bounded = [&](uint64_t s, int64_t a, bool ext) {
+      constexpr int64_t slack = 64, reach = int64_t(1) << 31;
+      if (ext) return a > -reach && a < reach;
+      auto off = int64_t(s - lo);  // <= size_ <= 1 GiB + stubs: no overflow below
+      return a >= -off - slack && a <= int64_t(size_) - off;
     };
     for (auto [sym, slot] : stub) {  // jmp *0(%rip), then the address
       uint64_t a = 0;
@@ -1022,6 +1220,12 @@ class ElfObject {
       size_t sym = ELF64_R_SYM(r.r_info), type = ELF64_R_TYPE(r.r_info);
       char* p = base_ + at[target] + r.r_offset;
       uint64_t s = 0, place = uint64_t(reinterpret_cast<uintptr_t>(p)), a = uint64_t(r.r_addend);
+      bool ext = syms[sym].st_shndx == SHN_UNDEF;
+      int64_t addend = r.r_addend;  // NOTE: clang 14's lambdas cannot capture a structured binding
+      auto check = [&] {
+        if (bounded(s, addend, ext)) return std::string();
+        return cat("a relocation to symbol ", sym, " ('", name_of(syms[sym]), "') + ", addend, " points outside the object");
+      };
       auto put32 = [&](uint64_t v) {
         auto sv = int64_t(v);
         if (sv < std::numeric_limits<int32_t>::min() || sv > std::numeric_limits<int32_t>::max()) return false;
@@ -1033,21 +1237,26 @@ class ElfObject {
         case R_X86_64_NONE: break;
         case R_X86_64_64:
           if (auto e = address(sym, s); !e.empty()) return e;
+          if (auto e = check(); !e.empty()) return e;
           s += a;
           std::memcpy(p, &s, 8);
           break;
         case R_X86_64_PC64:
           if (auto e = address(sym, s); !e.empty()) return e;
+          if (auto e = check(); !e.empty()) return e;
           s += a - place;
           std::memcpy(p, &s, 8);
           break;
         case R_X86_64_PC32: case R_X86_64_PLT32:
-          if (auto it = stub.find(sym); it != stub.end()) s = addr(stubs_at + 16 * it->second);
+          if (auto it = stub.find(sym); it != stub.end()) s = addr(stubs_at + 16 * it->second), ext = false;
           else if (auto e = address(sym, s); !e.empty()) return e;
+          if (auto e = check(); !e.empty()) return e;
           if (!put32(s + a - place)) return "a PC-relative relocation is out of range";
           break;
         case R_X86_64_GOTPCREL: case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
-          if (!put32(addr(got_at + 8 * got.at(sym)) + a - place)) return "a GOT relocation is out of range";
+          s = addr(got_at + 8 * got.at(sym)), ext = false;
+          if (auto e = check(); !e.empty()) return e;
+          if (!put32(s + a - place)) return "a GOT relocation is out of range";
           break;
         default: return "relocation type " + std::to_string(type) + " is not handled";
       }
@@ -1278,6 +1487,17 @@ class CCompiler : public Compiler {
   }
   std::string cache_key() const override { return setup()->key; }
   std::string compile(const std::string& src) override { return compile_many({src})[0]; }
+  // the object a compile placed for `path` (an object file it returned), or nullptr: the loader reads the file then
+  std::unique_ptr<detail::ElfObject> take_placed(const std::string& path) {
+    std::lock_guard lk(placed_mu_);
+    for (auto it = placed_.rbegin(); it != placed_.rend(); ++it) {
+      if (it->first != path) continue;
+      auto obj = std::move(it->second);
+      placed_.erase(std::next(it).base());
+      return obj;
+    }
+    return nullptr;
+  }
 
   // every source not in the cache is compiled by one compiler process per core, to an object file each that is
   // cached and loaded as it is (runtime/elf.hpp); those the loader refuses link into one .so per group
@@ -1363,16 +1583,44 @@ class CCompiler : public Compiler {
     return setup_ = s;
   }
   std::filesystem::path ref_path(const Setup& s, const std::string& src) const { return dir_ / (hex64(hash_bytes(s.key + src)) + ".ref"); }
-  // a cache entry is a .ref naming a shared object and its content hash; anything off means recompile
+  // a cache entry is a .ref naming an object or shared object in this folder and its content hash. Anything off is a
+  // miss, compiled again: a file that is no regular file (a link, a directory, a FIFO; removed, so the new entry takes
+  // its place), a name outside the folder, another hash, an object the loader refuses (it may be older than the loader)
   std::string lookup(const Setup& s, const std::string& src) const {
-    std::string ref = read_file(ref_path(s, src));
+    namespace fs = std::filesystem;
+    auto miss = [&](const fs::path& bad, const std::string& why) {
+      if (why.empty()) return std::string();
+      detail::remove_cache_entry(bad);
+      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: cache entry refused, compiling again: %s\n", why.c_str());
+      return std::string();
+    };
+    fs::path refp = ref_path(s, src);
+    std::string why, ref = read_file(refp, &why, 4096);
     auto nl = ref.find('\n');
-    if (nl == std::string::npos) return {};
-    std::string so = ref.substr(0, nl), h = ref.substr(nl + 1);
+    if (nl == std::string::npos) return miss(refp, why);
+    std::string name = ref.substr(0, nl), h = ref.substr(nl + 1);
     while (!h.empty() && (h.back() == '\n' || h.back() == ' ')) h.pop_back();
-    std::string data = read_file(dir_ / so);
-    if (data.empty() || hex64(hash_bytes(data)) != h) return {};
-    return (dir_ / so).string();
+    if (!detail::cache_entry_name(name) || name.find('/') != std::string::npos)
+      return miss(refp, cat(refp.string(), " names ", name));
+    fs::path obj = dir_ / name;
+    std::string data = read_file(obj, &why);
+    if (data.empty() || hex64(hash_bytes(data)) != h) return miss(obj, why);
+    std::unique_ptr<detail::ElfObject> placed;
+    // NOTE: a refused object is left for the rebuild to replace (another process may be loading it)
+    if (obj.extension() == ".o" && !(placed = detail::ElfObject::load(data, why)))
+      return miss({}, cat(obj.string(), ": ", why));
+    detail::touch_cache_entry(refp);
+    detail::touch_cache_entry(obj);
+    if (placed) keep_placed(obj.string(), std::move(placed));
+    return obj.string();
+  }
+  // objects placed by the lookups and builds that returned their paths, for the loader (take_placed): an object is
+  // placed once, and its file, once checked, is not read again (nor missed when another process evicts it meanwhile).
+  // NOTE: the last 64: one compiled and never loaded through the device (a BEAM candidate, a test) is dropped in time
+  void keep_placed(std::string path, std::unique_ptr<detail::ElfObject> obj) const {
+    std::lock_guard lk(placed_mu_);
+    placed_.emplace_back(std::move(path), std::move(obj));
+    if (placed_.size() > 64) placed_.pop_front();
   }
   // the linker's command for `head -o out in` (see Setup::link), asked of the driver with an empty object
   static void probe_link(const Setup& s, const std::filesystem::path& tmp) {
@@ -1414,6 +1662,7 @@ class CCompiler : public Compiler {
         put(tmp / "ref", ref);
         fs::rename(tmp / "ref", ref_path(s, srcs[i]), ec);
       }
+      detail::note_cache_write(dir_, data.size() + ref.size() * of.size());
       return (dir_ / name).string();
     };
     // NOTE: asked only when something links (with CPU_SANITIZE, before compiling: how it links decides how it compiles)
@@ -1456,10 +1705,13 @@ class CCompiler : public Compiler {
         run(argv, srcs[idx[j]]);
         // NOTE: with CPU_SANITIZE the kernels call the sanitizer's runtime, which an unsanitized process lacks: linked
         std::string data = read_file(obj), why;
-        if (sanitize_.empty() && detail::ElfObject::load(data, why))
+        std::unique_ptr<detail::ElfObject> placed;
+        if (sanitize_.empty() && (placed = detail::ElfObject::load(data, why))) {
           out[j] = publish(obj, "o_" + hex64(hash_bytes(s.key + srcs[idx[j]])) + ".o", data, {idx[j]});
-        else
+          keep_placed(out[j], std::move(placed));
+        } else {
           linked.push_back(j), objs.push_back(obj);
+        }
       }
       if (!linked.empty()) probe();
       if (!linked.empty() && !s.link.empty()) {  // the linker the driver names
@@ -1482,8 +1734,9 @@ class CCompiler : public Compiler {
   }
   std::filesystem::path dir_;
   std::string sanitize_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_, placed_mu_;
   mutable std::shared_ptr<const Setup> setup_;
+  mutable std::deque<std::pair<std::string, std::unique_ptr<detail::ElfObject>>> placed_;
 };
 
 // a kernel, from its object file (placed by runtime/elf.hpp) or a dlopen'ed shared object:
@@ -1491,10 +1744,12 @@ class CCompiler : public Compiler {
 class CPUProgram : public Program {
  public:
   using Fn = void (*)(void**, const long long*, int, int);
-  CPUProgram(const std::string& name, const std::string& path, int threads) : threads_(threads) {
+  // placed: the object of `path` already placed (CCompiler::take_placed), else it is read from the file
+  CPUProgram(const std::string& name, const std::string& path, int threads,
+             std::unique_ptr<detail::ElfObject> placed = nullptr) : threads_(threads) {
     if (path.size() > 2 && path.compare(path.size() - 2, 2, ".o") == 0) {
       std::string why;
-      obj_ = detail::ElfObject::load(read_file(path), why);
+      obj_ = placed ? std::move(placed) : detail::ElfObject::load(read_file(path), why);
       if (!obj_) throw DeviceError(cat("tinygrad: cannot load the kernel object ", path, ": ", why));
       fn_ = reinterpret_cast<Fn>(obj_->find(name));
       if (!fn_) throw DeviceError("tinygrad: kernel " + name + " not found in " + path);
@@ -1543,8 +1798,10 @@ inline DeviceSpec cpu_device() {
     rt->allocator = std::make_unique<CPUAllocator>();
     rt->compiler = std::make_unique<CCompiler>();
     // NOTE: the THREAD axis is baked into the kernel; the program is told how many cores to launch
-    rt->load = [](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
-      return std::make_unique<CPUProgram>(fn, bin, int(launch.threads));
+    rt->load = [r = rt.get()](const std::string& fn, const std::string& bin,
+                              const LaunchDims& launch) -> std::unique_ptr<Program> {
+      auto* cc = dynamic_cast<CCompiler*>(r->compiler.get());
+      return std::make_unique<CPUProgram>(fn, bin, int(launch.threads), cc ? cc->take_placed(bin) : nullptr);
     };
     rt->threads = cpu_threads();
     rt->vector_registers = cpu_vector_registers();
@@ -1610,7 +1867,7 @@ class NVRTCCompiler : public Compiler {
   std::string cache_key() const override { return cat("nvrtc", api_->major, ".", api_->minor, "|", arch_); }
   std::string compile(const std::string& src) override {
     auto path = entry(src, cubin() ? ".cubin" : ".ptx");
-    if (std::string bin = read_file(path); !bin.empty()) return bin;
+    if (std::string bin = read_file(path); !bin.empty()) return detail::touch_cache_entry(path), bin;
     std::string bin = nvrtc(src);
     write_file_atomic(path, bin);
     return bin;
@@ -2119,20 +2376,29 @@ class CLCompiler : public Compiler {
   std::filesystem::path path(const std::string& src) const { return dir_ / (hex64(hash_bytes(d_->key + "\n" + src)) + ".bin"); }
   // a cached binary; a batch reference whose program file is gone or changed counts as none (a file is hashed once a
   // process, not once for each of its kernels; after that its size is checked)
+  // a file that is no regular file (a link, a directory, a FIFO) is removed, so the new entry takes its place; a batch
+  // reference is followed only to a program file in this folder
   std::string lookup(const std::string& src) {
-    std::string bin = read_file(path(src));
+    std::string why, bin = read_file(path(src), &why);
+    if (!why.empty()) detail::remove_cache_entry(path(src));
     auto ref = parse_batch_ref(bin);
-    if (!ref) return bin;
+    if (!ref) {
+      if (!bin.empty()) detail::touch_cache_entry(path(src));
+      return bin;
+    }
+    if (!detail::cache_entry_name(ref->file) || ref->file.find('/') != std::string::npos) return {};
     std::string file = (dir_ / ref->file).string();
-    std::error_code ec;
-    auto size = std::filesystem::file_size(file, ec);
-    if (ec) return {};
+    struct stat st {};
+    if (::lstat(file.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return {};
     std::lock_guard lk(checked_mu_);
-    if (checked_[file] != std::pair{ref->hash, size}) {
-      std::string prog = read_file(file);
+    if (checked_[file] != std::pair{ref->hash, uintmax_t(st.st_size)}) {
+      std::string prog = read_file(file, &why);
+      if (!why.empty()) detail::remove_cache_entry(file);
       if (prog.empty() || hex64(hash_bytes(prog)) != ref->hash) return {};
       checked_[file] = {ref->hash, prog.size()};
     }
+    detail::touch_cache_entry(path(src));
+    detail::touch_cache_entry(file);
     return batch_ref({ref->name, file, ref->hash});  // the loader reads the file by its full path
   }
   std::string binary(const std::string& src) const {
@@ -2772,6 +3038,9 @@ namespace detail {
 // from now until jit_capture_end (or _abort), every kernel launch and copy this thread runs is recorded
 TINYGRAD_API void jit_capture_begin();
 TINYGRAD_API void jit_capture_abort();
+// realize roots with this thread's capture paused: their kernels run now and are not recorded (what a recorded call
+// reads that was made before it enters the capture as a value, never as the graph that computes it)
+TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots);
 // what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
 TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& outputs);
 // run the program again over new input buffers (as many as captured, same sizes); returns the outputs
@@ -4537,7 +4806,8 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = fal
     return m.at(sink.get());
   }
   if (o.op == OptOp::PADTO) {
-    if (o.amt <= 1 || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
+    if (t != AxisType::LOOP && t != AxisType::REDUCE) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
+    if (o.amt <= 1 || o.amt - n >= n) throw KernelOptError(o.str() + ": the amount must be at least 2 and under twice the axis");
     // the range grows; every load whose index depends on it reads 0 past the real size, every store that
     // depends on it is skipped there (the gate also keeps the address of any access from being dereferenced)
     auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
@@ -4720,6 +4990,7 @@ class Kernel {
  public:
   // NOTE: register expansion (UPCAST x UNROLL x VECTOR) is capped: past it, code size grows faster than speed
   static constexpr int64_t max_expand = 256;
+  static constexpr int64_t max_amount = int64_t(1) << 48;  // any opt's amount (an axis size, an id, a tile shape)
 
   Kernel(UOpRef ast, const Renderer& ren) : ast_(ast), sink_(std::move(ast)), ren_(&ren) {}
   const UOpRef& ast() const { return ast_; }
@@ -4796,6 +5067,8 @@ class Kernel {
   void check(const Opt& o) const {
     using namespace detail;
     auto fail = [&](const std::string& why) { throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on ", kernel_ranges(), ": ", why)); };
+    // NOTE: amounts come from files too (BEAM's cache): bounded before any arithmetic on them
+    if (o.amt < 0 || o.amt > max_amount) fail(cat("the amount is not in [0, ", max_amount, "]"));
     int count_thread = 0, count_vector = 0, count_locals = 0, nolocals = 0;
     for (auto& p : opts_) {
       count_thread += p.op == OptOp::THREAD;
@@ -4866,6 +5139,7 @@ class Kernel {
     if (o.op == OptOp::PADTO) {
       if (t != AxisType::LOOP && !reduce) fail("PADTO needs a loop or reduce axis");
       if (o.amt <= 1) fail("the amount must be at least 2");
+      if (o.amt - n >= n) fail(cat("padding ", n, " to a multiple of ", o.amt, " would more than double the axis"));
       if (n % o.amt == 0) fail(cat("the axis's size ", n, " is already a multiple"));
       int64_t padded = (n + o.amt - 1) / o.amt * o.amt;
       if (padded >= 2 * n) fail(cat("padding ", n, " to ", padded, " would more than double the axis"));
@@ -6505,6 +6779,7 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
 // applied opts are never changed). The winner's opts are cached on disk per
 // (kernel AST, device, compiler), so a later process runs no search. BEAM=n in the environment, or a BeamScope
 // in code, turns it on. DEBUG=2 prints each round; a search past 2 s prints one line to stderr anyway.
+#include <charconv>
 #include <fstream>
 #include <unordered_set>
 
@@ -6547,20 +6822,37 @@ inline std::optional<std::vector<std::pair<DType, int64_t>>> kernel_buffers(cons
   return r;
 }
 
+// a cache entry: one "op axis amount" line per opt, then "end" (a truncated entry has no end line)
 inline std::string opts_text(const std::vector<Opt>& opts) {
   std::string s;
   for (auto& o : opts) s += cat(int(o.op), " ", o.axis, " ", o.amt, "\n");
-  return s;
+  return s + "end\n";
 }
+// the opts of a cache entry; nullopt unless all of it parses (whole integers, a known op, the end line). The amounts
+// are checked by Kernel::apply, as any opt's
 inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  if (!f) return std::nullopt;
+  std::string text = read_file(p);
   std::vector<Opt> r;
-  for (int64_t op, axis, amt; f >> op >> axis >> amt;) {
-    if (op < 0 || op > int64_t(last_optop)) return std::nullopt;
-    r.push_back({OptOp(op), axis, amt});
+  std::vector<int64_t> v;
+  for (size_t i = 0; i < text.size();) {
+    size_t end = text.find('\n', i);
+    if (end == std::string::npos) return std::nullopt;
+    std::string_view line(text.data() + i, end - i);
+    i = end + 1;
+    if (line == "end") return i == text.size() ? std::optional(r) : std::nullopt;
+    v.clear();
+    for (size_t a = 0; a < line.size() && v.size() < 4;) {
+      size_t b = std::min(line.find(' ', a), line.size());
+      int64_t x = 0;
+      auto [ptr, ec] = std::from_chars(line.data() + a, line.data() + b, x);
+      if (ec != std::errc() || ptr != line.data() + b || a == b) return std::nullopt;
+      v.push_back(x);
+      a = b + 1;
+    }
+    if (v.size() != 3 || v[0] < 0 || v[0] > int64_t(last_optop)) return std::nullopt;
+    r.push_back({OptOp(v[0]), v[1], v[2]});
   }
-  return f.eof() ? std::optional(r) : std::nullopt;
+  return std::nullopt;
 }
 
 struct Candidate { Kernel k; double t; };
@@ -6642,12 +6934,17 @@ inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRu
 
 // the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
 // (its buffer sizes are not known from its indexes)
+// the cache entry of a search: per kernel AST, device, compiler, threads, width and start
+inline std::filesystem::path beam_cache_file(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
+                                             BeamStart from = beam_start_default()) {
+  std::string key = cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width,
+                        flags().tf32 ? "|tf32" : "", from == BeamStart::empty ? "|empty" : "");
+  return cache_subdir("beam") / hex64(hash_bytes(key));
+}
 inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
                                                    BeamStart from = beam_start_default()) {
   using namespace detail;
-  std::string key = hex64(hash_bytes(cat(print_graph(ast), "|", rt.name, "|", rt.compiler->cache_key(), "|", ren.threads, "|", width, flags().tf32 ? "|tf32" : "",
-                                         from == BeamStart::empty ? "|empty" : "")));
-  std::filesystem::path file = cache_subdir("beam") / key;
+  std::filesystem::path file = beam_cache_file(ast, rt, ren, width, from);
   if (auto opts = read_opts(file)) {
     try {
       Kernel k(ast, ren);
@@ -7241,6 +7538,14 @@ TINYGRAD_API void detail::jit_capture_abort() {
   capture_owner().reset();
 }
 
+TINYGRAD_API void detail::realize_uncaptured(const std::vector<UOpRef>& roots) {
+  struct Pause {
+    Capture* c = std::exchange(capturing(), nullptr);
+    ~Pause() { capturing() = c; }
+  } pause;
+  realize(roots);
+}
+
 // what a capture recorded as a program of `inputs` to `outputs`. pooled: the buffers it made for itself share planned
 // memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
 // whose cache would otherwise hold every plan's intermediates)
@@ -7667,11 +7972,24 @@ struct ElementwiseOps {
   T asinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); })
   T acosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); })
   T atanh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; })
-  // Abramowitz-Stegun 7.1.26 (|error| <= 1.5e-7), as tinygrad
+  // relative error of a few ulp over the whole range, float64 too: x * P(x^2) below 0.75, +-(1 - erfc(|x|)) above
+  // (the erfc in erfc_of). Coefficients: relative least-squares fits, one set for float32 and one for float64;
+  // float16 and bfloat16 compute in float32.
   T erf() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
-    auto t = (1.0 + 0.3275911 * x.abs()).reciprocal();
-    return x.sign() * (1.0 - t * poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}) * (-x.square()).exp());
+    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).erf().cast(x.dtype());
+    auto a = x.abs();
+    auto small = a < kErfSmall;
+    auto xs = small.where(x, 0.0), z = xs * xs;  // every branch gets an input it is finite at, so gradients are too
+    auto p = x.dtype() == DType::Float64
+                 ? poly(z, {7.266960838296243e-11, -1.1956457482987052e-09, 1.4776335761229966e-08, -1.6363988794887314e-07,
+                            1.646203864690677e-06, -1.4925648231557947e-05, 0.00012055332940821716, -0.0008548327022921267,
+                            0.005223977625437788, -0.026866170645131034, 0.11283791670955125, -0.37612638903183754,
+                            1.1283791670955126})
+                 : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
+                            0.11283778144000502, -0.3761263842223159, 1.1283791670673726});
+    auto big = 1.0 - erfc_of(a, false);
+    return small.where(xs * p, (x < 0.0).where(-big, big));
   })
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
   T floor() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); })
@@ -7804,7 +8122,14 @@ struct ElementwiseOps {
   // tanh approximation
   T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
   // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
-  T gelu_erf() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (x * M_SQRT1_2).erf()); })
+  // Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it keeps its relative accuracy where 1 + erf
+  // cancels to 0
+  T gelu_erf() const TINYGRAD_MEMBER_DEF({
+    auto x = self().fl();
+    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu_erf().cast(x.dtype());
+    auto tail = x * M_SQRT1_2 < -kErfSmall;
+    return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+  })
   T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
   T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
   T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
@@ -7858,6 +8183,40 @@ struct ElementwiseOps {
   T& mut() TINYGRAD_MEMBER_DEF({ return static_cast<T&>(*this); })
   // order-reversing map: -x for floats, ~x for ints, !x for bools (so min = inverse(max(inverse)))
   T order_inverse() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? neg() : bitwise_not(); })
+  static constexpr double kErfSmall = 0.75;
+  // erfc(v s) for v s >= kErfSmall (s: 1, or 1/sqrt 2 when halve; v >= 0 or NaN) = exp(-(v s)^2) R(v s).
+  // R: a polynomial in t = 1/(1 + a) - tm up to 3, in 1/a^2 (times 1/a) above. exp(-(v s)^2) keeps its relative
+  // accuracy for large v: v = vh + vl with vh on a 1/32 grid, so k = (vh s)^2 and k * L1 (L1: the leading bits of
+  // log2 e) are exact, and exp(-(v s)^2) = 2^(-k L1) 2^(-k (log2 e - L1)) exp(-vl (v + vh) s^2).
+  static T erfc_of(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
+    double s = halve ? M_SQRT1_2 : 1.0, s2 = halve ? 0.5 : 1.0;  // s2, not s * s: exactly 1/2
+    bool f64 = v0.dtype() == DType::Float64;
+    double hi = (f64 ? 27.5 : 10.5) / s, lo = kErfSmall / s;  // exp(-hi^2 s^2) is 0 in the dtype (denormals too)
+    auto v = (v0 > hi).where(hi, (v0 < lo).where(lo, v0));
+    auto vh = (v * 32.0).floor() * (1.0 / 32), k = vh * vh * s2;
+    // log2 e = l1 + l2: l1 has 31 (float32: 6) significant bits, as vh^2 has at most 22 (18); l2 rounds the rest
+    double l1 = f64 ? 0x1.7154765p+0 : 0x1.7p+0, l2 = f64 ? 6.331784189566044e-10 : 0.005195040888963407;
+    auto e = (k * -l1).exp2() * (k * -l2).exp2() * (-(v - vh) * (v + vh) * s2).exp();
+    auto a = v * s, mid = a < 3.0, am = mid.where(a, 3.0), at = mid.where(3.0, a);
+    auto t = (1.0 + am).reciprocal() - 0.4107142857142857, u = (at * at).reciprocal();
+    auto r_mid = f64 ? poly(t, {-7.589373949077808, -6.282487317923743, 9.850973834331814, -5.131663870724971,
+                                0.41369007549479414, 2.0514692541664825, -2.2573031109923427, 1.1426970375659158,
+                                0.13244187837386637, -0.799813155804834, 0.696558822702821, -0.1399014941272227,
+                                -0.3692300929345804, 0.4531213140947339, -0.06529582769262622, -0.4452855161836398,
+                                0.4037797759513913, 1.0314486590665133, 0.332589753060272})
+                     : poly(t, {-0.09545782842924548, -0.7133676128942115, 0.7051317897614857, -0.14215939407928724,
+                                -0.3693778561869202, 0.45314674875773187, -0.0652946761669666, -0.4452856320812809,
+                                0.4037797726438183, 1.0314486592129297, 0.33258975306183824});
+    auto r_tail = f64 ? poly(u, {-2271308731.441205, 2470805763.3838744, -1261162287.4119492, 404026787.5641267,
+                                 -92068179.7373364, 16147485.345032567, -2328346.7759383433, 295501.8906209098,
+                                 -35608.19140904187, 4399.861422162802, -594.1674684597248, 91.61296604698259,
+                                 -16.660951135503257, 3.702492048514976, -1.0578554592752085, 0.42314218763606326,
+                                 -0.28209479177385344, 0.5641895835477563})
+                      : poly(u, {262.43938124619893, -177.02650585980948, 59.80819138269078, -14.996555090427924,
+                                 3.6468435081336046, -1.05676032443706, 0.4231310837325726, -0.28209474762881925,
+                                 0.564189583518494});
+    return e * mid.where(r_mid, r_tail / at);
+  })
   // Horner: c[0] * x^(n-1) + ... + c[n-1]
   static T poly(const T& x, std::initializer_list<double> c) TINYGRAD_MEMBER_DEF({
     T r = x.like(*c.begin());
@@ -7893,6 +8252,95 @@ using TensorIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor>;
 }  // namespace tinygrad
 
 namespace tinygrad::detail {
+
+// the least and greatest of the first `count` values of an integer buffer in host memory; a big buffer is scanned once
+using IndexRange = std::optional<std::pair<i128, i128>>;
+TINYGRAD_API IndexRange host_index_range(const std::shared_ptr<Buffer>& b, int64_t count) TINYGRAD_DEF({
+  struct Seen { std::weak_ptr<Buffer> buf; int64_t count; i128 mn, mx; };
+  static std::mutex mu;
+  static std::unordered_map<const Buffer*, Seen> seen;
+  bool cache = count >= 4096;  // NOTE: a small buffer is scanned faster than looked up
+  if (cache) {
+    std::lock_guard lk(mu);
+    auto it = seen.find(b.get());
+    if (it != seen.end() && it->second.buf.lock() == b && it->second.count == count)
+      return std::pair{it->second.mn, it->second.mx};
+  }
+  IndexRange r;
+  auto scan = [&](auto* p) {
+    auto a = p[0], z = p[0];
+    for (int64_t i = 1; i < count; i++) a = std::min(a, p[i]), z = std::max(z, p[i]);
+    r = std::pair{i128(a), i128(z)};
+  };
+  const void* p = b->ptr();
+  switch (b->dtype) {
+    case DType::Int8: scan(static_cast<const int8_t*>(p)); break;
+    case DType::Int16: scan(static_cast<const int16_t*>(p)); break;
+    case DType::Int32: scan(static_cast<const int32_t*>(p)); break;
+    case DType::Int64: scan(static_cast<const int64_t*>(p)); break;
+    case DType::UInt8: scan(static_cast<const uint8_t*>(p)); break;
+    case DType::UInt16: scan(static_cast<const uint16_t*>(p)); break;
+    case DType::UInt32: scan(static_cast<const uint32_t*>(p)); break;
+    case DType::UInt64: scan(static_cast<const uint64_t*>(p)); break;
+    default: return r;
+  }
+  if (cache) {
+    std::lock_guard lk(mu);
+    if (seen.size() >= 1024) std::erase_if(seen, [](auto& e) { return e.second.buf.expired(); });
+    if (seen.size() >= 1024) seen.clear();
+    seen[b.get()] = Seen{b, count, r->first, r->second};
+  }
+  return r;
+})
+
+// IndexError naming op, the index and the size unless every value of the integer graph `x` lies in [0, n) (with
+// `wrap`: [-n, n), negatives count from the end); dim >= 0 names the indexed dim. The ops built on the indices keep
+// their clamp (one-hot compares) as the memory-safety net; this makes a bad index an error instead of a zero row.
+// Checked when the op is built: constants, arange, a dtype too narrow to leave the range, and a realized buffer in
+// host memory (a tensor made from host data: token ids), through the views that keep values (reshape, expand,
+// permute, flip, pad, widening casts; a shrink checks its whole buffer and gives up when that fails, as its slice
+// may still be fine). A buffer of 4096 or more elements is scanned once and its min and max kept, keyed by the buffer.
+// Returns whether it could tell; where it cannot (indices computed lazily, or realized on a GPU), check_indices
+// (tensor.hpp) checks them on the device instead.
+TINYGRAD_API IndexError index_error(const char* op, i128 bad, int64_t lo, int64_t n, int dim) TINYGRAD_DEF({
+  auto str = [](i128 v) { return v > INT64_MAX ? std::to_string(uint64_t(v)) : std::to_string(int64_t(v)); };
+  std::string of = dim >= 0 ? "dim " + std::to_string(dim) + " with size " : std::string("size ");
+  std::string valid = " (valid indices are " + std::to_string(lo) + ".." + std::to_string(n - 1) + ")";
+  return IndexError(std::string("tinygrad::") + op + ": index " + str(bad) + " is out of bounds for " + of +
+                    std::to_string(n) + valid);
+})
+TINYGRAD_API bool check_index_values(const UOpRef& x, int64_t n, bool wrap, const char* op, int dim = -1) TINYGRAD_DEF({
+  const UOp* u = x.get();
+  int64_t lo = wrap ? -n : 0;
+  if (u->numel() == 0 || (u->dtype != DType::UInt64 && u->vmin >= lo && u->vmax < n)) return true;
+  bool exact = true, zero = false;  // exact: u holds every value below it; zero: a pad adds zeros
+  while (!is_leaf(u) && u->op != Ops::CONST && u->op != Ops::IOTA) {
+    Ops o = u->op;
+    const UOp* s = u->src.empty() ? nullptr : u->src[0].get();
+    bool widen = o == Ops::CAST && s && is_int(s->dtype) && s->dtype != DType::UInt64 && is_int(u->dtype) &&
+                 int_min(u->dtype) <= int_min(s->dtype) && int_max(s->dtype) <= int_max(u->dtype);
+    if (o == Ops::SHRINK) exact = false;
+    else if (o == Ops::PAD) zero = true;
+    else if (o != Ops::RESHAPE && o != Ops::EXPAND && o != Ops::PERMUTE && o != Ops::FLIP && !widen) return false;  // lazy
+    u = s;
+  }
+  IndexRange r;
+  if (u->op == Ops::CONST) r = std::pair<i128, i128>{u->vmin, u->vmax};
+  else if (u->op == Ops::IOTA) { if (u->iarg() > 0) r = std::pair<i128, i128>{0, u->iarg() - 1}; }
+  else if (std::shared_ptr<Buffer> b = u->leaf_buffer();
+           b && b->allocated() && b->dtype == u->dtype && b->size > 0 && b->device == host_device())
+    r = host_index_range(b, std::min(b->size, u->numel()));
+  if (!r) return false;  // not here
+  auto [mn, mx] = *r;
+  if (zero) mn = std::min<i128>(mn, 0), mx = std::max<i128>(mx, 0);
+  if (mn >= lo && mx < n) return true;
+  if (!exact) return false;  // NOTE: the slice in use may be in range
+  throw index_error(op, mx >= n ? mx : mn, lo, n, dim);
+})
+// check_index_values where it can tell, else on the index's device: the least and greatest index are computed (one
+// small kernel, realized with the next realize) and read back at the next sync (to_vector, item), which throws the
+// IndexError. A TinyJit replay builds no op: indices it is given are not checked
+TINYGRAD_API void check_indices(const Tensor& idx, int64_t n, bool wrap, const char* op, int dim = -1);
 
 using Pads = std::vector<std::pair<int64_t, int64_t>>;
 
@@ -8264,12 +8712,13 @@ struct MovementOps {
     auto [basic, tdims] = split_index(idx, "getitem");
     T ret = x.slice(basic);
     if (tdims.empty()) return ret;
-    // NOTE: out-of-range index values select nothing (a zero), like tinygrad; nothing is checked eagerly
+    // NOTE: an out-of-range index is an IndexError (check_indices); the one-hot compare selects a zero for it
     Shape big;
     std::vector<std::pair<int, T>> ti;
     for (auto& [d, t] : tdims) {
       try { big = T::broadcast_shape(big, t.shape(), "getitem"); } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
       int64_t n = ret.shape()[size_t(d)];
+      check_indices(t, n, true, "getitem", d);
       ti.push_back({d, (t < 0).where(t + T::scalar(double(n), t.dtype(), t.device()), t)});
     }
     int first = ti[0].first, last = ti.back().first;
@@ -8377,6 +8826,7 @@ struct MovementOps {
     if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
     check_int_index(index, "gather");
+    check_indices(index, x.shape()[size_t(d)], false, "gather", d);
     Pads sh;
     for (size_t i = 0; i < x.ndim(); i++) {
       if (int(i) != d && index.shape()[i] > x.shape()[i]) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " in dim " + std::to_string(i));
@@ -8519,6 +8969,7 @@ struct MovementOps {
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
+    check_indices(index, x.shape()[size_t(d)], false, op, d);
     if (index.ndim() != x.ndim() || src.ndim() != x.ndim()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " + to_string(src.shape()) + " differ in rank");
     for (size_t i = 0; i < x.ndim(); i++)
       if ((int(i) != d && index.shape()[i] > x.shape()[i]) || index.shape()[i] > src.shape()[i])
@@ -8650,9 +9101,9 @@ struct ProcessingOps {
 
   // ---- normalization ----
   // (x - mean) / sqrt(var + eps) over axes (biased variance)
+  // float16 and bfloat16 are normalized in float32 and rounded once (as torch): their squares overflow past 256
   T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
-    T y = self() - self().mean(axes, true);
-    return y * ((y * y).mean(axes, true) + eps).rsqrt();
+    return layernorm_acc(axes, eps).cast(self().fl().dtype());
   })
   // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
   T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
@@ -8664,9 +9115,11 @@ struct ProcessingOps {
       if (*p && (*p)->shape() != normalized_shape) throw ShapeError("tinygrad::layer_norm: weight/bias shape " + to_string((*p)->shape()) + " is not normalized_shape " + to_string(normalized_shape));
     std::vector<int64_t> axes;
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
-    T y = x.layernorm(axes, eps);
-    if (weight) y = y * *weight;
-    return bias ? y + *bias : y;
+    DType dt = x.fl().dtype();
+    T y = x.layernorm_acc(axes, eps);  // the affine in float32 too, one rounding at the end
+    if (weight) { y = y * *weight; dt = least_upper_dtype(dt, weight->dtype()); }
+    if (bias) { y = y + *bias; dt = least_upper_dtype(dt, bias->dtype()); }
+    return y.cast(dt);
   })
   // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
   T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
@@ -8710,6 +9163,7 @@ struct ProcessingOps {
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
     if (num_classes < 0) num_classes = x.numel() ? int64_t(x.max().template item<double>()) + 1 : 0;
+    check_indices(x, std::max<int64_t>(num_classes, 0), false, "one_hot");
     return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(dtypes::default_int);
   })
   // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
@@ -8865,6 +9319,13 @@ struct ProcessingOps {
 
  private:
   const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
+  // layernorm in the accumulation dtype (float32 for float16 and bfloat16), not rounded back
+  T layernorm_acc(const std::vector<int64_t>& axes, double eps) const TINYGRAD_MEMBER_DEF({
+    T x = self().fl();
+    if (x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16) x = x.cast(DType::Float32);
+    T y = x - x.mean(axes, true);
+    return y * ((y * y).mean(axes, true) + eps).rsqrt();
+  })
   struct PoolArgs { Shape ks; std::vector<int64_t> st, dl, axes; Pads pads; };  // pads cover every dim
   static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) TINYGRAD_MEMBER_DEF({
     if (v.size() == 1) v.assign(n, v[0]);
@@ -8946,21 +9407,20 @@ struct ReduceOps {
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
   T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
+  // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
-    auto s = self().fl().sum(ax, keepdim);
-    int64_t n = reduced_count(ax);
-    return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
+    return mean_acc(ax, keepdim).cast(self().fl().dtype());
   })
   T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
   // sum((x - mean)^2) / (n - correction)
   T var(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
-    auto ax = self().norm_axes(axes, "var");
-    auto x = self().fl();
-    return (x - x.mean(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
+    return var_acc(self().norm_axes(axes, "var"), keepdim, correction).cast(self().fl().dtype());
   })
   T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
-  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return var(std::move(axes), keepdim, correction).sqrt(); })
+  T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
+    return var_acc(self().norm_axes(axes, "std"), keepdim, correction).sqrt().cast(self().fl().dtype());
+  })
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {var(axes, keepdim, correction), mean(axes, keepdim)}; })
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {std(axes, keepdim, correction), mean(axes, keepdim)}; })
@@ -9113,7 +9573,9 @@ struct ReduceOps {
     auto logp = x.log_softmax(-1);
     T mask = ignore_index != -1 ? (y != double(ignore_index)) : T::ones(y.shape(), DType::Bool, y.device());
     T hot = label_mask(y.unsqueeze(-1), x.shape().back(), int64_t(x.ndim()) - 1) & mask.unsqueeze(-1);
-    T unreduced = (1.0 - label_smoothing) * hot.where(logp, 0.0).sum(-1) + label_smoothing * (logp.mean(-1) * mask);
+    // NOTE: the smoothing term only where smoothing is on (as torch): 0 * log_softmax is NaN where a logit is -inf
+    T unreduced = hot.where(logp, 0.0).sum(-1);
+    if (label_smoothing > 0) unreduced = (1.0 - label_smoothing) * unreduced + label_smoothing * (logp.mean(-1) * mask);
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
   })
@@ -9123,17 +9585,21 @@ struct ReduceOps {
     check_smoothing(label_smoothing, "cross_entropy");
     if (x.ndim() == 0) throw ShapeError("tinygrad::cross_entropy: logits need a class dim, got shape " + to_string(x.shape()));
     int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
-    T p = y;
-    if (y.shape() != x.shape()) {
-      Shape want = x.shape();
-      want.erase(want.begin() + cd);
-      if (y.shape() != want)
-        throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
-      check_labels(y, "cross_entropy");
-      p = label_mask(y.unsqueeze(cd), c, cd);
+    T logp = x.log_softmax(cd);
+    // as torch: probabilities weight every log-probability (0 * -inf is NaN there too), class indices pick one,
+    // and the smoothing term is only there when smoothing is on
+    if (y.shape() == x.shape()) {
+      T p = label_smoothing > 0 ? (1.0 - label_smoothing) * y + label_smoothing / double(c) : y;
+      return reduce_loss(-(logp * p).sum(cd), reduction, "cross_entropy");
     }
-    p = (1.0 - label_smoothing) * p + label_smoothing / double(c);
-    return reduce_loss(-(x.log_softmax(cd) * p).sum(cd), reduction, "cross_entropy");
+    Shape want = x.shape();
+    want.erase(want.begin() + cd);
+    if (y.shape() != want)
+      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
+    check_labels(y, "cross_entropy");
+    T nll = -label_mask(y.unsqueeze(cd), c, cd).where(logp, 0.0).sum(cd);
+    if (label_smoothing > 0) nll = (1.0 - label_smoothing) * nll - label_smoothing / double(c) * logp.sum(cd);
+    return reduce_loss(nll, reduction, "cross_entropy");
   })
   // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
   T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
@@ -9158,6 +9624,21 @@ struct ReduceOps {
  private:
   const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
   int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({ int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; })
+  // the float tensor in its accumulation dtype: float16 and bfloat16 widen to float32 (tinygrad's sum_acc_dtype)
+  T acc() const TINYGRAD_MEMBER_DEF({
+    auto x = self().fl();
+    return x.dtype() == DType::Float16 || x.dtype() == DType::BFloat16 ? x.cast(DType::Float32) : x;
+  })
+  // mean and var of acc() over normalized axes ax, not rounded back
+  T mean_acc(const Axes& ax, bool keepdim) const TINYGRAD_MEMBER_DEF({
+    auto s = acc().sum(ax, keepdim);
+    int64_t n = reduced_count(ax);
+    return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
+  })
+  T var_acc(const Axes& ax, bool keepdim, double correction) const TINYGRAD_MEMBER_DEF({
+    auto x = acc();
+    return (x - x.mean_acc(ax, true)).square().sum(ax, keepdim) / std::max(0.0, double(reduced_count(ax)) - correction);
+  })
   // the axes (normalized) of a max or min, none of them empty
   Axes nonempty(const Axes& axes, const char* op) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, op);
@@ -9257,13 +9738,19 @@ namespace tinygrad {
 class Tensor;
 namespace detail {
 class JitCore;
-// what TinyJit (tensor/jit.hpp) hears of a call it records: the tensors it assigns, the random numbers it draws
+// what TinyJit (tensor/jit.hpp) hears of a call it records: the tensors it reads the value of (their graph is used)
+// and assigns, and the random numbers it draws
 struct JitRecorder {
   virtual ~JitRecorder() = default;
+  virtual void read(const Tensor& t) = 0;
   virtual void assigned(const Tensor& t) = 0;
   virtual void drew(const Tensor& key, int64_t n) = 0;
 };
 TINYGRAD_API JitRecorder*& jit_recorder() TINYGRAD_DEF({ static thread_local JitRecorder* r = nullptr; return r; })
+// the call TinyJit records on this thread (0: none); a tensor made during it is the call's own
+TINYGRAD_API uint64_t& jit_call_id() TINYGRAD_DEF({ static thread_local uint64_t id = 0; return id; })
+// read back the index checks this thread left on the device (check_indices): an IndexError for the first that failed
+TINYGRAD_API void read_index_checks();
 }  // namespace detail
 
 class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps<Tensor>, public detail::MovementOps<Tensor>,
@@ -9278,7 +9765,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
-  explicit Tensor(UOpRef u, std::string device) : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0})) {}
+  explicit Tensor(UOpRef u, std::string device)
+      : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -9388,14 +9876,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor& backward(std::optional<Tensor> seed = std::nullopt);
 
   // ---- properties ----
-  const UOpRef& uop() const TINYGRAD_MEMBER_DEF({ return impl_->uop; })
-  const Shape& shape() const TINYGRAD_MEMBER_DEF({ return uop()->shape; })
+  // the graph of the value (a jitted call being recorded hears that it reads this tensor)
+  const UOpRef& uop() const TINYGRAD_MEMBER_DEF({
+    if (auto* r = detail::jit_recorder(); r && impl_->born != detail::jit_call_id()) r->read(*this);
+    return impl_->uop;
+  })
+  const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
   int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; })
-  DType dtype() const TINYGRAD_MEMBER_DEF({ return uop()->dtype; })
+  DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
   int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::prod(shape()); })
-  bool is_realized() const TINYGRAD_MEMBER_DEF({ return detail::is_leaf(uop().get()) || (uop()->op == Ops::RESHAPE && detail::is_leaf(uop()->src[0].get())); })
+  bool is_realized() const TINYGRAD_MEMBER_DEF({
+    const UOp* u = impl_->uop.get();
+    return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
+  })
 
   // ---- realize and read back ----
   Tensor& realize() TINYGRAD_MEMBER_DEF({
@@ -9454,6 +9949,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto buf = buffer();
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
+    detail::read_index_checks();  // a sync: what the device found of indices out of range is read now
     return host;
   })
   template <class T>
@@ -9801,6 +10297,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     bool requires_grad = false;
     std::shared_ptr<Impl> grad;
     int64_t param = 0;  // the id of this tensor's parameter nodes (0: never required grad)
+    uint64_t born = 0;  // the jitted call recorded when it was made (detail::jit_call_id)
   };
   friend std::vector<std::optional<Tensor>> compute_gradient(const Tensor&, const Tensor&, const std::vector<Tensor>&, std::vector<bool>*);
   // tensors that asked for gradients, found again by backward()
@@ -9946,6 +10443,43 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return r.reshape(s);
   })
 };
+
+namespace detail {
+// an index check left on the device: the least and greatest index (in the index's dtype), computed at the next sync
+struct IndexCheck {
+  Tensor mn, mx;
+  int64_t lo, n;
+  std::string op;
+  int dim;
+};
+TINYGRAD_API std::vector<IndexCheck>& index_checks() TINYGRAD_DEF({ static thread_local std::vector<IndexCheck> v; return v; })
+
+TINYGRAD_API void check_indices(const Tensor& idx, int64_t n, bool wrap, const char* op, int dim) TINYGRAD_DEF({
+  if (check_index_values(idx.uop(), n, wrap, op, dim) || jit_recorder()) return;
+  // NOTE: indices over a buffer that holds nothing yet (a static plan's placeholders, empty()) have no value to check
+  for (auto& u : toposort(idx.uop()))
+    if (is_leaf(u.get()))
+      if (auto b = u->leaf_buffer(); !b || !b->allocated()) return;
+  auto& v = index_checks();
+  v.push_back({idx.min(), idx.max(), wrap ? -n : 0, n, op, dim});
+  if (v.size() >= 64) read_index_checks();  // NOTE: bounded, where a loop never reads a value back
+})
+
+TINYGRAD_API void read_index_checks() TINYGRAD_DEF({
+  auto& v = index_checks();
+  if (v.empty()) return;
+  std::vector<IndexCheck> checks = std::move(v);  // NOTE: first: reading them back is a sync too
+  v.clear();
+  for (auto& c : checks) {
+    Tensor::realize_all({c.mn, c.mx});  // NOTE: one device a schedule: each check's own
+    auto value = [](const Tensor& t) {
+      return t.dtype() == DType::UInt64 ? i128(t.item<uint64_t>()) : i128(t.item<int64_t>());
+    };
+    i128 mn = value(c.mn), mx = value(c.mx);
+    if (mn < c.lo || mx >= c.n) throw index_error(c.op.c_str(), mx >= c.n ? mx : mn, c.lo, c.n, c.dim);
+  }
+})
+}  // namespace detail
 
 #if defined(TINYGRAD_SEPARATE_COMPILATION)
 // the mixins' members are compiled once, in the implementation TU (tinygrad/impl.hpp), not in every TU that calls them
@@ -10213,14 +10747,21 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
 //   for (...) step(x, y);
 //
 // What a replay sees anew: the arguments (same shapes, dtypes and devices as captured, else JitError), the current
-// value of every tensor the function assign()s (parameters, optimizer and BatchNorm state: each replay reads it and
-// assigns the new value, as a call would), fresh random numbers for rand()/dropout, and data written in place into
-// buffers it reads (Optimizer::set_lr). What it does not: C++ values (a double, a branch) and tensors made from host
-// data inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors
-// are new on every call. From the second call on, a call whose kernels differ from the one before throws JitError
-// saying how (the first call may differ: it may initialize state).
+// value of every tensor made before the call that the function reads or assign()s (weights, optimizer and BatchNorm
+// state, whatever assign(), load_state_dict, an optimizer step or replace() outside the function gave them since; each
+// replay binds it, and assigns the new value of an assigned one, as a call would), fresh random numbers for
+// rand()/dropout, and data written in place into buffers it reads (Optimizer::set_lr). A tensor it binds that moved
+// to another device is a JitError. What it does not: C++ values (a double, a branch) and tensors made from host data
+// inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors are
+// new on every call. From the second call on, a call whose kernels differ from the one before throws JitError saying
+// how (the first call may differ: it may initialize state). One tensor passed for two arguments at a recorded call
+// reaches the function as two tensors (the second over a copy), so the capture tells the arguments apart.
+// Threads: a TinyJit may be called from several threads; the calls take turns (one runs at a time).
+#include <atomic>
 #include <functional>
+#include <mutex>
 #include <tuple>
+#include <unordered_set>
 
 namespace tinygrad {
 namespace detail {
@@ -10228,15 +10769,20 @@ namespace detail {
 // the non-template half: calls as vectors of tensors
 class JitCore : JitRecorder {
  public:
+  // the function, called with the tensors to pass for the arguments
+  using Run = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   explicit JitCore(std::string name) : name_(std::move(name)) {}
   ~JitCore() override = default;
   // call the function (run) on args, or replay it; returns the returned tensors
-  std::vector<Tensor> call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
+  std::vector<Tensor> call(const std::vector<Tensor>& args, const Run& run);
   int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
-  bool captured() const TINYGRAD_MEMBER_DEF({ return bool(prog_); })
-  size_t kernel_count() const TINYGRAD_MEMBER_DEF({ return prog_ ? jit_kernel_count(*prog_) : 0; })
+  bool captured() const TINYGRAD_MEMBER_DEF({ return captured_; })
+  size_t kernel_count() const TINYGRAD_MEMBER_DEF({
+    std::lock_guard lk(mu_);
+    return prog_ ? jit_kernel_count(*prog_) : 0;
+  })
   const std::string& name() const TINYGRAD_MEMBER_DEF({ return name_; })
-  const JitProgram* program() const TINYGRAD_MEMBER_DEF({ return prog_.get(); })
+  const JitProgram* program() const TINYGRAD_MEMBER_DEF({ std::lock_guard lk(mu_); return prog_.get(); })
 
  private:
   struct Sig {
@@ -10246,26 +10792,42 @@ class JitCore : JitRecorder {
     static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device()}; })
     bool operator==(const Sig&) const = default;
   };
-  // one recorded call: what it assigned (with the buffer it held before) and the random keys it drew
+  // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
+  // tensor's value on each replay. `seen`, `buf`: the value last bound (a replay looks the buffer up only when the
+  // tensor's graph changed)
+  struct Bound {
+    Tensor t;
+    std::shared_ptr<Buffer> captured;
+    const UOp* seen = nullptr;
+    std::shared_ptr<Buffer> buf;
+  };
+  // one recorded call: the tensors it assigned and read, and the random keys it drew
   struct Record {
-    std::vector<Tensor> states;
-    std::vector<std::shared_ptr<Buffer>> before;
+    std::vector<Bound> states, reads;
+    std::vector<size_t> assigned_args;  // the arguments it assigned (a replay assigns the ones it is given)
     std::vector<Tensor> keys;
     std::vector<int64_t> draws;
   };
   // NOTE: declared inline where the library is header-only: a non-inline virtual would be the class's key function
   // and emit the vtable, and through it the whole library, in every TU that includes it
+  TINYGRAD_API void read(const Tensor& t) override;
   TINYGRAD_API void assigned(const Tensor& t) override;
   TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
-  std::vector<Tensor> record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run);
+  Bound made_before(const Tensor& t);
+  std::shared_ptr<Buffer> bind(Bound& b, const char* how);
+  std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
 
   std::string name_;
-  int64_t calls_ = 0;
+  mutable std::mutex mu_;  // held by a call: calls from several threads take turns
+  std::atomic<int64_t> calls_{0};
   std::vector<Sig> in_sig_, out_sig_;  // the first call's arguments; the capture's returned tensors
   std::shared_ptr<JitProgram> prog_, prev_;
   Record cur_, rec_;  // the call being recorded; the last recorded call
+  std::unordered_set<const void*> heard_;  // the tensors (Impl) the recorded call has read or assigned so far
+  std::vector<const void*> args_;          // the recorded call's arguments (Impl)
+  std::atomic<bool> captured_{false};
 };
 
 template <class T>
@@ -10309,11 +10871,8 @@ class TinyJit {
   auto operator()(const A&... args) {
     using R = std::invoke_result_t<F&, const A&...>;
     std::vector<Tensor> in{detail::jit_arg(args)...};
-    auto outs = core_->call(in, [&] {
-      std::vector<Tensor> r;
-      if constexpr (std::is_void_v<R>) f_(args...);
-      else detail::jit_result<R>::flatten(f_(args...), r);
-      return r;
+    auto outs = core_->call(in, [&](const std::vector<Tensor>& use) {
+      return invoke<R>(use, std::index_sequence_for<A...>{}, args...);
     });
     if constexpr (!std::is_void_v<R>) {
       size_t i = 0;
@@ -10327,6 +10886,19 @@ class TinyJit {
   const JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
 
  private:
+  // f_ on the tensors `use` (the arguments, or a copy of one passed twice)
+  template <class R, class... A, size_t... I>
+  std::vector<Tensor> invoke(const std::vector<Tensor>& use, std::index_sequence<I...>, const A&... args) {
+    auto pass = [&]<class X>(const X& a, size_t i) -> X {
+      if constexpr (std::is_same_v<X, Tensor>) return use[i];
+      else if constexpr (std::is_constructible_v<X, const Tensor&>) return X(use[i]);  // aliases: the same tensor
+      else return a;
+    };
+    std::vector<Tensor> r;
+    if constexpr (std::is_void_v<R>) f_(pass(args, I)...);
+    else detail::jit_result<R>::flatten(f_(pass(args, I)...), r);
+    return r;
+  }
   F f_;
   std::unique_ptr<detail::JitCore> core_;  // NOTE: a stable address: the recorder is registered by pointer
 };
@@ -10334,10 +10906,42 @@ class TinyJit {
 #if TINYGRAD_DEFINE_API
 namespace detail {
 
+// a tensor made before the recorded call, as its value: a lazy one is realized now, outside the capture, so the capture
+// reads its buffer and a replay can bind whatever value the tensor has then
+TINYGRAD_API JitCore::Bound JitCore::made_before(const Tensor& t) {
+  struct Quiet {  // NOTE: what follows reads t's graph itself
+    JitRecorder* r = std::exchange(jit_recorder(), nullptr);
+    ~Quiet() { jit_recorder() = r; }
+  } quiet;
+  Tensor v = t;
+  if (!v.is_realized()) {
+    realize_uncaptured({v.impl_->uop});
+    v.adopt_realized();
+  }
+  auto b = v.buffer();
+  return Bound{v, b, v.impl_->uop.get(), b};
+}
+
+TINYGRAD_API void JitCore::read(const Tensor& t) {
+  if (heard_.insert(t.impl_.get()).second) cur_.reads.push_back(made_before(t));
+}
+
 TINYGRAD_API void JitCore::assigned(const Tensor& t) {
-  for (auto& s : cur_.states) if (s.impl_ == t.impl_) return;
-  cur_.states.push_back(t);
-  cur_.before.push_back(t.is_realized() ? t.buffer() : nullptr);
+  if (t.impl_->born == jit_call_id()) return;  // a tensor the call made: its own
+  if (auto a = std::find(args_.begin(), args_.end(), t.impl_.get()); a != args_.end()) {
+    size_t i = size_t(a - args_.begin());
+    auto& as = cur_.assigned_args;
+    if (std::find(as.begin(), as.end(), i) == as.end()) as.push_back(i);
+    return;
+  }
+  if (!heard_.insert(t.impl_.get()).second) {
+    auto it = std::find_if(cur_.reads.begin(), cur_.reads.end(), [&](const Bound& b) { return b.t.impl_ == t.impl_; });
+    if (it == cur_.reads.end()) return;  // assigned before
+    cur_.states.push_back(std::move(*it));  // read, then assigned: a state
+    cur_.reads.erase(it);
+    return;
+  }
+  cur_.states.push_back(made_before(t));
 }
 
 TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
@@ -10345,10 +10949,24 @@ TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
   cur_.draws.push_back(n);
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run) {
+// the buffer that holds b's tensor's value now, checked against the one it was captured with
+TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
+  if (b.t.impl_->uop.get() == b.seen) return b.buf;
+  auto buf = b.t.buffer();
+  auto& c = *b.captured;
+  if (buf->device != c.device || buf->dtype != c.dtype || buf->size != c.size)
+    throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()),
+                       ") is on ", buf->device, " now; it was on ", c.device,
+                       " when the function was captured. Make a new TinyJit for tensors that moved"));
+  b.seen = b.t.impl_->uop.get();
+  return b.buf = std::move(buf);
+}
+
+TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const Run& run) {
   if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
-  calls_++;
-  if (calls_ == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
+  std::lock_guard lk(mu_);
+  int64_t n = ++calls_;
+  if (n == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
@@ -10360,54 +10978,61 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   return prog_ ? replay(args) : record(args, run);
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const std::function<std::vector<Tensor>()>& run) {
-  // arguments that share a buffer (one tensor passed twice, or equal constants) get their own copy, so that the
-  // capture tells them apart
-  for (size_t i = 0; i < args.size(); i++) {
-    auto b = args[i].buffer();
+TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const Run& run) {
+  // arguments that share a buffer (one tensor passed twice, or equal constants) reach the function as tensors of their
+  // own, the later ones over a copy, so that the capture tells them apart
+  std::vector<Tensor> use = args;
+  for (size_t i = 0; i < use.size(); i++) {
+    auto b = use[i].buffer();
     for (size_t j = 0; j < i; j++) {
-      if (args[j].buffer() != b) continue;
+      if (use[j].buffer() != b) continue;
       auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
       copy_buffer(c, b);
-      Tensor t = args[i];
-      t.assign(Tensor::of_buffer(c, t.shape()));
+      use[i] = Tensor::of_buffer(c, use[i].shape());
       break;
     }
   }
+  std::vector<std::shared_ptr<Buffer>> in, out;
+  for (auto& a : use) in.push_back(a.buffer());  // NOTE: before the call, which may assign an argument
+  static std::atomic<uint64_t> ids{0};
   cur_ = Record{};
+  heard_.clear();
+  args_.clear();
+  for (auto& a : use) heard_.insert(args_.emplace_back(a.impl_.get()));  // arguments are inputs of their own
   struct Guard {  // NOTE: a throwing function ends the recording, and the tensors stay usable
     JitCore* j;
     bool done = false;
-    explicit Guard(JitCore* c) : j(c) { jit_capture_begin(); jit_recorder() = c; }
-    ~Guard() { jit_recorder() = nullptr; if (!done) jit_capture_abort(); }
+    explicit Guard(JitCore* c) : j(c) { jit_capture_begin(); jit_recorder() = c; jit_call_id() = ++ids; }
+    ~Guard() { jit_recorder() = nullptr; jit_call_id() = 0; if (!done) jit_capture_abort(); }
   } g(this);
-  std::vector<Tensor> outs = run(), all = outs;
+  std::vector<Tensor> outs = run(use), all = outs;
   jit_recorder() = nullptr;
-  // a state that had no buffer before the call is the function's own (a tensor it made and assigned)
-  Record r;
-  for (size_t i = 0; i < cur_.states.size(); i++)
-    if (cur_.before[i]) { r.states.push_back(cur_.states[i]); r.before.push_back(cur_.before[i]); }
-  r.keys = std::move(cur_.keys);
-  r.draws = std::move(cur_.draws);
-  all.insert(all.end(), r.states.begin(), r.states.end());
+  jit_call_id() = 0;
+  Record r = std::move(cur_);
+  cur_ = Record{};
+  heard_.clear();
+  args_.clear();
+  for (auto& s : r.states) all.push_back(s.t);
+  for (size_t i : r.assigned_args) all.push_back(use[i]);
   Tensor::realize_all(all);
-  std::vector<std::shared_ptr<Buffer>> in, out;
-  for (auto& a : args) in.push_back(a.buffer());
-  in.insert(in.end(), r.before.begin(), r.before.end());
+  for (auto* bs : {&r.states, &r.reads}) for (auto& b : *bs) in.push_back(b.captured);
   for (auto& k : r.keys) in.push_back(k.buffer());
   for (auto& t : all) out.push_back(t.buffer());
   g.done = true;
   auto prog = jit_capture_end(in, out);
-  cur_ = Record{};
 
   std::string why;
   if (prev_) {
     if (r.states.size() != rec_.states.size()) why = cat("the first assigned ", rec_.states.size(), " tensors, the second ", r.states.size());
+    else if (r.reads.size() != rec_.reads.size())
+      why = cat("the first read ", rec_.reads.size(), " tensors made before it, the second ", r.reads.size());
+    else if (r.assigned_args != rec_.assigned_args) why = "they assigned different arguments";
     else if (r.draws != rec_.draws) why = cat("the first drew ", rec_.draws.size(), " random tensors, the second ", r.draws.size());
     else why = jit_difference(*prev_, *prog);
   }
   if (prev_ && why.empty()) {
     prog_ = prog;
+    captured_ = true;
     out_sig_.clear();
     for (auto& t : outs) out_sig_.push_back(Sig::of(t));
     prev_.reset();
@@ -10422,13 +11047,22 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
 
 TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args) {
   std::vector<std::shared_ptr<Buffer>> in;
+  in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   for (auto& a : args) in.push_back(a.buffer());
-  for (auto& s : rec_.states) in.push_back(s.buffer());  // NOTE: realizes a state assigned lazily between calls
+  for (auto& s : rec_.states) in.push_back(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
+  for (auto& s : rec_.reads) in.push_back(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
   auto out = jit_replay(*prog_, in);
   std::vector<Tensor> r;
   for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
-  for (size_t j = 0; j < rec_.states.size(); j++) rec_.states[j].assign(Tensor::of_buffer(out[out_sig_.size() + j], rec_.states[j].shape()));
+  for (size_t j = 0; j < rec_.states.size(); j++) {
+    auto& s = rec_.states[j];
+    s.t.assign(Tensor::of_buffer(out[out_sig_.size() + j], s.t.shape()));
+    s.seen = s.t.impl_->uop.get();
+    s.buf = out[out_sig_.size() + j];
+  }
+  size_t o = out_sig_.size() + rec_.states.size();
+  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(Tensor::of_buffer(out[o++], args[i].shape()));
   return r;
 }
 
@@ -11029,6 +11663,12 @@ TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) 
   if (x.ndim() < 2 || x.shape(1) != c)
     throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
 })
+// x as a float dtype (ints: default_float) and the dtype its statistics are taken in: float16 and bfloat16 widen to
+// float32 (their sums of squares overflow), as torch's norms do
+TINYGRAD_API std::pair<Tensor, DType> stat_input(const Tensor& x) TINYGRAD_DEF({
+  DType dt = is_float(x.dtype()) ? x.dtype() : dtypes::default_float;
+  return {x.cast(itemsize(dt) < 4 ? DType::Float32 : dt), dt};
+})
 }  // namespace detail
 
 // y = x @ weight.T + bias; weight (out, in)
@@ -11125,22 +11765,25 @@ struct BatchNorm {
     std::vector<int64_t> axes{0};
     for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
     Tensor mean, var;
+    auto [xa, dt] = detail::stat_input(x);  // normalized in float32 for half types, rounded once at the end
     if (training() || !track_running_stats) {
-      mean = x.mean(axes);
-      Tensor y = x - detail::channel(mean.detach(), x);  // d(var)/d(mean) = 0
+      mean = xa.mean(axes);
+      Tensor y = xa - detail::channel(mean.detach(), xa);  // d(var)/d(mean) = 0
       var = (y * y).mean(axes);
       if (track_running_stats && training()) {
         double n = double(x.numel()), c = double(x.shape(1));
         Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;  // handles share the layer's tensors
-        rm.assign((1 - momentum) * running_mean + momentum * mean.detach());
-        rv.assign((1 - momentum) * running_var + momentum * n / std::max(n - c, 1.0) * var.detach());
+        rm.assign(((1 - momentum) * running_mean + momentum * mean.detach()).cast(running_mean.dtype()));
+        rv.assign(((1 - momentum) * running_var + momentum * n / std::max(n - c, 1.0) * var.detach()).cast(running_var.dtype()));
         nb.assign(num_batches_tracked + 1);
       }
     } else {
       mean = running_mean;
       var = running_var;
+      dt = least_upper_dtype(least_upper_dtype(dt, mean.dtype()), var.dtype());
     }
-    return x.batchnorm(weight, bias, mean, (var + eps).rsqrt());
+    for (auto* p : {&weight, &bias}) if (*p) dt = least_upper_dtype(dt, (*p)->dtype());
+    return xa.batchnorm(weight, bias, mean, (var + eps).rsqrt()).cast(dt);
   })
 };
 using BatchNorm1d = BatchNorm;
@@ -11159,10 +11802,7 @@ struct LayerNorm {
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
       throw ShapeError("tinygrad::nn::LayerNorm: input " + to_string(x.shape()) + " does not end in " + to_string(normalized_shape));
-    std::vector<int64_t> axes;
-    for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
-    Tensor r = x.layernorm(axes, eps);
-    return weight ? r * *weight + *bias : r;
+    return x.layer_norm(normalized_shape, weight, bias, eps);
   })
 };
 
@@ -11174,7 +11814,9 @@ struct RMSNorm {
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
-    return x * ((x * x).mean(-1, true) + eps).rsqrt() * weight;
+    // float16 and bfloat16 normalize in float32 (their squares overflow past 256), then round (as torch)
+    auto [xa, dt] = detail::stat_input(x);
+    return (xa * ((xa * xa).mean(-1, true) + eps).rsqrt()).cast(dt) * weight;
   })
 };
 
@@ -11201,10 +11843,11 @@ struct InstanceNorm : GroupNorm {
 };
 
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
-// outside [0, vocab) reads zeros
+// outside [0, vocab) is an IndexError (detail::check_indices: when the op is built, or at the next sync)
 TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
   if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
+  tinygrad::detail::check_indices(idx, weight.shape(0), false, "nn::embedding");
   // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
   Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
   return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
@@ -11600,7 +12243,6 @@ TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
 // The plan cache: per (expression type, device, dyn extents and scalar values) one schedule and its
 // compiled programs. The first evaluation lowers the expression over placeholder buffers and schedules
 // it with the engine; every later one binds the leaves' buffers and launches.
-#include <atomic>
 // begin include/tinygrad/static/detail/expr.hpp
 // Expression-template nodes: an op tag, the static result shape and dtype, the children by value,
 // and the actual values of the result's dyn extents. lower() builds the same Tensor ops the dynamic
@@ -12967,7 +13609,9 @@ struct LayerNorm {
   std::vector<Tensor> parameters() const { return {weight.tensor(), bias.tensor()}; }
 };
 
-// rows of weight (Vocab, Dim) picked by integer indices: idx (...) -> (..., Dim) (an index outside [0, Vocab) reads zeros)
+// rows of weight (Vocab, Dim) picked by integer indices: idx (...) -> (..., Dim); an index outside [0, Vocab) is an
+// IndexError where nn::embedding would see it (ids of a realized static tensor: checked here, as a cached plan lowers
+// over placeholders), else a zero row
 template <int64_t Vocab, int64_t Dim, class T = float>
 struct Embedding {
   using W = static_tensor<T, Vocab, Dim>;
@@ -12989,6 +13633,8 @@ struct Embedding {
   template <static_expr I> auto operator()(const I& idx) const {
     if constexpr (tinygrad::detail::st::float_dt(I::dtype) || I::dtype == DType::Bool)
       tinygrad::detail::st::fail<error::needs_integer_dtype<Embedding, scalar_type<I::dtype>>>();
+    if constexpr (requires { { idx.tensor() } -> std::convertible_to<const Tensor&>; })
+      tinygrad::detail::check_indices(idx.tensor(), weight.tensor().shape(0), false, "nn::embedding");
     return tinygrad::detail::st::make<op, static_dtype<T>>(op{}, idx, weight);
   }
   std::vector<Tensor> parameters() const { return {weight.tensor()}; }
