@@ -370,8 +370,8 @@ TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding
   }
   // Embedding: rows by index, one kernel without a reduce loop; an index outside [0, vocab) is an IndexError
   static_nn::Embedding<6, 3> emb;
-  auto bad = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, -1, 6, 3}).reshape({2, 3}));
-  CHECK_THROWS_AS(emb(bad).to_vector<float>(), tinygrad::IndexError);
+  auto bad_ids = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, -1, 6, 3}).reshape({2, 3}));
+  CHECK_THROWS_AS(emb(bad_ids).to_vector<float>(), tinygrad::IndexError);
   auto idx = static_tensor<int32_t, dyn, dyn>(Tensor(std::vector<int32_t>{0, 5, 2, 1, 4, 3}).reshape({2, 3}));
   auto ev = emb(idx).to_vector<float>();
   auto wv = emb.weight.to_vector<float>();

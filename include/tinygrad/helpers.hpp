@@ -60,6 +60,10 @@
 #endif
 
 namespace tinygrad {
+__extension__ typedef __int128 i128;  // exact products and sums of int64s (__extension__: no -Wpedantic warning)
+}  // namespace tinygrad
+
+namespace tinygrad {
 
 // ---- errors: everything the library throws derives from Error ----
 struct Error : std::runtime_error { using std::runtime_error::runtime_error; };
