@@ -2765,6 +2765,7 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
+using tinygrad::i128;
 inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
