@@ -185,15 +185,16 @@ struct Bert {
     if (it == d.end()) { d["embeddings.position_ids"] = embeddings.position_ids.tensor(); return; }
     const Tensor& t = it->second;
     if (!is_int(t.dtype()))
-      throw nn::StateError(cat(who, file, ": embeddings.position_ids has dtype ", to_string(t.dtype()),
-                               ", not an integer type"));
+      throw nn::StateError(who + file + ": embeddings.position_ids has dtype " + to_string(t.dtype()) +
+                           ", not an integer type");
     auto v = t.to_vector<int64_t>();
     for (size_t i = 0; i < v.size(); i++)
       if (v[i] != int64_t(i))
-        throw nn::StateError(cat(who, file, ": embeddings.position_ids[0][", i, "] is ", v[i],
-                                 ", but the positions must be 0..", Positions - 1, " in order"));
+        throw nn::StateError(who + file + ": embeddings.position_ids[0][" + std::to_string(i) + "] is " +
+                             std::to_string(v[i]) + ", but the positions must be 0.." + std::to_string(Positions - 1) +
+                             " in order");
   }
-  static constexpr const char* who = "tinygrad::models::Bert::load: ";
+  inline static const std::string who = "tinygrad::models::Bert::load: ";
   static std::string shortest(double x) {  // the shortest text that reads back as x: 0.1, -1, 1e+308
     char b[32];
     return std::string(b, std::to_chars(b, b + sizeof(b), x).ptr);
@@ -216,7 +217,7 @@ struct Bert {
       throw nn::StateError("tinygrad::models::Bert::load: " + path + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
     // the other settings that change the math, and every number in a range that means something
     auto bad = [&](const char* key, const std::string& why) {
-      return nn::StateError(cat(who, path, ": ", key, " ", why));
+      return nn::StateError(who + path + ": " + key + " " + why);
     };
     auto number = [&](const char* key, double lo, double hi, bool open_lo, bool required) -> double {
       const Json* v = tinygrad::detail::find(c, key);

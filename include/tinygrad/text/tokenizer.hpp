@@ -152,7 +152,7 @@ class BertTokenizer {
   int32_t file_id(const tinygrad::detail::Json* j, int64_t n, const std::string& what) const {
     using tinygrad::detail::Json;
     if (!j || j->kind != Json::Int) fail(what + " is not an integer id");
-    if (j->i < 0 || j->i >= n) fail(tinygrad::cat(what, " has id ", j->i, ", outside the vocabulary [0, ", n, ")"));
+    if (j->i < 0 || j->i >= n) fail(what + " has id " + std::to_string(j->i) + ", outside the vocabulary [0, " + std::to_string(n) + ")");
     return int32_t(j->i);
   }
 
@@ -176,8 +176,8 @@ class BertTokenizer {
       int32_t id = file_id(&m.value, n, "model.vocab: token \"" + m.key + "\"");
       if (!vocab_.emplace(m.key, id).second) fail("model.vocab: token \"" + m.key + "\" is listed twice");
       if (used[size_t(id)])
-        fail(tinygrad::cat("model.vocab: id ", id, " is given to both \"", tokens_[size_t(id)], "\" and \"", m.key,
-                           "\""));
+        fail("model.vocab: id " + std::to_string(id) + " is given to both \"" + tokens_[size_t(id)] + "\" and \"" +
+             m.key + "\"");
       used[size_t(id)] = true, tokens_[size_t(id)] = m.key;
     }
     unk_ = get(*model, "unk_token", Json::Str, "model").s;
@@ -199,23 +199,26 @@ class BertTokenizer {
             fail("added token \"" + content + "\" sets " + k + ", which is not supported");
         if (auto it = vocab_.find(content); it != vocab_.end()) {
           if (id->i != it->second)
-            fail(tinygrad::cat("added token \"", content, "\" has id ", id->i, " but ", it->second, " in model.vocab"));
+            fail("added token \"" + content + "\" has id " + std::to_string(id->i) + " but " +
+                 std::to_string(it->second) + " in model.vocab");
           continue;
         }
         auto same = std::find_if(extra.begin(), extra.end(), [&](auto& e) { return e.first == content; });
         if (same == extra.end()) extra.push_back({content, id->i});
         else if (same->second != id->i)
-          fail(tinygrad::cat("added token \"", content, "\" is listed with ids ", same->second, " and ", id->i));
+          fail("added token \"" + content + "\" is listed with ids " + std::to_string(same->second) + " and " +
+               std::to_string(id->i));
       }
       int64_t total = n + int64_t(extra.size());
       if (total > INT32_MAX) fail("more than 2^31 - 1 tokens");
       tokens_.resize(size_t(total));
       for (auto& [content, id] : extra) {
         if (id < n || id >= total)
-          fail(tinygrad::cat("added token \"", content, "\" has id ", id,
-                             ", but the added tokens not in model.vocab must take the ids ", n, "..", total - 1));
+          fail("added token \"" + content + "\" has id " + std::to_string(id) +
+               ", but the added tokens not in model.vocab must take the ids " + std::to_string(n) + ".." +
+               std::to_string(total - 1));
         if (!tokens_[size_t(id)].empty())
-          fail(tinygrad::cat("added tokens \"", tokens_[size_t(id)], "\" and \"", content, "\" both have id ", id));
+          fail("added tokens \"" + tokens_[size_t(id)] + "\" and \"" + content + "\" both have id " + std::to_string(id));
         if (content.empty()) fail("an added token with id " + std::to_string(id) + " is empty");
         tokens_[size_t(id)] = content;
       }
