@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate single_include/tinygrad.hpp from include/tinygrad.hpp.
+"""Generate single_include/ from include/: tinygrad.hpp, and the opt-in headers beside it.
 
 Quoted includes (#include "...") are inlined recursively, each file once. They resolve
 like the compiler does with -I include: relative to the including file first, then
@@ -7,11 +7,18 @@ relative to include/. `#pragma once` lines are dropped; the output gets one at t
 and a banner. System includes (#include <...>) stay as they are; a repeated one is
 dropped when both it and its first occurrence sit outside any #if block.
 
-  tools/amalgamate.py           write single_include/tinygrad.hpp
-  tools/amalgamate.py --check   exit 1 if the committed file differs from a fresh one
+Every header that tinygrad.hpp does not reach (the opt-in parts a user includes by name:
+tinygrad/models/bert.hpp, tinygrad/text/tokenizer.hpp, ...) is written to single_include/
+at its own path, so `-I single_include` serves the same includes as `-I include`: its quoted
+includes of headers inside the single header become one include of it; the others keep
+their (mirrored) paths.
+
+  tools/amalgamate.py           write single_include/
+  tools/amalgamate.py --check   exit 1 if a committed file differs from a fresh one
 """
 import argparse
 import difflib
+import os
 import re
 import sys
 from pathlib import Path
@@ -142,34 +149,64 @@ class Amalgamator:
         self.out.append(f"// end {rel}\n")
 
 
-def generate():
+def generate_single():
     if not ENTRY.is_file():
         sys.exit(f"amalgamate.py: {ENTRY.relative_to(ROOT)} does not exist")
     a = Amalgamator()
     a.add_file(ENTRY)
     if a.depth != 0:
         sys.exit("amalgamate.py: unbalanced #if/#endif across the headers")
-    return BANNER + "#pragma once\n\n" + "".join(a.out), len(a.seen_files)
+    return BANNER + "#pragma once\n\n" + "".join(a.out), a.seen_files
+
+
+def generate_opt_in(path, inlined):
+    """single_include/'s copy of an opt-in header: includes of the single header's parts become one include of it."""
+    rel = path.relative_to(INCLUDE_DIR)
+    to_single = os.path.relpath(OUTPUT, (OUTPUT.parent / rel).parent)
+    out, included_single = [], False
+    for lineno, (line, is_code) in enumerate(code_lines(path.read_text(encoding="utf-8")), 1):
+        m = RE_QUOTED.match(line) if is_code else None
+        if m and Amalgamator().resolve(m.group(1), path, f"{rel}:{lineno}") in inlined:
+            if not included_single:
+                out.append(f'#include "{Path(to_single).as_posix()}"\n')
+            included_single = True
+            continue
+        out.append(line.rstrip() + "\n")
+    banner = BANNER.replace("tinygrad.hpp -- single-header distribution", f"tinygrad/{rel.relative_to('tinygrad').as_posix()} -- "
+                            "an opt-in part of the single-header distribution").replace("from include/tinygrad.hpp", f"from include/{rel.as_posix()}")
+    return banner + "".join(out)
+
+
+def generate():
+    """{output path: text} for every file of single_include/"""
+    single, inlined = generate_single()
+    files = {OUTPUT: single}
+    for path in sorted(INCLUDE_DIR.rglob("*.hpp")):
+        if path.resolve() not in inlined and path.resolve() != ENTRY.resolve():
+            files[OUTPUT.parent / path.relative_to(INCLUDE_DIR)] = generate_opt_in(path, inlined)
+    return files
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--check", action="store_true",
-                    help="do not write; fail if single_include/tinygrad.hpp is stale")
+                    help="do not write; fail if single_include/ is stale")
     args = ap.parse_args()
 
-    fresh, nfiles = generate()
-    out_rel = OUTPUT.relative_to(ROOT)
+    files = generate()
+    stale = [p for p in OUTPUT.parent.rglob("*.hpp") if p not in files]  # left from a header removed from include/
     if args.check:
-        old = OUTPUT.read_text(encoding="utf-8") if OUTPUT.is_file() else None
-        if old == fresh:
-            print(f"{out_rel} is up to date")
-            return 0
-        if old is None:
-            print(f"error: {out_rel} does not exist.", file=sys.stderr)
-        else:
-            print(f"error: {out_rel} is stale: it differs from what include/ generates.",
-                  file=sys.stderr)
+        bad = 0
+        for path, fresh in files.items():
+            out_rel = path.relative_to(ROOT)
+            old = path.read_text(encoding="utf-8") if path.is_file() else None
+            if old == fresh:
+                continue
+            bad += 1
+            if old is None:
+                print(f"error: {out_rel} does not exist.", file=sys.stderr)
+                continue
+            print(f"error: {out_rel} is stale: it differs from what include/ generates.", file=sys.stderr)
             diff = list(difflib.unified_diff(old.splitlines(), fresh.splitlines(),
                                              f"{out_rel} (committed)", f"{out_rel} (fresh)",
                                              lineterm="", n=1))
@@ -177,16 +214,26 @@ def main():
                 print(line, file=sys.stderr)
             if len(diff) > 40:
                 print(f"... ({len(diff) - 40} more diff lines)", file=sys.stderr)
+        for path in stale:
+            bad += 1
+            print(f"error: {path.relative_to(ROOT)} has no header in include/ any more.", file=sys.stderr)
+        if not bad:
+            print(f"single_include/ is up to date ({len(files)} files)")
+            return 0
         print("Run `python3 tools/amalgamate.py` and commit the result.", file=sys.stderr)
         return 1
 
-    OUTPUT.parent.mkdir(parents=True, exist_ok=True)
-    if OUTPUT.is_file() and OUTPUT.read_text(encoding="utf-8") == fresh:
-        print(f"{out_rel} is up to date")
-    else:
-        with open(OUTPUT, "w", encoding="utf-8", newline="\n") as f:
+    for path in stale:
+        path.unlink()
+        print(f"removed {path.relative_to(ROOT)}")
+    for path, fresh in files.items():
+        out_rel = path.relative_to(ROOT)
+        if path.is_file() and path.read_text(encoding="utf-8") == fresh:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="\n") as f:
             f.write(fresh)
-        print(f"wrote {out_rel} ({fresh.count(chr(10))} lines, {nfiles} headers)")
+        print(f"wrote {out_rel} ({fresh.count(chr(10))} lines)")
     return 0
 
 
