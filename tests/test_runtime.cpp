@@ -585,7 +585,8 @@ TEST_CASE("runtime: the CPU device works in a process whose cache folder is unus
   struct Case { std::vector<std::string> env; std::string dir, why; };
   for (auto& c : {Case{{"CACHEDIR=" + file.string()}, file.string(), "it is not a directory"},
                   Case{{"CACHEDIR=" + (file / "sub").string()}, (file / "sub").string(), "Not a directory"},
-                  Case{{"-u", "XDG_CACHE_HOME", "CACHEDIR=", "HOME=/nonexistent"}, "/nonexistent/.cache/tinygrad.hpp", "HOME (/nonexistent) is not a directory"}}) {
+                  Case{{"-u", "XDG_CACHE_HOME", "CACHEDIR=", "HOME=/nonexistent"}, "/nonexistent/.cache/tinygrad.hpp",
+                       "HOME (/nonexistent) is not a directory"}}) {
     INFO(c.dir);
     std::vector<std::string> argv = {"env"};
     argv.insert(argv.end(), c.env.begin(), c.env.end());

@@ -45,7 +45,8 @@ inline bool is_int(DType d) { return info(d).kind == 'i' || info(d).kind == 'u';
 inline bool is_unsigned(DType d) { return info(d).kind == 'u'; }
 inline bool is_bool(DType d) { return d == DType::Bool; }
 inline std::string to_string(DType d) {
-  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
+  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                                "bfloat16", "float32", "float64"};
   return std::string("dtypes.") + names[size_t(d)];
 }
 
@@ -73,8 +74,10 @@ template <class T> constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, bool>) return DType::Bool;
   else if constexpr (std::is_same_v<T, float>) return DType::Float32;
   else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
-  else if constexpr (std::is_integral_v<T>) return sizeof(T) == 1 ? DType::UInt8 : sizeof(T) == 2 ? DType::UInt16 : sizeof(T) == 4 ? DType::UInt32 : DType::UInt64;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
+  else if constexpr (std::is_integral_v<T>)
+    return sizeof(T) == 1 ? DType::UInt8 : sizeof(T) == 2 ? DType::UInt16 : sizeof(T) == 4 ? DType::UInt32 : DType::UInt64;
   else static_assert(sizeof(T) == 0, "tinygrad: unsupported element type");
 }
 
