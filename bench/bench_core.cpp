@@ -159,8 +159,8 @@ void run_gemm(const std::string& k, int64_t m, int64_t kk, int64_t n, bool bt) {
   auto ha = random_floats(size_t(m * kk), uint32_t(10 + m)), hb = random_floats(size_t(kk * n), uint32_t(20 + n));
   Tensor a = Tensor(ha, {m, kk}), b = bt ? Tensor(hb, {n, kk}) : Tensor(hb, {kk, n});
   a.realize(); b.realize();
-  RowMat A = Eigen::Map<RowMat>(ha.data(), m, kk), B = bt ? RowMat(Eigen::Map<RowMat>(hb.data(), n, kk))
-      : RowMat(Eigen::Map<RowMat>(hb.data(), kk, n)), C(m, n);
+  RowMat A = Eigen::Map<RowMat>(ha.data(), m, kk),
+         B = bt ? RowMat(Eigen::Map<RowMat>(hb.data(), n, kk)) : RowMat(Eigen::Map<RowMat>(hb.data(), kk, n)), C(m, n);
   auto ours = [&] { return bt ? a.matmul(b.transpose(0, 1)) : a.matmul(b); };
   auto eigen = [&] { if (bt) C.noalias() = A * B.transpose(); else C.noalias() = A * B; };
   const double flop = 2.0 * double(m) * double(n) * double(kk);
@@ -379,8 +379,9 @@ std::string fmt(const char* f, double v) {
 // higher_better: ratio = tg/peer must be >= target; else ratio (or tg value) must be <= target
 void add(const std::string& metric, const std::string& tg, const std::string& peer, double ratio, const std::string& target,
          double check_v, double lim, bool higher_better) {
-  std::string st = std::isnan(lim) ? "info" : std::isnan(check_v) ? "MISS (no data)"
-      : (higher_better ? check_v >= lim : check_v <= lim) ? "ok" : "MISS";
+  std::string st = std::isnan(lim) ? "info"
+                   : std::isnan(check_v) ? "MISS (no data)"
+                   : (higher_better ? check_v >= lim : check_v <= lim) ? "ok" : "MISS";
   rows.push_back({metric, tg, peer, std::isnan(ratio) ? "" : fmt("%.2fx", ratio), target, st});
 }
 

@@ -396,8 +396,11 @@ TEST_CASE("api binary float ops vs std:: with broadcasting", "[api][binary]") {
   check_binary("copysign", [](auto& a, auto& b) { return a.copysign(b); }, [](double a, double b) { return std::copysign(a, b); },
                gen_f, DType::Float32, 0, 0);
   check_binary("logaddexp", [](auto& a, auto& b) { return (a * 10.0).logaddexp(b); },
-               [](double a, double b) { double x = double(float(a * 10)),
-                                       m = std::max(x, b); return m + std::log(std::exp(x - m) + std::exp(b - m)); }, gen_f);
+               [](double a, double b) {
+                 double x = double(float(a * 10)), m = std::max(x, b);
+                 return m + std::log(std::exp(x - m) + std::exp(b - m));
+               },
+               gen_f);
   check_binary("lerp", [](auto& a, auto& b) { return a.lerp(b, 0.3); }, [](double a, double b) { return a + (b - a) * 0.3; }, gen_f);
   check_binary("lerp tensor weight", [](auto& a, auto& b) { return a.lerp(b, b.sigmoid()); },
                [](double a, double b) { return a + (b - a) * sigm(b); }, gen_f);
@@ -614,10 +617,13 @@ TEST_CASE("api logsumexp, softmax, log_softmax, softmin", "[api][reduce][softmax
     auto [s2, sm] = along(v, {3, 5}, axis, [&](const V& l) { V r; double z = lse(l)[0]; for (double a : l) r.push_back(std::exp(a - z)); return r; });
     check(x.softmax(axis), s2, sm, 1e-6, 1e-5);
     V lsm;
-    auto [s3, mins] = along(v, {3, 5}, axis,
-                            [&](const V& l) { V n,
-                                             r; for (double a : l) n.push_back(-a); double z = lse(n)[0];
-                                             for (double a : n) r.push_back(std::exp(a - z)); return r; });
+    auto [s3, mins] = along(v, {3, 5}, axis, [&](const V& l) {
+      V n, r;
+      for (double a : l) n.push_back(-a);
+      double z = lse(n)[0];
+      for (double a : n) r.push_back(std::exp(a - z));
+      return r;
+    });
     for (size_t i = 0; i < sm.size(); i++) lsm.push_back(std::log(sm[i]));
     check(x.log_softmax(axis), s2, lsm, 1e-5, 1e-5);
     check(x.softmin(axis), s3, mins, 1e-6, 1e-5);

@@ -84,8 +84,8 @@ Vec conv_transpose2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const V
               for (int64_t kx = 0; kx < KW; kx++) {
                 int64_t oy = iy * st - pd + ky * dl, ox = ix * st - pd + kx * dl, o = (c / Cg) * Og + oc;
                 if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
-                out[size_t(((n * O + o) * OH + oy) * OW + ox)] += x[size_t(((n * C + c) * H + iy) * W +
-                                                                           ix)] * w[size_t(((c * Og + oc) * KH + ky) * KW + kx)];
+                out[size_t(((n * O + o) * OH + oy) * OW + ox)] +=
+                    x[size_t(((n * C + c) * H + iy) * W + ix)] * w[size_t(((c * Og + oc) * KH + ky) * KW + kx)];
               }
   return out;
 }
@@ -885,7 +885,8 @@ TEST_CASE("state: corrupted safetensors files are StateErrors naming the file an
   expect(st(R"({"a":{"dtype":"I64","shape":[2305843009213693952],"data_offsets":[0,0]}})", data16), "data_offsets give 0");
   // unknown dtype, duplicate names
   expect(st(R"({"a":{"dtype":"F8_E4M3","shape":[2,2],"data_offsets":[0,4]}})", data16), "unsupported dtype 'F8_E4M3'");
-  expect(st(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", data16), "appears twice");
+  expect(st(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", data16),
+         "appears twice");
   // metadata that is not a string map
   {
     std::string path = tmp / "meta.safetensors";

@@ -53,8 +53,11 @@ struct Ref {
   Ref permute(const std::vector<int64_t>& order) const {
     Shape ns;
     for (auto o : order) ns.push_back(shape[size_t(o)]);
-    return make(ns,
-        [&](const Shape& i) { Shape src(shape.size()); for (size_t k = 0; k < order.size(); k++) src[size_t(order[k])] = i[k]; return at(src); });
+    return make(ns, [&](const Shape& i) {
+      Shape src(shape.size());
+      for (size_t k = 0; k < order.size(); k++) src[size_t(order[k])] = i[k];
+      return at(src);
+    });
   }
   Ref flip(const std::vector<int64_t>& axes) const {
     return make(shape, [&](const Shape& i) { Shape s = i; for (auto a : axes) s[size_t(a)] = shape[size_t(a)] - 1 - i[size_t(a)]; return at(s); });
@@ -75,9 +78,11 @@ struct Ref {
   }
   Ref expand(const Shape& ns) const {
     size_t off = ns.size() - shape.size();
-    return make(ns,
-                [&](const Shape& i) { Shape s(shape.size()); for (size_t k = 0; k < shape.size(); k++) s[k] = shape[k] == 1 ? 0
-                                     : i[k + off]; return at(s); });
+    return make(ns, [&](const Shape& i) {
+      Shape s(shape.size());
+      for (size_t k = 0; k < shape.size(); k++) s[k] = shape[k] == 1 ? 0 : i[k + off];
+      return at(s);
+    });
   }
   // strided pick: out[i] = in[start[k] + step[k] * i[k]]
   Ref strided(const Shape& ns, const Shape& start, const Shape& step) const {

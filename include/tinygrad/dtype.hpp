@@ -176,7 +176,8 @@ T elem_from_double(double x) {
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
+#define TG_X(n, t, sz, k, c) \
+  case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -184,7 +185,8 @@ inline double load_as_double(const void* p, DType d, size_t i) {
 }
 inline void store_from_double(void* p, DType d, size_t i, double x) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
+#define TG_X(n, t, sz, k, c) \
+  case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
     TG_DTYPES(TG_X)
 #undef TG_X
   }

@@ -216,8 +216,8 @@ struct Bert {
       return *v;
     };
     std::pair<const char*, int64_t> sizes[] = {{"hidden_size", Hidden}, {"num_attention_heads", Heads}, {"intermediate_size", Intermediate},
-                                               {"num_hidden_layers", Layers},
-                                               {"vocab_size", Vocab}, {"max_position_embeddings", Positions}, {"type_vocab_size", Types}};
+                                               {"num_hidden_layers", Layers}, {"vocab_size", Vocab}, {"max_position_embeddings", Positions},
+                                               {"type_vocab_size", Types}};
     for (auto [key, want] : sizes)
       if (int64_t got = setting(key, Json::Int).i; got != want)
         throw ShapeError("tinygrad::models::Bert::load: " + path + " has " + key + " " + std::to_string(got) +

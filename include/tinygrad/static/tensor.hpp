@@ -18,7 +18,7 @@ template <> inline constexpr DType static_dtype<bfloat16_t> = DType::BFloat16;
 namespace detail::st {
 template <DType D>
 using scalar_t = std::tuple_element_t<size_t(D), std::tuple<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t,
-                                                                      half_t, bfloat16_t, float, double>>;
+                                                            half_t, bfloat16_t, float, double>>;
 template <DType D> struct scalar_of { using type = scalar_t<D>; };
 }  // namespace detail::st
 template <DType D> using scalar_type = typename detail::st::scalar_of<D>::type;
@@ -502,9 +502,11 @@ struct static_ops {
 };
 
 #define TG_OP(SYM, OP)                                                                                                                              \
-  template <static_expr A, static_expr B> auto operator SYM(const A& a, const B& b) { return detail::st::binary<op::OP>(a, b); }                   \
-  template <static_expr A, class S> requires std::is_arithmetic_v<S> auto operator SYM(const A& a, S s) { return detail::st::binary_scalar<op::OP, false>(a, s); } \
-  template <static_expr A, class S> requires std::is_arithmetic_v<S> auto operator SYM(S s, const A& a) { return detail::st::binary_scalar<op::OP, true>(a, s); }
+  template <static_expr A, static_expr B> auto operator SYM(const A& a, const B& b) { return detail::st::binary<op::OP>(a, b); }                    \
+  template <static_expr A, class S> requires std::is_arithmetic_v<S>                                                                                \
+  auto operator SYM(const A& a, S s) { return detail::st::binary_scalar<op::OP, false>(a, s); }                                                     \
+  template <static_expr A, class S> requires std::is_arithmetic_v<S>                                                                                \
+  auto operator SYM(S s, const A& a) { return detail::st::binary_scalar<op::OP, true>(a, s); }
 TG_OP(+, add) TG_OP(-, sub) TG_OP(*, mul) TG_OP(/, div) TG_OP(<, lt) TG_OP(>, gt) TG_OP(<=, le) TG_OP(>=, ge) TG_OP(==, eq) TG_OP(!=, ne)
 TG_OP(&, bitwise_and) TG_OP(|, bitwise_or) TG_OP(^, bitwise_xor)
 #undef TG_OP

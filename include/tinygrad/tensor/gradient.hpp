@@ -199,8 +199,7 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
   for (size_t i = 0; i < targets.size(); i++) {
     if (!reached[i])
       throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " +
-                          to_string(targets[i].dtype()) +
-                          ") is not used by the loss" +
+                          to_string(targets[i].dtype()) + ") is not used by the loss" +
                           (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
     out.push_back(gs[i] ? gs[i]->cast(targets[i].dtype()) : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
   }

@@ -243,8 +243,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
       throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
-                         ", but the function was captured with ",
-                         to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ", in_sig_[i].device));
+                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
+                         in_sig_[i].device));
   }
   Tensor::realize_all(args);
   return prog_ ? replay(args) : record(args, run);

@@ -183,8 +183,9 @@ struct MovementOps {
         parts.push_back(mode == "reflect" ? part(1, b + 1).flip(int64_t(d)) : mode == "circular" ? part(s - b, s) : expand_dim(part(0, 1), d, b));
       parts.push_back(x);
       if (a)
-        parts.push_back(mode == "reflect" ? part(s - 1 - a, s - 1).flip(int64_t(d)) : mode == "circular" ? part(0, a)
-                        : expand_dim(part(s - 1, s), d, a));
+        parts.push_back(mode == "reflect"    ? part(s - 1 - a, s - 1).flip(int64_t(d))
+                        : mode == "circular" ? part(0, a)
+                                             : expand_dim(part(s - 1, s), d, a));
       x = T::cat(parts, int64_t(d));
     }
     return x;

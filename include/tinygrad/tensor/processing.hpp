@@ -304,8 +304,9 @@ struct ProcessingOps {
         if (!fresh && it->second != n) {
           if (ids[i] < 0 && (n == 1 || it->second == 1)) it->second = std::max(n, it->second);
           else
-            throw fail(ids[i] < 0 ? "\"...\" dims " + to_string(xs[k].shape()) + " do not broadcast" : std::string("letter '") + char(ids[i]) +
-                       "' has sizes " + std::to_string(it->second) + " and " + std::to_string(n));
+            throw fail(ids[i] < 0 ? "\"...\" dims " + to_string(xs[k].shape()) + " do not broadcast"
+                                  : std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(it->second) + " and " +
+                                        std::to_string(n));
         }
         count[ids[i]]++;
       }

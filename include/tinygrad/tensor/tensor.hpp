@@ -307,8 +307,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (infer >= 0) {
       if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
       new_shape[size_t(infer)] = numel() / known;
-    } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) +
-                                                  " elements) to " + to_string(new_shape));
+    } else if (known != numel())
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " +
+                       to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   })
