@@ -20,7 +20,8 @@ int cold(const std::string& dir) {
   models::MiniLM_L6_t<T> model;
   model.load(dir);
   auto tok = text::BertTokenizer::from_file(dir);
-  auto [ids, mask] = minilm::to_tensors(minilm::pad_to(tok.encode_batch({"A man is eating food.", "A man is eating a piece of bread."}), 16, tok.pad_id()));
+  auto [ids, mask] = minilm::to_tensors(minilm::pad_to(tok.encode_batch({"A man is eating food.", "A man is eating a piece of bread."}), 16,
+                                                       tok.pad_id()));
   float e0 = model.embed(ids, mask).template cast<float>().template to_vector<float>()[0];
   std::printf("{\"cold_s\": %.6f, \"e0\": %.6f}\n", now_s() - t_start, double(e0));
   return 0;
@@ -61,7 +62,9 @@ int bench(const std::string& dev, const std::string& dir, const char* dtype) {
   ::setenv("MODE", "bench", 1);
   double torch = peer_value("torch_bert_peer.py", "sentences_per_s");
   if (std::isnan(torch)) std::printf("  PyTorch                (not run: pip install torch)\n");
-  else std::printf("  PyTorch eager          %8.1f sentences/s  (%s, %d threads)\n  ratio                  %.2fx PyTorch's sentences/s\n", torch, dtype, cpu_threads(), ours / torch);
+  else
+    std::printf("  PyTorch eager          %8.1f sentences/s  (%s, %d threads)\n  ratio                  %.2fx PyTorch's sentences/s\n", torch, dtype,
+                cpu_threads(), ours / torch);
   return 0;
 }
 }  // namespace
@@ -101,5 +104,6 @@ int main(int argc, char** argv) {
   auto torch = child("python3 " TG_BENCH_DIR "/torch_bert_peer.py", "cold_s");
   row("PyTorch (import torch, tokenizers)", torch);
   if (!std::isnan(torch.first) && !std::isnan(warm.first))
-    std::printf("  ratio                              %.2fx PyTorch's time (cache warm), %.2fx (cache empty)\n", warm.first / torch.first, empty.first / torch.first);
+    std::printf("  ratio                              %.2fx PyTorch's time (cache warm), %.2fx (cache empty)\n", warm.first / torch.first,
+                empty.first / torch.first);
 }

@@ -159,7 +159,8 @@ void run_gemm(const std::string& k, int64_t m, int64_t kk, int64_t n, bool bt) {
   auto ha = random_floats(size_t(m * kk), uint32_t(10 + m)), hb = random_floats(size_t(kk * n), uint32_t(20 + n));
   Tensor a = Tensor(ha, {m, kk}), b = bt ? Tensor(hb, {n, kk}) : Tensor(hb, {kk, n});
   a.realize(); b.realize();
-  RowMat A = Eigen::Map<RowMat>(ha.data(), m, kk), B = bt ? RowMat(Eigen::Map<RowMat>(hb.data(), n, kk)) : RowMat(Eigen::Map<RowMat>(hb.data(), kk, n)), C(m, n);
+  RowMat A = Eigen::Map<RowMat>(ha.data(), m, kk),
+         B = bt ? RowMat(Eigen::Map<RowMat>(hb.data(), n, kk)) : RowMat(Eigen::Map<RowMat>(hb.data(), kk, n)), C(m, n);
   auto ours = [&] { return bt ? a.matmul(b.transpose(0, 1)) : a.matmul(b); };
   auto eigen = [&] { if (bt) C.noalias() = A * B.transpose(); else C.noalias() = A * B; };
   const double flop = 2.0 * double(m) * double(n) * double(kk);
@@ -249,7 +250,8 @@ void run_overhead() {
   Tensor out = (a + b) * c;
   out.realize();
   // slot order of the kernel: output first, then inputs in load order (what the schedule binds)
-  std::vector<void*> ptrs{const_cast<float*>(data_of(out)), const_cast<float*>(data_of(a)), const_cast<float*>(data_of(b)), const_cast<float*>(data_of(c))};
+  std::vector<void*> ptrs{const_cast<float*>(data_of(out)), const_cast<float*>(data_of(a)), const_cast<float*>(data_of(b)),
+                          const_cast<float*>(data_of(c))};
   if (ck) {
     for (int i = 0; i < warm; i++) ck->prg->call(ptrs, {}, false);
     for (int i = 0; i < iters; i++) {
@@ -375,9 +377,11 @@ std::string fmt(const char* f, double v) {
   return b;
 }
 // higher_better: ratio = tg/peer must be >= target; else ratio (or tg value) must be <= target
-void add(const std::string& metric, const std::string& tg, const std::string& peer, double ratio, const std::string& target, double check_v, double lim,
-         bool higher_better) {
-  std::string st = std::isnan(lim) ? "info" : std::isnan(check_v) ? "MISS (no data)" : (higher_better ? check_v >= lim : check_v <= lim) ? "ok" : "MISS";
+void add(const std::string& metric, const std::string& tg, const std::string& peer, double ratio, const std::string& target,
+         double check_v, double lim, bool higher_better) {
+  std::string st = std::isnan(lim) ? "info"
+                   : std::isnan(check_v) ? "MISS (no data)"
+                   : (higher_better ? check_v >= lim : check_v <= lim) ? "ok" : "MISS";
   rows.push_back({metric, tg, peer, std::isnan(ratio) ? "" : fmt("%.2fx", ratio), target, st});
 }
 
@@ -396,7 +400,8 @@ std::string resolve_cc() {  // the compiler tinygrad.hpp's CPU device picks: CC,
 }
 
 int driver() {
-  if (const char* d = std::getenv("DEV"); d && *d && std::string(d) != "CPU") std::fprintf(stderr, "bench_core: DEV=%s ignored: this report measures the CPU device\n", d);
+  if (const char* d = std::getenv("DEV"); d && *d && std::string(d) != "CPU")
+    std::fprintf(stderr, "bench_core: DEV=%s ignored: this report measures the CPU device\n", d);
   std::string model = tinygrad::detail::cpu_model();
   if (auto p = model.find(": "); p != std::string::npos) model = model.substr(p + 2);
   std::printf("bench_core: tinygrad.hpp CPU device vs peers | %s, %u hardware threads | kernels built by %s\n", model.c_str(),
@@ -433,8 +438,8 @@ int driver() {
     Child warm = run_child({"CACHEDIR=" + cd}, {"--first-kernel", ""});
     warm_in.push_back(get(warm, "fk.main_s")); warm_wall.push_back(warm.wall_s);
     if (get(cold, "fk.compiled") != 1 || get(warm, "fk.compiled") != 1 || get(cold, "fk.check") != 8)
-      std::fprintf(stderr, "bench_core: first-kernel child misbehaved (compiled %g/%g, check %g)\n", get(cold, "fk.compiled"), get(warm, "fk.compiled"),
-                   get(cold, "fk.check"));
+      std::fprintf(stderr, "bench_core: first-kernel child misbehaved (compiled %g/%g, check %g)\n", get(cold, "fk.compiled"),
+                   get(warm, "fk.compiled"), get(cold, "fk.check"));
   }
   // the peer: one bare compiler invocation of the same source to a .so
   std::string cc = resolve_cc();
@@ -467,15 +472,16 @@ int driver() {
   for (int n : {256, 512, 1024, 2048}) {
     std::string k = "mm" + std::to_string(n);
     double tg = get(mm, k + ".tg_gflops"), eg = get(mm, k + ".eigen_gflops");
-    add("matmul " + std::to_string(n) + " f32 1 thr, GFLOP/s", fmt("%.1f", tg), fmt("%.1f", eg) + " Eigen", tg / eg, n >= 1024 ? ">= 0.80x" : ">= 0.30x", tg / eg,
-        n >= 1024 ? 0.8 : 0.3, true);
+    add("matmul " + std::to_string(n) + " f32 1 thr, GFLOP/s", fmt("%.1f", tg), fmt("%.1f", eg) + " Eigen", tg / eg,
+        n >= 1024 ? ">= 0.80x" : ">= 0.30x", tg / eg, n >= 1024 ? 0.8 : 0.3, true);
   }
   {
     double tg = get(mmb, "mm1024.tg_gflops"), eg = get(mmb, "mm1024.eigen_gflops");
     add("matmul 1024 f32 1 thr, BEAM=2, GFLOP/s", fmt("%.1f", tg), fmt("%.1f", eg) + " Eigen", tg / eg, ">= 1.00x", tg / eg, 1.0, true);
     double search = get(mmb, "mm1024.first_s"), search2 = get(mmb2, "mm1024.first_s");
     add("BEAM=2 search, matmul 1024 (first call), s", fmt("%.1f", search), "163 tinygrad", search / 163, "<= 30 s", search, 30, false);
-    add("second process: searches / first call ms", fmt("%.0f", get(mmb2, "mm.searches")), fmt("%.0f ms", search2 * 1e3), NAN, "0 searches", get(mmb2, "mm.searches"), 0, false);
+    add("second process: searches / first call ms", fmt("%.0f", get(mmb2, "mm.searches")), fmt("%.0f ms", search2 * 1e3), NAN, "0 searches",
+        get(mmb2, "mm.searches"), 0, false);
   }
   for (auto* c : {&mma, &mmab}) {
     double tg = get(*c, "mm1024.tg_gflops"), eg = get(*c, "mm1024.eigen_gflops");
@@ -493,44 +499,52 @@ int driver() {
   add("small graph build+realize, us (median)", fmt("%.1f", ohr), fmt("%.2f", ohk) + " kernel call", ohr / ohk, "<= 30 us", ohr, 30, false);
   add("small graph build+realize+to_vector, us", fmt("%.1f", ohv), fmt("%.2f", ohk) + " kernel call", ohv / ohk, "<= 30 us", ohv, 30, false);
   double cold = median(cold_in), warm = median(warm_in);
-  add("first kernel cold (empty cache), ms", fmt("%.1f", cold * 1e3), fmt("%.1f", cc_s * 1e3) + " bare " + cc + " -shared", cold / cc_s, "(info)", NAN, NAN, false);
-  add("first kernel warm (disk cache), ms", fmt("%.2f", warm * 1e3), fmt("%.1f", cc_s * 1e3) + " bare " + cc + " -shared", warm / cc_s, "(info)", NAN, NAN, false);
+  add("first kernel cold (empty cache), ms", fmt("%.1f", cold * 1e3), fmt("%.1f", cc_s * 1e3) + " bare " + cc + " -shared", cold / cc_s,
+      "(info)", NAN, NAN, false);
+  add("first kernel warm (disk cache), ms", fmt("%.2f", warm * 1e3), fmt("%.1f", cc_s * 1e3) + " bare " + cc + " -shared", warm / cc_s,
+      "(info)", NAN, NAN, false);
 
   size_t w[6] = {6, 12, 4, 5, 6, 6};
   for (auto& r : rows) {
     w[0] = std::max(w[0], r.metric.size()); w[1] = std::max(w[1], r.tg.size()); w[2] = std::max(w[2], r.peer.size());
     w[3] = std::max(w[3], r.ratio.size()); w[4] = std::max(w[4], r.target.size()); w[5] = std::max(w[5], r.status.size());
   }
-  auto line = [&](const std::string& a, const std::string& b, const std::string& c, const std::string& d, const std::string& e, const std::string& f) {
-    std::printf("| %-*s | %*s | %-*s | %*s | %-*s | %-*s |\n", int(w[0]), a.c_str(), int(w[1]), b.c_str(), int(w[2]), c.c_str(), int(w[3]), d.c_str(), int(w[4]),
-                e.c_str(), int(w[5]), f.c_str());
+  auto line = [&](const std::string& a, const std::string& b, const std::string& c, const std::string& d,
+                  const std::string& e, const std::string& f) {
+    std::printf("| %-*s | %*s | %-*s | %*s | %-*s | %-*s |\n", int(w[0]), a.c_str(), int(w[1]), b.c_str(), int(w[2]), c.c_str(),
+                int(w[3]), d.c_str(), int(w[4]), e.c_str(), int(w[5]), f.c_str());
   };
   std::printf("\n");
   line("metric", "tinygrad.hpp", "peer", "ratio", "target", "status");
-  line(std::string(w[0], '-'), std::string(w[1], '-'), std::string(w[2], '-'), std::string(w[3], '-'), std::string(w[4], '-'), std::string(w[5], '-'));
+  line(std::string(w[0], '-'), std::string(w[1], '-'), std::string(w[2], '-'), std::string(w[3], '-'),
+       std::string(w[4], '-'), std::string(w[5], '-'));
   for (auto& r : rows) line(r.metric, r.tg, r.peer, r.ratio, r.target, r.status);
 
   // ---- details ----
   std::printf("\ndetails (best of N unless noted; ratio = tinygrad.hpp / peer)\n");
   for (auto* c : {&ewd, &ew1})
-    std::printf("  ew THREADS=%g: tinygrad %.1f (median %.1f) GB/s | hand 1thr %.1f (median %.1f) | hand %gthr %.1f (median %.1f) | %g kernel/realize, max|err| %.2g\n",
-                get(*c, "ew.threads"), get(*c, "ew.tg_gbs"), get(*c, "ew.tg_gbs_med"), get(*c, "ew.hand1_gbs"), get(*c, "ew.hand1_gbs_med"), get(*c, "ew.threads"),
+    std::printf("  ew THREADS=%g: tinygrad %.1f (median %.1f) GB/s | hand 1thr %.1f (median %.1f) | hand %gthr %.1f (median %.1f) | %g "
+                "kernel/realize, max|err| %.2g\n",
+                get(*c, "ew.threads"), get(*c, "ew.tg_gbs"), get(*c, "ew.tg_gbs_med"), get(*c, "ew.hand1_gbs"),
+                get(*c, "ew.hand1_gbs_med"), get(*c, "ew.threads"),
                 get(*c, "ew.handn_gbs"), get(*c, "ew.handn_gbs_med"), get(*c, "ew.kernels_per_realize"), get(*c, "ew.max_abs_err"));
   std::printf("  ew default threads vs 1-thread hand loop: %.2fx\n", get(ewd, "ew.tg_gbs") / get(ewd, "ew.hand1_gbs"));
   for (int n : {256, 512, 1024, 2048}) {
     std::string k = "mm" + std::to_string(n);
-    std::printf("  matmul %4d: tinygrad %.1f (median %.1f) GFLOP/s, Eigen %.1f (median %.1f), %g reps, first call (compile+run) %.0f ms, max|err| vs Eigen %.2g\n", n,
-                get(mm, k + ".tg_gflops"), get(mm, k + ".tg_gflops_med"), get(mm, k + ".eigen_gflops"), get(mm, k + ".eigen_gflops_med"), get(mm, k + ".reps"),
-                get(mm, k + ".first_s") * 1e3, get(mm, k + ".max_abs_err"));
+    std::printf("  matmul %4d: tinygrad %.1f (median %.1f) GFLOP/s, Eigen %.1f (median %.1f), %g reps, first call (compile+run) %.0f ms, max|err| vs "
+                "Eigen %.2g\n", n,
+                get(mm, k + ".tg_gflops"), get(mm, k + ".tg_gflops_med"), get(mm, k + ".eigen_gflops"),
+                get(mm, k + ".eigen_gflops_med"), get(mm, k + ".reps"), get(mm, k + ".first_s") * 1e3, get(mm, k + ".max_abs_err"));
   }
-  std::printf("  overhead (median of 10k after 1k warm-up): graph build %.2f us, build+realize %.2f us (p90 %.2f), +to_vector %.2f us, kernel call alone %.2f us, "
-              "host overhead ~%.1f us, %g kernel/realize (timer cost %.3f us)\n",
-              get(oh, "oh.build_us"), ohr, get(oh, "oh.realize_us_p90"), ohv, ohk, ohr - ohk, get(oh, "oh.kernels_per_realize"), get(oh, "oh.clock_us"));
-  std::printf("  first kernel, median of 3: cold %.1f ms in-process (whole child process %.1f ms; compile step per DEBUG=1 %.1f ms) | warm %.2f ms in-process "
-              "(whole child %.1f ms)\n",
+  std::printf("  overhead (median of 10k after 1k warm-up): graph build %.2f us, build+realize %.2f us (p90 %.2f), +to_vector %.2f us, kernel call "
+              "alone %.2f us, host overhead ~%.1f us, %g kernel/realize (timer cost %.3f us)\n",
+              get(oh, "oh.build_us"), ohr, get(oh, "oh.realize_us_p90"), ohv, ohk, ohr - ohk,
+              get(oh, "oh.kernels_per_realize"), get(oh, "oh.clock_us"));
+  std::printf("  first kernel, median of 3: cold %.1f ms in-process (whole child process %.1f ms; compile step per DEBUG=1 %.1f ms) | warm %.2f ms "
+              "in-process (whole child %.1f ms)\n",
               cold * 1e3, median(cold_wall) * 1e3, median(cold_compile_ms), warm * 1e3, median(warm_wall) * 1e3);
-  std::printf("  bare compiler to .so, median of 3: %s %.1f ms, %s %.1f ms; `%s --version` (run once per process by the CPU device) %.1f ms\n", cc.c_str(),
-              cc_s * 1e3, cc == "gcc" ? "clang" : "gcc", cc_other_s * 1e3, cc.c_str(), version_s * 1e3);
+  std::printf("  bare compiler to .so, median of 3: %s %.1f ms, %s %.1f ms; `%s --version` (run once per process by the CPU device) %.1f ms\n",
+              cc.c_str(), cc_s * 1e3, cc == "gcc" ? "clang" : "gcc", cc_other_s * 1e3, cc.c_str(), version_s * 1e3);
   int misses = 0;
   for (auto& r : rows) misses += r.status.rfind("MISS", 0) == 0;
   std::printf("\n%d of %zu targets missed%s\n", misses, rows.size(), misses ? " (marked MISS above)" : "");

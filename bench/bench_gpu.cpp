@@ -69,8 +69,8 @@ void conv_rows(const std::string& D) {
     // forward, dx and dw are each a conv of the same multiply-adds
     double flop = 3 * 2.0 * double(bs * cout * o * o * cin * k * k);
     double pt = peer_key(peer, "conv" + std::to_string(i) + "_us") * 1e-6;
-    std::printf("  conv%d %2lld->%-2lld k%lld %2lldx%-2lld: tinygrad.hpp %8.1f us %7.2f TFLOP/s", i, (long long)cin, (long long)cout, (long long)k, (long long)side,
-                (long long)side, t * 1e6, flop / t / 1e12);
+    std::printf("  conv%d %2lld->%-2lld k%lld %2lldx%-2lld: tinygrad.hpp %8.1f us %7.2f TFLOP/s", i, (long long)cin, (long long)cout,
+                (long long)k, (long long)side, (long long)side, t * 1e6, flop / t / 1e12);
     if (std::isnan(pt)) std::printf("\n");
     else std::printf(" | PyTorch %8.1f us %7.2f TFLOP/s | ratio %.2fx (target >= 0.5x)\n", pt * 1e6, flop / pt / 1e12, pt / t);
   }
@@ -80,7 +80,8 @@ void conv_rows(const std::string& D) {
 void gemm_rows(const std::string& D, bool beam) {
   void* lib = tinygrad::detail::dlopen_first({"libcublas.so", "libcublas.so.13", "libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so"});
   int (*create)(void**) = nullptr;
-  int (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int, int, int, int) = nullptr;
+  int (*gemm_ex)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*, int,
+                 int, int, int) = nullptr;
   void* h = nullptr;
   if (lib) {
     tinygrad::detail::load_sym(lib, create, "cublasCreate_v2", "libcublas");
@@ -106,7 +107,8 @@ void gemm_rows(const std::string& D, bool beam) {
     gpu_sync();
     double first = now() - t0, t = best_time(5, mm), flop = 2.0 * N * N * double(N);
     scope.reset();
-    std::printf("GEMM %-8s %5d%s%s: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, tf32 ? " TF32" : "", beam ? " BEAM=2" : "", flop / t / 1e12);
+    std::printf("GEMM %-8s %5d%s%s: tinygrad.hpp %7.2f TFLOP/s", tinygrad::to_string(dt).c_str(), N, tf32 ? " TF32" : "",
+                beam ? " BEAM=2" : "", flop / t / 1e12);
     if (beam) std::printf(" (search and first run %.1f s)", first);
     if (!beam) {  // the default opts of the matmul's kernel (the heuristic's, or TC_STAGE's tile)
       std::unordered_map<const tinygrad::UOp*, int> slots{{leaf(a), 0}, {leaf(b), 1}};
@@ -126,7 +128,10 @@ void gemm_rows(const std::string& D, bool beam) {
     double tb = best_time(5, run);
     auto mine = c.cast(DType::Float32).to("CPU").to_vector<float>(), ref = cb.cast(DType::Float32).to("CPU").to_vector<float>();
     double err = 0, scale = 0;
-    for (size_t i = 0; i < mine.size(); i += 997) { err = std::max(err, double(std::abs(mine[i] - ref[i]))); scale = std::max(scale, double(std::abs(ref[i]))); }
+    for (size_t i = 0; i < mine.size(); i += 997) {
+      err = std::max(err, double(std::abs(mine[i] - ref[i])));
+      scale = std::max(scale, double(std::abs(ref[i])));
+    }
     std::printf(" | cuBLAS %7.2f | ratio %.3fx (target %s) | max |diff| %.2g of %.3g\n", flop / tb / 1e12, tb / t, target, err, scale);
   }
 }
@@ -153,7 +158,10 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "conv") {
     std::string d = pin_device("CUDA");
-    try { tinygrad::runtime(d); } catch (const tinygrad::Error& e) { std::printf("bench_gpu conv: device %s not usable (%s)\n", d.c_str(), e.what()); return 0; }
+    try { tinygrad::runtime(d); } catch (const tinygrad::Error& e) {
+      std::printf("bench_gpu conv: device %s not usable (%s)\n", d.c_str(), e.what());
+      return 0;
+    }
     conv_rows(d);
     return 0;
   }
@@ -178,8 +186,8 @@ int main(int argc, char** argv) {
     double rgbs_all = double(n) * 4 / best_time(5, [&] { return x.sum().realize(); }) / 1e9;
     Tensor rows = x.reshape({64, n / 64});
     double rgbs_rows = double(n) * 4 / best_time(5, [&] { return rows.sum(1).realize(); }) / 1e9;
-    std::printf("sum of 1 GiB: all %8.1f GB/s, into 64 rows %8.1f GB/s | memcpy reads %8.1f GB/s | ratios %.2fx, %.2fx\n", rgbs_all, rgbs_rows, mgbs / 2,
-                rgbs_all / (mgbs / 2), rgbs_rows / (mgbs / 2));
+    std::printf("sum of 1 GiB: all %8.1f GB/s, into 64 rows %8.1f GB/s | memcpy reads %8.1f GB/s | ratios %.2fx, %.2fx\n",
+                rgbs_all, rgbs_rows, mgbs / 2, rgbs_all / (mgbs / 2), rgbs_rows / (mgbs / 2));
   }
 
   gemm_rows(D, false);
@@ -208,8 +216,8 @@ int main(int argc, char** argv) {
     for (int i = 0; i < iters; i++) prg->call(bufs, {}, false);
     gpu_sync();
     double bare = (now() - t0) / iters;
-    std::printf("eager op (x + 1, 1024 floats, cached kernel): %6.2f us/op | bare launch %5.2f us | ratio %.1fx (target <= 20 us; tinygrad ~1500 us)\n",
-                per_op * 1e6, bare * 1e6, per_op / bare);
+    std::printf("eager op (x + 1, 1024 floats, cached kernel): %6.2f us/op | bare launch %5.2f us | ratio %.1fx (target <= 20 us; tinygrad ~1500 "
+                "us)\n", per_op * 1e6, bare * 1e6, per_op / bare);
   }
   // ---- 4. conv2d forward+backward vs cuDNN ----
   conv_rows(D);

@@ -85,7 +85,8 @@ int main() {
     double eager = timed(dev, 1, 3, 1, [&] { chain(x).realize(); }) / N;
     float last = jit(x).to_vector<float>()[0];
     std::printf("1. %d tiny dependent kernels (x = (x + 1).contiguous(), 1024 floats), per kernel; result %g (expected %d)\n", N, double(last), N);
-    row("TinyJit replay", replay * 1e6, gpu ? torch("chain_graph_us") : NAN, gpu ? "PyTorch CUDA graph" : "(no CUDA graph)", gpu ? "(target <= 1.2x, stretch 1.0x)" : "(target <= 1 us)");
+    row("TinyJit replay", replay * 1e6, gpu ? torch("chain_graph_us") : NAN, gpu ? "PyTorch CUDA graph" : "(no CUDA graph)",
+        gpu ? "(target <= 1.2x, stretch 1.0x)" : "(target <= 1 us)");
     row("TinyJit replay", replay * 1e6, torch("chain_eager_us"), "PyTorch eager", "");
     row("TinyJit replay", replay * 1e6, tg("chain_jit_us"), "tinygrad TinyJit", "(target: faster)");
     row("eager realize (schedule cache)", eager * 1e6, replay * 1e6, "TinyJit replay", "");

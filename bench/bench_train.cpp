@@ -31,14 +31,18 @@ int main() {
   }
   std::sort(times.begin(), times.end());
   double ours = times[times.size() / 2];
-  std::printf("tinygrad.hpp  %.4f s/step (jitted) on %s (batch %lld, %d CPU threads, median of %lld)\n", ours, dev.c_str(), (long long)bs, cpu_threads(), (long long)steps);
+  std::printf("tinygrad.hpp  %.4f s/step (jitted) on %s (batch %lld, %d CPU threads, median of %lld)\n", ours, dev.c_str(), (long long)bs,
+              cpu_threads(), (long long)steps);
 
   ::setenv("THREADS", std::to_string(cpu_threads()).c_str(), 1);  // the peers use as many threads as we do, and our device
   ::setenv("DEV", dev.c_str(), 1);
   double torch = dev == "CPU" || dev.rfind("CUDA", 0) == 0 ? peer_value("torch_train_peer.py", "s_per_step") : NAN;
   if (std::isnan(torch)) std::printf("PyTorch       (not run: pip install torch; CPU or CUDA)\n");
-  else std::printf("PyTorch       %.4f s/step (eager, %d threads)\nratio         %.2fx PyTorch's time (target <= %s)\n", torch, cpu_threads(), ours / torch, dev == "CPU" ? "2x" : "1x");
+  else
+    std::printf("PyTorch       %.4f s/step (eager, %d threads)\nratio         %.2fx PyTorch's time (target <= %s)\n", torch, cpu_threads(),
+                ours / torch, dev == "CPU" ? "2x" : "1x");
   double peer = peer_value("tinygrad_train_peer.py", "s_per_step");
   if (std::isnan(peer)) { std::printf("tinygrad      (not run: pip install tinygrad numpy)\n"); return 0; }
-  std::printf("tinygrad      %.3f s/step (jitted, CPU backend)\nratio         %.2fx faster than tinygrad (target >= 1x, goal 2x)\n", peer, peer / ours);
+  std::printf("tinygrad      %.3f s/step (jitted, CPU backend)\nratio         %.2fx faster than tinygrad (target >= 1x, goal 2x)\n", peer,
+              peer / ours);
 }

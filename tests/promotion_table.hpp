@@ -6,8 +6,9 @@
 
 namespace promo {
 using tinygrad::DType;
-constexpr DType B = DType::Bool, I8 = DType::Int8, U8 = DType::UInt8, I16 = DType::Int16, U16 = DType::UInt16, I32 = DType::Int32, U32 = DType::UInt32,
-                I64 = DType::Int64, U64 = DType::UInt64, F16 = DType::Float16, BF16 = DType::BFloat16, F32 = DType::Float32, F64 = DType::Float64;
+constexpr DType B = DType::Bool, I8 = DType::Int8, U8 = DType::UInt8, I16 = DType::Int16, U16 = DType::UInt16, I32 = DType::Int32,
+                U32 = DType::UInt32, I64 = DType::Int64, U64 = DType::UInt64, F16 = DType::Float16, BF16 = DType::BFloat16, F32 = DType::Float32,
+                F64 = DType::Float64;
 constexpr DType kAll[13] = {B, I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64};
 
 // kPromo[a][b] = least_upper_dtype(a, b), rows/cols in kAll order

@@ -58,7 +58,8 @@ void check(const Tensor& t, const Shape& s, const V& want, double atol = 0, doub
   int64_t bad = -1, nbad = 0;
   for (size_t i = 0; i < got.size(); i++)
     if (!close(got[i], want[i], atol, rtol)) { nbad++; if (bad < 0) bad = int64_t(i); }
-  std::string msg = bad < 0 ? "" : Catch::StringMaker<double>::convert(got[size_t(bad)]) + " want " + Catch::StringMaker<double>::convert(want[size_t(bad)]);
+  std::string msg = bad < 0 ? "" : Catch::StringMaker<double>::convert(got[size_t(bad)]) + " want " +
+      Catch::StringMaker<double>::convert(want[size_t(bad)]);
   INFO("first mismatch at " << bad << ": got " << msg << "; " << nbad << " of " << got.size() << " differ");
   CHECK(bad == -1);
 }
@@ -85,7 +86,8 @@ const std::vector<Layout>& layouts() {
 }
 
 // a float unary op on every layout
-void check_unary(const char* name, const Fn1& op, const std::function<double(double)>& ref, double lo, double hi, double atol = 1e-5, double rtol = 1e-5) {
+void check_unary(const char* name, const Fn1& op, const std::function<double(double)>& ref, double lo, double hi,
+                 double atol = 1e-5, double rtol = 1e-5) {
   uint32_t seed = 1;
   for (auto& l : layouts()) {
     DYNAMIC_SECTION(name << " on " << l.name) {
@@ -119,8 +121,10 @@ V bcast(const V& v, const Shape& s, const Shape& out) {
 using Fn2 = std::function<Tensor(const Tensor&, const Tensor&)>;
 using Ref2 = std::function<double(double, double)>;
 // a binary op on broadcasting shape pairs, and with a transposed (non-contiguous) left operand
-void check_binary(const char* name, const Fn2& op, const Ref2& ref, V (*gen)(int64_t, uint32_t), DType dt = DType::Float32, double atol = 1e-5, double rtol = 1e-5) {
-  const std::vector<std::pair<Shape, Shape>> pairs = {{{2, 3}, {2, 3}}, {{3, 4}, {4}}, {{3, 1}, {1, 4}}, {{2, 1, 3}, {4, 1}}, {{}, {3}}, {{1, 5, 1}, {1}}};
+void check_binary(const char* name, const Fn2& op, const Ref2& ref, V (*gen)(int64_t, uint32_t), DType dt = DType::Float32,
+                  double atol = 1e-5, double rtol = 1e-5) {
+  const std::vector<std::pair<Shape, Shape>> pairs = {{{2, 3}, {2, 3}}, {{3, 4}, {4}}, {{3, 1}, {1, 4}}, {{2, 1, 3}, {4, 1}},
+                                                      {{}, {3}}, {{1, 5, 1}, {1}}};
   uint32_t seed = 10;
   for (auto& [sa, sb] : pairs) {
     DYNAMIC_SECTION(name << " " << tinygrad::to_string(sa) << " with " << tinygrad::to_string(sb)) {
@@ -253,7 +257,8 @@ TEST_CASE("api activations vs formulas", "[api][unary][activation]") {
   check_unary("relu6", [](auto& x) { return x.relu6(); }, [](double x) { return std::clamp(x, 0.0, 6.0); }, -8, 8, 0, 0);
   check_unary("leaky_relu", [](auto& x) { return x.leaky_relu(0.1); }, [](double x) { return x < 0 ? 0.1 * x : x; }, -3, 3);
   check_unary("elu", [](auto& x) { return x.elu(0.7); }, [](double x) { return x > 0 ? x : 0.7 * (std::exp(x) - 1); }, -3, 3);
-  check_unary("celu", [](auto& x) { return x.celu(0.5); }, [](double x) { return std::max(0.0, x) + std::min(0.0, 0.5 * (std::exp(x / 0.5) - 1)); }, -3, 3);
+  check_unary("celu", [](auto& x) { return x.celu(0.5); },
+              [](double x) { return std::max(0.0, x) + std::min(0.0, 0.5 * (std::exp(x / 0.5) - 1)); }, -3, 3);
   check_unary("selu", [](auto& x) { return x.selu(); }, [](double x) { return 1.0507 * (x >= 0 ? x : 1.67326 * (std::exp(x) - 1)); }, -3, 3);
   check_unary("gelu", [](auto& x) { return x.gelu(); },
               [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, -4, 4);
@@ -365,34 +370,54 @@ TEST_CASE("api unary: gradients vs finite differences", "[api][unary][gradient]"
 
 TEST_CASE("api binary float ops vs std:: with broadcasting", "[api][binary]") {
   auto pymod = [](double a, double b) { double r = std::fmod(a, b); return r != 0 && ((r < 0) != (b < 0)) ? r + b : r; };
-  check_binary("add", [](auto& a, auto& b) { return a.add(b); }, [](double a, double b) { return double(float(a + b)); }, gen_f, DType::Float32, 0, 0);
-  check_binary("sub", [](auto& a, auto& b) { return a.sub(b); }, [](double a, double b) { return double(float(a - b)); }, gen_f, DType::Float32, 0, 0);
-  check_binary("mul", [](auto& a, auto& b) { return a.mul(b); }, [](double a, double b) { return double(float(a * b)); }, gen_f, DType::Float32, 0, 0);
+  check_binary("add", [](auto& a, auto& b) { return a.add(b); }, [](double a, double b) { return double(float(a + b)); },
+               gen_f, DType::Float32, 0, 0);
+  check_binary("sub", [](auto& a, auto& b) { return a.sub(b); }, [](double a, double b) { return double(float(a - b)); },
+               gen_f, DType::Float32, 0, 0);
+  check_binary("mul", [](auto& a, auto& b) { return a.mul(b); }, [](double a, double b) { return double(float(a * b)); },
+               gen_f, DType::Float32, 0, 0);
   check_binary("div", [](auto& a, auto& b) { return a.div(b); }, [](double a, double b) { return a / b; }, gen_pos);
-  check_binary("div trunc", [](auto& a, auto& b) { return (a * 3.0).div(b, "trunc"); }, [](double a, double b) { return std::trunc(double(float(a * 3)) / b); }, gen_pos);
-  check_binary("div floor", [](auto& a, auto& b) { return (a - 1.7).div(b, "floor"); }, [](double a, double b) { return std::floor(double(float(a - 1.7)) / b); }, gen_pos);
-  check_binary("mod", [](auto& a, auto& b) { return (a - 1.7) % b; }, [&](double a, double b) { return pymod(double(float(a - 1.7)), b); }, gen_pos, DType::Float32, 1e-5, 0);
-  check_binary("mod negative divisor", [](auto& a, auto& b) { return a.mod(-b); }, [&](double a, double b) { return pymod(a, -b); }, gen_f, DType::Float32, 1e-5, 0);
-  check_binary("fmod", [](auto& a, auto& b) { return (a - 1.7).fmod(b); }, [](double a, double b) { return std::fmod(double(float(a - 1.7)), b); }, gen_pos, DType::Float32, 1e-5, 0);
-  check_binary("pow", [](auto& a, auto& b) { return a.pow(b - 1.5); }, [](double a, double b) { return std::pow(a, double(float(b - 1.5))); }, gen_pos);
-  check_binary("maximum", [](auto& a, auto& b) { return a.maximum(b); }, [](double a, double b) { return std::max(a, b); }, gen_f, DType::Float32, 0, 0);
-  check_binary("minimum", [](auto& a, auto& b) { return a.minimum(b); }, [](double a, double b) { return std::min(a, b); }, gen_f, DType::Float32, 0, 0);
-  check_binary("copysign", [](auto& a, auto& b) { return a.copysign(b); }, [](double a, double b) { return std::copysign(a, b); }, gen_f, DType::Float32, 0, 0);
+  check_binary("div trunc", [](auto& a, auto& b) { return (a * 3.0).div(b, "trunc"); },
+               [](double a, double b) { return std::trunc(double(float(a * 3)) / b); }, gen_pos);
+  check_binary("div floor", [](auto& a, auto& b) { return (a - 1.7).div(b, "floor"); },
+               [](double a, double b) { return std::floor(double(float(a - 1.7)) / b); }, gen_pos);
+  check_binary("mod", [](auto& a, auto& b) { return (a - 1.7) % b; }, [&](double a, double b) { return pymod(double(float(a - 1.7)), b); }, gen_pos,
+               DType::Float32, 1e-5, 0);
+  check_binary("mod negative divisor", [](auto& a, auto& b) { return a.mod(-b); }, [&](double a, double b) { return pymod(a, -b); }, gen_f,
+               DType::Float32, 1e-5, 0);
+  check_binary("fmod", [](auto& a, auto& b) { return (a - 1.7).fmod(b); }, [](double a, double b) { return std::fmod(double(float(a - 1.7)), b); },
+               gen_pos, DType::Float32, 1e-5, 0);
+  check_binary("pow", [](auto& a, auto& b) { return a.pow(b - 1.5); },
+               [](double a, double b) { return std::pow(a, double(float(b - 1.5))); }, gen_pos);
+  check_binary("maximum", [](auto& a, auto& b) { return a.maximum(b); }, [](double a, double b) { return std::max(a, b); },
+               gen_f, DType::Float32, 0, 0);
+  check_binary("minimum", [](auto& a, auto& b) { return a.minimum(b); }, [](double a, double b) { return std::min(a, b); },
+               gen_f, DType::Float32, 0, 0);
+  check_binary("copysign", [](auto& a, auto& b) { return a.copysign(b); }, [](double a, double b) { return std::copysign(a, b); },
+               gen_f, DType::Float32, 0, 0);
   check_binary("logaddexp", [](auto& a, auto& b) { return (a * 10.0).logaddexp(b); },
-               [](double a, double b) { double x = double(float(a * 10)), m = std::max(x, b); return m + std::log(std::exp(x - m) + std::exp(b - m)); }, gen_f);
+               [](double a, double b) {
+                 double x = double(float(a * 10)), m = std::max(x, b);
+                 return m + std::log(std::exp(x - m) + std::exp(b - m));
+               },
+               gen_f);
   check_binary("lerp", [](auto& a, auto& b) { return a.lerp(b, 0.3); }, [](double a, double b) { return a + (b - a) * 0.3; }, gen_f);
-  check_binary("lerp tensor weight", [](auto& a, auto& b) { return a.lerp(b, b.sigmoid()); }, [](double a, double b) { return a + (b - a) * sigm(b); }, gen_f);
+  check_binary("lerp tensor weight", [](auto& a, auto& b) { return a.lerp(b, b.sigmoid()); },
+               [](double a, double b) { return a + (b - a) * sigm(b); }, gen_f);
 }
 
 TEST_CASE("api binary int ops, comparisons, bit ops", "[api][binary][int]") {
   auto pymod = [](double a, double b) { int x = int(a), y = int(b), r = x % y; return double(r != 0 && ((r < 0) != (y < 0)) ? r + y : r); };
   auto I = DType::Int32;
-  check_binary("int div trunc", [](auto& a, auto& b) { return a.div(b, "trunc"); }, [](double a, double b) { return double(int(a) / int(b)); }, gen_nz, I, 0, 0);
-  check_binary("int div floor", [](auto& a, auto& b) { return a.div(b, "floor"); }, [](double a, double b) { return std::floor(a / b); }, gen_nz, I, 0, 0);
+  check_binary("int div trunc", [](auto& a, auto& b) { return a.div(b, "trunc"); },
+               [](double a, double b) { return double(int(a) / int(b)); }, gen_nz, I, 0, 0);
+  check_binary("int div floor", [](auto& a, auto& b) { return a.div(b, "floor"); },
+               [](double a, double b) { return std::floor(a / b); }, gen_nz, I, 0, 0);
   check_binary("int true div", [](auto& a, auto& b) { return a / b; }, [](double a, double b) { return a / b; }, gen_nz, I);
   check_binary("int mod", [](auto& a, auto& b) { return a % b; }, pymod, gen_nz, I, 0, 0);
   check_binary("int fmod", [](auto& a, auto& b) { return a.fmod(b); }, [](double a, double b) { return double(int(a) % int(b)); }, gen_nz, I, 0, 0);
-  check_binary("int pow", [](auto& a, auto& b) { return a.pow(b.abs().minimum(4)); }, [](double a, double b) { return std::pow(a, std::min(std::abs(b), 4.0)); }, gen_nz, I, 0, 0);
+  check_binary("int pow", [](auto& a, auto& b) { return a.pow(b.abs().minimum(4)); },
+               [](double a, double b) { return std::pow(a, std::min(std::abs(b), 4.0)); }, gen_nz, I, 0, 0);
   check_binary("int minimum", [](auto& a, auto& b) { return a.minimum(b); }, [](double a, double b) { return std::min(a, b); }, gen_i, I, 0, 0);
   check_binary("eq", [](auto& a, auto& b) { return a.eq(b); }, [](double a, double b) { return double(a == b); }, gen_small, I, 0, 0);
   check_binary("ne", [](auto& a, auto& b) { return a.ne(b); }, [](double a, double b) { return double(a != b); }, gen_small, I, 0, 0);
@@ -400,11 +425,16 @@ TEST_CASE("api binary int ops, comparisons, bit ops", "[api][binary][int]") {
   check_binary("le", [](auto& a, auto& b) { return a.le(b); }, [](double a, double b) { return double(a <= b); }, gen_small, I, 0, 0);
   check_binary("gt", [](auto& a, auto& b) { return a.gt(b); }, [](double a, double b) { return double(a > b); }, gen_small, I, 0, 0);
   check_binary("ge", [](auto& a, auto& b) { return a.ge(b); }, [](double a, double b) { return double(a >= b); }, gen_small, I, 0, 0);
-  check_binary("bitwise_and", [](auto& a, auto& b) { return a.bitwise_and(b); }, [](double a, double b) { return double(int(a) & int(b)); }, gen_i, I, 0, 0);
-  check_binary("bitwise_or", [](auto& a, auto& b) { return a.bitwise_or(b); }, [](double a, double b) { return double(int(a) | int(b)); }, gen_i, I, 0, 0);
-  check_binary("bitwise_xor", [](auto& a, auto& b) { return a.bitwise_xor(b); }, [](double a, double b) { return double(int(a) ^ int(b)); }, gen_i, I, 0, 0);
-  check_binary("lshift", [](auto& a, auto& b) { return a.lshift(b); }, [](double a, double b) { return double(int(a) << int(b)); }, gen_small, I, 0, 0);
-  check_binary("rshift", [](auto& a, auto& b) { return (a * 37) >> b; }, [](double a, double b) { return double((int(a) * 37) >> int(b)); }, gen_small, I, 0, 0);
+  check_binary("bitwise_and", [](auto& a, auto& b) { return a.bitwise_and(b); },
+               [](double a, double b) { return double(int(a) & int(b)); }, gen_i, I, 0, 0);
+  check_binary("bitwise_or", [](auto& a, auto& b) { return a.bitwise_or(b); },
+               [](double a, double b) { return double(int(a) | int(b)); }, gen_i, I, 0, 0);
+  check_binary("bitwise_xor", [](auto& a, auto& b) { return a.bitwise_xor(b); },
+               [](double a, double b) { return double(int(a) ^ int(b)); }, gen_i, I, 0, 0);
+  check_binary("lshift", [](auto& a, auto& b) { return a.lshift(b); },
+               [](double a, double b) { return double(int(a) << int(b)); }, gen_small, I, 0, 0);
+  check_binary("rshift", [](auto& a, auto& b) { return (a * 37) >> b; },
+               [](double a, double b) { return double((int(a) * 37) >> int(b)); }, gen_small, I, 0, 0);
   SECTION("uint8 minimum and mod (no sign), scalar forms, compound assignment") {
     Tensor u = Tensor(std::vector<uint8_t>{0, 200, 255}), v = Tensor(std::vector<uint8_t>{3, 100, 7});
     CHECK(u.minimum(v).to_vector<int>() == std::vector<int>{0, 100, 7});
@@ -436,7 +466,8 @@ TEST_CASE("api binary int ops, comparisons, bit ops", "[api][binary][int]") {
     CHECK(Tensor({-7, 7}).div(2, "floor").to_vector<int>() == std::vector<int>{-4, 3});
   }
   SECTION("pow with negative bases and integer exponents") {
-    check(Tensor(std::vector<float>{-2, -2, -2, -8, 0, 0}).pow(Tensor(std::vector<float>{3, 2, -1, 1.0f / 3, 0, 2})), {6}, {-8, 4, -0.5, NAN, 1, 0}, 1e-6, 1e-6);
+    check(Tensor(std::vector<float>{-2, -2, -2, -8, 0, 0}).pow(Tensor(std::vector<float>{3, 2, -1, 1.0f / 3, 0, 2})), {6},
+          {-8, 4, -0.5, NAN, 1, 0}, 1e-6, 1e-6);
   }
 }
 
@@ -489,7 +520,13 @@ TEST_CASE("api var, std, var_mean, std_mean", "[api][reduce]") {
   V base = rnd(15, -3, 3, 5);
   auto [x, v] = permuted35(base);
   auto var_ref = [](double corr) {
-    return [corr](const V& l) { double m = 0, s = 0; for (double a : l) m += a; m /= double(l.size()); for (double a : l) s += (a - m) * (a - m); return V{s / std::max(0.0, double(l.size()) - corr)}; };
+    return [corr](const V& l) {
+      double m = 0, s = 0;
+      for (double a : l) m += a;
+      m /= double(l.size());
+      for (double a : l) s += (a - m) * (a - m);
+      return V{s / std::max(0.0, double(l.size()) - corr)};
+    };
   };
   for (int axis : {0, 1}) {
     for (double corr : {1.0, 0.0, 2.0}) {
@@ -567,7 +604,12 @@ TEST_CASE("api any, all, argmax, argmin", "[api][reduce]") {
 TEST_CASE("api logsumexp, softmax, log_softmax, softmin", "[api][reduce][softmax]") {
   V base = rnd(15, -3, 3, 21);
   auto [x, v] = permuted35(base);
-  auto lse = [](const V& l) { double m = -INFINITY, s = 0; for (double a : l) m = std::max(m, a); for (double a : l) s += std::exp(a - m); return V{m + std::log(s)}; };
+  auto lse = [](const V& l) {
+    double m = -INFINITY, s = 0;
+    for (double a : l) m = std::max(m, a);
+    for (double a : l) s += std::exp(a - m);
+    return V{m + std::log(s)};
+  };
   for (int axis : {0, 1}) {
     auto [s, want] = along(v, {3, 5}, axis, lse);
     check(x.logsumexp(axis, true), s, want, 1e-5, 1e-5);
@@ -575,7 +617,13 @@ TEST_CASE("api logsumexp, softmax, log_softmax, softmin", "[api][reduce][softmax
     auto [s2, sm] = along(v, {3, 5}, axis, [&](const V& l) { V r; double z = lse(l)[0]; for (double a : l) r.push_back(std::exp(a - z)); return r; });
     check(x.softmax(axis), s2, sm, 1e-6, 1e-5);
     V lsm;
-    auto [s3, mins] = along(v, {3, 5}, axis, [&](const V& l) { V n, r; for (double a : l) n.push_back(-a); double z = lse(n)[0]; for (double a : n) r.push_back(std::exp(a - z)); return r; });
+    auto [s3, mins] = along(v, {3, 5}, axis, [&](const V& l) {
+      V n, r;
+      for (double a : l) n.push_back(-a);
+      double z = lse(n)[0];
+      for (double a : n) r.push_back(std::exp(a - z));
+      return r;
+    });
     for (size_t i = 0; i < sm.size(); i++) lsm.push_back(std::log(sm[i]));
     check(x.log_softmax(axis), s2, lsm, 1e-5, 1e-5);
     check(x.softmin(axis), s3, mins, 1e-6, 1e-5);
@@ -643,7 +691,8 @@ TEST_CASE("api cumsum, cumprod, cummax, cummin", "[api][reduce][scan]") {
     check(nv, {6}, {1, 1, 1, 1, 1, 0});
     check(ni, {6}, {0, 0, 0, 0, 0, 5});
     auto [pv, pi] = x.cummax_indices(1);
-    auto want = along(v, {3, 5}, 1, [](const V& l) { V r; size_t k = 0; for (size_t i = 0; i < l.size(); i++) { if (l[i] >= l[k]) k = i; r.push_back(double(k)); } return r; });
+    auto want = along(v, {3, 5}, 1,
+        [](const V& l) { V r; size_t k = 0; for (size_t i = 0; i < l.size(); i++) { if (l[i] >= l[k]) k = i; r.push_back(double(k)); } return r; });
     check(pi, {3, 5}, want.second);
   }
   SECTION("gradients") {
@@ -713,11 +762,20 @@ TEST_CASE("api losses vs loops", "[api][loss]") {
   V logits = rnd(N * C, -2, 2, 41);
   V lab = {2, 0, 1, 2};
   Tensor x = mk(logits, {N, C}), y = mk(lab, {N}, DType::Int32);
-  auto logp = [&](int n, int c) { double m = -INFINITY, s = 0; for (int k = 0; k < C; k++) m = std::max(m, logits[size_t(n * C + k)]); for (int k = 0; k < C; k++) s += std::exp(logits[size_t(n * C + k)] - m); return logits[size_t(n * C + c)] - m - std::log(s); };
+  auto logp = [&](int n, int c) {
+    double m = -INFINITY, s = 0;
+    for (int k = 0; k < C; k++) m = std::max(m, logits[size_t(n * C + k)]);
+    for (int k = 0; k < C; k++) s += std::exp(logits[size_t(n * C + k)] - m);
+    return logits[size_t(n * C + c)] - m - std::log(s);
+  };
   SECTION("sparse_categorical_crossentropy: reductions, ignore_index, label_smoothing") {
     for (double ls : {0.0, 0.2}) {
       V per;
-      for (int n = 0; n < N; n++) { double mean = 0; for (int c = 0; c < C; c++) mean += logp(n, c) / C; per.push_back(-((1 - ls) * logp(n, int(lab[size_t(n)])) + ls * mean)); }
+      for (int n = 0; n < N; n++) {
+        double mean = 0;
+        for (int c = 0; c < C; c++) mean += logp(n, c) / C;
+        per.push_back(-((1 - ls) * logp(n, int(lab[size_t(n)])) + ls * mean));
+      }
       double tot = 0;
       for (double p : per) tot += p;
       check(x.sparse_categorical_crossentropy(y, -1, ls), {}, {tot / N}, 1e-5, 1e-5);
@@ -738,7 +796,11 @@ TEST_CASE("api losses vs loops", "[api][loss]") {
     for (int n = 0; n < N; n++) for (int c = 0; c < C; c++) hot.push_back(c == lab[size_t(n)]);
     for (double ls : {0.0, 0.3}) {
       V per;
-      for (int n = 0; n < N; n++) { double l = 0; for (int c = 0; c < C; c++) l -= logp(n, c) * ((1 - ls) * (c == lab[size_t(n)]) + ls / C); per.push_back(l); }
+      for (int n = 0; n < N; n++) {
+        double l = 0;
+        for (int c = 0; c < C; c++) l -= logp(n, c) * ((1 - ls) * (c == lab[size_t(n)]) + ls / C);
+        per.push_back(l);
+      }
       double tot = per[0] + per[1] + per[2] + per[3];
       check(x.cross_entropy(y, "mean", ls), {}, {tot / N}, 1e-5, 1e-5);
       check(x.cross_entropy(y, "none", ls), {N}, per, 1e-5, 1e-5);
@@ -882,7 +944,8 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
     auto draw = [] {
       return std::vector<std::vector<double>>{Tensor::uniform({50}, -1, 1).to_vector<double>(), Tensor::normal({50}).to_vector<double>(),
                                               Tensor::randint({50}, 0, 100).to_vector<double>(), Tensor::randperm(20).to_vector<double>(),
-                                              Tensor({0.2, 0.3, 0.5}).multinomial(10, true).to_vector<double>(), Tensor::kaiming_normal({4, 5}).to_vector<double>()};
+                                              Tensor({0.2, 0.3, 0.5}).multinomial(10, true).to_vector<double>(),
+                                              Tensor::kaiming_normal({4, 5}).to_vector<double>()};
     };
     Tensor::manual_seed(42);
     auto a = draw();
@@ -1014,7 +1077,8 @@ TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
   CHECK_THAT(thrown<DTypeError>([&] { (void)f.lshift(1); }), Contains("lshift") && Contains("float32"));
   CHECK_THAT(thrown<DTypeError>([&] { (void)(f >> i); }), Contains("rshift"));
   CHECK_THAT(thrown<DTypeError>([&] { (void)f.bitwise_and(1); }), Contains("bitwise_and"));
-  CHECK_THAT(thrown<DTypeError>([&] { (void)Tensor(std::vector<bool>{true}).fmod(Tensor(std::vector<bool>{true})); }), Contains("fmod") && Contains("bool"));
+  CHECK_THAT(thrown<DTypeError>([&] { (void)Tensor(std::vector<bool>{true}).fmod(Tensor(std::vector<bool>{true})); }),
+             Contains("fmod") && Contains("bool"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.mod(Tensor({1.0, 2.0})); }), Contains("tinygrad::mod") && Contains("(2, 3)") && Contains("(2,)"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.pow(Tensor({1.0, 2.0})); }), Contains("pow"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.logaddexp(Tensor({1.0, 2.0})); }), Contains("logaddexp"));
@@ -1033,8 +1097,10 @@ TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
   CHECK_THAT(thrown<IndexError>([&] { (void)f.softmax(2); }), Contains("softmax"));
   CHECK_THAT(thrown<IndexError>([&] { (void)f.log_softmax(-3); }), Contains("log_softmax"));
   // losses
-  CHECK_THAT(thrown<ShapeError>([&] { (void)f.sparse_categorical_crossentropy(Tensor({0, 1, 2})); }), Contains("sparse_categorical_crossentropy") && Contains("(3,)") && Contains("(2, 3)"));
-  CHECK_THAT(thrown<DTypeError>([&] { (void)f.sparse_categorical_crossentropy(Tensor({0.0, 1.0})); }), Contains("sparse_categorical_crossentropy") && Contains("float"));
+  CHECK_THAT(thrown<ShapeError>([&] { (void)f.sparse_categorical_crossentropy(Tensor({0, 1, 2})); }),
+             Contains("sparse_categorical_crossentropy") && Contains("(3,)") && Contains("(2, 3)"));
+  CHECK_THAT(thrown<DTypeError>([&] { (void)f.sparse_categorical_crossentropy(Tensor({0.0, 1.0})); }),
+             Contains("sparse_categorical_crossentropy") && Contains("float"));
   CHECK_THAT(thrown<Error>([&] { (void)f.sparse_categorical_crossentropy(lab, -1, 1.5); }), Contains("label_smoothing"));
   CHECK_THAT(thrown<Error>([&] { (void)f.sparse_categorical_crossentropy(lab, -1, 0, "avg"); }), Contains("reduction") && Contains("avg"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.cross_entropy(Tensor({0, 1, 2})); }), Contains("cross_entropy") && Contains("(3,)"));
@@ -1046,7 +1112,8 @@ TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.nll_loss(lab, Tensor({1.0, 2.0})); }), Contains("nll_loss") && Contains("weight"));
   CHECK_THAT(thrown<DTypeError>([&] { (void)f.nll_loss(Tensor({0.0, 1.0})); }), Contains("nll_loss"));
   CHECK_THAT(thrown<Error>([&] { (void)f.nll_loss(lab, nullopt, nullopt, "all"); }), Contains("nll_loss"));
-  CHECK_THAT(thrown<ShapeError>([&] { (void)f.binary_crossentropy(Tensor({0.0, 1.0})); }), Contains("binary_crossentropy") && Contains("(2, 3)") && Contains("(2,)"));
+  CHECK_THAT(thrown<ShapeError>([&] { (void)f.binary_crossentropy(Tensor({0.0, 1.0})); }),
+             Contains("binary_crossentropy") && Contains("(2, 3)") && Contains("(2,)"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.binary_crossentropy_logits(Tensor({0.0, 1.0})); }), Contains("binary_crossentropy_logits"));
   CHECK_THAT(thrown<Error>([&] { (void)f.binary_crossentropy(f, "x"); }), Contains("binary_crossentropy") && Contains("reduction"));
   // creation / random

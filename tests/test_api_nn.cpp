@@ -182,7 +182,8 @@ TEST_CASE("api: avg_pool2d", "[api][api_nn]") {
   // dilation: the mean of the dilated window
   Arr a = rnd({1, 1, 6, 5}, 23);
   check(layouts(a)[1].avg_pool2d({2, 2}, {1, 2}, {3, 2}), gen({1, 1, 3, 2}, [&](const Shape& o) {
-          return (a({0, 0, o[2], o[3] * 2}) + a({0, 0, o[2] + 3, o[3] * 2}) + a({0, 0, o[2], o[3] * 2 + 2}) + a({0, 0, o[2] + 3, o[3] * 2 + 2})) / 4; }));
+          return (a({0, 0, o[2], o[3] * 2}) + a({0, 0, o[2] + 3, o[3] * 2}) + a({0, 0, o[2], o[3] * 2 + 2}) + a({0, 0, o[2] + 3, o[3] * 2 + 2})) / 4;
+          }));
   check_grad([](auto& x) { return x[0].avg_pool2d({2, 2}); }, {rnd({1, 2, 4, 4}, 3, -2, 2, false)});
   check_grad([](auto& x) { return x[0].avg_pool2d({3, 3}, {2, 2}, {1}, {1}, true, false); }, {rnd({1, 1, 5, 6}, 4, -2, 2, false)});
   Tensor t = Tensor::zeros({1, 2, 5, 5});
@@ -215,9 +216,12 @@ TEST_CASE("api: conv1d, conv2d, conv3d", "[api][api_nn]") {
       check(r, want, kTol, kTol);
     }
   }
-  check_grad([](auto& x) { return x[0].conv1d(x[1], x[2], 2, {2}, {1}, {1}); }, {rnd({1, 4, 6}, 1, -2, 2, false), rnd({2, 2, 3}, 2, -2, 2, false), rnd({2}, 3, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].conv3d(x[1], nullopt, 1, {1}, {1}, {1}); }, {rnd({1, 1, 3, 3, 3}, 1, -2, 2, false), rnd({2, 1, 2, 2, 2}, 2, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].conv2d(x[1], nullopt, 1, {2}, {1}, {1}); }, {rnd({1, 2, 5, 5}, 1, -2, 2, false), rnd({2, 2, 3, 3}, 2, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].conv1d(x[1], x[2], 2, {2}, {1}, {1}); },
+             {rnd({1, 4, 6}, 1, -2, 2, false), rnd({2, 2, 3}, 2, -2, 2, false), rnd({2}, 3, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].conv3d(x[1], nullopt, 1, {1}, {1}, {1}); },
+             {rnd({1, 1, 3, 3, 3}, 1, -2, 2, false), rnd({2, 1, 2, 2, 2}, 2, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].conv2d(x[1], nullopt, 1, {2}, {1}, {1}); },
+             {rnd({1, 2, 5, 5}, 1, -2, 2, false), rnd({2, 2, 3, 3}, 2, -2, 2, false)});
   // conv2d backward vs loops: dL/dw[co,ci,k] = sum x[...] * g[...]; dL/dx is conv_transpose of g
   {
     Arr x = rnd({2, 3, 6, 6}, 41, -2, 2, false), w = rnd({4, 3, 3, 3}, 42, -2, 2, false), g = rnd({2, 4, 4, 4}, 43, -2, 2, false);
@@ -262,7 +266,8 @@ TEST_CASE("api: conv_transpose2d", "[api][api_nn]") {
   Arr want = conv_transpose_ref(x, w, 1, {2, 2}, {1, 1}, {{0, 0}, {0, 0}}, {0, 0});
   for (int64_t i = 0; i < want.numel(); i++) want.v[size_t(i)] += unravel(i, want.s)[1] ? -1.0 : 0.5;
   check(Tensor(x.v, x.s).conv_transpose2d(Tensor(w.v, w.s), Tensor({0.5, -1.0}), 1, {2}), want, kTol, kTol);
-  check_grad([](auto& x) { return x[0].conv_transpose2d(x[1], nullopt, 1, {2}, {1}, {1}, {1}); }, {rnd({1, 2, 3, 3}, 1, -2, 2, false), rnd({2, 2, 3, 3}, 2, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].conv_transpose2d(x[1], nullopt, 1, {2}, {1}, {1}, {1}); },
+             {rnd({1, 2, 3, 3}, 1, -2, 2, false), rnd({2, 2, 3, 3}, 2, -2, 2, false)});
   CHECK(thrown<ShapeError>([] { (void)Tensor::zeros({1, 2, 5, 5}).conv_transpose2d(Tensor::zeros({4, 3, 3, 3})); }) ==
         "tinygrad::conv_transpose2d: weight (4, 3, 3, 3) needs 4 input channels, input has shape (1, 2, 5, 5)");
   Tensor t = Tensor::zeros({1, 4, 5, 5});
@@ -321,12 +326,16 @@ TEST_CASE("api: layernorm, layer_norm, batchnorm", "[api][api_nn]") {
   Arr x = rnd({2, 3, 2, 2}, 65), mean = rnd({3}, 66), invstd = rnd({3}, 67, 0.5, 2), bw = rnd({3}, 68), bb = rnd({3}, 69);
   auto T = [](const Arr& r) { return Tensor(r.v, r.s).cast(DType::Float32); };
   for (auto& t : layouts(x)) {
-    check(t.batchnorm(T(bw), T(bb), T(mean), T(invstd)), gen(x.s, [&](const Shape& i) { size_t c = size_t(i[1]); return (x(i) - mean.v[c]) * bw.v[c] * invstd.v[c] + bb.v[c]; }), kTol, kTol);
-    check(t.batchnorm(nullopt, nullopt, T(mean), T(invstd)), gen(x.s, [&](const Shape& i) { size_t c = size_t(i[1]); return (x(i) - mean.v[c]) * invstd.v[c]; }), kTol, kTol);
+    check(t.batchnorm(T(bw), T(bb), T(mean), T(invstd)),
+          gen(x.s, [&](const Shape& i) { size_t c = size_t(i[1]); return (x(i) - mean.v[c]) * bw.v[c] * invstd.v[c] + bb.v[c]; }), kTol, kTol);
+    check(t.batchnorm(nullopt, nullopt, T(mean), T(invstd)),
+          gen(x.s, [&](const Shape& i) { size_t c = size_t(i[1]); return (x(i) - mean.v[c]) * invstd.v[c]; }), kTol, kTol);
   }
   Arr y = rnd({3, 2}, 70), m2 = rnd({2}, 71), s2 = rnd({2}, 72, 0.5, 2);
-  check(T(y).batchnorm(nullopt, T(m2), T(m2), T(s2), {-1}), gen(y.s, [&](const Shape& i) { size_t c = size_t(i[1]); return (y(i) - m2.v[c]) * s2.v[c] + m2.v[c]; }), kTol, kTol);
-  check_grad([](auto& v) { return v[0].batchnorm(v[1], v[2], v[3], v[4]); }, {rnd({2, 3, 2}, 1, -2, 2, false), rnd({3}, 2, -2, 2, false), rnd({3}, 3, -2, 2, false), rnd({3}, 4, -2, 2, false), rnd({3}, 5, 0.5, 2, false)});
+  check(T(y).batchnorm(nullopt, T(m2), T(m2), T(s2), {-1}),
+        gen(y.s, [&](const Shape& i) { size_t c = size_t(i[1]); return (y(i) - m2.v[c]) * s2.v[c] + m2.v[c]; }), kTol, kTol);
+  check_grad([](auto& v) { return v[0].batchnorm(v[1], v[2], v[3], v[4]); },
+      {rnd({2, 3, 2}, 1, -2, 2, false), rnd({3}, 2, -2, 2, false), rnd({3}, 3, -2, 2, false), rnd({3}, 4, -2, 2, false), rnd({3}, 5, 0.5, 2, false)});
   // errors
   Tensor t = T(a);
   CHECK(has(thrown<ShapeError>([&] { (void)t.layer_norm({3}); }), "normalized_shape (3,) is not the end of input shape (2, 3, 4)"));
@@ -367,9 +376,12 @@ TEST_CASE("api: scaled_dot_product_attention", "[api][api_nn]") {
     check(lq[j].scaled_dot_product_attention(lk[j], lv[j], Tensor(bm.v, bm.s).cast(DType::Bool)), ref(q, k, v, &bm, true, false), kTol, kTol);
   }
   Arr k3 = rnd({2, 3, 4}, 85), v3 = rnd({2, 3, 2}, 86);
-  check(Tensor(q.v, q.s).scaled_dot_product_attention(Tensor(k3.v, k3.s), Tensor(v3.v, v3.s), nullopt, true), ref(q, k3, v3, nullptr, false, true), 1e-9, 1e-9);
-  check_grad([](auto& x) { return x[0].scaled_dot_product_attention(x[1], x[2]); }, {rnd({1, 2, 3}, 1, -1, 1, false), rnd({1, 3, 3}, 2, -1, 1, false), rnd({1, 3, 2}, 3, -1, 1, false)});
-  check_grad([](auto& x) { return x[0].scaled_dot_product_attention(x[1], x[2], nullopt, true); }, {rnd({1, 3, 2}, 1, -1, 1, false), rnd({1, 3, 2}, 2, -1, 1, false), rnd({1, 3, 2}, 3, -1, 1, false)});
+  check(Tensor(q.v, q.s).scaled_dot_product_attention(Tensor(k3.v, k3.s), Tensor(v3.v, v3.s), nullopt, true),
+        ref(q, k3, v3, nullptr, false, true), 1e-9, 1e-9);
+  check_grad([](auto& x) { return x[0].scaled_dot_product_attention(x[1], x[2]); },
+             {rnd({1, 2, 3}, 1, -1, 1, false), rnd({1, 3, 3}, 2, -1, 1, false), rnd({1, 3, 2}, 3, -1, 1, false)});
+  check_grad([](auto& x) { return x[0].scaled_dot_product_attention(x[1], x[2], nullopt, true); },
+             {rnd({1, 3, 2}, 1, -1, 1, false), rnd({1, 3, 2}, 2, -1, 1, false), rnd({1, 3, 2}, 3, -1, 1, false)});
   Tensor t = Tensor::zeros({2, 3, 4});
   CHECK(has(thrown<ShapeError>([&] { (void)t.scaled_dot_product_attention(Tensor::zeros({2, 5, 3}), Tensor::zeros({2, 5, 2})); }), "key (2, 5, 3)"));
   CHECK_THROWS_AS(t.scaled_dot_product_attention(Tensor::zeros({2, 5, 4}), Tensor::zeros({2, 4, 2})), ShapeError);
@@ -484,9 +496,11 @@ TEST_CASE("api: einsum", "[api][api_nn]") {
     check(Tensor::einsum("ii->i", {ls[j]}), gen({4}, [&](const Shape& i) { return s({i[0], i[0]}); }));
     check(Tensor::einsum("ij->ji", {la[j]}), gen({4, 3}, [&](const Shape& i) { return a({i[1], i[0]}); }));
     check(Tensor::einsum("ij->", {la[j]}), Arr{{}, {[&] { double r = 0; for (double x : a.v) r += x; return r; }()}}, kTol, kTol);
-    check(Tensor::einsum("i,j->ij", {lv[j], la[o].sum(1)}), gen({4, 3}, [&](const Shape& i) { return v({i[0]}) * (a({i[1], 0}) + a({i[1], 1}) + a({i[1], 2}) + a({i[1], 3})); }), kTol, kTol);
+    check(Tensor::einsum("i,j->ij", {lv[j], la[o].sum(1)}),
+          gen({4, 3}, [&](const Shape& i) { return v({i[0]}) * (a({i[1], 0}) + a({i[1], 1}) + a({i[1], 2}) + a({i[1], 3})); }), kTol, kTol);
     check(Tensor::einsum("ij,j,jk->i", {la[j], lv[o], lb[j]}), gen({3}, [&](const Shape& i) {
-            double r = 0; for (int64_t k = 0; k < 4; k++) for (int64_t m = 0; m < 5; m++) r += a({i[0], k}) * v({k}) * b({k, m}); return r; }), kTol, kTol);
+            double r = 0; for (int64_t k = 0; k < 4; k++) for (int64_t m = 0; m < 5; m++) r += a({i[0], k}) * v({k}) * b({k, m});
+            return r; }), kTol, kTol);
   }
   check_grad([](auto& x) { return Tensor::einsum("ij,jk->ki", {x[0], x[1]}); }, {rnd({2, 3}, 1, -2, 2, false), rnd({3, 2}, 2, -2, 2, false)});
   check_grad([](auto& x) { return Tensor::einsum("ii,i->i", {x[0], x[1]}); }, {rnd({3, 3}, 1, -2, 2, false), rnd({3}, 2, -2, 2, false)});

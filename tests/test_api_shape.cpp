@@ -190,7 +190,8 @@ TEST_CASE("api: rearrange", "[api][api_shape]") {
   Arr a = rnd({2, 3, 6}, 11);
   for (auto& t : layouts(a)) {
     check(t.rearrange("b c (h w) -> b h w c", {{"h", 2}}), gen({2, 2, 3, 3}, [&](const Shape& i) { return a({i[0], i[3], i[1] * 3 + i[2]}); }));
-    check(t.rearrange("b c (h w) -> (b h) (c w)", {{"w", 3}}), gen({4, 9}, [&](const Shape& i) { return a({i[0] / 2, i[1] / 3, (i[0] % 2) * 3 + i[1] % 3}); }));
+    check(t.rearrange("b c (h w) -> (b h) (c w)", {{"w", 3}}),
+          gen({4, 9}, [&](const Shape& i) { return a({i[0] / 2, i[1] / 3, (i[0] % 2) * 3 + i[1] % 3}); }));
     check(t.rearrange("b ... -> ... b"), gen({3, 6, 2}, [&](const Shape& i) { return a({i[2], i[0], i[1]}); }));
     check(t.rearrange("... w -> w ..."), gen({6, 2, 3}, [&](const Shape& i) { return a({i[1], i[2], i[0]}); }));
     check(t.rearrange("b c w -> b 1 (c w)"), Arr{{2, 1, 18}, a.v});
@@ -244,7 +245,8 @@ TEST_CASE("api: tensor indexing", "[api][api_shape]") {
     check(t[{Ellipsis{}, i3}], gen({4, 3, 3}, [&](const Shape& i) { return a({i[0], i[1], v3[size_t(i[2])]}); }));
     check(t[{Slice{1, 3}, NewAxis{}, Slice{}, vec({-1})}], gen({2, 1, 3, 1}, [&](const Shape& i) { return a({i[0] + 1, i[2], 4}); }));
     check(t[{Slice{std::nullopt, std::nullopt, -2}, vec({2})}], gen({2, 1, 5}, [&](const Shape& i) { return a({3 - 2 * i[0], 2, i[2]}); }));
-    check(t[{Slice{1, 3}, NewAxis{}, Slice{}, Tensor({-1})}], gen({2, 1, 3}, [&](const Shape& i) { return a({i[0] + 1, i[2], 4}); }));  // 0-d index drops the dim
+    // 0-d index drops the dim
+    check(t[{Slice{1, 3}, NewAxis{}, Slice{}, Tensor({-1})}], gen({2, 1, 3}, [&](const Shape& i) { return a({i[0] + 1, i[2], 4}); }));
     // a 2-D index tensor
     Tensor m = Tensor({0, 3, 3, 1}).reshape({2, 2});
     check(t[m], gen({2, 2, 3, 5}, [&](const Shape& i) { int64_t r[2][2]{{0, 3}, {3, 1}}; return a({r[i[0]][i[1]], i[2], i[3]}); }));
@@ -253,7 +255,8 @@ TEST_CASE("api: tensor indexing", "[api][api_shape]") {
   check(la[0][Tensor({1, 3}).cast(DType::Int64)], gen({2, 3, 5}, [&](const Shape& i) { return a({1 + 2 * i[0], i[1], i[2]}); }));
   check(la[0][{Slice{}, vec({2}).cast(DType::UInt8)}], gen({4, 1, 5}, [&](const Shape& i) { return a({i[0], 2, i[2]}); }));
   // gradients: repeated indices accumulate
-  check_grad([](auto& x) { return x[0][{Tensor({1, 1, 0}), Slice{}}] * 2.0 + x[0][{Slice{}, Tensor({2, 0})}].sum(); }, {rnd({2, 3}, 3, -2, 2, false)});
+  check_grad([](auto& x) { return x[0][{Tensor({1, 1, 0}), Slice{}}] * 2.0 + x[0][{Slice{}, Tensor({2, 0})}].sum(); },
+             {rnd({2, 3}, 3, -2, 2, false)});
   // errors: float / bool index, broadcast failure, too many indices
   CHECK(has(thrown<DTypeError>([&] { (void)la[0][vec({1.0f})]; }), "integers"));
   CHECK_THROWS_AS(la[0][vec({true})], DTypeError);
@@ -315,7 +318,8 @@ TEST_CASE("api: gather, scatter, scatter_reduce", "[api][api_shape]") {
   Tensor idx = Tensor(std::vector<int>{0, 3, 3, 1, 0, 2}, {2, 3});
   for (auto& t : layouts(a)) {
     check(t.gather(1, idx), gen({2, 3}, [&](const Shape& i) { return a({i[0], ix[size_t(i[0])][size_t(i[1])]}); }));
-    check(t.gather(0, Tensor(std::vector<int>{2, 0, 1, 1}, {1, 4})), gen({1, 4}, [&](const Shape& i) { int r[4]{2, 0, 1, 1}; return a({r[i[1]], i[1]}); }));
+    check(t.gather(0, Tensor(std::vector<int>{2, 0, 1, 1}, {1, 4})),
+          gen({1, 4}, [&](const Shape& i) { int r[4]{2, 0, 1, 1}; return a({r[i[1]], i[1]}); }));
   }
   // scatter along dim 1: out[i][idx[i][j]] = src[i][j], last wins; along dim 0
   Arr s = rnd({2, 3}, 16);
@@ -354,7 +358,8 @@ TEST_CASE("api: gather, scatter, scatter_reduce", "[api][api_shape]") {
   check_grad([&](auto& x) { return x[0].gather(1, idx); }, {rnd({3, 4}, 1, -2, 2, false)});
   check_grad([&](auto& x) { return x[0].scatter(1, idx, x[1]); }, {rnd({3, 4}, 1, -2, 2, false), rnd({2, 3}, 2, -2, 2, false)});
   for (std::string mode : {"sum", "mean", "amax", "prod"})
-    check_grad([&](auto& x) { return x[0].scatter_reduce(1, idx, x[1], mode, mode != "amax"); }, {rnd({3, 4}, 1, 0.5, 2, false), rnd({2, 3}, 2, 0.5, 2, false)});
+    check_grad([&](auto& x) { return x[0].scatter_reduce(1, idx, x[1], mode, mode != "amax"); },
+               {rnd({3, 4}, 1, 0.5, 2, false), rnd({2, 3}, 2, 0.5, 2, false)});
   // errors
   Tensor t = layouts(a)[0];
   CHECK(has(thrown<ShapeError>([&] { (void)t.gather(1, Tensor({0, 1})); }), "differ in rank"));
@@ -381,7 +386,11 @@ TEST_CASE("api: masked_select, nonzero", "[api][api_shape][cl]") {
     want2.s = {6};
     check(t.masked_select(Tensor({false, true, false, true})), want2);
     Arr nz{{0, 2}, {}};
-    for (int64_t i = 0; i < 3; i++) for (int64_t j = 0; j < 4; j++) if (a({i, j}) > 0) { nz.v.push_back(double(i)); nz.v.push_back(double(j)); nz.s[0]++; }
+    for (int64_t i = 0; i < 3; i++) for (int64_t j = 0; j < 4; j++) if (a({i, j}) > 0) {
+      nz.v.push_back(double(i));
+      nz.v.push_back(double(j));
+      nz.s[0]++;
+    }
     check((t > 0.0).nonzero(), nz);
   }
   CHECK(Tensor::zeros({2, 2}).masked_select(Tensor::zeros({2, 2}, DType::Bool)).shape() == Shape{0});

@@ -30,7 +30,9 @@ void check_param(Tensor w, const std::vector<double>& vals, const Fn& f, bool ba
   for (size_t i = 0; i < s.size(); i++) axes.push_back(int64_t(i + 1));
   std::vector<double> sums;
   if (batched) sums = f(Tensor(batch, bs)).sum(axes).to_vector<double>();
-  else for (size_t j = 0; j < 2 * n; j++) sums.push_back(f(Tensor(std::vector<double>(batch.begin() + int64_t(j * n), batch.begin() + int64_t((j + 1) * n)), s)).sum().item<double>());
+  else
+    for (size_t j = 0; j < 2 * n; j++)
+      sums.push_back(f(Tensor(std::vector<double>(batch.begin() + int64_t(j * n), batch.begin() + int64_t((j + 1) * n)), s)).sum().item<double>());
   auto g = gradient(f(w).sum(), {w})[0].to_vector<double>();
   w.zero_grad();
   f(w).sum().backward();
@@ -212,7 +214,8 @@ TEST_CASE("autograd: reading a tensor keeps its graph", "[autograd]") {
     if (read_loss == 2) loss.realize();
     auto g = gradient(loss, {a, w});
     loss.backward();
-    std::vector<std::vector<double>> r{g[0].to_vector<double>(), g[1].to_vector<double>(), a.grad()->to_vector<double>(), w.grad()->to_vector<double>()};
+    std::vector<std::vector<double>> r{g[0].to_vector<double>(), g[1].to_vector<double>(), a.grad()->to_vector<double>(),
+                                       w.grad()->to_vector<double>()};
     return r;
   };
   auto ref = run(0, 0);

@@ -33,7 +33,8 @@ Tensor reference_bert(const nn::StateDict& d, const Tensor& ids, const Tensor& m
   for (int l = 0; d.count("encoder.layer." + std::to_string(l) + ".output.dense.weight"); l++) {
     std::string p = "encoder.layer." + std::to_string(l) + ".";
     auto split = [&](const Tensor& y) { return y.reshape({b, s, heads, h / heads}).permute({0, 2, 1, 3}); };
-    Tensor q = split(dense(x, p + "attention.self.query")), k = split(dense(x, p + "attention.self.key")), v = split(dense(x, p + "attention.self.value"));
+    Tensor q = split(dense(x, p + "attention.self.query")), k = split(dense(x, p + "attention.self.key")),
+        v = split(dense(x, p + "attention.self.value"));
     Tensor scores = q.matmul(k.transpose(-2, -1)) / std::sqrt(double(h / heads)) + keep.where(0.0, -1e30);
     Tensor a = scores.softmax(-1).matmul(v).permute({0, 2, 1, 3}).reshape({b, s, h});
     x = norm(dense(a, p + "attention.output.dense") + x, p + "attention.output.LayerNorm");
@@ -46,7 +47,9 @@ Tensor reference_bert(const nn::StateDict& d, const Tensor& ids, const Tensor& m
 
 struct TempDir {
   fs::path path;
-  explicit TempDir(const std::string& tag) : path(fs::temp_directory_path() / ("tg_test_bert_" + tag + "_" + std::to_string(getpid()))) { fs::create_directories(path); }
+  explicit TempDir(const std::string& tag) : path(fs::temp_directory_path() / ("tg_test_bert_" + tag + "_" + std::to_string(getpid()))) {
+    fs::create_directories(path);
+  }
   ~TempDir() { std::error_code ec; fs::remove_all(path, ec); }
 };
 void write(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
@@ -96,9 +99,11 @@ TEST_CASE("bert: load checks config.json and the file's tensors against the comp
   Tiny m;
   SECTION("config") {
     write(tmp.path / "config.json", tiny_config(16));
-    CHECK_THROWS_MATCHES(m.load(tmp.path.string()), ShapeError, Message("tinygrad::models::Bert::load: " + (tmp.path / "config.json").string() + " has hidden_size 16, the model was compiled for 8"));
+    CHECK_THROWS_MATCHES(m.load(tmp.path.string()), ShapeError,
+        Message("tinygrad::models::Bert::load: " + (tmp.path / "config.json").string() + " has hidden_size 16, the model was compiled for 8"));
     write(tmp.path / "config.json", tiny_config(8, "relu"));
-    CHECK_THROWS_MATCHES(m.load(tmp.path.string()), nn::StateError, Message("tinygrad::models::Bert::load: " + (tmp.path / "config.json").string() + ": hidden_act \"relu\" is not supported (only \"gelu\")"));
+    CHECK_THROWS_MATCHES(m.load(tmp.path.string()), nn::StateError,
+        Message("tinygrad::models::Bert::load: " + (tmp.path / "config.json").string() + ": hidden_act \"relu\" is not supported (only \"gelu\")"));
     write(tmp.path / "config.json", "{\"hidden_size\": 8");
     CHECK_THROWS_AS(m.load(tmp.path.string()), nn::StateError);
     fs::remove(tmp.path / "config.json");
@@ -110,8 +115,8 @@ TEST_CASE("bert: load checks config.json and the file's tensors against the comp
     bad["encoder.layer.1.intermediate.dense.weight"] = Tensor::zeros({16, 9});
     save(bad);
     CHECK_THROWS_MATCHES(m.load(tmp.path.string()), ShapeError,
-                         Message("tinygrad::models::Bert::load: encoder.layer.1.intermediate.dense.weight has shape (16, 9) in " + (tmp.path / "model.safetensors").string() +
-                                 ", the model expects (16, 8)"));
+                         Message("tinygrad::models::Bert::load: encoder.layer.1.intermediate.dense.weight has shape (16, 9) in " +
+                                 (tmp.path / "model.safetensors").string() + ", the model expects (16, 8)"));
     bad = sd;
     bad.erase("pooler.dense.bias");
     bad["cls.predictions.bias"] = Tensor::zeros({10});
@@ -226,18 +231,21 @@ TEST_CASE("bert: all-MiniLM-L6-v2 refuses ids 30522, -1 and INT32_MAX", "[bert][
 TEST_CASE("bert: more tokens than positions is a ShapeError", "[bert]") {
   Tiny m;
   std::vector<int32_t> ids(17, 1);
-  CHECK_THROWS_MATCHES(m(ids_of(ids, 1, 17, default_device()), ids_of(ids, 1, 17, default_device())), ShapeError, Message("tinygrad::models::Bert: 17 tokens, the model has 16 positions"));
+  CHECK_THROWS_MATCHES(m(ids_of(ids, 1, 17, default_device()), ids_of(ids, 1, 17, default_device())), ShapeError,
+                       Message("tinygrad::models::Bert: 17 tokens, the model has 16 positions"));
   CHECK_THROWS_AS(m(ids_of(ids, 1, 17, default_device()), ids_of({1, 1}, 1, 2, default_device())), ShapeError);
 }
 
 TEST_CASE("bert: attention with a padding mask is 4 kernels", "[bert]") {
-  auto q = static_tensor<float, dyn, 12, dyn, 32>::randn(2, 7), k = static_tensor<float, dyn, 12, dyn, 32>::randn(2, 7), v = static_tensor<float, dyn, 12, dyn, 32>::randn(2, 7);
+  auto q = static_tensor<float, dyn, 12, dyn, 32>::randn(2, 7), k = static_tensor<float, dyn, 12, dyn, 32>::randn(2, 7),
+      v = static_tensor<float, dyn, 12, dyn, 32>::randn(2, 7);
   auto keep = static_tensor<bool, dyn, 1, 1, dyn>(Tensor(std::vector<int32_t>{1, 1, 1, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1}).reshape({2, 1, 1, 7}) != 0);
   int64_t before = run_stats().kernels_run;
   auto a = scaled_dot_product_attention(q, k, v, keep).realize();
   CHECK(run_stats().kernels_run - before == 4);
   // a masked key gets no weight: changing it changes nothing
-  auto v2 = static_tensor<float, dyn, 12, dyn, 32>(v.tensor() + Tensor::ones({2, 12, 7, 32}) * (Tensor::arange(7).reshape({1, 1, 7, 1}) == 5).where(100.0, 0.0));
+  auto v2 = static_tensor<float, dyn, 12, dyn, 32>(v.tensor() +
+                                                   Tensor::ones({2, 12, 7, 32}) * (Tensor::arange(7).reshape({1, 1, 7, 1}) == 5).where(100.0, 0.0));
   auto b = scaled_dot_product_attention(q, k, v2, keep).to_vector<float>();
   auto av = a.to_vector<float>();
   for (size_t i = 0; i < 12 * 7 * 32; i++) REQUIRE(b[i] == Approx(av[i]).margin(1e-5));

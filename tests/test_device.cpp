@@ -40,7 +40,8 @@ size_t gemm_mismatches(const std::vector<float>& ha, const std::vector<float>& h
     for (int64_t i = 0; i < M; i++)
       for (int64_t j = 0; j < N; j++) {
         double s = 0;
-        for (int64_t kk = 0; kk < K; kk++) s += double(ha[size_t(q * M * K + (at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (bt ? j * K + kk : kk * N + j))];
+        for (int64_t kk = 0; kk < K; kk++)
+          s += double(ha[size_t(q * M * K + (at ? kk * M + i : i * K + kk))]) * hb[size_t(q * K * N + (bt ? j * K + kk : kk * N + j))];
         if (!hbias.empty()) s = std::max(0.0, s + hbias[size_t(j)]);
         bad += !(std::abs(got[size_t((q * M + i) * N + j)] - s) <= rel * (1 + std::abs(s)));
       }
@@ -174,7 +175,8 @@ TEST_CASE("device: OpenCL builds many kernels as one program: names repeat, help
   CHECK(again[0] != bins[0]);
   CHECK(run(names[0], again[0]) == std::vector<float>(4, want[0]));
   // a source that fails to build fails alone, named; the others in its batch build and run
-  std::vector<std::string> mixed = {src("f", base + 9, false), src("f", base + 10, false), "__kernel void f(__global float* out) { out[0] = nope; }\n"};
+  std::vector<std::string> mixed = {src("f", base + 9, false), src("f", base + 10, false),
+                                    "__kernel void f(__global float* out) { out[0] = nope; }\n"};
   try {
     rt.compiler->compile_many(mixed);
     FAIL_CHECK("no CompileError");
@@ -221,7 +223,8 @@ TEST_CASE("device: the CUDA check compiles many kernels an NVRTC program (rename
   };
   // names repeat (E_4 twice), with and without launch bounds, two share a helper in their prelude, one source twice
   std::vector<std::string> srcs{kernel("E_4", "data0[threadIdx.x] = " + k + ".0f;", true), kernel("E_4", "data0[0] = -" + k + ".0f;", false),
-                                helper + kernel("r_2", "data0[0] = tg_twice(data0[1]);", true), helper + kernel("r_3", "data0[1] = tg_twice(data0[0]);", true)};
+                                helper + kernel("r_2", "data0[0] = tg_twice(data0[1]);", true),
+                                helper + kernel("r_3", "data0[1] = tg_twice(data0[0]);", true)};
   srcs.push_back(srcs[0]);
   namespace fs = std::filesystem;
   auto mark = [&](const std::string& src) {
@@ -249,8 +252,8 @@ TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cud
   tinygrad::NVRTCCompiler nv("compute_90");
   Tensor a = Tensor::empty({16, 32}, DType::Float32, "CPU"), h = Tensor::empty({32}, DType::Float16, "CPU");
   Tensor long_h = Tensor::empty({4, 1024}, DType::Float16, "CPU");  // GROUP reduces: shared memory, barrier
-  for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3, (a < 0).where(a, INFINITY),
-                   a.sum(), long_h.max(1), (long_h > 0).any(1)})
+  for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3,
+                   (a < 0).where(a, INFINITY), a.sum(), long_h.max(1), (long_h > 0).any(1)})
     for (auto& k : kernels_of(t)) {
       auto p = tinygrad::to_program(k.ast, ren);
       CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
@@ -296,7 +299,8 @@ TEST_CASE("device: vector loads and stores where aligned, per lane where not, GR
     REQUIRE(ks.size() == 1);
     std::string ptx = nv.compile(tinygrad::to_program(ks[0].ast, ren).src), line;
     int n = 0;
-    for (std::istringstream in(ptx); std::getline(in, line);) n += line.find("ld.global") != std::string::npos && line.find(".v4.") != std::string::npos;
+    for (std::istringstream in(ptx); std::getline(in, line);)
+      n += line.find("ld.global") != std::string::npos && line.find(".v4.") != std::string::npos;
     return n;
   };
   CHECK(v4_loads(chain(e)) == 1);
@@ -354,7 +358,8 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
                           {"x @ W.T 48x72, W 24x72 bfloat16 (K padded)", {48, 72}, {24, 72}, true, false, DType::BFloat16},
                           {"odd 7x129 @ 129x33 half (no TC: padding 7 to 16 would double it)", {7, 129}, {129, 33}, false, false, DType::Float16},
                           {"float32 64x72 @ 72x40 with TF32 allowed (m16n8k8)", {64, 72}, {72, 40}, false, false, DType::Float32},
-                          {"staged A.T 128x192 @ W.T 128x192 half (both tiles k-major / m-major)", {192, 128}, {128, 192}, true, true, DType::Float16, true},
+                          {"staged A.T 128x192 @ W.T 128x192 half (both tiles k-major / m-major)", {192, 128}, {128, 192}, true,
+                           true, DType::Float16, true},
                           {"staged A.T 192x64 @ 64x128 bfloat16 (m-major, n-major)", {64, 192}, {64, 128}, false, false, DType::BFloat16, true},
                           {"staged batched 2x128x64 @ 2x64x128 half", {2, 128, 64}, {2, 64, 128}, false, false, DType::Float16},
                           {"staged 128x128 @ 128x256 half, bias and relu", {128, 128}, {128, 256}, false, true, DType::Float16}};
@@ -396,7 +401,8 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
           INFO("tile " << amt);
           std::string ptx = nv.compile(p.src);
           CHECK_THAT(ptx, Contains(".entry " + p.fn));
-          if (amt >= 0) CHECK_THAT(ptx, Contains(c.dt == DType::Float32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32" : "mma.sync.aligned.m16n8k16.row.col.f32"));
+          if (amt >= 0)
+            CHECK_THAT(ptx, Contains(c.dt == DType::Float32 ? "mma.sync.aligned.m16n8k8.row.col.f32.tf32" : "mma.sync.aligned.m16n8k16.row.col.f32"));
           if (amt > 0) CHECK_THAT(ptx, Contains("ldmatrix.sync.aligned.m8n8.x4") && Contains("cp.async.wait_group"));
         }
       }
@@ -409,12 +415,13 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
           INFO("wgmma tile " << stage);
           wg_tiles++;
           std::string ptx = nv_wg.compile(p.src);
-          CHECK_THAT(ptx, Contains("wgmma.mma_async.sync.aligned.m64n") && Contains("fence.proxy.async.shared::cta") && Contains("cp.async.wait_group"));
+          CHECK_THAT(ptx,
+                     Contains("wgmma.mma_async.sync.aligned.m64n") && Contains("fence.proxy.async.shared::cta") && Contains("cp.async.wait_group"));
         }
       tinygrad::flags().tc_stage = -1;
       CHECK(any_tc == (c.name.find("no TC") == std::string::npos));
-      CHECK(any_staged == (c.name.find("staged") != std::string::npos || c.name.find("PADTO") != std::string::npos || c.name.find("256x256x256") != std::string::npos ||
-                           c.name.find("64x64x64") != std::string::npos));
+      CHECK(any_staged == (c.name.find("staged") != std::string::npos || c.name.find("PADTO") != std::string::npos ||
+                           c.name.find("256x256x256") != std::string::npos || c.name.find("64x64x64") != std::string::npos));
     }
     CHECK(wg_tiles >= 8);
     // TC is refused with the reason where it cannot apply
@@ -423,7 +430,9 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     tinygrad::Kernel k(kernels_of(y)[0].ast, ren), kn(kernels_of(y)[0].ast, no_tc);
     int64_t r = -1;
     for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
-    auto why = [](tinygrad::Kernel kk, const Opt& o) { try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); } };
+    auto why = [](tinygrad::Kernel kk, const Opt& o) {
+      try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); }
+    };
     CHECK(why(k, {OptOp::TC, r, 0}) == "accepted");
     CHECK(why(k, {OptOp::TC, r, 4}) == "accepted");
     CHECK_THAT(why(k, {OptOp::TC, r, 1}), Contains("the tile 128x128x32 does not divide 64x64x64"));
@@ -481,7 +490,8 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
   } restore;
   auto build = [](const Case& c, const std::string& dev) {
     Tensor::manual_seed(7);
-    Tensor a = (Tensor::rand(c.a, DType::Float32, "CPU") - 0.5).to(dev).realize(), b = (Tensor::rand(c.b, DType::Float32, "CPU") - 0.5).to(dev).realize();
+    Tensor a = (Tensor::rand(c.a, DType::Float32, "CPU") - 0.5).to(dev).realize(),
+        b = (Tensor::rand(c.b, DType::Float32, "CPU") - 0.5).to(dev).realize();
     Tensor bias = (Tensor::rand({c.bt ? c.b[c.b.size() - 2] : c.b.back()}, DType::Float32, "CPU") - 0.5).to(dev).realize();
     Tensor y = (c.at ? a.transpose(-1, -2) : a).matmul(c.bt ? b.transpose(-1, -2) : b);
     if (c.bias) y = (y + bias).relu();
@@ -519,7 +529,9 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
     tinygrad::Kernel k(kernels_of(std::get<3>(build(cases[0], "CPU"))).at(0).ast, ren);
     int64_t r = -1;
     for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
-    auto why = [](tinygrad::Kernel kk, const Opt& o) { try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); } };
+    auto why = [](tinygrad::Kernel kk, const Opt& o) {
+      try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); }
+    };
     CHECK(why(k, {OptOp::TILE, r, 1}) == "accepted");
     CHECK_THAT(why(k, {OptOp::TILE, r, 0}), Contains("a tile shape, 1 to 11"));
     CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TILE, r, 1}), {OptOp::UPCAST, 0, 2}), Contains("after TILE"));
@@ -543,8 +555,8 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
 namespace {
 // a conv's forward, input and weight gradients in float64 (scatter loops): y like the output, dx like x, dw like w
 struct ConvRef { std::vector<double> y, dx, dw; };
-ConvRef conv_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& g, const tinygrad::Shape& xs, const tinygrad::Shape& ws,
-                 int64_t stride, int64_t pad) {
+ConvRef conv_ref(const std::vector<float>& x, const std::vector<float>& w, const std::vector<float>& g, const tinygrad::Shape& xs,
+                 const tinygrad::Shape& ws, int64_t stride, int64_t pad) {
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], O = ws[0], K = ws[2], P = (H + 2 * pad - K) / stride + 1, Q = (W + 2 * pad - K) / stride + 1;
   ConvRef r{std::vector<double>(size_t(N * O * P * Q)), std::vector<double>(x.size()), std::vector<double>(w.size())};
   for (int64_t n = 0; n < N; n++)

@@ -235,7 +235,8 @@ TEST_CASE("dtype: float16 OpenCL kernels convert with vload_half / vstore_half_r
   using Catch::Matchers::Contains;
   // (0x1fu: the integer path's exponent mask)
   CHECK_THAT(c, Contains("vload_half(") && Contains("vstore_half_rte(") && !Contains("0x1fu") && !Contains("cl_khr_fp16"));
-  CHECK_THAT(n, Contains("#pragma OPENCL EXTENSION cl_khr_fp16 : enable") && Contains("convert_half_rte(") && Contains("as_half(") && !Contains("0x1fu"));
+  CHECK_THAT(n,
+      Contains("#pragma OPENCL EXTENSION cl_khr_fp16 : enable") && Contains("convert_half_rte(") && Contains("as_half(") && !Contains("0x1fu"));
 }
 
 TEST_CASE("dtype: float16 on OpenCL equals the CPU bit for bit: casts of special values and ops", "[dtype][half][cl]") {
@@ -278,7 +279,8 @@ TEST_CASE("dtype: float16 on OpenCL equals the CPU bit for bit: casts of special
       {"a * b * 20000 (overflow)", [](auto& x, auto& y, auto&, auto&, auto&) { return x * y * 20000; }},
       {"specials * 3 + 1", [](auto&, auto&, auto&, auto&, auto& z) { return z * 3 + 1; }},
       {"a.T() * 2 - b.T() (non-contiguous)", [](auto& x, auto& y, auto&, auto&, auto&) { return x.T() * 2 - y.T(); }},
-      {"a[::2, 1:40] + 1 (a strided view)", [](auto& x, auto&, auto&, auto&, auto&) { return x.reshape({32, 2, 48}).shrink({{0, 32}, {0, 1}, {1, 40}}) + 1; }},
+      {"a[::2, 1:40] + 1 (a strided view)",
+       [](auto& x, auto&, auto&, auto&, auto&) { return x.reshape({32, 2, 48}).shrink({{0, 32}, {0, 1}, {1, 40}}) + 1; }},
       {"a + v, a * col (broadcasts)", [](auto& x, auto&, auto& w, auto& c, auto&) { return (x + w) * c; }},
       {"a.sum(1)", [](auto& x, auto&, auto&, auto&, auto&) { return x.sum(1); }},
       {"(a * b).sum(0)", [](auto& x, auto& y, auto&, auto&, auto&) { return (x * y).sum(0); }},
@@ -360,7 +362,12 @@ TEST_CASE("dtype: float16 and bfloat16 mean, var, std and layer_norm accumulate 
             for (int64_t k = 0; k < len; k++) q += (xv[at(o, k, i)] - m) * (xv[at(o, k, i)] - m);
             double vr = len > 1 ? q / double(len - 1) : NAN, sg = std::sqrt(q / double(len) + 1e-5), wm = 0, wy = 0;
             mean.push_back(m); var.push_back(vr); sd.push_back(std::sqrt(vr));
-            for (int64_t k = 0; k < len; k++) { double y = (xv[at(o, k, i)] - m) / sg; ln.push_back(y); wm += w[at(o, k, i)]; wy += w[at(o, k, i)] * y; }
+            for (int64_t k = 0; k < len; k++) {
+              double y = (xv[at(o, k, i)] - m) / sg;
+              ln.push_back(y);
+              wm += w[at(o, k, i)];
+              wy += w[at(o, k, i)] * y;
+            }
             for (int64_t k = 0; k < len; k++) {
               size_t j = at(o, k, i);
               dmean[j] = wm / double(len);  // sum(mean(x, keepdim) * w): the row's weights

@@ -123,7 +123,8 @@ TEST_CASE("jit: a training step with Adam, dropout and BatchNorm inside matches 
   auto train = [](bool jit) {
     Tensor::manual_seed(5);
     Net net;
-    nn::optim::Adam opt({net.a.weight, *net.a.bias, net.b.weight, *net.b.bias, *net.bn.weight, *net.bn.bias, net.bn.running_mean, net.bn.running_var}, 0.01);
+    nn::optim::Adam opt({net.a.weight, *net.a.bias, net.b.weight, *net.b.bias, *net.bn.weight, *net.bn.bias, net.bn.running_mean, net.bn.running_var},
+                        0.01);
     auto step = [&](const Tensor& x, const Tensor& y) {
       TrainingScope t;
       opt.zero_grad();
@@ -175,12 +176,14 @@ TEST_CASE("jit: arguments of another shape, dtype or device are errors naming th
   CHECK_THROWS_MATCHES(f(Tensor::ones({3, 4}), Tensor::ones({2, 4})), JitError,
                        Catch::Matchers::Predicate<JitError>([](const JitError& e) {
                          std::string m = e.what();
-                         return m.find("TinyJit(mul)") != m.npos && m.find("argument 1") != m.npos && m.find("(2, 4)") != m.npos && m.find("(3, 4)") != m.npos;
+                         return m.find("TinyJit(mul)") != m.npos && m.find("argument 1") != m.npos && m.find("(2, 4)") != m.npos &&
+                             m.find("(3, 4)") != m.npos;
                        }));
   CHECK_THROWS_WITH(f(Tensor::ones({3, 4}), Tensor::ones({3, 4}, DType::Int32)), Contains("argument 1") && Contains("int32") && Contains("float32"));
   std::string other = default_device() == "CL" ? "CPU" : "CL";
   if (has_device(other))
-    CHECK_THROWS_WITH(f(Tensor::ones({3, 4}, std::nullopt, other), Tensor::ones({3, 4})), Contains("argument 0") && Contains(other) && Contains(default_device()));
+    CHECK_THROWS_WITH(f(Tensor::ones({3, 4}, std::nullopt, other), Tensor::ones({3, 4})),
+                      Contains("argument 0") && Contains(other) && Contains(default_device()));
   // still usable
   Tensor x = data(1, {3, 4}), y = data(2, {3, 4});
   check_close(f(x, y), x * y);

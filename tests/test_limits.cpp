@@ -202,7 +202,8 @@ TEST_CASE("limits: safetensors data_offsets must tile the data exactly, other ma
     CHECK(contains(m, what));
   };
   auto t = [](const std::string& name, const char* dt, const std::string& shape, int64_t b, int64_t e) {
-    return "\"" + name + "\":{\"dtype\":\"" + dt + "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(b) + "," + std::to_string(e) + "]}";
+    return "\"" + name + "\":{\"dtype\":\"" + dt + "\",\"shape\":[" + shape + "],\"data_offsets\":[" + std::to_string(b) + "," +
+        std::to_string(e) + "]}";
   };
   const std::string d16(16, '\x01');
   {  // well-formed: two tensors in either header order, zero-size tensors anywhere, a metadata entry
@@ -230,7 +231,8 @@ TEST_CASE("limits: safetensors data_offsets must tile the data exactly, other ma
   expect(safetensors("{" + t("a", "F64", "2305843009213693952", 0, 0) + "}", ""), "needs more than 2^63 bytes");
   // duplicate names and fields
   expect(safetensors("{" + t("a", "F32", "1", 0, 4) + "," + t("a", "F32", "1", 4, 8) + "}", std::string(8, '\0')), "'a' appears twice");
-  expect(safetensors("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", std::string(4, '\0')), "'dtype' appears twice");
+  expect(safetensors("{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}", std::string(4, '\0')),
+         "'dtype' appears twice");
   // the header: a JSON object starting at its first byte, nothing after it but spaces, UTF-8
   expect(safetensors(" {}", ""), "must start with '{'");
   expect(safetensors("{}x", ""), "trailing characters");

@@ -329,7 +329,9 @@ TEST_CASE("nan: cross-entropy with a -inf logit matches torch, with and without 
       {"label 0, smoothing 1", 1, false, 0, INF, {1.0 / 6, -1.0 / 3, 1.0 / 6}},
       {"label 1, smoothing 1 (0 * inf)", 1, false, 1, NA, {1.0 / 6, -1.0 / 3, 1.0 / 6}},
   };
-  auto same = [](double got, double want) { return std::isnan(want) ? std::isnan(got) : std::isinf(want) ? got == want : std::abs(got - want) <= 1e-6; };
+  auto same = [](double got, double want) {
+    return std::isnan(want) ? std::isnan(got) : std::isinf(want) ? got == want : std::abs(got - want) <= 1e-6;
+  };
   for (auto& c : cases)
     for (int sparse = 0; sparse < 2; sparse++) {
       if (sparse && c.probs) continue;

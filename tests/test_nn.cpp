@@ -66,7 +66,8 @@ Vec conv2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const Vec* b, int
 }
 
 // x (N, C, H, W), w (C, O/g, KH, KW): every input pixel scatters into the output
-Vec conv_transpose2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const Vec* b, int64_t g, int64_t st, int64_t pd, int64_t opad, int64_t dl, Shape& os) {
+Vec conv_transpose2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const Vec* b, int64_t g, int64_t st, int64_t pd,
+                         int64_t opad, int64_t dl, Shape& os) {
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], Og = ws[1], KH = ws[2], KW = ws[3], O = Og * g, Cg = C / g;
   int64_t OH = (H - 1) * st - 2 * pd + dl * (KH - 1) + opad + 1, OW = (W - 1) * st - 2 * pd + dl * (KW - 1) + opad + 1;
   os = {N, O, OH, OW};
@@ -83,7 +84,8 @@ Vec conv_transpose2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const V
               for (int64_t kx = 0; kx < KW; kx++) {
                 int64_t oy = iy * st - pd + ky * dl, ox = ix * st - pd + kx * dl, o = (c / Cg) * Og + oc;
                 if (oy < 0 || oy >= OH || ox < 0 || ox >= OW) continue;
-                out[size_t(((n * O + o) * OH + oy) * OW + ox)] += x[size_t(((n * C + c) * H + iy) * W + ix)] * w[size_t(((c * Og + oc) * KH + ky) * KW + kx)];
+                out[size_t(((n * O + o) * OH + oy) * OW + ox)] +=
+                    x[size_t(((n * C + c) * H + iy) * W + ix)] * w[size_t(((c * Og + oc) * KH + ky) * KW + kx)];
               }
   return out;
 }
@@ -111,7 +113,8 @@ void check_param_grads(const std::function<Tensor()>& loss, const std::vector<Te
   std::vector<Tensor> ts;
   for (auto* p : params) ts.push_back(*p);
   auto grads = gradient(loss(), ts);
-  if (realize_first) Tensor::realize_all(grads);  // NOTE: realized one by one between the loss evaluations they once came out wrong (a stale lowering memo, fixed)
+  // NOTE: realized one by one between the loss evaluations they once came out wrong (a stale lowering memo, fixed)
+  if (realize_first) Tensor::realize_all(grads);
   for (size_t k = 0; k < params.size(); k++) {
     Tensor& p = *params[k];
     Vec v = vals(p), g = vals(grads[k]);
@@ -246,7 +249,8 @@ TEST_CASE("nn: ConvTranspose2d forward vs loops, torch init bound", "[nn]") {
       {2, 2, 3, 2, 2, 0, 2, 1, false, {1, 2, 4, 3}},
   };
   for (auto& c : cases) {
-    INFO("conv_transpose2d " << c.cin << "->" << c.cout << " k" << c.k << " s" << c.st << " p" << c.pd << " op" << c.opad << " d" << c.dl << " g" << c.g);
+    INFO("conv_transpose2d " << c.cin << "->" << c.cout << " k" << c.k << " s" << c.st << " p" << c.pd << " op" << c.opad <<
+         " d" << c.dl << " g" << c.g);
     nn::ConvTranspose2d ct(c.cin, c.cout, c.k, c.st, c.pd, c.opad, c.dl, c.g, c.bias);
     CHECK(ct.weight.shape() == Shape{c.cin, c.cout / c.g, c.k, c.k});
     double bound = 1 / std::sqrt(double(c.cout / c.g * c.k * c.k));
@@ -284,7 +288,8 @@ TEST_CASE("nn: BatchNorm in training (batch stats, running stats with momentum a
     for (int64_t c = 0; c < C; c++) {
       for (int64_t n = 0; n < N; n++) for (int64_t i = 0; i < HW; i++) mean[size_t(c)] += x[size_t((n * C + c) * HW + i)];
       mean[size_t(c)] /= double(N * HW);
-      for (int64_t n = 0; n < N; n++) for (int64_t i = 0; i < HW; i++) var[size_t(c)] += std::pow(x[size_t((n * C + c) * HW + i)] - mean[size_t(c)], 2);
+      for (int64_t n = 0; n < N; n++)
+        for (int64_t i = 0; i < HW; i++) var[size_t(c)] += std::pow(x[size_t((n * C + c) * HW + i)] - mean[size_t(c)], 2);
       uvar[size_t(c)] = var[size_t(c)] / double(N * HW - 1);
       var[size_t(c)] /= double(N * HW);
     }
@@ -440,7 +445,8 @@ TEST_CASE("nn: LSTMCell vs the LSTM equations in loops", "[nn]") {
         gates[size_t(r)] = a;
       }
       for (int64_t j = 0; j < H; j++) {
-        double ig = sig(gates[size_t(j)]), fg = sig(gates[size_t(H + j)]), gg = std::tanh(gates[size_t(2 * H + j)]), og = sig(gates[size_t(3 * H + j)]);
+        double ig = sig(gates[size_t(j)]), fg = sig(gates[size_t(H + j)]), gg = std::tanh(gates[size_t(2 * H + j)]),
+            og = sig(gates[size_t(3 * H + j)]);
         double cn = fg * c[size_t(b * H + j)] + ig * gg;
         c2[size_t(b * H + j)] = cn;
         h2[size_t(b * H + j)] = og * std::tanh(cn);
@@ -614,7 +620,8 @@ TEST_CASE("state: get_state_dict names nested structs, vectors, optionals, get_p
   std::vector<std::string> keys;
   for (auto& [k, v] : sd) keys.push_back(k);
   CHECK(keys == std::vector<std::string>{"blocks.0.fc.bias", "blocks.0.fc.weight", "blocks.0.ln.bias", "blocks.0.ln.weight", "blocks.1.fc.bias",
-                                         "blocks.1.fc.weight", "blocks.1.ln.bias", "blocks.1.ln.weight", "conv.bias", "conv.weight", "head.weight", "scale"});
+                                         "blocks.1.fc.weight", "blocks.1.ln.bias", "blocks.1.ln.weight", "conv.bias", "conv.weight",
+                                         "head.weight", "scale"});
   CHECK(sd.at("conv.weight").shape() == Shape{3, 1, 3, 3});
   // the dict's tensors are the model's: the same graph node
   CHECK(sd.at("blocks.1.fc.weight").uop() == net.blocks[1].fc.weight.uop());
@@ -636,7 +643,8 @@ TEST_CASE("state: get_state_dict names nested structs, vectors, optionals, get_p
   // BatchNorm's running stats are in the state dict and in get_parameters, but do not require grad
   nn_test::WithBN m;
   auto sd2 = nn::get_state_dict(m);
-  for (const char* k : {"fc.weight", "fc.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"}) CHECK(sd2.count(k) == 1);
+  for (const char* k : {"fc.weight", "fc.bias", "bn.weight", "bn.bias", "bn.running_mean", "bn.running_var", "bn.num_batches_tracked"})
+    CHECK(sd2.count(k) == 1);
   CHECK(sd2.size() == 7);
   CHECK_FALSE(sd2.at("bn.running_var").requires_grad());
   nn::optim::SGD opt(nn::get_parameters(m), 0.1);
@@ -877,7 +885,8 @@ TEST_CASE("state: corrupted safetensors files are StateErrors naming the file an
   expect(st(R"({"a":{"dtype":"I64","shape":[2305843009213693952],"data_offsets":[0,0]}})", data16), "data_offsets give 0");
   // unknown dtype, duplicate names
   expect(st(R"({"a":{"dtype":"F8_E4M3","shape":[2,2],"data_offsets":[0,4]}})", data16), "unsupported dtype 'F8_E4M3'");
-  expect(st(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", data16), "appears twice");
+  expect(st(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"a":{"dtype":"F32","shape":[2],"data_offsets":[8,16]}})", data16),
+         "appears twice");
   // metadata that is not a string map
   {
     std::string path = tmp / "meta.safetensors";
@@ -992,12 +1001,16 @@ TEST_CASE("optim: SGD (plain, momentum, nesterov, weight decay), Adam, AdamW, LA
   using namespace nn::optim;
   std::vector<Case> cases{
       {"SGD", [](auto ps) { return std::make_unique<SGD>(ps, 0.125); }, [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0, 0, false, 3); }},
-      {"SGD momentum", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0.9); }, [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0.9, 0, false, 3); }},
-      {"SGD nesterov", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0.9, 0, true); }, [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0.9, 0, true, 3); }},
-      {"SGD weight decay", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0, 0.25); }, [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0, 0.25, false, 3); }},
+      {"SGD momentum", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0.9); },
+       [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0.9, 0, false, 3); }},
+      {"SGD nesterov", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0.9, 0, true); },
+       [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0.9, 0, true, 3); }},
+      {"SGD weight decay", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0, 0.25); },
+       [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0, 0.25, false, 3); }},
       {"SGD momentum + wd + nesterov", [](auto ps) { return std::make_unique<SGD>(ps, 0.125, 0.5, 0.25, true); },
        [](auto& p, auto& g) { return sgd_ref(p, g, 0.125, 0.5, 0.25, true, 3); }},
-      {"Adam", [](auto ps) { return std::make_unique<Adam>(ps, 0.0625); }, [](auto& p, auto& g) { return lamb_ref(p, g, 0.0625, 0.9, 0.999, 1e-8, 0, true, 3); }},
+      {"Adam", [](auto ps) { return std::make_unique<Adam>(ps, 0.0625); },
+       [](auto& p, auto& g) { return lamb_ref(p, g, 0.0625, 0.9, 0.999, 1e-8, 0, true, 3); }},
       {"Adam betas", [](auto ps) { return std::make_unique<Adam>(ps, 0.0625, 0.5, 0.75, 1e-3); },
        [](auto& p, auto& g) { return lamb_ref(p, g, 0.0625, 0.5, 0.75, 1e-3, 0, true, 3); }},
       {"AdamW", [](auto ps) { return std::make_unique<AdamW>(ps, 0.0625, 0.9, 0.999, 1e-8, 0.25); },
@@ -1256,8 +1269,10 @@ TEST_CASE("datasets: a missing directory names the package, corrupted IDX files 
   // a small well-formed directory: 3 train and 2 test images of 2x2
   std::string dir = tmp / "mnist";
   fs::create_directories(dir);
-  const std::string ti = "train-images-idx3-ubyte.gz", tl = "train-labels-idx1-ubyte.gz", ei = "t10k-images-idx3-ubyte.gz", el = "t10k-labels-idx1-ubyte.gz";
-  std::map<std::string, std::string> good{{ti, gzip(idx({3, 2, 2}, 12))}, {tl, gzip(idx({3}, 3))}, {ei, gzip(idx({2, 2, 2}, 8))}, {el, gzip(idx({2}, 2))}};
+  const std::string ti = "train-images-idx3-ubyte.gz", tl = "train-labels-idx1-ubyte.gz", ei = "t10k-images-idx3-ubyte.gz",
+      el = "t10k-labels-idx1-ubyte.gz";
+  std::map<std::string, std::string> good{{ti, gzip(idx({3, 2, 2}, 12))}, {tl, gzip(idx({3}, 3))}, {ei, gzip(idx({2, 2, 2}, 8))},
+                                          {el, gzip(idx({2}, 2))}};
   auto write_all = [&] { for (auto& [f, b] : good) write_file(dir + "/" + f, b); };
   write_all();
   auto s = nn::datasets::fashion_mnist(dir);

@@ -40,8 +40,8 @@ std::vector<Value> values_of(DType dt) {
   }
   int64_t lo = tinygrad::detail::int_min(dt), hi = tinygrad::detail::int_max(dt);
   std::set<int64_t> seen;
-  for (int64_t v : {int64_t(0), int64_t(1), int64_t(-1), int64_t(2), int64_t(3), int64_t(-7), int64_t(7), int64_t(8), int64_t(31), int64_t(32), int64_t(63),
-                    int64_t(64), int64_t(100), lo, hi, lo + 1})
+  for (int64_t v : {int64_t(0), int64_t(1), int64_t(-1), int64_t(2), int64_t(3), int64_t(-7), int64_t(7), int64_t(8), int64_t(31),
+                    int64_t(32), int64_t(63), int64_t(64), int64_t(100), lo, hi, lo + 1})
     if (int64_t w = tinygrad::detail::wrap_int(dt, uint64_t(v)); seen.insert(w).second) vs.push_back({w, double(w)});
   return vs;
 }
@@ -77,7 +77,8 @@ bool same(DType dt, const Value& got, const Value& want) {
 std::vector<std::vector<Value>> operand_columns(Ops op, DType dt) {
   size_t n = arity(op);
   std::vector<std::vector<Value>> vals(n), cols(n);
-  for (size_t i = 0; i < n; i++) vals[i] = src_dtype(op, dt, i) == DType::Bool && dt != DType::Bool ? std::vector<Value>{{0, 0}, {1, 1}} : values_of(src_dtype(op, dt, i));
+  for (size_t i = 0; i < n; i++)
+    vals[i] = src_dtype(op, dt, i) == DType::Bool && dt != DType::Bool ? std::vector<Value>{{0, 0}, {1, 1}} : values_of(src_dtype(op, dt, i));
   size_t total = 1;
   for (auto& v : vals) total *= v.size();
   for (size_t k = 0; k < (total + 31) / 32 * 32; k++)
@@ -135,7 +136,8 @@ TEST_CASE("op table: every ALU op folds constants as the device computes them", 
           for (size_t i = 0; i < cols.size(); i++) cs.push_back(const_of(src_dtype(op, dt, i), cols[i][k]));
           UOpRef folded = tinygrad::simplify(tinygrad::alu(op, cs));
           REQUIRE(folded->op == Ops::CONST);
-          Value want = is_float(folded->dtype) ? Value{0, folded->const_value()} : Value{std::get<int64_t>(folded->arg), 0}, got = read(host, out.dtype(), k);
+          Value want = is_float(folded->dtype) ? Value{0, folded->const_value()} : Value{std::get<int64_t>(folded->arg), 0},
+              got = read(host, out.dtype(), k);
           if (!same(out.dtype(), got, want)) {
             std::string in;
             for (auto& c : cs) in += tinygrad::arg_str(c->arg) + " ";

@@ -53,7 +53,11 @@ struct Ref {
   Ref permute(const std::vector<int64_t>& order) const {
     Shape ns;
     for (auto o : order) ns.push_back(shape[size_t(o)]);
-    return make(ns, [&](const Shape& i) { Shape src(shape.size()); for (size_t k = 0; k < order.size(); k++) src[size_t(order[k])] = i[k]; return at(src); });
+    return make(ns, [&](const Shape& i) {
+      Shape src(shape.size());
+      for (size_t k = 0; k < order.size(); k++) src[size_t(order[k])] = i[k];
+      return at(src);
+    });
   }
   Ref flip(const std::vector<int64_t>& axes) const {
     return make(shape, [&](const Shape& i) { Shape s = i; for (auto a : axes) s[size_t(a)] = shape[size_t(a)] - 1 - i[size_t(a)]; return at(s); });
@@ -74,7 +78,11 @@ struct Ref {
   }
   Ref expand(const Shape& ns) const {
     size_t off = ns.size() - shape.size();
-    return make(ns, [&](const Shape& i) { Shape s(shape.size()); for (size_t k = 0; k < shape.size(); k++) s[k] = shape[k] == 1 ? 0 : i[k + off]; return at(s); });
+    return make(ns, [&](const Shape& i) {
+      Shape s(shape.size());
+      for (size_t k = 0; k < shape.size(); k++) s[k] = shape[k] == 1 ? 0 : i[k + off];
+      return at(s);
+    });
   }
   // strided pick: out[i] = in[start[k] + step[k] * i[k]]
   Ref strided(const Shape& ns, const Shape& start, const Shape& step) const {
@@ -162,7 +170,8 @@ void check(const Tensor& t, const Ref& want, double atol = 0, double rtol = 0) {
     if (!close(got[i], want.v[i], atol, rtol)) { nbad++; if (bad < 0) bad = int64_t(i); }
   if (bad >= 0) {
     INFO("first mismatch at flat index " << bad << " (" << tinygrad::to_string(unravel(bad, want.shape)) << "): got " << got[size_t(bad)] << " want "
-                                         << want.v[size_t(bad)] << "; " << nbad << " of " << got.size() << " differ (atol " << atol << ", rtol " << rtol << ")");
+                                         << want.v[size_t(bad)] << "; " << nbad << " of " << got.size() << " differ (atol " << atol <<
+                                             ", rtol " << rtol << ")");
     CHECK(bad == -1);
   } else {
     CHECK(bad == -1);
@@ -179,7 +188,8 @@ struct Layout {
 const std::vector<Layout>& layouts() {
   static const std::vector<Layout> ls = {
       {"contiguous (3,4,5)", {3, 4, 5}, [](const Tensor& t) { return t; }, [](const Ref& r) { return r; }},
-      {"permuted (3,4,5)->(5,3,4)", {3, 4, 5}, [](const Tensor& t) { return t.permute({2, 0, 1}); }, [](const Ref& r) { return r.permute({2, 0, 1}); }},
+      {"permuted (3,4,5)->(5,3,4)", {3, 4, 5}, [](const Tensor& t) { return t.permute({2, 0, 1}); },
+       [](const Ref& r) { return r.permute({2, 0, 1}); }},
       {"transposed (4,7).T", {4, 7}, [](const Tensor& t) { return t.T(); }, [](const Ref& r) { return r.permute({1, 0}); }},
       {"sliced with steps (6,7,5)[1:6:2, ::3]", {6, 7, 5},
        [](const Tensor& t) { return t.slice({Slice{1, 6, 2}, Slice{nullopt, nullopt, 3}}); },
@@ -188,11 +198,14 @@ const std::vector<Layout>& layouts() {
        [](const Tensor& t) { return t.slice({Slice{nullopt, nullopt, -2}, Slice{4, 0, -1}}); },
        [](const Ref& r) { return r.strided({3, 4}, {4, 4}, {-2, -1}); }},
       {"flipped (3,4,5) axes 0,2", {3, 4, 5}, [](const Tensor& t) { return t.flip({0, 2}); }, [](const Ref& r) { return r.flip({0, 2}); }},
-      {"padded (3,4) with 1.5", {3, 4}, [](const Tensor& t) { return t.pad({{1, 2}, {0, 3}}, 1.5); }, [](const Ref& r) { return r.pad({{1, 2}, {0, 3}}, 1.5); }},
+      {"padded (3,4) with 1.5", {3, 4}, [](const Tensor& t) { return t.pad({{1, 2}, {0, 3}}, 1.5); },
+       [](const Ref& r) { return r.pad({{1, 2}, {0, 3}}, 1.5); }},
       {"shrunk (5,6)", {5, 6}, [](const Tensor& t) { return t.shrink({{1, 4}, {2, 6}}); }, [](const Ref& r) { return r.shrink({{1, 4}, {2, 6}}); }},
-      {"expanded (3,1,5)->(2,3,4,5)", {3, 1, 5}, [](const Tensor& t) { return t.expand({2, 3, 4, 5}); }, [](const Ref& r) { return r.expand({2, 3, 4, 5}); }},
+      {"expanded (3,1,5)->(2,3,4,5)", {3, 1, 5}, [](const Tensor& t) { return t.expand({2, 3, 4, 5}); },
+       [](const Ref& r) { return r.expand({2, 3, 4, 5}); }},
       {"size-1 dims (1,5,1)", {1, 5, 1}, [](const Tensor& t) { return t; }, [](const Ref& r) { return r; }},
-      {"permute+reshape (4,6)->(6,4)->(3,8)", {4, 6}, [](const Tensor& t) { return t.T().reshape({3, 8}); }, [](const Ref& r) { return r.permute({1, 0}).reshape({3, 8}); }},
+      {"permute+reshape (4,6)->(6,4)->(3,8)", {4, 6}, [](const Tensor& t) { return t.T().reshape({3, 8}); },
+       [](const Ref& r) { return r.permute({1, 0}).reshape({3, 8}); }},
       {"zero-size (0,4)", {0, 4}, [](const Tensor& t) { return t; }, [](const Ref& r) { return r; }},
       {"zero-size (3,0,2)", {3, 0, 2}, [](const Tensor& t) { return t; }, [](const Ref& r) { return r; }},
       {"scalar ()", {}, [](const Tensor& t) { return t; }, [](const Ref& r) { return r; }},
@@ -208,8 +221,8 @@ bool runs_layout(size_t i, const std::string& op) {
 }
 
 // a unary op on every layout
-void check_unary(const char* name, const std::function<Tensor(const Tensor&)>& op, const std::function<double(double)>& ref, double lo, double hi, double atol,
-                 double rtol) {
+void check_unary(const char* name, const std::function<Tensor(const Tensor&)>& op, const std::function<double(double)>& ref,
+                 double lo, double hi, double atol, double rtol) {
   uint32_t seed = 1;
   for (size_t i = 0; i < layouts().size(); i++) {
     auto& l = layouts()[i];
@@ -226,8 +239,8 @@ void check_unary(const char* name, const std::function<Tensor(const Tensor&)>& o
 }
 
 // a binary op on every layout (other operand contiguous, same shape), then on broadcasting shape pairs
-void check_binary(const char* name, const std::function<Tensor(const Tensor&, const Tensor&)>& op, const std::function<double(double, double)>& ref, double lo,
-                  double hi, double atol, double rtol) {
+void check_binary(const char* name, const std::function<Tensor(const Tensor&, const Tensor&)>& op,
+                  const std::function<double(double, double)>& ref, double lo, double hi, double atol, double rtol) {
   uint32_t seed = 100;
   for (size_t i = 0; i < layouts().size(); i++) {
     auto& l = layouts()[i];
@@ -373,8 +386,10 @@ TEST_CASE("creation: arange", "[ops][creation]") {
   };
   struct C { double start, stop, step; DType dt; };
   for (auto c : std::vector<C>{{0, 5, 1, DType::Int32},      {2, 7, 1, DType::Int32},       {0, 10, 3, DType::Int32},     {10, 0, -3, DType::Int32},
-                               {-4, 4, 2, DType::Int32},     {3, 3, 1, DType::Int32},       {5, 2, 1, DType::Int32},      {0, 1, 0.25, DType::Float32},
-                               {5, 0, -1.5, DType::Float32}, {-1, 1, 0.3, DType::Float32}, {0.5, 3, 1, DType::Float32}, {0, -1, 0.1, DType::Float32}}) {
+                               {-4, 4, 2, DType::Int32},     {3, 3, 1, DType::Int32},       {5, 2, 1, DType::Int32},
+                               {0, 1, 0.25, DType::Float32},
+                               {5, 0, -1.5, DType::Float32}, {-1, 1, 0.3, DType::Float32}, {0.5, 3, 1, DType::Float32},
+                               {0, -1, 0.1, DType::Float32}}) {
     DYNAMIC_SECTION("arange(" << c.start << ", " << c.stop << ", " << c.step << ")") {
       Tensor t = Tensor::arange(c.start, c.stop, c.step);
       CHECK(t.dtype() == c.dt);
@@ -517,15 +532,20 @@ TEST_CASE("unary: special values", "[ops][unary]") {
 }
 
 TEST_CASE("binary: add sub mul div", "[ops][binary]") {
-  check_binary("add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return double(float(a + b)); }, -10, 10, kExact, kExact);
-  check_binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double a, double b) { return double(float(a - b)); }, -10, 10, kExact, kExact);
-  check_binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return double(float(a * b)); }, -10, 10, kExact, kExact);
+  check_binary("add", [](const Tensor& a, const Tensor& b) { return a + b; }, [](double a, double b) { return double(float(a + b)); },
+               -10, 10, kExact, kExact);
+  check_binary("sub", [](const Tensor& a, const Tensor& b) { return a - b; }, [](double a, double b) { return double(float(a - b)); },
+               -10, 10, kExact, kExact);
+  check_binary("mul", [](const Tensor& a, const Tensor& b) { return a * b; }, [](double a, double b) { return double(float(a * b)); },
+               -10, 10, kExact, kExact);
   check_binary("div", [](const Tensor& a, const Tensor& b) { return a / b; }, [](double a, double b) { return a / b; }, 0.5, 10, kFA, kFR);
 }
 
 TEST_CASE("binary: maximum minimum", "[ops][binary]") {
-  check_binary("maximum", [](const Tensor& a, const Tensor& b) { return a.maximum(b); }, [](double a, double b) { return std::max(a, b); }, -10, 10, kExact, kExact);
-  check_binary("minimum", [](const Tensor& a, const Tensor& b) { return a.minimum(b); }, [](double a, double b) { return std::min(a, b); }, -10, 10, kExact, kExact);
+  check_binary("maximum", [](const Tensor& a, const Tensor& b) { return a.maximum(b); }, [](double a, double b) { return std::max(a, b); },
+               -10, 10, kExact, kExact);
+  check_binary("minimum", [](const Tensor& a, const Tensor& b) { return a.minimum(b); }, [](double a, double b) { return std::min(a, b); },
+               -10, 10, kExact, kExact);
 }
 
 TEST_CASE("binary: with C++ scalars on either side", "[ops][binary]") {
@@ -683,7 +703,8 @@ TEST_CASE("where", "[ops][where]") {
 
 TEST_CASE("pow", "[ops][pow]") {
   SECTION("positive bases, real exponents") {
-    check_binary("pow", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, [](double a, double b) { return std::pow(a, b); }, 0.2, 3, 1e-5, 1e-5);
+    check_binary("pow", [](const Tensor& a, const Tensor& b) { return a.pow(b); },
+                 [](double a, double b) { return std::pow(a, b); }, 0.2, 3, 1e-5, 1e-5);
   }
   SECTION("negative base with integer exponents, zero exponent") {
     Tensor b(std::vector<float>{-2, -2, -3, -0.5f, 2, 0, 0, -2, 4});
@@ -723,7 +744,8 @@ TEST_CASE("cast", "[ops][cast]") {
   }
   SECTION("int -> narrower int wraps modulo 2^bits") {
     CHECK(Tensor(std::vector<int>{300, -1, 255, 256}).cast(DType::UInt8).to_vector<uint8_t>() == std::vector<uint8_t>{44, 255, 255, 0});
-    CHECK(Tensor(std::vector<int>{70000, -70000}).cast(DType::UInt16).to_vector<uint16_t>() == std::vector<uint16_t>{uint16_t(70000), uint16_t(-70000)});
+    CHECK(Tensor(std::vector<int>{70000, -70000}).cast(DType::UInt16).to_vector<uint16_t>() ==
+          std::vector<uint16_t>{uint16_t(70000), uint16_t(-70000)});
     CHECK(Tensor(std::vector<int>{-1}).cast(DType::UInt32).item<uint32_t>() == 0xFFFFFFFFu);
     CHECK(Tensor(std::vector<int>{-5}).cast(DType::Int64).item<int64_t>() == -5);
   }
@@ -792,8 +814,10 @@ struct RedOp {
 const std::vector<RedOp>& red_ops() {
   static const std::vector<RedOp> r = {
       {"sum", [](const Tensor& t, std::vector<int64_t> a, bool k) { return t.sum(a, k); }, 0.0, std::plus<double>(), -2, 2},
-      {"max", [](const Tensor& t, std::vector<int64_t> a, bool k) { return t.max(a, k); }, -INFINITY, [](double x, double y) { return std::max(x, y); }, -5, 5},
-      {"min", [](const Tensor& t, std::vector<int64_t> a, bool k) { return t.min(a, k); }, INFINITY, [](double x, double y) { return std::min(x, y); }, -5, 5},
+      {"max", [](const Tensor& t, std::vector<int64_t> a, bool k) { return t.max(a, k); }, -INFINITY,
+       [](double x, double y) { return std::max(x, y); }, -5, 5},
+      {"min", [](const Tensor& t, std::vector<int64_t> a, bool k) { return t.min(a, k); }, INFINITY,
+       [](double x, double y) { return std::min(x, y); }, -5, 5},
       {"prod", [](const Tensor& t, std::vector<int64_t> a, bool k) { return t.prod(a, k); }, 1.0, std::multiplies<double>(), 0.6, 1.4},
   };
   return r;
@@ -966,7 +990,8 @@ TEST_CASE("movement: pad incl. negative pads and a value", "[ops][movement]") {
   Ref a = rnd({3, 4}, -1, 1, 531);
   Tensor t = T(a);
   using P = std::vector<std::pair<int64_t, int64_t>>;
-  for (auto p : std::vector<P>{{{1, 1}, {2, 0}}, {{0, 0}, {0, 0}}, {{0, 3}, {1, 1}}, {{-1, 0}, {0, -2}}, {{1, -1}, {-1, 2}}, {{-3, 0}, {0, 0}}, {{2, 2}, {-4, 1}}}) {
+  for (auto p : std::vector<P>{{{1, 1}, {2, 0}}, {{0, 0}, {0, 0}}, {{0, 3}, {1, 1}}, {{-1, 0}, {0, -2}}, {{1, -1}, {-1, 2}},
+                               {{-3, 0}, {0, 0}}, {{2, 2}, {-4, 1}}}) {
     for (double v : {0.0, -7.5, double(INFINITY)}) {
       INFO("pad " << p[0].first << "," << p[0].second << " " << p[1].first << "," << p[1].second << " value " << v);
       check(t.pad(p, v), a.pad(p, v));
@@ -1021,8 +1046,10 @@ TEST_CASE("movement: slice with steps, Ellipsis, NewAxis, int indices", "[ops][m
       {{nullopt, nullopt, 7}, {5, nullopt, -5}, {6, 5, 1}},
   };
   for (auto& c : cases) {
-    std::vector<int64_t> p0 = pick(5, c.s0.start, c.s0.stop, c.s0.step), p1 = pick(6, c.s1.start, c.s1.stop, c.s1.step), p2 = pick(7, c.s2.start, c.s2.stop, c.s2.step);
-    Ref want = Ref::make({int64_t(p0.size()), int64_t(p1.size()), int64_t(p2.size())}, [&](const Shape& i) { return a.at({p0[size_t(i[0])], p1[size_t(i[1])], p2[size_t(i[2])]}); });
+    std::vector<int64_t> p0 = pick(5, c.s0.start, c.s0.stop, c.s0.step), p1 = pick(6, c.s1.start, c.s1.stop, c.s1.step),
+        p2 = pick(7, c.s2.start, c.s2.stop, c.s2.step);
+    Ref want = Ref::make({int64_t(p0.size()), int64_t(p1.size()), int64_t(p2.size())},
+                         [&](const Shape& i) { return a.at({p0[size_t(i[0])], p1[size_t(i[1])], p2[size_t(i[2])]}); });
     INFO("slice steps " << c.s0.step << "," << c.s1.step << "," << c.s2.step);
     check(t.slice({c.s0, c.s1, c.s2}), want);
     check(t[{c.s0, c.s1, c.s2}], want);
@@ -1109,17 +1136,20 @@ TEST_CASE("matmul: transposed and sliced operands, dot, linear", "[ops][matmul]"
 TEST_CASE("matmul: batched, vector-matrix, matrix-vector, 1-D dot", "[ops][matmul]") {
   SECTION("batched 3-D") {
     Ref a = rnd({3, 4, 5}, -1, 1, 621), b = rnd({3, 5, 6}, -1, 1, 622);
-    Ref want = Ref::make({3, 4, 6}, [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 5; k++) s += a.at({i[0], i[1], k}) * b.at({i[0], k, i[2]}); return s; });
+    Ref want = Ref::make({3, 4, 6},
+        [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 5; k++) s += a.at({i[0], i[1], k}) * b.at({i[0], k, i[2]}); return s; });
     check(T(a).matmul(T(b)), want, kSumA, kSumR);
   }
   SECTION("batched @ 2-D broadcasts the matrix") {
     Ref a = rnd({2, 4, 5}, -1, 1, 623), b = rnd({5, 3}, -1, 1, 624);
-    Ref want = Ref::make({2, 4, 3}, [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 5; k++) s += a.at({i[0], i[1], k}) * b.at({k, i[2]}); return s; });
+    Ref want = Ref::make({2, 4, 3},
+        [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 5; k++) s += a.at({i[0], i[1], k}) * b.at({k, i[2]}); return s; });
     check(T(a).matmul(T(b)), want, kSumA, kSumR);
   }
   SECTION("batch dims broadcast against each other") {
     Ref a = rnd({2, 1, 3, 4}, -1, 1, 625), b = rnd({5, 4, 2}, -1, 1, 626);
-    Ref want = Ref::make({2, 5, 3, 2}, [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 4; k++) s += a.at({i[0], 0, i[2], k}) * b.at({i[1], k, i[3]}); return s; });
+    Ref want = Ref::make({2, 5, 3, 2},
+        [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 4; k++) s += a.at({i[0], 0, i[2], k}) * b.at({i[1], k, i[3]}); return s; });
     check(T(a).matmul(T(b)), want, kSumA, kSumR);
   }
   SECTION("vector @ matrix") {
@@ -1134,7 +1164,8 @@ TEST_CASE("matmul: batched, vector-matrix, matrix-vector, 1-D dot", "[ops][matmu
   }
   SECTION("batched @ vector") {
     Ref m = rnd({2, 3, 7}, -1, 1, 631), v = rnd({7}, -1, 1, 632);
-    Ref want = Ref::make({2, 3}, [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 7; k++) s += m.at({i[0], i[1], k}) * v.at({k}); return s; });
+    Ref want = Ref::make({2, 3},
+                         [&](const Shape& i) { double s = 0; for (int64_t k = 0; k < 7; k++) s += m.at({i[0], i[1], k}) * v.at({k}); return s; });
     check(T(m).matmul(T(v)), want, kSumA, kSumR);
   }
   SECTION("1-D . 1-D is a scalar") {
@@ -1274,7 +1305,8 @@ TEST_CASE("chains: matmul + bias + relu, softmax, log_softmax, MLP", "[ops][chai
     check(T(x).log_softmax(0), softmax_ref(x, 0, true), 1e-4, 1e-5);
   }
   SECTION("2-layer MLP forward") {
-    Ref x = rnd({4, 9}, -1, 1, 808), w1 = rnd({9, 16}, -1, 1, 809), b1 = rnd({16}, -1, 1, 810), w2 = rnd({16, 3}, -1, 1, 811), b2 = rnd({3}, -1, 1, 812);
+    Ref x = rnd({4, 9}, -1, 1, 808), w1 = rnd({9, 16}, -1, 1, 809), b1 = rnd({16}, -1, 1, 810), w2 = rnd({16, 3}, -1, 1, 811),
+        b2 = rnd({3}, -1, 1, 812);
     Eigen::MatrixXd h = eig(x) * eig(w1);
     h.rowwise() += eig(b1.reshape({1, 16})).row(0);
     h = h.cwiseMax(0.0);
@@ -1286,7 +1318,9 @@ TEST_CASE("chains: matmul + bias + relu, softmax, log_softmax, MLP", "[ops][chai
     Ref x = rnd({5, 7}, -2, 2, 813);
     Tensor t = T(x).flip(1);
     Tensor y = ((t * 0.5 + 1.0).exp() - t.sigmoid()).maximum(t.tanh() * 3.0) / (t.abs() + 1.0);
-    check(y, x.flip({1}).map([](double v) { return std::max(std::exp(v * 0.5 + 1) - 1 / (1 + std::exp(-v)), std::tanh(v) * 3) / (std::abs(v) + 1); }), 1e-5, 1e-5);
+    check(y,
+          x.flip({1}).map([](double v) { return std::max(std::exp(v * 0.5 + 1) - 1 / (1 + std::exp(-v)), std::tanh(v) * 3) / (std::abs(v) + 1); }),
+          1e-5, 1e-5);
   }
 }
 

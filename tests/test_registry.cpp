@@ -26,7 +26,8 @@ struct CountingRenderer : tinygrad::CRenderer {
 // TESTDEV: the CPU's allocator, compiler and loader, the renderer family TESTC, one output keeps it busy
 const std::string& test_device() {
   static const std::string name = [] {
-    tinygrad::register_renderer("TESTC", [](const tinygrad::DeviceRuntime& rt) { return std::make_unique<CountingRenderer>(rt.threads, rt.vector_registers); });
+    tinygrad::register_renderer("TESTC",
+        [](const tinygrad::DeviceRuntime& rt) { return std::make_unique<CountingRenderer>(rt.threads, rt.vector_registers); });
     tinygrad::DeviceSpec d = tinygrad::device_spec(tinygrad::host_device());
     d.name = "TESTDEV";
     d.priority = -100;
@@ -127,7 +128,8 @@ TEST_CASE("registry: split_reduceop runs in the scheduler with the device's para
   CHECK(kernels_to_realize(tw) == 1);
   CHECK(tw.item<float>() == Approx(want));
   // the rule itself: a long reduce into fewer outputs than `busy` becomes REDUCE(CONTIGUOUS(REDUCE(RESHAPE))), reshaped
-  auto r = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 16}).uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 1});
+  auto r = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 16}).uop()},
+                              std::vector<int64_t>{int64_t(Ops::ADD), 1});
   CHECK(tinygrad::detail::split_reduceop(r, 4) == nullptr);  // 4 outputs keep 4 cores busy
   auto split = tinygrad::detail::split_reduceop(r, 8);
   REQUIRE(split != nullptr);
@@ -136,7 +138,8 @@ TEST_CASE("registry: split_reduceop runs in the scheduler with the device's para
   CHECK(count_ops(split, Ops::REDUCE_AXIS) == 2);
   CHECK(count_ops(split, Ops::CONTIGUOUS) == 1);
   // 8192 terms an output: split on a GPU (many outputs to be busy), not on a CPU's cores
-  auto r8 = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 13}).uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 1});
+  auto r8 = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 13}).uop()},
+                               std::vector<int64_t>{int64_t(Ops::ADD), 1});
   CHECK(tinygrad::detail::split_reduceop(r8, 8) == nullptr);
   CHECK(tinygrad::detail::split_reduceop(r8, 65536) != nullptr);
 }

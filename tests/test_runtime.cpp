@@ -326,7 +326,10 @@ TEST_CASE("runtime: run_process reaps its child, gives it no descriptor of ours,
   CHECK(WEXITSTATUS(st2) != 0);
   CHECK_THAT(out2, Contains("nonexistent_tg_dir"));
   // a missing program is a DeviceError naming it
-  auto m = [] { try { run_process({"tg_no_such_program_xyz"}); } catch (const tinygrad::DeviceError& e) { return std::string(e.what()); } return std::string(); }();
+  auto m = [] {
+    try { run_process({"tg_no_such_program_xyz"}); } catch (const tinygrad::DeviceError& e) { return std::string(e.what()); }
+    return std::string();
+  }();
   CHECK_THAT(m, Contains("tg_no_such_program_xyz"));
   // a descriptor the application opened without O_CLOEXEC is not inherited
   int fd = ::open("/dev/null", O_RDONLY);
@@ -585,7 +588,8 @@ TEST_CASE("runtime: the CPU device works in a process whose cache folder is unus
   struct Case { std::vector<std::string> env; std::string dir, why; };
   for (auto& c : {Case{{"CACHEDIR=" + file.string()}, file.string(), "it is not a directory"},
                   Case{{"CACHEDIR=" + (file / "sub").string()}, (file / "sub").string(), "Not a directory"},
-                  Case{{"-u", "XDG_CACHE_HOME", "CACHEDIR=", "HOME=/nonexistent"}, "/nonexistent/.cache/tinygrad.hpp", "HOME (/nonexistent) is not a directory"}}) {
+                  Case{{"-u", "XDG_CACHE_HOME", "CACHEDIR=", "HOME=/nonexistent"}, "/nonexistent/.cache/tinygrad.hpp",
+                       "HOME (/nonexistent) is not a directory"}}) {
     INFO(c.dir);
     std::vector<std::string> argv = {"env"};
     argv.insert(argv.end(), c.env.begin(), c.env.end());

@@ -233,7 +233,8 @@ TEST_CASE("static: gradients match the dynamic path and keep the static type", "
   loss.backward();
   F<3, 1, 3, 3> gk = k.grad();
   Tensor K = Tensor(k).detach();
-  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, {1}, {1}, {1}).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5).square().mean(), {K});
+  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, {1}, {1}, {1}).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5)
+                     .square().mean(), {K});
   same(gk, dg[0], 1e-5);
 }
 
@@ -253,7 +254,8 @@ TEST_CASE("static: dyn extents that do not fit throw at run time with the op and
         "tinygrad::error::batch_sizes_differ<op::sparse_categorical_crossentropy, shape<2, 5>, shape<3>>");
   CHECK(shape_error([&] { auto c = nll_loss(x, y); }) == "tinygrad::error::batch_sizes_differ<op::nll_loss, shape<2, 5>, shape<3>>");
   auto x3 = F<dyn, 5>::zeros(3);
-  CHECK(shape_error([&] { auto c = binary_crossentropy(x, x3); }) == "tinygrad::error::shapes_differ<op::binary_crossentropy, shape<2, 5>, shape<3, 5>>");
+  CHECK(shape_error([&] { auto c = binary_crossentropy(x, x3); }) ==
+        "tinygrad::error::shapes_differ<op::binary_crossentropy, shape<2, 5>, shape<3, 5>>");
   CHECK(shape_error([&] { auto c = cross_entropy(x, x3); }) == "tinygrad::error::shapes_differ<op::cross_entropy, shape<2, 5>, shape<3, 5>>");
   CHECK(shape_error([&] { F<3, 5> z = x * 2.0f; }) == "tinygrad::error::shapes_differ<op::assign, shape<3, 5>, shape<2, 5>>");
   CHECK(shape_error([&] { auto c = x.shrink<0, 3, 0, 5>(); }) == "tinygrad::error::shrink_out_of_bounds<op::shrink, shape<2, 5>>");
@@ -354,7 +356,8 @@ TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding
   same(scaled_dot_product_attention(q, q, q, keep), qt.scaled_dot_product_attention(qt, qt, keep.tensor()));
   auto bad = static_tensor<bool, dyn, 1, 1, dyn>(Tensor::ones({2, 1, 1, 4}, DType::Bool));
   CHECK(shape_error([&] { scaled_dot_product_attention(q, q, q, bad); }) ==
-        "tinygrad::error::mask_does_not_broadcast<op::scaled_dot_product_attention, shape<2, 4, 5, 6>, shape<2, 4, 5, 6>, shape<2, 4, 5, 6>, shape<2, 1, 1, 4>>");
+        "tinygrad::error::mask_does_not_broadcast<op::scaled_dot_product_attention, shape<2, 4, 5, 6>, shape<2, 4, 5, 6>, shape<2, 4, 5, 6>, "
+        "shape<2, 1, 1, 4>>");
   // erf and the exact GELU, values and gradient (d/dx x Phi(x) = Phi(x) + x phi(x))
   same(x.erf(), xt.erf());
   auto g = static_tensor<float, 7>(Tensor(std::vector<float>{-3, -1, -0.5f, 0, 0.5f, 1, 3}));

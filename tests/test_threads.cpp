@@ -78,7 +78,8 @@ TEST_CASE("threads: graphs over one shared realized tensor (shared weights, per-
 
 TEST_CASE("threads: the first compile of one kernel on 8 threads at once, then schedule cache hits", "[threads]") {
   // a constant no earlier run used: the kernel is not in the disk cache either
-  double c = 1.0 + double((uint64_t(::getpid()) * 1000003u + uint64_t(std::chrono::steady_clock::now().time_since_epoch().count())) % 65536) / 131072.0;
+  double c = 1.0 +
+      double((uint64_t(::getpid()) * 1000003u + uint64_t(std::chrono::steady_clock::now().time_since_epoch().count())) % 65536) / 131072.0;
   auto run = [&](int i) { return ((Tensor(values(16, i), {4, 4}) * c + 0.5).exp2().sum(1)).to_vector<float>(); };
   std::vector<std::vector<float>> par(kThreads);
   int64_t compiled = run_stats().kernels_compiled, hits = run_stats().schedule_cache_hits;

@@ -99,7 +99,8 @@ TEMPLATE_TEST_CASE("ub: integer division and modulo by zero and MIN / -1 are def
   for (T d : {T(0), T(-1)}) {
     std::vector<T> bd(a.size(), d);
     for (Tensor t : {ta.idiv(cnst(d)), ta.fmod(cnst(d)), ta % cnst(d), ta.div(cnst(d), "floor")}) by_const.push_back(t);
-    for (auto& w : {apply(a, bd, ref_idiv<T>), apply(a, bd, ref_fmod<T>), apply(a, bd, ref_mod<T>), apply(a, bd, ref_floordiv<T>)}) want_const.push_back(w);
+    for (auto& w : {apply(a, bd, ref_idiv<T>), apply(a, bd, ref_fmod<T>), apply(a, bd, ref_mod<T>), apply(a, bd, ref_floordiv<T>)})
+      want_const.push_back(w);
   }
   CHECK(values<T>(by_const) == concat(want_const));
   // both constant: the simplifier folds them
@@ -206,7 +207,8 @@ TEST_CASE("ub: bool buffers holding bytes other than 0 and 1 read as true", "[ub
   Tensor b = Tensor::from_bytes(bytes.data(), DType::Bool, {6});
   CHECK(b.cast(DType::Int32).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 1, 1, 1, 0});
   CHECK(b.logical_not().to_vector<bool>() == std::vector<bool>{true, false, false, false, false, true});
-  CHECK((b & Tensor(std::vector<bool>{true, true, true, true, true, true})).cast(DType::Int32).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 1, 1, 1, 0});
+  CHECK((b & Tensor(std::vector<bool>{true, true, true, true, true, true})).cast(DType::Int32).to_vector<int32_t>() ==
+        std::vector<int32_t>{0, 1, 1, 1, 1, 0});
   CHECK(b.where(1, 2).cast(DType::Int32).to_vector<int32_t>() == std::vector<int32_t>{2, 1, 1, 1, 1, 2});
   Tensor u = Tensor(bytes).bitcast(DType::Bool);
   CHECK(u.cast(DType::Int32).to_vector<int32_t>() == std::vector<int32_t>{0, 1, 1, 1, 1, 0});

@@ -45,7 +45,8 @@ inline bool is_int(DType d) { return info(d).kind == 'i' || info(d).kind == 'u';
 inline bool is_unsigned(DType d) { return info(d).kind == 'u'; }
 inline bool is_bool(DType d) { return d == DType::Bool; }
 inline std::string to_string(DType d) {
-  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
+  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                                "bfloat16", "float32", "float64"};
   return std::string("dtypes.") + names[size_t(d)];
 }
 
@@ -73,8 +74,10 @@ template <class T> constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, bool>) return DType::Bool;
   else if constexpr (std::is_same_v<T, float>) return DType::Float32;
   else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
-  else if constexpr (std::is_integral_v<T>) return sizeof(T) == 1 ? DType::UInt8 : sizeof(T) == 2 ? DType::UInt16 : sizeof(T) == 4 ? DType::UInt32 : DType::UInt64;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
+  else if constexpr (std::is_integral_v<T>)
+    return sizeof(T) == 1 ? DType::UInt8 : sizeof(T) == 2 ? DType::UInt16 : sizeof(T) == 4 ? DType::UInt32 : DType::UInt64;
   else static_assert(sizeof(T) == 0, "tinygrad: unsupported element type");
 }
 
@@ -173,7 +176,8 @@ T elem_from_double(double x) {
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
+#define TG_X(n, t, sz, k, c) \
+  case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -181,7 +185,8 @@ inline double load_as_double(const void* p, DType d, size_t i) {
 }
 inline void store_from_double(void* p, DType d, size_t i, double x) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
+#define TG_X(n, t, sz, k, c) \
+  case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
     TG_DTYPES(TG_X)
 #undef TG_X
   }

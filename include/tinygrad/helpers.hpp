@@ -110,24 +110,28 @@ inline int64_t checked_prod(const Shape& s, const char* op) {
   if (valid_shape(s, &n)) return n;
   for (auto x : s)
     if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
-  throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) + " has more than 2^63 elements (the product of its dims overflows int64)");
+  throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) +
+                   " has more than 2^63 elements (the product of its dims overflows int64)");
 }
 // a * b and a + b of sizes (a window, a padded or repeated dim); ShapeError naming op when they overflow int64
 inline int64_t size_mul(int64_t a, int64_t b, const char* op) {
   int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  if (__builtin_mul_overflow(a, b, &r))
+    throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
   return r;
 }
 inline int64_t size_add(int64_t a, int64_t b, const char* op) {
   int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  if (__builtin_add_overflow(a, b, &r))
+    throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
   return r;
 }
 // numel * itemsize, the bytes of a buffer; ShapeError naming op when it overflows int64
 inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
   int64_t r = 0;
   if (numel < 0 || __builtin_mul_overflow(numel, itemsize, &r))
-    throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(numel) + " elements of " + std::to_string(itemsize) + " bytes do not fit in 2^63 bytes");
+    throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(numel) + " elements of " + std::to_string(itemsize) +
+                     " bytes do not fit in 2^63 bytes");
   return r;
 }
 
@@ -142,7 +146,8 @@ inline Shape strides_for(const Shape& s) {
 inline int norm_axis(int64_t axis, size_t ndim, const char* op) {
   int64_t n = int64_t(ndim), m = n > 1 ? n : 1;  // a scalar takes axis 0 and -1
   if (axis < -m || axis >= m)
-    throw IndexError(std::string("tinygrad::") + op + ": axis " + std::to_string(axis) + " is out of range for a tensor of rank " + std::to_string(n));
+    throw IndexError(std::string("tinygrad::") + op + ": axis " + std::to_string(axis) +
+                     " is out of range for a tensor of rank " + std::to_string(n));
   return int(axis < 0 ? axis + n : axis);
 }
 

@@ -46,7 +46,9 @@ struct JsonParser {
   std::string_view t;
   std::string prefix;  // e.g. "tinygrad::safe_load: FILE: malformed header: "
   size_t p = 0;
-  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({ throw nn::StateError(prefix + what + " at byte " + std::to_string(p)); })
+  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({
+    throw nn::StateError(prefix + what + " at byte " + std::to_string(p));
+  })
   void ws() TINYGRAD_MEMBER_DEF({ while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; })
   char peek() TINYGRAD_MEMBER_DEF({ ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; })
   void expect(char c) TINYGRAD_MEMBER_DEF({ if (peek() != c) fail(std::string("expected '") + c + "'"); p++; })

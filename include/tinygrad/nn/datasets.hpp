@@ -68,7 +68,8 @@ TINYGRAD_API std::vector<uint8_t> read_gz(const std::string& path) TINYGRAD_DEF(
 
 // an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
 // in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
-TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) TINYGRAD_DEF({
+TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what,
+                              const std::string& device = host_device()) TINYGRAD_DEF({
   auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
   if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
@@ -85,8 +86,8 @@ TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, co
     else n *= uint64_t(s);
   }
   if (huge || have != n)
-    throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) + " data bytes, file has " +
-               std::to_string(have) + " (truncated?)");
+    throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) +
+               " data bytes, file has " + std::to_string(have) + " (truncated?)");
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
   if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
@@ -103,10 +104,12 @@ TINYGRAD_API Tensor read_idx(const std::string& path, int expect_ndim) TINYGRAD_
 TINYGRAD_API Split load_idx_dir(const std::string& dir, const std::string& package = "") TINYGRAD_DEF({
   std::string probe = dir + "/train-images-idx3-ubyte.gz";
   if (!std::filesystem::exists(probe))
-    throw DatasetError("tinygrad::datasets: " + probe + " not found" + (package.empty() ? "" : "; install the Debian package " + package + " (apt-get install " + package + ")"));
+    throw DatasetError("tinygrad::datasets: " + probe + " not found" +
+                       (package.empty() ? "" : "; install the Debian package " + package + " (apt-get install " + package + ")"));
   auto images = [&](const char* f) { Tensor x = detail::read_idx(dir + "/" + f, 3); return x.reshape({x.shape(0), 1, x.shape(1), x.shape(2)}); };
   auto labels = [&](const char* f) { return detail::read_idx(dir + "/" + f, 1); };
-  Split s{images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"), labels("t10k-labels-idx1-ubyte.gz")};
+  Split s{images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"),
+          labels("t10k-labels-idx1-ubyte.gz")};
   if (s.X_train.shape(0) != s.Y_train.shape(0) || s.X_test.shape(0) != s.Y_test.shape(0))
     throw DatasetError("tinygrad::datasets: " + dir + ": image and label counts differ");
   return s;

@@ -8,14 +8,19 @@ namespace tinygrad::nn {
 
 namespace detail {
 // uniform(-bound, bound), requiring grad
-TINYGRAD_API Tensor uniform_param(Shape shape, double bound) TINYGRAD_DEF({ return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); })
-TINYGRAD_API Tensor param(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); })
+TINYGRAD_API Tensor uniform_param(Shape shape, double bound) TINYGRAD_DEF({
+  return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_();
+})
+TINYGRAD_API Tensor param(Shape shape, double value) TINYGRAD_DEF({
+  return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_();
+})
 TINYGRAD_API Tensor buffer(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize(); })
 // shape (1, c, 1, ...) to broadcast a per-channel vector over x
 TINYGRAD_API Tensor channel(const Tensor& v, const Tensor& x) TINYGRAD_DEF({ Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); })
 TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) TINYGRAD_DEF({
   if (x.ndim() < 2 || x.shape(1) != c)
-    throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
+    throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) +
+                     " channels in dim 1, got input " + to_string(x.shape()));
 })
 // x as a float dtype (ints: default_float) and the dtype its statistics are taken in: float16 and bfloat16 widen to
 // float32 (their sums of squares overflow), as torch's norms do
@@ -34,7 +39,8 @@ struct Linear {
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
-      throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) + " features in the last dim, got input " + to_string(x.shape()));
+      throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) +
+                       " features in the last dim, got input " + to_string(x.shape()));
     return x.linear(weight.T(), bias);
   })
 };
@@ -45,11 +51,12 @@ struct ConvNd {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups;
-  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_, std::vector<int64_t> dilation_, int64_t groups_,
-         bool has_bias)
+  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_,
+         std::vector<int64_t> dilation_, int64_t groups_, bool has_bias)
       : stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
-      throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
+      throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
+                       std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
     Shape ws{out, in / groups};
     ws.insert(ws.end(), kernel.begin(), kernel.end());
@@ -58,17 +65,20 @@ struct ConvNd {
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
-      throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) + "-d input, got " + to_string(x.shape()));
+      throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) +
+                       "-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(1) * groups, "Conv");
     return x.conv2d(weight, bias, groups, stride, dilation, padding);
   })
 };
 struct Conv1d : ConvNd {
-  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
+         int64_t groups_ = 1, bool bias_ = true)
       : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
 struct Conv2d : ConvNd {
-  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
+         int64_t groups_ = 1, bool bias_ = true)
       : ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
   Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
          std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool bias_ = true)
@@ -83,18 +93,20 @@ struct ConvTranspose2d {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, output_padding, dilation;
   int64_t groups;
-  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
+  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1},
+                  std::vector<int64_t> padding_ = {0},
                   std::vector<int64_t> output_padding_ = {0}, std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool has_bias = true)
-      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
+      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)),
+        dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
-      throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
-                       std::to_string(groups) + " groups");
+      throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) +
+                       " out channels do not divide into " + std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(out / groups * kernel.first * kernel.second));
     weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
-  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
-                  int64_t groups_ = 1, bool bias_ = true)
+  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0,
+                  int64_t output_padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
       : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
@@ -167,7 +179,8 @@ struct RMSNorm {
   RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
-      throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
+      throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) +
+                       " features in the last dim, got input " + to_string(x.shape()));
     // float16 and bfloat16 normalize in float32 (their squares overflow past 256), then round (as torch)
     auto [xa, dt] = detail::stat_input(x);
     return (xa * ((xa * xa).mean(-1, true) + eps).rsqrt()).cast(dt) * weight;
@@ -179,9 +192,11 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
-  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true)
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
     if (num_groups <= 0 || num_channels % num_groups)
-      throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
+      throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " +
+                       std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
@@ -199,7 +214,8 @@ struct InstanceNorm : GroupNorm {
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
 // outside [0, vocab) is an IndexError (detail::check_indices: when the op is built, or at the next sync)
 TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
-  if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
+  if (is_float(idx.dtype()) || idx.dtype() == DType::Bool)
+    throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
   tinygrad::detail::check_indices(idx, weight.shape(0), false, "nn::embedding");
   // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)

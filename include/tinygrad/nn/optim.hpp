@@ -28,7 +28,8 @@ class Optimizer {
     std::vector<Tensor> grads;
     for (auto& p : params) {
       auto g = p.grad();
-      if (!g) throw Error("tinygrad::optim: a parameter of shape " + to_string(p.shape()) + " has no gradient; call backward() on a loss that uses it");
+      if (!g)
+        throw Error("tinygrad::optim: a parameter of shape " + to_string(p.shape()) + " has no gradient; call backward() on a loss that uses it");
       grads.push_back(*g);
     }
     std::vector<Tensor> out = update(grads);
@@ -82,7 +83,8 @@ class SGD : public Optimizer {
 // LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
 class LAMB : public Optimizer {
  public:
-  LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
+  LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
+       double weight_decay = 0, bool adam = false)
       : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
         b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
@@ -156,7 +158,8 @@ class StepLR : public LRScheduler {
 // lr * gamma^(number of milestones passed)
 class MultiStepLR : public LRScheduler {
  public:
-  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1) : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {}
+  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1)
+      : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {}
   double lr_at(int64_t e) const override {
     return base_lr_ * std::pow(gamma_, double(std::count_if(milestones_.begin(), milestones_.end(), [&](int64_t m) { return e >= m; })));
   }

@@ -102,7 +102,8 @@ void load_state_dict(M& model, const StateDict& d, bool strict = true) {
     auto it = d.find(n);
     if (it == d.end()) missing.push_back(n);
     else if (it->second.shape() != t.shape())
-      mismatched.push_back("'" + n + "' has shape " + to_string(it->second.shape()) + " in the state dict but " + to_string(t.shape()) + " in the model");
+      mismatched.push_back("'" + n + "' has shape " + to_string(it->second.shape()) + " in the state dict but " +
+                           to_string(t.shape()) + " in the model");
   }
   for (auto& [k, v] : d) if (!mine.count(k)) unexpected.push_back(k);
   auto list = [](const std::vector<std::string>& v) { std::string s; for (auto& x : v) s += (s.empty() ? "" : ", ") + x; return s; };
@@ -163,7 +164,9 @@ TINYGRAD_API void safe_save(const StateDict& d, const std::string& path, const s
   for (auto& [name, t] : d) {
     const char* code = nullptr;
     for (auto& [dt, c] : detail::st_dtypes) if (dt == t.dtype()) code = c;
-    if (!code) throw StateError("tinygrad::safe_save: " + path + ": tensor '" + name + "' has dtype " + to_string(t.dtype()) + ", which safetensors cannot store");
+    if (!code)
+      throw StateError("tinygrad::safe_save: " + path + ": tensor '" + name + "' has dtype " + to_string(t.dtype()) +
+                       ", which safetensors cannot store");
     blobs.push_back(detail::tensor_bytes(t));
     std::string shape;
     for (auto s : t.shape()) {
@@ -206,7 +209,8 @@ TINYGRAD_API bool valid_utf8(std::string_view s) TINYGRAD_DEF({
       if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return false;
       cp = cp << 6 | (uint8_t(s[i + k]) & 0x3Fu);
     }
-    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;  // overlong, surrogate
+    // overlong, surrogate
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;
     i += n + 1;
   }
   return true;
@@ -291,14 +295,14 @@ struct SafeLayout {
       const auto& offs = field("data_offsets", Json::Arr).arr;
       if (offs.size() != 2 || offs[0].kind != Json::Int || offs[1].kind != Json::Int) throw fail("tensor " + q + " has bad data_offsets");
       if (offs[0].i < 0 || offs[1].i < offs[0].i || uint64_t(offs[1].i) > data_size)
-        throw fail("tensor " + q + " data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " + std::to_string(data_size) +
-                   " data bytes (file truncated?)");
+        throw fail("tensor " + q + " data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " +
+                   std::to_string(data_size) + " data bytes (file truncated?)");
       uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
       int64_t numel = 0, need = 0;
       bool ok = valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
       if (!ok || en - b != uint64_t(need))
-        throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " + (ok ? std::to_string(need) : "more than 2^63") +
-                   " bytes, data_offsets give " + std::to_string(en - b));
+        throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " +
+                   (ok ? std::to_string(need) : "more than 2^63") + " bytes, data_offsets give " + std::to_string(en - b));
       tensors.push_back({name, *dt, shape, b, en});
     }
     // the data_offsets, in order, must tile [0, data_size)
@@ -310,11 +314,15 @@ struct SafeLayout {
     auto range = [](const SafeTensorInfo& t) { return quoted(t.name) + " [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")"; };
     for (auto* t : order) {
       if (t->begin < at) throw fail("tensor " + range(*t) + " overlaps tensor " + range(*prev));
-      if (t->begin > at) throw fail("data bytes [" + std::to_string(at) + ", " + std::to_string(t->begin) + ") belong to no tensor (a gap before tensor " + range(*t) + ")");
+      if (t->begin > at)
+        throw fail("data bytes [" + std::to_string(at) + ", " + std::to_string(t->begin) +
+                   ") belong to no tensor (a gap before tensor " + range(*t) + ")");
       at = t->end;
       prev = t;
     }
-    if (at != data_size) throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " + std::to_string(data_size) + ")");
+    if (at != data_size)
+      throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " +
+                 std::to_string(data_size) + ")");
   })
 };
 
@@ -338,7 +346,8 @@ struct FileReader {
     auto st = std::filesystem::status(p, ec);
     // NOTE: a directory opens as a stream of size 0 or -1 whose reads fail: name it instead of reading garbage
     if (std::filesystem::is_directory(st)) throw StateError("tinygrad::safe_load: " + p + " is a directory, not a .safetensors file");
-    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) throw StateError("tinygrad::safe_load: " + p + " is not a regular file");
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw StateError("tinygrad::safe_load: " + p + " is not a regular file");
     f.open(p, std::ios::binary | std::ios::ate);
     if (!f) throw StateError("tinygrad::safe_load: cannot open " + p);
     auto end = f.tellg();
@@ -349,7 +358,8 @@ struct FileReader {
     buf.resize(n);
     f.seekg(std::streamoff(off));
     f.read(buf.data(), std::streamsize(n));
-    if (!f || uint64_t(f.gcount()) != n) throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
+    if (!f || uint64_t(f.gcount()) != n)
+      throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
     return buf.data();
   })
 };

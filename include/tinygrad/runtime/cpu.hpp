@@ -283,7 +283,8 @@ class CCompiler : public Compiler {
     std::vector<std::string> words = detail::split_words(cc);
     if (!words.empty()) {
       if (!detail::on_path(words[0]))
-        throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found" + (words.size() > 1 ? " ('" + words[0] + "' is not on PATH)" : "") + "; the CPU device needs one");
+        throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found" +
+                          (words.size() > 1 ? " ('" + words[0] + "' is not on PATH)" : "") + "; the CPU device needs one");
     } else {
       for (const char* c : {"clang", "gcc", "cc"}) if (detail::on_path(c)) { cc = c; words = {c}; break; }
       if (words.empty()) throw DeviceError("tinygrad: no C compiler found for the CPU device: set CC or install clang or gcc");
@@ -295,7 +296,8 @@ class CCompiler : public Compiler {
     // the command is the words before the first option ("ccache gcc"); CC's options come after ours, so they win ("gcc -O1")
     auto opt = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w.rfind('-', 0) == 0; });
     s->head.assign(words.begin(), opt);
-    for (const char* f : {"-shared", "-fPIC", "-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math", "-pipe", "-w"}) s->head.push_back(f);
+    for (const char* f : {"-shared", "-fPIC", "-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math", "-pipe", "-w"})
+      s->head.push_back(f);
     if (!sanitize_.empty()) {
       s->head.insert(s->head.end(), {"-fsanitize=" + sanitize_, "-fno-sanitize-recover=all"});
       // NOTE: clang links its sanitizer runtime statically into executables only; a .so dlopened by an unsanitized process

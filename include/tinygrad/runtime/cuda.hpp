@@ -160,23 +160,30 @@ struct CudaApi {
   int (*cuGraphLaunch)(H, H) = nullptr;
   int (*cuGraphExecDestroy)(H) = nullptr;
   int (*cuGraphDestroy)(H) = nullptr;
-  bool graphs() const { return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiateWithFlags && cuGraphExecKernelNodeSetParams && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy; }
+  bool graphs() const {
+    return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiateWithFlags && cuGraphExecKernelNodeSetParams && cuGraphLaunch &&
+        cuGraphExecDestroy && cuGraphDestroy;
+  }
   explicit CudaApi(void* l) {
     const char* lib = "libcuda.so.1";
     load_sym(l, cuInit, "cuInit", lib); load_sym(l, cuDeviceGetCount, "cuDeviceGetCount", lib); load_sym(l, cuDeviceGet, "cuDeviceGet", lib);
     load_sym(l, cuDeviceGetAttribute, "cuDeviceGetAttribute", lib); load_sym(l, cuDeviceGetName, "cuDeviceGetName", lib);
     load_sym(l, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", lib); load_sym(l, cuCtxSetCurrent, "cuCtxSetCurrent", lib);
-    load_sym(l, cuCtxSynchronize, "cuCtxSynchronize", lib); load_sym(l, cuMemAlloc, "cuMemAlloc_v2", lib); load_sym(l, cuMemFree, "cuMemFree_v2", lib);
-    load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib); load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
+    load_sym(l, cuCtxSynchronize, "cuCtxSynchronize", lib); load_sym(l, cuMemAlloc, "cuMemAlloc_v2", lib);
+    load_sym(l, cuMemFree, "cuMemFree_v2", lib);
+    load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib);
+    load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
     load_sym(l, cuModuleLoadData, "cuModuleLoadData", lib); load_sym(l, cuModuleUnload, "cuModuleUnload", lib);
     load_sym(l, cuModuleGetFunction, "cuModuleGetFunction", lib); load_sym(l, cuLaunchKernel, "cuLaunchKernel", lib);
     load_sym(l, cuFuncSetAttribute, "cuFuncSetAttribute", lib);
     load_sym(l, cuEventCreate, "cuEventCreate", lib); load_sym(l, cuEventRecord, "cuEventRecord", lib);
-    load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
+    load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib);
+    cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
     load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
     auto opt = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(l, name)); };
-    opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode"); opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode");
+    opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
     opt(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams"); opt(cuGraphLaunch, "cuGraphLaunch");
     opt(cuGraphExecDestroy, "cuGraphExecDestroy"); opt(cuGraphDestroy, "cuGraphDestroy");
   }
@@ -244,7 +251,8 @@ class CUDAProgram : public Program {
     std::vector<void*> args(bufs.size());
     for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
-    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr), "cuLaunchKernel");
+    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
+            "cuLaunchKernel");
     if (!wait) return 0;
     a.cuEventRecord(ev_[1], nullptr);
     a.check(a.cuEventSynchronize(ev_[1]), "kernel execution");
@@ -341,7 +349,9 @@ inline DeviceSpec cuda_device() {
     };
     rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
     if (dv->api->graphs())
-      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> { return std::make_unique<CUDAGraph>(dv, l); };
+      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> {
+        return std::make_unique<CUDAGraph>(dv, l);
+      };
     if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
     return rt;
   };

@@ -52,7 +52,11 @@ struct Allocator {
   virtual void free_raw(void* p, size_t bytes) = 0;
   virtual void copyin(void* dst, const void* src, size_t bytes) = 0;   // host -> device
   virtual void copyout(void* dst, const void* src, size_t bytes) = 0;  // device -> host
-  virtual void copy(void* dst, const void* src, size_t bytes) { std::vector<char> h(bytes); copyout(h.data(), src, bytes); copyin(dst, h.data(), bytes); }
+  virtual void copy(void* dst, const void* src, size_t bytes) {
+    std::vector<char> h(bytes);
+    copyout(h.data(), src, bytes);
+    copyin(dst, h.data(), bytes);
+  }
 
   // LRU reuse of freed buffers: a free keeps the memory for the next alloc of the same size, up to lru_limit() bytes
   // cached; past it the least recently freed go back to the system. O(log sizes) a call, no syscall on a hit
@@ -200,7 +204,10 @@ struct LaunchDims {
   std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
   int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
   bool operator==(const LaunchDims&) const = default;
-  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2], smem ? cat(" smem ", smem) : ""); }
+  std::string str() const {
+    return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
+               smem ? cat(" smem ", smem) : "");
+  }
 };
 // the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
 struct LaunchLimits {
@@ -228,8 +235,8 @@ struct DeviceRuntime {
 
 // A device is one registered descriptor, made by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) and added on
 // the registry's first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device.
-// Opening it gives its allocator, compiler, loader and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
-// one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
+// Opening it gives its allocator, compiler, loader and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer
+// instead of holding one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
 struct DeviceSpec {
   std::string name;      // "CPU"; an instance may add ":n" ("CUDA:1")
   int priority = 0;      // the default device is the highest-priority one that opens (DEV overrides)
@@ -348,7 +355,9 @@ struct Buffer {
   int64_t size;  // elements; nbytes() fits int64 (checked here, so no byte size or offset computed from it overflows)
   Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { checked_nbytes(n, itemsize(dt), "Buffer"); }
   // wraps external memory (Tensor::from_blob): never allocated or freed here
-  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) { checked_nbytes(n, itemsize(dt), "Buffer"); }
+  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {
+    checked_nbytes(n, itemsize(dt), "Buffer");
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }
@@ -382,7 +391,8 @@ inline std::pair<std::filesystem::path, std::string> configured_cache_dir() {
       std::error_code ec;
       // NOTE: a missing HOME is not created: HOME=/nonexistent is how daemons say "no home"
       if (home.empty() || !std::filesystem::is_directory(home, ec))
-        return {std::filesystem::path(home.empty() ? "~" : home) / ".cache/tinygrad.hpp", home.empty() ? "HOME is not set" : "HOME (" + home + ") is not a directory"};
+        return {std::filesystem::path(home.empty() ? "~" : home) / ".cache/tinygrad.hpp",
+                home.empty() ? "HOME is not set" : "HOME (" + home + ") is not a directory"};
       base = home + "/.cache";
     }
     d = base + "/tinygrad.hpp";
@@ -450,7 +460,8 @@ inline std::filesystem::path private_cache_dir() {
       if (ec) tmp = "/tmp";
       remove_stale(tmp, "tinygrad.hpp-");
       std::string t = (tmp / cat("tinygrad.hpp-", ::getpid(), "-XXXXXX")).string();
-      if (!::mkdtemp(t.data())) throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
+      if (!::mkdtemp(t.data()))
+        throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
       p = t;
     }
     ~Dir() { std::error_code ec; fs::remove_all(p, ec); }

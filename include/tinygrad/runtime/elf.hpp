@@ -88,7 +88,8 @@ class ElfObject {
     for (size_t i = 0; i < sh.size(); i++) if (sh[i].sh_type == SHT_SYMTAB) { if (symtab != none) return "it has two symbol tables"; symtab = i; }
     if (symtab == none) return "it has no symbol table";
     const auto& st = sh[symtab];
-    if (st.sh_entsize != sizeof(Elf64_Sym) || !in_file(st) || st.sh_link >= sh.size() || !in_file(sh[st.sh_link])) return "its symbol table is malformed";
+    if (st.sh_entsize != sizeof(Elf64_Sym) || !in_file(st) || st.sh_link >= sh.size() || !in_file(sh[st.sh_link]))
+      return "its symbol table is malformed";
     std::vector<Elf64_Sym> syms(st.sh_size / sizeof(Elf64_Sym));
     if (!syms.empty()) std::memcpy(syms.data(), blob.data() + st.sh_offset, syms.size() * sizeof(Elf64_Sym));
     std::string_view strtab = blob.substr(sh[st.sh_link].sh_offset, sh[st.sh_link].sh_size);

@@ -43,7 +43,8 @@ struct CLApi {
     TG_CL(clCreateBuffer); TG_CL(clReleaseMemObject); TG_CL(clEnqueueWriteBuffer); TG_CL(clEnqueueReadBuffer); TG_CL(clEnqueueCopyBuffer);
     TG_CL(clCreateProgramWithSource); TG_CL(clCreateProgramWithBinary); TG_CL(clBuildProgram); TG_CL(clGetProgramBuildInfo);
     TG_CL(clGetProgramInfo); TG_CL(clCreateKernel); TG_CL(clGetKernelInfo); TG_CL(clSetKernelArg); TG_CL(clEnqueueNDRangeKernel);
-    TG_CL(clFinish); TG_CL(clFlush); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent); TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
+    TG_CL(clFinish); TG_CL(clFlush); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent);
+    TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
 #undef TG_CL
   }
 };
@@ -71,7 +72,8 @@ struct CLDevice {
     if (!lib) throw DeviceError("tinygrad: the CL device needs libOpenCL.so.1 (an OpenCL ICD loader), which was not found");
     api = std::make_unique<CLApi>(lib);
     unsigned np = 0;
-    if (api->clGetPlatformIDs(0, nullptr, &np) != 0 || np == 0) throw DeviceError("tinygrad: OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
+    if (api->clGetPlatformIDs(0, nullptr, &np) != 0 || np == 0)
+      throw DeviceError("tinygrad: OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
     std::vector<void*> plats(np), gpus, all;
     api->clGetPlatformIDs(np, plats.data(), nullptr);
     for (auto p : plats)
@@ -335,7 +337,9 @@ struct CLAllocator : Allocator {
     return m;
   }
   void free_raw(void* p, size_t) override { d->api->clReleaseMemObject(p); }
-  void copyin(void* dst, const void* src, size_t n) override { cl_check(d->api->clEnqueueWriteBuffer(d->queue, dst, 1, 0, n, src, 0, nullptr, nullptr), "clEnqueueWriteBuffer"); }
+  void copyin(void* dst, const void* src, size_t n) override {
+    cl_check(d->api->clEnqueueWriteBuffer(d->queue, dst, 1, 0, n, src, 0, nullptr, nullptr), "clEnqueueWriteBuffer");
+  }
   void copyout(void* dst, const void* src, size_t n) override {
     cl_check(d->api->clEnqueueReadBuffer(d->queue, const_cast<void*>(src), 1, 0, n, dst, 0, nullptr, nullptr), "clEnqueueReadBuffer");
   }

@@ -16,8 +16,9 @@ template <> inline constexpr DType static_dtype<half_t> = DType::Float16;
 template <> inline constexpr DType static_dtype<bfloat16_t> = DType::BFloat16;
 
 namespace detail::st {
-template <DType D> using scalar_t = std::tuple_element_t<size_t(D), std::tuple<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t,
-                                                                      half_t, bfloat16_t, float, double>>;
+template <DType D>
+using scalar_t = std::tuple_element_t<size_t(D), std::tuple<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t,
+                                                            half_t, bfloat16_t, float, double>>;
 template <DType D> struct scalar_of { using type = scalar_t<D>; };
 }  // namespace detail::st
 template <DType D> using scalar_type = typename detail::st::scalar_of<D>::type;
@@ -159,7 +160,8 @@ struct reshape {
   static constexpr const char* name = "reshape";
   static constexpr const char* errors[] = {"reshape_changes_element_count", "reshape_has_negative_extent", "reshape_can_infer_only_one_dyn"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::reshape_changes_element_count<reshape, S..., shape<T...>>, tinygrad::error::reshape_has_negative_extent<reshape, S...>,
+  using error = st::nth_t<C, tinygrad::error::reshape_changes_element_count<reshape, S..., shape<T...>>,
+                          tinygrad::error::reshape_has_negative_extent<reshape, S...>,
                           tinygrad::error::reshape_can_infer_only_one_dyn<reshape, S...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::reshape<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
@@ -180,7 +182,8 @@ struct unflatten {  // axis Ax split into N... (all static: the other dims may b
   static constexpr const char* name = "unflatten";
   static constexpr const char* errors[] = {"axis_out_of_range", "unflatten_changes_extent"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>, tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
+  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>,
+                          tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::unflatten(a, Ax, dims<sizeof...(N)>{N...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
 };
@@ -237,7 +240,8 @@ template <int64_t Ax, int64_t Start, int64_t Stop>
 struct slice {
   static constexpr const char* name = "slice";
   static constexpr const char* errors[] = {"axis_out_of_range", "slice_out_of_bounds"};
-  template <int C, class... S> using error = st::nth_t<C, tinygrad::error::axis_out_of_range<slice, S...>, tinygrad::error::slice_out_of_bounds<slice, S...>>;
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<slice, S...>, tinygrad::error::slice_out_of_bounds<slice, S...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::slice(a, Ax, Start, Stop); }
   static Tensor lower(const auto&, const Tensor& a) {
     std::vector<std::pair<int64_t, int64_t>> r;
@@ -251,7 +255,8 @@ struct cat {
   static constexpr const char* name = "cat";
   static constexpr const char* errors[] = {"ranks_differ", "axis_out_of_range", "shapes_differ"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::ranks_differ<cat, S...>, tinygrad::error::axis_out_of_range<cat, S...>, tinygrad::error::shapes_differ<cat, S...>>;
+  using error = st::nth_t<C, tinygrad::error::ranks_differ<cat, S...>, tinygrad::error::axis_out_of_range<cat, S...>,
+                          tinygrad::error::shapes_differ<cat, S...>>;
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& a, const dims<B>& b) { return st::cat(a, b, Ax); }
   static Tensor lower(const auto&, const Tensor& a, const Tensor& b) { return Tensor::cat({a, b}, Ax); }
 };
@@ -272,13 +277,18 @@ struct scaled_dot_product_attention {
   static constexpr const char* name = "scaled_dot_product_attention";
   static constexpr const char* errors[] = {"needs_at_least_1_dim", "inner_dims_differ", "shapes_not_broadcastable", "mask_does_not_broadcast"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::needs_at_least_1_dim<scaled_dot_product_attention, S...>, tinygrad::error::inner_dims_differ<scaled_dot_product_attention, S...>,
-                          tinygrad::error::shapes_not_broadcastable<scaled_dot_product_attention, S...>, tinygrad::error::mask_does_not_broadcast<scaled_dot_product_attention, S...>>;
-  template <size_t Q, size_t K, size_t V, size_t... M> static constexpr auto rule(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
+  using error = st::nth_t<C, tinygrad::error::needs_at_least_1_dim<scaled_dot_product_attention, S...>,
+                          tinygrad::error::inner_dims_differ<scaled_dot_product_attention, S...>,
+                          tinygrad::error::shapes_not_broadcastable<scaled_dot_product_attention, S...>,
+                          tinygrad::error::mask_does_not_broadcast<scaled_dot_product_attention, S...>>;
+  template <size_t Q, size_t K, size_t V, size_t... M>
+  static constexpr auto rule(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
     return st::attention(q, k, v, m...);
   }
   static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v) { return q.scaled_dot_product_attention(k, v); }
-  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m) { return q.scaled_dot_product_attention(k, v, m); }
+  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m) {
+    return q.scaled_dot_product_attention(k, v, m);
+  }
 };
 // torch's F.layer_norm over the last dim: x (..., N), weight and bias (N), eps a scalar leaf (part of the plan key).
 // One node, so x is lowered once (x - mean(x) written with static ops would copy x's expression into both uses)
@@ -299,11 +309,15 @@ struct layer_norm {
 template <int64_t Stride, int64_t Padding, int64_t Dilation, int64_t Groups>
 struct conv2d {
   static constexpr const char* name = "conv2d";
-  static constexpr const char* errors[] = {"conv2d_needs_4d_input_and_weight", "out_channels_not_divisible_by_groups", "channels_differ", "kernel_larger_than_input"};
+  static constexpr const char* errors[] = {"conv2d_needs_4d_input_and_weight", "out_channels_not_divisible_by_groups", "channels_differ",
+                                           "kernel_larger_than_input"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::conv2d_needs_4d_input_and_weight<conv2d, S...>, tinygrad::error::out_channels_not_divisible_by_groups<conv2d, S...>,
+  using error = st::nth_t<C, tinygrad::error::conv2d_needs_4d_input_and_weight<conv2d, S...>,
+                          tinygrad::error::out_channels_not_divisible_by_groups<conv2d, S...>,
                           tinygrad::error::channels_differ<conv2d, S...>, tinygrad::error::kernel_larger_than_input<conv2d, S...>>;
-  template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) { return st::conv2d(x, w, Stride, Padding, Dilation, Groups); }
+  template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) {
+    return st::conv2d(x, w, Stride, Padding, Dilation, Groups);
+  }
   static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Groups, {Stride}, {Dilation}, {Padding}); }
 };
 #define TG_POOL(NAME)                                                                                                        \
@@ -377,9 +391,11 @@ template <class S> constexpr DType weak(DType d) {
 template <class Op, DType D> constexpr void check_labels() {
   if constexpr (float_dt(D) || D == DType::Bool) fail<error::needs_integer_dtype<Op, scalar_type<D>>>();
 }
-template <class Op> constexpr bool is_cmp = std::is_same_v<Op, op::lt> || std::is_same_v<Op, op::gt> || std::is_same_v<Op, op::le> || std::is_same_v<Op, op::ge> ||
+template <class Op>
+constexpr bool is_cmp = std::is_same_v<Op, op::lt> || std::is_same_v<Op, op::gt> || std::is_same_v<Op, op::le> || std::is_same_v<Op, op::ge> ||
                                              std::is_same_v<Op, op::eq> || std::is_same_v<Op, op::ne>;
-template <class Op> constexpr bool is_bitwise = std::is_same_v<Op, op::bitwise_and> || std::is_same_v<Op, op::bitwise_or> || std::is_same_v<Op, op::bitwise_xor>;
+template <class Op>
+constexpr bool is_bitwise = std::is_same_v<Op, op::bitwise_and> || std::is_same_v<Op, op::bitwise_or> || std::is_same_v<Op, op::bitwise_xor>;
 template <class Op> constexpr DType binary_dtype(DType a, DType b) {
   if constexpr (is_cmp<Op>) return DType::Bool;
   else if constexpr (std::is_same_v<Op, op::div> || std::is_same_v<Op, op::pow>) return float_of(promote(a, b));
@@ -419,24 +435,35 @@ struct static_ops {
   TG_UNARY(neg, Derived::dtype) TG_UNARY(relu, Derived::dtype) TG_UNARY(abs, Derived::dtype) TG_UNARY(square, Derived::dtype)
   TG_UNARY(trunc, Derived::dtype) TG_UNARY(floor, Derived::dtype) TG_UNARY(ceil, Derived::dtype)
 #define TG_F(NAME) TG_UNARY(NAME, detail::st::float_of(Derived::dtype))
-  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu) TG_F(silu) TG_F(erf) TG_F(gelu_erf)
+  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu)
+  TG_F(silu) TG_F(erf) TG_F(gelu_erf)
 #undef TG_F
 #undef TG_UNARY
   template <class U> auto cast() const { return detail::st::make<op::cast<static_dtype<U>>, static_dtype<U>>({}, self()); }
 
   // reductions over compile-time axes (none: all)
   template <int64_t... Ax> auto sum() const { return detail::st::make<op::sum<false, Ax...>, detail::st::sum_dtype(Derived::dtype)>({}, self()); }
-  template <int64_t... Ax> auto sum_keepdim() const { return detail::st::make<op::sum<true, Ax...>, detail::st::sum_dtype(Derived::dtype)>({}, self()); }
+  template <int64_t... Ax> auto sum_keepdim() const {
+    return detail::st::make<op::sum<true, Ax...>, detail::st::sum_dtype(Derived::dtype)>({}, self());
+  }
   template <int64_t... Ax> auto max() const { return detail::st::make<op::max<false, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto max_keepdim() const { return detail::st::make<op::max<true, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto min() const { return detail::st::make<op::min<false, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto mean() const { return detail::st::make<op::mean<false, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
-  template <int64_t... Ax> auto mean_keepdim() const { return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
+  template <int64_t... Ax> auto mean_keepdim() const {
+    return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self());
+  }
   // int32 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
-  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const { return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self()); }
-  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const { return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self()); }
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const {
+    return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self());
+  }
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const {
+    return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self());
+  }
   template <int64_t Ax = -1> auto softmax() const { return detail::st::make<op::softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
-  template <int64_t Ax = -1> auto log_softmax() const { return detail::st::make<op::log_softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
+  template <int64_t Ax = -1> auto log_softmax() const {
+    return detail::st::make<op::log_softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self());
+  }
 
   // movement
   template <int64_t... N> auto reshape() const { return detail::st::make<op::reshape<N...>, Derived::dtype>({}, self()); }
@@ -457,9 +484,13 @@ struct static_ops {
   template <int64_t... P> auto shrink() const { return detail::st::make<op::shrink<P...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto flip() const { return detail::st::make<op::flip<Ax...>, Derived::dtype>({}, self()); }
   // [Start, Stop) of axis Ax
-  template <int64_t Ax, int64_t Start, int64_t Stop> auto slice() const { return detail::st::make<op::slice<Ax, Start, Stop>, Derived::dtype>({}, self()); }
+  template <int64_t Ax, int64_t Start, int64_t Stop> auto slice() const {
+    return detail::st::make<op::slice<Ax, Start, Stop>, Derived::dtype>({}, self());
+  }
 
-  template <static_expr W> auto matmul(const W& w) const { return detail::st::make<op::matmul, detail::st::promote(Derived::dtype, W::dtype)>({}, self(), w); }
+  template <static_expr W> auto matmul(const W& w) const {
+    return detail::st::make<op::matmul, detail::st::promote(Derived::dtype, W::dtype)>({}, self(), w);
+  }
   template <static_expr A, static_expr B> auto where(const A& a, const B& b) const {
     return detail::st::make<op::where, detail::st::promote(A::dtype, B::dtype)>({}, self(), a, b);
   }
@@ -471,9 +502,11 @@ struct static_ops {
 };
 
 #define TG_OP(SYM, OP)                                                                                                                              \
-  template <static_expr A, static_expr B> auto operator SYM(const A& a, const B& b) { return detail::st::binary<op::OP>(a, b); }                   \
-  template <static_expr A, class S> requires std::is_arithmetic_v<S> auto operator SYM(const A& a, S s) { return detail::st::binary_scalar<op::OP, false>(a, s); } \
-  template <static_expr A, class S> requires std::is_arithmetic_v<S> auto operator SYM(S s, const A& a) { return detail::st::binary_scalar<op::OP, true>(a, s); }
+  template <static_expr A, static_expr B> auto operator SYM(const A& a, const B& b) { return detail::st::binary<op::OP>(a, b); }                    \
+  template <static_expr A, class S> requires std::is_arithmetic_v<S>                                                                                \
+  auto operator SYM(const A& a, S s) { return detail::st::binary_scalar<op::OP, false>(a, s); }                                                     \
+  template <static_expr A, class S> requires std::is_arithmetic_v<S>                                                                                \
+  auto operator SYM(S s, const A& a) { return detail::st::binary_scalar<op::OP, true>(a, s); }
 TG_OP(+, add) TG_OP(-, sub) TG_OP(*, mul) TG_OP(/, div) TG_OP(<, lt) TG_OP(>, gt) TG_OP(<=, le) TG_OP(>=, ge) TG_OP(==, eq) TG_OP(!=, ne)
 TG_OP(&, bitwise_and) TG_OP(|, bitwise_or) TG_OP(^, bitwise_xor)
 #undef TG_OP
@@ -481,13 +514,16 @@ template <static_expr A> auto operator-(const A& a) { return a.neg(); }
 
 template <static_expr A, static_expr B> auto matmul(const A& a, const B& b) { return a.matmul(b); }
 template <static_expr C, static_expr A, static_expr B> auto where(const C& c, const A& a, const B& b) { return c.where(a, b); }
-template <static_expr X, static_expr W, static_expr B> requires(W::shape_type::rank == 1) auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5) {
-  return detail::st::make<op::layer_norm, detail::st::float_of(X::dtype)>({}, x, weight, bias, detail::st::scalar_leaf<detail::st::float_of(X::dtype)>(eps));
+template <static_expr X, static_expr W, static_expr B>
+requires(W::shape_type::rank == 1) auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5) {
+  return detail::st::make<op::layer_norm, detail::st::float_of(X::dtype)>({}, x, weight, bias,
+                                                                          detail::st::scalar_leaf<detail::st::float_of(X::dtype)>(eps));
 }
 template <static_expr Q, static_expr K, static_expr V> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v) {
   return detail::st::make<op::scaled_dot_product_attention<false>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v);
 }
-template <static_expr Q, static_expr K, static_expr V, static_expr M> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask) {
+template <static_expr Q, static_expr K, static_expr V, static_expr M>
+auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask) {
   return detail::st::make<op::scaled_dot_product_attention<true>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v, mask);
 }
 template <int64_t Ax = 0, static_expr A, static_expr B> auto cat(const A& a, const B& b) {
@@ -502,7 +538,9 @@ template <int64_t Stride = 1, int64_t Padding = 0, int64_t Dilation = 1, int64_t
 auto conv2d(const X& x, const W& w, const B& b) {
   return conv2d<Stride, Padding, Dilation, Groups>(x, w) + b.template reshape<W::shape_type::value[0], 1, 1>();
 }
-template <int64_t K = 2, int64_t Stride = K, static_expr X> auto max_pool2d(const X& x) { return detail::st::make<op::max_pool2d<K, Stride>, X::dtype>({}, x); }
+template <int64_t K = 2, int64_t Stride = K, static_expr X> auto max_pool2d(const X& x) {
+  return detail::st::make<op::max_pool2d<K, Stride>, X::dtype>({}, x);
+}
 template <int64_t K = 2, int64_t Stride = K, static_expr X> auto avg_pool2d(const X& x) {
   return detail::st::make<op::avg_pool2d<K, Stride>, detail::st::float_of(X::dtype)>({}, x);
 }
@@ -518,7 +556,8 @@ template <static_expr P, static_expr Y> auto binary_crossentropy(const P& p, con
 }
 // binary_crossentropy(sigmoid(x), y), computed from the logits x
 template <static_expr X, static_expr Y> auto binary_crossentropy_logits(const X& x, const Y& y) {
-  return detail::st::make<op::binary_crossentropy_logits, detail::st::promote(detail::st::float_of(X::dtype), detail::st::float_of(Y::dtype))>({}, x, y);
+  return detail::st::make<op::binary_crossentropy_logits,
+                          detail::st::promote(detail::st::float_of(X::dtype), detail::st::float_of(Y::dtype))>({}, x, y);
 }
 // the mean of -sum(target * log softmax(logits)) over the class dim (1; 0 for 1-D logits). target: class probabilities of the
 // logits' shape, or integer class indices of the logits' shape without the class dim
@@ -527,7 +566,8 @@ template <static_expr X, static_expr Y> auto cross_entropy(const X& logits, cons
   constexpr bool labels = Y::shape_type::rank + 1 == X::shape_type::rank;
   if constexpr (labels) detail::st::check_labels<O, Y::dtype>();
   // NOTE: the one-hot of labels is default_float (float32), as in Tensor::cross_entropy
-  return detail::st::make<O, detail::st::promote(detail::st::float_of(X::dtype), labels ? DType::Float32 : detail::st::float_of(Y::dtype))>({}, logits, target);
+  return detail::st::make<O,
+      detail::st::promote(detail::st::float_of(X::dtype), labels ? DType::Float32 : detail::st::float_of(Y::dtype))>({}, logits, target);
 }
 // the mean of -log_probs[label] over the batch: log_probs (C) or (N, C, ...), integer labels without the class dim
 template <static_expr X, static_expr Y> auto nll_loss(const X& log_probs, const Y& labels) {
@@ -567,7 +607,8 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
   static_tensor& operator=(const X& x) {
     using A = op::assign;
     if constexpr (X::dtype != dtype) detail::st::fail<error::dtypes_differ<A, T, scalar_type<X::dtype>>>();
-    if constexpr (A::rule(shape_type::value, X::shape_type::value).code != 0) detail::st::fail<error::shapes_differ<A, shape_type, typename X::shape_type>>();
+    if constexpr (A::rule(shape_type::value, X::shape_type::value).code != 0)
+      detail::st::fail<error::shapes_differ<A, shape_type, typename X::shape_type>>();
     auto r = A::rule(shape_type::value, x.rt_shape());
     if (r.code) detail::st::throw_shape_error<A>(r.code, shape_type::value, x.rt_shape());
     dyn_dims = detail::st::pick_dyn<shape_type>(r.out);
@@ -581,11 +622,13 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
   static static_tensor from(const std::vector<U>& data, D... dyn_extents) {
     return static_tensor(Tensor(data, shape_of(dyn_extents...)).cast(dtype).realize());
   }
-  template <class... D> requires(sizeof...(D) == n_key) static static_tensor full(double v, D... d) { return make(Tensor::full(shape_of(d...), v, dtype), d...); }
+  template <class... D>
+  requires(sizeof...(D) == n_key) static static_tensor full(double v, D... d) { return make(Tensor::full(shape_of(d...), v, dtype), d...); }
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor zeros(D... d) { return full(0, d...); }
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor ones(D... d) { return full(1, d...); }
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor rand(D... d) { return make(Tensor::rand(shape_of(d...), dtype), d...); }
-  template <class... D> requires(sizeof...(D) == n_key) static static_tensor randn(D... d) { return make(Tensor::randn(shape_of(d...), dtype), d...); }
+  template <class... D>
+  requires(sizeof...(D) == n_key) static static_tensor randn(D... d) { return make(Tensor::randn(shape_of(d...), dtype), d...); }
   // uniform in [-bound, bound), the usual layer init
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor uniform(double bound, D... d) {
     return make((Tensor::rand(shape_of(d...), dtype) * (2 * bound) - bound).realize(), d...);
@@ -619,7 +662,8 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
   template <class F, class G> void visit(F& leaf, G&) const { leaf(*this); }
 
   static std::string name() {
-    std::string s = "static_tensor<" + std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : kDTypeInfo[size_t(dtype)].cname);
+    std::string s = "static_tensor<" +
+        std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : kDTypeInfo[size_t(dtype)].cname);
     ((s += ", " + std::to_string(E)), ...);
     return s + ">";
   }

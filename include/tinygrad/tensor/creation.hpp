@@ -13,16 +13,25 @@ struct CreationOps {
  public:
 
   // ---- like another tensor: same shape and device, its dtype unless given ----
-  T full_like(double v, std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device()); })
+  T full_like(double v, std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device());
+  })
   T zeros_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(0, dt); })
   T ones_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(1, dt); })
-  T empty_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::empty(self().shape(), dt.value_or(self().dtype()), self().device()); })
-  T rand_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::rand(self().shape(), dt.value_or(float_dt()), self().device()); })
-  T randn_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::randn(self().shape(), dt.value_or(float_dt()), self().device()); })
+  T empty_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::empty(self().shape(), dt.value_or(self().dtype()), self().device());
+  })
+  T rand_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::rand(self().shape(), dt.value_or(float_dt()), self().device());
+  })
+  T randn_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::randn(self().shape(), dt.value_or(float_dt()), self().device());
+  })
 
   // ---- creation ----
   // steps values from start to stop, both included
-  static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
+  static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt,
+                    std::string device = "") TINYGRAD_MEMBER_DEF({
     if (steps < 0) throw Error("tinygrad::linspace: steps must be non-negative, got " + std::to_string(steps));
     DType dt = dtype.value_or(dtypes::default_float), ft = is_float(dt) ? dt : dtypes::default_float;
     if (steps == 1) return T::full({1}, start, dt, std::move(device));
@@ -30,7 +39,8 @@ struct CreationOps {
   })
   // coordinate grids: "ij" gives shape (n0, n1, ...), "xy" swaps the first two (inputs are flattened)
   static std::vector<T> meshgrid(const std::vector<T>& ts, std::string_view indexing = "ij") TINYGRAD_MEMBER_DEF({
-    if (indexing != "ij" && indexing != "xy") throw Error("tinygrad::meshgrid: indexing must be \"ij\" or \"xy\", got \"" + std::string(indexing) + "\"");
+    if (indexing != "ij" && indexing != "xy")
+      throw Error("tinygrad::meshgrid: indexing must be \"ij\" or \"xy\", got \"" + std::string(indexing) + "\"");
     if (ts.size() <= 1) return ts;
     Shape out;
     for (auto& t : ts) out.push_back(t.numel());
@@ -99,7 +109,8 @@ struct CreationOps {
     T w = x.ndim() == 1 ? x.unsqueeze(0) : x;
     int64_t b = w.shape()[0], k = w.shape()[1];
     if (!replacement && num_samples > k)
-      throw Error("tinygrad::multinomial: cannot draw " + std::to_string(num_samples) + " samples without replacement from " + std::to_string(k) + " categories");
+      throw Error("tinygrad::multinomial: cannot draw " + std::to_string(num_samples) + " samples without replacement from " +
+                  std::to_string(k) + " categories");
     T r;
     if (replacement || num_samples == 1) {
       // count the cdf entries at or below a uniform sample

@@ -109,7 +109,8 @@ struct ElementwiseOps {
       if (!is_float(a.dtype())) { a = a.cast(dtypes::default_float); b = b.cast(dtypes::default_float); }
       return a * b.reciprocal();
     }
-    if (rounding_mode != "trunc" && rounding_mode != "floor") throw Error("tinygrad::div: rounding_mode must be \"trunc\" or \"floor\", got \"" + std::string(rounding_mode) + "\"");
+    if (rounding_mode != "trunc" && rounding_mode != "floor")
+      throw Error("tinygrad::div: rounding_mode must be \"trunc\" or \"floor\", got \"" + std::string(rounding_mode) + "\"");
     if (is_float(a.dtype())) return rounding_mode == "trunc" ? a.div(b).trunc() : a.div(b).floor();
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::div: rounding division of bool tensors is not supported");
     auto q = a.idiv(b);
@@ -152,7 +153,10 @@ struct ElementwiseOps {
   T maximum(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::MAX, o, "maximum"); })
   T maximum(double o) const TINYGRAD_MEMBER_DEF({ return maximum(self().like(o, true)); })
   // through the order-reversing inverse, so unsigned and bool work too
-  T minimum(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self(), o, "minimum"); return a.order_inverse().maximum(b.order_inverse()).order_inverse(); })
+  T minimum(const T& o) const TINYGRAD_MEMBER_DEF({
+    auto [a, b] = T::broadcast_pair(self(), o, "minimum");
+    return a.order_inverse().maximum(b.order_inverse()).order_inverse();
+  })
   T minimum(double o) const TINYGRAD_MEMBER_DEF({ return minimum(self().like(o, true)); })
 #define TG_CMP(NAME, OP)                                             \
   T NAME(const T& o) const { return self() OP o; }                 \
@@ -170,7 +174,10 @@ struct ElementwiseOps {
   T lshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return lshift(int_scalar(o)); })
   T rshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return rshift(int_scalar(o)); })
   // |x| with the sign of o (o == -0.0 counts as positive)
-  T copysign(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign"); return (b < 0.0).where(-a.abs(), a.abs()); })
+  T copysign(const T& o) const TINYGRAD_MEMBER_DEF({
+    auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign");
+    return (b < 0.0).where(-a.abs(), a.abs());
+  })
   T copysign(double o) const TINYGRAD_MEMBER_DEF({ return copysign(self().like(o, true)); })
   T logaddexp(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "logaddexp");
@@ -205,7 +212,9 @@ struct ElementwiseOps {
   T leaky_relu(double neg_slope = 0.01) const TINYGRAD_MEMBER_DEF({ return (self() < 0.0).where(self() * neg_slope, self()); })
   T elu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return relu() - alpha * (1.0 - self().exp()).relu(); })
   T celu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); })
-  T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({ return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); })
+  T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({
+    return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0));
+  })
   // tanh approximation
   T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
   // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
@@ -221,7 +230,9 @@ struct ElementwiseOps {
   T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
   T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
   T swish() const TINYGRAD_MEMBER_DEF({ return silu(); })
-  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({ return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu(); })
+  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({
+    return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu();
+  })
   T hardswish() const TINYGRAD_MEMBER_DEF({ return self() * (self() + 3.0).relu6() * (1.0 / 6); })
   T hardtanh(double min_val = -1, double max_val = 1) const TINYGRAD_MEMBER_DEF({ return clip(min_val, max_val); })
   T softplus(double beta = 1.0) const TINYGRAD_MEMBER_DEF({ return (self() * beta).logaddexp(0.0) * (1.0 / beta); })

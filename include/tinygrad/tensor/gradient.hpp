@@ -191,14 +191,16 @@ TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& r
 
 TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
-  if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
+  if (loss.numel() != 1)
+    throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
   std::vector<bool> reached;
   auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets, &reached);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
     if (!reached[i])
-      throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " + to_string(targets[i].dtype()) +
-                          ") is not used by the loss" + (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
+      throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " +
+                          to_string(targets[i].dtype()) + ") is not used by the loss" +
+                          (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
     out.push_back(gs[i] ? gs[i]->cast(targets[i].dtype()) : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
   }
   return out;
@@ -206,8 +208,10 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
 
 TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
   if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
-  if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
-  if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
+  if (!seed && numel() != 1)
+    throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
+  if (seed && seed->shape() != shape())
+    throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
   // the registered tensors this one depends on (by their parameter ids)
   std::unordered_map<int64_t, bool> in_graph;
   for (auto& u : toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
@@ -218,7 +222,8 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
     std::erase_if(reg, [](auto& w) { return w.expired(); });
     for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph.count(p->param)) params.push_back(p);
   }
-  if (params.empty()) throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
+  if (params.empty())
+    throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
   std::vector<Tensor> targets;
   for (auto& p : params) targets.push_back(Tensor(p));
   auto gs = compute_gradient(*this, seed.value_or(Tensor::full(shape(), 1.0, dtype(), device())), targets);

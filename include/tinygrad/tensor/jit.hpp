@@ -104,13 +104,15 @@ template <class A>
 const Tensor& jit_arg(const A& a) {
   if constexpr (std::is_same_v<A, Tensor>) return a;
   else {
-    static_assert(StaticTensorLike<A>, "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
+    static_assert(StaticTensorLike<A>,
+        "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
     return a.tensor();
   }
 }
 
 template <class R> struct jit_result {
-  static_assert(StaticTensorLike<R> || std::is_same_v<R, Tensor>, "TinyJit: the function returns tensors: Tensor, a static tensor, std::vector<Tensor>, a tuple or pair of them, or nothing");
+  static_assert(StaticTensorLike<R> || std::is_same_v<R, Tensor>,
+                "TinyJit: the function returns tensors: Tensor, a static tensor, std::vector<Tensor>, a tuple or pair of them, or nothing");
   static void flatten(const R& r, std::vector<Tensor>& out) { out.push_back(jit_arg(r)); }
   static R build(const std::vector<Tensor>& v, size_t& i) {
     if constexpr (std::is_same_v<R, Tensor>) return v[i++];
@@ -124,7 +126,9 @@ template <> struct jit_result<std::vector<Tensor>> {
 template <template <class...> class Tup, class... T>
   requires(std::is_same_v<Tup<T...>, std::tuple<T...>> || std::is_same_v<Tup<T...>, std::pair<T...>>)
 struct jit_result<Tup<T...>> {
-  static void flatten(const Tup<T...>& r, std::vector<Tensor>& out) { std::apply([&](const auto&... x) { (jit_result<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, r); }
+  static void flatten(const Tup<T...>& r, std::vector<Tensor>& out) {
+    std::apply([&](const auto&... x) { (jit_result<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, r);
+  }
   static Tup<T...> build(const std::vector<Tensor>& v, size_t& i) { return Tup<T...>{jit_result<T>::build(v, i)...}; }  // NOTE: braces: in order
 };
 }  // namespace detail
@@ -238,8 +242,9 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
-      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device, ", but the function was captured with ",
-                         to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ", in_sig_[i].device));
+      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
+                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
+                         in_sig_[i].device));
   }
   Tensor::realize_all(args);
   return prog_ ? replay(args) : record(args, run);

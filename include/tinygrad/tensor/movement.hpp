@@ -132,7 +132,9 @@ struct MovementOps {
     bool need_shrink = false;
     for (size_t i = 0; i < p.size(); i++) {
       int64_t b = std::max<int64_t>(0, -p[i].first), e = t.shape()[i] - std::max<int64_t>(0, -p[i].second);
-      if (b > e) throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " + std::to_string(i) + " of " + to_string(t.shape()));
+      if (b > e)
+        throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " +
+                         std::to_string(i) + " of " + to_string(t.shape()));
       sh.push_back({b, e});
       need_shrink |= b != 0 || e != t.shape()[i];
     }
@@ -147,7 +149,8 @@ struct MovementOps {
     }
     if (!any) return x;
     if (big || !valid_shape(out))
-      throw ShapeError("tinygrad::pad: padding " + pads_str(p) + " of shape " + to_string(t.shape()) + " gives more than 2^63 elements (overflows int64)");
+      throw ShapeError("tinygrad::pad: padding " + pads_str(p) + " of shape " + to_string(t.shape()) +
+                       " gives more than 2^63 elements (overflows int64)");
     T r = x.mov(Ops::PAD, arg);
     if (value == 0) return r;
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
@@ -157,22 +160,32 @@ struct MovementOps {
   T pad(Pads p, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (mode == "constant") return pad(std::move(p), value);
-    if (mode != "reflect" && mode != "replicate" && mode != "circular") throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
+    if (mode != "reflect" && mode != "replicate" && mode != "circular")
+      throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
     T x = t;
     for (size_t d = 0; d < p.size(); d++) {
       int64_t b = p[d].first, a = p[d].second, s = t.shape()[d];  // NOTE: not a structured binding: `bad` captures them (clang)
       auto bad = [&](const std::string& why) {
-        return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) + " of " + to_string(t.shape()) + " " + why);
+        return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) +
+                          " of " + to_string(t.shape()) + " " + why);
       };
       if (b < 0 || a < 0) throw bad("is negative");
       if (mode == "reflect" && (b >= s || a >= s)) throw bad("must be smaller than the dim");
       if ((mode == "circular" && (b > s || a > s)) || (s == 0 && (b || a))) throw bad("wraps around more than once");
-      auto part = [&](int64_t lo, int64_t hi) { Pads r; for (size_t i = 0; i < t.ndim(); i++) r.push_back(i == d ? std::pair{lo, hi} : std::pair{int64_t(0), x.shape()[i]}); return x.shrink(r); };
+      auto part = [&](int64_t lo, int64_t hi) {
+        Pads r;
+        for (size_t i = 0; i < t.ndim(); i++) r.push_back(i == d ? std::pair{lo, hi} : std::pair{int64_t(0), x.shape()[i]});
+        return x.shrink(r);
+      };
       std::vector<T> parts;
-      if (b) parts.push_back(mode == "reflect" ? part(1, b + 1).flip(int64_t(d)) : mode == "circular" ? part(s - b, s) : expand_dim(part(0, 1), d, b));
+      if (b)
+        parts.push_back(mode == "reflect" ? part(1, b + 1).flip(int64_t(d)) : mode == "circular" ? part(s - b, s) : expand_dim(part(0, 1), d, b));
       parts.push_back(x);
-      if (a) parts.push_back(mode == "reflect" ? part(s - 1 - a, s - 1).flip(int64_t(d)) : mode == "circular" ? part(0, a) : expand_dim(part(s - 1, s), d, a));
+      if (a)
+        parts.push_back(mode == "reflect"    ? part(s - 1 - a, s - 1).flip(int64_t(d))
+                        : mode == "circular" ? part(0, a)
+                                             : expand_dim(part(s - 1, s), d, a));
       x = T::cat(parts, int64_t(d));
     }
     return x;
@@ -182,12 +195,15 @@ struct MovementOps {
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
   T pad(const V& flat, const std::string& mode, double value = 0) const {
     auto& t = self();
-    if (flat.size() % 2 || flat.size() / 2 > t.ndim()) throw ShapeError("tinygrad::pad: flat padding " + to_string(flat) + " does not fit shape " + to_string(t.shape()));
+    if (flat.size() % 2 || flat.size() / 2 > t.ndim())
+      throw ShapeError("tinygrad::pad: flat padding " + to_string(flat) + " does not fit shape " + to_string(t.shape()));
     Pads p(t.ndim(), {0, 0});
     for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
     return pad(p, mode, value);
   }
-  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({ return pad(std::vector<int64_t>(flat), mode, value); })
+  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
+    return pad(std::vector<int64_t>(flat), mode, value);
+  })
 
   // ---- join and split ----
   static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
@@ -200,7 +216,9 @@ struct MovementOps {
     for (auto& t : ts) {
       bool ok = t.ndim() == t0.ndim();
       for (size_t i = 0; ok && i < t.ndim(); i++) ok = int(i) == d || t.shape()[i] == t0.shape()[i];
-      if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
+      if (!ok)
+        throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) +
+                         " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
       dt = least_upper_dtype(dt, t.dtype());
       total = size_add(total, t.shape()[size_t(d)], "cat");
@@ -220,7 +238,8 @@ struct MovementOps {
   static T stack(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
     for (auto& t : ts)
-      if (t.shape() != ts[0].shape()) throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
+      if (t.shape() != ts[0].shape())
+        throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
     int d = norm_axis(dim, ts[0].ndim() + 1, "stack");
     std::vector<T> us;
     for (auto& t : ts) us.push_back(t.unsqueeze(d));
@@ -235,7 +254,8 @@ struct MovementOps {
       if (s < 0) throw ShapeError("tinygrad::split: negative size in " + to_string(sizes));
       tot = size_add(tot, s, "split");
     }
-    if (tot != n) throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
+    if (tot != n)
+      throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
     std::vector<T> out;
     int64_t off = 0;
     for (auto s : sizes) {
@@ -269,7 +289,8 @@ struct MovementOps {
   // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
   T repeat(const std::vector<int64_t>& repeats) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    if (repeats.size() < x.ndim()) throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
+    if (repeats.size() < x.ndim())
+      throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
     T b = x.reshape_left(repeats.size());
     Shape un, ex, fin;
     for (size_t i = 0; i < repeats.size(); i++) {
@@ -300,7 +321,8 @@ struct MovementOps {
       if (shifts.size() != 1) throw ShapeError("tinygrad::roll: without dims needs one shift, got " + to_string(shifts));
       return x.flatten().roll(shifts, {0}).reshape(x.shape());
     }
-    if (shifts.size() != dims.size()) throw ShapeError("tinygrad::roll: shifts " + to_string(shifts) + " and dims " + to_string(dims) + " differ in length");
+    if (shifts.size() != dims.size())
+      throw ShapeError("tinygrad::roll: shifts " + to_string(shifts) + " and dims " + to_string(dims) + " differ in length");
     std::vector<int64_t> reps(x.ndim(), 1);
     std::vector<Index> sl(x.ndim(), Slice{});
     for (size_t i = 0; i < dims.size(); i++) {
@@ -313,13 +335,16 @@ struct MovementOps {
     }
     return x.repeat(reps).slice(sl);
   })
-  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({ return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); })
+  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{});
+  })
   // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
   T unfold(int64_t dim, int64_t size, int64_t step) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unfold");
     if (size < 0 || step <= 0 || size > x.shape()[size_t(d)])
-      throw ShapeError("tinygrad::unfold: size " + std::to_string(size) + ", step " + std::to_string(step) + " do not fit dim " + std::to_string(d) + " of " + to_string(x.shape()));
+      throw ShapeError("tinygrad::unfold: size " + std::to_string(size) + ", step " + std::to_string(step) + " do not fit dim " + std::to_string(d) +
+                       " of " + to_string(x.shape()));
     std::vector<int64_t> to_last, back;
     for (size_t i = 0; i < x.ndim(); i++) if (int(i) != d) to_last.push_back(int64_t(i));
     to_last.push_back(d);
@@ -379,11 +404,13 @@ struct MovementOps {
   T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
-      return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " + to_string(x.shape()) + ")");
+      return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " +
+                        to_string(x.shape()) + ")");
     };
     struct Group { std::vector<std::string> names; bool paren; size_t pos; };
     auto arrow = formula.find("->");
-    if (arrow == std::string::npos || formula.find("->", arrow + 2) != std::string::npos) throw fail("needs exactly one \"->\"", arrow == std::string::npos ? formula.size() : formula.find("->", arrow + 2));
+    if (arrow == std::string::npos || formula.find("->", arrow + 2) != std::string::npos)
+      throw fail("needs exactly one \"->\"", arrow == std::string::npos ? formula.size() : formula.find("->", arrow + 2));
     auto parse = [&](size_t b, size_t e) {
       std::vector<Group> gs;
       bool open = false;
@@ -412,9 +439,13 @@ struct MovementOps {
     auto lhs = parse(0, arrow), rhs = parse(arrow + 2, formula.size());
     // flatten the lhs into names and sizes, expanding "..."
     size_t n_lhs_dims = lhs.size(), n_ell = 0;
-    for (auto& g : lhs) for (auto& nm : g.names) if (nm == "...") { if (g.paren) throw fail("\"...\" inside parentheses on the left", g.pos); n_ell++; }
+    for (auto& g : lhs) for (auto& nm : g.names) if (nm == "...") {
+      if (g.paren) throw fail("\"...\" inside parentheses on the left", g.pos);
+      n_ell++;
+    }
     if (n_ell > 1) throw fail("more than one \"...\"", arrow);
-    if ((n_ell ? n_lhs_dims - 1 : n_lhs_dims) > x.ndim() || (!n_ell && n_lhs_dims != x.ndim())) throw fail("the left side has " + std::to_string(n_lhs_dims) + " dims but the input has " + std::to_string(x.ndim()), 0);
+    if ((n_ell ? n_lhs_dims - 1 : n_lhs_dims) > x.ndim() || (!n_ell && n_lhs_dims != x.ndim()))
+      throw fail("the left side has " + std::to_string(n_lhs_dims) + " dims but the input has " + std::to_string(x.ndim()), 0);
     size_t ell_len = x.ndim() - (n_lhs_dims - n_ell);
     std::map<std::string, int64_t> known(sizes.begin(), sizes.end());
     std::vector<std::string> names;
@@ -426,7 +457,8 @@ struct MovementOps {
         continue;
       }
       for (auto& nm : g.names)
-        if (std::count(names.begin(), names.end(), nm) || std::count(g.names.begin(), g.names.end(), nm) > 1) throw fail("axis \"" + nm + "\" appears twice on the left", g.pos);
+        if (std::count(names.begin(), names.end(), nm) || std::count(g.names.begin(), g.names.end(), nm) > 1)
+          throw fail("axis \"" + nm + "\" appears twice on the left", g.pos);
       int64_t n = x.shape()[dim++], have = 1, unknown = -1;
       for (size_t k = 0; k < g.names.size(); k++) {
         auto it = known.find(g.names[k]);
@@ -435,16 +467,24 @@ struct MovementOps {
         else unknown = int64_t(k);
       }
       if (g.names.empty() && n != 1) throw fail("\"1\" or \"()\" matches a dim of size " + std::to_string(n), g.pos);
-      if (unknown >= 0) { if (have == 0 || n % have) throw fail("dim of size " + std::to_string(n) + " does not split by " + std::to_string(have), g.pos); known[g.names[size_t(unknown)]] = n / have; }
+      if (unknown >= 0) {
+        if (have == 0 || n % have) throw fail("dim of size " + std::to_string(n) + " does not split by " + std::to_string(have), g.pos);
+        known[g.names[size_t(unknown)]] = n / have;
+      }
       else if (have != n) throw fail("sizes multiply to " + std::to_string(have) + " but the dim has size " + std::to_string(n), g.pos);
       for (auto& nm : g.names) { names.push_back(nm); flat.push_back(known[nm]); }
     }
-    for (auto& [nm, s] : sizes) if (std::find(names.begin(), names.end(), nm) == names.end()) throw fail("size given for \"" + nm + "\" which is not on the left", 0);
+    for (auto& [nm, s] : sizes)
+      if (std::find(names.begin(), names.end(), nm) == names.end()) throw fail("size given for \"" + nm + "\" which is not on the left", 0);
     std::vector<int64_t> perm;
     Shape out;
     for (auto& g : rhs) {
       std::vector<std::string> ns = g.names;
-      if (std::count(ns.begin(), ns.end(), "...")) { if (g.paren) throw fail("\"...\" inside parentheses on the right", g.pos); ns.clear(); for (size_t k = 0; k < ell_len; k++) ns.push_back("..." + std::to_string(k)); }
+      if (std::count(ns.begin(), ns.end(), "...")) {
+        if (g.paren) throw fail("\"...\" inside parentheses on the right", g.pos);
+        ns.clear();
+        for (size_t k = 0; k < ell_len; k++) ns.push_back("..." + std::to_string(k));
+      }
       int64_t s = 1;
       for (auto& nm : ns) {
         auto it = std::find(names.begin(), names.end(), nm);
@@ -478,7 +518,9 @@ struct MovementOps {
     Shape big;
     std::vector<std::pair<int, T>> ti;
     for (auto& [d, t] : tdims) {
-      try { big = T::broadcast_shape(big, t.shape(), "getitem"); } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
+      try {
+        big = T::broadcast_shape(big, t.shape(), "getitem");
+      } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
       int64_t n = ret.shape()[size_t(d)];
       check_indices(t, n, true, "getitem", d);
       ti.push_back({d, (t < 0).where(t + T::scalar(double(n), t.dtype(), t.device()), t)});
@@ -585,13 +627,16 @@ struct MovementOps {
   // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
   T gather(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
+    if (index.ndim() != x.ndim())
+      throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
     check_int_index(index, "gather");
     check_indices(index, x.shape()[size_t(d)], false, "gather", d);
     Pads sh;
     for (size_t i = 0; i < x.ndim(); i++) {
-      if (int(i) != d && index.shape()[i] > x.shape()[i]) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " in dim " + std::to_string(i));
+      if (int(i) != d && index.shape()[i] > x.shape()[i])
+        throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) +
+                         " in dim " + std::to_string(i));
       sh.push_back({0, int(i) == d ? x.shape()[i] : index.shape()[i]});
     }
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
@@ -610,13 +655,16 @@ struct MovementOps {
     T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
     return (top.squeeze(-1) > 0).where(val, self());
   })
-  T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({ return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); })
+  T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({
+    return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device()));
+  })
   // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
   T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
       throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
-    if (src.dtype() != x.dtype()) throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
+    if (src.dtype() != x.dtype())
+      throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
     auto [s, mask] = pre_scatter(dim, index, src, "scatter_reduce");
     if (mask.shape().back() == 0) return x;  // no sources: every reduce leaves x
     T untouched = mask.max(-1).logical_not();  // NOTE: max of bools is any
@@ -625,7 +673,8 @@ struct MovementOps {
     if (reduce == "prod") return (mask.where(s, 1.0).prod(-1) * base(1)).cast(x.dtype());
     if (reduce == "amax") return mask.where(s, dtype_min(x.dtype())).max(-1).maximum(base(dtype_min(x.dtype())));
     if (reduce == "amin") return mask.where(s, dtype_max(x.dtype())).min(-1).minimum(base(dtype_max(x.dtype())));
-    T count = mask.where(T::scalar(1, DType::Int32, x.device()), T::scalar(0, DType::Int32, x.device())).sum(-1) + (include_self ? T::scalar(1, DType::Int32, x.device()) : untouched.cast(DType::Int32));
+    T count = mask.where(T::scalar(1, DType::Int32, x.device()), T::scalar(0, DType::Int32, x.device())).sum(-1) +
+        (include_self ? T::scalar(1, DType::Int32, x.device()) : untouched.cast(DType::Int32));
     T total = mask.where(s, 0.0).sum(-1) + base(0);
     // torch: integer means round down
     return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
@@ -684,16 +733,23 @@ struct MovementOps {
   static T one_hot_last(const T& t, int64_t n) TINYGRAD_MEMBER_DEF({ return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); })
   static T expand_value(const T& v, const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     try { if (T::broadcast_shape(v.shape(), s, op) != s) throw ShapeError(""); } catch (const ShapeError&) {
-      throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) + " does not broadcast to the indexed shape " + to_string(s));
+      throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) +
+                       " does not broadcast to the indexed shape " + to_string(s));
     }
     return v.expand(s);
   })
   // drop the ellipsis (full slices in its place) and fill the remaining dims; flags follow their entries
-  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) TINYGRAD_MEMBER_DEF({
+  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op,
+                                            std::vector<bool>* flags = nullptr) TINYGRAD_MEMBER_DEF({
     size_t real = 0, ell = 0, ndim = shape.size();
-    for (auto& i : idx) { real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); ell += std::holds_alternative<Ellipsis>(i); }
+    for (auto& i : idx) {
+      real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i);
+      ell += std::holds_alternative<Ellipsis>(i);
+    }
     if (ell > 1) throw IndexError(std::string("tinygrad::") + op + ": an index can only have one ellipsis");
-    if (real > ndim) throw IndexError(std::string("tinygrad::") + op + ": too many indices (" + std::to_string(real) + ") for a tensor of shape " + to_string(shape));
+    if (real > ndim)
+      throw IndexError(std::string("tinygrad::") + op + ": too many indices (" + std::to_string(real) +
+                       ") for a tensor of shape " + to_string(shape));
     std::vector<Index> full;
     std::vector<bool> fl;
     for (size_t k = 0; k < idx.size(); k++) {
@@ -732,10 +788,13 @@ struct MovementOps {
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
     check_indices(index, x.shape()[size_t(d)], false, op, d);
-    if (index.ndim() != x.ndim() || src.ndim() != x.ndim()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " + to_string(src.shape()) + " differ in rank");
+    if (index.ndim() != x.ndim() || src.ndim() != x.ndim())
+      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " +
+                       to_string(src.shape()) + " differ in rank");
     for (size_t i = 0; i < x.ndim(); i++)
       if ((int(i) != d && index.shape()[i] > x.shape()[i]) || index.shape()[i] > src.shape()[i])
-        throw ShapeError(std::string("tinygrad::") + op + ": index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " or src " + to_string(src.shape()) + " in dim " + std::to_string(i));
+        throw ShapeError(std::string("tinygrad::") + op + ": index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) +
+                         " or src " + to_string(src.shape()) + " in dim " + std::to_string(i));
     Pads sh;
     for (auto n : index.shape()) sh.push_back({0, n});
     T s = src.shrink(sh);

@@ -11,35 +11,41 @@ template <class T>
 struct ProcessingOps {
  public:
   // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank) ----
-  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
   })
-  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
   })
   // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
   // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
-  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
+  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+                     std::vector<int64_t> dilation = {1},
                      std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
     if (x0.ndim() < 3 || w.ndim() != x0.ndim())
-      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " and input " + to_string(x0.shape()) + " ranks do not fit");
+      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " and input " +
+                       to_string(x0.shape()) + " ranks do not fit");
     size_t nsp = x0.ndim() - 2;
     int64_t cin = w.shape()[0];
     if (cin != x0.shape()[1])
-      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " needs " + std::to_string(cin) + " input channels, input has shape " + to_string(x0.shape()));
-    if (groups <= 0 || cin % groups) throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(cin) + " input channels do not divide into " + std::to_string(groups) + " groups (weight " + to_string(w.shape()) + ")");
+      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " needs " + std::to_string(cin) +
+                       " input channels, input has shape " + to_string(x0.shape()));
+    if (groups <= 0 || cin % groups)
+      throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(cin) + " input channels do not divide into " + std::to_string(groups) +
+                       " groups (weight " + to_string(w.shape()) + ")");
     stride = per_dim(stride, nsp, "stride", op, 1); dilation = per_dim(dilation, nsp, "dilation", op, 1);
     output_padding = per_dim(output_padding, nsp, "output_padding", op, 0);
     auto pads = pad_pairs(padding, nsp, op);
     for (size_t i = 0; i < nsp; i++)
       if (output_padding[i] >= std::max(stride[i], dilation[i]))
-        throw ShapeError(std::string("tinygrad::") + op + ": output_padding " + to_string(output_padding) + " must be smaller than stride or dilation");
+        throw ShapeError(std::string("tinygrad::") + op + ": output_padding " + to_string(output_padding) +
+                         " must be smaller than stride or dilation");
     T x = x0;
     Shape ks(w.shape().begin() + 2, w.shape().end());
     if (std::any_of(stride.begin(), stride.end(), [](auto s) { return s > 1; })) {
@@ -66,8 +72,8 @@ struct ProcessingOps {
 
   // ---- pooling over the last kernel.size() dims (a single value means 2 dims) ----
   // padding: one value, one per dim, or (before, after) per dim
-  T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
+  T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
+               std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
     auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
   })
@@ -95,8 +101,8 @@ struct ProcessingOps {
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
   })
-  T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
+  T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
+               std::vector<int64_t> padding = {0}, bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(kernel, stride, dilation, padding, false, "avg_pool2d");
     auto c = pool_args(kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
@@ -117,13 +123,17 @@ struct ProcessingOps {
     return layernorm_acc(axes, eps).cast(self().fl().dtype());
   })
   // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
-  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
+  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt,
+               double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t k = normalized_shape.size();
     if (k == 0 || k > x.ndim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - int64_t(k)))
-      throw ShapeError("tinygrad::layer_norm: normalized_shape " + to_string(normalized_shape) + " is not the end of input shape " + to_string(x.shape()));
+      throw ShapeError("tinygrad::layer_norm: normalized_shape " + to_string(normalized_shape) +
+                       " is not the end of input shape " + to_string(x.shape()));
     for (auto* p : {&weight, &bias})
-      if (*p && (*p)->shape() != normalized_shape) throw ShapeError("tinygrad::layer_norm: weight/bias shape " + to_string((*p)->shape()) + " is not normalized_shape " + to_string(normalized_shape));
+      if (*p && (*p)->shape() != normalized_shape)
+        throw ShapeError("tinygrad::layer_norm: weight/bias shape " + to_string((*p)->shape()) + " is not normalized_shape " +
+                         to_string(normalized_shape));
     std::vector<int64_t> axes;
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
     DType dt = x.fl().dtype();
@@ -133,13 +143,16 @@ struct ProcessingOps {
     return y.cast(dt);
   })
   // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
-  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
+  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd,
+              std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     Shape s(x.ndim(), 1), chan;
     for (auto a : axes) { int d = norm_axis(a, x.ndim(), "batchnorm"); s[size_t(d)] = x.shape()[size_t(d)]; }
     for (size_t i = 0; i < s.size(); i++) if (s[i] != 1 || std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end()) chan.push_back(s[i]);
     auto fit = [&](const T& t, const char* what) {
-      if (t.numel() != tinygrad::prod(s)) throw ShapeError(std::string("tinygrad::batchnorm: ") + what + " of shape " + to_string(t.shape()) + " does not fit input " + to_string(x.shape()) + " along axes " + to_string(axes));
+      if (t.numel() != tinygrad::prod(s))
+        throw ShapeError(std::string("tinygrad::batchnorm: ") + what + " of shape " + to_string(t.shape()) + " does not fit input " +
+                         to_string(x.shape()) + " along axes " + to_string(axes));
       return t.reshape(s);
     };
     T y = x - fit(mean, "mean");
@@ -150,18 +163,22 @@ struct ProcessingOps {
 
   // ---- attention ----
   // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
-  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt, bool is_causal = false) const TINYGRAD_MEMBER_DEF({
+  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt,
+                                 bool is_causal = false) const TINYGRAD_MEMBER_DEF({
     auto& q = self();
     const char* op = "scaled_dot_product_attention";
-    if (q.ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || q.shape().back() != key.shape().back() || key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
-      throw ShapeError(std::string("tinygrad::") + op + ": query " + to_string(q.shape()) + ", key " + to_string(key.shape()) + " and value " + to_string(value.shape()) + " do not fit");
+    if (q.ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || q.shape().back() != key.shape().back() ||
+        key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
+      throw ShapeError(std::string("tinygrad::") + op + ": query " + to_string(q.shape()) + ", key " + to_string(key.shape()) + " and value " +
+                       to_string(value.shape()) + " do not fit");
     if (is_causal && attn_mask) throw Error(std::string("tinygrad::") + op + ": cannot take attn_mask with is_causal");
     T qk = q.matmul(key.transpose(-2, -1)) * (1.0 / std::sqrt(double(q.shape().back())));
     std::optional<T> m = attn_mask;
     if (is_causal) m = T::ones({qk.shape()[qk.ndim() - 2], qk.shape().back()}, DType::Bool, q.device()).tril();
     if (m) {
       try { T::broadcast_shape(qk.shape(), m->shape(), op); } catch (const ShapeError&) {
-        throw ShapeError(std::string("tinygrad::") + op + ": attn_mask " + to_string(m->shape()) + " does not broadcast to the scores " + to_string(qk.shape()));
+        throw ShapeError(std::string("tinygrad::") + op + ": attn_mask " + to_string(m->shape()) +
+                         " does not broadcast to the scores " + to_string(qk.shape()));
       }
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
@@ -186,7 +203,8 @@ struct ProcessingOps {
     auto& x0 = self();
     bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
     if (!linear && mode != "nearest" && mode != "nearest-exact") throw Error("tinygrad::interpolate: unknown mode \"" + mode + "\"");
-    if (size.empty() || size.size() > x0.ndim()) throw ShapeError("tinygrad::interpolate: size " + to_string(size) + " does not fit input " + to_string(x0.shape()));
+    if (size.empty() || size.size() > x0.ndim())
+      throw ShapeError("tinygrad::interpolate: size " + to_string(size) + " does not fit input " + to_string(x0.shape()));
     for (auto s : size) if (s <= 0) throw ShapeError("tinygrad::interpolate: size " + to_string(size) + " must be positive");
     if (align_corners && !linear) throw Error("tinygrad::interpolate: align_corners needs a linear mode");
     T x = x0.cast(is_float(x0.dtype()) ? x0.dtype() : dtypes::default_float);
@@ -226,7 +244,12 @@ struct ProcessingOps {
       int64_t at = -1;
       for (size_t i = 0; i < s.size(); i++) {
         if (s[i] == ' ') continue;
-        if (s.compare(i, 3, "...") == 0) { if (at >= 0) throw fail("two \"...\" in one term at position " + std::to_string(off + i)); at = int64_t(ids.size()); i += 2; continue; }
+        if (s.compare(i, 3, "...") == 0) {
+          if (at >= 0) throw fail("two \"...\" in one term at position " + std::to_string(off + i));
+          at = int64_t(ids.size());
+          i += 2;
+          continue;
+        }
         if (!std::isalpha(uint8_t(s[i]))) throw fail(std::string("unexpected '") + s[i] + "' at position " + std::to_string(off + i));
         ids.push_back(s[i]);
       }
@@ -234,7 +257,12 @@ struct ProcessingOps {
       if (ndim < 0) return ids;
       if (at < 0 ? int64_t(ids.size()) != ndim : int64_t(ids.size()) > ndim)
         throw fail("term \"" + s + "\" has " + std::to_string(ids.size()) + " letters for a tensor of rank " + std::to_string(ndim));
-      if (at >= 0) { int64_t ne = ndim - int64_t(ids.size()); std::vector<int> e; for (int64_t k = ne; k-- > 0;) e.push_back(-1 - int(k)); ids.insert(ids.begin() + at, e.begin(), e.end()); }
+      if (at >= 0) {
+        int64_t ne = ndim - int64_t(ids.size());
+        std::vector<int> e;
+        for (int64_t k = ne; k-- > 0;) e.push_back(-1 - int(k));
+        ids.insert(ids.begin() + at, e.begin(), e.end());
+      }
       return ids;
     };
     std::vector<std::vector<int>> terms;
@@ -261,7 +289,9 @@ struct ProcessingOps {
         for (size_t i = 0; i < ids.size() && !again; i++)
           for (size_t j = i + 1; j < ids.size() && !again; j++) {
             if (ids[i] != ids[j]) continue;
-            if (x.shape()[i] != x.shape()[j]) throw fail(std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(x.shape()[i]) + " and " + std::to_string(x.shape()[j]));
+            if (x.shape()[i] != x.shape()[j])
+              throw fail(std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(x.shape()[i]) + " and " +
+                         std::to_string(x.shape()[j]));
             x = x.diagonal(0, int64_t(i), int64_t(j));
             int id = ids[i];
             ids.erase(ids.begin() + int64_t(j)); ids.erase(ids.begin() + int64_t(i)); ids.push_back(id);
@@ -273,7 +303,10 @@ struct ProcessingOps {
         auto [it, fresh] = size.try_emplace(ids[i], n);
         if (!fresh && it->second != n) {
           if (ids[i] < 0 && (n == 1 || it->second == 1)) it->second = std::max(n, it->second);
-          else throw fail(ids[i] < 0 ? "\"...\" dims " + to_string(xs[k].shape()) + " do not broadcast" : std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(it->second) + " and " + std::to_string(n));
+          else
+            throw fail(ids[i] < 0 ? "\"...\" dims " + to_string(xs[k].shape()) + " do not broadcast"
+                                  : std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(it->second) + " and " +
+                                        std::to_string(n));
         }
         count[ids[i]]++;
       }
@@ -294,7 +327,10 @@ struct ProcessingOps {
       }
       if (ell) {  // put the ellipsis dims where "..." stands
         size_t at = 0;
-        for (size_t i = 0, n = 0; i < rhs.size(); i++) { if (rhs.compare(i, 3, "...") == 0) { at = n; break; } if (std::isalpha(uint8_t(rhs[i]))) n++; }
+        for (size_t i = 0, n = 0; i < rhs.size(); i++) {
+          if (rhs.compare(i, 3, "...") == 0) { at = n; break; }
+          if (std::isalpha(uint8_t(rhs[i]))) n++;
+        }
         std::vector<int> e;
         for (int k = max_ell; k > 0; k--) e.push_back(-k);
         o.insert(o.begin() + int64_t(at), e.begin(), e.end());
@@ -312,7 +348,10 @@ struct ProcessingOps {
       std::iota(order.begin(), order.end(), 0);
       std::sort(order.begin(), order.end(), [&](auto p, auto q) { return ids[size_t(p)] < ids[size_t(q)]; });
       Shape s;
-      for (auto id : all) { auto it = std::find(ids.begin(), ids.end(), id); s.push_back(it == ids.end() ? 1 : ops[k].shape()[size_t(it - ids.begin())]); }
+      for (auto id : all) {
+        auto it = std::find(ids.begin(), ids.end(), id);
+        s.push_back(it == ids.end() ? 1 : ops[k].shape()[size_t(it - ids.begin())]);
+      }
       T x = ops[k].permute(order).reshape(s).expand(full);
       r = r ? *r * x : x;
     }
@@ -340,22 +379,30 @@ struct ProcessingOps {
   struct PoolArgs { Shape ks; std::vector<int64_t> st, dl, axes; Pads pads; };  // pads cover every dim
   static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) TINYGRAD_MEMBER_DEF({
     if (v.size() == 1) v.assign(n, v[0]);
-    if (v.size() != n) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " needs 1 or " + std::to_string(n) + " values");
-    for (auto x : v) if (x < lo) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " must be at least " + std::to_string(lo));
+    if (v.size() != n)
+      throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " needs 1 or " + std::to_string(n) + " values");
+    for (auto x : v)
+      if (x < lo) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " must be at least " + std::to_string(lo));
     return v;
   })
   static Pads pad_pairs(const std::vector<int64_t>& p, size_t n, const char* op) TINYGRAD_MEMBER_DEF({
     Pads r;
     if (p.size() == 1 || p.size() == n) for (size_t i = 0; i < n; i++) r.push_back({p[p.size() == 1 ? 0 : i], p[p.size() == 1 ? 0 : i]});
     else if (p.size() == 2 * n) for (size_t i = 0; i < n; i++) r.push_back({p[2 * i], p[2 * i + 1]});
-    else throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " needs 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
-    for (auto& [b, a] : r) if (b < 0 || a < 0) throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " must not be negative");
+    else
+      throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " needs 1, " + std::to_string(n) + " or " +
+                       std::to_string(2 * n) + " values");
+    for (auto& [b, a] : r)
+      if (b < 0 || a < 0) throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " must not be negative");
     return r;
   })
-  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding, bool ceil_mode, const char* op) const TINYGRAD_MEMBER_DEF({
+  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding,
+                     bool ceil_mode, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t n = kernel.size() == 1 ? 2 : kernel.size();
-    if (n == 0 || x.ndim() < n) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(kernel) + " needs " + std::to_string(n) + " spatial dims, input has shape " + to_string(x.shape()));
+    if (n == 0 || x.ndim() < n)
+      throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(kernel) + " needs " + std::to_string(n) +
+                       " spatial dims, input has shape " + to_string(x.shape()));
     PoolArgs a;
     a.ks = per_dim(kernel, n, "kernel", op, 1);
     a.st = stride.empty() ? a.ks : per_dim(stride, n, "stride", op, 1);
@@ -365,7 +412,8 @@ struct ProcessingOps {
       int64_t in = x.shape()[x.ndim() - n + i], span = a.dl[i] * (a.ks[i] - 1) + 1;
       auto& [pb, pa] = sp[i];
       if (in + pb + pa < span)
-        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(a.ks) + " (dilation " + to_string(a.dl) + ", padding " + to_string(padding) + ") is larger than the input " + to_string(x.shape()));
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(a.ks) + " (dilation " + to_string(a.dl) + ", padding " +
+                         to_string(padding) + ") is larger than the input " + to_string(x.shape()));
       if (ceil_mode) {  // grow the end padding so a last partial window exists, unless it would start in the padding
         int64_t o = (in + pb + pa - span + a.st[i] - 1) / a.st[i] + 1;
         pa += a.st[i] * (o - 1) + span - (in + pb + pa) - std::max<int64_t>(a.st[i] * (o - 1) - (pb + in - 1), 0);
@@ -379,7 +427,8 @@ struct ProcessingOps {
   T pooled(const PoolArgs& a, double fill) const TINYGRAD_MEMBER_DEF({ return self().pad(a.pads, fill).pool(a.ks, a.st, a.dl, "max_pool2d"); })
   void check_conv_rank(const T& w, size_t nd, const char* op) const TINYGRAD_MEMBER_DEF({
     if (self().ndim() != nd || w.ndim() != nd)
-      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(self().shape()) + " and weight " + to_string(w.shape()) + " must both have rank " + std::to_string(nd));
+      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(self().shape()) + " and weight " + to_string(w.shape()) +
+                       " must both have rank " + std::to_string(nd));
   })
   T zero() const TINYGRAD_MEMBER_DEF({ return T::full({}, 0, self().dtype(), self().device()); })  // NOTE: a weak 0 would turn bools into ints
   T tri(int64_t diagonal, const char* op) const TINYGRAD_MEMBER_DEF({

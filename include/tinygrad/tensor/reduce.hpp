@@ -23,7 +23,9 @@ struct ReduceOps {
   // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
   T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
-  T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); })
+  T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
+  })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
   // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
@@ -40,14 +42,20 @@ struct ReduceOps {
     return var_acc(self().norm_axes(axes, "std"), keepdim, correction).sqrt().cast(self().fl().dtype());
   })
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
-  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {var(axes, keepdim, correction), mean(axes, keepdim)}; })
-  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {std(axes, keepdim, correction), mean(axes, keepdim)}; })
+  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
+    return {var(axes, keepdim, correction), mean(axes, keepdim)};
+  })
+  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
+    return {std(axes, keepdim, correction), mean(axes, keepdim)};
+  })
   T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
-  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({ return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); })
+  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
+    return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>();
+  })
   // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -55,7 +63,8 @@ struct ReduceOps {
     int a = norm_axis(*axis, x.ndim(), "argmax");
     if (x.ndim() == 0) return T::zeros({}, DType::Int32, x.device());
     int64_t n = x.shape()[size_t(a)];
-    if (n == 0) throw IndexError("tinygrad::argmax: cannot take the argmax of an empty dim " + std::to_string(a) + " of shape " + to_string(x.shape()));
+    if (n == 0)
+      throw IndexError("tinygrad::argmax: cannot take the argmax of an empty dim " + std::to_string(a) + " of shape " + to_string(x.shape()));
     // first maximum = largest reversed index n - i among the maxima
     Shape rs(x.ndim() - size_t(a), 1);
     rs[0] = n;
@@ -158,7 +167,9 @@ struct ReduceOps {
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "topk");
     int64_t n = x.ndim() ? x.shape()[size_t(d)] : 1;
-    if (k < 0 || k > n) throw IndexError("tinygrad::topk: k=" + std::to_string(k) + " is out of range for dim " + std::to_string(d) + " of shape " + to_string(x.shape()));
+    if (k < 0 || k > n)
+      throw IndexError("tinygrad::topk: k=" + std::to_string(k) + " is out of range for dim " + std::to_string(d) +
+                       " of shape " + to_string(x.shape()));
     auto [v, i] = sort(d, largest);
     if (x.ndim() == 0) return {v, i};
     std::vector<std::pair<int64_t, int64_t>> sh;
@@ -174,19 +185,23 @@ struct ReduceOps {
     return reduce_loss(-(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0)), reduction, "binary_crossentropy");
   })
   // self: logits; pos_weight scales the positive term
-  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean", const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
+  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean",
+                               const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     same_shape(x, y, "binary_crossentropy_logits");
-    return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction, "binary_crossentropy_logits");
+    return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction,
+                       "binary_crossentropy_logits");
   })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
-  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0,
+                                    std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     const char* op = "sparse_categorical_crossentropy";
     check_smoothing(label_smoothing, op);
     check_reduction(reduction, op);
     if (x.ndim() == 0 || Shape(x.shape().begin(), x.shape().end() - 1) != y.shape())
-      throw ShapeError("tinygrad::sparse_categorical_crossentropy: labels of shape " + to_string(y.shape()) + " do not fit logits of shape " + to_string(x.shape()) + " (want logits.shape[:-1])");
+      throw ShapeError("tinygrad::sparse_categorical_crossentropy: labels of shape " + to_string(y.shape()) + " do not fit logits of shape " +
+                       to_string(x.shape()) + " (want logits.shape[:-1])");
     check_labels(y, op);
     auto logp = x.log_softmax(-1);
     T mask = ignore_index != -1 ? (y != double(ignore_index)) : T::ones(y.shape(), DType::Bool, y.device());
@@ -213,23 +228,29 @@ struct ReduceOps {
     Shape want = x.shape();
     want.erase(want.begin() + cd);
     if (y.shape() != want)
-      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
+      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) +
+                       " (probabilities) nor " + to_string(want) + " (class indices)");
     check_labels(y, "cross_entropy");
     T nll = -label_mask(y.unsqueeze(cd), c, cd).where(logp, 0.0).sum(cd);
     if (label_smoothing > 0) nll = (1.0 - label_smoothing) * nll - label_smoothing / double(c) * logp.sum(cd);
     return reduce_loss(nll, reduction, "cross_entropy");
   })
   // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
-  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt,
+             std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_reduction(reduction, "nll_loss");
     if (x.ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(x.shape()));
     int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
     Shape want = x.shape();
     want.erase(want.begin() + cd);
-    if (y.shape() != want) throw ShapeError("tinygrad::nll_loss: target of shape " + to_string(y.shape()) + " does not fit input " + to_string(x.shape()) + " (want " + to_string(want) + ")");
+    if (y.shape() != want)
+      throw ShapeError("tinygrad::nll_loss: target of shape " + to_string(y.shape()) + " does not fit input " + to_string(x.shape()) +
+                       " (want " + to_string(want) + ")");
     check_labels(y, "nll_loss");
-    if (weight && weight->shape() != Shape{c}) throw ShapeError("tinygrad::nll_loss: weight of shape " + to_string(weight->shape()) + " needs one value per class (" + std::to_string(c) + ")");
+    if (weight && weight->shape() != Shape{c})
+      throw ShapeError("tinygrad::nll_loss: weight of shape " + to_string(weight->shape()) + " needs one value per class (" +
+                       std::to_string(c) + ")");
     T hot = label_mask(y.unsqueeze(cd), c, cd);
     Shape ws(x.ndim(), 1);
     ws[size_t(cd)] = c;
@@ -262,7 +283,8 @@ struct ReduceOps {
     auto ax = self().norm_axes(axes, op);
     for (auto a : ax)
       if (self().shape()[size_t(a)] == 0)
-        throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " + to_string(self().shape()) + " (an empty max or min has no value)");
+        throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " +
+                         to_string(self().shape()) + " (an empty max or min has no value)");
     return ax;
   })
   // a == b, with NaN equal to NaN (max and cummax propagate NaN, so NaN is where they found it)
@@ -331,16 +353,20 @@ struct ReduceOps {
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
   })
   static void same_shape(const T& a, const T& b, const char* op) TINYGRAD_MEMBER_DEF({
-    if (a.shape() != b.shape()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " + to_string(b.shape()) + " differ in shape");
+    if (a.shape() != b.shape())
+      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " +
+                       to_string(b.shape()) + " differ in shape");
   })
   static void check_labels(const T& y, const char* op) TINYGRAD_MEMBER_DEF({
-    if (!is_int(y.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
+    if (!is_int(y.dtype()))
+      throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
   })
   static void check_smoothing(double ls, const char* op) TINYGRAD_MEMBER_DEF({
     if (!(ls >= 0 && ls <= 1)) throw Error(std::string("tinygrad::") + op + ": label_smoothing must be in [0, 1], got " + std::to_string(ls));
   })
   static void check_reduction(std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
-    if (r != "mean" && r != "sum" && r != "none") throw Error(std::string("tinygrad::") + op + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + std::string(r) + "\"");
+    if (r != "mean" && r != "sum" && r != "none")
+      throw Error(std::string("tinygrad::") + op + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + std::string(r) + "\"");
   })
   static T reduce_loss(const T& l, std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
     check_reduction(r, op);

@@ -58,41 +58,53 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   // copy n elements of type T from ptr into a new tensor of the given shape
   template <class T>
-  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device)); }
+  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") {
+    return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device));
+  }
 
   // copy raw bytes holding prod(shape) elements of dtype dt
-  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({ return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); })
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({
+    return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device));
+  })
 
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
     std::string dev = device.empty() ? default_device() : device;
-    auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
+    auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)},
+                      is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
     Tensor t(c, dev);
     if (shape.empty()) return t;
     return t.reshape(Shape(shape.size(), 1)).expand(shape);
   })
-  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 0, dt, std::move(dev)); })
-  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 1, dt, std::move(dev)); })
+  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::move(shape), 0, dt, std::move(dev));
+  })
+  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::move(shape), 1, dt, std::move(dev));
+  })
   // uninitialized memory
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
-  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
+  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
+                       std::string device = "") TINYGRAD_MEMBER_DEF({
     if (!stop) { stop = start; start = 0; }
     if (step == 0) throw Error("tinygrad::arange: step must not be 0");
     bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
-    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));  // NaN too
+    // NaN too
+    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
     int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
   })
-  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float,
+                    std::string device = "") TINYGRAD_MEMBER_DEF({
     auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
     auto b = arange(double(m.value_or(n)), std::nullopt, 1, DType::Int32, device).reshape({1, m.value_or(n)});
     return (a == b).cast(dt);
@@ -247,7 +259,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
   Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
-  Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({ return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); })
+  Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({
+    return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device()));
+  })
   Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
@@ -268,7 +282,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 #define TG_SCALAR_OPS(OP)                                                                      \
   friend Tensor operator OP(const Tensor& a, double b) { return a OP a.like(b, true); }        \
   friend Tensor operator OP(double a, const Tensor& b) { return b.like(a, true) OP b; }
-  TG_SCALAR_OPS(+) TG_SCALAR_OPS(-) TG_SCALAR_OPS(*) TG_SCALAR_OPS(/) TG_SCALAR_OPS(<) TG_SCALAR_OPS(>) TG_SCALAR_OPS(<=) TG_SCALAR_OPS(>=) TG_SCALAR_OPS(==) TG_SCALAR_OPS(!=)
+  TG_SCALAR_OPS(+) TG_SCALAR_OPS(-) TG_SCALAR_OPS(*) TG_SCALAR_OPS(/) TG_SCALAR_OPS(<) TG_SCALAR_OPS(>) TG_SCALAR_OPS(<=) TG_SCALAR_OPS(>=)
+  TG_SCALAR_OPS(==) TG_SCALAR_OPS(!=)
 #undef TG_SCALAR_OPS
 
   // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
@@ -285,12 +300,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       else if (new_shape[i] == 0) zero = true;
       else big |= __builtin_mul_overflow(known, new_shape[i], &known);
     }
-    if (big) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape) + ": the product of its dims overflows int64");
+    if (big)
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape) +
+                       ": the product of its dims overflows int64");
     if (zero) known = 0;
     if (infer >= 0) {
       if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
       new_shape[size_t(infer)] = numel() / known;
-    } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
+    } else if (known != numel())
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " +
+                       to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   })
@@ -318,7 +337,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor x = reshape_left(new_shape.size());
     for (size_t i = 0; i < new_shape.size(); i++) {
       if (new_shape[i] == -1) new_shape[i] = x.shape()[i];
-      if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
+      if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1)
+        throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     }
     checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
@@ -331,7 +351,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     bool ident = true;
     for (size_t i = 0; i < s.size(); i++) {
       if (s[i].first < 0 || s[i].second > shape()[i] || s[i].first > s[i].second)
-        throw IndexError("tinygrad::shrink: range [" + std::to_string(s[i].first) + ", " + std::to_string(s[i].second) + ") is out of bounds for dim " + std::to_string(i) + " of " + to_string(shape()));
+        throw IndexError("tinygrad::shrink: range [" + std::to_string(s[i].first) + ", " + std::to_string(s[i].second) +
+                         ") is out of bounds for dim " + std::to_string(i) + " of " + to_string(shape()));
       arg.push_back(s[i].first); arg.push_back(s[i].second);
       ident &= s[i].first == 0 && s[i].second == shape()[i];
     }
@@ -377,15 +398,20 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
     size_t n_real = 0, n_ell = 0;
-    for (auto& i : idx) { n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); n_ell += std::holds_alternative<Ellipsis>(i); }
+    for (auto& i : idx) {
+      n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i);
+      n_ell += std::holds_alternative<Ellipsis>(i);
+    }
     if (n_ell > 1) throw IndexError("tinygrad::slice: an index can only have one ellipsis");
-    if (n_real > ndim()) throw IndexError("tinygrad::slice: too many indices (" + std::to_string(n_real) + ") for a tensor of shape " + to_string(shape()));
+    if (n_real > ndim())
+      throw IndexError("tinygrad::slice: too many indices (" + std::to_string(n_real) + ") for a tensor of shape " + to_string(shape()));
     std::vector<Index> full;
     for (auto& i : idx) {
       if (std::holds_alternative<Ellipsis>(i)) for (size_t k = 0; k < ndim() - n_real; k++) full.push_back(Slice{});
       else full.push_back(i);
     }
-    while (std::count_if(full.begin(), full.end(), [](auto& i) { return !std::holds_alternative<NewAxis>(i); }) < int64_t(ndim())) full.push_back(Slice{});
+    while (std::count_if(full.begin(), full.end(), [](auto& i) { return !std::holds_alternative<NewAxis>(i); }) < int64_t(ndim()))
+      full.push_back(Slice{});
     std::vector<std::pair<int64_t, int64_t>> sh;
     std::vector<int64_t> flips, steps;
     Shape final_shape;
@@ -395,14 +421,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       int64_t n = shape()[d];
       if (auto* k = std::get_if<int64_t>(&i)) {
         int64_t v = *k < 0 ? *k + n : *k;
-        if (v < 0 || v >= n) throw IndexError("tinygrad::slice: index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) + " of size " + std::to_string(n));
+        if (v < 0 || v >= n)
+          throw IndexError("tinygrad::slice: index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) +
+                           " of size " + std::to_string(n));
         sh.push_back({v, v + 1}); steps.push_back(1);
       } else {
         auto s = std::get<Slice>(i);
         if (s.step == 0) throw IndexError("tinygrad::slice: step cannot be 0");
         auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
         int64_t b, e;
-        if (s.step > 0) { b = s.start ? clampi(*s.start, 0, n) : 0; e = s.stop ? clampi(*s.stop, 0, n) : n; e = std::max(e, b); sh.push_back({b, e}); }
+        if (s.step > 0) {
+          b = s.start ? clampi(*s.start, 0, n) : 0;
+          e = s.stop ? clampi(*s.stop, 0, n) : n;
+          e = std::max(e, b);
+          sh.push_back({b, e});
+        }
         else {
           b = s.start ? clampi(*s.start, -1, n - 1) : n - 1; e = s.stop ? clampi(*s.stop, -1, n - 1) : -1;
           e = std::min(e, b);
@@ -435,10 +468,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   // ---- processing ----
   Tensor matmul(const Tensor& w) const TINYGRAD_MEMBER_DEF({
-    if (ndim() == 0 || w.ndim() == 0) throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
+    if (ndim() == 0 || w.ndim() == 0)
+      throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
     int64_t k = shape().back(), kw = w.shape()[w.ndim() >= 2 ? w.ndim() - 2 : 0];
     if (k != kw)
-      throw ShapeError("tinygrad::matmul: shapes " + to_string(shape()) + " and " + to_string(w.shape()) + " do not fit: a.shape[-1] (" + std::to_string(k) + ") != b.shape[-2] (" + std::to_string(kw) + ")");
+      throw ShapeError("tinygrad::matmul: shapes " + to_string(shape()) + " and " + to_string(w.shape()) + " do not fit: a.shape[-1] (" +
+                       std::to_string(k) + ") != b.shape[-2] (" + std::to_string(kw) + ")");
     // x: (..., n, 1, k)  w: (..., 1, m, k) -> multiply, sum the last axis
     int64_t dx = int64_t(ndim()), dw = int64_t(w.ndim()), ones = std::min<int64_t>({dx - 1, dw - 1, 1}), axis_w = -std::min<int64_t>(dw, 2);
     Shape xs(shape().begin(), shape().end() - 1);
@@ -451,7 +486,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
   })
   Tensor dot(const Tensor& w) const TINYGRAD_MEMBER_DEF({ return matmul(w); })
-  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({ auto x = matmul(w); return b ? x + *b : x; })
+  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    auto x = matmul(w);
+    return b ? x + *b : x;
+  })
 
   // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
@@ -460,9 +498,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
     size_t nsp = ndim() - 2;
     int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
-    if (groups <= 0 || cout % groups) throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " + std::to_string(groups) + " groups: " + shapes());
+    if (groups <= 0 || cout % groups)
+      throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " +
+                       std::to_string(groups) + " groups: " + shapes());
     if (cin * groups != cin_total)
-      throw ShapeError("tinygrad::conv2d: input has " + std::to_string(cin_total) + " channels but weight expects " + std::to_string(cin * groups) + " (groups=" + std::to_string(groups) + "): " + shapes());
+      throw ShapeError("tinygrad::conv2d: input has " + std::to_string(cin_total) + " channels but weight expects " + std::to_string(cin * groups) +
+                       " (groups=" + std::to_string(groups) + "): " + shapes());
     auto per_dim = [&](std::vector<int64_t> v, const char* what) {
       if (v.size() == 1) v.assign(nsp, v[0]);
       if (v.size() != nsp) throw ShapeError(std::string("tinygrad::conv2d: ") + what + " needs " + std::to_string(nsp) + " values");
@@ -470,7 +511,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     };
     stride = per_dim(stride, "stride"); dilation = per_dim(dilation, "dilation");
     std::vector<std::pair<int64_t, int64_t>> pads{{0, 0}, {0, 0}};
-    if (padding.size() == 1 || padding.size() == nsp) for (size_t i = 0; i < nsp; i++) { int64_t p = padding[padding.size() == 1 ? 0 : i]; pads.push_back({p, p}); }
+    if (padding.size() == 1 || padding.size() == nsp) for (size_t i = 0; i < nsp; i++) {
+      int64_t p = padding[padding.size() == 1 ? 0 : i];
+      pads.push_back({p, p});
+    }
     else if (padding.size() == 2 * nsp) for (size_t i = 0; i < nsp; i++) pads.push_back({padding[2 * i], padding[2 * i + 1]});
     else throw ShapeError("tinygrad::conv2d: padding needs 1, " + std::to_string(nsp) + " or " + std::to_string(2 * nsp) + " values");
     Shape ks(w.shape().begin() + 2, w.shape().end());
@@ -504,16 +548,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
   Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const TINYGRAD_MEMBER_DEF({
     size_t nk = ks.size(), nb = ndim() - nk;
-    if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
-    if (stride.size() != nk || dilation.size() != nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " differ in length");
+    if (ndim() < nk)
+      throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
+    if (stride.size() != nk || dilation.size() != nk)
+      throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " +
+                       to_string(dilation) + " differ in length");
     Shape in(shape().begin() + int64_t(nb), shape().end()), o;
     for (size_t i = 0; i < nk; i++) {
       if (ks[i] < 1 || stride[i] < 1 || dilation[i] < 1)
-        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " must be positive");
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " +
+                         to_string(dilation) + " must be positive");
       if (ks[i] == 1) dilation[i] = 1;  // NOTE: no effect on one tap; keeps in + dilation below in range
       int64_t span = 0;  // NOTE: an overflowing span is larger than any dim
       if (__builtin_mul_overflow(dilation[i], ks[i] - 1, &span) || span >= in[i])
-        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) +
+                         ") is larger than the input " + to_string(shape()));
       o.push_back((in[i] - span - 1) / stride[i] + 1);
       stride[i] = std::min(stride[i], in[i]);  // NOTE: the same windows (o is 1 past it); keeps the padded dims below in range
     }
@@ -536,7 +585,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
       int64_t w = 0;  // k windows of i+d
-      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
+      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w))
+        throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " +
+                         to_string(shape()) + " overflow int64");
       int64_t reps = w / in[i] + (w % in[i] != 0);
       rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
     }
@@ -602,12 +653,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
-    if constexpr (std::is_same_v<T, bool>) { std::vector<uint8_t> b(d.begin(), d.end()); return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device)); }
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> b(d.begin(), d.end());
+      return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device));
+    }
     else return from_host(d.data(), dtype_of<T>(), d.size(), std::move(shape), std::move(device));
   }
   static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) TINYGRAD_MEMBER_DEF({
     if (shape.empty() && n != 1) shape = {int64_t(n)};
-    if (size_t(check_shape(shape, "Tensor")) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
+    if (size_t(check_shape(shape, "Tensor")) != n)
+      throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
@@ -619,7 +674,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   })
-  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({ return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); })
+  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({
+    return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER);
+  })
   // BUFFER (reshaped) of a realized node
   static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
     if (is_buffer_view(u.get())) return u;
@@ -650,9 +707,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor unary(Ops op) const TINYGRAD_MEMBER_DEF({ return unary(op, dtype()); })
   Tensor unary(Ops op, DType dt) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dt, {uop()}), device()); })
   Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); })
-  Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({ Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); })
+  Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({
+    Shape s(n - ndim(), 1);
+    s.insert(s.end(), shape().begin(), shape().end());
+    return reshape(s);
+  })
   static std::string same_device(const std::string& a, const std::string& b, const char* op) TINYGRAD_MEMBER_DEF({
-    if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
+    if (a != b)
+      throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
     return a;
   })
   static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) TINYGRAD_MEMBER_DEF({
@@ -660,7 +722,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape r(n);
     for (size_t i = 0; i < n; i++) {
       int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-      if (x != y && x != 1 && y != 1) throw ShapeError(std::string("tinygrad::") + op + ": shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together");
+      if (x != y && x != 1 && y != 1)
+        throw ShapeError(std::string("tinygrad::") + op + ": shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together");
       r[i] = x == 1 ? y : x;
     }
     return r;
