@@ -117,24 +117,28 @@ inline int64_t checked_prod(const Shape& s, const char* op) {
   if (valid_shape(s, &n)) return n;
   for (auto x : s)
     if (x < 0) throw ShapeError(std::string("tinygrad::") + op + ": negative dimension in " + to_string(s));
-  throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) + " has more than 2^63 elements (the product of its dims overflows int64)");
+  throw ShapeError(std::string("tinygrad::") + op + ": shape " + to_string(s) +
+                   " has more than 2^63 elements (the product of its dims overflows int64)");
 }
 // a * b and a + b of sizes (a window, a padded or repeated dim); ShapeError naming op when they overflow int64
 inline int64_t size_mul(int64_t a, int64_t b, const char* op) {
   int64_t r = 0;
-  if (__builtin_mul_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
+  if (__builtin_mul_overflow(a, b, &r))
+    throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " * " + std::to_string(b) + " overflows int64");
   return r;
 }
 inline int64_t size_add(int64_t a, int64_t b, const char* op) {
   int64_t r = 0;
-  if (__builtin_add_overflow(a, b, &r)) throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
+  if (__builtin_add_overflow(a, b, &r))
+    throw ShapeError(std::string("tinygrad::") + op + ": size " + std::to_string(a) + " + " + std::to_string(b) + " overflows int64");
   return r;
 }
 // numel * itemsize, the bytes of a buffer; ShapeError naming op when it overflows int64
 inline int64_t checked_nbytes(int64_t numel, int64_t itemsize, const char* op) {
   int64_t r = 0;
   if (numel < 0 || __builtin_mul_overflow(numel, itemsize, &r))
-    throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(numel) + " elements of " + std::to_string(itemsize) + " bytes do not fit in 2^63 bytes");
+    throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(numel) + " elements of " + std::to_string(itemsize) +
+                     " bytes do not fit in 2^63 bytes");
   return r;
 }
 
@@ -149,7 +153,8 @@ inline Shape strides_for(const Shape& s) {
 inline int norm_axis(int64_t axis, size_t ndim, const char* op) {
   int64_t n = int64_t(ndim), m = n > 1 ? n : 1;  // a scalar takes axis 0 and -1
   if (axis < -m || axis >= m)
-    throw IndexError(std::string("tinygrad::") + op + ": axis " + std::to_string(axis) + " is out of range for a tensor of rank " + std::to_string(n));
+    throw IndexError(std::string("tinygrad::") + op + ": axis " + std::to_string(axis) +
+                     " is out of range for a tensor of rank " + std::to_string(n));
   return int(axis < 0 ? axis + n : axis);
 }
 
@@ -264,7 +269,8 @@ inline bool is_int(DType d) { return info(d).kind == 'i' || info(d).kind == 'u';
 inline bool is_unsigned(DType d) { return info(d).kind == 'u'; }
 inline bool is_bool(DType d) { return d == DType::Bool; }
 inline std::string to_string(DType d) {
-  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32", "float64"};
+  static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
+                                "bfloat16", "float32", "float64"};
   return std::string("dtypes.") + names[size_t(d)];
 }
 
@@ -292,8 +298,10 @@ template <class T> constexpr DType dtype_of() {
   if constexpr (std::is_same_v<T, bool>) return DType::Bool;
   else if constexpr (std::is_same_v<T, float>) return DType::Float32;
   else if constexpr (std::is_same_v<T, double>) return DType::Float64;
-  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
-  else if constexpr (std::is_integral_v<T>) return sizeof(T) == 1 ? DType::UInt8 : sizeof(T) == 2 ? DType::UInt16 : sizeof(T) == 4 ? DType::UInt32 : DType::UInt64;
+  else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>)
+    return sizeof(T) == 1 ? DType::Int8 : sizeof(T) == 2 ? DType::Int16 : sizeof(T) == 4 ? DType::Int32 : DType::Int64;
+  else if constexpr (std::is_integral_v<T>)
+    return sizeof(T) == 1 ? DType::UInt8 : sizeof(T) == 2 ? DType::UInt16 : sizeof(T) == 4 ? DType::UInt32 : DType::UInt64;
   else static_assert(sizeof(T) == 0, "tinygrad: unsupported element type");
 }
 
@@ -392,7 +400,8 @@ T elem_from_double(double x) {
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
+#define TG_X(n, t, sz, k, c) \
+  case DType::n: { t v; std::memcpy(&v, static_cast<const char*>(p) + i * sz, sz); return detail::elem_to_double<DType::n>(v); }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -400,7 +409,8 @@ inline double load_as_double(const void* p, DType d, size_t i) {
 }
 inline void store_from_double(void* p, DType d, size_t i, double x) {
   switch (d) {
-#define TG_X(n, t, sz, k, c) case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
+#define TG_X(n, t, sz, k, c) \
+  case DType::n: { t v = detail::elem_from_double<DType::n, t, k>(x); std::memcpy(static_cast<char*>(p) + i * sz, &v, sz); return; }
     TG_DTYPES(TG_X)
 #undef TG_X
   }
@@ -459,7 +469,11 @@ struct Allocator {
   virtual void free_raw(void* p, size_t bytes) = 0;
   virtual void copyin(void* dst, const void* src, size_t bytes) = 0;   // host -> device
   virtual void copyout(void* dst, const void* src, size_t bytes) = 0;  // device -> host
-  virtual void copy(void* dst, const void* src, size_t bytes) { std::vector<char> h(bytes); copyout(h.data(), src, bytes); copyin(dst, h.data(), bytes); }
+  virtual void copy(void* dst, const void* src, size_t bytes) {
+    std::vector<char> h(bytes);
+    copyout(h.data(), src, bytes);
+    copyin(dst, h.data(), bytes);
+  }
 
   // LRU reuse of freed buffers: a free keeps the memory for the next alloc of the same size, up to lru_limit() bytes
   // cached; past it the least recently freed go back to the system. O(log sizes) a call, no syscall on a hit
@@ -607,7 +621,10 @@ struct LaunchDims {
   std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
   int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
   bool operator==(const LaunchDims&) const = default;
-  std::string str() const { return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2], smem ? cat(" smem ", smem) : ""); }
+  std::string str() const {
+    return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
+               smem ? cat(" smem ", smem) : "");
+  }
 };
 // the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
 struct LaunchLimits {
@@ -635,8 +652,8 @@ struct DeviceRuntime {
 
 // A device is one registered descriptor, made by the device's own header (cpu.hpp, cuda.hpp, opencl.hpp) and added on
 // the registry's first use (devices.hpp), or added by a user's register_device(); nothing above runtime/ names a device.
-// Opening it gives its allocator, compiler, loader and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer instead of holding
-// one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
+// Opening it gives its allocator, compiler, loader and launch limits. NOTE: runtime/ knows nothing of UOps, so the descriptor names its renderer
+// instead of holding one: renderer/ maps the name to a factory (register_renderer). The layers stay apart, the descriptor stays data.
 struct DeviceSpec {
   std::string name;      // "CPU"; an instance may add ":n" ("CUDA:1")
   int priority = 0;      // the default device is the highest-priority one that opens (DEV overrides)
@@ -755,7 +772,9 @@ struct Buffer {
   int64_t size;  // elements; nbytes() fits int64 (checked here, so no byte size or offset computed from it overflows)
   Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { checked_nbytes(n, itemsize(dt), "Buffer"); }
   // wraps external memory (Tensor::from_blob): never allocated or freed here
-  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) { checked_nbytes(n, itemsize(dt), "Buffer"); }
+  Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {
+    checked_nbytes(n, itemsize(dt), "Buffer");
+  }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }
@@ -789,7 +808,8 @@ inline std::pair<std::filesystem::path, std::string> configured_cache_dir() {
       std::error_code ec;
       // NOTE: a missing HOME is not created: HOME=/nonexistent is how daemons say "no home"
       if (home.empty() || !std::filesystem::is_directory(home, ec))
-        return {std::filesystem::path(home.empty() ? "~" : home) / ".cache/tinygrad.hpp", home.empty() ? "HOME is not set" : "HOME (" + home + ") is not a directory"};
+        return {std::filesystem::path(home.empty() ? "~" : home) / ".cache/tinygrad.hpp",
+                home.empty() ? "HOME is not set" : "HOME (" + home + ") is not a directory"};
       base = home + "/.cache";
     }
     d = base + "/tinygrad.hpp";
@@ -857,7 +877,8 @@ inline std::filesystem::path private_cache_dir() {
       if (ec) tmp = "/tmp";
       remove_stale(tmp, "tinygrad.hpp-");
       std::string t = (tmp / cat("tinygrad.hpp-", ::getpid(), "-XXXXXX")).string();
-      if (!::mkdtemp(t.data())) throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
+      if (!::mkdtemp(t.data()))
+        throw DeviceError(cat("tinygrad: cannot create a private folder for compiled kernels in ", tmp, ": ", std::strerror(errno)));
       p = t;
     }
     ~Dir() { std::error_code ec; fs::remove_all(p, ec); }
@@ -1126,7 +1147,8 @@ class ElfObject {
     for (size_t i = 0; i < sh.size(); i++) if (sh[i].sh_type == SHT_SYMTAB) { if (symtab != none) return "it has two symbol tables"; symtab = i; }
     if (symtab == none) return "it has no symbol table";
     const auto& st = sh[symtab];
-    if (st.sh_entsize != sizeof(Elf64_Sym) || !in_file(st) || st.sh_link >= sh.size() || !in_file(sh[st.sh_link])) return "its symbol table is malformed";
+    if (st.sh_entsize != sizeof(Elf64_Sym) || !in_file(st) || st.sh_link >= sh.size() || !in_file(sh[st.sh_link]))
+      return "its symbol table is malformed";
     std::vector<Elf64_Sym> syms(st.sh_size / sizeof(Elf64_Sym));
     if (!syms.empty()) std::memcpy(syms.data(), blob.data() + st.sh_offset, syms.size() * sizeof(Elf64_Sym));
     std::string_view strtab = blob.substr(sh[st.sh_link].sh_offset, sh[st.sh_link].sh_size);
@@ -1554,7 +1576,8 @@ class CCompiler : public Compiler {
     std::vector<std::string> words = detail::split_words(cc);
     if (!words.empty()) {
       if (!detail::on_path(words[0]))
-        throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found" + (words.size() > 1 ? " ('" + words[0] + "' is not on PATH)" : "") + "; the CPU device needs one");
+        throw DeviceError("tinygrad: the C compiler named by CC ('" + cc + "') was not found" +
+                          (words.size() > 1 ? " ('" + words[0] + "' is not on PATH)" : "") + "; the CPU device needs one");
     } else {
       for (const char* c : {"clang", "gcc", "cc"}) if (detail::on_path(c)) { cc = c; words = {c}; break; }
       if (words.empty()) throw DeviceError("tinygrad: no C compiler found for the CPU device: set CC or install clang or gcc");
@@ -1566,7 +1589,8 @@ class CCompiler : public Compiler {
     // the command is the words before the first option ("ccache gcc"); CC's options come after ours, so they win ("gcc -O1")
     auto opt = std::find_if(words.begin(), words.end(), [](const std::string& w) { return w.rfind('-', 0) == 0; });
     s->head.assign(words.begin(), opt);
-    for (const char* f : {"-shared", "-fPIC", "-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math", "-pipe", "-w"}) s->head.push_back(f);
+    for (const char* f : {"-shared", "-fPIC", "-O2", "-march=native", "-ffp-contract=fast", "-fno-math-errno", "-fno-trapping-math", "-pipe", "-w"})
+      s->head.push_back(f);
     if (!sanitize_.empty()) {
       s->head.insert(s->head.end(), {"-fsanitize=" + sanitize_, "-fno-sanitize-recover=all"});
       // NOTE: clang links its sanitizer runtime statically into executables only; a .so dlopened by an unsanitized process
@@ -1979,23 +2003,30 @@ struct CudaApi {
   int (*cuGraphLaunch)(H, H) = nullptr;
   int (*cuGraphExecDestroy)(H) = nullptr;
   int (*cuGraphDestroy)(H) = nullptr;
-  bool graphs() const { return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiateWithFlags && cuGraphExecKernelNodeSetParams && cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy; }
+  bool graphs() const {
+    return cuGraphCreate && cuGraphAddKernelNode && cuGraphInstantiateWithFlags && cuGraphExecKernelNodeSetParams && cuGraphLaunch &&
+        cuGraphExecDestroy && cuGraphDestroy;
+  }
   explicit CudaApi(void* l) {
     const char* lib = "libcuda.so.1";
     load_sym(l, cuInit, "cuInit", lib); load_sym(l, cuDeviceGetCount, "cuDeviceGetCount", lib); load_sym(l, cuDeviceGet, "cuDeviceGet", lib);
     load_sym(l, cuDeviceGetAttribute, "cuDeviceGetAttribute", lib); load_sym(l, cuDeviceGetName, "cuDeviceGetName", lib);
     load_sym(l, cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", lib); load_sym(l, cuCtxSetCurrent, "cuCtxSetCurrent", lib);
-    load_sym(l, cuCtxSynchronize, "cuCtxSynchronize", lib); load_sym(l, cuMemAlloc, "cuMemAlloc_v2", lib); load_sym(l, cuMemFree, "cuMemFree_v2", lib);
-    load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib); load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
+    load_sym(l, cuCtxSynchronize, "cuCtxSynchronize", lib); load_sym(l, cuMemAlloc, "cuMemAlloc_v2", lib);
+    load_sym(l, cuMemFree, "cuMemFree_v2", lib);
+    load_sym(l, cuMemcpyHtoD, "cuMemcpyHtoD_v2", lib); load_sym(l, cuMemcpyDtoH, "cuMemcpyDtoH_v2", lib);
+    load_sym(l, cuMemcpyDtoD, "cuMemcpyDtoD_v2", lib);
     load_sym(l, cuModuleLoadData, "cuModuleLoadData", lib); load_sym(l, cuModuleUnload, "cuModuleUnload", lib);
     load_sym(l, cuModuleGetFunction, "cuModuleGetFunction", lib); load_sym(l, cuLaunchKernel, "cuLaunchKernel", lib);
     load_sym(l, cuFuncSetAttribute, "cuFuncSetAttribute", lib);
     load_sym(l, cuEventCreate, "cuEventCreate", lib); load_sym(l, cuEventRecord, "cuEventRecord", lib);
-    load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib); cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
+    load_sym(l, cuEventSynchronize, "cuEventSynchronize", lib);
+    cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
     load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
     auto opt = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(l, name)); };
-    opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode"); opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
+    opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode");
+    opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
     opt(cuGraphExecKernelNodeSetParams, "cuGraphExecKernelNodeSetParams"); opt(cuGraphLaunch, "cuGraphLaunch");
     opt(cuGraphExecDestroy, "cuGraphExecDestroy"); opt(cuGraphDestroy, "cuGraphDestroy");
   }
@@ -2063,7 +2094,8 @@ class CUDAProgram : public Program {
     std::vector<void*> args(bufs.size());
     for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
-    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr), "cuLaunchKernel");
+    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
+            "cuLaunchKernel");
     if (!wait) return 0;
     a.cuEventRecord(ev_[1], nullptr);
     a.check(a.cuEventSynchronize(ev_[1]), "kernel execution");
@@ -2160,7 +2192,9 @@ inline DeviceSpec cuda_device() {
     };
     rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
     if (dv->api->graphs())
-      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> { return std::make_unique<CUDAGraph>(dv, l); };
+      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> {
+        return std::make_unique<CUDAGraph>(dv, l);
+      };
     if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
     return rt;
   };
@@ -2220,7 +2254,8 @@ struct CLApi {
     TG_CL(clCreateBuffer); TG_CL(clReleaseMemObject); TG_CL(clEnqueueWriteBuffer); TG_CL(clEnqueueReadBuffer); TG_CL(clEnqueueCopyBuffer);
     TG_CL(clCreateProgramWithSource); TG_CL(clCreateProgramWithBinary); TG_CL(clBuildProgram); TG_CL(clGetProgramBuildInfo);
     TG_CL(clGetProgramInfo); TG_CL(clCreateKernel); TG_CL(clGetKernelInfo); TG_CL(clSetKernelArg); TG_CL(clEnqueueNDRangeKernel);
-    TG_CL(clFinish); TG_CL(clFlush); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent); TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
+    TG_CL(clFinish); TG_CL(clFlush); TG_CL(clWaitForEvents); TG_CL(clGetEventProfilingInfo); TG_CL(clReleaseEvent);
+    TG_CL(clReleaseKernel); TG_CL(clReleaseProgram);
 #undef TG_CL
   }
 };
@@ -2248,7 +2283,8 @@ struct CLDevice {
     if (!lib) throw DeviceError("tinygrad: the CL device needs libOpenCL.so.1 (an OpenCL ICD loader), which was not found");
     api = std::make_unique<CLApi>(lib);
     unsigned np = 0;
-    if (api->clGetPlatformIDs(0, nullptr, &np) != 0 || np == 0) throw DeviceError("tinygrad: OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
+    if (api->clGetPlatformIDs(0, nullptr, &np) != 0 || np == 0)
+      throw DeviceError("tinygrad: OpenCL: no platform found (is an ICD such as pocl-opencl-icd installed?)");
     std::vector<void*> plats(np), gpus, all;
     api->clGetPlatformIDs(np, plats.data(), nullptr);
     for (auto p : plats)
@@ -2512,7 +2548,9 @@ struct CLAllocator : Allocator {
     return m;
   }
   void free_raw(void* p, size_t) override { d->api->clReleaseMemObject(p); }
-  void copyin(void* dst, const void* src, size_t n) override { cl_check(d->api->clEnqueueWriteBuffer(d->queue, dst, 1, 0, n, src, 0, nullptr, nullptr), "clEnqueueWriteBuffer"); }
+  void copyin(void* dst, const void* src, size_t n) override {
+    cl_check(d->api->clEnqueueWriteBuffer(d->queue, dst, 1, 0, n, src, 0, nullptr, nullptr), "clEnqueueWriteBuffer");
+  }
   void copyout(void* dst, const void* src, size_t n) override {
     cl_check(d->api->clEnqueueReadBuffer(d->queue, const_cast<void*>(src), 1, 0, n, dst, 0, nullptr, nullptr), "clEnqueueReadBuffer");
   }
@@ -7797,16 +7835,25 @@ struct CreationOps {
  public:
 
   // ---- like another tensor: same shape and device, its dtype unless given ----
-  T full_like(double v, std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device()); })
+  T full_like(double v, std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device());
+  })
   T zeros_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(0, dt); })
   T ones_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(1, dt); })
-  T empty_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::empty(self().shape(), dt.value_or(self().dtype()), self().device()); })
-  T rand_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::rand(self().shape(), dt.value_or(float_dt()), self().device()); })
-  T randn_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return T::randn(self().shape(), dt.value_or(float_dt()), self().device()); })
+  T empty_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::empty(self().shape(), dt.value_or(self().dtype()), self().device());
+  })
+  T rand_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::rand(self().shape(), dt.value_or(float_dt()), self().device());
+  })
+  T randn_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return T::randn(self().shape(), dt.value_or(float_dt()), self().device());
+  })
 
   // ---- creation ----
   // steps values from start to stop, both included
-  static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
+  static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt,
+                    std::string device = "") TINYGRAD_MEMBER_DEF({
     if (steps < 0) throw Error("tinygrad::linspace: steps must be non-negative, got " + std::to_string(steps));
     DType dt = dtype.value_or(dtypes::default_float), ft = is_float(dt) ? dt : dtypes::default_float;
     if (steps == 1) return T::full({1}, start, dt, std::move(device));
@@ -7814,7 +7861,8 @@ struct CreationOps {
   })
   // coordinate grids: "ij" gives shape (n0, n1, ...), "xy" swaps the first two (inputs are flattened)
   static std::vector<T> meshgrid(const std::vector<T>& ts, std::string_view indexing = "ij") TINYGRAD_MEMBER_DEF({
-    if (indexing != "ij" && indexing != "xy") throw Error("tinygrad::meshgrid: indexing must be \"ij\" or \"xy\", got \"" + std::string(indexing) + "\"");
+    if (indexing != "ij" && indexing != "xy")
+      throw Error("tinygrad::meshgrid: indexing must be \"ij\" or \"xy\", got \"" + std::string(indexing) + "\"");
     if (ts.size() <= 1) return ts;
     Shape out;
     for (auto& t : ts) out.push_back(t.numel());
@@ -7883,7 +7931,8 @@ struct CreationOps {
     T w = x.ndim() == 1 ? x.unsqueeze(0) : x;
     int64_t b = w.shape()[0], k = w.shape()[1];
     if (!replacement && num_samples > k)
-      throw Error("tinygrad::multinomial: cannot draw " + std::to_string(num_samples) + " samples without replacement from " + std::to_string(k) + " categories");
+      throw Error("tinygrad::multinomial: cannot draw " + std::to_string(num_samples) + " samples without replacement from " +
+                  std::to_string(k) + " categories");
     T r;
     if (replacement || num_samples == 1) {
       // count the cdf entries at or below a uniform sample
@@ -8026,7 +8075,8 @@ struct ElementwiseOps {
       if (!is_float(a.dtype())) { a = a.cast(dtypes::default_float); b = b.cast(dtypes::default_float); }
       return a * b.reciprocal();
     }
-    if (rounding_mode != "trunc" && rounding_mode != "floor") throw Error("tinygrad::div: rounding_mode must be \"trunc\" or \"floor\", got \"" + std::string(rounding_mode) + "\"");
+    if (rounding_mode != "trunc" && rounding_mode != "floor")
+      throw Error("tinygrad::div: rounding_mode must be \"trunc\" or \"floor\", got \"" + std::string(rounding_mode) + "\"");
     if (is_float(a.dtype())) return rounding_mode == "trunc" ? a.div(b).trunc() : a.div(b).floor();
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::div: rounding division of bool tensors is not supported");
     auto q = a.idiv(b);
@@ -8069,7 +8119,10 @@ struct ElementwiseOps {
   T maximum(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::MAX, o, "maximum"); })
   T maximum(double o) const TINYGRAD_MEMBER_DEF({ return maximum(self().like(o, true)); })
   // through the order-reversing inverse, so unsigned and bool work too
-  T minimum(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self(), o, "minimum"); return a.order_inverse().maximum(b.order_inverse()).order_inverse(); })
+  T minimum(const T& o) const TINYGRAD_MEMBER_DEF({
+    auto [a, b] = T::broadcast_pair(self(), o, "minimum");
+    return a.order_inverse().maximum(b.order_inverse()).order_inverse();
+  })
   T minimum(double o) const TINYGRAD_MEMBER_DEF({ return minimum(self().like(o, true)); })
 #define TG_CMP(NAME, OP)                                             \
   T NAME(const T& o) const { return self() OP o; }                 \
@@ -8087,7 +8140,10 @@ struct ElementwiseOps {
   T lshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return lshift(int_scalar(o)); })
   T rshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return rshift(int_scalar(o)); })
   // |x| with the sign of o (o == -0.0 counts as positive)
-  T copysign(const T& o) const TINYGRAD_MEMBER_DEF({ auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign"); return (b < 0.0).where(-a.abs(), a.abs()); })
+  T copysign(const T& o) const TINYGRAD_MEMBER_DEF({
+    auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign");
+    return (b < 0.0).where(-a.abs(), a.abs());
+  })
   T copysign(double o) const TINYGRAD_MEMBER_DEF({ return copysign(self().like(o, true)); })
   T logaddexp(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "logaddexp");
@@ -8122,7 +8178,9 @@ struct ElementwiseOps {
   T leaky_relu(double neg_slope = 0.01) const TINYGRAD_MEMBER_DEF({ return (self() < 0.0).where(self() * neg_slope, self()); })
   T elu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return relu() - alpha * (1.0 - self().exp()).relu(); })
   T celu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); })
-  T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({ return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0)); })
+  T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({
+    return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0));
+  })
   // tanh approximation
   T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
   // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
@@ -8138,7 +8196,9 @@ struct ElementwiseOps {
   T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
   T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
   T swish() const TINYGRAD_MEMBER_DEF({ return silu(); })
-  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({ return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu(); })
+  T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({
+    return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu();
+  })
   T hardswish() const TINYGRAD_MEMBER_DEF({ return self() * (self() + 3.0).relu6() * (1.0 / 6); })
   T hardtanh(double min_val = -1, double max_val = 1) const TINYGRAD_MEMBER_DEF({ return clip(min_val, max_val); })
   T softplus(double beta = 1.0) const TINYGRAD_MEMBER_DEF({ return (self() * beta).logaddexp(0.0) * (1.0 / beta); })
@@ -8374,7 +8434,9 @@ struct MovementOps {
     bool need_shrink = false;
     for (size_t i = 0; i < p.size(); i++) {
       int64_t b = std::max<int64_t>(0, -p[i].first), e = t.shape()[i] - std::max<int64_t>(0, -p[i].second);
-      if (b > e) throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " + std::to_string(i) + " of " + to_string(t.shape()));
+      if (b > e)
+        throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " +
+                         std::to_string(i) + " of " + to_string(t.shape()));
       sh.push_back({b, e});
       need_shrink |= b != 0 || e != t.shape()[i];
     }
@@ -8389,7 +8451,8 @@ struct MovementOps {
     }
     if (!any) return x;
     if (big || !valid_shape(out))
-      throw ShapeError("tinygrad::pad: padding " + pads_str(p) + " of shape " + to_string(t.shape()) + " gives more than 2^63 elements (overflows int64)");
+      throw ShapeError("tinygrad::pad: padding " + pads_str(p) + " of shape " + to_string(t.shape()) +
+                       " gives more than 2^63 elements (overflows int64)");
     T r = x.mov(Ops::PAD, arg);
     if (value == 0) return r;
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
@@ -8399,22 +8462,32 @@ struct MovementOps {
   T pad(Pads p, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (mode == "constant") return pad(std::move(p), value);
-    if (mode != "reflect" && mode != "replicate" && mode != "circular") throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
+    if (mode != "reflect" && mode != "replicate" && mode != "circular")
+      throw Error("tinygrad::pad: unknown mode \"" + mode + "\" (constant, reflect, replicate or circular)");
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
     T x = t;
     for (size_t d = 0; d < p.size(); d++) {
       int64_t b = p[d].first, a = p[d].second, s = t.shape()[d];  // NOTE: not a structured binding: `bad` captures them (clang)
       auto bad = [&](const std::string& why) {
-        return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) + " of " + to_string(t.shape()) + " " + why);
+        return ShapeError("tinygrad::pad(" + mode + "): padding (" + std::to_string(b) + ", " + std::to_string(a) + ") of dim " + std::to_string(d) +
+                          " of " + to_string(t.shape()) + " " + why);
       };
       if (b < 0 || a < 0) throw bad("is negative");
       if (mode == "reflect" && (b >= s || a >= s)) throw bad("must be smaller than the dim");
       if ((mode == "circular" && (b > s || a > s)) || (s == 0 && (b || a))) throw bad("wraps around more than once");
-      auto part = [&](int64_t lo, int64_t hi) { Pads r; for (size_t i = 0; i < t.ndim(); i++) r.push_back(i == d ? std::pair{lo, hi} : std::pair{int64_t(0), x.shape()[i]}); return x.shrink(r); };
+      auto part = [&](int64_t lo, int64_t hi) {
+        Pads r;
+        for (size_t i = 0; i < t.ndim(); i++) r.push_back(i == d ? std::pair{lo, hi} : std::pair{int64_t(0), x.shape()[i]});
+        return x.shrink(r);
+      };
       std::vector<T> parts;
-      if (b) parts.push_back(mode == "reflect" ? part(1, b + 1).flip(int64_t(d)) : mode == "circular" ? part(s - b, s) : expand_dim(part(0, 1), d, b));
+      if (b)
+        parts.push_back(mode == "reflect" ? part(1, b + 1).flip(int64_t(d)) : mode == "circular" ? part(s - b, s) : expand_dim(part(0, 1), d, b));
       parts.push_back(x);
-      if (a) parts.push_back(mode == "reflect" ? part(s - 1 - a, s - 1).flip(int64_t(d)) : mode == "circular" ? part(0, a) : expand_dim(part(s - 1, s), d, a));
+      if (a)
+        parts.push_back(mode == "reflect"    ? part(s - 1 - a, s - 1).flip(int64_t(d))
+                        : mode == "circular" ? part(0, a)
+                                             : expand_dim(part(s - 1, s), d, a));
       x = T::cat(parts, int64_t(d));
     }
     return x;
@@ -8424,12 +8497,15 @@ struct MovementOps {
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
   T pad(const V& flat, const std::string& mode, double value = 0) const {
     auto& t = self();
-    if (flat.size() % 2 || flat.size() / 2 > t.ndim()) throw ShapeError("tinygrad::pad: flat padding " + to_string(flat) + " does not fit shape " + to_string(t.shape()));
+    if (flat.size() % 2 || flat.size() / 2 > t.ndim())
+      throw ShapeError("tinygrad::pad: flat padding " + to_string(flat) + " does not fit shape " + to_string(t.shape()));
     Pads p(t.ndim(), {0, 0});
     for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
     return pad(p, mode, value);
   }
-  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({ return pad(std::vector<int64_t>(flat), mode, value); })
+  T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
+    return pad(std::vector<int64_t>(flat), mode, value);
+  })
 
   // ---- join and split ----
   static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
@@ -8442,7 +8518,9 @@ struct MovementOps {
     for (auto& t : ts) {
       bool ok = t.ndim() == t0.ndim();
       for (size_t i = 0; ok && i < t.ndim(); i++) ok = int(i) == d || t.shape()[i] == t0.shape()[i];
-      if (!ok) throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) + " differ outside dim " + std::to_string(d));
+      if (!ok)
+        throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) +
+                         " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
       dt = least_upper_dtype(dt, t.dtype());
       total = size_add(total, t.shape()[size_t(d)], "cat");
@@ -8462,7 +8540,8 @@ struct MovementOps {
   static T stack(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
     for (auto& t : ts)
-      if (t.shape() != ts[0].shape()) throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
+      if (t.shape() != ts[0].shape())
+        throw ShapeError("tinygrad::stack: shapes " + to_string(ts[0].shape()) + " and " + to_string(t.shape()) + " differ");
     int d = norm_axis(dim, ts[0].ndim() + 1, "stack");
     std::vector<T> us;
     for (auto& t : ts) us.push_back(t.unsqueeze(d));
@@ -8477,7 +8556,8 @@ struct MovementOps {
       if (s < 0) throw ShapeError("tinygrad::split: negative size in " + to_string(sizes));
       tot = size_add(tot, s, "split");
     }
-    if (tot != n) throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
+    if (tot != n)
+      throw ShapeError("tinygrad::split: sizes " + to_string(sizes) + " do not add up to dim " + std::to_string(d) + " of " + to_string(x.shape()));
     std::vector<T> out;
     int64_t off = 0;
     for (auto s : sizes) {
@@ -8511,7 +8591,8 @@ struct MovementOps {
   // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
   T repeat(const std::vector<int64_t>& repeats) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    if (repeats.size() < x.ndim()) throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
+    if (repeats.size() < x.ndim())
+      throw ShapeError("tinygrad::repeat: " + std::to_string(repeats.size()) + " repeats for shape " + to_string(x.shape()));
     T b = x.reshape_left(repeats.size());
     Shape un, ex, fin;
     for (size_t i = 0; i < repeats.size(); i++) {
@@ -8542,7 +8623,8 @@ struct MovementOps {
       if (shifts.size() != 1) throw ShapeError("tinygrad::roll: without dims needs one shift, got " + to_string(shifts));
       return x.flatten().roll(shifts, {0}).reshape(x.shape());
     }
-    if (shifts.size() != dims.size()) throw ShapeError("tinygrad::roll: shifts " + to_string(shifts) + " and dims " + to_string(dims) + " differ in length");
+    if (shifts.size() != dims.size())
+      throw ShapeError("tinygrad::roll: shifts " + to_string(shifts) + " and dims " + to_string(dims) + " differ in length");
     std::vector<int64_t> reps(x.ndim(), 1);
     std::vector<Index> sl(x.ndim(), Slice{});
     for (size_t i = 0; i < dims.size(); i++) {
@@ -8555,13 +8637,16 @@ struct MovementOps {
     }
     return x.repeat(reps).slice(sl);
   })
-  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({ return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{}); })
+  T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{});
+  })
   // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
   T unfold(int64_t dim, int64_t size, int64_t step) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unfold");
     if (size < 0 || step <= 0 || size > x.shape()[size_t(d)])
-      throw ShapeError("tinygrad::unfold: size " + std::to_string(size) + ", step " + std::to_string(step) + " do not fit dim " + std::to_string(d) + " of " + to_string(x.shape()));
+      throw ShapeError("tinygrad::unfold: size " + std::to_string(size) + ", step " + std::to_string(step) + " do not fit dim " + std::to_string(d) +
+                       " of " + to_string(x.shape()));
     std::vector<int64_t> to_last, back;
     for (size_t i = 0; i < x.ndim(); i++) if (int(i) != d) to_last.push_back(int64_t(i));
     to_last.push_back(d);
@@ -8621,11 +8706,13 @@ struct MovementOps {
   T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
-      return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " + to_string(x.shape()) + ")");
+      return ShapeError("tinygrad::rearrange(\"" + formula + "\"): " + why + " at position " + std::to_string(pos) + " (input shape " +
+                        to_string(x.shape()) + ")");
     };
     struct Group { std::vector<std::string> names; bool paren; size_t pos; };
     auto arrow = formula.find("->");
-    if (arrow == std::string::npos || formula.find("->", arrow + 2) != std::string::npos) throw fail("needs exactly one \"->\"", arrow == std::string::npos ? formula.size() : formula.find("->", arrow + 2));
+    if (arrow == std::string::npos || formula.find("->", arrow + 2) != std::string::npos)
+      throw fail("needs exactly one \"->\"", arrow == std::string::npos ? formula.size() : formula.find("->", arrow + 2));
     auto parse = [&](size_t b, size_t e) {
       std::vector<Group> gs;
       bool open = false;
@@ -8654,9 +8741,13 @@ struct MovementOps {
     auto lhs = parse(0, arrow), rhs = parse(arrow + 2, formula.size());
     // flatten the lhs into names and sizes, expanding "..."
     size_t n_lhs_dims = lhs.size(), n_ell = 0;
-    for (auto& g : lhs) for (auto& nm : g.names) if (nm == "...") { if (g.paren) throw fail("\"...\" inside parentheses on the left", g.pos); n_ell++; }
+    for (auto& g : lhs) for (auto& nm : g.names) if (nm == "...") {
+      if (g.paren) throw fail("\"...\" inside parentheses on the left", g.pos);
+      n_ell++;
+    }
     if (n_ell > 1) throw fail("more than one \"...\"", arrow);
-    if ((n_ell ? n_lhs_dims - 1 : n_lhs_dims) > x.ndim() || (!n_ell && n_lhs_dims != x.ndim())) throw fail("the left side has " + std::to_string(n_lhs_dims) + " dims but the input has " + std::to_string(x.ndim()), 0);
+    if ((n_ell ? n_lhs_dims - 1 : n_lhs_dims) > x.ndim() || (!n_ell && n_lhs_dims != x.ndim()))
+      throw fail("the left side has " + std::to_string(n_lhs_dims) + " dims but the input has " + std::to_string(x.ndim()), 0);
     size_t ell_len = x.ndim() - (n_lhs_dims - n_ell);
     std::map<std::string, int64_t> known(sizes.begin(), sizes.end());
     std::vector<std::string> names;
@@ -8668,7 +8759,8 @@ struct MovementOps {
         continue;
       }
       for (auto& nm : g.names)
-        if (std::count(names.begin(), names.end(), nm) || std::count(g.names.begin(), g.names.end(), nm) > 1) throw fail("axis \"" + nm + "\" appears twice on the left", g.pos);
+        if (std::count(names.begin(), names.end(), nm) || std::count(g.names.begin(), g.names.end(), nm) > 1)
+          throw fail("axis \"" + nm + "\" appears twice on the left", g.pos);
       int64_t n = x.shape()[dim++], have = 1, unknown = -1;
       for (size_t k = 0; k < g.names.size(); k++) {
         auto it = known.find(g.names[k]);
@@ -8677,16 +8769,24 @@ struct MovementOps {
         else unknown = int64_t(k);
       }
       if (g.names.empty() && n != 1) throw fail("\"1\" or \"()\" matches a dim of size " + std::to_string(n), g.pos);
-      if (unknown >= 0) { if (have == 0 || n % have) throw fail("dim of size " + std::to_string(n) + " does not split by " + std::to_string(have), g.pos); known[g.names[size_t(unknown)]] = n / have; }
+      if (unknown >= 0) {
+        if (have == 0 || n % have) throw fail("dim of size " + std::to_string(n) + " does not split by " + std::to_string(have), g.pos);
+        known[g.names[size_t(unknown)]] = n / have;
+      }
       else if (have != n) throw fail("sizes multiply to " + std::to_string(have) + " but the dim has size " + std::to_string(n), g.pos);
       for (auto& nm : g.names) { names.push_back(nm); flat.push_back(known[nm]); }
     }
-    for (auto& [nm, s] : sizes) if (std::find(names.begin(), names.end(), nm) == names.end()) throw fail("size given for \"" + nm + "\" which is not on the left", 0);
+    for (auto& [nm, s] : sizes)
+      if (std::find(names.begin(), names.end(), nm) == names.end()) throw fail("size given for \"" + nm + "\" which is not on the left", 0);
     std::vector<int64_t> perm;
     Shape out;
     for (auto& g : rhs) {
       std::vector<std::string> ns = g.names;
-      if (std::count(ns.begin(), ns.end(), "...")) { if (g.paren) throw fail("\"...\" inside parentheses on the right", g.pos); ns.clear(); for (size_t k = 0; k < ell_len; k++) ns.push_back("..." + std::to_string(k)); }
+      if (std::count(ns.begin(), ns.end(), "...")) {
+        if (g.paren) throw fail("\"...\" inside parentheses on the right", g.pos);
+        ns.clear();
+        for (size_t k = 0; k < ell_len; k++) ns.push_back("..." + std::to_string(k));
+      }
       int64_t s = 1;
       for (auto& nm : ns) {
         auto it = std::find(names.begin(), names.end(), nm);
@@ -8720,7 +8820,9 @@ struct MovementOps {
     Shape big;
     std::vector<std::pair<int, T>> ti;
     for (auto& [d, t] : tdims) {
-      try { big = T::broadcast_shape(big, t.shape(), "getitem"); } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
+      try {
+        big = T::broadcast_shape(big, t.shape(), "getitem");
+      } catch (const ShapeError& e) { throw IndexError(std::string("tinygrad::getitem: index tensors cannot be broadcast together: ") + e.what()); }
       int64_t n = ret.shape()[size_t(d)];
       check_indices(t, n, true, "getitem", d);
       ti.push_back({d, (t < 0).where(t + T::scalar(double(n), t.dtype(), t.device()), t)});
@@ -8827,13 +8929,16 @@ struct MovementOps {
   // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
   T gather(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    if (index.ndim() != x.ndim()) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
+    if (index.ndim() != x.ndim())
+      throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " and input " + to_string(x.shape()) + " differ in rank");
     int d = norm_axis(dim, x.ndim(), "gather");
     check_int_index(index, "gather");
     check_indices(index, x.shape()[size_t(d)], false, "gather", d);
     Pads sh;
     for (size_t i = 0; i < x.ndim(); i++) {
-      if (int(i) != d && index.shape()[i] > x.shape()[i]) throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " in dim " + std::to_string(i));
+      if (int(i) != d && index.shape()[i] > x.shape()[i])
+        throw ShapeError("tinygrad::gather: index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) +
+                         " in dim " + std::to_string(i));
       sh.push_back({0, int(i) == d ? x.shape()[i] : index.shape()[i]});
     }
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
@@ -8852,13 +8957,16 @@ struct MovementOps {
     T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
     return (top.squeeze(-1) > 0).where(val, self());
   })
-  T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({ return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device())); })
+  T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({
+    return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device()));
+  })
   // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
   T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
       throw Error("tinygrad::scatter_reduce: unknown reduce \"" + reduce + "\" (sum, prod, mean, amax or amin)");
-    if (src.dtype() != x.dtype()) throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
+    if (src.dtype() != x.dtype())
+      throw DTypeError("tinygrad::scatter_reduce: src dtype " + to_string(src.dtype()) + " differs from " + to_string(x.dtype()));
     auto [s, mask] = pre_scatter(dim, index, src, "scatter_reduce");
     if (mask.shape().back() == 0) return x;  // no sources: every reduce leaves x
     T untouched = mask.max(-1).logical_not();  // NOTE: max of bools is any
@@ -8867,7 +8975,8 @@ struct MovementOps {
     if (reduce == "prod") return (mask.where(s, 1.0).prod(-1) * base(1)).cast(x.dtype());
     if (reduce == "amax") return mask.where(s, dtype_min(x.dtype())).max(-1).maximum(base(dtype_min(x.dtype())));
     if (reduce == "amin") return mask.where(s, dtype_max(x.dtype())).min(-1).minimum(base(dtype_max(x.dtype())));
-    T count = mask.where(T::scalar(1, DType::Int32, x.device()), T::scalar(0, DType::Int32, x.device())).sum(-1) + (include_self ? T::scalar(1, DType::Int32, x.device()) : untouched.cast(DType::Int32));
+    T count = mask.where(T::scalar(1, DType::Int32, x.device()), T::scalar(0, DType::Int32, x.device())).sum(-1) +
+        (include_self ? T::scalar(1, DType::Int32, x.device()) : untouched.cast(DType::Int32));
     T total = mask.where(s, 0.0).sum(-1) + base(0);
     // torch: integer means round down
     return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
@@ -8926,16 +9035,23 @@ struct MovementOps {
   static T one_hot_last(const T& t, int64_t n) TINYGRAD_MEMBER_DEF({ return t == T::arange(double(n), std::nullopt, 1, t.dtype(), t.device()); })
   static T expand_value(const T& v, const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     try { if (T::broadcast_shape(v.shape(), s, op) != s) throw ShapeError(""); } catch (const ShapeError&) {
-      throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) + " does not broadcast to the indexed shape " + to_string(s));
+      throw ShapeError(std::string("tinygrad::") + op + ": value of shape " + to_string(v.shape()) +
+                       " does not broadcast to the indexed shape " + to_string(s));
     }
     return v.expand(s);
   })
   // drop the ellipsis (full slices in its place) and fill the remaining dims; flags follow their entries
-  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op, std::vector<bool>* flags = nullptr) TINYGRAD_MEMBER_DEF({
+  static std::vector<Index> expand_ellipsis(const std::vector<Index>& idx, const Shape& shape, const char* op,
+                                            std::vector<bool>* flags = nullptr) TINYGRAD_MEMBER_DEF({
     size_t real = 0, ell = 0, ndim = shape.size();
-    for (auto& i : idx) { real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); ell += std::holds_alternative<Ellipsis>(i); }
+    for (auto& i : idx) {
+      real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i);
+      ell += std::holds_alternative<Ellipsis>(i);
+    }
     if (ell > 1) throw IndexError(std::string("tinygrad::") + op + ": an index can only have one ellipsis");
-    if (real > ndim) throw IndexError(std::string("tinygrad::") + op + ": too many indices (" + std::to_string(real) + ") for a tensor of shape " + to_string(shape));
+    if (real > ndim)
+      throw IndexError(std::string("tinygrad::") + op + ": too many indices (" + std::to_string(real) +
+                       ") for a tensor of shape " + to_string(shape));
     std::vector<Index> full;
     std::vector<bool> fl;
     for (size_t k = 0; k < idx.size(); k++) {
@@ -8974,10 +9090,13 @@ struct MovementOps {
     int d = norm_axis(dim, x.ndim(), op);
     check_int_index(index, op);
     check_indices(index, x.shape()[size_t(d)], false, op, d);
-    if (index.ndim() != x.ndim() || src.ndim() != x.ndim()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " + to_string(src.shape()) + " differ in rank");
+    if (index.ndim() != x.ndim() || src.ndim() != x.ndim())
+      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(x.shape()) + ", index " + to_string(index.shape()) + " and src " +
+                       to_string(src.shape()) + " differ in rank");
     for (size_t i = 0; i < x.ndim(); i++)
       if ((int(i) != d && index.shape()[i] > x.shape()[i]) || index.shape()[i] > src.shape()[i])
-        throw ShapeError(std::string("tinygrad::") + op + ": index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) + " or src " + to_string(src.shape()) + " in dim " + std::to_string(i));
+        throw ShapeError(std::string("tinygrad::") + op + ": index " + to_string(index.shape()) + " is larger than input " + to_string(x.shape()) +
+                         " or src " + to_string(src.shape()) + " in dim " + std::to_string(i));
     Pads sh;
     for (auto n : index.shape()) sh.push_back({0, n});
     T s = src.shrink(sh);
@@ -9004,35 +9123,41 @@ template <class T>
 struct ProcessingOps {
  public:
   // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank) ----
-  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
   })
-  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
-           std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
     return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
   })
   // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
   // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
-  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1}, std::vector<int64_t> dilation = {1},
+  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
+                     std::vector<int64_t> dilation = {1},
                      std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
     if (x0.ndim() < 3 || w.ndim() != x0.ndim())
-      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " and input " + to_string(x0.shape()) + " ranks do not fit");
+      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " and input " +
+                       to_string(x0.shape()) + " ranks do not fit");
     size_t nsp = x0.ndim() - 2;
     int64_t cin = w.shape()[0];
     if (cin != x0.shape()[1])
-      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " needs " + std::to_string(cin) + " input channels, input has shape " + to_string(x0.shape()));
-    if (groups <= 0 || cin % groups) throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(cin) + " input channels do not divide into " + std::to_string(groups) + " groups (weight " + to_string(w.shape()) + ")");
+      throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " needs " + std::to_string(cin) +
+                       " input channels, input has shape " + to_string(x0.shape()));
+    if (groups <= 0 || cin % groups)
+      throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(cin) + " input channels do not divide into " + std::to_string(groups) +
+                       " groups (weight " + to_string(w.shape()) + ")");
     stride = per_dim(stride, nsp, "stride", op, 1); dilation = per_dim(dilation, nsp, "dilation", op, 1);
     output_padding = per_dim(output_padding, nsp, "output_padding", op, 0);
     auto pads = pad_pairs(padding, nsp, op);
     for (size_t i = 0; i < nsp; i++)
       if (output_padding[i] >= std::max(stride[i], dilation[i]))
-        throw ShapeError(std::string("tinygrad::") + op + ": output_padding " + to_string(output_padding) + " must be smaller than stride or dilation");
+        throw ShapeError(std::string("tinygrad::") + op + ": output_padding " + to_string(output_padding) +
+                         " must be smaller than stride or dilation");
     T x = x0;
     Shape ks(w.shape().begin() + 2, w.shape().end());
     if (std::any_of(stride.begin(), stride.end(), [](auto s) { return s > 1; })) {
@@ -9059,8 +9184,8 @@ struct ProcessingOps {
 
   // ---- pooling over the last kernel.size() dims (a single value means 2 dims) ----
   // padding: one value, one per dim, or (before, after) per dim
-  T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
+  T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
+               std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
     auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
   })
@@ -9088,8 +9213,8 @@ struct ProcessingOps {
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
   })
-  T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0},
-               bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
+  T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
+               std::vector<int64_t> padding = {0}, bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(kernel, stride, dilation, padding, false, "avg_pool2d");
     auto c = pool_args(kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
@@ -9110,13 +9235,17 @@ struct ProcessingOps {
     return layernorm_acc(axes, eps).cast(self().fl().dtype());
   })
   // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
-  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
+  T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt,
+               double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t k = normalized_shape.size();
     if (k == 0 || k > x.ndim() || !std::equal(normalized_shape.begin(), normalized_shape.end(), x.shape().end() - int64_t(k)))
-      throw ShapeError("tinygrad::layer_norm: normalized_shape " + to_string(normalized_shape) + " is not the end of input shape " + to_string(x.shape()));
+      throw ShapeError("tinygrad::layer_norm: normalized_shape " + to_string(normalized_shape) +
+                       " is not the end of input shape " + to_string(x.shape()));
     for (auto* p : {&weight, &bias})
-      if (*p && (*p)->shape() != normalized_shape) throw ShapeError("tinygrad::layer_norm: weight/bias shape " + to_string((*p)->shape()) + " is not normalized_shape " + to_string(normalized_shape));
+      if (*p && (*p)->shape() != normalized_shape)
+        throw ShapeError("tinygrad::layer_norm: weight/bias shape " + to_string((*p)->shape()) + " is not normalized_shape " +
+                         to_string(normalized_shape));
     std::vector<int64_t> axes;
     for (size_t i = 0; i < k; i++) axes.push_back(-1 - int64_t(i));
     DType dt = x.fl().dtype();
@@ -9126,13 +9255,16 @@ struct ProcessingOps {
     return y.cast(dt);
   })
   // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
-  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd, std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
+  T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd,
+              std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     Shape s(x.ndim(), 1), chan;
     for (auto a : axes) { int d = norm_axis(a, x.ndim(), "batchnorm"); s[size_t(d)] = x.shape()[size_t(d)]; }
     for (size_t i = 0; i < s.size(); i++) if (s[i] != 1 || std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end()) chan.push_back(s[i]);
     auto fit = [&](const T& t, const char* what) {
-      if (t.numel() != tinygrad::prod(s)) throw ShapeError(std::string("tinygrad::batchnorm: ") + what + " of shape " + to_string(t.shape()) + " does not fit input " + to_string(x.shape()) + " along axes " + to_string(axes));
+      if (t.numel() != tinygrad::prod(s))
+        throw ShapeError(std::string("tinygrad::batchnorm: ") + what + " of shape " + to_string(t.shape()) + " does not fit input " +
+                         to_string(x.shape()) + " along axes " + to_string(axes));
       return t.reshape(s);
     };
     T y = x - fit(mean, "mean");
@@ -9143,18 +9275,22 @@ struct ProcessingOps {
 
   // ---- attention ----
   // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
-  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt, bool is_causal = false) const TINYGRAD_MEMBER_DEF({
+  T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt,
+                                 bool is_causal = false) const TINYGRAD_MEMBER_DEF({
     auto& q = self();
     const char* op = "scaled_dot_product_attention";
-    if (q.ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || q.shape().back() != key.shape().back() || key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
-      throw ShapeError(std::string("tinygrad::") + op + ": query " + to_string(q.shape()) + ", key " + to_string(key.shape()) + " and value " + to_string(value.shape()) + " do not fit");
+    if (q.ndim() < 2 || key.ndim() < 2 || value.ndim() < 2 || q.shape().back() != key.shape().back() ||
+        key.shape()[key.ndim() - 2] != value.shape()[value.ndim() - 2])
+      throw ShapeError(std::string("tinygrad::") + op + ": query " + to_string(q.shape()) + ", key " + to_string(key.shape()) + " and value " +
+                       to_string(value.shape()) + " do not fit");
     if (is_causal && attn_mask) throw Error(std::string("tinygrad::") + op + ": cannot take attn_mask with is_causal");
     T qk = q.matmul(key.transpose(-2, -1)) * (1.0 / std::sqrt(double(q.shape().back())));
     std::optional<T> m = attn_mask;
     if (is_causal) m = T::ones({qk.shape()[qk.ndim() - 2], qk.shape().back()}, DType::Bool, q.device()).tril();
     if (m) {
       try { T::broadcast_shape(qk.shape(), m->shape(), op); } catch (const ShapeError&) {
-        throw ShapeError(std::string("tinygrad::") + op + ": attn_mask " + to_string(m->shape()) + " does not broadcast to the scores " + to_string(qk.shape()));
+        throw ShapeError(std::string("tinygrad::") + op + ": attn_mask " + to_string(m->shape()) +
+                         " does not broadcast to the scores " + to_string(qk.shape()));
       }
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
@@ -9179,7 +9315,8 @@ struct ProcessingOps {
     auto& x0 = self();
     bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
     if (!linear && mode != "nearest" && mode != "nearest-exact") throw Error("tinygrad::interpolate: unknown mode \"" + mode + "\"");
-    if (size.empty() || size.size() > x0.ndim()) throw ShapeError("tinygrad::interpolate: size " + to_string(size) + " does not fit input " + to_string(x0.shape()));
+    if (size.empty() || size.size() > x0.ndim())
+      throw ShapeError("tinygrad::interpolate: size " + to_string(size) + " does not fit input " + to_string(x0.shape()));
     for (auto s : size) if (s <= 0) throw ShapeError("tinygrad::interpolate: size " + to_string(size) + " must be positive");
     if (align_corners && !linear) throw Error("tinygrad::interpolate: align_corners needs a linear mode");
     T x = x0.cast(is_float(x0.dtype()) ? x0.dtype() : dtypes::default_float);
@@ -9219,7 +9356,12 @@ struct ProcessingOps {
       int64_t at = -1;
       for (size_t i = 0; i < s.size(); i++) {
         if (s[i] == ' ') continue;
-        if (s.compare(i, 3, "...") == 0) { if (at >= 0) throw fail("two \"...\" in one term at position " + std::to_string(off + i)); at = int64_t(ids.size()); i += 2; continue; }
+        if (s.compare(i, 3, "...") == 0) {
+          if (at >= 0) throw fail("two \"...\" in one term at position " + std::to_string(off + i));
+          at = int64_t(ids.size());
+          i += 2;
+          continue;
+        }
         if (!std::isalpha(uint8_t(s[i]))) throw fail(std::string("unexpected '") + s[i] + "' at position " + std::to_string(off + i));
         ids.push_back(s[i]);
       }
@@ -9227,7 +9369,12 @@ struct ProcessingOps {
       if (ndim < 0) return ids;
       if (at < 0 ? int64_t(ids.size()) != ndim : int64_t(ids.size()) > ndim)
         throw fail("term \"" + s + "\" has " + std::to_string(ids.size()) + " letters for a tensor of rank " + std::to_string(ndim));
-      if (at >= 0) { int64_t ne = ndim - int64_t(ids.size()); std::vector<int> e; for (int64_t k = ne; k-- > 0;) e.push_back(-1 - int(k)); ids.insert(ids.begin() + at, e.begin(), e.end()); }
+      if (at >= 0) {
+        int64_t ne = ndim - int64_t(ids.size());
+        std::vector<int> e;
+        for (int64_t k = ne; k-- > 0;) e.push_back(-1 - int(k));
+        ids.insert(ids.begin() + at, e.begin(), e.end());
+      }
       return ids;
     };
     std::vector<std::vector<int>> terms;
@@ -9254,7 +9401,9 @@ struct ProcessingOps {
         for (size_t i = 0; i < ids.size() && !again; i++)
           for (size_t j = i + 1; j < ids.size() && !again; j++) {
             if (ids[i] != ids[j]) continue;
-            if (x.shape()[i] != x.shape()[j]) throw fail(std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(x.shape()[i]) + " and " + std::to_string(x.shape()[j]));
+            if (x.shape()[i] != x.shape()[j])
+              throw fail(std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(x.shape()[i]) + " and " +
+                         std::to_string(x.shape()[j]));
             x = x.diagonal(0, int64_t(i), int64_t(j));
             int id = ids[i];
             ids.erase(ids.begin() + int64_t(j)); ids.erase(ids.begin() + int64_t(i)); ids.push_back(id);
@@ -9266,7 +9415,10 @@ struct ProcessingOps {
         auto [it, fresh] = size.try_emplace(ids[i], n);
         if (!fresh && it->second != n) {
           if (ids[i] < 0 && (n == 1 || it->second == 1)) it->second = std::max(n, it->second);
-          else throw fail(ids[i] < 0 ? "\"...\" dims " + to_string(xs[k].shape()) + " do not broadcast" : std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(it->second) + " and " + std::to_string(n));
+          else
+            throw fail(ids[i] < 0 ? "\"...\" dims " + to_string(xs[k].shape()) + " do not broadcast"
+                                  : std::string("letter '") + char(ids[i]) + "' has sizes " + std::to_string(it->second) + " and " +
+                                        std::to_string(n));
         }
         count[ids[i]]++;
       }
@@ -9287,7 +9439,10 @@ struct ProcessingOps {
       }
       if (ell) {  // put the ellipsis dims where "..." stands
         size_t at = 0;
-        for (size_t i = 0, n = 0; i < rhs.size(); i++) { if (rhs.compare(i, 3, "...") == 0) { at = n; break; } if (std::isalpha(uint8_t(rhs[i]))) n++; }
+        for (size_t i = 0, n = 0; i < rhs.size(); i++) {
+          if (rhs.compare(i, 3, "...") == 0) { at = n; break; }
+          if (std::isalpha(uint8_t(rhs[i]))) n++;
+        }
         std::vector<int> e;
         for (int k = max_ell; k > 0; k--) e.push_back(-k);
         o.insert(o.begin() + int64_t(at), e.begin(), e.end());
@@ -9305,7 +9460,10 @@ struct ProcessingOps {
       std::iota(order.begin(), order.end(), 0);
       std::sort(order.begin(), order.end(), [&](auto p, auto q) { return ids[size_t(p)] < ids[size_t(q)]; });
       Shape s;
-      for (auto id : all) { auto it = std::find(ids.begin(), ids.end(), id); s.push_back(it == ids.end() ? 1 : ops[k].shape()[size_t(it - ids.begin())]); }
+      for (auto id : all) {
+        auto it = std::find(ids.begin(), ids.end(), id);
+        s.push_back(it == ids.end() ? 1 : ops[k].shape()[size_t(it - ids.begin())]);
+      }
       T x = ops[k].permute(order).reshape(s).expand(full);
       r = r ? *r * x : x;
     }
@@ -9333,22 +9491,30 @@ struct ProcessingOps {
   struct PoolArgs { Shape ks; std::vector<int64_t> st, dl, axes; Pads pads; };  // pads cover every dim
   static std::vector<int64_t> per_dim(std::vector<int64_t> v, size_t n, const char* what, const char* op, int64_t lo) TINYGRAD_MEMBER_DEF({
     if (v.size() == 1) v.assign(n, v[0]);
-    if (v.size() != n) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " needs 1 or " + std::to_string(n) + " values");
-    for (auto x : v) if (x < lo) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " must be at least " + std::to_string(lo));
+    if (v.size() != n)
+      throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " needs 1 or " + std::to_string(n) + " values");
+    for (auto x : v)
+      if (x < lo) throw ShapeError(std::string("tinygrad::") + op + ": " + what + " " + to_string(v) + " must be at least " + std::to_string(lo));
     return v;
   })
   static Pads pad_pairs(const std::vector<int64_t>& p, size_t n, const char* op) TINYGRAD_MEMBER_DEF({
     Pads r;
     if (p.size() == 1 || p.size() == n) for (size_t i = 0; i < n; i++) r.push_back({p[p.size() == 1 ? 0 : i], p[p.size() == 1 ? 0 : i]});
     else if (p.size() == 2 * n) for (size_t i = 0; i < n; i++) r.push_back({p[2 * i], p[2 * i + 1]});
-    else throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " needs 1, " + std::to_string(n) + " or " + std::to_string(2 * n) + " values");
-    for (auto& [b, a] : r) if (b < 0 || a < 0) throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " must not be negative");
+    else
+      throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " needs 1, " + std::to_string(n) + " or " +
+                       std::to_string(2 * n) + " values");
+    for (auto& [b, a] : r)
+      if (b < 0 || a < 0) throw ShapeError(std::string("tinygrad::") + op + ": padding " + to_string(p) + " must not be negative");
     return r;
   })
-  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding, bool ceil_mode, const char* op) const TINYGRAD_MEMBER_DEF({
+  PoolArgs pool_args(std::vector<int64_t> kernel, std::vector<int64_t> stride, std::vector<int64_t> dilation, const std::vector<int64_t>& padding,
+                     bool ceil_mode, const char* op) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     size_t n = kernel.size() == 1 ? 2 : kernel.size();
-    if (n == 0 || x.ndim() < n) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(kernel) + " needs " + std::to_string(n) + " spatial dims, input has shape " + to_string(x.shape()));
+    if (n == 0 || x.ndim() < n)
+      throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(kernel) + " needs " + std::to_string(n) +
+                       " spatial dims, input has shape " + to_string(x.shape()));
     PoolArgs a;
     a.ks = per_dim(kernel, n, "kernel", op, 1);
     a.st = stride.empty() ? a.ks : per_dim(stride, n, "stride", op, 1);
@@ -9358,7 +9524,8 @@ struct ProcessingOps {
       int64_t in = x.shape()[x.ndim() - n + i], span = a.dl[i] * (a.ks[i] - 1) + 1;
       auto& [pb, pa] = sp[i];
       if (in + pb + pa < span)
-        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(a.ks) + " (dilation " + to_string(a.dl) + ", padding " + to_string(padding) + ") is larger than the input " + to_string(x.shape()));
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(a.ks) + " (dilation " + to_string(a.dl) + ", padding " +
+                         to_string(padding) + ") is larger than the input " + to_string(x.shape()));
       if (ceil_mode) {  // grow the end padding so a last partial window exists, unless it would start in the padding
         int64_t o = (in + pb + pa - span + a.st[i] - 1) / a.st[i] + 1;
         pa += a.st[i] * (o - 1) + span - (in + pb + pa) - std::max<int64_t>(a.st[i] * (o - 1) - (pb + in - 1), 0);
@@ -9372,7 +9539,8 @@ struct ProcessingOps {
   T pooled(const PoolArgs& a, double fill) const TINYGRAD_MEMBER_DEF({ return self().pad(a.pads, fill).pool(a.ks, a.st, a.dl, "max_pool2d"); })
   void check_conv_rank(const T& w, size_t nd, const char* op) const TINYGRAD_MEMBER_DEF({
     if (self().ndim() != nd || w.ndim() != nd)
-      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(self().shape()) + " and weight " + to_string(w.shape()) + " must both have rank " + std::to_string(nd));
+      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(self().shape()) + " and weight " + to_string(w.shape()) +
+                       " must both have rank " + std::to_string(nd));
   })
   T zero() const TINYGRAD_MEMBER_DEF({ return T::full({}, 0, self().dtype(), self().device()); })  // NOTE: a weak 0 would turn bools into ints
   T tri(int64_t diagonal, const char* op) const TINYGRAD_MEMBER_DEF({
@@ -9409,7 +9577,9 @@ struct ReduceOps {
   // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
   T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
   T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
-  T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min")); })
+  T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
+  })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
   // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
@@ -9426,14 +9596,20 @@ struct ReduceOps {
     return var_acc(self().norm_axes(axes, "std"), keepdim, correction).sqrt().cast(self().fl().dtype());
   })
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
-  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {var(axes, keepdim, correction), mean(axes, keepdim)}; })
-  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({ return {std(axes, keepdim, correction), mean(axes, keepdim)}; })
+  std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
+    return {var(axes, keepdim, correction), mean(axes, keepdim)};
+  })
+  std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
+    return {std(axes, keepdim, correction), mean(axes, keepdim)};
+  })
   T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
   // realizes: true when every element isclose
-  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({ return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>(); })
+  bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
+    return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>();
+  })
   // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -9441,7 +9617,8 @@ struct ReduceOps {
     int a = norm_axis(*axis, x.ndim(), "argmax");
     if (x.ndim() == 0) return T::zeros({}, DType::Int32, x.device());
     int64_t n = x.shape()[size_t(a)];
-    if (n == 0) throw IndexError("tinygrad::argmax: cannot take the argmax of an empty dim " + std::to_string(a) + " of shape " + to_string(x.shape()));
+    if (n == 0)
+      throw IndexError("tinygrad::argmax: cannot take the argmax of an empty dim " + std::to_string(a) + " of shape " + to_string(x.shape()));
     // first maximum = largest reversed index n - i among the maxima
     Shape rs(x.ndim() - size_t(a), 1);
     rs[0] = n;
@@ -9544,7 +9721,9 @@ struct ReduceOps {
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "topk");
     int64_t n = x.ndim() ? x.shape()[size_t(d)] : 1;
-    if (k < 0 || k > n) throw IndexError("tinygrad::topk: k=" + std::to_string(k) + " is out of range for dim " + std::to_string(d) + " of shape " + to_string(x.shape()));
+    if (k < 0 || k > n)
+      throw IndexError("tinygrad::topk: k=" + std::to_string(k) + " is out of range for dim " + std::to_string(d) +
+                       " of shape " + to_string(x.shape()));
     auto [v, i] = sort(d, largest);
     if (x.ndim() == 0) return {v, i};
     std::vector<std::pair<int64_t, int64_t>> sh;
@@ -9560,19 +9739,23 @@ struct ReduceOps {
     return reduce_loss(-(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0)), reduction, "binary_crossentropy");
   })
   // self: logits; pos_weight scales the positive term
-  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean", const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
+  T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean",
+                               const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     same_shape(x, y, "binary_crossentropy_logits");
-    return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction, "binary_crossentropy_logits");
+    return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction,
+                       "binary_crossentropy_logits");
   })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
-  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+  T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0,
+                                    std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     const char* op = "sparse_categorical_crossentropy";
     check_smoothing(label_smoothing, op);
     check_reduction(reduction, op);
     if (x.ndim() == 0 || Shape(x.shape().begin(), x.shape().end() - 1) != y.shape())
-      throw ShapeError("tinygrad::sparse_categorical_crossentropy: labels of shape " + to_string(y.shape()) + " do not fit logits of shape " + to_string(x.shape()) + " (want logits.shape[:-1])");
+      throw ShapeError("tinygrad::sparse_categorical_crossentropy: labels of shape " + to_string(y.shape()) + " do not fit logits of shape " +
+                       to_string(x.shape()) + " (want logits.shape[:-1])");
     check_labels(y, op);
     auto logp = x.log_softmax(-1);
     T mask = ignore_index != -1 ? (y != double(ignore_index)) : T::ones(y.shape(), DType::Bool, y.device());
@@ -9599,23 +9782,29 @@ struct ReduceOps {
     Shape want = x.shape();
     want.erase(want.begin() + cd);
     if (y.shape() != want)
-      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
+      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) +
+                       " (probabilities) nor " + to_string(want) + " (class indices)");
     check_labels(y, "cross_entropy");
     T nll = -label_mask(y.unsqueeze(cd), c, cd).where(logp, 0.0).sum(cd);
     if (label_smoothing > 0) nll = (1.0 - label_smoothing) * nll - label_smoothing / double(c) * logp.sum(cd);
     return reduce_loss(nll, reduction, "cross_entropy");
   })
   // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
-  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt,
+             std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_reduction(reduction, "nll_loss");
     if (x.ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(x.shape()));
     int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
     Shape want = x.shape();
     want.erase(want.begin() + cd);
-    if (y.shape() != want) throw ShapeError("tinygrad::nll_loss: target of shape " + to_string(y.shape()) + " does not fit input " + to_string(x.shape()) + " (want " + to_string(want) + ")");
+    if (y.shape() != want)
+      throw ShapeError("tinygrad::nll_loss: target of shape " + to_string(y.shape()) + " does not fit input " + to_string(x.shape()) +
+                       " (want " + to_string(want) + ")");
     check_labels(y, "nll_loss");
-    if (weight && weight->shape() != Shape{c}) throw ShapeError("tinygrad::nll_loss: weight of shape " + to_string(weight->shape()) + " needs one value per class (" + std::to_string(c) + ")");
+    if (weight && weight->shape() != Shape{c})
+      throw ShapeError("tinygrad::nll_loss: weight of shape " + to_string(weight->shape()) + " needs one value per class (" +
+                       std::to_string(c) + ")");
     T hot = label_mask(y.unsqueeze(cd), c, cd);
     Shape ws(x.ndim(), 1);
     ws[size_t(cd)] = c;
@@ -9648,7 +9837,8 @@ struct ReduceOps {
     auto ax = self().norm_axes(axes, op);
     for (auto a : ax)
       if (self().shape()[size_t(a)] == 0)
-        throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " + to_string(self().shape()) + " (an empty max or min has no value)");
+        throw IndexError(std::string("tinygrad::") + op + ": cannot reduce the empty dim " + std::to_string(a) + " of shape " +
+                         to_string(self().shape()) + " (an empty max or min has no value)");
     return ax;
   })
   // a == b, with NaN equal to NaN (max and cummax propagate NaN, so NaN is where they found it)
@@ -9717,16 +9907,20 @@ struct ReduceOps {
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
   })
   static void same_shape(const T& a, const T& b, const char* op) TINYGRAD_MEMBER_DEF({
-    if (a.shape() != b.shape()) throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " + to_string(b.shape()) + " differ in shape");
+    if (a.shape() != b.shape())
+      throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " +
+                       to_string(b.shape()) + " differ in shape");
   })
   static void check_labels(const T& y, const char* op) TINYGRAD_MEMBER_DEF({
-    if (!is_int(y.dtype())) throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
+    if (!is_int(y.dtype()))
+      throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
   })
   static void check_smoothing(double ls, const char* op) TINYGRAD_MEMBER_DEF({
     if (!(ls >= 0 && ls <= 1)) throw Error(std::string("tinygrad::") + op + ": label_smoothing must be in [0, 1], got " + std::to_string(ls));
   })
   static void check_reduction(std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
-    if (r != "mean" && r != "sum" && r != "none") throw Error(std::string("tinygrad::") + op + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + std::string(r) + "\"");
+    if (r != "mean" && r != "sum" && r != "none")
+      throw Error(std::string("tinygrad::") + op + ": reduction must be \"mean\", \"sum\" or \"none\", got \"" + std::string(r) + "\"");
   })
   static T reduce_loss(const T& l, std::string_view r, const char* op) TINYGRAD_MEMBER_DEF({
     check_reduction(r, op);
@@ -9788,41 +9982,53 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   // copy n elements of type T from ptr into a new tensor of the given shape
   template <class T>
-  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") { return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device)); }
+  static Tensor from_data(const T* ptr, Shape shape, std::string device = "") {
+    return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device));
+  }
 
   // copy raw bytes holding prod(shape) elements of dtype dt
-  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({ return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device)); })
+  static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({
+    return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device));
+  })
 
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
     std::string dev = device.empty() ? default_device() : device;
-    auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
+    auto c = make_uop(Ops::CONST, dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)},
+                      is_float(dt) ? Arg(value) : Arg(int64_t(dt == DType::Bool ? value != 0 : value)));
     Tensor t(c, dev);
     if (shape.empty()) return t;
     return t.reshape(Shape(shape.size(), 1)).expand(shape);
   })
-  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 0, dt, std::move(dev)); })
-  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({ return full(std::move(shape), 1, dt, std::move(dev)); })
+  static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::move(shape), 0, dt, std::move(dev));
+  })
+  static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::move(shape), 1, dt, std::move(dev));
+  })
   // uninitialized memory
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
-  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
+  static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
+                       std::string device = "") TINYGRAD_MEMBER_DEF({
     if (!stop) { stop = start; start = 0; }
     if (step == 0) throw Error("tinygrad::arange: step must not be 0");
     bool ints = start == std::trunc(start) && *stop == std::trunc(*stop) && step == std::trunc(step);
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
-    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));  // NaN too
+    // NaN too
+    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
     int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
   })
-  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
+  static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float,
+                    std::string device = "") TINYGRAD_MEMBER_DEF({
     auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
     auto b = arange(double(m.value_or(n)), std::nullopt, 1, DType::Int32, device).reshape({1, m.value_or(n)});
     return (a == b).cast(dt);
@@ -9977,7 +10183,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
   Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
-  Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({ return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device())); })
+  Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({
+    return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device()));
+  })
   Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
@@ -9998,7 +10206,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 #define TG_SCALAR_OPS(OP)                                                                      \
   friend Tensor operator OP(const Tensor& a, double b) { return a OP a.like(b, true); }        \
   friend Tensor operator OP(double a, const Tensor& b) { return b.like(a, true) OP b; }
-  TG_SCALAR_OPS(+) TG_SCALAR_OPS(-) TG_SCALAR_OPS(*) TG_SCALAR_OPS(/) TG_SCALAR_OPS(<) TG_SCALAR_OPS(>) TG_SCALAR_OPS(<=) TG_SCALAR_OPS(>=) TG_SCALAR_OPS(==) TG_SCALAR_OPS(!=)
+  TG_SCALAR_OPS(+) TG_SCALAR_OPS(-) TG_SCALAR_OPS(*) TG_SCALAR_OPS(/) TG_SCALAR_OPS(<) TG_SCALAR_OPS(>) TG_SCALAR_OPS(<=) TG_SCALAR_OPS(>=)
+  TG_SCALAR_OPS(==) TG_SCALAR_OPS(!=)
 #undef TG_SCALAR_OPS
 
   // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
@@ -10015,12 +10224,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       else if (new_shape[i] == 0) zero = true;
       else big |= __builtin_mul_overflow(known, new_shape[i], &known);
     }
-    if (big) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape) + ": the product of its dims overflows int64");
+    if (big)
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape) +
+                       ": the product of its dims overflows int64");
     if (zero) known = 0;
     if (infer >= 0) {
       if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
       new_shape[size_t(infer)] = numel() / known;
-    } else if (known != numel()) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " + to_string(new_shape));
+    } else if (known != numel())
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " +
+                       to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   })
@@ -10048,7 +10261,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor x = reshape_left(new_shape.size());
     for (size_t i = 0; i < new_shape.size(); i++) {
       if (new_shape[i] == -1) new_shape[i] = x.shape()[i];
-      if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
+      if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1)
+        throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     }
     checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
@@ -10061,7 +10275,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     bool ident = true;
     for (size_t i = 0; i < s.size(); i++) {
       if (s[i].first < 0 || s[i].second > shape()[i] || s[i].first > s[i].second)
-        throw IndexError("tinygrad::shrink: range [" + std::to_string(s[i].first) + ", " + std::to_string(s[i].second) + ") is out of bounds for dim " + std::to_string(i) + " of " + to_string(shape()));
+        throw IndexError("tinygrad::shrink: range [" + std::to_string(s[i].first) + ", " + std::to_string(s[i].second) +
+                         ") is out of bounds for dim " + std::to_string(i) + " of " + to_string(shape()));
       arg.push_back(s[i].first); arg.push_back(s[i].second);
       ident &= s[i].first == 0 && s[i].second == shape()[i];
     }
@@ -10107,15 +10322,20 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
     size_t n_real = 0, n_ell = 0;
-    for (auto& i : idx) { n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i); n_ell += std::holds_alternative<Ellipsis>(i); }
+    for (auto& i : idx) {
+      n_real += std::holds_alternative<int64_t>(i) || std::holds_alternative<Slice>(i);
+      n_ell += std::holds_alternative<Ellipsis>(i);
+    }
     if (n_ell > 1) throw IndexError("tinygrad::slice: an index can only have one ellipsis");
-    if (n_real > ndim()) throw IndexError("tinygrad::slice: too many indices (" + std::to_string(n_real) + ") for a tensor of shape " + to_string(shape()));
+    if (n_real > ndim())
+      throw IndexError("tinygrad::slice: too many indices (" + std::to_string(n_real) + ") for a tensor of shape " + to_string(shape()));
     std::vector<Index> full;
     for (auto& i : idx) {
       if (std::holds_alternative<Ellipsis>(i)) for (size_t k = 0; k < ndim() - n_real; k++) full.push_back(Slice{});
       else full.push_back(i);
     }
-    while (std::count_if(full.begin(), full.end(), [](auto& i) { return !std::holds_alternative<NewAxis>(i); }) < int64_t(ndim())) full.push_back(Slice{});
+    while (std::count_if(full.begin(), full.end(), [](auto& i) { return !std::holds_alternative<NewAxis>(i); }) < int64_t(ndim()))
+      full.push_back(Slice{});
     std::vector<std::pair<int64_t, int64_t>> sh;
     std::vector<int64_t> flips, steps;
     Shape final_shape;
@@ -10125,14 +10345,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       int64_t n = shape()[d];
       if (auto* k = std::get_if<int64_t>(&i)) {
         int64_t v = *k < 0 ? *k + n : *k;
-        if (v < 0 || v >= n) throw IndexError("tinygrad::slice: index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) + " of size " + std::to_string(n));
+        if (v < 0 || v >= n)
+          throw IndexError("tinygrad::slice: index " + std::to_string(*k) + " is out of bounds for dim " + std::to_string(d) +
+                           " of size " + std::to_string(n));
         sh.push_back({v, v + 1}); steps.push_back(1);
       } else {
         auto s = std::get<Slice>(i);
         if (s.step == 0) throw IndexError("tinygrad::slice: step cannot be 0");
         auto clampi = [&](int64_t v, int64_t lo, int64_t hi) { return std::clamp(v < 0 ? v + n : v, lo, hi); };
         int64_t b, e;
-        if (s.step > 0) { b = s.start ? clampi(*s.start, 0, n) : 0; e = s.stop ? clampi(*s.stop, 0, n) : n; e = std::max(e, b); sh.push_back({b, e}); }
+        if (s.step > 0) {
+          b = s.start ? clampi(*s.start, 0, n) : 0;
+          e = s.stop ? clampi(*s.stop, 0, n) : n;
+          e = std::max(e, b);
+          sh.push_back({b, e});
+        }
         else {
           b = s.start ? clampi(*s.start, -1, n - 1) : n - 1; e = s.stop ? clampi(*s.stop, -1, n - 1) : -1;
           e = std::min(e, b);
@@ -10165,10 +10392,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   // ---- processing ----
   Tensor matmul(const Tensor& w) const TINYGRAD_MEMBER_DEF({
-    if (ndim() == 0 || w.ndim() == 0) throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
+    if (ndim() == 0 || w.ndim() == 0)
+      throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
     int64_t k = shape().back(), kw = w.shape()[w.ndim() >= 2 ? w.ndim() - 2 : 0];
     if (k != kw)
-      throw ShapeError("tinygrad::matmul: shapes " + to_string(shape()) + " and " + to_string(w.shape()) + " do not fit: a.shape[-1] (" + std::to_string(k) + ") != b.shape[-2] (" + std::to_string(kw) + ")");
+      throw ShapeError("tinygrad::matmul: shapes " + to_string(shape()) + " and " + to_string(w.shape()) + " do not fit: a.shape[-1] (" +
+                       std::to_string(k) + ") != b.shape[-2] (" + std::to_string(kw) + ")");
     // x: (..., n, 1, k)  w: (..., 1, m, k) -> multiply, sum the last axis
     int64_t dx = int64_t(ndim()), dw = int64_t(w.ndim()), ones = std::min<int64_t>({dx - 1, dw - 1, 1}), axis_w = -std::min<int64_t>(dw, 2);
     Shape xs(shape().begin(), shape().end() - 1);
@@ -10181,7 +10410,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
   })
   Tensor dot(const Tensor& w) const TINYGRAD_MEMBER_DEF({ return matmul(w); })
-  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({ auto x = matmul(w); return b ? x + *b : x; })
+  Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    auto x = matmul(w);
+    return b ? x + *b : x;
+  })
 
   // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
@@ -10190,9 +10422,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
     size_t nsp = ndim() - 2;
     int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
-    if (groups <= 0 || cout % groups) throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " + std::to_string(groups) + " groups: " + shapes());
+    if (groups <= 0 || cout % groups)
+      throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " +
+                       std::to_string(groups) + " groups: " + shapes());
     if (cin * groups != cin_total)
-      throw ShapeError("tinygrad::conv2d: input has " + std::to_string(cin_total) + " channels but weight expects " + std::to_string(cin * groups) + " (groups=" + std::to_string(groups) + "): " + shapes());
+      throw ShapeError("tinygrad::conv2d: input has " + std::to_string(cin_total) + " channels but weight expects " + std::to_string(cin * groups) +
+                       " (groups=" + std::to_string(groups) + "): " + shapes());
     auto per_dim = [&](std::vector<int64_t> v, const char* what) {
       if (v.size() == 1) v.assign(nsp, v[0]);
       if (v.size() != nsp) throw ShapeError(std::string("tinygrad::conv2d: ") + what + " needs " + std::to_string(nsp) + " values");
@@ -10200,7 +10435,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     };
     stride = per_dim(stride, "stride"); dilation = per_dim(dilation, "dilation");
     std::vector<std::pair<int64_t, int64_t>> pads{{0, 0}, {0, 0}};
-    if (padding.size() == 1 || padding.size() == nsp) for (size_t i = 0; i < nsp; i++) { int64_t p = padding[padding.size() == 1 ? 0 : i]; pads.push_back({p, p}); }
+    if (padding.size() == 1 || padding.size() == nsp) for (size_t i = 0; i < nsp; i++) {
+      int64_t p = padding[padding.size() == 1 ? 0 : i];
+      pads.push_back({p, p});
+    }
     else if (padding.size() == 2 * nsp) for (size_t i = 0; i < nsp; i++) pads.push_back({padding[2 * i], padding[2 * i + 1]});
     else throw ShapeError("tinygrad::conv2d: padding needs 1, " + std::to_string(nsp) + " or " + std::to_string(2 * nsp) + " values");
     Shape ks(w.shape().begin() + 2, w.shape().end());
@@ -10234,16 +10472,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
   Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const TINYGRAD_MEMBER_DEF({
     size_t nk = ks.size(), nb = ndim() - nk;
-    if (ndim() < nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
-    if (stride.size() != nk || dilation.size() != nk) throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " differ in length");
+    if (ndim() < nk)
+      throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " has more dims than input " + to_string(shape()));
+    if (stride.size() != nk || dilation.size() != nk)
+      throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " +
+                       to_string(dilation) + " differ in length");
     Shape in(shape().begin() + int64_t(nb), shape().end()), o;
     for (size_t i = 0; i < nk; i++) {
       if (ks[i] < 1 || stride[i] < 1 || dilation[i] < 1)
-        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " + to_string(dilation) + " must be positive");
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + ", stride " + to_string(stride) + " and dilation " +
+                         to_string(dilation) + " must be positive");
       if (ks[i] == 1) dilation[i] = 1;  // NOTE: no effect on one tap; keeps in + dilation below in range
       int64_t span = 0;  // NOTE: an overflowing span is larger than any dim
       if (__builtin_mul_overflow(dilation[i], ks[i] - 1, &span) || span >= in[i])
-        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) + ") is larger than the input " + to_string(shape()));
+        throw ShapeError(std::string("tinygrad::") + op + ": kernel " + to_string(ks) + " (dilation " + to_string(dilation) +
+                         ") is larger than the input " + to_string(shape()));
       o.push_back((in[i] - span - 1) / stride[i] + 1);
       stride[i] = std::min(stride[i], in[i]);  // NOTE: the same windows (o is 1 past it); keeps the padded dims below in range
     }
@@ -10266,7 +10509,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
       int64_t w = 0;  // k windows of i+d
-      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w)) throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " + to_string(shape()) + " overflow int64");
+      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w))
+        throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " +
+                         to_string(shape()) + " overflow int64");
       int64_t reps = w / in[i] + (w % in[i] != 0);
       rs.insert(rs.end(), {1, in[i]}); rexp.insert(rexp.end(), {reps, in[i]}); rep.push_back(reps * in[i]);
     }
@@ -10332,12 +10577,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
-    if constexpr (std::is_same_v<T, bool>) { std::vector<uint8_t> b(d.begin(), d.end()); return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device)); }
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<uint8_t> b(d.begin(), d.end());
+      return from_host(b.data(), DType::Bool, b.size(), std::move(shape), std::move(device));
+    }
     else return from_host(d.data(), dtype_of<T>(), d.size(), std::move(shape), std::move(device));
   }
   static Tensor from_host(const void* data, DType src_dt, size_t n, Shape shape, std::string device) TINYGRAD_MEMBER_DEF({
     if (shape.empty() && n != 1) shape = {int64_t(n)};
-    if (size_t(check_shape(shape, "Tensor")) != n) throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
+    if (size_t(check_shape(shape, "Tensor")) != n)
+      throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
@@ -10349,7 +10598,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   })
-  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({ return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); })
+  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({
+    return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER);
+  })
   // BUFFER (reshaped) of a realized node
   static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
     if (is_buffer_view(u.get())) return u;
@@ -10380,9 +10631,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor unary(Ops op) const TINYGRAD_MEMBER_DEF({ return unary(op, dtype()); })
   Tensor unary(Ops op, DType dt) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dt, {uop()}), device()); })
   Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); })
-  Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({ Shape s(n - ndim(), 1); s.insert(s.end(), shape().begin(), shape().end()); return reshape(s); })
+  Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({
+    Shape s(n - ndim(), 1);
+    s.insert(s.end(), shape().begin(), shape().end());
+    return reshape(s);
+  })
   static std::string same_device(const std::string& a, const std::string& b, const char* op) TINYGRAD_MEMBER_DEF({
-    if (a != b) throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
+    if (a != b)
+      throw DeviceError(std::string("tinygrad::") + op + ": tensors are on different devices (" + a + " and " + b + "); move one with .to()");
     return a;
   })
   static Shape broadcast_shape(const Shape& a, const Shape& b, const char* op) TINYGRAD_MEMBER_DEF({
@@ -10390,7 +10646,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape r(n);
     for (size_t i = 0; i < n; i++) {
       int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())], y = i < n - b.size() ? 1 : b[i - (n - b.size())];
-      if (x != y && x != 1 && y != 1) throw ShapeError(std::string("tinygrad::") + op + ": shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together");
+      if (x != y && x != 1 && y != 1)
+        throw ShapeError(std::string("tinygrad::") + op + ": shapes " + to_string(a) + " and " + to_string(b) + " cannot be broadcast together");
       r[i] = x == 1 ? y : x;
     }
     return r;
@@ -10694,14 +10951,16 @@ TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& r
 
 TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<Tensor>& targets) {
   if (!is_float(loss.dtype())) throw GradientError("tinygrad::gradient: the loss must be a float tensor, got " + to_string(loss.dtype()));
-  if (loss.numel() != 1) throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
+  if (loss.numel() != 1)
+    throw GradientError("tinygrad::gradient: the loss must have one element, got shape " + to_string(loss.shape()) + "; pass a seed gradient");
   std::vector<bool> reached;
   auto gs = compute_gradient(loss, Tensor::full(loss.shape(), 1.0, loss.dtype(), loss.device()), targets, &reached);
   std::vector<Tensor> out;
   for (size_t i = 0; i < targets.size(); i++) {
     if (!reached[i])
-      throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " + to_string(targets[i].dtype()) +
-                          ") is not used by the loss" + (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
+      throw GradientError("tinygrad::gradient: target " + std::to_string(i) + " (shape " + to_string(targets[i].shape()) + ", " +
+                          to_string(targets[i].dtype()) + ") is not used by the loss" +
+                          (targets[i].requires_grad() ? "" : " (a target that does not require grad is found by its graph node only)"));
     out.push_back(gs[i] ? gs[i]->cast(targets[i].dtype()) : Tensor::zeros(targets[i].shape(), targets[i].dtype(), targets[i].device()));
   }
   return out;
@@ -10709,8 +10968,10 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
 
 TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
   if (!is_float(dtype())) throw GradientError("tinygrad::backward: needs a float tensor, got " + to_string(dtype()));
-  if (!seed && numel() != 1) throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
-  if (seed && seed->shape() != shape()) throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
+  if (!seed && numel() != 1)
+    throw GradientError("tinygrad::backward: a tensor of shape " + to_string(shape()) + " needs a seed gradient of the same shape");
+  if (seed && seed->shape() != shape())
+    throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
   // the registered tensors this one depends on (by their parameter ids)
   std::unordered_map<int64_t, bool> in_graph;
   for (auto& u : toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
@@ -10721,7 +10982,8 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
     std::erase_if(reg, [](auto& w) { return w.expired(); });
     for (auto& w : reg) if (auto p = w.lock(); p && p->requires_grad && in_graph.count(p->param)) params.push_back(p);
   }
-  if (params.empty()) throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
+  if (params.empty())
+    throw GradientError("tinygrad::backward: no tensor that requires grad contributes to this one (call requires_grad_() on the parameters first)");
   std::vector<Tensor> targets;
   for (auto& p : params) targets.push_back(Tensor(p));
   auto gs = compute_gradient(*this, seed.value_or(Tensor::full(shape(), 1.0, dtype(), device())), targets);
@@ -10841,13 +11103,15 @@ template <class A>
 const Tensor& jit_arg(const A& a) {
   if constexpr (std::is_same_v<A, Tensor>) return a;
   else {
-    static_assert(StaticTensorLike<A>, "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
+    static_assert(StaticTensorLike<A>,
+        "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
     return a.tensor();
   }
 }
 
 template <class R> struct jit_result {
-  static_assert(StaticTensorLike<R> || std::is_same_v<R, Tensor>, "TinyJit: the function returns tensors: Tensor, a static tensor, std::vector<Tensor>, a tuple or pair of them, or nothing");
+  static_assert(StaticTensorLike<R> || std::is_same_v<R, Tensor>,
+                "TinyJit: the function returns tensors: Tensor, a static tensor, std::vector<Tensor>, a tuple or pair of them, or nothing");
   static void flatten(const R& r, std::vector<Tensor>& out) { out.push_back(jit_arg(r)); }
   static R build(const std::vector<Tensor>& v, size_t& i) {
     if constexpr (std::is_same_v<R, Tensor>) return v[i++];
@@ -10861,7 +11125,9 @@ template <> struct jit_result<std::vector<Tensor>> {
 template <template <class...> class Tup, class... T>
   requires(std::is_same_v<Tup<T...>, std::tuple<T...>> || std::is_same_v<Tup<T...>, std::pair<T...>>)
 struct jit_result<Tup<T...>> {
-  static void flatten(const Tup<T...>& r, std::vector<Tensor>& out) { std::apply([&](const auto&... x) { (jit_result<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, r); }
+  static void flatten(const Tup<T...>& r, std::vector<Tensor>& out) {
+    std::apply([&](const auto&... x) { (jit_result<std::decay_t<decltype(x)>>::flatten(x, out), ...); }, r);
+  }
   static Tup<T...> build(const std::vector<Tensor>& v, size_t& i) { return Tup<T...>{jit_result<T>::build(v, i)...}; }  // NOTE: braces: in order
 };
 }  // namespace detail
@@ -10975,8 +11241,9 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
-      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device, ", but the function was captured with ",
-                         to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ", in_sig_[i].device));
+      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
+                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
+                         in_sig_[i].device));
   }
   Tensor::realize_all(args);
   return prog_ ? replay(args) : record(args, run);
@@ -11128,7 +11395,9 @@ struct JsonParser {
   std::string_view t;
   std::string prefix;  // e.g. "tinygrad::safe_load: FILE: malformed header: "
   size_t p = 0;
-  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({ throw nn::StateError(prefix + what + " at byte " + std::to_string(p)); })
+  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({
+    throw nn::StateError(prefix + what + " at byte " + std::to_string(p));
+  })
   void ws() TINYGRAD_MEMBER_DEF({ while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; })
   char peek() TINYGRAD_MEMBER_DEF({ ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; })
   void expect(char c) TINYGRAD_MEMBER_DEF({ if (peek() != c) fail(std::string("expected '") + c + "'"); p++; })
@@ -11362,7 +11631,8 @@ void load_state_dict(M& model, const StateDict& d, bool strict = true) {
     auto it = d.find(n);
     if (it == d.end()) missing.push_back(n);
     else if (it->second.shape() != t.shape())
-      mismatched.push_back("'" + n + "' has shape " + to_string(it->second.shape()) + " in the state dict but " + to_string(t.shape()) + " in the model");
+      mismatched.push_back("'" + n + "' has shape " + to_string(it->second.shape()) + " in the state dict but " +
+                           to_string(t.shape()) + " in the model");
   }
   for (auto& [k, v] : d) if (!mine.count(k)) unexpected.push_back(k);
   auto list = [](const std::vector<std::string>& v) { std::string s; for (auto& x : v) s += (s.empty() ? "" : ", ") + x; return s; };
@@ -11423,7 +11693,9 @@ TINYGRAD_API void safe_save(const StateDict& d, const std::string& path, const s
   for (auto& [name, t] : d) {
     const char* code = nullptr;
     for (auto& [dt, c] : detail::st_dtypes) if (dt == t.dtype()) code = c;
-    if (!code) throw StateError("tinygrad::safe_save: " + path + ": tensor '" + name + "' has dtype " + to_string(t.dtype()) + ", which safetensors cannot store");
+    if (!code)
+      throw StateError("tinygrad::safe_save: " + path + ": tensor '" + name + "' has dtype " + to_string(t.dtype()) +
+                       ", which safetensors cannot store");
     blobs.push_back(detail::tensor_bytes(t));
     std::string shape;
     for (auto s : t.shape()) {
@@ -11466,7 +11738,8 @@ TINYGRAD_API bool valid_utf8(std::string_view s) TINYGRAD_DEF({
       if ((uint8_t(s[i + k]) & 0xC0) != 0x80) return false;
       cp = cp << 6 | (uint8_t(s[i + k]) & 0x3Fu);
     }
-    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;  // overlong, surrogate
+    // overlong, surrogate
+    if ((n == 2 && (cp < 0x800 || (cp >= 0xD800 && cp < 0xE000))) || (n == 3 && (cp < 0x10000 || cp > 0x10FFFF))) return false;
     i += n + 1;
   }
   return true;
@@ -11551,14 +11824,14 @@ struct SafeLayout {
       const auto& offs = field("data_offsets", Json::Arr).arr;
       if (offs.size() != 2 || offs[0].kind != Json::Int || offs[1].kind != Json::Int) throw fail("tensor " + q + " has bad data_offsets");
       if (offs[0].i < 0 || offs[1].i < offs[0].i || uint64_t(offs[1].i) > data_size)
-        throw fail("tensor " + q + " data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " + std::to_string(data_size) +
-                   " data bytes (file truncated?)");
+        throw fail("tensor " + q + " data [" + std::to_string(offs[0].i) + ", " + std::to_string(offs[1].i) + ") lies outside the " +
+                   std::to_string(data_size) + " data bytes (file truncated?)");
       uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
       int64_t numel = 0, need = 0;
       bool ok = valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
       if (!ok || en - b != uint64_t(need))
-        throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " + (ok ? std::to_string(need) : "more than 2^63") +
-                   " bytes, data_offsets give " + std::to_string(en - b));
+        throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " +
+                   (ok ? std::to_string(need) : "more than 2^63") + " bytes, data_offsets give " + std::to_string(en - b));
       tensors.push_back({name, *dt, shape, b, en});
     }
     // the data_offsets, in order, must tile [0, data_size)
@@ -11570,11 +11843,15 @@ struct SafeLayout {
     auto range = [](const SafeTensorInfo& t) { return quoted(t.name) + " [" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")"; };
     for (auto* t : order) {
       if (t->begin < at) throw fail("tensor " + range(*t) + " overlaps tensor " + range(*prev));
-      if (t->begin > at) throw fail("data bytes [" + std::to_string(at) + ", " + std::to_string(t->begin) + ") belong to no tensor (a gap before tensor " + range(*t) + ")");
+      if (t->begin > at)
+        throw fail("data bytes [" + std::to_string(at) + ", " + std::to_string(t->begin) +
+                   ") belong to no tensor (a gap before tensor " + range(*t) + ")");
       at = t->end;
       prev = t;
     }
-    if (at != data_size) throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " + std::to_string(data_size) + ")");
+    if (at != data_size)
+      throw fail(std::to_string(data_size - at) + " trailing data bytes after the last tensor (data_offsets cover " + std::to_string(at) + " of " +
+                 std::to_string(data_size) + ")");
   })
 };
 
@@ -11598,7 +11875,8 @@ struct FileReader {
     auto st = std::filesystem::status(p, ec);
     // NOTE: a directory opens as a stream of size 0 or -1 whose reads fail: name it instead of reading garbage
     if (std::filesystem::is_directory(st)) throw StateError("tinygrad::safe_load: " + p + " is a directory, not a .safetensors file");
-    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) throw StateError("tinygrad::safe_load: " + p + " is not a regular file");
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st))
+      throw StateError("tinygrad::safe_load: " + p + " is not a regular file");
     f.open(p, std::ios::binary | std::ios::ate);
     if (!f) throw StateError("tinygrad::safe_load: cannot open " + p);
     auto end = f.tellg();
@@ -11609,7 +11887,8 @@ struct FileReader {
     buf.resize(n);
     f.seekg(std::streamoff(off));
     f.read(buf.data(), std::streamsize(n));
-    if (!f || uint64_t(f.gcount()) != n) throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
+    if (!f || uint64_t(f.gcount()) != n)
+      throw StateError("tinygrad::safe_load: " + path + ": reading " + std::to_string(n) + " bytes at offset " + std::to_string(off) + " failed");
     return buf.data();
   })
 };
@@ -11658,14 +11937,19 @@ namespace tinygrad::nn {
 
 namespace detail {
 // uniform(-bound, bound), requiring grad
-TINYGRAD_API Tensor uniform_param(Shape shape, double bound) TINYGRAD_DEF({ return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_(); })
-TINYGRAD_API Tensor param(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_(); })
+TINYGRAD_API Tensor uniform_param(Shape shape, double bound) TINYGRAD_DEF({
+  return Tensor::uniform(std::move(shape), -bound, bound).realize().requires_grad_();
+})
+TINYGRAD_API Tensor param(Shape shape, double value) TINYGRAD_DEF({
+  return Tensor::full(std::move(shape), value).contiguous().realize().requires_grad_();
+})
 TINYGRAD_API Tensor buffer(Shape shape, double value) TINYGRAD_DEF({ return Tensor::full(std::move(shape), value).contiguous().realize(); })
 // shape (1, c, 1, ...) to broadcast a per-channel vector over x
 TINYGRAD_API Tensor channel(const Tensor& v, const Tensor& x) TINYGRAD_DEF({ Shape s(x.ndim(), 1); s[1] = v.numel(); return v.reshape(s); })
 TINYGRAD_API void check_channels(const Tensor& x, int64_t c, const char* layer) TINYGRAD_DEF({
   if (x.ndim() < 2 || x.shape(1) != c)
-    throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) + " channels in dim 1, got input " + to_string(x.shape()));
+    throw ShapeError(std::string("tinygrad::nn::") + layer + ": expects " + std::to_string(c) +
+                     " channels in dim 1, got input " + to_string(x.shape()));
 })
 // x as a float dtype (ints: default_float) and the dtype its statistics are taken in: float16 and bfloat16 widen to
 // float32 (their sums of squares overflow), as torch's norms do
@@ -11684,7 +11968,8 @@ struct Linear {
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
-      throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) + " features in the last dim, got input " + to_string(x.shape()));
+      throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) +
+                       " features in the last dim, got input " + to_string(x.shape()));
     return x.linear(weight.T(), bias);
   })
 };
@@ -11695,11 +11980,12 @@ struct ConvNd {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, dilation;
   int64_t groups;
-  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_, std::vector<int64_t> dilation_, int64_t groups_,
-         bool has_bias)
+  ConvNd(int64_t in, int64_t out, Shape kernel, std::vector<int64_t> stride_, std::vector<int64_t> padding_,
+         std::vector<int64_t> dilation_, int64_t groups_, bool has_bias)
       : stride(std::move(stride_)), padding(std::move(padding_)), dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
-      throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " + std::to_string(groups) + " groups");
+      throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
+                       std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
     Shape ws{out, in / groups};
     ws.insert(ws.end(), kernel.begin(), kernel.end());
@@ -11708,17 +11994,20 @@ struct ConvNd {
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
-      throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) + "-d input, got " + to_string(x.shape()));
+      throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) +
+                       "-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(1) * groups, "Conv");
     return x.conv2d(weight, bias, groups, stride, dilation, padding);
   })
 };
 struct Conv1d : ConvNd {
-  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+  Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
+         int64_t groups_ = 1, bool bias_ = true)
       : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
 struct Conv2d : ConvNd {
-  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
+  Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
+         int64_t groups_ = 1, bool bias_ = true)
       : ConvNd(in, out, {kernel, kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
   Conv2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
          std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool bias_ = true)
@@ -11733,18 +12022,20 @@ struct ConvTranspose2d {
   std::optional<Tensor> bias;
   std::vector<int64_t> stride, padding, output_padding, dilation;
   int64_t groups;
-  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1}, std::vector<int64_t> padding_ = {0},
+  ConvTranspose2d(int64_t in, int64_t out, std::pair<int64_t, int64_t> kernel, std::vector<int64_t> stride_ = {1},
+                  std::vector<int64_t> padding_ = {0},
                   std::vector<int64_t> output_padding_ = {0}, std::vector<int64_t> dilation_ = {1}, int64_t groups_ = 1, bool has_bias = true)
-      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)), dilation(std::move(dilation_)), groups(groups_) {
+      : stride(std::move(stride_)), padding(std::move(padding_)), output_padding(std::move(output_padding_)),
+        dilation(std::move(dilation_)), groups(groups_) {
     if (groups <= 0 || in % groups || out % groups)
-      throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
-                       std::to_string(groups) + " groups");
+      throw ShapeError("tinygrad::nn::ConvTranspose2d: " + std::to_string(in) + " in and " + std::to_string(out) +
+                       " out channels do not divide into " + std::to_string(groups) + " groups");
     double bound = 1.0 / std::sqrt(double(out / groups * kernel.first * kernel.second));
     weight = detail::uniform_param({in, out / groups, kernel.first, kernel.second}, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
-  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t output_padding_ = 0, int64_t dilation_ = 1,
-                  int64_t groups_ = 1, bool bias_ = true)
+  ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0,
+                  int64_t output_padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
       : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
@@ -11817,7 +12108,8 @@ struct RMSNorm {
   RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
-      throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) + " features in the last dim, got input " + to_string(x.shape()));
+      throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) +
+                       " features in the last dim, got input " + to_string(x.shape()));
     // float16 and bfloat16 normalize in float32 (their squares overflow past 256), then round (as torch)
     auto [xa, dt] = detail::stat_input(x);
     return (xa * ((xa * xa).mean(-1, true) + eps).rsqrt()).cast(dt) * weight;
@@ -11829,9 +12121,11 @@ struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
   double eps;
-  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true) : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
+  GroupNorm(int64_t num_groups_, int64_t num_channels_, double eps_ = 1e-5, bool affine = true)
+      : num_groups(num_groups_), num_channels(num_channels_), eps(eps_) {
     if (num_groups <= 0 || num_channels % num_groups)
-      throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " + std::to_string(num_groups) + " groups");
+      throw ShapeError("tinygrad::nn::GroupNorm: " + std::to_string(num_channels) + " channels do not divide into " +
+                       std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
@@ -11849,7 +12143,8 @@ struct InstanceNorm : GroupNorm {
 // rows of weight (vocab, dim) picked by integer indices idx (...) -> (..., dim) (torch's F.embedding); an index
 // outside [0, vocab) is an IndexError (detail::check_indices: when the op is built, or at the next sync)
 TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_DEF({
-  if (is_float(idx.dtype()) || idx.dtype() == DType::Bool) throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
+  if (is_float(idx.dtype()) || idx.dtype() == DType::Bool)
+    throw DTypeError("tinygrad::nn::embedding: indices must be integers, got " + to_string(idx.dtype()));
   if (weight.ndim() != 2) throw ShapeError("tinygrad::nn::embedding: weight must be (vocab, dim), got " + to_string(weight.shape()));
   tinygrad::detail::check_indices(idx, weight.shape(0), false, "nn::embedding");
   // a one-hot sum: the scheduler folds it into one read of weight per output (symbolic's fold_onehot_reduce)
@@ -11942,7 +12237,8 @@ class Optimizer {
     std::vector<Tensor> grads;
     for (auto& p : params) {
       auto g = p.grad();
-      if (!g) throw Error("tinygrad::optim: a parameter of shape " + to_string(p.shape()) + " has no gradient; call backward() on a loss that uses it");
+      if (!g)
+        throw Error("tinygrad::optim: a parameter of shape " + to_string(p.shape()) + " has no gradient; call backward() on a loss that uses it");
       grads.push_back(*g);
     }
     std::vector<Tensor> out = update(grads);
@@ -11996,7 +12292,8 @@ class SGD : public Optimizer {
 // LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
 class LAMB : public Optimizer {
  public:
-  LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6, double weight_decay = 0, bool adam = false)
+  LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
+       double weight_decay = 0, bool adam = false)
       : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
         b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
@@ -12070,7 +12367,8 @@ class StepLR : public LRScheduler {
 // lr * gamma^(number of milestones passed)
 class MultiStepLR : public LRScheduler {
  public:
-  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1) : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {}
+  MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1)
+      : LRScheduler(opt), milestones_(std::move(milestones)), gamma_(gamma) {}
   double lr_at(int64_t e) const override {
     return base_lr_ * std::pow(gamma_, double(std::count_if(milestones_.begin(), milestones_.end(), [&](int64_t m) { return e >= m; })));
   }
@@ -12182,7 +12480,8 @@ TINYGRAD_API std::vector<uint8_t> read_gz(const std::string& path) TINYGRAD_DEF(
 
 // an IDX image of unsigned bytes in memory: magic 0x00000800 | ndim, big-endian dims, data; `what` (the path) names it
 // in errors. NOTE: the in-memory entry point is what tests/fuzz/fuzz_idx.cpp drives
-TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what, const std::string& device = host_device()) TINYGRAD_DEF({
+TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, const std::string& what,
+                              const std::string& device = host_device()) TINYGRAD_DEF({
   auto fail = [&](const std::string& why) { return DatasetError("tinygrad::datasets: " + what + ": " + why); };
   auto be32 = [&](size_t o) { return uint32_t(b[o]) << 24 | uint32_t(b[o + 1]) << 16 | uint32_t(b[o + 2]) << 8 | uint32_t(b[o + 3]); };
   if (size < 4) throw fail("truncated: " + std::to_string(size) + " bytes, no IDX header");
@@ -12199,8 +12498,8 @@ TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, co
     else n *= uint64_t(s);
   }
   if (huge || have != n)
-    throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) + " data bytes, file has " +
-               std::to_string(have) + " (truncated?)");
+    throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) +
+               " data bytes, file has " + std::to_string(have) + " (truncated?)");
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
   if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
@@ -12217,10 +12516,12 @@ TINYGRAD_API Tensor read_idx(const std::string& path, int expect_ndim) TINYGRAD_
 TINYGRAD_API Split load_idx_dir(const std::string& dir, const std::string& package = "") TINYGRAD_DEF({
   std::string probe = dir + "/train-images-idx3-ubyte.gz";
   if (!std::filesystem::exists(probe))
-    throw DatasetError("tinygrad::datasets: " + probe + " not found" + (package.empty() ? "" : "; install the Debian package " + package + " (apt-get install " + package + ")"));
+    throw DatasetError("tinygrad::datasets: " + probe + " not found" +
+                       (package.empty() ? "" : "; install the Debian package " + package + " (apt-get install " + package + ")"));
   auto images = [&](const char* f) { Tensor x = detail::read_idx(dir + "/" + f, 3); return x.reshape({x.shape(0), 1, x.shape(1), x.shape(2)}); };
   auto labels = [&](const char* f) { return detail::read_idx(dir + "/" + f, 1); };
-  Split s{images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"), labels("t10k-labels-idx1-ubyte.gz")};
+  Split s{images("train-images-idx3-ubyte.gz"), labels("train-labels-idx1-ubyte.gz"), images("t10k-images-idx3-ubyte.gz"),
+          labels("t10k-labels-idx1-ubyte.gz")};
   if (s.X_train.shape(0) != s.Y_train.shape(0) || s.X_test.shape(0) != s.Y_test.shape(0))
     throw DatasetError("tinygrad::datasets: " + dir + ": image and label counts differ");
   return s;
@@ -12900,8 +13201,9 @@ template <> inline constexpr DType static_dtype<half_t> = DType::Float16;
 template <> inline constexpr DType static_dtype<bfloat16_t> = DType::BFloat16;
 
 namespace detail::st {
-template <DType D> using scalar_t = std::tuple_element_t<size_t(D), std::tuple<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t,
-                                                                      half_t, bfloat16_t, float, double>>;
+template <DType D>
+using scalar_t = std::tuple_element_t<size_t(D), std::tuple<bool, int8_t, uint8_t, int16_t, uint16_t, int32_t, uint32_t, int64_t, uint64_t,
+                                                            half_t, bfloat16_t, float, double>>;
 template <DType D> struct scalar_of { using type = scalar_t<D>; };
 }  // namespace detail::st
 template <DType D> using scalar_type = typename detail::st::scalar_of<D>::type;
@@ -13043,7 +13345,8 @@ struct reshape {
   static constexpr const char* name = "reshape";
   static constexpr const char* errors[] = {"reshape_changes_element_count", "reshape_has_negative_extent", "reshape_can_infer_only_one_dyn"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::reshape_changes_element_count<reshape, S..., shape<T...>>, tinygrad::error::reshape_has_negative_extent<reshape, S...>,
+  using error = st::nth_t<C, tinygrad::error::reshape_changes_element_count<reshape, S..., shape<T...>>,
+                          tinygrad::error::reshape_has_negative_extent<reshape, S...>,
                           tinygrad::error::reshape_can_infer_only_one_dyn<reshape, S...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::reshape<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
@@ -13064,7 +13367,8 @@ struct unflatten {  // axis Ax split into N... (all static: the other dims may b
   static constexpr const char* name = "unflatten";
   static constexpr const char* errors[] = {"axis_out_of_range", "unflatten_changes_extent"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>, tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
+  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>,
+                          tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::unflatten(a, Ax, dims<sizeof...(N)>{N...}); }
   static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
 };
@@ -13121,7 +13425,8 @@ template <int64_t Ax, int64_t Start, int64_t Stop>
 struct slice {
   static constexpr const char* name = "slice";
   static constexpr const char* errors[] = {"axis_out_of_range", "slice_out_of_bounds"};
-  template <int C, class... S> using error = st::nth_t<C, tinygrad::error::axis_out_of_range<slice, S...>, tinygrad::error::slice_out_of_bounds<slice, S...>>;
+  template <int C, class... S>
+  using error = st::nth_t<C, tinygrad::error::axis_out_of_range<slice, S...>, tinygrad::error::slice_out_of_bounds<slice, S...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::slice(a, Ax, Start, Stop); }
   static Tensor lower(const auto&, const Tensor& a) {
     std::vector<std::pair<int64_t, int64_t>> r;
@@ -13135,7 +13440,8 @@ struct cat {
   static constexpr const char* name = "cat";
   static constexpr const char* errors[] = {"ranks_differ", "axis_out_of_range", "shapes_differ"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::ranks_differ<cat, S...>, tinygrad::error::axis_out_of_range<cat, S...>, tinygrad::error::shapes_differ<cat, S...>>;
+  using error = st::nth_t<C, tinygrad::error::ranks_differ<cat, S...>, tinygrad::error::axis_out_of_range<cat, S...>,
+                          tinygrad::error::shapes_differ<cat, S...>>;
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& a, const dims<B>& b) { return st::cat(a, b, Ax); }
   static Tensor lower(const auto&, const Tensor& a, const Tensor& b) { return Tensor::cat({a, b}, Ax); }
 };
@@ -13156,13 +13462,18 @@ struct scaled_dot_product_attention {
   static constexpr const char* name = "scaled_dot_product_attention";
   static constexpr const char* errors[] = {"needs_at_least_1_dim", "inner_dims_differ", "shapes_not_broadcastable", "mask_does_not_broadcast"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::needs_at_least_1_dim<scaled_dot_product_attention, S...>, tinygrad::error::inner_dims_differ<scaled_dot_product_attention, S...>,
-                          tinygrad::error::shapes_not_broadcastable<scaled_dot_product_attention, S...>, tinygrad::error::mask_does_not_broadcast<scaled_dot_product_attention, S...>>;
-  template <size_t Q, size_t K, size_t V, size_t... M> static constexpr auto rule(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
+  using error = st::nth_t<C, tinygrad::error::needs_at_least_1_dim<scaled_dot_product_attention, S...>,
+                          tinygrad::error::inner_dims_differ<scaled_dot_product_attention, S...>,
+                          tinygrad::error::shapes_not_broadcastable<scaled_dot_product_attention, S...>,
+                          tinygrad::error::mask_does_not_broadcast<scaled_dot_product_attention, S...>>;
+  template <size_t Q, size_t K, size_t V, size_t... M>
+  static constexpr auto rule(const dims<Q>& q, const dims<K>& k, const dims<V>& v, const dims<M>&... m) {
     return st::attention(q, k, v, m...);
   }
   static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v) { return q.scaled_dot_product_attention(k, v); }
-  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m) { return q.scaled_dot_product_attention(k, v, m); }
+  static Tensor lower(const auto&, const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& m) {
+    return q.scaled_dot_product_attention(k, v, m);
+  }
 };
 // torch's F.layer_norm over the last dim: x (..., N), weight and bias (N), eps a scalar leaf (part of the plan key).
 // One node, so x is lowered once (x - mean(x) written with static ops would copy x's expression into both uses)
@@ -13183,11 +13494,15 @@ struct layer_norm {
 template <int64_t Stride, int64_t Padding, int64_t Dilation, int64_t Groups>
 struct conv2d {
   static constexpr const char* name = "conv2d";
-  static constexpr const char* errors[] = {"conv2d_needs_4d_input_and_weight", "out_channels_not_divisible_by_groups", "channels_differ", "kernel_larger_than_input"};
+  static constexpr const char* errors[] = {"conv2d_needs_4d_input_and_weight", "out_channels_not_divisible_by_groups", "channels_differ",
+                                           "kernel_larger_than_input"};
   template <int C, class... S>
-  using error = st::nth_t<C, tinygrad::error::conv2d_needs_4d_input_and_weight<conv2d, S...>, tinygrad::error::out_channels_not_divisible_by_groups<conv2d, S...>,
+  using error = st::nth_t<C, tinygrad::error::conv2d_needs_4d_input_and_weight<conv2d, S...>,
+                          tinygrad::error::out_channels_not_divisible_by_groups<conv2d, S...>,
                           tinygrad::error::channels_differ<conv2d, S...>, tinygrad::error::kernel_larger_than_input<conv2d, S...>>;
-  template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) { return st::conv2d(x, w, Stride, Padding, Dilation, Groups); }
+  template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) {
+    return st::conv2d(x, w, Stride, Padding, Dilation, Groups);
+  }
   static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Groups, {Stride}, {Dilation}, {Padding}); }
 };
 #define TG_POOL(NAME)                                                                                                        \
@@ -13261,9 +13576,11 @@ template <class S> constexpr DType weak(DType d) {
 template <class Op, DType D> constexpr void check_labels() {
   if constexpr (float_dt(D) || D == DType::Bool) fail<error::needs_integer_dtype<Op, scalar_type<D>>>();
 }
-template <class Op> constexpr bool is_cmp = std::is_same_v<Op, op::lt> || std::is_same_v<Op, op::gt> || std::is_same_v<Op, op::le> || std::is_same_v<Op, op::ge> ||
+template <class Op>
+constexpr bool is_cmp = std::is_same_v<Op, op::lt> || std::is_same_v<Op, op::gt> || std::is_same_v<Op, op::le> || std::is_same_v<Op, op::ge> ||
                                              std::is_same_v<Op, op::eq> || std::is_same_v<Op, op::ne>;
-template <class Op> constexpr bool is_bitwise = std::is_same_v<Op, op::bitwise_and> || std::is_same_v<Op, op::bitwise_or> || std::is_same_v<Op, op::bitwise_xor>;
+template <class Op>
+constexpr bool is_bitwise = std::is_same_v<Op, op::bitwise_and> || std::is_same_v<Op, op::bitwise_or> || std::is_same_v<Op, op::bitwise_xor>;
 template <class Op> constexpr DType binary_dtype(DType a, DType b) {
   if constexpr (is_cmp<Op>) return DType::Bool;
   else if constexpr (std::is_same_v<Op, op::div> || std::is_same_v<Op, op::pow>) return float_of(promote(a, b));
@@ -13303,24 +13620,35 @@ struct static_ops {
   TG_UNARY(neg, Derived::dtype) TG_UNARY(relu, Derived::dtype) TG_UNARY(abs, Derived::dtype) TG_UNARY(square, Derived::dtype)
   TG_UNARY(trunc, Derived::dtype) TG_UNARY(floor, Derived::dtype) TG_UNARY(ceil, Derived::dtype)
 #define TG_F(NAME) TG_UNARY(NAME, detail::st::float_of(Derived::dtype))
-  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu) TG_F(silu) TG_F(erf) TG_F(gelu_erf)
+  TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu)
+  TG_F(silu) TG_F(erf) TG_F(gelu_erf)
 #undef TG_F
 #undef TG_UNARY
   template <class U> auto cast() const { return detail::st::make<op::cast<static_dtype<U>>, static_dtype<U>>({}, self()); }
 
   // reductions over compile-time axes (none: all)
   template <int64_t... Ax> auto sum() const { return detail::st::make<op::sum<false, Ax...>, detail::st::sum_dtype(Derived::dtype)>({}, self()); }
-  template <int64_t... Ax> auto sum_keepdim() const { return detail::st::make<op::sum<true, Ax...>, detail::st::sum_dtype(Derived::dtype)>({}, self()); }
+  template <int64_t... Ax> auto sum_keepdim() const {
+    return detail::st::make<op::sum<true, Ax...>, detail::st::sum_dtype(Derived::dtype)>({}, self());
+  }
   template <int64_t... Ax> auto max() const { return detail::st::make<op::max<false, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto max_keepdim() const { return detail::st::make<op::max<true, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto min() const { return detail::st::make<op::min<false, Ax...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto mean() const { return detail::st::make<op::mean<false, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
-  template <int64_t... Ax> auto mean_keepdim() const { return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self()); }
+  template <int64_t... Ax> auto mean_keepdim() const {
+    return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self());
+  }
   // int32 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
-  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const { return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self()); }
-  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const { return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self()); }
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const {
+    return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self());
+  }
+  template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const {
+    return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self());
+  }
   template <int64_t Ax = -1> auto softmax() const { return detail::st::make<op::softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
-  template <int64_t Ax = -1> auto log_softmax() const { return detail::st::make<op::log_softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
+  template <int64_t Ax = -1> auto log_softmax() const {
+    return detail::st::make<op::log_softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self());
+  }
 
   // movement
   template <int64_t... N> auto reshape() const { return detail::st::make<op::reshape<N...>, Derived::dtype>({}, self()); }
@@ -13341,9 +13669,13 @@ struct static_ops {
   template <int64_t... P> auto shrink() const { return detail::st::make<op::shrink<P...>, Derived::dtype>({}, self()); }
   template <int64_t... Ax> auto flip() const { return detail::st::make<op::flip<Ax...>, Derived::dtype>({}, self()); }
   // [Start, Stop) of axis Ax
-  template <int64_t Ax, int64_t Start, int64_t Stop> auto slice() const { return detail::st::make<op::slice<Ax, Start, Stop>, Derived::dtype>({}, self()); }
+  template <int64_t Ax, int64_t Start, int64_t Stop> auto slice() const {
+    return detail::st::make<op::slice<Ax, Start, Stop>, Derived::dtype>({}, self());
+  }
 
-  template <static_expr W> auto matmul(const W& w) const { return detail::st::make<op::matmul, detail::st::promote(Derived::dtype, W::dtype)>({}, self(), w); }
+  template <static_expr W> auto matmul(const W& w) const {
+    return detail::st::make<op::matmul, detail::st::promote(Derived::dtype, W::dtype)>({}, self(), w);
+  }
   template <static_expr A, static_expr B> auto where(const A& a, const B& b) const {
     return detail::st::make<op::where, detail::st::promote(A::dtype, B::dtype)>({}, self(), a, b);
   }
@@ -13355,9 +13687,11 @@ struct static_ops {
 };
 
 #define TG_OP(SYM, OP)                                                                                                                              \
-  template <static_expr A, static_expr B> auto operator SYM(const A& a, const B& b) { return detail::st::binary<op::OP>(a, b); }                   \
-  template <static_expr A, class S> requires std::is_arithmetic_v<S> auto operator SYM(const A& a, S s) { return detail::st::binary_scalar<op::OP, false>(a, s); } \
-  template <static_expr A, class S> requires std::is_arithmetic_v<S> auto operator SYM(S s, const A& a) { return detail::st::binary_scalar<op::OP, true>(a, s); }
+  template <static_expr A, static_expr B> auto operator SYM(const A& a, const B& b) { return detail::st::binary<op::OP>(a, b); }                    \
+  template <static_expr A, class S> requires std::is_arithmetic_v<S>                                                                                \
+  auto operator SYM(const A& a, S s) { return detail::st::binary_scalar<op::OP, false>(a, s); }                                                     \
+  template <static_expr A, class S> requires std::is_arithmetic_v<S>                                                                                \
+  auto operator SYM(S s, const A& a) { return detail::st::binary_scalar<op::OP, true>(a, s); }
 TG_OP(+, add) TG_OP(-, sub) TG_OP(*, mul) TG_OP(/, div) TG_OP(<, lt) TG_OP(>, gt) TG_OP(<=, le) TG_OP(>=, ge) TG_OP(==, eq) TG_OP(!=, ne)
 TG_OP(&, bitwise_and) TG_OP(|, bitwise_or) TG_OP(^, bitwise_xor)
 #undef TG_OP
@@ -13365,13 +13699,16 @@ template <static_expr A> auto operator-(const A& a) { return a.neg(); }
 
 template <static_expr A, static_expr B> auto matmul(const A& a, const B& b) { return a.matmul(b); }
 template <static_expr C, static_expr A, static_expr B> auto where(const C& c, const A& a, const B& b) { return c.where(a, b); }
-template <static_expr X, static_expr W, static_expr B> requires(W::shape_type::rank == 1) auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5) {
-  return detail::st::make<op::layer_norm, detail::st::float_of(X::dtype)>({}, x, weight, bias, detail::st::scalar_leaf<detail::st::float_of(X::dtype)>(eps));
+template <static_expr X, static_expr W, static_expr B>
+requires(W::shape_type::rank == 1) auto layer_norm(const X& x, const W& weight, const B& bias, double eps = 1e-5) {
+  return detail::st::make<op::layer_norm, detail::st::float_of(X::dtype)>({}, x, weight, bias,
+                                                                          detail::st::scalar_leaf<detail::st::float_of(X::dtype)>(eps));
 }
 template <static_expr Q, static_expr K, static_expr V> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v) {
   return detail::st::make<op::scaled_dot_product_attention<false>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v);
 }
-template <static_expr Q, static_expr K, static_expr V, static_expr M> auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask) {
+template <static_expr Q, static_expr K, static_expr V, static_expr M>
+auto scaled_dot_product_attention(const Q& q, const K& k, const V& v, const M& mask) {
   return detail::st::make<op::scaled_dot_product_attention<true>, detail::st::float_of(detail::st::promote(Q::dtype, K::dtype))>({}, q, k, v, mask);
 }
 template <int64_t Ax = 0, static_expr A, static_expr B> auto cat(const A& a, const B& b) {
@@ -13386,7 +13723,9 @@ template <int64_t Stride = 1, int64_t Padding = 0, int64_t Dilation = 1, int64_t
 auto conv2d(const X& x, const W& w, const B& b) {
   return conv2d<Stride, Padding, Dilation, Groups>(x, w) + b.template reshape<W::shape_type::value[0], 1, 1>();
 }
-template <int64_t K = 2, int64_t Stride = K, static_expr X> auto max_pool2d(const X& x) { return detail::st::make<op::max_pool2d<K, Stride>, X::dtype>({}, x); }
+template <int64_t K = 2, int64_t Stride = K, static_expr X> auto max_pool2d(const X& x) {
+  return detail::st::make<op::max_pool2d<K, Stride>, X::dtype>({}, x);
+}
 template <int64_t K = 2, int64_t Stride = K, static_expr X> auto avg_pool2d(const X& x) {
   return detail::st::make<op::avg_pool2d<K, Stride>, detail::st::float_of(X::dtype)>({}, x);
 }
@@ -13402,7 +13741,8 @@ template <static_expr P, static_expr Y> auto binary_crossentropy(const P& p, con
 }
 // binary_crossentropy(sigmoid(x), y), computed from the logits x
 template <static_expr X, static_expr Y> auto binary_crossentropy_logits(const X& x, const Y& y) {
-  return detail::st::make<op::binary_crossentropy_logits, detail::st::promote(detail::st::float_of(X::dtype), detail::st::float_of(Y::dtype))>({}, x, y);
+  return detail::st::make<op::binary_crossentropy_logits,
+                          detail::st::promote(detail::st::float_of(X::dtype), detail::st::float_of(Y::dtype))>({}, x, y);
 }
 // the mean of -sum(target * log softmax(logits)) over the class dim (1; 0 for 1-D logits). target: class probabilities of the
 // logits' shape, or integer class indices of the logits' shape without the class dim
@@ -13411,7 +13751,8 @@ template <static_expr X, static_expr Y> auto cross_entropy(const X& logits, cons
   constexpr bool labels = Y::shape_type::rank + 1 == X::shape_type::rank;
   if constexpr (labels) detail::st::check_labels<O, Y::dtype>();
   // NOTE: the one-hot of labels is default_float (float32), as in Tensor::cross_entropy
-  return detail::st::make<O, detail::st::promote(detail::st::float_of(X::dtype), labels ? DType::Float32 : detail::st::float_of(Y::dtype))>({}, logits, target);
+  return detail::st::make<O,
+      detail::st::promote(detail::st::float_of(X::dtype), labels ? DType::Float32 : detail::st::float_of(Y::dtype))>({}, logits, target);
 }
 // the mean of -log_probs[label] over the batch: log_probs (C) or (N, C, ...), integer labels without the class dim
 template <static_expr X, static_expr Y> auto nll_loss(const X& log_probs, const Y& labels) {
@@ -13451,7 +13792,8 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
   static_tensor& operator=(const X& x) {
     using A = op::assign;
     if constexpr (X::dtype != dtype) detail::st::fail<error::dtypes_differ<A, T, scalar_type<X::dtype>>>();
-    if constexpr (A::rule(shape_type::value, X::shape_type::value).code != 0) detail::st::fail<error::shapes_differ<A, shape_type, typename X::shape_type>>();
+    if constexpr (A::rule(shape_type::value, X::shape_type::value).code != 0)
+      detail::st::fail<error::shapes_differ<A, shape_type, typename X::shape_type>>();
     auto r = A::rule(shape_type::value, x.rt_shape());
     if (r.code) detail::st::throw_shape_error<A>(r.code, shape_type::value, x.rt_shape());
     dyn_dims = detail::st::pick_dyn<shape_type>(r.out);
@@ -13465,11 +13807,13 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
   static static_tensor from(const std::vector<U>& data, D... dyn_extents) {
     return static_tensor(Tensor(data, shape_of(dyn_extents...)).cast(dtype).realize());
   }
-  template <class... D> requires(sizeof...(D) == n_key) static static_tensor full(double v, D... d) { return make(Tensor::full(shape_of(d...), v, dtype), d...); }
+  template <class... D>
+  requires(sizeof...(D) == n_key) static static_tensor full(double v, D... d) { return make(Tensor::full(shape_of(d...), v, dtype), d...); }
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor zeros(D... d) { return full(0, d...); }
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor ones(D... d) { return full(1, d...); }
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor rand(D... d) { return make(Tensor::rand(shape_of(d...), dtype), d...); }
-  template <class... D> requires(sizeof...(D) == n_key) static static_tensor randn(D... d) { return make(Tensor::randn(shape_of(d...), dtype), d...); }
+  template <class... D>
+  requires(sizeof...(D) == n_key) static static_tensor randn(D... d) { return make(Tensor::randn(shape_of(d...), dtype), d...); }
   // uniform in [-bound, bound), the usual layer init
   template <class... D> requires(sizeof...(D) == n_key) static static_tensor uniform(double bound, D... d) {
     return make((Tensor::rand(shape_of(d...), dtype) * (2 * bound) - bound).realize(), d...);
@@ -13503,7 +13847,8 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
   template <class F, class G> void visit(F& leaf, G&) const { leaf(*this); }
 
   static std::string name() {
-    std::string s = "static_tensor<" + std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : kDTypeInfo[size_t(dtype)].cname);
+    std::string s = "static_tensor<" +
+        std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : kDTypeInfo[size_t(dtype)].cname);
     ((s += ", " + std::to_string(E)), ...);
     return s + ">";
   }

@@ -52,7 +52,8 @@ struct BertSelfAttention {
   // x (B, S, H), mask (B, 1, 1, S) bool -> (B, S, H)
   template <static_expr X, static_expr M> auto operator()(const X& x, const M& mask) const {
     auto heads = [](const auto& y) { return y.template unflatten<2, NH, H / NH>().template permute<0, 2, 1, 3>(); };  // (B, NH, S, H / NH)
-    return scaled_dot_product_attention(heads(query(x)), heads(key(x)), heads(value(x)), mask).template permute<0, 2, 1, 3>().template flatten<2, 3>();
+    return scaled_dot_product_attention(heads(query(x)), heads(key(x)), heads(value(x)),
+                                        mask).template permute<0, 2, 1, 3>().template flatten<2, 3>();
   }
 };
 
@@ -110,7 +111,8 @@ struct BertEmbeddings {
   // ids (B, S) -> (B, S, H); every token of type 0
   template <static_expr X> auto operator()(const X& ids) const {
     int64_t s = ids.rt_shape()[1];
-    if (s > Positions) throw ShapeError("tinygrad::models::Bert: " + std::to_string(s) + " tokens, the model has " + std::to_string(Positions) + " positions");
+    if (s > Positions)
+      throw ShapeError("tinygrad::models::Bert: " + std::to_string(s) + " tokens, the model has " + std::to_string(Positions) + " positions");
     static_tensor<int64_t, 1, dyn> pos(position_ids.tensor().shrink({{0, 1}, {0, s}}));
     return LayerNorm(word_embeddings(ids) + position_embeddings(pos) + token_type_embeddings.weight.template slice<0, 0, 1>()).realize();
   }
@@ -123,7 +125,8 @@ struct BertPooler {
 };
 
 // BertModel. Hidden, Heads, Intermediate and Layers as in config.json; T the parameters' element type (float, half_t)
-template <int64_t Hidden, int64_t Heads, int64_t Intermediate, int64_t Layers, class T = float, int64_t Vocab = 30522, int64_t Positions = 512, int64_t Types = 2>
+template <int64_t Hidden, int64_t Heads, int64_t Intermediate, int64_t Layers, class T = float, int64_t Vocab = 30522,
+          int64_t Positions = 512, int64_t Types = 2>
 struct Bert {
   using E = BertEmbeddings<Hidden, Vocab, Positions, Types, T>;
   using Enc = BertEncoder<Hidden, Heads, Intermediate, Layers, T>;
@@ -143,7 +146,8 @@ struct Bert {
     nn::StateDict mine = nn::get_state_dict(*this);
     for (auto& [name, t] : mine)
       if (auto it = d.find(name); it != d.end() && it->second.shape() != t.shape())
-        throw ShapeError("tinygrad::models::Bert::load: " + name + " has shape " + to_string(it->second.shape()) + " in " + file + ", the model expects " + to_string(t.shape()));
+        throw ShapeError("tinygrad::models::Bert::load: " + name + " has shape " + to_string(it->second.shape()) + " in " + file +
+                         ", the model expects " + to_string(t.shape()));
     check_position_ids(d, file);
     if (!device.empty())
       for (auto& [name, t] : mine) if (t.device() != device) t.replace(t.to(device));  // NOTE: lazy: the file's values replace them next
@@ -157,7 +161,8 @@ struct Bert {
   // the last hidden state (B, S, Hidden) of token ids (B, S) with attention mask (B, S) (1: a token, 0: padding)
   hidden_t operator()(const ids_t& ids, const ids_t& mask) const {
     if (ids.rt_shape() != mask.rt_shape())
-      throw ShapeError("tinygrad::models::Bert: ids " + to_string(ids.tensor().shape()) + " and mask " + to_string(mask.tensor().shape()) + " differ");
+      throw ShapeError("tinygrad::models::Bert: ids " + to_string(ids.tensor().shape()) + " and mask " +
+                       to_string(mask.tensor().shape()) + " differ");
     auto keep = (mask.template unflatten<1, 1, 1, dyn>() != 0).realize();  // NOTE: (B, 1, 1, S): every head, every query
     hidden_t h = embeddings(ids);
     for (auto& l : encoder.layer) h = l(h, keep);
@@ -171,7 +176,9 @@ struct Bert {
   }
   static_tensor<T, dyn, Hidden> embed(const ids_t& ids, const ids_t& mask) const { return pool((*this)(ids, mask), mask); }
   // BertModel's pooler_output: tanh(dense(the first token's hidden state))
-  static_tensor<T, dyn, Hidden> pooled(const hidden_t& h) const { return pooler.dense(h.template slice<1, 0, 1>().template flatten<1, 2>()).tanh().realize(); }
+  static_tensor<T, dyn, Hidden> pooled(const hidden_t& h) const {
+    return pooler.dense(h.template slice<1, 0, 1>().template flatten<1, 2>()).tanh().realize();
+  }
 
  private:
   template <class F> void for_each_dense(F f) {
@@ -211,11 +218,13 @@ struct Bert {
         throw nn::StateError("tinygrad::models::Bert::load: " + path + " has no " + (kind == Json::Str ? "string" : "number") + " \"" + key + "\"");
       return *v;
     };
-    std::pair<const char*, int64_t> sizes[] = {{"hidden_size", Hidden}, {"num_attention_heads", Heads}, {"intermediate_size", Intermediate}, {"num_hidden_layers", Layers},
-                                               {"vocab_size", Vocab}, {"max_position_embeddings", Positions}, {"type_vocab_size", Types}};
+    std::pair<const char*, int64_t> sizes[] = {{"hidden_size", Hidden}, {"num_attention_heads", Heads}, {"intermediate_size", Intermediate},
+                                               {"num_hidden_layers", Layers}, {"vocab_size", Vocab}, {"max_position_embeddings", Positions},
+                                               {"type_vocab_size", Types}};
     for (auto [key, want] : sizes)
       if (int64_t got = setting(key, Json::Int).i; got != want)
-        throw ShapeError("tinygrad::models::Bert::load: " + path + " has " + key + " " + std::to_string(got) + ", the model was compiled for " + std::to_string(want));
+        throw ShapeError("tinygrad::models::Bert::load: " + path + " has " + key + " " + std::to_string(got) +
+                         ", the model was compiled for " + std::to_string(want));
     if (auto& act = setting("hidden_act", Json::Str).s; act != "gelu")
       throw nn::StateError("tinygrad::models::Bert::load: " + path + ": hidden_act \"" + act + "\" is not supported (only \"gelu\")");
     // the other settings that change the math, and every number in a range that means something

@@ -135,7 +135,8 @@ class BertTokenizer {
   std::vector<int32_t> prefix_, suffix_;  // the post-processor's special tokens around the sequence
 
   [[noreturn]] void fail(const std::string& why) const { throw nn::StateError("tinygrad::BertTokenizer: " + file_ + ": " + why); }
-  const tinygrad::detail::Json& get(const tinygrad::detail::Json& j, std::string_view key, tinygrad::detail::Json::Kind kind, const std::string& where) const {
+  const tinygrad::detail::Json& get(const tinygrad::detail::Json& j, std::string_view key, tinygrad::detail::Json::Kind kind,
+                                    const std::string& where) const {
     const auto* v = tinygrad::detail::find(j, key);
     if (!v || v->kind != kind) fail(where + " has no valid \"" + std::string(key) + "\"");
     return *v;
@@ -287,7 +288,8 @@ class BertTokenizer {
       char32_t s = c - 0xAC00;
       parts[0] = 0x1100 + s / 588, parts[1] = 0x1161 + s % 588 / 28, parts[2] = s % 28 ? 0x11A7 + s % 28 : 0;
     } else if (strip_) {
-      auto it = std::lower_bound(std::begin(detail::decomp), std::end(detail::decomp), c, [](const detail::Decomp& d, char32_t x) { return d.cp < x; });
+      auto it = std::lower_bound(std::begin(detail::decomp), std::end(detail::decomp), c,
+                                 [](const detail::Decomp& d, char32_t x) { return d.cp < x; });
       if (it != std::end(detail::decomp) && it->cp == c) std::copy(it->to, it->to + 3, parts);
     }
     for (char32_t p : parts) {
