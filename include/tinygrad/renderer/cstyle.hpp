@@ -50,20 +50,20 @@ class CStyleRenderer : public Renderer {
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
   // the per-language table
   struct Lang {
-    std::string kernel_prefix;     // before the return type
-    std::string buffer_prefix;     // before a buffer's pointer type
+    std::string kernel_prefix{};   // before the return type
+    std::string buffer_prefix{};   // before a buffer's pointer type
     std::string restrict_kw = "restrict";
     std::string fn_prefix = "static inline";  // helper functions in the prelude
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
-    std::string gid[3], lid[3];    // how a global / local id is spelled
-    std::string smem_prefix, barrier;  // workgroup memory declaration, workgroup barrier
+    std::string gid[3]{}, lid[3]{};  // how a global / local id is spelled
+    std::string smem_prefix{}, barrier{};  // workgroup memory declaration, workgroup barrier
     std::string vec[3];            // a vector value: vec[0] type vec[1] lanes, vec[2]: C (float4){a, b}
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
     std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
     bool math_f = true;            // a float's math function ends in f
     const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
     const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
-  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
+  } lang{.u2f = "float f; __builtin_memcpy(&f, &u, 4); return f;", .f2u = "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", .vec = {"(", "){", "}"}};
 
   // what the rules see and write while one kernel renders
   struct Ctx {
@@ -502,6 +502,17 @@ class GPURenderer : public CStyleRenderer {
   std::string scalar_type(DType dt) const override { return dt == DType::Bool ? "bool" : CStyleRenderer::scalar_type(dt); }
 };
 
+// a WMMA's arg, written by the TC opt (codegen/gemm.hpp) and read by the CUDA renderer: the operands' dtype and where
+// their registers come from. Stored in the UOp as one integer (encode / decode: the only two places that know the bits)
+struct WmmaArg {
+  DType dt;
+  int pairs = 0;      // fragments loaded from memory: bit p set, register p is one 32-bit load of two neighbouring elements
+  bool b_hi = false;  // staged tiles: B's registers are the second half of its fragment load
+  bool a_mn = false, b_mn = false;  // wgmma: A's tile is m-major, B's n-major (else k-major)
+  int64_t encode() const { return int64_t(dt) | int64_t(pairs) << 8 | int64_t(b_hi) << 16 | int64_t(a_mn) << 17 | int64_t(b_mn) << 18; }
+  static WmmaArg decode(int64_t a) { return {.dt = DType(a & 0xff), .pairs = int(a >> 8 & 0xff), .b_hi = (a >> 16 & 1) != 0, .a_mn = (a >> 17 & 1) != 0, .b_mn = (a >> 18 & 1) != 0}; }
+};
+
 // CUDA C, compiled by NVRTC
 class CUDARenderer : public GPURenderer {
  public:
@@ -521,11 +532,10 @@ class CUDARenderer : public GPURenderer {
     lang.half_fns = kHalfPTX;
     lang.bf16_fns = kBF16PTX;
     aligned_vectors = true;
-    // the TC opt: a WMMA node names its 12 fragment values (A: 8, B: 4); the REDUCE over it updates its float4
-    // accumulator with one mma.sync per step
-    // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
-    // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
-    // accumulator with one mma.sync per step
+    // the TC opt: a WMMA node of 4 lanes names its 6 fragment registers (A: 4, B: 2): from its 12 values (TF32: 6),
+    // each register one 32-bit load of two neighbouring elements (WmmaArg's pairs) or two values packed by a cvt, or
+    // (a staged tile) from its 2 ldmatrix fragments; the REDUCE over it updates its float4 accumulator with one mma.sync
+    // a step. A WMMA of more than 4 lanes is a wgmma tile's (below)
     // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
     rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
       if (!raw_local(x)) return base(c, x);
@@ -534,7 +544,7 @@ class CUDARenderer : public GPURenderer {
       c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
       c.smem += dynamic_smem(x);
     };
-    // staged tiles (opt.hpp's tc_stage, simt_stage): a STORE of an address into workgroup memory copies the bytes there
+    // staged tiles (codegen/gemm.hpp's tc_stage, simt_stage): a STORE of an address into workgroup memory copies the bytes there
     // (cp.async of 4, 8 or 16 bytes; a gate on the source fills zeros, one on the destination skips the copy), a vector
     // LOAD from workgroup memory with an arg is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 2: .trans), and a BARRIER with an
     // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
@@ -584,14 +594,14 @@ class CUDARenderer : public GPURenderer {
       }
       std::vector<std::string> regs;
       if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
-        for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * (x.iarg() >> 16 & 1), "]"));
+        for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * int64_t(WmmaArg::decode(x.iarg()).b_hi), "]"));
         c.r[&x] = join(regs);
         c.typedefs.insert(mma_fns(t));
         return;
       }
       for (size_t p = 0; p < 6; p++)
         regs.push_back(t == "tf32" ? cat("tg_pack_tf32(", get(c, *x.src[p]), ")")  // TF32: one value a register
-                       : x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
+                       : WmmaArg::decode(x.iarg()).pairs >> p & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
                                                   : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
       c.r[&x] = join(regs);
       c.typedefs.insert(mma_fns(t));
@@ -605,15 +615,17 @@ class CUDARenderer : public GPURenderer {
     };
   }
   // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for) for one warpgroup: d += A B with
-  // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (opt.hpp's tc_swizzle): k-major
-  // rows of 64, or m-/n-major blocks of 64 rows (arg bits 17, 18), a block 8 KB on. Descriptor: the start, the
+  // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (codegen/gemm.hpp's tc_swizzle): k-major
+  // rows of 64, or m-/n-major blocks of 64 rows (WmmaArg's a_mn, b_mn), a block 8 KB on. Descriptor: the start, the
   // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
   static std::string wgmma_name(const UOp& w) {
-    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", w.iarg() >> 17 & 1, w.iarg() >> 18 & 1);
+    WmmaArg a = WmmaArg::decode(w.iarg());
+    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", int(a.a_mn), int(a.b_mn));
   }
   static std::string wgmma_fn(const UOp& w) {
     std::string t = mma_type(w);
-    int64_t n = w.vcount * 2, ta = w.iarg() >> 17 & 1, tb = w.iarg() >> 18 & 1;
+    WmmaArg a = WmmaArg::decode(w.iarg());
+    int64_t n = w.vcount * 2, ta = a.a_mn, tb = a.b_mn;
     std::string regs, outs;
     for (int64_t i = 0; i < n / 2; i++) {
       regs += cat(i ? ", " : "", "%", i);
@@ -628,12 +640,12 @@ class CUDARenderer : public GPURenderer {
     return f + "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n}";
   }
   static std::string mma_type(const UOp& wmma) {
-    DType dt = DType(wmma.iarg() & 0xff);
+    DType dt = WmmaArg::decode(wmma.iarg()).dt;
     return dt == DType::BFloat16 ? "bf16" : dt == DType::Float32 ? "tf32" : "f16";
   }
-  // c += A (16x16, row) B (16x8, col) for one warp with float32 accumulation, and the packing of two floats holding
-  // half (bfloat16) values into one register, the first in the low half (t: f16 or bf16)
-  // (t: f16 or bf16, m16n8k16; tf32: m16n8k8, one float rounded to TF32 a register)
+  // c += A B for one warp with float32 accumulation (t: f16 or bf16, m16n8k16: A 16x16 row, B 16x8 col; tf32:
+  // m16n8k8), and the packing of values into a register: two floats holding half (bfloat16) values, the first in the
+  // low half, or one float rounded to TF32
   static std::string mma_fns(const std::string& t) {
     std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
                                    : cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,

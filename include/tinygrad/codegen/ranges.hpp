@@ -1,0 +1,84 @@
+#pragma once
+// kernel opts, the vocabulary: OptOp, Opt, KernelOptError, and the facts about a kernel AST's RANGEs every opt and
+// heuristic reads (its ranges by id, their kinds, how an index walks a range). What each opt does: kernel.hpp.
+#include "../renderer/cstyle.hpp"
+#include "../uop/symbolic.hpp"
+
+namespace tinygrad {
+
+// NOTE: the values are stored in BEAM's disk cache: append, never reorder
+enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE, MERGE };
+inline constexpr OptOp last_optop = OptOp::MERGE;
+struct Opt {
+  OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's and MERGE's other range id, NOLOCALS 0
+  std::string str() const;  // Opt(UPCAST, 1, 4): the name is the op's row of the opt table (kernel.hpp)
+  bool operator==(const Opt&) const = default;
+};
+struct KernelOptError : Error { using Error::Error; };
+
+namespace detail {
+// ranges in id order (one sort for every caller: each comparator lambda would be its own std::sort instance)
+inline std::vector<UOpRef> by_range_id(std::vector<UOpRef> r) {
+  std::sort(r.begin(), r.end(), [](const UOpRef& a, const UOpRef& b) { return a->range_id() < b->range_id(); });
+  return r;
+}
+// a REDUCE's ranges, in id order
+inline std::vector<UOpRef> reduce_ranges(const UOpRef& red) { return by_range_id({red->src.begin() + 1, red->src.end()}); }
+inline std::vector<UOpRef> ranges_of(const UOpRef& sink) {
+  std::vector<UOpRef> r;
+  for (auto& u : toposort(sink)) if (u->op == Ops::RANGE) r.push_back(u);
+  return by_range_id(std::move(r));
+}
+inline UOpRef find_range(const UOpRef& sink, int64_t id) {
+  for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
+  throw KernelOptError(cat("no range with id ", id));
+}
+inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)}); }
+inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
+inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
+inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
+
+// NOTE: a multi-output kernel (several stores) takes the heuristics' opts when every store writes the same address:
+// then stores[0] stands for all of them
+inline bool one_address(const std::vector<UOpRef>& stores) {
+  return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](auto& s) { return s->src[1] == stores[0]->src[1]; });
+}
+
+// each reduce loop of a kernel (REDUCEs over the same ranges run as one loop): its range ids, ascending -> the
+// innermost of its ranges. NOTE: keyed by ids, not addresses: the heuristics walk the loops in this order
+inline std::map<std::vector<int64_t>, UOpRef> reduce_loops(const std::vector<UOpRef>& topo) {
+  std::map<std::vector<int64_t>, UOpRef> loops;
+  for (auto& u : topo) {
+    if (u->op != Ops::REDUCE) continue;
+    std::vector<int64_t> ids;
+    UOpRef inner = u->src.back();
+    for (size_t i = 1; i < u->src.size(); i++) {
+      ids.push_back(u->src[i]->range_id());
+      if (u->src[i]->range_id() > inner->range_id()) inner = u->src[i];
+    }
+    std::sort(ids.begin(), ids.end());
+    loops[ids] = inner;
+  }
+  return loops;
+}
+
+// replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
+inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { return substitute(x, {{r.get(), e}}); }
+
+// how an index depends on a range: 0 independent, 1 contiguous (stride 1), 2 anything else
+inline int stride_class(const UOpRef& idx, const UOpRef& r) {
+  auto d = simplify(sub_range(idx, r, r + 1) - idx);
+  if (d->op == Ops::CONST) { double v = d->const_value(); return v == 0 ? 0 : v == 1 ? 1 : 2; }
+  return 2;
+}
+// the nodes below sink whose value depends on range x (a REDUCE over x closes it: its result does not)
+inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRef& x) {
+  std::unordered_set<const UOp*> dep;
+  for (auto& u : toposort(sink)) {
+    if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), x) != u->src.end()) continue;
+    if (u == x || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
+  }
+  return dep;
+}
+}  // namespace detail
+}  // namespace tinygrad
