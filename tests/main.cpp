@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   // PoCL builds a kernel once for any work-group size and again for the one of its first launch; the first alone
   // runs every kernel, and the suite's cold run on OpenCL takes a fifth less
   setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);
+  // an opt of a heuristic that its kernel refuses fails the test (to_program), where a user's program skips it
+  tinygrad::flags().strict_opts = true;
   int rc = Catch::Session().run(argc, argv);
   try {
     tinygrad::flush_compile_checks();  // CUDA_COMPILE_CHECK=1 (unit_cuda_compile): the kernels still waiting

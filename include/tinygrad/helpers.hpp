@@ -177,6 +177,8 @@ struct Flags {
   // n > 0 tile n where it fits (comparisons and tests; kernels already built are cached: clear_program_cache())
   int tc_stage = int(getenv_int("TC_STAGE", -1));
   int tile = int(getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
+  // an opt of a heuristic that its kernel refuses (a heuristic's bug) is an error, not skipped (the tests set it)
+  bool strict_opts = getenv_int("STRICT_OPTS", 0) != 0;
   std::string dev = getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }

@@ -1,5 +1,5 @@
 #pragma once
-// codegen pipeline: kernel AST -> opts (Kernel, opt.hpp) -> lowering passes (lowering_passes) -> linearize -> render
+// codegen pipeline: kernel AST -> opts (Kernel: kernel.hpp, heuristics.hpp) -> lowering passes (lowering_passes) -> linearize -> render
 #include "linearize.hpp"
 
 namespace tinygrad {
@@ -238,14 +238,18 @@ inline ProgramSpec to_program(const Kernel& k) {
   return p;
 }
 
-// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none), each
-// kept only where the kernel accepts it
+// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none). The
+// heuristics drive a Kernel, so the kernel accepts each of theirs: one it refuses is a heuristic's bug, an error with
+// flags().strict_opts (STRICT_OPTS=1; the tests set it), else skipped with a line on stderr at DEBUG>=1
 inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
   Kernel k(ast, ren);
   std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
   for (auto& o : want) {
     try { k.apply(o); }
-    catch (const KernelOptError&) { if (pinned) throw; }
+    catch (const KernelOptError& e) {
+      if (pinned || flags().strict_opts) throw;
+      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: the heuristic's %s was refused (skipped): %s\n", o.str().c_str(), e.what());
+    }
   }
   return to_program(k);
 }
