@@ -216,6 +216,35 @@ inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int6
   auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
   return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
 }
+// the kernel's stores of one output of a thread's tile: the reduce's value v, at row m and column n
+inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const TcMatch& tm, const UOpRef& v, const UOpRef& m, const UOpRef& n) {
+  std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), v}, {tm.m.get(), m}, {tm.n.get(), n}};
+  for (auto& st : sink->src) stores.push_back(substitute(st, at));
+}
+// a staged TC tile's fragments at mma step ks of stage `stage`: a warp's A tiles of 16x16 (ldmatrix .x4, 8 halves a
+// lane), its B tiles in pairs of 8x16 (.x4; one: .x2). The LOAD's arg: 1, or 2 for .trans (a buffer not k-major)
+inline std::pair<std::vector<UOpRef>, std::vector<UOpRef>> ldmatrix_frags(const StagedSide (&sides)[2], const TcTile& t, const UOpRef& stage, const UOpRef& ks,
+                                                                        const UOpRef& wm, const UOpRef& wn, const UOpRef& lane, const UOpRef& ready) {
+  auto c = [&](int64_t v) { return const_int(lane->dtype, v); };
+  auto frag = [&](const StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(stage * sd.stage + sd.at(i, k))});
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(sd.kmajor ? 1 : 2), vc);
+  };
+  const StagedSide &A = sides[0], &B = sides[1];
+  std::vector<UOpRef> fa, fb;
+  for (int64_t u = 0; u < t.tm; u++) {
+    auto base = wm * (t.tm * 16) + c(u * 16);
+    fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
+                          : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
+  }
+  for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
+    auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
+    int vc = t.tn - u > 1 ? 8 : 4;
+    fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
+                          : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
+  }
+  return {fa, fb};
+}
 // TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of each K step pass through workgroup memory
 // (staged_pipeline); each warp multiplies its tm x tn mma tiles with fragments from ldmatrix. A buffer holds its
 // operand k-major where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
@@ -254,43 +283,20 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready}, WmmaArg{.dt = tm.dt, .a_mn = !A.kmajor, .b_mn = !B.kmajor}.encode(), int(bn / 2));
     auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc}, rarg, int(bn / 2));
     for (int64_t e = 0; e < bn / 2; e++) {
-      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
-                                                {tm.m.get(), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g},
-                                                {tm.n.get(), gn * bn + c(e / 4 * 8 + (e & 1)) + q2}};
-      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+      tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g, gn * bn + c(e / 4 * 8 + (e & 1)) + q2);
     }
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
   auto ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);  // the mma steps within a K step
-  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
-  auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
-    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
-    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(sd.kmajor ? 1 : 2), vc);
-  };
-  auto& A = sides[0];
-  auto& B = sides[1];
-  std::vector<UOpRef> fa, fb;
-  for (int64_t u = 0; u < t.tm; u++) {
-    auto base = wm * (t.tm * 16) + c(u * 16);
-    fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
-                          : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
-  }
-  for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
-    auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
-    int vc = t.tn - u > 1 ? 8 : 4;
-    fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
-                          : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
-  }
+  auto [fa, fb] = ldmatrix_frags(sides, t, mod(kc, S), ks, wm, wn, lane, ready);
   for (int64_t um = 0; um < t.tm; um++)
     for (int64_t un = 0; un < t.tn; un++) {
       // the arg: the dtype, and whether B's registers are the second half of its fragment load
       auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un / 2)]}, WmmaArg{.dt = tm.dt, .b_hi = un % 2 == 1}.encode(), 4);
       auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc, ks}, rarg, 4);
       for (int64_t e = 0; e < 4; e++) {
-        std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
-                                                  {tm.m.get(), gm * bm + wm * (t.tm * 16) + c(um * 16 + 8 * (e >> 1)) + g},
-                                                  {tm.n.get(), gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2}};
-        for (auto& st : sink->src) stores.push_back(substitute(st, at));
+        tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), gm * bm + wm * (t.tm * 16) + c(um * 16 + 8 * (e >> 1)) + g,
+                    gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2);
       }
     }
   return make_uop(Ops::SINK, DType::Bool, stores);
@@ -336,10 +342,7 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
     for (int64_t j = 0; j < t.tn; j++) {
       auto a = make_uop(Ops::GEP, tm.a->dtype, {qa[size_t(i / 4)]}, i % 4), b = make_uop(Ops::GEP, tm.b->dtype, {qb[size_t(j / 4)]}, j % 4);
       auto acc = make_uop(Ops::REDUCE, tm.red->dtype, {a * b, kc, ks}, tm.red->arg);
-      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), acc},
-                                                {tm.m.get(), gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4)},
-                                                {tm.n.get(), gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4)}};
-      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+      tile_stores(stores, sink, tm, acc, gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4), gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4));
     }
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
@@ -381,9 +384,7 @@ inline UOpRef tc_warp(const UOpRef& sink, const UOpRef& r, const TcMatch& tm) {
   auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, ko}, rarg, 4);
   std::vector<UOpRef> stores;
   for (int64_t e = 0; e < 4; e++) {
-    std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
-                                              {tm.m.get(), mo * 16 + g + c(8 * (e >> 1))}, {tm.n.get(), no * 8 + q2 + c(e & 1)}};
-    for (auto& st : sink->src) stores.push_back(substitute(st, at));
+    tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), mo * 16 + g + c(8 * (e >> 1)), no * 8 + q2 + c(e & 1));
   }
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
