@@ -754,3 +754,14 @@ TEST_CASE("opts: VECTOR on a reduce axis is refused where lanes cannot be vector
   Kernel half = k(a.cast(DType::Float16).realize().sum(1), cpu);
   CHECK_THAT(reason(half, {OptOp::VECTOR, reduce_axis(half), lanes}), Contains("element size") || Contains("lanes"));
 }
+
+TEST_CASE("opts: each OptOp is a row of the opt table; a WMMA's arg round-trips; heuristics' opts are strict here", "[opts]") {
+  for (size_t i = 0; i <= size_t(tinygrad::last_optop); i++) CHECK(tinygrad::detail::opt_table[i].op == OptOp(i));
+  CHECK(Opt{OptOp::KBLOCK, 1, 256}.str() == "Opt(KBLOCK, 1, 256)");
+  CHECK(Opt{OptOp::MERGE, 0, 2}.str() == "Opt(MERGE, 0, 2)");
+  tinygrad::WmmaArg a{.dt = DType::BFloat16, .pairs = 0b101101, .b_hi = true, .a_mn = false, .b_mn = true};
+  auto b = tinygrad::WmmaArg::decode(a.encode());
+  CHECK((b.dt == a.dt && b.pairs == a.pairs && b.b_hi && !b.a_mn && b.b_mn));
+  // tests/main.cpp: an opt of a heuristic that its kernel refuses fails the test instead of being skipped
+  CHECK(tinygrad::flags().strict_opts);
+}
