@@ -755,7 +755,7 @@ TEST_CASE("opts: VECTOR on a reduce axis is refused where lanes cannot be vector
   CHECK_THAT(reason(half, {OptOp::VECTOR, reduce_axis(half), lanes}), Contains("element size") || Contains("lanes"));
 }
 
-TEST_CASE("opts: each OptOp is a row of the opt table; a WMMA's arg round-trips; heuristics' opts are strict here", "[opts]") {
+TEST_CASE("opts: each OptOp is a row of the opt table, a WMMA arg round-trips, and the tests make heuristic opts strict", "[opts]") {
   for (size_t i = 0; i <= size_t(tinygrad::last_optop); i++) CHECK(tinygrad::detail::opt_table[i].op == OptOp(i));
   CHECK(Opt{OptOp::KBLOCK, 1, 256}.str() == "Opt(KBLOCK, 1, 256)");
   CHECK(Opt{OptOp::MERGE, 0, 2}.str() == "Opt(MERGE, 0, 2)");
