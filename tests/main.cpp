@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
 #ifdef TG_TEST_KERNEL_CC
   setenv("CC", TG_TEST_KERNEL_CC, 0);  // gcc: it starts in a third of clang's time (tests/CMakeLists.txt)
 #endif
+  setenv("SPEC", "1", 0);  // every stage's IR checked against its spec (uop/spec.hpp) after every pass
   // PoCL builds a kernel once for any work-group size and again for the one of its first launch; the first alone
   // runs every kernel, and the suite's cold run on OpenCL takes a fifth less
   setenv("POCL_WORK_GROUP_SPECIALIZATION", "0", 0);

@@ -166,6 +166,7 @@ inline std::string getenv_str(const char* name, std::string dflt = "") {
 
 struct Flags {
   int debug = int(getenv_int("DEBUG", 0));      // 1 counts, 2 per-kernel timing, 3 opts, 4 source, 5 uops
+  bool spec = getenv_int("SPEC", 0) != 0;       // check each stage's IR against its spec (uop/spec.hpp); DEBUG>=3 too
   int noopt = int(getenv_int("NOOPT", 0));      // no kernel opts
   int beam = int(getenv_int("BEAM", 0));        // BEAM search width
   int threads = int(getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)

@@ -1,6 +1,7 @@
 #pragma once
 // codegen pipeline: kernel AST -> opts (Kernel: kernel.hpp, heuristics.hpp) -> lowering passes (lowering_passes) -> linearize -> render
 #include "linearize.hpp"
+#include "../uop/spec.hpp"
 
 namespace tinygrad {
 
@@ -216,12 +217,15 @@ inline ProgramSpec to_program(const Kernel& k) {
   p.launch.threads = threads;
   p.name = detail::kernel_name(sink, p.opts);
   LowerCtx ctx{ren, p.launch};
+  detail::SpecCheck spec(k.ast(), sink);  // each stage against its spec (SPEC=1, DEBUG>=3, the tests)
   for (auto& pass : lowering_passes()) {
     sink = pass.run(sink, ctx);
+    spec.after(pass.name, sink);
     if (flags().debug >= 6) std::fprintf(stderr, "after %s:\n%s", pass.name, print_graph(sink).c_str());
   }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
+  spec.linear(lin);
   for (auto& u : lin) p.launch.smem += CStyleRenderer::dynamic_smem(*u);
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);

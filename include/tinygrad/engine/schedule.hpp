@@ -9,6 +9,7 @@
 #include <map>
 #include <unordered_set>
 #include "../codegen/codegen.hpp"
+#include "../uop/spec.hpp"
 #include "../uop/upat.hpp"
 
 namespace tinygrad {
@@ -655,9 +656,14 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   if (device.empty()) device = default_device();
   // tensor-graph rewrites before kernels are formed; realized values and what is below them stay as they are
   int64_t busy = runtime(device).parallelism;
-  auto sink = graph_rewrite(make_uop(Ops::SINK, DType::Bool, roots), detail::pm_split_reduceop(), &busy,
-                            [](const UOp* u) { return detail::is_leaf(u); });
-  return detail::Scheduler(sink->src, input_slots, n_inputs).spec();
+  const bool spec = spec_enabled();
+  auto sink = make_uop(Ops::SINK, DType::Bool, roots);
+  if (spec) verify_graph(sink, Stage::TENSOR, "frontend");
+  sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
+  if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
+  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs).spec();
+  if (spec) for (auto& k : s.kernels) verify_graph(k.ast, Stage::KERNEL, "schedule");
+  return s;
 }
 
 }  // namespace tinygrad
