@@ -229,9 +229,7 @@ class Scheduler {
     const UOp* root;
     std::vector<int> slots;
     std::unordered_map<int, int> param_of_slot;
-    std::map<std::vector<const void*>, UOpRef> memo;
     int64_t next_range;
-    std::vector<UOpRef> memo_keys;  // the memo is keyed by address: keep those nodes alive so no address is reused
   };
 
   UOpRef flat_index(const std::vector<UOpRef>& idx, const Shape& shape) {
@@ -252,124 +250,125 @@ class Scheduler {
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 
-  // one value to lower: node u at index idx (one per dim of u), read only where gate holds
-  struct Req { UOpRef u; std::vector<UOpRef> idx; UOpRef gate; };
-  // a node being lowered: its sources' requests, their values once lowered, what the node itself adds
-  struct Frame { Req r; std::vector<const void*> key; std::vector<Req> kids; std::vector<UOpRef> vals, extra; };
-
-  // u's value at idx as a kernel graph. NOTE: an explicit stack (no recursion): a kernel can be as deep as it is long
-  UOpRef lower(KCtx& c, Req root) {
-    std::vector<Frame> stack;
-    UOpRef ret;
-    // a load or a memoized value sets ret; anything else is pushed to be lowered
-    auto start = [&](Req r) {
-      if (r.u.get() != c.root && (is_leaf(r.u.get()) || is_kroot(r.u.get()))) { ret = load(c, r.u.get(), r.idx, r.gate); return true; }
-      std::vector<const void*> key{r.u.get(), r.gate.get()};
-      for (auto& i : r.idx) key.push_back(i.get());
-      if (auto it = c.memo.find(key); it != c.memo.end()) { ret = it->second; return true; }
-      Frame f{std::move(r), std::move(key), {}, {}, {}};
-      plan(c, f);
-      stack.push_back(std::move(f));
-      return false;
+  // ---- rangeify: a kernel's tensor graph -> its kernel graph, one graph_rewrite ----
+  // A marker INDEX(u, gate, idx...) is tensor node u's value at index idx (one per dim of u), read only where gate
+  // holds. Each rule moves a marker one node down the tensor graph: movement ops become index math on their source's
+  // marker, a REDUCE_AXIS a REDUCE over fresh ranges, buffers and other kernels' outputs LOADs. graph_rewrite's memo
+  // lowers each (u, gate, idx) once; it walks sources in order, so buffers and ranges are numbered as they are met.
+  struct RCtx { Scheduler& s; KCtx& c; };
+  static UOpRef marker(const UOpRef& u, std::vector<UOpRef> idx, const UOpRef& gate) {
+    idx.insert(idx.begin(), {u, gate});
+    return make_uop(Ops::INDEX, u->dtype, std::move(idx));
+  }
+  static std::vector<UOpRef> idx_of(const UOpRef& m) { return {m->src.begin() + 2, m->src.end()}; }
+  // the marked node's source at a new index, under the marker's gate
+  static UOpRef to_src(const Match& m, std::vector<UOpRef> idx) { return marker(m["u"]->src[0], std::move(idx), m["m"]->src[1]); }
+  static const PatternMatcher& pm_rangeify() {
+    // the marker of a node of one of these ops (none: any op)
+    auto at = [](std::vector<Ops> ops) { UPat p = UPat::op(Ops::INDEX, {UPat::ops_of(std::move(ops), "u")}, "m"); p.src_prefix = true; return p; };
+    using M = const Match&;
+    static const PatternMatcher pm{
+        // a buffer, or a node another kernel computes: a load (the kernel's own root is lowered)
+        {at({}), [](M m) -> UOpRef {
+           auto& x = m.context<RCtx>();
+           const UOp* u = m["u"].get();
+           if (u == x.c.root || !(is_leaf(u) || x.s.is_kroot(u))) return nullptr;
+           return x.s.load(x.c, u, idx_of(m["m"]), m["m"]->src[1]);
+         }},
+        {at({Ops::CONST}), [](M m) -> UOpRef { return make_uop(Ops::CONST, m["u"]->dtype, {}, m["u"]->arg); }},
+        {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
+        {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
+        // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
+        {at({Ops::RESHAPE}), [](M m) -> UOpRef {
+           auto& x = m.context<RCtx>();
+           const UOpRef& u = m["u"];
+           const Shape& in = u->src[0]->shape;
+           if (in == u->shape) return to_src(m, idx_of(m["m"]));
+           UOpRef flat = x.s.flat_index(idx_of(m["m"]), u->shape);
+           Shape st = strides_for(in);
+           std::vector<UOpRef> ni;
+           for (size_t j = 0; j < in.size(); j++)
+             ni.push_back(in[j] == 1 ? const_int(x.s.idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
+           return to_src(m, std::move(ni));
+         }},
+        // permute = reorder
+        {at({Ops::PERMUTE}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           std::vector<UOpRef> ni(idx.size());
+           for (size_t i = 0; i < idx.size(); i++) ni[size_t(m["u"]->varg()[i])] = idx[i];
+           return to_src(m, std::move(ni));
+         }},
+        // expand = drop (index 0 of a broadcast dim)
+        {at({Ops::EXPAND}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           const Shape& in = m["u"]->src[0]->shape;
+           for (size_t i = 0; i < in.size(); i++) if (in[i] == 1) idx[i] = const_int(m.context<RCtx>().s.idx_dt_, 0);
+           return to_src(m, std::move(idx));
+         }},
+        // shrink = offset
+        {at({Ops::SHRINK}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           for (size_t i = 0; i < idx.size(); i++) idx[i] = idx[i] + m["u"]->varg()[2 * i];
+           return to_src(m, std::move(idx));
+         }},
+        // flip = n-1-i
+        {at({Ops::FLIP}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           const Shape& in = m["u"]->src[0]->shape;
+           for (size_t i = 0; i < in.size(); i++) if (m["u"]->varg()[i]) idx[i] = const_int(m.context<RCtx>().s.idx_dt_, in[i] - 1) - idx[i];
+           return to_src(m, std::move(idx));
+         }},
+        // pad = validity gate: the source where the index is inside it, else 0
+        {at({Ops::PAD}), [](M m) -> UOpRef {
+           const UOpRef& u = m["u"];
+           auto idx = idx_of(m["m"]);
+           const Shape& in = u->src[0]->shape;
+           UOpRef valid = const_uop(DType::Bool, 1);
+           for (size_t i = 0; i < in.size(); i++) {
+             int64_t b = u->varg()[2 * i];
+             if (b == 0 && u->varg()[2 * i + 1] == 0) continue;
+             valid = logical_and(valid, logical_and(ge(idx[i], b), lt(idx[i], b + in[i])));
+             idx[i] = idx[i] - b;
+           }
+           valid = simplify(valid);
+           UOpRef v = marker(u->src[0], std::move(idx), simplify(logical_and(m["m"]->src[1], valid)));
+           return alu(Ops::WHERE, {valid, v, const_uop(u->dtype, 0)});
+         }},
+        // a reduce: its axes (those longer than 1) become fresh REDUCE ranges
+        {at({Ops::REDUCE_AXIS}), [](M m) -> UOpRef {
+           auto& x = m.context<RCtx>();
+           const UOpRef& u = m["u"];
+           x.s.lowered_reduce_ = true;
+           auto idx = idx_of(m["m"]);
+           const Shape& in = u->src[0]->shape;
+           std::vector<UOpRef> src{nullptr};
+           for (auto a : u->reduce_axes()) {
+             if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(x.s.idx_dt_, 0); continue; }
+             src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
+           }
+           src[0] = to_src(m, std::move(idx));
+           return src.size() == 1 ? src[0] : make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
+         }},
+        // elementwise: each source at the same index (a kernel's own INDEX, of a DEFINE_GLOBAL, is no marker)
+        {at({}), [](M m) -> UOpRef {
+           const UOpRef& u = m["u"];
+           if (u->op == Ops::DEFINE_GLOBAL) return nullptr;
+           if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST) throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
+           std::vector<UOpRef> src;
+           for (auto& s : u->src) src.push_back(marker(s, idx_of(m["m"]), m["m"]->src[1]));
+           return make_uop(u->op, u->dtype, std::move(src), u->arg);
+         }},
     };
-    if (start(std::move(root))) return ret;
-    while (!stack.empty()) {
-      size_t top = stack.size() - 1;
-      if (stack[top].vals.size() < stack[top].kids.size()) {
-        if (start(stack[top].kids[stack[top].vals.size()])) stack[top].vals.push_back(ret);
-        continue;
-      }
-      Frame f = std::move(stack.back());
-      stack.pop_back();
-      ret = combine(f);
-      c.memo_keys.push_back(f.r.u); c.memo_keys.push_back(f.r.gate);
-      c.memo_keys.insert(c.memo_keys.end(), f.r.idx.begin(), f.r.idx.end());
-      c.memo[f.key] = ret;
-      if (!stack.empty()) stack.back().vals.push_back(ret);
-    }
-    return ret;
+    return pm;
   }
 
-  // what lowering f's node needs first: movement ops become index math on their source's request
-  void plan(KCtx& c, Frame& f) {
-    const UOpRef& u = f.r.u;
-    std::vector<UOpRef> idx = f.r.idx;
-    const UOpRef& gate = f.r.gate;
-    const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape;
-    auto kid = [&](std::vector<UOpRef> i, UOpRef g) { f.kids.push_back({u->src[0], std::move(i), std::move(g)}); };
-    switch (u->op) {
-      case Ops::CONST: case Ops::IOTA: return;
-      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return kid(idx, gate);
-      case Ops::RESHAPE: {
-        if (in == u->shape) return kid(idx, gate);
-        UOpRef flat = flat_index(idx, u->shape);
-        Shape st = strides_for(in);
-        std::vector<UOpRef> ni;
-        // NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
-        for (size_t j = 0; j < in.size(); j++)
-          ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
-        return kid(std::move(ni), gate);
-      }
-      case Ops::PERMUTE: {
-        std::vector<UOpRef> ni(idx.size());
-        for (size_t i = 0; i < idx.size(); i++) ni[size_t(u->varg()[i])] = idx[i];
-        return kid(std::move(ni), gate);
-      }
-      case Ops::EXPAND:
-        for (size_t i = 0; i < in.size(); i++) if (in[i] == 1) idx[i] = const_int(idx_dt_, 0);
-        return kid(std::move(idx), gate);
-      case Ops::SHRINK:
-        for (size_t i = 0; i < in.size(); i++) idx[i] = idx[i] + u->varg()[2 * i];
-        return kid(std::move(idx), gate);
-      case Ops::FLIP:
-        for (size_t i = 0; i < in.size(); i++) if (u->varg()[i]) idx[i] = const_int(idx_dt_, in[i] - 1) - idx[i];
-        return kid(std::move(idx), gate);
-      case Ops::PAD: {
-        UOpRef valid = const_uop(DType::Bool, 1);
-        for (size_t i = 0; i < in.size(); i++) {
-          int64_t b = u->varg()[2 * i];
-          if (b == 0 && u->varg()[2 * i + 1] == 0) continue;
-          valid = logical_and(valid, logical_and(ge(idx[i], b), lt(idx[i], b + in[i])));
-          idx[i] = idx[i] - b;
-        }
-        valid = simplify(valid);
-        f.extra = {valid};
-        return kid(std::move(idx), simplify(logical_and(gate, valid)));
-      }
-      case Ops::REDUCE_AXIS: {
-        lowered_reduce_ = true;
-        for (auto a : u->reduce_axes()) {
-          if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(idx_dt_, 0); continue; }
-          auto r = make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], c.next_range++, int64_t(AxisType::REDUCE)});
-          idx[size_t(a)] = r;
-          f.extra.push_back(r);
-        }
-        return kid(std::move(idx), gate);
-      }
-      default:
-        if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST)
-          throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
-        for (auto& s : u->src) f.kids.push_back({s, idx, gate});
-    }
-  }
-
-  // f's node from its sources' values
-  UOpRef combine(Frame& f) {
-    const UOpRef& u = f.r.u;
-    switch (u->op) {
-      case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
-      case Ops::IOTA: return cast_uop(f.r.idx[0], u->dtype);
-      case Ops::PAD: return alu(Ops::WHERE, {f.extra[0], f.vals[0], const_uop(u->dtype, 0)});
-      case Ops::REDUCE_AXIS: {
-        if (f.extra.empty()) return f.vals[0];
-        std::vector<UOpRef> src{f.vals[0]};
-        src.insert(src.end(), f.extra.begin(), f.extra.end());
-        return make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
-      }
-      default:
-        if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) return make_uop(u->op, u->dtype, f.vals, u->arg);
-        return f.vals[0];  // movement ops and CONTIGUOUS, DETACH, CONV: their source's value
-    }
+  // u's value at idx as a kernel graph
+  UOpRef lower(KCtx& c, const UOpRef& u, std::vector<UOpRef> idx, const UOpRef& gate) {
+    // the tensor nodes the kernel fuses: a marker's source, kept as it is (the rules read it)
+    std::unordered_set<const UOp*> fused{u.get()};
+    for (auto& x : toposort(u, [&](const UOp* y) { return y == u.get() || !(is_leaf(y) || is_kroot(y)); })) fused.insert(x.get());
+    RCtx x{*this, c};
+    return graph_rewrite(marker(u, std::move(idx), gate), pm_rangeify(), &x, [&](const UOp* y) { return fused.count(y) > 0; });
   }
 
   // 64-bit indices only in a kernel where a flattened index can pass 2^31: its output, the buffers it reads and the
@@ -413,7 +412,7 @@ class Scheduler {
 
   KernelAST lower_kernel(const UOpRef& k) {
     idx_dt_ = index_dtype(k);
-    KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size()), {}};
+    KCtx c{k.get(), {}, {}, int64_t(k->shape.size())};
     lowered_reduce_ = false;
     int out = slot_.at(k.get());
     c.slots.push_back(out);
@@ -421,7 +420,7 @@ class Scheduler {
     std::vector<UOpRef> idx;
     for (size_t i = 0; i < k->shape.size(); i++)
       idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
-    UOpRef v = lower(c, {k, idx, const_uop(DType::Bool, 1)});
+    UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
     // NOTE: the pieces of a long chain lower to one AST: simplify it once

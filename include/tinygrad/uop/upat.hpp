@@ -15,6 +15,7 @@ struct UPat {
   std::optional<Arg> arg;
   std::string name;
   bool vec_ok = false;       // also match vector nodes
+  bool src_prefix = false;   // src matches the first sources (any more may follow)
 
   static UPat any(std::string name = "") { UPat p; p.name = std::move(name); return p; }
   static UPat var(std::string name = "", std::vector<DType> dts = {}) { UPat p; p.name = std::move(name); p.dtypes = std::move(dts); return p; }
@@ -68,7 +69,7 @@ inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
   }
   if (!p.src) return true;
   const auto& ps = *p.src;
-  if (ps.size() != u->src.size()) { m.binds.resize(mark); return false; }
+  if (p.src_prefix ? ps.size() > u->src.size() : ps.size() != u->src.size()) { m.binds.resize(mark); return false; }
   size_t mark2 = m.binds.size();
   bool ok = true;
   for (size_t i = 0; i < ps.size() && ok; i++) ok = upat_match(ps[i], u->src[i], m);
