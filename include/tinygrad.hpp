@@ -1,5 +1,12 @@
 #pragma once
 // tinygrad.hpp: the one include. A header-only tensor compiler in the spirit of tinygrad.
+//
+// Namespaces. tinygrad:: is the API: Tensor and its free functions, TinyJit, nn, dtypes, the Error family, devices
+// (and registering your own: DeviceSpec, Allocator, Compiler, Program, Renderer), flags(), run statistics, the IR's
+// nodes (UOp, Ops, make_uop) and the kernel-opt search space (Kernel, Opt, OptOp, BeamScope); static_tensor and
+// static_nn for compile-time shapes; models:: and text:: in their opt-in headers. tinygrad::detail is the pipeline
+// (scheduler, codegen, renderers, device runtimes) and its helpers: internal, changed without notice.
+// tests/public_names.txt lists every name in tinygrad::, and a test (tools/public_names.py) fails when one leaks.
 #include "tinygrad/helpers.hpp"
 #include "tinygrad/dtype.hpp"
 #include "tinygrad/runtime/device.hpp"  // and, where the library is compiled, the built-in devices (devices.hpp)

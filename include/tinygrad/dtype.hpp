@@ -29,6 +29,7 @@ enum class DType : uint8_t {
   TG_DTYPES(TG_X)
 #undef TG_X
 };
+namespace detail {
 inline constexpr int kNumDTypes = 13;
 
 struct DTypeInfo { const char* name; int itemsize; char kind; const char* cname; };
@@ -39,10 +40,11 @@ inline constexpr std::array<DTypeInfo, kNumDTypes> kDTypeInfo = {{
 }};
 
 inline const DTypeInfo& info(DType d) { return kDTypeInfo[size_t(d)]; }
-inline int itemsize(DType d) { return info(d).itemsize; }
-inline bool is_float(DType d) { return info(d).kind == 'f'; }
-inline bool is_int(DType d) { return info(d).kind == 'i' || info(d).kind == 'u'; }
-inline bool is_unsigned(DType d) { return info(d).kind == 'u'; }
+}  // namespace detail
+inline int itemsize(DType d) { return detail::info(d).itemsize; }
+inline bool is_float(DType d) { return detail::info(d).kind == 'f'; }
+inline bool is_int(DType d) { return detail::info(d).kind == 'i' || detail::info(d).kind == 'u'; }
+inline bool is_unsigned(DType d) { return detail::info(d).kind == 'u'; }
 inline bool is_bool(DType d) { return d == DType::Bool; }
 inline std::string to_string(DType d) {
   static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
@@ -112,18 +114,21 @@ constexpr uint32_t lattice_ancestors(DType d) {  // d and everything it promotes
 // the least dtype both promote to (enum order is tinygrad's priority order)
 constexpr DType least_upper_dtype(DType a, DType b) {
   uint32_t common = detail::lattice_ancestors(a) & detail::lattice_ancestors(b);
-  for (int i = 0; i < kNumDTypes; i++) if (common >> i & 1) return DType(i);
+  for (int i = 0; i < detail::kNumDTypes; i++) if (common >> i & 1) return DType(i);
   return DType::Float64;
 }
 
 // a scalar literal meets a tensor: keep the tensor's dtype unless the literal's kind is wider
+namespace detail {
 inline DType weak_result(DType tensor, bool scalar_is_float, bool scalar_is_bool) {
   if (scalar_is_float && !is_float(tensor)) return dtypes::default_float;
   if (!scalar_is_float && !scalar_is_bool && is_bool(tensor)) return dtypes::default_int;
   return tensor;
 }
+}  // namespace detail
 
 // ---- float16 / bfloat16 bit conversions (host side) ----
+namespace detail {
 inline float f16_to_f32(uint16_t h) {
   uint32_t s = uint32_t(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, r;
   if (e == 0) {
@@ -154,6 +159,7 @@ inline uint16_t f32_to_bf16(float f) {
   if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);
   return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
+}  // namespace detail
 
 namespace detail {
 // one element of dtype D in its storage type T, to double and back
@@ -174,6 +180,7 @@ T elem_from_double(double x) {
 }  // namespace detail
 
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
+namespace detail {
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
 #define TG_X(n, t, sz, k, c) \
@@ -191,5 +198,6 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 #undef TG_X
   }
 }
+}  // namespace detail
 
 }  // namespace tinygrad

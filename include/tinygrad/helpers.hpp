@@ -59,9 +59,9 @@
 #include <thread>
 #endif
 
-namespace tinygrad {
+namespace tinygrad::detail {
 __extension__ typedef __int128 i128;  // exact products and sums of int64s (__extension__: no -Wpedantic warning)
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 
 namespace tinygrad {
 
@@ -80,14 +80,15 @@ struct CompileError : Error {                         // a kernel that failed to
 
 using Shape = std::vector<int64_t>;
 
-// NOTE: unchecked (hot path): every shape is checked by checked_prod where it enters the library
-inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
-
 inline std::string to_string(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + (s.size() == 1 ? ",)" : ")");
 }
+
+namespace detail {
+// NOTE: unchecked (hot path): every shape is checked by checked_prod where it enters the library
+inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
 
 // ---- checked sizes: a shape is valid when no dim is negative and the product of its nonzero dims fits int64 ----
 // NOTE: a zero dim does not excuse the others: strides and sub-products (a reshape, a pad, a byte offset) are still
@@ -164,26 +165,29 @@ inline std::string getenv_str(const char* name, std::string dflt = "") {
   return v && *v ? std::string(v) : dflt;
 }
 
+}  // namespace detail
+
 struct Flags {
-  int debug = int(getenv_int("DEBUG", 0));      // 1 counts, 2 per-kernel timing, 3 opts, 4 source, 5 uops
-  bool spec = getenv_int("SPEC", 0) != 0;       // check each stage's IR against its spec (uop/spec.hpp); DEBUG>=3 too
-  int noopt = int(getenv_int("NOOPT", 0));      // no kernel opts
-  int beam = int(getenv_int("BEAM", 0));        // BEAM search width
-  int threads = int(getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
-  int scache = int(getenv_int("SCACHE", 1));    // schedule cache
+  int debug = int(detail::getenv_int("DEBUG", 0));      // 1 counts, 2 per-kernel timing, 3 opts, 4 source, 5 uops
+  bool spec = detail::getenv_int("SPEC", 0) != 0;       // check each stage's IR against its spec (uop/spec.hpp); DEBUG>=3 too
+  int noopt = int(detail::getenv_int("NOOPT", 0));      // no kernel opts
+  int beam = int(detail::getenv_int("BEAM", 0));        // BEAM search width
+  int threads = int(detail::getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
+  int scache = int(detail::getenv_int("SCACHE", 1));    // schedule cache
   // float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32 sums), as PyTorch's
   // allow_tf32; off by default. Set it before the kernels it should change are first built (they are cached)
-  bool tf32 = getenv_int("TF32", 0) != 0;
+  bool tf32 = detail::getenv_int("TF32", 0) != 0;
   // the heuristic's tensor-core tile (TC's amount): -1 its choice, 0 fragments loaded from memory (no staged tile),
   // n > 0 tile n where it fits (comparisons and tests; kernels already built are cached: clear_program_cache())
-  int tc_stage = int(getenv_int("TC_STAGE", -1));
-  int tile = int(getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
+  int tc_stage = int(detail::getenv_int("TC_STAGE", -1));
+  int tile = int(detail::getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
   // an opt of a heuristic that its kernel refuses (a heuristic's bug) is an error, not skipped (the tests set it)
-  bool strict_opts = getenv_int("STRICT_OPTS", 0) != 0;
-  std::string dev = getenv_str("DEV");          // default device
+  bool strict_opts = detail::getenv_int("STRICT_OPTS", 0) != 0;
+  std::string dev = detail::getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }
 
+namespace detail {
 // ---- hashing ----
 inline uint64_t hash_mix(uint64_t h, uint64_t v) {
   v *= 0x9E3779B97F4A7C15ull; v ^= v >> 32;
@@ -216,5 +220,6 @@ inline double now_s() { return std::chrono::duration<double>(std::chrono::steady
 
 template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }
 #endif
+}  // namespace detail
 
 }  // namespace tinygrad

@@ -3,7 +3,7 @@
 #include "linearize.hpp"
 #include "../uop/spec.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct ProgramSpec {
   std::string name;     // for people: r_64_16_4
@@ -15,7 +15,6 @@ struct ProgramSpec {
   UOpRef ast;
 };
 
-namespace detail {
 // float ALU ops times the iterations each runs (for DEBUG=2's GFLOPS)
 inline double estimate_flops(const UOpRef& sink) {
   auto topo = toposort(sink);
@@ -173,7 +172,6 @@ inline const PatternMatcher& pm_exact_products() {
   return pm;
 }
 
-}  // namespace detail
 
 struct LowerCtx {
   const Renderer& ren;
@@ -258,4 +256,4 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
   return to_program(k);
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -4,8 +4,7 @@
 // opt it returns is one the kernel accepted
 #include "kernel.hpp"
 
-namespace tinygrad {
-namespace detail {
+namespace tinygrad::detail {
 
 // the facts the heuristics read about one kernel AST, computed once: its nodes, the INDEXes of its loads and stores,
 // its reduce loops, its ranges by kind, and the stride class of an index along a range (memoized)
@@ -214,12 +213,10 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
   }
   for (auto& o : locals) try_apply(k, o);
 }
-}  // namespace detail
 
 // the hand-written heuristic for GPUs: the store's contiguous axis on local x (coalesced), an 8x32 workgroup
 // of 8x4 register tiles for reduces whose loads are reused (matmul, conv: 27 TFLOP/s at 4096 on an H100)
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {
-  using namespace detail;
   KernelFacts f(sink);
   if (!one_address(f.stores)) return {};
   // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC see one
@@ -285,7 +282,6 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   return k.applied();
 }
 
-namespace detail {
 // reduce loops one inside another (a conv under a max-pool): a REDUCE whose terms run over a reduce range not its own
 inline bool nested_reduces(const KernelFacts& f) {
   for (auto& u : f.topo) {
@@ -418,11 +414,9 @@ struct CpuTile {
     }
   }
 };
-}  // namespace detail
 
 // the hand-written heuristic for the CPU (C renderer)
 inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Renderer& ren) {
-  using namespace detail;
   if (ren.has_local) return gpu_optimizations(sink, ren);
   KernelFacts f(sink);
   Kernel k(sink, ren);
@@ -479,4 +473,4 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   return k.applied();
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -16,8 +16,7 @@
 // (gemm.hpp), MERGE joins two axes of one kind into one (an implicit GEMM's rows or K, for TC and TILE).
 #include "gemm.hpp"
 
-namespace tinygrad {
-namespace detail {
+namespace tinygrad::detail {
 
 // the range an opt names: the range, its size, kind and dtype
 struct OptAxis { UOpRef r; int64_t n; AxisType t; DType dt; };
@@ -255,7 +254,6 @@ inline UOpRef apply_kblock(const UOpRef& sink, const Opt& o, bool) {
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
 struct OptCheck;
-}  // namespace detail
 
 // One kernel as a point in the space of opts: its AST, the opts applied so far and the graph they produced.
 // apply() checks an opt against the kernel and the device (an illegal one throws KernelOptError with the reason
@@ -339,7 +337,6 @@ class Kernel {
   std::vector<Opt> opts_;
 };
 
-namespace detail {
 // ---- check: whether an opt is legal on a kernel and its device; fail() throws the reason
 
 // what a check reads: the kernel, the opt, the kernel's ranges
@@ -518,7 +515,6 @@ constexpr bool opt_table_complete() {
   return true;
 }
 static_assert(opt_table_complete(), "the opt table needs one row per OptOp, in the enum's order");
-}  // namespace detail
 
 inline std::string Opt::str() const { return cat("Opt(", detail::opt_table[size_t(op)].name, ", ", axis, ", ", amt, ")"); }
 
@@ -541,4 +537,4 @@ inline Kernel& Kernel::apply(const Opt& o) {
   return *this;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -2,9 +2,8 @@
 // expander (LANE -> vector nodes) and linearizer (kernel graph -> ordered list with RANGE/END/accumulators)
 #include "opt.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
-namespace detail {
 // the ranges each node sits inside (a REDUCE closes its own)
 inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const std::vector<UOpRef>& topo) {
   std::unordered_map<const UOp*, std::vector<const UOp*>> rs;
@@ -21,7 +20,6 @@ inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const
   }
   return rs;
 }
-}  // namespace detail
 
 // turn the LANE axis into vector nodes: contiguous loads/stores become vector loads/stores,
 // other lane-dependent loads become gathers, ALU ops run on vectors
@@ -219,4 +217,4 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   return out;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

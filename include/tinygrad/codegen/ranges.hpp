@@ -4,7 +4,7 @@
 #include "../renderer/cstyle.hpp"
 #include "../uop/symbolic.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
 enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE, MERGE };
@@ -16,7 +16,6 @@ struct Opt {
 };
 struct KernelOptError : Error { using Error::Error; };
 
-namespace detail {
 // ranges in id order (one sort for every caller: each comparator lambda would be its own std::sort instance)
 inline std::vector<UOpRef> by_range_id(std::vector<UOpRef> r) {
   std::sort(r.begin(), r.end(), [](const UOpRef& a, const UOpRef& b) { return a->range_id() < b->range_id(); });
@@ -80,5 +79,4 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
-}  // namespace detail
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

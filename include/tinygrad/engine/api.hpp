@@ -25,8 +25,8 @@ TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 TINYGRAD_API void flush_compile_checks();
 
 // TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
-struct JitProgram;  // the launches of one captured call over a table of buffers
 namespace detail {
+struct JitProgram;  // the launches of one captured call over a table of buffers
 // from now until jit_capture_end (or _abort), every kernel launch and copy this thread runs is recorded
 TINYGRAD_API void jit_capture_begin();
 TINYGRAD_API void jit_capture_abort();

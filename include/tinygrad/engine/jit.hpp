@@ -6,7 +6,7 @@
 // one graph where the device has them (CUDA graphs). The Tensor half is tensor/jit.hpp.
 #include "realize.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct JitProgram {
   struct Step {
@@ -29,7 +29,6 @@ struct JitProgram {
   bool graph_tried = false;
 };
 
-namespace detail {
 // TinyJit's memory planner: items (first launch, last launch, bytes) -> a pool index each, where two items whose
 // launch ranges overlap (inclusive: a kernel's inputs and output are alive together) never share an index; greedy in
 // order of first use, best fit among the free entries, growing the largest free one when none fits
@@ -71,12 +70,9 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
 inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
                                              const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& consts,
                                              const std::string& device);
-}  // namespace detail
 
 #if TINYGRAD_DEFINE_API
-namespace detail {
 inline std::unique_ptr<Capture>& capture_owner() { static thread_local std::unique_ptr<Capture> c; return c; }
-}  // namespace detail
 
 TINYGRAD_API void detail::jit_capture_begin() {
   if (capturing()) throw JitError("tinygrad::TinyJit: a jitted function called another jitted function while it was captured");
@@ -189,7 +185,6 @@ TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vect
   return p;
 }
 
-namespace detail {
 // replay's launches: prepared calls in a loop, or the graph (built on the first replay)
 inline void launch_program(JitProgram& p) {
   auto& t = p.table;
@@ -238,7 +233,6 @@ inline void launch_program(JitProgram& p) {
                                           st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
   }
 }
-}  // namespace detail
 
 TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
   if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
@@ -290,4 +284,4 @@ TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitPr
 TINYGRAD_API size_t detail::jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
 #endif
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -6,7 +6,7 @@
 #include "schedule.hpp"
 #include "search.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // a device as the engine sees it: its runtime and its renderer (both from its descriptor)
 struct Device {
@@ -14,13 +14,11 @@ struct Device {
   std::unique_ptr<Renderer> renderer;
 };
 
-namespace detail {
 struct DeviceRegistry {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Device>> opened;
   static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
 };
-}  // namespace detail
 
 inline Device& get_device(const std::string& name) {
   auto& r = detail::DeviceRegistry::get();
@@ -35,7 +33,6 @@ struct CompiledKernel {
   std::unique_ptr<Program> prg;
 };
 
-namespace detail {
 // TinyJit's capture (engine/jit.hpp): while a thread captures, every launch and copy it runs is recorded with its
 // buffers, and every buffer the engine allocates for it
 struct CapturedLaunch {
@@ -75,9 +72,7 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
 }
-}  // namespace detail
 
-namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
 // always stays); get() marks an entry used
 template <class K, class V, class Weight>
@@ -247,7 +242,6 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     u->realized.set(to);
   }
 }
-}  // namespace detail
 
 inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
@@ -334,6 +328,9 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }
 
+}  // namespace tinygrad::detail
+
+namespace tinygrad {
 // the engine's entry points (api.hpp)
 #if TINYGRAD_DEFINE_API
 TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }

@@ -12,7 +12,7 @@
 #include "../uop/spec.hpp"
 #include "../uop/upat.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct KernelAST {
   UOpRef ast;              // SINK(STORE...)
@@ -36,7 +36,6 @@ struct KernelLimits {
 };
 inline KernelLimits& kernel_limits() { static KernelLimits l; return l; }
 
-namespace detail {
 inline bool expands(const UOp* u) {
   const Shape& in = u->src[0]->shape;
   for (size_t i = 0; i < in.size(); i++) if (in[i] != u->shape[i]) return true;
@@ -596,9 +595,7 @@ class Scheduler {
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
 };
-}  // namespace detail
 
-namespace detail {
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
 // device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n
 // becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
@@ -645,7 +642,6 @@ inline std::string graph_device(const std::vector<UOpRef>& roots) {
   }
   return "";
 }
-}  // namespace detail
 
 // roots -> kernels on `device` (default: the device the graph names, else the default device); input_slots numbers
 // the graph's existing buffers
@@ -665,4 +661,4 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   return s;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -17,9 +17,6 @@
 namespace tinygrad {
 
 struct SearchStats { int64_t searches = 0, cache_hits = 0, candidates = 0; };
-// where a search starts: the heuristic's kernel (the default) or the kernel without opts (tinygrad's start)
-enum class BeamStart { heuristic, empty };
-inline BeamStart beam_start_default() { return getenv_str("BEAM_START") == "empty" ? BeamStart::empty : BeamStart::heuristic; }
 inline SearchStats& search_stats() { static SearchStats s; return s; }
 
 // BEAM width for the lifetime of the scope (0: no search); restores the previous width
@@ -33,7 +30,14 @@ class BeamScope {
   int old_;
 };
 
-namespace detail {
+}  // namespace tinygrad
+
+namespace tinygrad::detail {
+
+// where a search starts: the heuristic's kernel (the default) or the kernel without opts (tinygrad's start)
+enum class BeamStart { heuristic, empty };
+inline BeamStart beam_start_default() { return getenv_str("BEAM_START") == "empty" ? BeamStart::empty : BeamStart::heuristic; }
+
 // elements each DEFINE_GLOBAL of a kernel is indexed over: one past the largest index any access can reach
 // (an upper bound from the indexes' value ranges; nullopt where a bound is data dependent or too large)
 inline std::optional<std::vector<std::pair<DType, int64_t>>> kernel_buffers(const UOpRef& ast) {
@@ -161,7 +165,6 @@ inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRu
   if (flags().debug >= 2) std::fprintf(stderr, "BEAM confirm: winner %.2f us, start %.2f us\n", tw * 1e6, ts * 1e6);
   return tw < ts * 0.98;
 }
-}  // namespace detail
 
 // the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
 // (its buffer sizes are not known from its indexes)
@@ -174,7 +177,7 @@ inline std::filesystem::path beam_cache_file(const UOpRef& ast, DeviceRuntime& r
 }
 inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
                                                    BeamStart from = beam_start_default()) {
-  using namespace detail;
+  // (in detail)
   std::filesystem::path file = beam_cache_file(ast, rt, ren, width, from);
   if (auto opts = read_opts(file)) {
     try {
@@ -256,4 +259,4 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
   return best.k.applied();
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

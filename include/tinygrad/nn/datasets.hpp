@@ -89,7 +89,7 @@ TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, co
     throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) +
                " data bytes, file has " + std::to_string(have) + " (truncated?)");
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
-  if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
+  if (!tinygrad::detail::valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
 })
 
@@ -117,7 +117,7 @@ TINYGRAD_API Split load_idx_dir(const std::string& dir, const std::string& packa
 
 // Fashion-MNIST: 60000 train / 10000 test 28x28 images; dir defaults to FASHION_MNIST_DIR, else Debian's path
 TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
-  if (dir.empty()) dir = getenv_str("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
+  if (dir.empty()) dir = tinygrad::detail::getenv_str("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
   return load_idx_dir(dir, "dataset-fashion-mnist");
 })
 

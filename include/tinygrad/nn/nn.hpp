@@ -57,7 +57,7 @@ struct ConvNd {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
                        std::to_string(groups) + " groups");
-    double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
+    double bound = 1.0 / std::sqrt(double(in / groups * tinygrad::detail::prod(kernel)));
     Shape ws{out, in / groups};
     ws.insert(ws.end(), kernel.begin(), kernel.end());
     weight = detail::uniform_param(ws, bound);

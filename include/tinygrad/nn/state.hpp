@@ -299,7 +299,7 @@ struct SafeLayout {
                    std::to_string(data_size) + " data bytes (file truncated?)");
       uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
       int64_t numel = 0, need = 0;
-      bool ok = valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
+      bool ok = tinygrad::detail::valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
       if (!ok || en - b != uint64_t(need))
         throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " +
                    (ok ? std::to_string(need) : "more than 2^63") + " bytes, data_offsets give " + std::to_string(en - b));

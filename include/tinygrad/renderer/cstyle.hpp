@@ -7,7 +7,7 @@
 #include <set>
 #include "../uop/ops.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct Renderer {
   std::string device;
@@ -753,4 +753,10 @@ class OpenCLRenderer : public GPURenderer {
   }
 };
 
+}  // namespace tinygrad::detail
+
+namespace tinygrad {
+// what a device of its own subclasses (register_renderer); the built-in renderers are internal
+using detail::CStyleRenderer;
+using detail::Renderer;
 }  // namespace tinygrad

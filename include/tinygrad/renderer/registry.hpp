@@ -8,7 +8,7 @@
 
 namespace tinygrad {
 
-using RendererFactory = std::function<std::unique_ptr<Renderer>(const DeviceRuntime&)>;
+using RendererFactory = std::function<std::unique_ptr<detail::Renderer>(const DeviceRuntime&)>;
 
 namespace detail {
 struct RendererRegistry {
@@ -35,6 +35,7 @@ inline void register_renderer(const std::string& family, RendererFactory f) {
   r.families[family] = std::move(f);
 }
 
+namespace detail {
 // the renderer for an opened device of this descriptor, with the device's launch limits
 inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const DeviceRuntime& rt) {
   const std::string& family = spec.renderer.empty() ? spec.name : spec.renderer;
@@ -52,5 +53,6 @@ inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const Dev
   ren->max_threads = rt.limits.max_threads;
   return ren;
 }
+}  // namespace detail
 
 }  // namespace tinygrad

@@ -14,7 +14,7 @@
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // a persistent pool: run(n, f) calls f(0..n-1) across the workers and the caller
 class ThreadPool {
@@ -96,7 +96,6 @@ inline int cpu_vector_registers() {
 }
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
-namespace detail {
 // the full path of an executable on PATH ("" when missing)
 inline std::string which(const std::string& exe) {
   if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0 ? exe : "";
@@ -206,7 +205,6 @@ inline std::string cpu_model() {
   for (std::string l; std::getline(f, l);) if (l.rfind("model name", 0) == 0) return l;
   return "unknown";
 }
-}  // namespace detail
 
 // the system C compiler: CC (a command with arguments, like make's), else clang, else gcc, else cc
 class CCompiler : public Compiler {
@@ -520,7 +518,6 @@ struct CPUAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
 };
 
-namespace detail {
 // the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
 inline DeviceSpec cpu_device() {
   DeviceSpec d;
@@ -545,6 +542,5 @@ inline DeviceSpec cpu_device() {
   };
   return d;
 }
-}  // namespace detail
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

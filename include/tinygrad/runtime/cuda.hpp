@@ -4,8 +4,7 @@
 // time kernels for DEBUG=2.
 #include "device.hpp"
 
-namespace tinygrad {
-namespace detail {
+namespace tinygrad::detail {
 
 // the NVRTC entry points we use (programs are void*)
 struct NvrtcApi {
@@ -39,7 +38,6 @@ inline NvrtcApi* nvrtc() {
   }();
   return api;
 }
-}  // namespace detail
 
 // NVRTC: "sm_90" gives a CUBIN for that GPU, "compute_90" PTX; the result is cached on disk
 class NVRTCCompiler : public Compiler {
@@ -121,7 +119,6 @@ class NVRTCCompiler : public Compiler {
   bool minimal_rejected_ = false;
 };
 
-namespace detail {
 // the CUDA driver entry points we use (handles are void*, device pointers unsigned long long)
 struct CudaApi {
   using H = void*;
@@ -364,5 +361,4 @@ inline DeviceSpec cuda_device() {
   };
   return d;
 }
-}  // namespace detail
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

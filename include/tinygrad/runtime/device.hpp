@@ -70,7 +70,7 @@ struct Allocator {
     }
     void* p = alloc_raw(bytes);
     if (!p && cached_) { free_cache_locked(); p = alloc_raw(bytes); }  // out of memory: drop the cache, retry once
-    if (!p) throw DeviceError(cat("tinygrad: out of memory allocating ", bytes, " bytes on ", name));
+    if (!p) throw DeviceError(detail::cat("tinygrad: out of memory allocating ", bytes, " bytes on ", name));
     live++;
     return p;
   }
@@ -104,7 +104,7 @@ struct Allocator {
   }
 
   std::string name;
-  bool lru = getenv_int("LRU", 1) != 0;
+  bool lru = detail::getenv_int("LRU", 1) != 0;
 
  private:
   static constexpr uint32_t kNil = ~uint32_t(0);
@@ -132,7 +132,7 @@ struct Allocator {
     sizes_.clear();
   }
   static size_t default_lru_limit() {
-    int64_t v = getenv_int("LRU_BYTES", int64_t(256) << 20);
+    int64_t v = detail::getenv_int("LRU_BYTES", int64_t(256) << 20);
     return v < 0 ? 0 : size_t(v);
   }
   std::mutex mu;
@@ -167,7 +167,7 @@ struct Compiler {
   // one process for many sources, overrides it); the first failure in source order is rethrown
   virtual std::vector<std::string> compile_many(const std::vector<std::string>& srcs) {
     std::vector<std::string> r(srcs.size());
-    parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
+    detail::parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
     return r;
   }
   // that the sources compile, when nothing will load them (CUDA_COMPILE_CHECK); a compiler whose fixed cost a batch
@@ -175,6 +175,7 @@ struct Compiler {
   virtual void check_many(const std::vector<std::string>& srcs) { compile_many(srcs); }
 };
 
+namespace detail {
 // (prelude, kernel) of a source whose one kernel starts a line with `head` ("__kernel ", "extern \"C\" __global__ "): the
 // text before it (pragmas, helpers) and the kernel; ("", "") for any other source. The batch builds (OpenCL programs,
 // the CUDA check) put the kernels of one prelude in one program
@@ -196,6 +197,7 @@ inline std::pair<size_t, size_t> kernel_name_span(const std::string& kernel) {
   if (paren == npos) return {npos, npos};
   return {kernel.rfind(' ', paren) + 1, paren};
 }
+}  // namespace detail
 
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
@@ -205,8 +207,8 @@ struct LaunchDims {
   int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
   bool operator==(const LaunchDims&) const = default;
   std::string str() const {
-    return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
-               smem ? cat(" smem ", smem) : "");
+    return detail::cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
+               smem ? detail::cat(" smem ", smem) : "");
   }
 };
 // the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
@@ -266,8 +268,10 @@ struct RuntimeRegistry {
 };
 }  // namespace detail
 
+namespace detail {
 // "CUDA:1" -> "CUDA"
 inline std::string device_base(const std::string& d) { auto p = d.find(':'); return p == std::string::npos ? d : d.substr(0, p); }
+}  // namespace detail
 
 inline const DeviceSpec& detail::RuntimeRegistry::spec(const std::string& device) const {
   auto it = specs.find(device_base(device));
@@ -316,7 +320,7 @@ TINYGRAD_API std::string& default_device() TINYGRAD_DEF({
     for (auto& n : dev.empty() ? device_names() : std::vector<std::string>{}) {
       try { runtime(n); dev = n; break; }
       catch (const Error& e) {
-        why += cat("; ", n, ": ", e.what());
+        why += detail::cat("; ", n, ": ", e.what());
         if (flags().debug >= 1) std::fprintf(stderr, "%s not used: %s\n", n.c_str(), e.what());
       }
     }
@@ -353,10 +357,10 @@ struct Buffer {
   std::string device;
   DType dtype;
   int64_t size;  // elements; nbytes() fits int64 (checked here, so no byte size or offset computed from it overflows)
-  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { checked_nbytes(n, itemsize(dt), "Buffer"); }
+  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { detail::checked_nbytes(n, itemsize(dt), "Buffer"); }
   // wraps external memory (Tensor::from_blob): never allocated or freed here
   Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {
-    checked_nbytes(n, itemsize(dt), "Buffer");
+    detail::checked_nbytes(n, itemsize(dt), "Buffer");
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -482,7 +486,6 @@ inline std::filesystem::path usable_cache_dir(const std::filesystem::path& d, st
                  d.c_str(), problem.c_str(), fallback.c_str());
   return fallback;
 }
-}  // namespace detail
 
 inline std::filesystem::path cache_dir() {
   static std::filesystem::path dir = [] { auto [d, why] = detail::configured_cache_dir(); return detail::usable_cache_dir(d, why); }();
@@ -495,7 +498,7 @@ inline std::filesystem::path scratch_path(const std::filesystem::path& dir, cons
   static std::atomic<uint64_t> n{0};
   std::error_code ec;
   std::filesystem::create_directory(dir / "tmp", ec);
-  return dir / "tmp" / cat(::getpid(), "_", n++, suffix);
+  return dir / "tmp" / detail::cat(::getpid(), "_", n++, suffix);
 }
 // the most bytes a file of the cache may hold: a larger one is corruption, not a compiled kernel
 inline constexpr size_t kMaxCacheFile = size_t(256) << 20;
@@ -503,7 +506,7 @@ inline constexpr size_t kMaxCacheFile = size_t(256) << 20;
 // waiting on a FIFO or device (O_NONBLOCK). "" when it is missing; "" and, in why, what it is instead when refused
 inline std::string read_file(const std::filesystem::path& p, std::string* why = nullptr,
                              size_t max_bytes = kMaxCacheFile) {
-  auto refuse = [&](const std::string& w) { if (why) *why = cat(p.string(), ": ", w); return std::string(); };
+  auto refuse = [&](const std::string& w) { if (why) *why = detail::cat(p.string(), ": ", w); return std::string(); };
   if (why) why->clear();
   int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? std::string() : refuse(std::strerror(errno));
@@ -512,7 +515,7 @@ inline std::string read_file(const std::filesystem::path& p, std::string* why = 
   if (::fstat(fd, &st) != 0) return refuse(std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
   if (uint64_t(st.st_size) > max_bytes)
-    return refuse(cat(st.st_size, " bytes, more than the ", max_bytes, " a cache file may hold"));
+    return refuse(detail::cat(st.st_size, " bytes, more than the ", max_bytes, " a cache file may hold"));
   std::string data(size_t(st.st_size), '\0');
   size_t got = 0;
   while (got < data.size()) {
@@ -526,7 +529,6 @@ inline std::string read_file(const std::filesystem::path& p, std::string* why = 
   return data;
 }
 
-namespace detail {
 // the entries of the disk cache are bounded: CACHE_SIZE bytes (default 512 MiB, ~100k CPU kernels; 0: no bound)
 inline int64_t cache_size_limit() { return getenv_int("CACHE_SIZE", int64_t(512) << 20); }
 // an entry used (or written) this recently is never evicted: a process that looked it up is about to load it
@@ -607,7 +609,6 @@ inline void note_cache_write(const std::filesystem::path& dir, uint64_t bytes) {
   }
   evict_cache(dirs, limit);
 }
-}  // namespace detail
 
 // write through a scratch file and rename, so a reader never sees a half-written file; what is in the way (a
 // directory left where a file belongs) is removed first
@@ -624,6 +625,7 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
   if (ec) std::filesystem::remove(tmp, ec);
   else detail::note_cache_write(p.parent_path(), data.size());
 }
+}  // namespace detail
 
 }  // namespace tinygrad
 

@@ -6,8 +6,7 @@
 #include <utility>
 #include "device.hpp"
 
-namespace tinygrad {
-namespace detail {
+namespace tinygrad::detail {
 // the OpenCL 1.2 entry points we use; handles are void*
 struct CLApi {
   using H = void*;
@@ -371,5 +370,4 @@ inline DeviceSpec cl_device() {
   };
   return d;
 }
-}  // namespace detail
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -663,7 +663,7 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
 
   static std::string name() {
     std::string s = "static_tensor<" +
-        std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : kDTypeInfo[size_t(dtype)].cname);
+        std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : detail::kDTypeInfo[size_t(dtype)].cname);
     ((s += ", " + std::to_string(E)), ...);
     return s + ">";
   }

@@ -138,7 +138,7 @@ struct CreationOps {
   static int64_t fan_in(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     if (s.empty()) throw ShapeError(std::string("tinygrad::") + op + ": needs at least one dimension, got shape " + to_string(s));
     T::check_shape(s, op);  // then the product of any of its dims fits
-    return tinygrad::prod(Shape(s.begin() + 1, s.end()));
+    return tinygrad::detail::prod(Shape(s.begin() + 1, s.end()));
   })
 };
 

@@ -142,7 +142,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
 #if TINYGRAD_DEFINE_API
 TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
                                                                  std::vector<bool>* reached) {
-  auto topo = toposort(root.uop());
+  auto topo = detail::toposort(root.uop());
   // the targets each node stands for
   std::unordered_map<const UOp*, std::vector<size_t>> by_node;
   std::unordered_map<int64_t, std::vector<size_t>> by_id;
@@ -214,7 +214,7 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
     throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
   // the registered tensors this one depends on (by their parameter ids)
   std::unordered_map<int64_t, bool> in_graph;
-  for (auto& u : toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
+  for (auto& u : detail::toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
   std::vector<std::shared_ptr<Impl>> params;
   {
     std::lock_guard lk(grad_mutex());

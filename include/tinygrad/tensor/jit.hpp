@@ -154,7 +154,7 @@ class TinyJit {
   int64_t calls() const { return core_->calls(); }
   bool captured() const { return core_->captured(); }  // replays from now on
   size_t kernel_count() const { return core_->kernel_count(); }  // launches (kernels and copies) a replay runs
-  const JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
+  const detail::JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
 
  private:
   // f_ on the tensors `use` (the arguments, or a copy of one passed twice)

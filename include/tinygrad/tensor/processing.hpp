@@ -85,7 +85,7 @@ struct ProcessingOps {
     T p = pooled(a, dtype_min(x.dtype()));
     T mx = p.max(a.axes, true);
     Shape sp(x.shape().end() - int64_t(a.ks.size()), x.shape().end());
-    int64_t n = tinygrad::prod(sp);
+    int64_t n = tinygrad::detail::prod(sp);
     // reversed positions, so that the max picks the first maximum
     T idx = T::arange(double(n), 0.0, -1, dtypes::default_int, x.device()).reshape(sp);
     Pads ip(a.pads.end() - int64_t(a.ks.size()), a.pads.end());
@@ -150,7 +150,7 @@ struct ProcessingOps {
     for (auto a : axes) { int d = norm_axis(a, x.ndim(), "batchnorm"); s[size_t(d)] = x.shape()[size_t(d)]; }
     for (size_t i = 0; i < s.size(); i++) if (s[i] != 1 || std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end()) chan.push_back(s[i]);
     auto fit = [&](const T& t, const char* what) {
-      if (t.numel() != tinygrad::prod(s))
+      if (t.numel() != tinygrad::detail::prod(s))
         throw ShapeError(std::string("tinygrad::batchnorm: ") + what + " of shape " + to_string(t.shape()) + " does not fit input " +
                          to_string(x.shape()) + " along axes " + to_string(axes));
       return t.reshape(s);

@@ -97,7 +97,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
     // NaN too
-    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
+    if (!(len < 0x1p63)) throw ShapeError(tinygrad::detail::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
     int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
@@ -168,11 +168,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return impl_->uop;
   })
   const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
-  int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; })
+  int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(detail::norm_axis(dim, ndim(), "shape"))]; })
   DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
-  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::prod(shape()); })
+  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::detail::prod(shape()); })
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
     return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
@@ -227,7 +227,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
       if (dtype_of<T>() == dtype()) { if (!out.empty()) std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
     }
-    for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
+    for (size_t i = 0; i < out.size(); i++) out[i] = T(detail::load_as_double(host.data(), dtype(), i));
     return out;
   }
   // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
@@ -255,14 +255,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
     auto c = cast(DType::Bool).expand(shape);
     x = x.expand(shape); y = y.expand(shape);
-    return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
+    return Tensor(detail::alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   })
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
   Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
   Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({
     return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device()));
   })
-  Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
+  Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(detail::alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
   friend Tensor operator+(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::ADD, b, "add"); })
@@ -317,7 +317,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
     for (auto& o : order) {
-      o = norm_axis(o, ndim(), "permute");
+      o = detail::norm_axis(o, ndim(), "permute");
       if (seen[size_t(o)]) throw ShapeError("tinygrad::permute: repeated axis in " + to_string(order));
       seen[size_t(o)] = true;
     }
@@ -328,7 +328,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor transpose(int64_t a = 1, int64_t b = 0) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> order(ndim());
     std::iota(order.begin(), order.end(), 0);
-    std::swap(order[size_t(norm_axis(a, ndim(), "transpose"))], order[size_t(norm_axis(b, ndim(), "transpose"))]);
+    std::swap(order[size_t(detail::norm_axis(a, ndim(), "transpose"))], order[size_t(detail::norm_axis(b, ndim(), "transpose"))]);
     return permute(order);
   })
   Tensor T() const TINYGRAD_MEMBER_DEF({ return transpose(-2, -1); })
@@ -340,7 +340,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1)
         throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     }
-    checked_prod(new_shape, "expand");
+    detail::checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   })
   Tensor expand_as(const Tensor& o) const TINYGRAD_MEMBER_DEF({ return expand(o.shape()); })
@@ -360,14 +360,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
-    for (auto a : axes) arg[size_t(norm_axis(a, ndim(), "flip"))] ^= 1;
+    for (auto a : axes) arg[size_t(detail::norm_axis(a, ndim(), "flip"))] ^= 1;
     if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
     return mov(Ops::FLIP, arg);
   })
   Tensor flip(int64_t axis) const TINYGRAD_MEMBER_DEF({ return flip(std::vector<int64_t>{axis}); })
   Tensor flatten(int64_t start = 0, int64_t end = -1) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0) return reshape({1});
-    int s = norm_axis(start, ndim(), "flatten"), e = norm_axis(end, ndim(), "flatten");
+    int s = detail::norm_axis(start, ndim(), "flatten"), e = detail::norm_axis(end, ndim(), "flatten");
     Shape ns(shape().begin(), shape().begin() + s);
     int64_t m = 1;
     for (int i = s; i <= e; i++) m *= shape()[size_t(i)];
@@ -376,14 +376,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return reshape(ns);
   })
   Tensor unsqueeze(int64_t dim) const TINYGRAD_MEMBER_DEF({
-    int d = norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
+    int d = detail::norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
     Shape s = shape();
     s.insert(s.begin() + d, 1);
     return reshape(s);
   })
   Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     Shape s;
-    int d = dim ? norm_axis(*dim, ndim(), "squeeze") : -1;
+    int d = dim ? detail::norm_axis(*dim, ndim(), "squeeze") : -1;
     for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
     return reshape(s);
   })
@@ -456,7 +456,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       Shape split;
       for (size_t i = 0; i < steps.size(); i++) {
         int64_t len = x.shape()[i], st = steps[i], m = len / st + (len % st != 0);
-        pads.push_back({0, size_mul(m, st, "slice") - len});
+        pads.push_back({0, detail::size_mul(m, st, "slice") - len});
         split.push_back(m); split.push_back(st);
         sh2.push_back({0, m}); sh2.push_back({0, 1});
       }
@@ -573,7 +573,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (simple) {
       std::vector<std::pair<int64_t, int64_t>> p(nb, {0, 0}), sh;
       Shape s = noop;
-      for (size_t i = 0; i < nk; i++) { p.push_back({0, size_mul(o[i], stride[i], op) - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
+      for (size_t i = 0; i < nk; i++) { p.push_back({0, detail::size_mul(o[i], stride[i], op) - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
       for (auto n : noop) sh.push_back({0, n});
       for (size_t i = 0; i < nk; i++) { sh.push_back({0, o[i]}); sh.push_back({0, ks[i]}); }
       std::vector<int64_t> perm(nb);
@@ -585,7 +585,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
       int64_t w = 0;  // k windows of i+d
-      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w))
+      if (__builtin_mul_overflow(ks[i], detail::size_add(in[i], dilation[i], op), &w))
         throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " +
                          to_string(shape()) + " overflow int64");
       int64_t reps = w / in[i] + (w % in[i] != 0);
@@ -610,7 +610,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
   Tensor like(double v, bool weak = false) const TINYGRAD_MEMBER_DEF({
-    DType dt = weak ? weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
+    DType dt = weak ? detail::weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
     return full({}, v, dt, device());
   })
   static Tensor scalar(double v, DType dt, const std::string& dev = "") TINYGRAD_MEMBER_DEF({ return full({}, v, dt, dev); })
@@ -649,7 +649,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // the number of elements of a shape that enters op; ShapeError for a negative dim or an overflowing product
-  static int64_t check_shape(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({ return checked_prod(s, op); })
+  static int64_t check_shape(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({ return detail::checked_prod(s, op); })
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
@@ -738,7 +738,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto [a, b] = broadcast_pair(*this, o, name);
     if ((op == Ops::AND || op == Ops::OR || op == Ops::XOR || op == Ops::IDIV) && is_float(a.dtype()))
       throw DTypeError(std::string("tinygrad::") + name + ": needs integer or bool tensors, got " + to_string(a.dtype()));
-    return Tensor(alu(op, {a.uop(), b.uop()}), a.device());
+    return Tensor(detail::alu(op, {a.uop(), b.uop()}), a.device());
   })
   Tensor binop_sub(const Tensor& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, "sub");
@@ -749,7 +749,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<int64_t> r;
     if (axes.empty()) { for (size_t i = 0; i < ndim(); i++) r.push_back(int64_t(i)); return r; }
     for (auto a : axes) {
-      int64_t x = norm_axis(a, ndim(), op);
+      int64_t x = detail::norm_axis(a, ndim(), op);
       if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
     }
     std::sort(r.begin(), r.end());

@@ -15,9 +15,11 @@
 
 namespace tinygrad {
 
+namespace detail {
 // what an ALU op's constant fold reads: the sources as doubles (f: floats as the kernel holds them) and, when all are
 // ints or bools, as the kernel holds them (u: their bits, s: signed); uns: unsigned or bool sources; bits: their width
 struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t bits; DType dt; };
+}  // namespace detail
 
 // THE op table: one row per op, the one place an op is defined. A row: name, family, flags, and for an ALU op how a
 // constant folds, computing what the kernels compute (tests/test_op_table.cpp checks it on the devices): TG_FOLD_F on
@@ -71,6 +73,7 @@ using UOpRef = std::shared_ptr<const UOp>;
 // NOTE: what follows is the IR itself; a TU of a separate-compilation program that is not the library's sees the op
 // names and UOpRef only (the Tensor methods that use more are compiled in the implementation TU)
 #if TINYGRAD_WITH_INTERNALS
+namespace detail {
 // one row of the op table
 struct OpInfo {
   enum Family : uint8_t { OTHER, UNARY, BINARY, TERNARY, MOVEMENT };
@@ -99,7 +102,6 @@ inline constexpr OpInfo OpInfo::table[] = {TG_OPS(TG_X)};
 static_assert(std::size(OpInfo::table) == size_t(Ops::COUNT_), "one row per op");
 
 inline constexpr const OpInfo& op_info(Ops o) { return OpInfo::table[size_t(o)]; }
-inline const char* op_name(Ops o) { return op_info(o).name; }
 inline constexpr bool is_unary(Ops o) { return op_info(o).family == OpInfo::UNARY; }
 inline constexpr bool is_binary(Ops o) { return op_info(o).family == OpInfo::BINARY; }
 inline constexpr bool is_ternary(Ops o) { return op_info(o).family == OpInfo::TERNARY; }
@@ -114,15 +116,20 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
   for (size_t i = 0; i < size_t(Ops::COUNT_); i++) if (in(Ops(i))) r.push_back(Ops(i));
   return r;
 }
+}  // namespace detail
+inline const char* op_name(Ops o) { return detail::op_info(o).name; }
 
+namespace detail {
 // axis kinds of a RANGE (codegen)
 // KBLOCK: the outer part of a reduce axis split by OptOp::KBLOCK, a loop outside every other (partial results pass
 // through the output buffer)
 // WARP: the 32 lanes of a warp that share a tensor-core tile (TC); codegen's gpudims puts it on local x
 enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6, WARP = 7 };
+}  // namespace detail
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
+namespace detail {
 // Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
 // engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
 // published with release and read with acquire, so a reader that sees it also sees the owner, which never
@@ -142,6 +149,7 @@ class RealizedBuffer {
   explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
   Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
 };
+}  // namespace detail
 
 struct UOp : std::enable_shared_from_this<UOp> {
   Ops op;
@@ -152,7 +160,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   Shape shape;               // tensor-level nodes; empty for scalars and kernel-level nodes
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
-  mutable RealizedBuffer realized;  // set once this node's value lives in a buffer
+  mutable detail::RealizedBuffer realized;  // set once this node's value lives in a buffer
   bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
@@ -172,7 +180,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   std::shared_ptr<Buffer> leaf_buffer() const { return op == Ops::BUFFER ? buffer() : realized.get(); }
   // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
-  int64_t numel() const { return prod(shape); }
+  int64_t numel() const { return detail::prod(shape); }
 };
 
 namespace detail {
@@ -199,7 +207,7 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
-using tinygrad::i128;
+using tinygrad::detail::i128;
 inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
@@ -246,8 +254,8 @@ inline UOp::~UOp() {
 
 // the one constructor: returns the existing node when an identical one is alive
 inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg arg = {}, int vcount = 1) {
-  uint64_t h = hash_mix(hash_mix(hash_mix(uint64_t(op) + 1, uint64_t(dtype)), uint64_t(vcount)), detail::arg_hash(arg));
-  for (auto& s : src) h = hash_mix(h, s->key);
+  uint64_t h = detail::hash_mix(detail::hash_mix(detail::hash_mix(uint64_t(op) + 1, uint64_t(dtype)), uint64_t(vcount)), detail::arg_hash(arg));
+  for (auto& s : src) h = detail::hash_mix(h, s->key);
   auto& t = detail::InternTable::get();
   std::lock_guard lk(t.mu);
   auto [b, e] = t.map.equal_range(h);
@@ -276,6 +284,7 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
 }
 
 // ---- small builders ----
+namespace detail {
 inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
   if (is_float(dt)) return make_uop(Ops::CONST, dt, {}, v, vcount);
   if (dt == DType::Bool) return make_uop(Ops::CONST, dt, {}, int64_t(v != 0), vcount);
@@ -297,20 +306,23 @@ inline UOpRef alu(Ops op, std::vector<UOpRef> src) {
   return make_uop(op, dt, std::move(src), {}, vc);
 }
 inline UOpRef cast_uop(const UOpRef& x, DType dt) { return x->dtype == dt ? x : make_uop(Ops::CAST, dt, {x}, {}, x->vcount); }
+}  // namespace detail
 
 // index-math operators on UOpRefs: patterns and lowering read like algebra
-inline UOpRef operator+(const UOpRef& a, const UOpRef& b) { return alu(Ops::ADD, {a, b}); }
-inline UOpRef operator*(const UOpRef& a, const UOpRef& b) { return alu(Ops::MUL, {a, b}); }
-inline UOpRef operator+(const UOpRef& a, int64_t b) { return a + const_int(a->dtype, b); }
-inline UOpRef operator-(const UOpRef& a, int64_t b) { return a + const_int(a->dtype, -b); }
-inline UOpRef operator*(const UOpRef& a, int64_t b) { return a * const_int(a->dtype, b); }
-inline UOpRef operator-(const UOpRef& a) { return a * const_int(a->dtype, -1); }
+inline UOpRef operator+(const UOpRef& a, const UOpRef& b) { return detail::alu(Ops::ADD, {a, b}); }
+inline UOpRef operator*(const UOpRef& a, const UOpRef& b) { return detail::alu(Ops::MUL, {a, b}); }
+inline UOpRef operator+(const UOpRef& a, int64_t b) { return a + detail::const_int(a->dtype, b); }
+inline UOpRef operator-(const UOpRef& a, int64_t b) { return a + detail::const_int(a->dtype, -b); }
+inline UOpRef operator*(const UOpRef& a, int64_t b) { return a * detail::const_int(a->dtype, b); }
+inline UOpRef operator-(const UOpRef& a) { return a * detail::const_int(a->dtype, -1); }
 inline UOpRef operator-(const UOpRef& a, const UOpRef& b) { return a + (-b); }
+namespace detail {
 inline UOpRef idiv(const UOpRef& a, int64_t b) { return alu(Ops::IDIV, {a, const_int(a->dtype, b)}); }
 inline UOpRef mod(const UOpRef& a, int64_t b) { return alu(Ops::MOD, {a, const_int(a->dtype, b)}); }
 inline UOpRef lt(const UOpRef& a, int64_t b) { return alu(Ops::CMPLT, {a, const_int(a->dtype, b)}); }
 inline UOpRef ge(const UOpRef& a, int64_t b) { return alu(Ops::XOR, {lt(a, b), const_uop(DType::Bool, 1)}); }
 inline UOpRef logical_and(const UOpRef& a, const UOpRef& b) { return alu(Ops::AND, {a, b}); }
+}  // namespace detail
 
 // ---- value ranges (for the symbolic simplifier) ----
 inline void detail::compute_vrange(UOp& u) {
@@ -394,6 +406,7 @@ inline Shape detail::infer_shape(const UOp& u) {
 }
 
 // ---- graph walks ----
+namespace detail {
 // post-order (sources first), each node once; the sources of a node where descend(node) is false are not visited
 template <class F>
 std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
@@ -415,27 +428,30 @@ std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
   return out;
 }
 inline std::vector<UOpRef> toposort(const UOpRef& root) { return toposort(root, [](const UOp*) { return true; }); }
+}  // namespace detail
 
 // printable form (DEBUG=5, errors)
+namespace detail {
 inline std::string arg_str(const Arg& a) {
   return std::visit([](const auto& v) -> std::string {
     using T = std::decay_t<decltype(v)>;
     if constexpr (std::is_same_v<T, std::monostate>) return "None";
-    else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return cat(v);
+    else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return detail::cat(v);
     else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return to_string(Shape(v));
-    else if constexpr (std::is_same_v<T, std::string>) return cat("'", v, "'");
+    else if constexpr (std::is_same_v<T, std::string>) return detail::cat("'", v, "'");
     else return "<buffer>";
   }, a);
 }
+}  // namespace detail
 inline std::string print_graph(const UOpRef& root) {
-  auto topo = toposort(root);
+  auto topo = detail::toposort(root);
   std::unordered_map<const UOp*, size_t> id;
   std::string s;
   for (auto& u : topo) {
     id[u.get()] = id.size();
-    s += cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? cat("x", u->vcount) : "", " [");
-    for (size_t i = 0; i < u->src.size(); i++) s += cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += cat("] ", arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
+    s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "", " [");
+    for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
+    s += detail::cat("] ", detail::arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }

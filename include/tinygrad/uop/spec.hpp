@@ -18,8 +18,6 @@ enum class Stage : uint8_t {
   EXPANDED,   // after lane expansion: LANE became vector nodes
   LINEAR,     // the linear program the renderer prints: RANGE/END loops, accumulators, sources before their users
 };
-inline const char* stage_name(Stage s) { static const char* n[] = {"tensor", "kernel", "optimized", "expanded", "linear"}; return n[int(s)]; }
-
 // a graph that breaks its stage's spec: a bug in the pass that made it
 struct SpecError : Error {
   Stage stage;
@@ -28,7 +26,12 @@ struct SpecError : Error {
   SpecError(Stage s, std::string p, Ops o, const std::string& what) : Error(what), stage(s), pass(std::move(p)), op(o) {}
 };
 
-namespace detail::spec {
+}  // namespace tinygrad
+
+namespace tinygrad::detail {
+inline const char* stage_name(Stage s) { static const char* n[] = {"tensor", "kernel", "optimized", "expanded", "linear"}; return n[int(s)]; }
+
+namespace spec {
 enum Bits : uint8_t { T = 1, K = 2, O = 4, X = 8, L = 16, KOXL = K | O | X | L, OXL = O | X | L, ALL = T | KOXL };
 inline bool at(Stage s, uint8_t bits) { return bits & (1 << int(s)); }
 enum class ArgKind : uint8_t { NONE, INT, VEC, STR, BUF, NUM /* int64 or double */, OPT_INT /* none or int64 */ };
@@ -329,7 +332,7 @@ inline void check_node(const UOp& u, Stage s, std::string_view pass) {
   if (u.vcount < 1 || (u.vcount > 1 && s <= Stage::KERNEL)) fail(u, s, pass, cat(u.vcount, " lanes: vectors come with opts"));
   if (auto w = r.rule(u, s); !w.empty()) fail(u, s, pass, w);
 }
-}  // namespace detail::spec
+}  // namespace spec
 
 // checks are on: SPEC=1, DEBUG>=3, or flags().spec set (the tests)
 inline bool spec_enabled() { return flags().spec || flags().debug >= 3; }
@@ -337,10 +340,10 @@ inline bool spec_enabled() { return flags().spec || flags().debug >= 3; }
 // every node of a graph against stage s's spec (tensor stage: realized nodes are leaves, their sources unchecked);
 // SpecError naming the stage, the pass that made the graph, the op and the node
 inline void verify_graph(const UOpRef& sink, Stage s, std::string_view pass) {
-  auto descend = [s](const UOp* u) { return s != Stage::TENSOR || !detail::is_leaf(u); };
+  auto descend = [s](const UOp* u) { return s != Stage::TENSOR || !is_leaf(u); };
   for (auto& u : toposort(sink, descend)) {
     if (s == Stage::TENSOR && u->realized) continue;  // a realized node is a buffer
-    detail::spec::check_node(*u, s, pass);
+    spec::check_node(*u, s, pass);
   }
 }
 
@@ -349,14 +352,14 @@ inline void verify_graph(const UOpRef& sink, Stage s, std::string_view pass) {
 // declares a value where its node stands). Constants are printed inline; a REDUCE is read from its DEFINE_ACC, which
 // names the REDUCE before it stands, and is updated (ACC_UPDATE) and read (the REDUCE) in its scope.
 inline void verify_linear(const std::vector<UOpRef>& lin, std::string_view pass = "linearize") {
-  using detail::spec::fail;
+  using spec::fail;
   const Stage s = Stage::LINEAR;
   std::unordered_map<const UOp*, size_t> live;  // node -> the loop depth it was declared at, while in scope
   std::vector<const UOp*> open;                 // the RANGEs open, outermost first
   std::vector<std::vector<const UOp*>> declared(1);  // per open loop (and the top level): the nodes declared in it
   std::unordered_map<const UOp*, const UOp*> acc;    // REDUCE -> its DEFINE_ACC
   for (auto& u : lin) {
-    detail::spec::check_node(*u, s, pass);
+    spec::check_node(*u, s, pass);
     if (live.count(u.get())) fail(*u, s, pass, "stands twice in the program");
     bool reads_later = u->op == Ops::DEFINE_ACC || u->op == Ops::ACC_UPDATE || u->op == Ops::REDUCE;
     if (u->op == Ops::DEFINE_ACC) acc[u->src[0].get()] = u.get();
@@ -366,7 +369,7 @@ inline void verify_linear(const std::vector<UOpRef>& lin, std::string_view pass 
     }
     for (size_t i = 0; i < u->src.size(); i++) {
       const UOp* x = u->src[i].get();
-      if (x->op == Ops::CONST) { detail::spec::check_node(*x, s, pass); continue; }
+      if (x->op == Ops::CONST) { spec::check_node(*x, s, pass); continue; }
       if (reads_later && (u->op == Ops::REDUCE || i == 0)) continue;
       if (!live.count(x)) fail(*u, s, pass, cat("src[", i, "] (", op_name(x->op), ") is not declared before it in an enclosing scope"));
     }
@@ -384,7 +387,6 @@ inline void verify_linear(const std::vector<UOpRef>& lin, std::string_view pass 
   if (!open.empty()) fail(*open.back(), s, pass, "a RANGE the program never closes");
 }
 
-namespace detail {
 // codegen's checks of one kernel: its AST (stage kernel), what its opts made of it (stage optimized), each lowering
 // pass's output, the linear program. Off (spec_enabled() false when it is made), each is one branch.
 class SpecCheck {
@@ -405,6 +407,5 @@ class SpecCheck {
   bool on_;
   Stage stage_ = Stage::OPTIMIZED;
 };
-}  // namespace detail
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

@@ -3,11 +3,10 @@
 // and div/mod folding over linear index expressions.
 #include "upat.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // Constants fold as the kernels compute them (renderer/cstyle.hpp): ALU ops as the op table says (uop/ops.hpp); a float
 // -> int cast truncates, NaN -> 0, +-inf and out-of-range values saturate.
-namespace detail {
 // an int of dtype dt held in an int64: wrapped to dt's width and sign-extended (a uint64 keeps its bit pattern)
 inline int64_t wrap_int(DType dt, uint64_t x) {
   if (dt == DType::Bool) return x != 0;
@@ -32,9 +31,7 @@ inline double int_to_float(int64_t v, DType from) { return from == DType::UInt64
 inline double round_float(DType dt, double x) {
   return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
 }
-}  // namespace detail
 
-namespace detail {
 inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
 inline int64_t wadd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 inline int64_t wmul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
@@ -202,7 +199,6 @@ inline UOpRef fold_onehot_reduce(const UOpRef& red) {
   }
   return nullptr;
 }
-}  // namespace detail
 
 // ---- the rules ----
 inline const PatternMatcher& symbolic() {
@@ -344,4 +340,4 @@ inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
   return toposort(out).size() < toposort(idx).size() ? out : idx;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail

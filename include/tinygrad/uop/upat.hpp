@@ -6,7 +6,7 @@
 #include <optional>
 #include "ops.hpp"
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct UPat {
   std::vector<Ops> ops;      // empty: any op
@@ -55,7 +55,6 @@ struct Match {
 // a rule is a plain function (a lambda without captures; its context comes in Match::ctx): no std::function per rule
 using RewriteFn = UOpRef (*)(const Match&);
 
-namespace detail {
 inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
   if (!p.ops.empty() && std::find(p.ops.begin(), p.ops.end(), u->op) == p.ops.end()) return false;
   if (!p.dtypes.empty() && std::find(p.dtypes.begin(), p.dtypes.end(), u->dtype) == p.dtypes.end()) return false;
@@ -81,7 +80,6 @@ inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
   m.binds.resize(mark);
   return false;
 }
-}  // namespace detail
 
 class PatternMatcher {
  public:
@@ -172,4 +170,4 @@ inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*
   return memo.at(root.get());
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
