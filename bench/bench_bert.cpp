@@ -12,7 +12,7 @@
 using namespace tinygrad;
 
 namespace {
-const double t_start = now_s();
+const double t_start = detail::now_s();
 
 // --cold: a child process's time to its first embedding; prints one JSON line
 template <class T>
@@ -23,27 +23,27 @@ int cold(const std::string& dir) {
   auto [ids, mask] = minilm::to_tensors(minilm::pad_to(tok.encode_batch({"A man is eating food.", "A man is eating a piece of bread."}), 16,
                                                        tok.pad_id()));
   float e0 = model.embed(ids, mask).template cast<float>().template to_vector<float>()[0];
-  std::printf("{\"cold_s\": %.6f, \"e0\": %.6f}\n", now_s() - t_start, double(e0));
+  std::printf("{\"cold_s\": %.6f, \"e0\": %.6f}\n", detail::now_s() - t_start, double(e0));
   return 0;
 }
 
 // a command's JSON value `key` and its wall time (NaN, NaN when it fails)
 std::pair<double, double> child(const std::string& cmd, const std::string& key) {
-  double t0 = now_s();
+  double t0 = detail::now_s();
   std::string out;
   if (FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r")) {
     char buf[512];
     while (fgets(buf, sizeof(buf), p)) out += buf;
     if (pclose(p) != 0) return {NAN, NAN};
   }
-  double wall = now_s() - t0;
+  double wall = detail::now_s() - t0;
   auto at = out.find("\"" + key + "\": ");
   return at == std::string::npos ? std::pair{double(NAN), double(NAN)} : std::pair{std::stod(out.substr(at + key.size() + 4)), wall};
 }
 
 template <class T>
 int bench(const std::string& dev, const std::string& dir, const char* dtype) {
-  const int64_t B = getenv_int("BS", 32), S = getenv_int("SEQ", 128), warm = getenv_int("WARM", 3), iters = getenv_int("ITERS", 10);
+  const int64_t B = detail::getenv_int("BS", 32), S = detail::getenv_int("SEQ", 128), warm = detail::getenv_int("WARM", 3), iters = detail::getenv_int("ITERS", 10);
   models::MiniLM_L6_t<T> model;
   model.load(dir);
   auto tok = text::BertTokenizer::from_file(dir);
@@ -71,7 +71,7 @@ int bench(const std::string& dev, const std::string& dir, const char* dtype) {
 
 int main(int argc, char** argv) {
   std::string dev = pin_device("CPU");
-  bool gpu = dev.rfind("CUDA", 0) == 0 && getenv_int("HALF", 1) == 1;  // HALF=0: float32 on CUDA too (the peer reads HALF as well)
+  bool gpu = dev.rfind("CUDA", 0) == 0 && detail::getenv_int("HALF", 1) == 1;  // HALF=0: float32 on CUDA too (the peer reads HALF as well)
   std::string dir = minilm::default_dir();
   if (!minilm::has_model(dir)) {
     std::fputs(minilm::missing_message("bench_bert", dir).c_str(), stderr);
@@ -79,7 +79,7 @@ int main(int argc, char** argv) {
   }
   if (argc > 1 && std::string(argv[1]) == "--cold") return gpu ? cold<half_t>(dir) : cold<float>(dir);
   int rc = gpu ? bench<half_t>(dev, dir, "float16") : bench<float>(dev, dir, "float32");
-  if (rc || getenv_int("COLD", 1) == 0) return rc;
+  if (rc || detail::getenv_int("COLD", 1) == 0) return rc;
 
   // fresh processes: ours with an empty kernel cache, then with the one that run filled; PyTorch's
   std::printf("cold start, process start -> first embedding of 2 sentences (in-process figure; wall time of the process)\n");

@@ -16,10 +16,10 @@ template <class F> double best_time(int reps, F&& f) {
   double b = 1e30;
   for (int i = 0; i < reps; i++) {
     tinygrad::runtime("CL").synchronize();
-    double t0 = tinygrad::now_s();
+    double t0 = tinygrad::detail::now_s();
     f();
     tinygrad::runtime("CL").synchronize();
-    b = std::min(b, tinygrad::now_s() - t0);
+    b = std::min(b, tinygrad::detail::now_s() - t0);
   }
   return b;
 }

@@ -43,7 +43,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-double now() { return tinygrad::now_s(); }
+double now() { return tinygrad::detail::now_s(); }
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
@@ -246,7 +246,7 @@ void run_overhead() {
   }
   // the kernel alone: call the compiled program directly, as realize does (thread pool dispatch included)
   auto loaded = tinygrad::detail::loaded_programs();
-  std::shared_ptr<tinygrad::CompiledKernel> ck = loaded.empty() ? nullptr : loaded[0];  // the only kernel this process compiled
+  std::shared_ptr<tinygrad::detail::CompiledKernel> ck = loaded.empty() ? nullptr : loaded[0];  // the only kernel this process compiled
   Tensor out = (a + b) * c;
   out.realize();
   // slot order of the kernel: output first, then inputs in load order (what the schedule binds)

@@ -19,7 +19,7 @@
 using tinygrad::Tensor;
 
 namespace {
-double now() { return tinygrad::now_s(); }
+double now() { return tinygrad::detail::now_s(); }
 void gpu_sync(const std::string& dev = "CUDA") { tinygrad::runtime(dev).synchronize(); }
 // the BUFFER node under a realized tensor (a realized tensor may be a RESHAPE of it)
 const tinygrad::UOp* leaf(const Tensor& t) { return t.uop()->op == tinygrad::Ops::BUFFER ? t.uop().get() : t.uop()->src[0].get(); }
@@ -43,7 +43,7 @@ constexpr ConvLayer CONV_LAYERS[] = {{1, 32, 5, 28}, {32, 32, 5, 24}, {32, 64, 3
 void conv_rows(const std::string& D) {
   // TF32 off (section 2 ends with it on): the peer computes in plain float32 too
   if (tinygrad::flags().tf32) { tinygrad::flags().tf32 = false; tinygrad::clear_program_cache(); }
-  const int64_t bs = tinygrad::getenv_int("BS", 512);
+  const int64_t bs = tinygrad::detail::getenv_int("BS", 512);
   ::setenv("DEV", D.c_str(), 1);  // the peer runs on our device, with as many threads as we use
   ::setenv("THREADS", std::to_string(tinygrad::cpu_threads()).c_str(), 1);
   ::setenv("BS", std::to_string(bs).c_str(), 1);
@@ -112,9 +112,9 @@ void gemm_rows(const std::string& D, bool beam) {
     if (beam) std::printf(" (search and first run %.1f s)", first);
     if (!beam) {  // the default opts of the matmul's kernel (the heuristic's, or TC_STAGE's tile)
       std::unordered_map<const tinygrad::UOp*, int> slots{{leaf(a), 0}, {leaf(b), 1}};
-      auto k = tinygrad::create_schedule({a.matmul(b).uop()}, slots, 2).kernels.at(0);
+      auto k = tinygrad::detail::create_schedule({a.matmul(b).uop()}, slots, 2).kernels.at(0);
       std::string os;
-      for (auto& o : tinygrad::to_program(k.ast, *tinygrad::get_device(D).renderer).opts) os += (os.empty() ? "" : " ") + o.str();
+      for (auto& o : tinygrad::detail::to_program(k.ast, *tinygrad::detail::get_device(D).renderer).opts) os += (os.empty() ? "" : " ") + o.str();
       std::printf(" [%s]", os.c_str());
     }
     if (!h) { std::printf("\n"); continue; }
@@ -203,11 +203,11 @@ int main(int argc, char** argv) {
     gpu_sync();
     double per_op = (now() - t0) / iters;
     // the same kernel, launched directly
-    auto& dev = tinygrad::get_device(D);
+    auto& dev = tinygrad::detail::get_device(D);
     Tensor y = x + 1;
     std::unordered_map<const tinygrad::UOp*, int> slots{{leaf(x), 0}};
-    auto k = tinygrad::create_schedule({y.uop()}, slots, 1).kernels.at(0);
-    auto spec = tinygrad::to_program(k.ast, *dev.renderer);
+    auto k = tinygrad::detail::create_schedule({y.uop()}, slots, 1).kernels.at(0);
+    auto spec = tinygrad::detail::to_program(k.ast, *dev.renderer);
     auto prg = dev.rt.load(spec.fn, dev.rt.compiler->compile(spec.src), spec.launch);
     Tensor out = Tensor::empty({1024}, tinygrad::DType::Float32, D);
     std::vector<void*> bufs{dev_ptr(out), dev_ptr(x)};
@@ -225,13 +225,13 @@ int main(int argc, char** argv) {
   if (tune) {
     using tinygrad::Opt;
     using O = tinygrad::OptOp;
-    auto& dev = tinygrad::get_device(D);
+    auto& dev = tinygrad::detail::get_device(D);
     auto time_opts = [&](const Tensor& t, const std::vector<Tensor>& ins, const std::vector<Opt>& opts, double bytes_or_flops, const char* unit) {
       std::unordered_map<const tinygrad::UOp*, int> slots;
       for (size_t i = 0; i < ins.size(); i++) slots[leaf(ins[i])] = int(i);
-      auto k = tinygrad::create_schedule({t.uop()}, slots, int(ins.size())).kernels.at(0);
+      auto k = tinygrad::detail::create_schedule({t.uop()}, slots, int(ins.size())).kernels.at(0);
       try {
-        auto spec = tinygrad::to_program(k.ast, *dev.renderer, opts);
+        auto spec = tinygrad::detail::to_program(k.ast, *dev.renderer, opts);
         auto prg = dev.rt.load(spec.fn, dev.rt.compiler->compile(spec.src), spec.launch);
         Tensor out = Tensor::empty(t.shape(), t.dtype(), D);
         std::vector<void*> bufs{dev_ptr(out)};

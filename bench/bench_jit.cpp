@@ -20,10 +20,10 @@ double timed(const std::string& dev, int warm, int reps, int inner, F f) {
   sync(dev);
   std::vector<double> t;
   for (int r = 0; r < reps; r++) {
-    double t0 = now_s();
+    double t0 = detail::now_s();
     for (int i = 0; i < inner; i++) f();
     sync(dev);
-    t.push_back((now_s() - t0) / inner);
+    t.push_back((detail::now_s() - t0) / inner);
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];

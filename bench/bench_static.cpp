@@ -14,9 +14,9 @@ double per_call_us(F&& f, int iters) {
   for (int i = 0; i < 20; i++) f();  // warm: compile, fill caches
   double best = 1e30;
   for (int rep = 0; rep < 5; rep++) {
-    double t0 = now_s();
+    double t0 = detail::now_s();
     for (int i = 0; i < iters; i++) f();
-    best = std::min(best, (now_s() - t0) / iters * 1e6);
+    best = std::min(best, (detail::now_s() - t0) / iters * 1e6);
   }
   return best;
 }

@@ -11,7 +11,7 @@ using namespace tinygrad;
 
 int main() {
   std::string dev = pin_device("CPU");
-  const int64_t bs = getenv_int("BS", 512), warm = getenv_int("WARM", 3), steps = getenv_int("STEPS", 5);
+  const int64_t bs = detail::getenv_int("BS", 512), warm = detail::getenv_int("WARM", 3), steps = detail::getenv_int("STEPS", 5);
   fashion::Model model;
   nn::optim::Adam opt(nn::get_parameters(model));
   Tensor x = Tensor::rand({bs, 1, 28, 28}).realize(), y = (Tensor::rand({bs}) * 10).cast(DType::Int32).realize();

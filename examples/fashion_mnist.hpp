@@ -49,7 +49,7 @@ struct Data {
   }
 };
 
-inline int64_t steps() { return getenv_int("STEPS", 1000); }
+inline int64_t steps() { return detail::getenv_int("STEPS", 1000); }
 
 // STEPS (default 1000, 8.5 epochs) steps of random batches of BS (default 512); step(batch) trains and returns
 // the loss. The learning rate follows a one-cycle schedule peaking at LR (default 0.003): at 400 steps it
@@ -57,8 +57,8 @@ inline int64_t steps() { return getenv_int("STEPS", 1000); }
 // Prints a progress bar with loss and rate; returns seconds per step.
 template <class Step>
 double train(const Data& d, nn::optim::Optimizer& opt, Step step) {
-  const int64_t steps = fashion::steps(), bs = getenv_int("BS", 512), n = int64_t(d.Y.size());
-  nn::optim::OneCycleLR schedule(opt, std::stod(getenv_str("LR", "0.003")), steps, 0.15);
+  const int64_t steps = fashion::steps(), bs = detail::getenv_int("BS", 512), n = int64_t(d.Y.size());
+  nn::optim::OneCycleLR schedule(opt, std::stod(detail::getenv_str("LR", "0.003")), steps, 0.15);
   std::mt19937_64 rng(42);
   std::printf("training on %s: %lld steps of batch %lld\n", default_device().c_str(), (long long)steps, (long long)bs);
   auto t0 = std::chrono::steady_clock::now();

@@ -18,9 +18,9 @@ constexpr int64_t kHidden = 384;
 
 // $MINILM_DIR, else ${XDG_CACHE_HOME:-~/.cache}/tinygrad/all-minilm-l6-v2: where tools/fetch_model minilm puts it
 inline std::string default_dir() {
-  if (std::string d = getenv_str("MINILM_DIR"); !d.empty()) return d;
-  std::string cache = getenv_str("XDG_CACHE_HOME");
-  if (cache.empty()) cache = getenv_str("HOME", ".") + "/.cache";
+  if (std::string d = detail::getenv_str("MINILM_DIR"); !d.empty()) return d;
+  std::string cache = detail::getenv_str("XDG_CACHE_HOME");
+  if (cache.empty()) cache = detail::getenv_str("HOME", ".") + "/.cache";
   return cache + "/tinygrad/all-minilm-l6-v2";
 }
 

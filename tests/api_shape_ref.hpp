@@ -22,10 +22,10 @@ struct Arr {
   std::vector<double> v;
   double operator()(const Shape& i) const { return v[size_t(ravel(i, s))]; }
   double& operator()(const Shape& i) { return v[size_t(ravel(i, s))]; }
-  int64_t numel() const { return prod(s); }
+  int64_t numel() const { return detail::prod(s); }
 };
 inline Arr gen(const Shape& s, const std::function<double(const Shape&)>& f) {
-  Arr a{s, std::vector<double>(size_t(prod(s)))};
+  Arr a{s, std::vector<double>(size_t(detail::prod(s)))};
   for (int64_t i = 0; i < a.numel(); i++) a.v[size_t(i)] = f(unravel(i, s));
   return a;
 }

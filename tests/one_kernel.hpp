@@ -4,19 +4,19 @@
 #include <tinygrad.hpp>
 
 struct LeafSchedule {
-  tinygrad::ScheduleSpec spec;
+  tinygrad::detail::ScheduleSpec spec;
   std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;  // the leaves' buffers, by slot
 };
 // t's schedule, which must be one kernel, over its realized leaves
 inline LeafSchedule one_kernel_schedule(const tinygrad::Tensor& t) {
   std::unordered_map<const tinygrad::UOp*, int> slots;
   LeafSchedule s;
-  for (auto& u : tinygrad::toposort(t.uop()))
+  for (auto& u : tinygrad::detail::toposort(t.uop()))
     if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) {
       slots[u.get()] = int(s.bufs.size());
       s.bufs.push_back(u->leaf_buffer());
     }
-  s.spec = tinygrad::create_schedule({t.uop()}, slots, int(s.bufs.size()));
+  s.spec = tinygrad::detail::create_schedule({t.uop()}, slots, int(s.bufs.size()));
   REQUIRE(s.spec.kernels.size() == 1);
   return s;
 }

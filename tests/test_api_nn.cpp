@@ -13,7 +13,7 @@ const double kTol = 1e-4;  // float32 sums of O(10) products
 
 // every position of a box of the given extents
 void each(const Shape& box, const std::function<void(const Shape&)>& f) {
-  for (int64_t i = 0; i < prod(box); i++) f(unravel(i, box));
+  for (int64_t i = 0; i < detail::prod(box); i++) f(unravel(i, box));
 }
 Arr conv_ref(const Arr& x, const Arr& w, const Arr* b, int64_t groups, Shape st, Shape dl, Pads p) {
   size_t nsp = x.s.size() - 2;

@@ -280,7 +280,7 @@ TEST_CASE("autograd: training with a read of the loss each step matches training
       loss.backward();
       opt->step();
       size_t n = 0;
-      for (auto& p : m.params()) n += toposort(p.uop()).size();
+      for (auto& p : m.params()) n += detail::toposort(p.uop()).size();
       nodes.push_back(n);
       std::lock_guard lk(detail::InternTable::get().mu);
       live.push_back(detail::InternTable::get().map.size());

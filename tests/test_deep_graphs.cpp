@@ -8,11 +8,11 @@ using namespace tinygrad;
 
 namespace {
 // the schedule realize would build for t (its buffers numbered in the order of a walk)
-ScheduleSpec schedule_of(const Tensor& t) {
+detail::ScheduleSpec schedule_of(const Tensor& t) {
   std::unordered_map<const UOp*, int> slots;
-  for (auto& u : toposort(t.uop(), [](const UOp* x) { return !detail::is_leaf(x); }))
+  for (auto& u : detail::toposort(t.uop(), [](const UOp* x) { return !detail::is_leaf(x); }))
     if (detail::is_leaf(u.get())) slots.emplace(u.get(), int(slots.size()));
-  return create_schedule({t.uop()}, slots, int(slots.size()));
+  return detail::create_schedule({t.uop()}, slots, int(slots.size()));
 }
 // x + 1 + 1 + ... (n times): a chain n ops deep
 Tensor chain(Tensor x, int n) {
@@ -21,8 +21,8 @@ Tensor chain(Tensor x, int n) {
 }
 // restores kernel_limits() at scope exit
 struct Limits {
-  KernelLimits saved = kernel_limits();
-  ~Limits() { kernel_limits() = saved; }
+  detail::KernelLimits saved = detail::kernel_limits();
+  ~Limits() { detail::kernel_limits() = saved; }
 };
 }  // namespace
 
@@ -31,16 +31,16 @@ TEST_CASE("deep graphs: a 100,000-node UOp chain is walked, rewritten and destro
   auto x = make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{0, 10});
   UOpRef y = x;
   for (int i = 0; i < n; i++) y = y + 1;
-  CHECK(toposort(y).size() == size_t(n) + 2);  // x, the constant 1, n adds
+  CHECK(detail::toposort(y).size() == size_t(n) + 2);  // x, the constant 1, n adds
   // the symbolic rules fold the sum bottom-up, one level at a time
-  CHECK(simplify(y) == simplify(x + n));
+  CHECK(detail::simplify(y) == detail::simplify(x + n));
   auto z = make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{0, 5});
-  CHECK(toposort(substitute(y, {{x.get(), z}})).front() == z);
+  CHECK(detail::toposort(detail::substitute(y, {{x.get(), z}})).front() == z);
   y = nullptr;  // the old ~UOp released its sources recursively: a 100,000-node chain overflowed the stack
 }
 
 TEST_CASE("deep graphs: graph_rewrite reports rules that loop instead of recursing forever", "[deep]") {
-  PatternMatcher swap{{UPat::op(Ops::ADD, {UPat::var("a"), UPat::var("b")}), [](const Match& m) { return m["b"] + m["a"]; }}};
+  detail::PatternMatcher swap{{detail::UPat::op(Ops::ADD, {detail::UPat::var("a"), detail::UPat::var("b")}), [](const detail::Match& m) { return m["b"] + m["a"]; }}};
   auto x = make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{0, 10});
   CHECK_THROWS_WITH(graph_rewrite(x + 1, swap), Catch::Contains("graph_rewrite") && Catch::Contains("ADD"));
 }
@@ -66,19 +66,19 @@ TEST_CASE("deep graphs: a 100,000-op chain realizes exactly, backpropagates and 
 
 TEST_CASE("deep graphs: a 1,000,000-op chain builds, realizes, backpropagates and is destroyed", "[deep][.slow]") {
   const int n = 1000000;
-  double t0 = now_s();
+  double t0 = detail::now_s();
   {
     Tensor x = Tensor(std::vector<float>{1, 2, 3, 4}).requires_grad_();
     Tensor y = chain(x, n);
     CHECK(y.to_vector<float>() == std::vector<float>{n + 1.f, n + 2.f, n + 3.f, n + 4.f});
     CHECK(gradient(chain(x, n).sum(), {x})[0].to_vector<float>() == std::vector<float>{1, 1, 1, 1});
   }
-  WARN("1,000,000-op chain: build, realize, gradient, destroy in " << now_s() - t0 << " s");
+  WARN("1,000,000-op chain: build, realize, gradient, destroy in " << detail::now_s() - t0 << " s");
 }
 
 TEST_CASE("kernel limits: a long chain is cut into alike pieces, a short one stays one kernel", "[deep][schedule]") {
   Limits keep;
-  kernel_limits().max_ops = 60;
+  detail::kernel_limits().max_ops = 60;
   Tensor x = Tensor(std::vector<float>{1, 2, 3, 4, 5, 6});
   // each `+ 1.0` fuses 3 nodes (the add, the constant's reshape and expand): 20 steps fit in one kernel
   CHECK(schedule_of(chain(x, 20)).kernels.size() == 1);
@@ -92,7 +92,7 @@ TEST_CASE("kernel limits: a long chain is cut into alike pieces, a short one sta
 
 TEST_CASE("kernel limits: a wide sum is split into kernels of at most max_buffers buffers, exactly", "[deep][schedule]") {
   Limits keep;
-  kernel_limits().max_buffers = 8;
+  detail::kernel_limits().max_buffers = 8;
   const int n = 40;
   std::vector<Tensor> ts;
   for (int i = 0; i < n; i++) ts.push_back(Tensor(std::vector<float>{float(i), 1, 2, 3}));

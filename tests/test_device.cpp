@@ -24,11 +24,11 @@ std::vector<float> iota(size_t n, float scale = 1) {
   return v;
 }
 // the kernels one realize of t would run (inputs numbered in graph order), without running them
-std::vector<tinygrad::KernelAST> kernels_of(const Tensor& t) {
+std::vector<tinygrad::detail::KernelAST> kernels_of(const Tensor& t) {
   std::unordered_map<const tinygrad::UOp*, int> slots;
   int n = 0;
-  for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-  return tinygrad::create_schedule({t.uop()}, slots, n).kernels;
+  for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
 }
 // the outputs of a (batched) matmul y = A B (+ bias, relu) that differ from float64 over the same inputs by more than
 // rel * (1 + |value|); a: A's shape, or A^T's where at; b: B's, or B^T's where bt
@@ -120,7 +120,7 @@ TEST_CASE("device: a GPU kernel that fails to build is a CompileError with the s
   }
   if (tinygrad::detail::nvrtc()) {
     try {
-      tinygrad::NVRTCCompiler("compute_90").compile("extern \"C\" __global__ void f(float* a) { a[0] = undefined_thing; }\n");
+      tinygrad::detail::NVRTCCompiler("compute_90").compile("extern \"C\" __global__ void f(float* a) { a[0] = undefined_thing; }\n");
       FAIL_CHECK("no CompileError");
     } catch (const tinygrad::CompileError& e) {
       CHECK_THAT(e.log, Contains("undefined_thing"));
@@ -214,7 +214,7 @@ TEST_CASE("device: every allocation is freed, and out of memory is a clear Devic
 
 TEST_CASE("device: the CUDA check compiles many kernels an NVRTC program (renamed, by prelude), marks them, names a bad one", "[device][cuda]") {
   if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
-  tinygrad::NVRTCCompiler nv("compute_90");
+  tinygrad::detail::NVRTCCompiler nv("compute_90");
   std::mt19937 g(std::random_device{}());
   std::string k = std::to_string(g() % 100000000);  // sources no earlier run checked
   std::string helper = "__device__ inline float tg_twice(float x) { return x * 2.0f + " + k + ".0f; }\n";
@@ -228,7 +228,7 @@ TEST_CASE("device: the CUDA check compiles many kernels an NVRTC program (rename
   srcs.push_back(srcs[0]);
   namespace fs = std::filesystem;
   auto mark = [&](const std::string& src) {
-    return tinygrad::cache_dir() / "cuda" / (tinygrad::hex64(tinygrad::hash_bytes(nv.cache_key() + "\n" + src)) + ".checked");
+    return tinygrad::detail::cache_dir() / "cuda" / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(nv.cache_key() + "\n" + src)) + ".checked");
   };
   for (auto& s : srcs) CHECK_FALSE(fs::exists(mark(s)));
   nv.check_many(srcs);
@@ -248,20 +248,20 @@ TEST_CASE("device: the CUDA check compiles many kernels an NVRTC program (rename
 
 TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cuda]") {
   if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
-  tinygrad::CUDARenderer ren;
-  tinygrad::NVRTCCompiler nv("compute_90");
+  tinygrad::detail::CUDARenderer ren;
+  tinygrad::detail::NVRTCCompiler nv("compute_90");
   Tensor a = Tensor::empty({16, 32}, DType::Float32, "CPU"), h = Tensor::empty({32}, DType::Float16, "CPU");
   Tensor long_h = Tensor::empty({4, 1024}, DType::Float16, "CPU");  // GROUP reduces: shared memory, barrier
   for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3,
                    (a < 0).where(a, INFINITY), a.sum(), long_h.max(1), (long_h > 0).any(1)})
     for (auto& k : kernels_of(t)) {
-      auto p = tinygrad::to_program(k.ast, ren);
+      auto p = tinygrad::detail::to_program(k.ast, ren);
       CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
     }
   // half and bfloat16 convert with the hardware's cvt instructions (bfloat16 rounding by integer work before sm_80)
   auto ptx = [&](const Tensor& t, const std::string& arch) {
     std::string all;
-    for (auto& k : kernels_of(t)) all += tinygrad::NVRTCCompiler(arch).compile(tinygrad::to_program(k.ast, ren).src);
+    for (auto& k : kernels_of(t)) all += tinygrad::detail::NVRTCCompiler(arch).compile(tinygrad::detail::to_program(k.ast, ren).src);
     return all;
   };
   std::string p90 = ptx((h * h + 1).cast(DType::BFloat16), "compute_90"), p75 = ptx((h * h + 1).cast(DType::BFloat16), "compute_75");
@@ -291,13 +291,13 @@ TEST_CASE("device: vector loads and stores where aligned, per lane where not, GR
     }
   }
   if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: PTX checks skipped"); return; }
-  tinygrad::CUDARenderer ren;
-  tinygrad::NVRTCCompiler nv("compute_90");
+  tinygrad::detail::CUDARenderer ren;
+  tinygrad::detail::NVRTCCompiler nv("compute_90");
   Tensor e = Tensor::empty({1 << 16}, DType::Float32, "CPU");
   auto v4_loads = [&](const Tensor& t) {
     auto ks = kernels_of(t);
     REQUIRE(ks.size() == 1);
-    std::string ptx = nv.compile(tinygrad::to_program(ks[0].ast, ren).src), line;
+    std::string ptx = nv.compile(tinygrad::detail::to_program(ks[0].ast, ren).src), line;
     int n = 0;
     for (std::istringstream in(ptx); std::getline(in, line);)
       n += line.find("ld.global") != std::string::npos && line.find(".v4.") != std::string::npos;
@@ -320,14 +320,14 @@ TEST_CASE("golden: CUDA and OpenCL renderings of a few kernels", "[golden]") {
       {"conv", img.conv2d(w).relu()},
       {"half", (a.cast(DType::Float16) * 2).cast(DType::BFloat16)},
   };
-  tinygrad::CUDARenderer cuda;
-  tinygrad::OpenCLRenderer cl;
-  bool update = tinygrad::getenv_int("UPDATE_GOLDEN", 0) != 0;
+  tinygrad::detail::CUDARenderer cuda;
+  tinygrad::detail::OpenCLRenderer cl;
+  bool update = tinygrad::detail::getenv_int("UPDATE_GOLDEN", 0) != 0;
   for (auto& [name, t] : cases) {
     auto ks = kernels_of(t);
     REQUIRE(ks.size() == 1);
     for (auto [ren, dir, ext] : {std::tuple<tinygrad::Renderer*, const char*, const char*>{&cuda, "cuda", ".cu"}, {&cl, "opencl", ".cl"}}) {
-      std::string src = tinygrad::to_program(ks[0].ast, *ren).src;
+      std::string src = tinygrad::detail::to_program(ks[0].ast, *ren).src;
       fs::path f = fs::path(TG_TEST_SOURCE_DIR) / "tests" / "golden" / dir / (name + ext);
       INFO(f.string());
       if (update) { fs::create_directories(f.parent_path()); std::ofstream(f) << src; continue; }
@@ -383,8 +383,8 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
   // rendering and NVRTC (any machine with libnvrtc): the heuristic picks TC where the sizes are tiles, a staged tile
   // (cp.async copies, ldmatrix fragments) where one fits; every tile shape renders and compiles
   if (tinygrad::detail::nvrtc()) {
-    tinygrad::CUDARenderer ren(true), ren_wg(true, true);
-    tinygrad::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
+    tinygrad::detail::CUDARenderer ren(true), ren_wg(true, true);
+    tinygrad::detail::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
     int wg_tiles = 0;
     for (auto& c : cases) {
       INFO(c.name);
@@ -394,7 +394,7 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
       for (auto& k : ks) {
         for (int stage : {-1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}) {
           tinygrad::flags().tc_stage = stage;
-          auto p = tinygrad::to_program(k.ast, ren);
+          auto p = tinygrad::detail::to_program(k.ast, ren);
           int64_t amt = tc_amt(p.opts);
           if (stage > 0 && amt != stage) continue;  // the tile does not fit
           if (stage == -1) any_tc |= amt >= 0, any_staged |= amt > 0;
@@ -410,7 +410,7 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
       for (auto& k : ks)
         for (int stage : {14, 15, 16, 17}) {
           tinygrad::flags().tc_stage = stage;
-          auto p = tinygrad::to_program(k.ast, ren_wg);
+          auto p = tinygrad::detail::to_program(k.ast, ren_wg);
           if (tc_amt(p.opts) != stage) continue;
           INFO("wgmma tile " << stage);
           wg_tiles++;
@@ -425,11 +425,11 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     }
     CHECK(wg_tiles >= 8);
     // TC is refused with the reason where it cannot apply
-    tinygrad::CUDARenderer no_tc(false);
+    tinygrad::detail::CUDARenderer no_tc(false);
     auto [a, b, y] = build(cases[0], "CPU");
     tinygrad::Kernel k(kernels_of(y)[0].ast, ren), kn(kernels_of(y)[0].ast, no_tc);
     int64_t r = -1;
-    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::detail::AxisType::REDUCE) r = x->range_id();
     auto why = [](tinygrad::Kernel kk, const Opt& o) {
       try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); }
     };
@@ -502,8 +502,8 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
     return int64_t(0);
   };
   if (tinygrad::detail::nvrtc()) {
-    tinygrad::CUDARenderer ren(true), ren_wg(true, true);
-    tinygrad::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
+    tinygrad::detail::CUDARenderer ren(true), ren_wg(true, true);
+    tinygrad::detail::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
     int wg_tiles = 0;
     for (auto& c : cases) {
       INFO(c.name);
@@ -511,10 +511,10 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
       auto k = kernels_of(y).at(0);
       tinygrad::flags().tile = 5;
       bool odd = c.name.find("odd") != std::string::npos;
-      CHECK((tile_of(tinygrad::to_program(k.ast, ren).opts) > 0) == !odd);
+      CHECK((tile_of(tinygrad::detail::to_program(k.ast, ren).opts) > 0) == !odd);
       for (int t = 1; t < int(std::size(tinygrad::detail::simt_tiles)); t++) {
         tinygrad::flags().tile = t;
-        auto p = tinygrad::to_program(k.ast, ren);
+        auto p = tinygrad::detail::to_program(k.ast, ren);
         if (tile_of(p.opts) != t) continue;
         INFO("tile " << t);
         std::string ptx = nv.compile(p.src);
@@ -524,18 +524,18 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
     // the heuristic's choice: 64 x 64 tiles where they leave 16 blocks or more
     tinygrad::flags().tile = -1;
     Tensor x = Tensor::empty({512, 64}, DType::Float32, "CPU"), w = Tensor::empty({64, 512}, DType::Float32, "CPU");
-    CHECK(tile_of(tinygrad::to_program(kernels_of(x.matmul(w)).at(0).ast, ren).opts) == 5);
-    CHECK(tile_of(tinygrad::to_program(kernels_of(std::get<3>(build(cases[1], "CPU"))).at(0).ast, ren).opts) == 0);  // 4 blocks
+    CHECK(tile_of(tinygrad::detail::to_program(kernels_of(x.matmul(w)).at(0).ast, ren).opts) == 5);
+    CHECK(tile_of(tinygrad::detail::to_program(kernels_of(std::get<3>(build(cases[1], "CPU"))).at(0).ast, ren).opts) == 0);  // 4 blocks
     tinygrad::Kernel k(kernels_of(std::get<3>(build(cases[0], "CPU"))).at(0).ast, ren);
     int64_t r = -1;
-    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::detail::AxisType::REDUCE) r = x->range_id();
     auto why = [](tinygrad::Kernel kk, const Opt& o) {
       try { kk.apply(o); return std::string("accepted"); } catch (const tinygrad::KernelOptError& e) { return std::string(e.what()); }
     };
     CHECK(why(k, {OptOp::TILE, r, 1}) == "accepted");
     CHECK_THAT(why(k, {OptOp::TILE, r, 0}), Contains("a tile shape, 1 to 11"));
     CHECK_THAT(why(tinygrad::Kernel(k).apply({OptOp::TILE, r, 1}), {OptOp::UPCAST, 0, 2}), Contains("after TILE"));
-    tinygrad::CUDARenderer no_async(false);
+    tinygrad::detail::CUDARenderer no_async(false);
     CHECK_THAT(why(tinygrad::Kernel(k.ast(), no_async), {OptOp::TILE, r, 1}), Contains("asynchronous copies"));
     Tensor h = Tensor::empty({128, 128}, DType::Float16, "CPU");
     CHECK_THAT(why(tinygrad::Kernel(kernels_of(h.matmul(h)).at(0).ast, ren), {OptOp::TILE, r, 1}), Contains("float32 operands"));
@@ -606,8 +606,8 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
   };
   auto has = [](const std::vector<Opt>& os, OptOp op) { return std::any_of(os.begin(), os.end(), [&](auto& o) { return o.op == op; }); };
   if (tinygrad::detail::nvrtc()) {
-    tinygrad::CUDARenderer ren(true), ren_wg(true, true);
-    tinygrad::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
+    tinygrad::detail::CUDARenderer ren(true), ren_wg(true, true);
+    tinygrad::detail::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
     int wg_tiles = 0;
     for (auto& c : cases) {
       auto outs = std::get<3>(build(c, "CPU"));
@@ -618,7 +618,7 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
           INFO(c.name << ", " << what[i] << ", tile " << t);
           bool tiled = false;
           for (auto& k : kernels_of(outs[i])) {
-            auto p = tinygrad::to_program(k.ast, ren);
+            auto p = tinygrad::detail::to_program(k.ast, ren);
             if (!has(p.opts, OptOp::TILE)) continue;
             tiled = true;
             CHECK(has(p.opts, OptOp::MERGE));
@@ -632,12 +632,12 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
     // thread) over the merged rows (batch and pixels) and K (channels and taps)
     tinygrad::flags().tile = -1;
     Tensor x = Tensor::empty({512, 32, 28, 28}, DType::Float32, "CPU"), w = Tensor::empty({32, 32, 5, 5}, DType::Float32, "CPU");
-    auto p = tinygrad::to_program(kernels_of(x.conv2d(w)).at(0).ast, ren);
+    auto p = tinygrad::detail::to_program(kernels_of(x.conv2d(w)).at(0).ast, ren);
     CHECK(std::count_if(p.opts.begin(), p.opts.end(), [](auto& o) { return o.op == OptOp::MERGE; }) == 4);
     CHECK(p.opts.back() == Opt{OptOp::TILE, p.opts.back().axis, 10});
     // float16: the merged forward takes a staged tensor-core tile (TC) and compiles to mma.sync
     auto half = std::get<3>(build(cases[1], "CPU", DType::Float16));
-    auto ph = tinygrad::to_program(kernels_of(half[0]).at(0).ast, ren);
+    auto ph = tinygrad::detail::to_program(kernels_of(half[0]).at(0).ast, ren);
     CHECK(has(ph.opts, OptOp::MERGE));
     CHECK(std::any_of(ph.opts.begin(), ph.opts.end(), [](auto& o) { return o.op == OptOp::TC && o.amt > 0; }));
     CHECK_THAT(nv.compile(ph.src), Contains("mma.sync") && Contains("ldmatrix"));

@@ -149,12 +149,12 @@ TEST_CASE("dtype: weak C++ scalars take the tensor's dtype unless their kind is 
     CHECK(Tensor::ones({2}, BF16).relu().dtype() == BF16);
   }
   SECTION("weak_result directly") {
-    CHECK(tinygrad::weak_result(I8, false, false) == I8);
-    CHECK(tinygrad::weak_result(I8, true, false) == F32);
-    CHECK(tinygrad::weak_result(F16, true, false) == F16);
-    CHECK(tinygrad::weak_result(B, false, false) == I32);
-    CHECK(tinygrad::weak_result(B, false, true) == B);
-    CHECK(tinygrad::weak_result(B, true, false) == F32);
+    CHECK(tinygrad::detail::weak_result(I8, false, false) == I8);
+    CHECK(tinygrad::detail::weak_result(I8, true, false) == F32);
+    CHECK(tinygrad::detail::weak_result(F16, true, false) == F16);
+    CHECK(tinygrad::detail::weak_result(B, false, false) == I32);
+    CHECK(tinygrad::detail::weak_result(B, false, true) == B);
+    CHECK(tinygrad::detail::weak_result(B, true, false) == F32);
   }
 }
 
@@ -213,7 +213,7 @@ std::vector<uint32_t> any_nan(std::vector<uint32_t> v) {
 std::vector<std::string> cl_half_devices() {
   try { tinygrad::runtime("CL"); } catch (const tinygrad::DeviceError&) { return {}; }
   if (!tinygrad::runtime("CL").fp16) return {"CL"};
-  tinygrad::register_renderer("OpenCL-core-half", [](const tinygrad::DeviceRuntime&) { return std::make_unique<tinygrad::OpenCLRenderer>(false); });
+  tinygrad::register_renderer("OpenCL-core-half", [](const tinygrad::DeviceRuntime&) { return std::make_unique<tinygrad::detail::OpenCLRenderer>(false); });
   auto spec = tinygrad::detail::cl_device();
   spec.name = "CLHALFCORE";
   spec.renderer = "OpenCL-core-half";
@@ -227,11 +227,11 @@ TEST_CASE("dtype: float16 OpenCL kernels convert with vload_half / vstore_half_r
   Tensor t = (a * 3 + 1).cast(DType::Float16);
   std::unordered_map<const tinygrad::UOp*, int> slots;
   int nslots = 0;
-  for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = nslots++;
-  auto ks = tinygrad::create_schedule({t.uop()}, slots, nslots).kernels;
+  for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = nslots++;
+  auto ks = tinygrad::detail::create_schedule({t.uop()}, slots, nslots).kernels;
   REQUIRE(ks.size() == 1);
-  tinygrad::OpenCLRenderer core, native(true);
-  std::string c = tinygrad::to_program(ks[0].ast, core).src, n = tinygrad::to_program(ks[0].ast, native).src;
+  tinygrad::detail::OpenCLRenderer core, native(true);
+  std::string c = tinygrad::detail::to_program(ks[0].ast, core).src, n = tinygrad::detail::to_program(ks[0].ast, native).src;
   using Catch::Matchers::Contains;
   // (0x1fu: the integer path's exponent mask)
   CHECK_THAT(c, Contains("vload_half(") && Contains("vstore_half_rte(") && !Contains("0x1fu") && !Contains("cl_khr_fp16"));

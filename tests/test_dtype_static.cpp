@@ -10,7 +10,7 @@ using tinygrad::least_upper_dtype;
 namespace detail = tinygrad::detail;
 
 using namespace promo;
-constexpr int N = tinygrad::kNumDTypes;
+constexpr int N = tinygrad::detail::kNumDTypes;
 static_assert(N == 13);
 
 // the enum order is the table order (and tinygrad's priority order)
@@ -128,7 +128,7 @@ static_assert(tinygrad::dtype_of<int64_t>() == I64);
 static_assert(tinygrad::dtype_of<uint64_t>() == U64);
 static_assert(tinygrad::dtype_of<float>() == F32);
 static_assert(tinygrad::dtype_of<double>() == F64);
-static_assert(tinygrad::kDTypeInfo[size_t(F16)].itemsize == 2 && tinygrad::kDTypeInfo[size_t(F16)].kind == 'f');
-static_assert(tinygrad::kDTypeInfo[size_t(U64)].itemsize == 8 && tinygrad::kDTypeInfo[size_t(U64)].kind == 'u');
-static_assert(tinygrad::kDTypeInfo[size_t(B)].kind == 'b');
+static_assert(tinygrad::detail::kDTypeInfo[size_t(F16)].itemsize == 2 && tinygrad::detail::kDTypeInfo[size_t(F16)].kind == 'f');
+static_assert(tinygrad::detail::kDTypeInfo[size_t(U64)].itemsize == 8 && tinygrad::detail::kDTypeInfo[size_t(U64)].kind == 'u');
+static_assert(tinygrad::detail::kDTypeInfo[size_t(B)].kind == 'b');
 }  // namespace

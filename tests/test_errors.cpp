@@ -37,7 +37,7 @@ void still_works() {
 }
 
 Tensor f32(const Shape& s) {
-  std::vector<float> v(size_t(tinygrad::prod(s)));
+  std::vector<float> v(size_t(tinygrad::detail::prod(s)));
   for (size_t i = 0; i < v.size(); i++) v[i] = float(i);
   return Tensor(v, s);
 }
@@ -335,10 +335,10 @@ TEST_CASE("errors: a corrupt disk-cache entry is recompiled, not loaded", "[erro
   REQUIRE_FALSE(src.empty());
 
   // the entry: <cache_dir>/cpu/<hash(compiler key + source)>.ref naming the shared object and its hash
-  auto dir = tinygrad::cache_dir() / "cpu";
+  auto dir = tinygrad::detail::cache_dir() / "cpu";
   if (const char* cd = std::getenv("CACHEDIR")) CHECK(fs::equivalent(fs::path(cd) / "cpu", dir));
   std::string key = tinygrad::runtime("CPU").compiler->cache_key();
-  fs::path ref = dir / (tinygrad::hex64(tinygrad::hash_bytes(key + src)) + ".ref");
+  fs::path ref = dir / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(key + src)) + ".ref");
   REQUIRE(fs::exists(ref));
   std::string so_name;
   std::getline(std::ifstream(ref), so_name);

@@ -14,7 +14,7 @@ void check_grad(const Fn& f, const std::vector<Shape>& shapes, double lo = -2, d
   std::vector<std::vector<double>> vals;
   uint64_t s = 12345;
   for (auto& sh : shapes) {
-    std::vector<double> v(size_t(prod(sh)));
+    std::vector<double> v(size_t(detail::prod(sh)));
     for (auto& x : v) { s = s * 6364136223846793005ull + 1442695040888963407ull; x = lo + (hi - lo) * double(s >> 11) / double(1ull << 53); }
     vals.push_back(v);
   }

@@ -17,7 +17,7 @@ bool has_device(const std::string& d) {
 Tensor data(uint32_t seed, Shape s, const std::string& dev = "") {
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> v(size_t(prod(s)));
+  std::vector<float> v(size_t(detail::prod(s)));
   for (auto& x : v) x = u(g);
   return Tensor(v, s, dev);
 }

@@ -27,7 +27,7 @@ Vec rnd(size_t n, uint64_t seed, double lo = -1, double hi = 1) {
 }
 // a realized float32 tensor (values rounded to float32, returned as they are stored)
 Tensor f32(const Vec& v, Shape s) { return Tensor(std::vector<float>(v.begin(), v.end()), s); }
-Tensor f32(Shape s, uint64_t seed, double lo = -1, double hi = 1) { return f32(rnd(size_t(prod(s)), seed, lo, hi), s); }
+Tensor f32(Shape s, uint64_t seed, double lo = -1, double hi = 1) { return f32(rnd(size_t(detail::prod(s)), seed, lo, hi), s); }
 Vec vals(const Tensor& t) { return t.to_vector<double>(); }
 bool contains(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
@@ -46,7 +46,7 @@ Vec conv2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const Vec* b, int
   REQUIRE(Cg * g == C);
   int64_t OH = (H + 2 * pd[0] - dl[0] * (KH - 1) - 1) / st[0] + 1, OW = (W + 2 * pd[1] - dl[1] * (KW - 1) - 1) / st[1] + 1;
   os = {N, O, OH, OW};
-  Vec out(size_t(prod(os)));
+  Vec out(size_t(detail::prod(os)));
   for (int64_t n = 0; n < N; n++)
     for (int64_t o = 0; o < O; o++)
       for (int64_t oy = 0; oy < OH; oy++)
@@ -71,7 +71,7 @@ Vec conv_transpose2d_ref(const Vec& x, Shape xs, const Vec& w, Shape ws, const V
   int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], Og = ws[1], KH = ws[2], KW = ws[3], O = Og * g, Cg = C / g;
   int64_t OH = (H - 1) * st - 2 * pd + dl * (KH - 1) + opad + 1, OW = (W - 1) * st - 2 * pd + dl * (KW - 1) + opad + 1;
   os = {N, O, OH, OW};
-  Vec out(size_t(prod(os)));
+  Vec out(size_t(detail::prod(os)));
   for (int64_t n = 0; n < N; n++)
     for (int64_t o = 0; o < O; o++)
       for (int64_t i = 0; i < OH * OW; i++) out[size_t((n * O + o) * OH * OW + i)] = b ? (*b)[size_t(o)] : 0;

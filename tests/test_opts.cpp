@@ -38,7 +38,7 @@ std::string opts_str(const std::vector<Opt>& os) { std::string s; for (auto& o :
 
 // one kernel with its slots in guarded buffers (twice the size: NaN past the end of inputs, sentinels in the output)
 struct Guarded {
-  tinygrad::KernelAST k;
+  tinygrad::detail::KernelAST k;
   std::string dev;
   std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;  // by slot
   std::vector<int64_t> sizes;                           // the real sizes
@@ -63,12 +63,12 @@ Guarded guarded(const Tensor& t) {
 }
 // run the kernel once per opt list (compiled in one batch): each output; the tail of the output must stay untouched
 std::vector<std::vector<double>> run_each(Guarded& g, const std::vector<std::vector<Opt>>& optss) {
-  auto& d = tinygrad::get_device(g.dev);
-  std::vector<tinygrad::ProgramSpec> specs;
+  auto& d = tinygrad::detail::get_device(g.dev);
+  std::vector<tinygrad::detail::ProgramSpec> specs;
   std::vector<std::string> srcs;
   for (auto& o : optss) {
     INFO(opts_str(o));
-    specs.push_back(tinygrad::to_program(g.k.ast, *d.renderer, o));
+    specs.push_back(tinygrad::detail::to_program(g.k.ast, *d.renderer, o));
     srcs.push_back(specs.back().src);
   }
   auto bins = d.rt.compiler->compile_many(srcs);
@@ -105,7 +105,7 @@ std::string reason(Kernel k, const Opt& o) {
 }
 // the id of a kernel's first reduce axis
 int64_t reduce_axis(const Kernel& k) {
-  for (auto& r : k.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::AxisType::REDUCE) return r->range_id();
+  for (auto& r : k.ranges()) if (tinygrad::detail::axis_type(r) == tinygrad::detail::AxisType::REDUCE) return r->range_id();
   FAIL("the kernel has no reduce axis");
   return -1;
 }
@@ -173,7 +173,7 @@ void run_cases(const std::string& dev, size_t max_pairs, std::set<OptOp>& seen) 
   for (auto& c : cases(dev)) {
     INFO(dev << ": " << c.name);
     auto gk = guarded(c.t);
-    Kernel k(gk.k.ast, *tinygrad::get_device(dev).renderer);
+    Kernel k(gk.k.ast, *tinygrad::detail::get_device(dev).renderer);
     auto optss = opt_lists(k, g, max_pairs);
     for (auto& os : optss) for (auto& o : os) seen.insert(o.op);
     auto res = run_each(gk, optss);
@@ -187,7 +187,7 @@ TEST_CASE("opts: every CPU opt, alone, after a PADTO and in chains, computes wha
   std::set<OptOp> seen;
   run_cases("CPU", 1000, seen);
   for (OptOp op : {OptOp::UPCAST, OptOp::VECTOR, OptOp::UNROLL, OptOp::PADTO, OptOp::SWAP, OptOp::KBLOCK, OptOp::MERGE}) CHECK(seen.count(op));
-  if (tinygrad::get_device("CPU").renderer->threads > 1) CHECK(seen.count(OptOp::THREAD));
+  if (tinygrad::detail::get_device("CPU").renderer->threads > 1) CHECK(seen.count(OptOp::THREAD));
 }
 
 TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on a GPU device (CUDA, else OpenCL)", "[opts][gpu]") {
@@ -200,7 +200,7 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
   // pinned: a long sum split over a workgroup both ways, on a padded axis too, and locals on padded output axes
   Tensor t = rnd({5, 1000}, 9, gpu), a = rnd({17, 31}, 10, gpu), b = rnd({31, 13}, 11, gpu);
   auto gs = guarded(t.sum(1));
-  Kernel ks(gs.k.ast, *tinygrad::get_device(gpu).renderer);
+  Kernel ks(gs.k.ast, *tinygrad::detail::get_device(gpu).renderer);
   int64_t i = ks.ranges()[0]->range_id(), r = ks.ranges()[1]->range_id();
   std::vector<std::vector<Opt>> optss{{},
                                       {{OptOp::GROUP, r, 8}},
@@ -213,7 +213,7 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
   auto res = run_each(gs, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
   auto gm = guarded(a.matmul(b));
-  Kernel km(gm.k.ast, *tinygrad::get_device(gpu).renderer);
+  Kernel km(gm.k.ast, *tinygrad::detail::get_device(gpu).renderer);
   auto rs = km.ranges();
   int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
   optss = {{},
@@ -234,7 +234,7 @@ TEST_CASE("opts: the GPU heuristic groups a long reduce over axes no group size 
   // a channel's sum over 24 x 24 pixels of a (24, 16, 24) tensor (a conv's bias gradient): two reduce axes of 24
   Tensor t = rnd({24, 16, 24}, 40, gpu);
   auto g = guarded(t.sum({0, 2}));
-  auto os = tinygrad::hand_coded_optimizations(g.k.ast, *tinygrad::get_device(gpu).renderer);
+  auto os = tinygrad::detail::hand_coded_optimizations(g.k.ast, *tinygrad::detail::get_device(gpu).renderer);
   INFO(opts_str(os));
   REQUIRE(os.size() >= 2);
   CHECK(os[0].op == OptOp::MERGE);
@@ -255,7 +255,7 @@ TEST_CASE("opts: the GPU heuristic shares a sliding window's loads (taps unrolle
   // a conv into one channel (a 1-channel input's gradient): 3 channels of 12 x 12 by 5 x 5 taps, 8 x 8 outputs
   Tensor x = rnd({2, 3, 12, 12}, 41, gpu), w = rnd({1, 3, 5, 5}, 42, gpu);
   auto g = guarded(x.conv2d(w));
-  auto os = tinygrad::hand_coded_optimizations(g.k.ast, *tinygrad::get_device(gpu).renderer);
+  auto os = tinygrad::detail::hand_coded_optimizations(g.k.ast, *tinygrad::detail::get_device(gpu).renderer);
   INFO(opts_str(os));
   int unrolled = 0, upcast = 0;
   for (auto& o : os) unrolled += o.op == OptOp::UNROLL && o.amt == 5, upcast += o.op == OptOp::UPCAST;
@@ -277,13 +277,13 @@ TEST_CASE("opts: the GPU heuristic shares a sliding window's loads (taps unrolle
 TEST_CASE("opts: PADTO pads an axis: stores past the end are skipped, and results are as without it", "[opts]") {
   Tensor v = rnd({17}, 12), a = rnd({17, 31}, 13), b = rnd({31, 13}, 14);
   auto ge = guarded((v * 2).exp());
-  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   Kernel k(ge.k.ast, ren);
   int64_t i = k.ranges()[0]->range_id();
   Kernel kp = Kernel(k).apply({OptOp::PADTO, i, 8});
   CHECK(kp.ranges()[0]->range_end() == 24);
   CHECK(has(kp.valid_opts(), OptOp::UPCAST, i));  // 24 divides by 8 (17 did not)
-  auto src = tinygrad::to_program(kp).src;
+  auto src = tinygrad::detail::to_program(kp).src;
   CHECK_THAT(src, Contains("<17"));  // NOTE: the rendered gate; the C renderer prints comparisons without spaces
   std::vector<std::vector<Opt>> optss{{}, {{OptOp::PADTO, i, 8}}, {{OptOp::PADTO, i, 8}, {OptOp::UPCAST, i, 8}},
                                       {{OptOp::PADTO, i, 4}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, i, 5}}};
@@ -304,14 +304,14 @@ TEST_CASE("opts: PADTO pads an axis: stores past the end are skipped, and result
 
 TEST_CASE("opts: a CPU's padded loop axis loads its last index again (no masked load in the loop), a GPU's masks them", "[opts]") {
   Tensor a = rnd({17, 31}, 15), b = rnd({31, 16}, 16);
-  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   auto g = guarded(a.matmul(b));
   Kernel k(g.k.ast, ren);
   auto rs = k.ranges();
   int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
   // rows 17 -> 18, a register tile of 6 rows: the rows past the end read row 16, their stores are skipped
   std::vector<Opt> tile{{OptOp::PADTO, mi, 6}, {OptOp::UPCAST, mi, 6}};
-  std::string src = tinygrad::to_program(g.k.ast, ren, tile).src;
+  std::string src = tinygrad::detail::to_program(g.k.ast, ren, tile).src;
   INFO(src);
   CHECK_THAT(src, Contains("if (alu"));   // the last row's store is masked (rows 0-4 of a tile are always in range)
   CHECK_THAT(src, !Contains("if (1)"));   // nor marked
@@ -326,20 +326,20 @@ TEST_CASE("opts: a CPU's padded loop axis loads its last index again (no masked 
     CHECK_THAT(reason(Kernel(k13).apply({OptOp::PADTO, j13, lanes}), {OptOp::VECTOR, j13, lanes}), Contains("a load walks the axis with a stride"));
   }
   // a padded reduce axis still masks its loads (the identity is added there)
-  CHECK_THAT(tinygrad::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::PADTO, mk, 32}}).src, Contains(": 0.0f"));
+  CHECK_THAT(tinygrad::detail::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::PADTO, mk, 32}}).src, Contains(": 0.0f"));
   // a GPU kernel masks a padded loop axis's loads (TC stages its tiles from the masks)
-  tinygrad::OpenCLRenderer cl;
-  CHECK_THAT(tinygrad::to_program(g.k.ast, cl, tile).src, Contains(": 0.0f"));
+  tinygrad::detail::OpenCLRenderer cl;
+  CHECK_THAT(tinygrad::detail::to_program(g.k.ast, cl, tile).src, Contains(": 0.0f"));
 }
 
 TEST_CASE("opts: with 16 vector registers (AVX2) a matmul's register tile leaves 4 free: 6 rows padded, not 8", "[opts]") {
   // 8 rows x 16 floats were 16 float8 accumulators in 16 registers: they spilled (1024 matmul: 32 -> 42 GFLOP/s)
   Tensor a = rnd({64, 256}, 34), b = rnd({256, 64}, 35);
-  tinygrad::CRenderer avx2(1, 16), avx512(1, 32);
+  tinygrad::detail::CRenderer avx2(1, 16), avx512(1, 32);
   auto g = guarded(a.matmul(b));
   Kernel k(g.k.ast, avx2);
   int64_t mi = k.ranges()[0]->range_id();
-  auto os = tinygrad::hand_coded_optimizations(g.k.ast, avx2);
+  auto os = tinygrad::detail::hand_coded_optimizations(g.k.ast, avx2);
   INFO(opts_str(os));
   CHECK(has(os, OptOp::PADTO, mi));
   CHECK(std::any_of(os.begin(), os.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == mi && o.amt == 6; }));
@@ -347,7 +347,7 @@ TEST_CASE("opts: with 16 vector registers (AVX2) a matmul's register tile leaves
   for (auto& o : os) if (o.op == OptOp::UPCAST || o.op == OptOp::VECTOR) tile *= o.amt;
   CHECK(tile == 6 * 16);
   // 32 registers hold the 8 x 16 tile: unchanged there
-  auto os512 = tinygrad::hand_coded_optimizations(g.k.ast, avx512);
+  auto os512 = tinygrad::detail::hand_coded_optimizations(g.k.ast, avx512);
   INFO(opts_str(os512));
   CHECK(!has(os512, OptOp::PADTO));
   auto res = run_each(g, {{}, os, os512});
@@ -360,12 +360,12 @@ TEST_CASE("opts: a padded reduce axis adds the identity: max, prod, exp, broadca
   std::vector<float> c(17, 1.0f);
   c[3] = INFINITY; c[5] = -INFINITY; c[7] = NAN;
   Tensor cs = Tensor::from_data(c.data(), {17, 1}, t.device()).realize();
-  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   for (const Tensor& e : {t.max(1), (-t).max(1), t.exp().sum(1), (x + t).sum(1), (t * cs).sum(1), (t * cs).max(1), (t + 1).prod(1)}) {
     auto g = guarded(e);
     Kernel k(g.k.ast, ren);
     int64_t r = -1;
-    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::AxisType::REDUCE) r = x->range_id();
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == tinygrad::detail::AxisType::REDUCE) r = x->range_id();
     REQUIRE(r >= 0);
     std::vector<std::vector<Opt>> optss{{}, {{OptOp::PADTO, r, 32}}, {{OptOp::PADTO, r, 32}, {OptOp::UNROLL, r, 8}}};
     auto res = run_each(g, optss);
@@ -382,8 +382,8 @@ TEST_CASE("opts: a padded reduce axis adds the identity: max, prod, exp, broadca
 
 TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the kernel usable", "[opts]") {
   Tensor t = rnd({17, 31}, 15), x = rnd({17, 1}, 16), s = rnd({16, 32}, 17), big = rnd({5, 64}, 18);
-  tinygrad::CRenderer cpu(4);
-  tinygrad::OpenCLRenderer cl;
+  tinygrad::detail::CRenderer cpu(4);
+  tinygrad::detail::OpenCLRenderer cl;
   auto ast = [](const Tensor& u) { return guarded(u).k.ast; };
   auto ids = [](const Kernel& k) { std::vector<int64_t> r; for (auto& x : k.ranges()) r.push_back(x->range_id()); return r; };
   Kernel ksum(ast(t.sum(1)), cpu), kmax(ast(t.max(1)), cpu), kexp(ast(t.exp().sum(1)), cpu), kbc(ast((x + t).sum(1)), cpu);
@@ -426,7 +426,7 @@ TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the
   // the message names the opt and the kernel's axes
   CHECK_THAT(reason(ksum, {OptOp::PADTO, r, 64}), Contains("tinygrad::Kernel: Opt(PADTO, ") && Contains("[0:17 1:31r]"));
   // a rejected opt leaves the kernel as it was: it still takes legal opts and computes the same values
-  Kernel kk(ast(t.sum(1)), *tinygrad::get_device("CPU").renderer);
+  Kernel kk(ast(t.sum(1)), *tinygrad::detail::get_device("CPU").renderer);
   for (Opt bad : {Opt{OptOp::PADTO, r, 64}, Opt{OptOp::SWAP, i, r}, Opt{OptOp::UNROLL, r, 4}}) CHECK_THROWS_AS(kk.apply(bad), KernelOptError);
   CHECK(kk.applied().empty());
   kk.apply({OptOp::PADTO, r, 32}).apply({OptOp::UNROLL, r, 4});
@@ -435,18 +435,18 @@ TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the
   auto gt = guarded(t.sum(1));
   auto res = run_each(gt, {{}, kk.applied()});
   check_close(res[1], res[0], opts_str(kk.applied()));
-  CHECK_THROWS_AS(tinygrad::to_program(gt.k.ast, cpu, std::vector<Opt>{{OptOp::PADTO, r, 64}}), KernelOptError);
+  CHECK_THROWS_AS(tinygrad::detail::to_program(gt.k.ast, cpu, std::vector<Opt>{{OptOp::PADTO, r, 64}}), KernelOptError);
 }
 
 TEST_CASE("opts: MERGE joins two loop or two reduce axes, a conv's merges (gemm_merges) and opts after them compute what no opts compute", "[opts]") {
   Tensor img = rnd({2, 3, 9, 10}, 30), w = rnd({4, 3, 3, 3}, 31), t = rnd({6, 5, 7}, 32);
-  auto& cpu = *tinygrad::get_device("CPU").renderer;
-  auto ids = [](const Kernel& k, tinygrad::AxisType at) {
+  auto& cpu = *tinygrad::detail::get_device("CPU").renderer;
+  auto ids = [](const Kernel& k, tinygrad::detail::AxisType at) {
     std::vector<int64_t> r;
     for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == at) r.push_back(x->range_id());
     return r;
   };
-  const auto LOOP = tinygrad::AxisType::LOOP, REDUCE = tinygrad::AxisType::REDUCE;
+  const auto LOOP = tinygrad::detail::AxisType::LOOP, REDUCE = tinygrad::detail::AxisType::REDUCE;
   for (auto [name, y] : {std::pair{"conv", img.conv2d(w)}, std::pair{"conv, padding 1, stride 2", img.conv2d(w, std::nullopt, 1, {2}, {1}, {1})},
                          std::pair{"conv with a bias and relu", (img.conv2d(w) + rnd({1, 4, 1, 1}, 33)).relu()}}) {
     INFO(name);
@@ -487,13 +487,13 @@ TEST_CASE("opts: MERGE joins two loop or two reduce axes, a conv's merges (gemm_
 
 TEST_CASE("opts: SWAP exchanges the loop order, valid_opts lists the new opts only where legal", "[opts]") {
   Tensor t = rnd({17, 31}, 19), s = rnd({16, 32}, 20);
-  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   auto ge = guarded((t * 2).exp());
   Kernel k(ge.k.ast, ren);
   int64_t i = k.ranges()[0]->range_id(), j = k.ranges()[1]->range_id();
-  tinygrad::CRenderer cpu1(1);
+  tinygrad::detail::CRenderer cpu1(1);
   auto first_loop = [&](const std::vector<Opt>& os) {
-    std::string src = tinygrad::to_program(ge.k.ast, cpu1, os).src;
+    std::string src = tinygrad::detail::to_program(ge.k.ast, cpu1, os).src;
     auto at = src.find("for (");
     REQUIRE(at != std::string::npos);
     return src.substr(at, src.find('{', at) - at);
@@ -513,7 +513,7 @@ TEST_CASE("opts: SWAP exchanges the loop order, valid_opts lists the new opts on
   CHECK_FALSE(has(vs, OptOp::PADTO));
   CHECK_FALSE(has(vs, OptOp::SWAP));  // one loop axis
   CHECK_FALSE(has(vs, OptOp::GROUPTOP));
-  tinygrad::OpenCLRenderer cl;
+  tinygrad::detail::OpenCLRenderer cl;
   auto vg = Kernel(guarded(t.sum(1)).k.ast, cl).valid_opts();
   CHECK(has(vg, OptOp::NOLOCALS));
   CHECK(has(vg, OptOp::PADTO));
@@ -525,8 +525,8 @@ TEST_CASE("opts: SWAP exchanges the loop order, valid_opts lists the new opts on
 
 TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC", "[opts][cuda]") {
   if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: NVRTC compile check skipped"); return; }
-  tinygrad::CUDARenderer ren;
-  tinygrad::NVRTCCompiler nv("compute_90");
+  tinygrad::detail::CUDARenderer ren;
+  tinygrad::detail::NVRTCCompiler nv("compute_90");
   Tensor t = rnd({5, 1000}, 22), a = rnd({17, 31}, 23), b = rnd({31, 13}, 24);
   auto kt = guarded(t.sum(1)).k.ast, km = guarded(a.matmul(b)).k.ast;
   Kernel k1(kt, ren), k2(km, ren);
@@ -545,7 +545,7 @@ TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC"
   };
   for (auto& [ast, os] : pins) {
     INFO(opts_str(os));
-    auto p = tinygrad::to_program(ast, ren, os);
+    auto p = tinygrad::detail::to_program(ast, ren, os);
     CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
   }
 }
@@ -582,12 +582,12 @@ TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its roun
   float c = float(unique_constant());  // a new kernel AST in every run: the disk cache has no entry yet
   Tensor a = rnd({17, 31}, 25), b = rnd({31, 13}, 26);
   auto g = guarded(a.matmul(b) * c);
-  auto& d = tinygrad::get_device("CPU");
+  auto& d = tinygrad::detail::get_device("CPU");
   auto before = tinygrad::search_stats();
   int old_debug = tinygrad::flags().debug;
   tinygrad::flags().debug = 2;
   StderrCapture cap;
-  auto from_empty = tinygrad::beam_search(g.k.ast, d.rt, *d.renderer, 2, tinygrad::BeamStart::empty);
+  auto from_empty = tinygrad::detail::beam_search(g.k.ast, d.rt, *d.renderer, 2, tinygrad::detail::BeamStart::empty);
   std::string log = cap.done();
   tinygrad::flags().debug = old_debug;
   REQUIRE(from_empty);
@@ -596,13 +596,13 @@ TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its roun
   CHECK_THAT(log, Contains(" after "));
   // a winner other than the start is timed against it again, interleaved, before it is kept (noise guard)
   if (!from_empty->empty()) CHECK_THAT(log, Contains("BEAM confirm: winner "));
-  auto from_heuristic = tinygrad::beam_search(g.k.ast, d.rt, *d.renderer, 2);
+  auto from_heuristic = tinygrad::detail::beam_search(g.k.ast, d.rt, *d.renderer, 2);
   REQUIRE(from_heuristic);
   auto after = tinygrad::search_stats();
   CHECK(after.searches == before.searches + 2);  // two starts: two cache entries
   CHECK(after.candidates > before.candidates + 4);
   // the cache answers both now
-  CHECK(tinygrad::beam_search(g.k.ast, d.rt, *d.renderer, 2, tinygrad::BeamStart::empty) == from_empty);
+  CHECK(tinygrad::detail::beam_search(g.k.ast, d.rt, *d.renderer, 2, tinygrad::detail::BeamStart::empty) == from_empty);
   CHECK(tinygrad::search_stats().searches == after.searches);
   CHECK(tinygrad::search_stats().cache_hits == after.cache_hits + 1);
   auto res = run_each(g, {{}, *from_empty, *from_heuristic});
@@ -612,7 +612,7 @@ TEST_CASE("opts: BEAM starts from the heuristic or from no opts, prints its roun
 
 TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogues, padded and tiled reduces", "[opts]") {
   Tensor a = rnd({12, 256}, 22), b = rnd({256, 12}, 23), bias = rnd({12}, 24), t = rnd({7, 250}, 25);
-  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   auto loop = [](const Kernel& k, size_t n) { return k.ranges()[n]->range_id(); };
   struct C { std::string name; Tensor t; };
   for (auto& c : {C{"matmul", a.matmul(b)}, C{"matmul + bias, relu", (a.matmul(b) + bias).relu()}, C{"max", (a * 2).max(1)},
@@ -628,7 +628,7 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
     auto res = run_each(g, optss);
     for (size_t n = 1; n < res.size(); n++) check_close(res[n], res[0], opts_str(optss[n]));
     // the block loop is the outermost: the kernel's first loop runs over the blocks
-    std::string src = tinygrad::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::KBLOCK, r, 64}}).src;
+    std::string src = tinygrad::detail::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::KBLOCK, r, 64}}).src;
     auto at = src.find("for (");
     REQUIRE(at != std::string::npos);
     CHECK_THAT(src.substr(at, src.find('{', at) - at), Contains("< 4"));
@@ -642,7 +642,7 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
   check_close(res[2], res[0], "PADTO 32, KBLOCK 128, UNROLL 4");
   // through the public API with the heuristic's opts, which block a matmul whose operands outgrow the L2 (4 MB here)
   Tensor x = rnd({128, 4096}, 26), y = rnd({4096, 128}, 27);
-  auto heur = tinygrad::hand_coded_optimizations(one_kernel_schedule(x.matmul(y)).spec.kernels[0].ast, ren);
+  auto heur = tinygrad::detail::hand_coded_optimizations(one_kernel_schedule(x.matmul(y)).spec.kernels[0].ast, ren);
   CHECK(has(heur, OptOp::KBLOCK));
   auto hx = host(x), hy = host(y), got = host(x.matmul(y));
   size_t bad = 0;
@@ -657,8 +657,8 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
 
 TEST_CASE("opts: KBLOCK is refused where partial results cannot live in the output", "[opts]") {
   Tensor a = rnd({9, 256}, 28), b = rnd({256, 12}, 29);
-  tinygrad::CRenderer cpu(2);
-  tinygrad::OpenCLRenderer cl;
+  tinygrad::detail::CRenderer cpu(2);
+  tinygrad::detail::OpenCLRenderer cl;
   auto k = [&](const Tensor& t, const tinygrad::Renderer& ren) { return Kernel(one_kernel_schedule(t).spec.kernels[0].ast, ren); };
   Kernel mm = k(a.matmul(b), cpu);
   int64_t r = reduce_axis(mm), i = mm.ranges()[0]->range_id();
@@ -677,14 +677,14 @@ TEST_CASE("opts: KBLOCK is refused where partial results cannot live in the outp
   // the block loop is no loop axis for other opts: they cannot split, tile or reorder it
   Kernel kb = Kernel(mm).apply({OptOp::KBLOCK, r, 64});
   for (auto& rr : kb.ranges())
-    if (tinygrad::detail::axis_type(rr) == tinygrad::AxisType::KBLOCK) {
+    if (tinygrad::detail::axis_type(rr) == tinygrad::detail::AxisType::KBLOCK) {
       for (auto& o : kb.valid_opts()) CHECK(o.axis != rr->range_id());
       CHECK_THROWS_AS(Kernel(kb).apply({OptOp::UPCAST, rr->range_id(), 2}), KernelOptError);
     }
 }
 
 TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds the lanes after the loop", "[opts]") {
-  auto& ren = *tinygrad::get_device("CPU").renderer;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   int64_t lanes = ren.vector_lanes(DType::Float32);
   Tensor x = rnd({12, 256}, 30), w = rnd({20, 256}, 31), t = rnd({7, 250}, 32), bias = rnd({20}, 33);
   struct C { std::string name; Tensor t; };
@@ -699,13 +699,13 @@ TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds
                                         {{OptOp::UPCAST, i, 3}, {OptOp::VECTOR, r, lanes}}};
     if (reason(Kernel(k).apply({OptOp::VECTOR, r, lanes}), {OptOp::KBLOCK, r, 8}) == "accepted") optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::KBLOCK, r, 8}});
     else CHECK(c.name.find("two outputs") != std::string::npos);
-    if (tinygrad::detail::axis_type(k.ranges()[1]) == tinygrad::AxisType::LOOP)
+    if (tinygrad::detail::axis_type(k.ranges()[1]) == tinygrad::detail::AxisType::LOOP)
       optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, k.ranges()[1]->range_id(), 4}});
     if (ren.threads > 1) optss.push_back({{OptOp::THREAD, i, 2}, {OptOp::VECTOR, r, lanes}});
     auto res = run_each(g, optss);
     for (size_t n = 1; n < res.size(); n++) check_close(res[n], res[0], opts_str(optss[n]));
     // every load along the reduce is one vector load; the lanes are combined once, after the loop
-    std::string src = tinygrad::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::VECTOR, r, lanes}}).src;
+    std::string src = tinygrad::detail::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::VECTOR, r, lanes}}).src;
     INFO(src);
     CHECK_THAT(src, Contains(tinygrad::cat("float", lanes, " acc0")));
     CHECK_THAT(src, Contains(tinygrad::cat("sizeof(float", lanes, ")")));
@@ -719,7 +719,7 @@ TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds
   check_close(res[2], res[0], "PADTO 32, VECTOR, UNROLL 2");
   // the heuristic vectorizes x @ W.T along K, and the result matches a plain loop
   Tensor a = rnd({64, 384}, 34), b = rnd({96, 384}, 35);
-  auto heur = tinygrad::hand_coded_optimizations(one_kernel_schedule(a.matmul(b.transpose(0, 1))).spec.kernels[0].ast, ren);
+  auto heur = tinygrad::detail::hand_coded_optimizations(one_kernel_schedule(a.matmul(b.transpose(0, 1))).spec.kernels[0].ast, ren);
   INFO(opts_str(heur));
   CHECK(has(heur, OptOp::VECTOR));
   CHECK(has(heur, OptOp::UPCAST));
@@ -736,8 +736,8 @@ TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds
 
 TEST_CASE("opts: VECTOR on a reduce axis is refused where lanes cannot be vector loads", "[opts]") {
   Tensor a = rnd({9, 256}, 36), b = rnd({256, 12}, 37), w = rnd({12, 256}, 38);
-  tinygrad::CRenderer cpu(2);
-  tinygrad::OpenCLRenderer cl;
+  tinygrad::detail::CRenderer cpu(2);
+  tinygrad::detail::OpenCLRenderer cl;
   auto k = [&](const Tensor& t, const tinygrad::Renderer& ren) { return Kernel(one_kernel_schedule(t).spec.kernels[0].ast, ren); };
   int64_t lanes = cpu.vector_lanes(DType::Float32);
   Kernel wt = k(a.matmul(w.transpose(0, 1)), cpu);

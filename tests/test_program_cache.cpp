@@ -27,7 +27,7 @@ std::vector<float> expected(const std::vector<float>& x, int i) {
 std::set<std::string> mapped_kernels() {
   std::ifstream maps("/proc/self/maps");
   std::set<std::string> r;
-  std::string dir = cache_dir().string(), line;
+  std::string dir = detail::cache_dir().string(), line;
   while (std::getline(maps, line))
     if (auto p = line.find(dir); p != std::string::npos) r.insert(line.substr(p));
   return r;
@@ -39,7 +39,7 @@ TEST_CASE("program cache: at most the limit stays loaded, evicted programs are r
   Tensor x({-1.0f, 0.5f, 2.0f, -0.25f});
   std::string dev = x.device();
   Limits lim(3, 2);
-  std::vector<std::weak_ptr<CompiledKernel>> loaded;
+  std::vector<std::weak_ptr<detail::CompiledKernel>> loaded;
   for (int i = 0; i < 12; i++) {
     Tensor y = distinct(x, 400 + i);
     CHECK(y.to_vector<float>() == expected(x.to_vector<float>(), 400 + i));

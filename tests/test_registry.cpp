@@ -17,10 +17,10 @@ namespace {
 std::atomic<int> test_renders{0};
 // C for the CPU, counting its renders
 struct CountingRenderer : tinygrad::CRenderer {
-  using CRenderer::CRenderer;
+  using detail::CRenderer::CRenderer;
   std::string render(const std::string& name, const std::vector<tinygrad::UOpRef>& lin) const override {
     test_renders++;
-    return CRenderer::render(name, lin);
+    return detail::CRenderer::render(name, lin);
   }
 };
 // TESTDEV: the CPU's allocator, compiler and loader, the renderer family TESTC, one output keeps it busy
@@ -55,7 +55,7 @@ int64_t kernels_to_realize(Tensor& t) {
 }
 int count_ops(const tinygrad::UOpRef& root, Ops op) {
   int n = 0;
-  for (auto& u : tinygrad::toposort(root)) n += u->op == op;
+  for (auto& u : tinygrad::detail::toposort(root)) n += u->op == op;
   return n;
 }
 }  // namespace
@@ -82,8 +82,8 @@ TEST_CASE("registry: a device registered with a descriptor is found, listed, and
     CHECK(v[size_t(i)] == Approx(want));
   }
   CHECK(test_renders > before);
-  CHECK(dynamic_cast<CountingRenderer*>(tinygrad::get_device(dev).renderer.get()) != nullptr);
-  CHECK(&tinygrad::get_device(dev).rt == &tinygrad::runtime(dev));
+  CHECK(dynamic_cast<CountingRenderer*>(tinygrad::detail::get_device(dev).renderer.get()) != nullptr);
+  CHECK(&tinygrad::detail::get_device(dev).rt == &tinygrad::runtime(dev));
   // copies to and from it
   CHECK(b.to(tinygrad::host_device()).to_vector<float>() == v);
 }
@@ -106,7 +106,7 @@ TEST_CASE("registry: an unknown device is a DeviceError naming it and the known 
   d.host = false;
   d.renderer = "NO_SUCH_FAMILY";
   tinygrad::register_device(d);
-  CHECK_THAT(msg([] { tinygrad::get_device("NORENDER"); }), Contains("NORENDER") && Contains("NO_SUCH_FAMILY"));
+  CHECK_THAT(msg([] { tinygrad::detail::get_device("NORENDER"); }), Contains("NORENDER") && Contains("NO_SUCH_FAMILY"));
 }
 
 TEST_CASE("registry: split_reduceop runs in the scheduler with the device's parallelism", "[schedule][registry]") {
@@ -157,19 +157,19 @@ TEST_CASE("registry: launch dimensions are a type", "[runtime][registry]") {
   Tensor a(ramp(64 * 256), {64, 256}, tinygrad::host_device());
   auto ls = one_kernel_schedule((a * 3).exp2());
   const auto& ast = ls.spec.kernels[0].ast;
-  tinygrad::CRenderer cpu(4);
+  tinygrad::detail::CRenderer cpu(4);
   auto rs = tinygrad::Kernel(ast, cpu).ranges();
   REQUIRE(rs.size() == 2);
-  auto pc = tinygrad::to_program(ast, cpu, std::vector<tinygrad::Opt>{{tinygrad::OptOp::THREAD, rs[0]->range_id(), 4}});
+  auto pc = tinygrad::detail::to_program(ast, cpu, std::vector<tinygrad::Opt>{{tinygrad::OptOp::THREAD, rs[0]->range_id(), 4}});
   CHECK(pc.launch.threads == 4);
   CHECK(pc.launch.global == std::array<int64_t, 3>{1, 1, 1});
-  tinygrad::OpenCLRenderer cl;
-  auto pg = tinygrad::to_program(ast, cl, std::vector<tinygrad::Opt>{{tinygrad::OptOp::LOCAL, rs[1]->range_id(), 16}});
+  tinygrad::detail::OpenCLRenderer cl;
+  auto pg = tinygrad::detail::to_program(ast, cl, std::vector<tinygrad::Opt>{{tinygrad::OptOp::LOCAL, rs[1]->range_id(), 16}});
   CHECK(pg.launch.threads == 1);
   CHECK(pg.launch.local == std::array<int64_t, 3>{16, 1, 1});
   CHECK(pg.launch.global == std::array<int64_t, 3>{16, 64, 1});
   // a program launches with them: the CPU's runs on 4 cores
-  auto& dev = tinygrad::get_device(tinygrad::host_device());
+  auto& dev = tinygrad::detail::get_device(tinygrad::host_device());
   auto prg = dev.rt.load(pc.fn, dev.rt.compiler->compile(pc.src), pc.launch);
   auto out = std::make_shared<tinygrad::Buffer>(tinygrad::host_device(), tinygrad::DType::Float32, 64 * 256);
   std::vector<void*> ptrs;

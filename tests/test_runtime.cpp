@@ -63,9 +63,9 @@ std::string div_kernel(int k) {
          std::to_string(k) + "; }\n";
 }
 // compile with `c`, load, run on (x, y): x / y + k
-int run_div(tinygrad::CCompiler& c, int k, int x, int y) {
+int run_div(tinygrad::detail::CCompiler& c, int k, int x, int y) {
   std::string so = c.compile(div_kernel(k));
-  tinygrad::CPUProgram p("tg_div", so, 1);
+  tinygrad::detail::CPUProgram p("tg_div", so, 1);
   int out = 0, in[2] = {x, y};
   p.call({&out, in}, {}, true);
   return out;
@@ -127,7 +127,7 @@ TEST_CASE("runtime: kernels compile with -c and load from their objects, those t
     INFO(cc);
     EnvVar e("CC", cc);
     TmpDir base;
-    tinygrad::CCompiler c(base.p / "cpu");
+    tinygrad::detail::CCompiler c(base.p / "cpu");
     std::vector<std::string> srcs;
     std::vector<int> ks;
     for (int i = 0; i < 5; i++) srcs.push_back(exp_kernel(ks.emplace_back(unique_constant())));
@@ -137,18 +137,18 @@ TEST_CASE("runtime: kernels compile with -c and load from their objects, those t
     auto files = c.compile_many(srcs);
     for (size_t i = 0; i < 5; i++) {
       CHECK(ends_with(files[i], ".o"));  // placed by the loader: no linker ran for them
-      tinygrad::CPUProgram p("tg_exp_" + std::to_string(ks[i]), files[i], 1);
+      tinygrad::detail::CPUProgram p("tg_exp_" + std::to_string(ks[i]), files[i], 1);
       float out = 0, in = 1.5f;
       p.call({&out, &in}, {}, true);
       CHECK(out == Approx(std::exp(1.5f) + float(ks[i])));  // expf: libm's, through the loader's stub
     }
-    tinygrad::CPUProgram p("tg_div", files[5], 1);
+    tinygrad::detail::CPUProgram p("tg_div", files[5], 1);
     int out = 0, in[2] = {9, 2};
     p.call({&out, in}, {}, true);
     CHECK(out == 4 + std::stoi(srcs[5].substr(srcs[5].rfind("+ ") + 2)));
     // the writable one is in a shared object, and runs (twice: its counter counts)
     CHECK(ends_with(files[6], ".so"));
-    tinygrad::CPUProgram pc("tg_count", files[6], 1);
+    tinygrad::detail::CPUProgram pc("tg_count", files[6], 1);
     int n = 0;
     pc.call({&n}, {}, true);
     CHECK(n == kc + 1);
@@ -374,13 +374,13 @@ TEST_CASE("runtime: cache paths with spaces, quotes, $, semicolons, backticks an
   for (auto& n : names) {
     INFO(n);
     fs::path dir = base.p / n / "cpu";
-    tinygrad::CCompiler c(dir);
+    tinygrad::detail::CCompiler c(dir);
     int k = unique_constant();
     CHECK(run_div(c, k, 7, 2) == 3 + k);
     CHECK(fs::exists(dir));
     CHECK_FALSE(fs::exists(marker));
     // the second compiler finds the entry on disk: no recompile
-    tinygrad::CCompiler c2(dir);
+    tinygrad::detail::CCompiler c2(dir);
     std::string so = c2.compile(div_kernel(k));
     CHECK(fs::path(so).parent_path() == dir);
   }
@@ -389,7 +389,7 @@ TEST_CASE("runtime: cache paths with spaces, quotes, $, semicolons, backticks an
 
 TEST_CASE("runtime: CC may carry arguments, a missing one is named", "[runtime][cpu]") {
   TmpDir base;
-  tinygrad::CCompiler c(base.p / "cpu");
+  tinygrad::detail::CCompiler c(base.p / "cpu");
   std::string cc = tinygrad::detail::on_path("gcc") ? "gcc" : tinygrad::detail::on_path("clang") ? "clang" : "cc";
   std::string plain_key;
   {
@@ -511,8 +511,8 @@ TEST_CASE("runtime: an unsafe cache folder falls back to a private one, with one
   int saved = ::dup(2), f = ::open(errf.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   ::dup2(f, 2);
   ::close(f);
-  tinygrad::CCompiler c(shared);
-  tinygrad::CCompiler c2(shared);
+  tinygrad::detail::CCompiler c(shared);
+  tinygrad::detail::CCompiler c2(shared);
   std::fflush(stderr);
   ::dup2(saved, 2);
   ::close(saved);
@@ -553,7 +553,7 @@ TEST_CASE("runtime: scratch files and folders left by killed processes are remov
   auto file = tmp / (std::to_string(dead) + "_7");  // a half-written file (write_file_atomic)
   std::ofstream(file) << "x";
   fs::last_write_time(file, old);
-  tinygrad::CCompiler c(dir);
+  tinygrad::detail::CCompiler c(dir);
   CHECK_FALSE(fs::exists(file));
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(young));
@@ -572,7 +572,7 @@ TEST_CASE("runtime child: realize on CPU", "[.runtime_child]") {
   int k = unique_constant();
   tinygrad::Tensor t(std::vector<int>{1, 2, 3}, {3}, "CPU");
   REQUIRE((t * k).to_vector<int>() == std::vector<int>{k, 2 * k, 3 * k});
-  std::printf("private folder: %s\n", tinygrad::cache_dir().c_str());
+  std::printf("private folder: %s\n", tinygrad::detail::cache_dir().c_str());
 }
 
 TEST_CASE("runtime: the CPU device works in a process whose cache folder is unusable", "[runtime][cpu]") {
@@ -617,7 +617,7 @@ TEST_CASE("runtime: the CPU device works in a process whose cache folder is unus
 TEST_CASE("runtime child: a UB kernel under CPU_SANITIZE", "[.runtime_ub_child]") {
   const char* dir = std::getenv("TG_CHILD_DIR");
   if (!dir) { WARN("a child of the CPU_SANITIZE test: needs TG_CHILD_DIR"); return; }
-  tinygrad::CCompiler c{fs::path(dir), "undefined"};
+  tinygrad::detail::CCompiler c{fs::path(dir), "undefined"};
   int k = unique_constant();
   REQUIRE(run_div(c, k, 6, 3) == 2 + k);  // loads into this unsanitized process and runs
   std::printf("loaded\n");
@@ -628,12 +628,12 @@ TEST_CASE("runtime child: a UB kernel under CPU_SANITIZE", "[.runtime_ub_child]"
 
 TEST_CASE("runtime: CPU_SANITIZE=undefined builds kernels that stop at undefined behaviour", "[runtime][cpu]") {
   TmpDir base;
-  CHECK_THROWS_AS(tinygrad::CCompiler(base.p, "undefined; rm -rf"), tinygrad::DeviceError);
+  CHECK_THROWS_AS(tinygrad::detail::CCompiler(base.p, "undefined; rm -rf"), tinygrad::DeviceError);
   for (std::string cc : {"gcc", "clang"}) {
     if (!tinygrad::detail::on_path(cc)) { WARN(cc << " is not on PATH: skipped"); continue; }
     INFO(cc);
     EnvVar e("CC", cc);
-    tinygrad::CCompiler plain(base.p / "cpu"), san(base.p / "cpu", "undefined");
+    tinygrad::detail::CCompiler plain(base.p / "cpu"), san(base.p / "cpu", "undefined");
     CHECK(plain.cache_key() != san.cache_key());  // the flags are part of the cache key
     EnvVar d("TG_CHILD_DIR", (base.p / "cpu").string());
     auto [st, out] = tinygrad::detail::run_process({self_exe(), "runtime child: a UB kernel under CPU_SANITIZE"});
@@ -659,8 +659,8 @@ namespace {
 // a CCompiler's cache entry for `src`: its .ref and the object it names
 struct Entry {
   fs::path ref, obj;
-  Entry(tinygrad::CCompiler& c, const fs::path& dir, const std::string& src, const std::string& path) {
-    ref = dir / (tinygrad::hex64(tinygrad::hash_bytes(c.cache_key() + src)) + ".ref");
+  Entry(tinygrad::detail::CCompiler& c, const fs::path& dir, const std::string& src, const std::string& path) {
+    ref = dir / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(c.cache_key() + src)) + ".ref");
     obj = path;
   }
 };
@@ -679,33 +679,33 @@ void age(const fs::path& dir, int s) {
 }  // namespace
 
 TEST_CASE("runtime: a cache file is read only when it is a regular file of a sane size, never waiting", "[runtime][cpu]") {
-  using tinygrad::read_file;
+  using tinygrad::detail::read_file;
   TmpDir d;
   std::string why;
   std::ofstream(d.p / "f") << "abc";
-  CHECK(read_file(d.p / "f", &why) == "abc");
+  CHECK(detail::read_file(d.p / "f", &why) == "abc");
   CHECK(why.empty());
-  CHECK(read_file(d.p / "missing", &why).empty());
+  CHECK(detail::read_file(d.p / "missing", &why).empty());
   CHECK(why.empty());  // missing is a miss, not a problem
   fs::create_symlink("/dev/zero", d.p / "zero");
-  CHECK(read_file(d.p / "zero", &why).empty());
+  CHECK(detail::read_file(d.p / "zero", &why).empty());
   CHECK_THAT(why, Contains("zero"));
   fs::create_directory(d.p / "dir");
-  CHECK(read_file(d.p / "dir", &why).empty());
+  CHECK(detail::read_file(d.p / "dir", &why).empty());
   CHECK_THAT(why, Contains("not a regular file"));
   REQUIRE(::mkfifo((d.p / "fifo").c_str(), 0600) == 0);
-  CHECK(read_file(d.p / "fifo", &why).empty());  // O_NONBLOCK: no writer, no wait
+  CHECK(detail::read_file(d.p / "fifo", &why).empty());  // O_NONBLOCK: no writer, no wait
   CHECK_THAT(why, Contains("not a regular file"));
   { std::ofstream(d.p / "huge"); }
   fs::resize_file(d.p / "huge", uint64_t(1) << 40);  // sparse: a terabyte the size check refuses unread
-  CHECK(read_file(d.p / "huge", &why).empty());
+  CHECK(detail::read_file(d.p / "huge", &why).empty());
   CHECK_THAT(why, Contains("more than"));
 }
 
 TEST_CASE("runtime: a corrupt CPU cache entry (link, directory, FIFO, outside .ref, truncated, refused object) is compiled again", "[runtime][cpu]") {
   TmpDir base;
   fs::path dir = base.p / "cpu";
-  tinygrad::CCompiler c(dir);
+  tinygrad::detail::CCompiler c(dir);
   int k = unique_constant();
   std::string src = div_kernel(k);
   std::string first = c.compile(src);
@@ -746,7 +746,7 @@ TEST_CASE("runtime: a corrupt CPU cache entry (link, directory, FIFO, outside .r
   for (std::string name : {std::string("../outside.o"), (base.p / "outside.o").string(), std::string("o_0123456789abcdef.o/../../outside.o")}) {
     INFO(name);
     std::ofstream(base.p / "outside.o", std::ios::binary) << good_obj;
-    std::ofstream(e.ref, std::ios::trunc) << name << "\n" << tinygrad::hex64(tinygrad::hash_bytes(good_obj)) << "\n";
+    std::ofstream(e.ref, std::ios::trunc) << name << "\n" << tinygrad::detail::hex64(tinygrad::detail::hash_bytes(good_obj)) << "\n";
     compiles_and_runs();
     CHECK(file_text(e.ref).rfind(name, 0) != 0);
   }
@@ -764,7 +764,7 @@ TEST_CASE("runtime: a corrupt CPU cache entry (link, directory, FIFO, outside .r
     }
   }
   std::ofstream(e.obj, std::ios::binary | std::ios::trunc) << bad;
-  std::ofstream(e.ref, std::ios::trunc) << e.obj.filename().string() << "\n" << tinygrad::hex64(tinygrad::hash_bytes(bad)) << "\n";
+  std::ofstream(e.ref, std::ios::trunc) << e.obj.filename().string() << "\n" << tinygrad::detail::hex64(tinygrad::detail::hash_bytes(bad)) << "\n";
   compiles_and_runs();
   CHECK(file_text(e.obj) != bad);
 }
@@ -775,7 +775,7 @@ TEST_CASE("runtime: an OpenCL cache entry that is a link, a directory or a FIFO 
   std::string name = "tg_cl_" + std::to_string(unique_constant()), src = "__kernel void " + name + "(__global float* a) { a[0] = 1.0f; }\n";
   std::string bin = comp.compile(src);
   REQUIRE_FALSE(bin.empty());
-  fs::path entry = tinygrad::cache_dir() / "cl" / (tinygrad::hex64(tinygrad::hash_bytes(comp.cache_key() + "\n" + src)) + ".bin");
+  fs::path entry = tinygrad::detail::cache_dir() / "cl" / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(comp.cache_key() + "\n" + src)) + ".bin");
   REQUIRE(fs::is_regular_file(entry));
   for (int kind = 0; kind < 3; kind++) {
     INFO(kind);
@@ -791,7 +791,7 @@ TEST_CASE("runtime: an OpenCL cache entry that is a link, a directory or a FIFO 
   // a batch reference to a file outside the folder is not followed
   std::string outside = (fs::temp_directory_path() / ("tg_cl_outside_" + std::to_string(::getpid()))).string();
   std::ofstream(outside, std::ios::binary) << bin;
-  std::ofstream(entry, std::ios::trunc) << "tinygrad OpenCL batch\nk0\n" << outside << "\n" << tinygrad::hex64(tinygrad::hash_bytes(bin)) << "\n";
+  std::ofstream(entry, std::ios::trunc) << "tinygrad OpenCL batch\nk0\n" << outside << "\n" << tinygrad::detail::hex64(tinygrad::detail::hash_bytes(bin)) << "\n";
   CHECK(comp.compile(src).rfind("tinygrad OpenCL batch", 0) != 0);
   fs::remove(outside);
 }
@@ -803,9 +803,9 @@ struct CountingAllocator : tinygrad::CPUAllocator {
   void* alloc_raw(size_t bytes) override {
     if (outstanding + bytes > cap) return nullptr;
     raw_allocs++, outstanding += bytes;
-    return tinygrad::CPUAllocator::alloc_raw(bytes);
+    return tinygrad::detail::CPUAllocator::alloc_raw(bytes);
   }
-  void free_raw(void* p, size_t bytes) override { raw_frees++, outstanding -= bytes; tinygrad::CPUAllocator::free_raw(p, bytes); }
+  void free_raw(void* p, size_t bytes) override { raw_frees++, outstanding -= bytes; tinygrad::detail::CPUAllocator::free_raw(p, bytes); }
 };
 }  // namespace
 
@@ -870,7 +870,7 @@ TEST_CASE("runtime: the disk cache stays under CACHE_SIZE, evicting the least re
   TmpDir base;
   fs::path dir = base.p / "cpu";
   EnvVar limit("CACHE_SIZE", "20000");
-  tinygrad::CCompiler c(dir);
+  tinygrad::detail::CCompiler c(dir);
   std::ofstream(base.p / "keep") << "x";
   fs::create_directories(dir);
   std::ofstream(dir / "notes.txt") << "not an entry: never evicted";
@@ -880,7 +880,7 @@ TEST_CASE("runtime: the disk cache stays under CACHE_SIZE, evicting the least re
     CHECK(run_div(c, k, 9, 2) == 4 + k);
     CHECK(entry_bytes(dir) <= 20000 + 20000 / 16 + 4096);  // scanned every 1/16 of the limit written: one entry past it
     if (i == 24) {  // the oldest are gone, the one used again is not
-      auto ref = [&](int kk) { return dir / (tinygrad::hex64(tinygrad::hash_bytes(c.cache_key() + div_kernel(kk))) + ".ref"); };
+      auto ref = [&](int kk) { return dir / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(c.cache_key() + div_kernel(kk))) + ".ref"); };
       CHECK(fs::exists(ref(ks[0])));
       CHECK_FALSE(fs::exists(ref(ks[1])));
     }

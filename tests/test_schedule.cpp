@@ -17,7 +17,7 @@ namespace {
 Tensor input(const Shape& s, uint32_t seed, float lo = -1, float hi = 1) {
   std::mt19937 g(seed);
   std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(size_t(tinygrad::prod(s)));
+  std::vector<float> v(size_t(tinygrad::detail::prod(s)));
   for (auto& x : v) x = d(g);
   Tensor t(v, s);
   REQUIRE(t.is_realized());
@@ -126,10 +126,10 @@ TEST_CASE("schedule: index math is 64-bit only in a kernel whose indices can pas
   auto index_dtypes = [](const Tensor& t) {
     std::unordered_map<const tinygrad::UOp*, int> slots;
     int n = 0;
-    for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
     std::set<DType> dts;
-    for (auto& k : tinygrad::create_schedule({t.uop()}, slots, n).kernels)
-      for (auto& u : tinygrad::toposort(k.ast)) if (u->op == tinygrad::Ops::RANGE) dts.insert(u->dtype);
+    for (auto& k : tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels)
+      for (auto& u : tinygrad::detail::toposort(k.ast)) if (u->op == tinygrad::Ops::RANGE) dts.insert(u->dtype);
     return dts;
   };
   const int64_t big = int64_t(1) << 32;
@@ -233,7 +233,7 @@ TEST_CASE("schedule: sum and max of one input over the same axes are 1 kernel", 
     std::vector<int64_t> perm;
     for (int64_t d = 0; d < int64_t(shape.size()); d++) if (d != axis) perm.push_back(d);
     perm.push_back(axis);
-    int64_t cols = shape[size_t(axis)], rows = tinygrad::prod(shape) / cols;
+    int64_t cols = shape[size_t(axis)], rows = tinygrad::detail::prod(shape) / cols;
     RowStats want = row_stats(host(x.permute(perm).contiguous()), rows, cols);
     auto gs = host(s), gm = host(m);
     REQUIRE(gs.size() == size_t(rows));
@@ -452,9 +452,9 @@ TEST_CASE("schedule: a one-hot sum folds into one read per output: an embedding 
   auto no_reduce = [](const Tensor& t) {
     std::unordered_map<const tinygrad::UOp*, int> slots;
     int n = 0;
-    for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-    for (auto& k : tinygrad::create_schedule({t.uop()}, slots, n).kernels)
-      for (auto& u : tinygrad::toposort(k.ast)) if (u->op == tinygrad::Ops::REDUCE) return false;
+    for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    for (auto& k : tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels)
+      for (auto& u : tinygrad::detail::toposort(k.ast)) if (u->op == tinygrad::Ops::REDUCE) return false;
     return true;
   };
   Tensor e = tinygrad::nn::embedding(idx, w);
@@ -480,11 +480,11 @@ TEST_CASE("schedule: reduces of different lengths side by side get kernels of th
   Tensor dx = tinygrad::gradient((y * g).sum(), {x})[0];
   std::unordered_map<const tinygrad::UOp*, int> slots;
   int n = 0;
-  for (auto& u : tinygrad::toposort(dx.uop()))
+  for (auto& u : tinygrad::detail::toposort(dx.uop()))
     if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-  for (auto& k : tinygrad::create_schedule({dx.uop()}, slots, n).kernels) {
+  for (auto& k : tinygrad::detail::create_schedule({dx.uop()}, slots, n).kernels) {
     std::set<int64_t> lengths;
-    for (auto& u : tinygrad::toposort(k.ast))
+    for (auto& u : tinygrad::detail::toposort(k.ast))
       if (u->op == tinygrad::Ops::REDUCE) {
         int64_t t = 1;
         for (size_t i = 1; i < u->src.size(); i++) t *= u->src[i]->range_end();

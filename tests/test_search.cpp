@@ -19,7 +19,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 struct OneKernel {
-  tinygrad::KernelAST k;
+  tinygrad::detail::KernelAST k;
   std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;  // by slot
 };
 // the single kernel computing t from realized inputs, with buffers for its slots
@@ -30,10 +30,10 @@ OneKernel one_kernel(const Tensor& t) {
 }
 // run many opt lists of one kernel (compiled in one batch); each output as doubles
 std::vector<std::vector<double>> run_each(OneKernel& ok, const std::string& dev, const std::vector<std::vector<Opt>>& optss) {
-  auto& d = tinygrad::get_device(dev);
-  std::vector<tinygrad::ProgramSpec> specs;
+  auto& d = tinygrad::detail::get_device(dev);
+  std::vector<tinygrad::detail::ProgramSpec> specs;
   std::vector<std::string> srcs;
-  for (auto& o : optss) { specs.push_back(tinygrad::to_program(ok.k.ast, *d.renderer, o)); srcs.push_back(specs.back().src); }
+  for (auto& o : optss) { specs.push_back(tinygrad::detail::to_program(ok.k.ast, *d.renderer, o)); srcs.push_back(specs.back().src); }
   auto bins = d.rt.compiler->compile_many(srcs);
   std::vector<void*> ptrs;
   for (int s : ok.k.slots) ptrs.push_back(ok.bufs[size_t(s)]->ptr());
@@ -71,7 +71,7 @@ int unique_constant() {
 TEST_CASE("search: Kernel::apply rejects illegal opts with the reason and stays usable", "[search]") {
   Tensor a = rnd({24, 40}, 1), b = rnd({40, 12}, 2);
   auto ok = one_kernel(a.matmul(b));
-  tinygrad::CRenderer cpu(4);
+  tinygrad::detail::CRenderer cpu(4);
   Kernel k(ok.k.ast, cpu);
   auto rs = k.ranges();
   REQUIRE(rs.size() == 3);  // 24, 12 loops and the 40 reduce
@@ -98,7 +98,7 @@ TEST_CASE("search: Kernel::apply rejects illegal opts with the reason and stays 
   catch (const KernelOptError& e) { CHECK_THAT(e.what(), Contains("register expansion 512")); }
   CHECK(big.applied().size() == 2);  // a rejected opt leaves the kernel as it was
   // GPU renderers: workgroups instead of threads
-  tinygrad::CUDARenderer gpu;
+  tinygrad::detail::CUDARenderer gpu;
   Kernel g(ok.k.ast, gpu);
   g.apply({OptOp::LOCAL, i, 8}).apply({OptOp::GROUP, r, 8});
   CHECK(g.workgroup() == 64);
@@ -106,7 +106,7 @@ TEST_CASE("search: Kernel::apply rejects illegal opts with the reason and stays 
   for (auto& o : g.valid_opts()) { any_thread |= o.op == OptOp::THREAD; any_local |= o.op == OptOp::LOCAL; }
   CHECK_FALSE(any_thread);
   CHECK(any_local);
-  CHECK_THROWS_AS(tinygrad::to_program(ok.k.ast, cpu, std::vector<Opt>{{OptOp::UNROLL, i, 2}}), KernelOptError);
+  CHECK_THROWS_AS(tinygrad::detail::to_program(ok.k.ast, cpu, std::vector<Opt>{{OptOp::UNROLL, i, 2}}), KernelOptError);
 }
 
 TEST_CASE("search: every valid opt, and random chains of them, compute what no opts compute", "[search]") {
@@ -126,7 +126,7 @@ TEST_CASE("search: every valid opt, and random chains of them, compute what no o
   for (auto& [name, tensor] : cases) {
     INFO(name);
     auto ok = one_kernel(tensor);
-    auto& d = tinygrad::get_device(dev);
+    auto& d = tinygrad::detail::get_device(dev);
     Kernel k(ok.k.ast, *d.renderer);
     std::vector<std::vector<Opt>> optss{{}};
     auto valid = k.valid_opts();
@@ -185,26 +185,26 @@ TEST_CASE("search: a BEAM cache entry that is out of range or does not parse com
   auto want = (a * k).sum(1).to_vector<float>();
   OneKernel ok = one_kernel((a * k).sum(1));
   std::string dev = tinygrad::default_device();
-  auto& d = tinygrad::get_device(dev);
+  auto& d = tinygrad::detail::get_device(dev);
   Kernel kr(ok.k.ast, *d.renderer);
   int64_t axis = kr.ranges().back()->range_id();
   // PADTO by INT64_MAX overflowed (n + amt - 1) and passed the check; a kernel that never wrote its output
   for (int64_t amt : {std::numeric_limits<int64_t>::max(), std::numeric_limits<int64_t>::max() / 2, int64_t(74)}) {
     INFO("PADTO amount " << amt);
     CHECK_THROWS_AS(Kernel(ok.k.ast, *d.renderer).apply({OptOp::PADTO, axis, amt}), KernelOptError);
-    CHECK_THROWS_AS(tinygrad::apply_opt(ok.k.ast, {OptOp::PADTO, axis, amt}), KernelOptError);
+    CHECK_THROWS_AS(tinygrad::detail::apply_opt(ok.k.ast, {OptOp::PADTO, axis, amt}), KernelOptError);
   }
   CHECK_THROWS_WITH(Kernel(ok.k.ast, *d.renderer).apply({OptOp::UPCAST, axis, int64_t(1) << 60}), Contains("amount is not in"));
   CHECK_NOTHROW(Kernel(ok.k.ast, *d.renderer).apply({OptOp::PADTO, axis, 40}));
-  auto file = tinygrad::beam_cache_file(ok.k.ast, d.rt, *d.renderer, 2);
+  auto file = tinygrad::detail::beam_cache_file(ok.k.ast, d.rt, *d.renderer, 2);
   std::string padto = std::to_string(int(OptOp::PADTO)) + " " + std::to_string(axis) + " ";
   for (std::string entry : {padto + "9223372036854775807\nend\n", std::string("0 0"), padto + "40\n", std::string(""),
                             padto + "40\nend\nx", padto + "4O\nend\n", padto + "40 1\nend\n", std::string("99 0 4\nend\n"),
                             padto + "99999999999999999999\nend\n"}) {
     INFO("cache entry '" << entry << "'");
-    tinygrad::write_file_atomic(file, entry);
+    tinygrad::detail::write_file_atomic(file, entry);
     auto before = tinygrad::search_stats();
-    auto opts = tinygrad::beam_search(ok.k.ast, d.rt, *d.renderer, 2);
+    auto opts = tinygrad::detail::beam_search(ok.k.ast, d.rt, *d.renderer, 2);
     REQUIRE(opts);
     CHECK(tinygrad::search_stats().searches == before.searches + 1);
     CHECK(tinygrad::search_stats().cache_hits == before.cache_hits);
@@ -212,9 +212,9 @@ TEST_CASE("search: a BEAM cache entry that is out of range or does not parse com
     check_close(got, std::vector<double>(want.begin(), want.end()), "searched again");
   }
   // a complete entry is used
-  tinygrad::write_file_atomic(file, padto + "40\nend\n");
+  tinygrad::detail::write_file_atomic(file, padto + "40\nend\n");
   auto before = tinygrad::search_stats();
-  auto opts = tinygrad::beam_search(ok.k.ast, d.rt, *d.renderer, 2);
+  auto opts = tinygrad::detail::beam_search(ok.k.ast, d.rt, *d.renderer, 2);
   REQUIRE(opts);
   CHECK(*opts == std::vector<Opt>{{OptOp::PADTO, axis, 40}});
   CHECK(tinygrad::search_stats().cache_hits == before.cache_hits + 1);

@@ -40,21 +40,21 @@ UOpRef kernel_with(const UOpRef& r, const UOpRef& v) { return sink({store(g0, r,
 // the SpecError verify_graph throws for sink at stage s, its message matching every part
 void rejects(const UOpRef& sink, Stage s, Ops op, std::vector<std::string> parts) {
   try {
-    tinygrad::verify_graph(sink, s, "test_pass");
+    tinygrad::detail::verify_graph(sink, s, "test_pass");
     FAIL("accepted:\n" << tinygrad::print_graph(sink));
   } catch (const tinygrad::SpecError& e) {
     INFO(e.what());
     CHECK(e.stage == s);
     CHECK(e.op == op);
     CHECK(e.pass == "test_pass");
-    CHECK_THAT(e.what(), Contains(std::string("stage '") + tinygrad::stage_name(s) + "'") && Contains("after pass 'test_pass'") &&
+    CHECK_THAT(e.what(), Contains(std::string("stage '") + tinygrad::detail::stage_name(s) + "'") && Contains("after pass 'test_pass'") &&
                              Contains(std::string(tinygrad::op_name(op)) + ":") && Contains("> %"));
     for (auto& p : parts) CHECK_THAT(e.what(), Contains(p));
   }
 }
 void rejects_linear(const std::vector<UOpRef>& lin, Ops op, const std::string& part) {
   try {
-    tinygrad::verify_linear(lin, "test_pass");
+    tinygrad::detail::verify_linear(lin, "test_pass");
     FAIL("accepted");
   } catch (const tinygrad::SpecError& e) {
     INFO(e.what());
@@ -86,7 +86,7 @@ TEST_CASE("spec: every stage accepts what the pipeline makes", "[spec]") {
     INFO("case " << i);
     auto ks = kernels_of(cases[i]);  // the tensor graph and each kernel AST are checked here
     for (auto& k : ks) {
-      CHECK_NOTHROW(tinygrad::verify_graph(k.ast, Stage::KERNEL, "schedule"));
+      CHECK_NOTHROW(tinygrad::detail::verify_graph(k.ast, Stage::KERNEL, "schedule"));
       for (tinygrad::Renderer* r : std::initializer_list<tinygrad::Renderer*>{&c, &cuda, &cl}) {
         CHECK_NOTHROW(tinygrad::to_program(k.ast, *r));  // every lowering pass and the linear program
         n++;
@@ -97,7 +97,7 @@ TEST_CASE("spec: every stage accepts what the pipeline makes", "[spec]") {
   // and the tensor graphs as the frontend builds them, gradients included
   Tensor x = Tensor::rand({8, 16}).requires_grad_(), y = (x.matmul(Tensor::rand({16, 4})).relu() * 2).sum();
   y.backward();
-  CHECK_NOTHROW(tinygrad::verify_graph(make_uop(Ops::SINK, DType::Bool, {x.grad()->uop(), y.uop()}), Stage::TENSOR, "frontend"));
+  CHECK_NOTHROW(tinygrad::detail::verify_graph(make_uop(Ops::SINK, DType::Bool, {x.grad()->uop(), y.uop()}), Stage::TENSOR, "frontend"));
 }
 
 TEST_CASE("spec: ops outside their stage, source counts, arg kinds", "[spec]") {
@@ -154,11 +154,11 @@ TEST_CASE("spec: memory and loops in kernels", "[spec]") {
           Stage::KERNEL, Ops::RANGE, {"[end >= 0, id >= 0, axis kind]"});
   auto rl = range(4, 0, tinygrad::AxisType::LOCAL);
   rejects(kernel_with(rl, load(g1, rl)), Stage::KERNEL, Ops::RANGE, {"LOOP or REDUCE"});
-  CHECK_NOTHROW(tinygrad::verify_graph(kernel_with(rl, load(g1, rl)), Stage::OPTIMIZED, "opts"));
+  CHECK_NOTHROW(tinygrad::detail::verify_graph(kernel_with(rl, load(g1, rl)), Stage::OPTIMIZED, "opts"));
   // REDUCE: over ranges, of a reduce op, of its value's dtype
   auto rr = range(8, 1, tinygrad::AxisType::REDUCE);
   auto sum = [&](std::vector<UOpRef> src, Ops op = Ops::ADD) { return make_uop(Ops::REDUCE, DType::Float32, std::move(src), std::vector<int64_t>{int64_t(op)}); };
-  CHECK_NOTHROW(tinygrad::verify_graph(kernel_with(r, sum({load(g1, r * 8 + rr), rr})), Stage::KERNEL, "schedule"));
+  CHECK_NOTHROW(tinygrad::detail::verify_graph(kernel_with(r, sum({load(g1, r * 8 + rr), rr})), Stage::KERNEL, "schedule"));
   rejects(kernel_with(r, sum({x, x})), Stage::KERNEL, Ops::REDUCE, {"src[1] must be RANGE, is LOAD"});
   rejects(kernel_with(r, sum({x, r})), Stage::KERNEL, Ops::REDUCE, {"not a REDUCE range"});
   rejects(kernel_with(r, sum({load(g1, r * 8 + rr), rr}, Ops::AND)), Stage::KERNEL, Ops::REDUCE, {"the reduce op"});
@@ -167,7 +167,7 @@ TEST_CASE("spec: memory and loops in kernels", "[spec]") {
 TEST_CASE("spec: tensor graph: movement ops, reduces, buffers", "[spec]") {
   auto x = Tensor::empty({4, 6}, DType::Float32, "CPU").uop();
   auto mv = [&](Ops op, std::vector<int64_t> a) { return sink({make_uop(op, DType::Float32, {x}, std::move(a))}); };
-  CHECK_NOTHROW(tinygrad::verify_graph(mv(Ops::PERMUTE, {1, 0}), Stage::TENSOR, "frontend"));
+  CHECK_NOTHROW(tinygrad::detail::verify_graph(mv(Ops::PERMUTE, {1, 0}), Stage::TENSOR, "frontend"));
   rejects(mv(Ops::PERMUTE, {1, 1}), Stage::TENSOR, Ops::PERMUTE, {"is not a permutation"});
   rejects(mv(Ops::PERMUTE, {1, 0, 2}), Stage::TENSOR, Ops::PERMUTE, {"3 entries for a source of rank 2"});
   rejects(mv(Ops::RESHAPE, {5, 5}), Stage::TENSOR, Ops::RESHAPE, {"not as many elements"});
@@ -186,7 +186,7 @@ TEST_CASE("spec: the linear program: loops nest, sources come first and in scope
   auto r = range(16, 0), r2 = range(4, 1);
   auto x = load(g1, r), st = store(g0, r, x);
   auto end = [](const UOpRef& rg) { return make_uop(Ops::END, DType::Bool, {rg}); };
-  CHECK_NOTHROW(tinygrad::verify_linear({g0, g1, r, index(g1, r), x, index(g0, r), st, end(r)}));
+  CHECK_NOTHROW(tinygrad::detail::verify_linear({g0, g1, r, index(g1, r), x, index(g0, r), st, end(r)}));
   rejects_linear({g0, g1, r, index(g1, r), x, index(g0, r), st}, Ops::RANGE, "a RANGE the program never closes");
   rejects_linear({g0, g1, r, r2, index(g1, r), x, index(g0, r), st, end(r), end(r2)}, Ops::END, "does not close the innermost open RANGE");
   rejects_linear({g0, g1, r, x, index(g1, r), index(g0, r), st, end(r)}, Ops::LOAD, "src[0] (INDEX) is not declared before it");
@@ -201,7 +201,7 @@ TEST_CASE("spec: the linear program: loops nest, sources come first and in scope
   std::vector<UOpRef> body{rr, addr, index(g1, addr), y2, upd, end(rr), red, index(g0, r), store(g0, r, red), end(r)};
   std::vector<UOpRef> good{g0, g1, r, addr->src[0], dacc};
   good.insert(good.end(), body.begin(), body.end());
-  CHECK_NOTHROW(tinygrad::verify_linear(good));
+  CHECK_NOTHROW(tinygrad::detail::verify_linear(good));
   std::vector<UOpRef> no_acc{g0, g1, r, addr->src[0]};
   no_acc.insert(no_acc.end(), body.begin(), body.end());
   rejects_linear(no_acc, Ops::ACC_UPDATE, "its REDUCE's DEFINE_ACC is not declared");

@@ -7,7 +7,7 @@ using namespace tinygrad;
 
 namespace {
 UOpRef rng(int64_t end, int64_t id) { return make_uop(Ops::RANGE, DType::Int32, {}, std::vector<int64_t>{end, id, 0}); }
-UOpRef c(int64_t v) { return const_int(DType::Int32, v); }
+UOpRef c(int64_t v) { return detail::const_int(DType::Int32, v); }
 }  // namespace
 
 TEST_CASE("symbolic: value ranges", "[symbolic]") {
@@ -17,47 +17,47 @@ TEST_CASE("symbolic: value ranges", "[symbolic]") {
   auto e = r * 3 + 4;
   CHECK(e->vmin == 4);
   CHECK(e->vmax == 31);
-  CHECK(mod(r, 4)->vmax == 3);
-  CHECK(idiv(r, 4)->vmax == 2);
+  CHECK(detail::mod(r, 4)->vmax == 3);
+  CHECK(detail::idiv(r, 4)->vmax == 2);
   CHECK((r * -2)->vmin == -18);
 }
 
 TEST_CASE("symbolic: constant folding and identities", "[symbolic]") {
   auto x = rng(16, 0);
-  CHECK(simplify(c(3) + c(4)) == c(7));
-  CHECK(simplify(x + 0) == x);
-  CHECK(simplify(x * 1) == x);
-  CHECK(simplify(x * 0) == c(0));
-  CHECK(simplify((x + 3) + 5) == simplify(x + 8));
-  CHECK(simplify(x * 2 + x * 3) == simplify(x * 5));
-  CHECK(simplify(x - x) == c(0));
-  CHECK(simplify(idiv(x, 1)) == x);
+  CHECK(detail::simplify(c(3) + c(4)) == c(7));
+  CHECK(detail::simplify(x + 0) == x);
+  CHECK(detail::simplify(x * 1) == x);
+  CHECK(detail::simplify(x * 0) == c(0));
+  CHECK(detail::simplify((x + 3) + 5) == detail::simplify(x + 8));
+  CHECK(detail::simplify(x * 2 + x * 3) == detail::simplify(x * 5));
+  CHECK(detail::simplify(x - x) == c(0));
+  CHECK(detail::simplify(detail::idiv(x, 1)) == x);
   // int32 wrap-around in folding
-  CHECK(simplify(c(INT32_MAX) + c(1))->const_value() == double(INT32_MIN));
+  CHECK(detail::simplify(c(INT32_MAX) + c(1))->const_value() == double(INT32_MIN));
   // float folding rounds to float32
-  auto f = simplify(alu(Ops::ADD, {const_uop(DType::Float32, 0.1), const_uop(DType::Float32, 0.2)}));
+  auto f = detail::simplify(detail::alu(Ops::ADD, {detail::const_uop(DType::Float32, 0.1), detail::const_uop(DType::Float32, 0.2)}));
   CHECK(f->const_value() == double(float(double(float(0.1)) + double(float(0.2)))));
 }
 
 TEST_CASE("symbolic: div and mod folding", "[symbolic]") {
   auto a = rng(3, 0), b = rng(4, 1), i = rng(12, 2);
   auto flat = a * 4 + b;  // (3, 4) flattened
-  CHECK(simplify(idiv(flat, 4)) == a);
-  CHECK(simplify(mod(flat, 4)) == b);
-  CHECK(simplify(mod(i, 12)) == i);
-  CHECK(simplify(idiv(i, 12)) == c(0));
+  CHECK(detail::simplify(detail::idiv(flat, 4)) == a);
+  CHECK(detail::simplify(detail::mod(flat, 4)) == b);
+  CHECK(detail::simplify(detail::mod(i, 12)) == i);
+  CHECK(detail::simplify(detail::idiv(i, 12)) == c(0));
   // (x // c) * c + x % c -> x
-  CHECK(simplify(idiv(i, 3) * 3 + mod(i, 3)) == i);
+  CHECK(detail::simplify(detail::idiv(i, 3) * 3 + detail::mod(i, 3)) == i);
   // common factors: (a*6 + b*2) // 2 -> a*3 + b
-  CHECK(simplify(idiv(a * 6 + b * 2, 2)) == simplify(a * 3 + b));
+  CHECK(detail::simplify(detail::idiv(a * 6 + b * 2, 2)) == detail::simplify(a * 3 + b));
   // nested: (x // 2) // 3 -> x // 6
-  CHECK(simplify(idiv(idiv(i, 2), 3)) == simplify(idiv(i, 6)));
+  CHECK(detail::simplify(detail::idiv(detail::idiv(i, 2), 3)) == detail::simplify(detail::idiv(i, 6)));
   // (x % 12) % 4 -> x % 4 for x >= 0
   auto big = rng(100, 3);
-  CHECK(simplify(mod(mod(big, 12), 4)) == simplify(mod(big, 4)));
+  CHECK(detail::simplify(detail::mod(detail::mod(big, 12), 4)) == detail::simplify(detail::mod(big, 4)));
   // comparisons decided by ranges
-  CHECK(simplify(lt(a, 3)) == const_uop(DType::Bool, 1));
-  CHECK(simplify(lt(a + 5, 5)) == const_uop(DType::Bool, 0));
+  CHECK(detail::simplify(detail::lt(a, 3)) == detail::const_uop(DType::Bool, 1));
+  CHECK(detail::simplify(detail::lt(a + 5, 5)) == detail::const_uop(DType::Bool, 0));
 }
 
 namespace {
@@ -65,19 +65,19 @@ namespace {
 UOpRef kernel_ast(const Tensor& t) {
   std::unordered_map<const UOp*, int> slots;
   int n = 0;
-  for (auto& u : toposort(t.uop())) if (detail::is_leaf(u.get())) slots[u.get()] = n++;
-  auto s = create_schedule({t.uop()}, slots, n);
+  for (auto& u : detail::toposort(t.uop())) if (detail::is_leaf(u.get())) slots[u.get()] = n++;
+  auto s = detail::create_schedule({t.uop()}, slots, n);
   REQUIRE(s.kernels.size() == 1);
   return s.kernels[0].ast;
 }
 // the load addresses of a kernel
 std::vector<UOpRef> load_addrs(const UOpRef& ast) {
   std::vector<UOpRef> r;
-  for (auto& u : toposort(ast)) if (u->op == Ops::LOAD) r.push_back(u->src[0]->src[1]);
+  for (auto& u : detail::toposort(ast)) if (u->op == Ops::LOAD) r.push_back(u->src[0]->src[1]);
   return r;
 }
 bool has_divmod(const UOpRef& x) {
-  for (auto& u : toposort(x)) if (u->op == Ops::IDIV || u->op == Ops::MOD) return true;
+  for (auto& u : detail::toposort(x)) if (u->op == Ops::IDIV || u->op == Ops::MOD) return true;
   return false;
 }
 }  // namespace
@@ -99,18 +99,18 @@ TEST_CASE("symbolic: indices of views come out clean", "[symbolic][schedule]") {
     REQUIRE(addrs.size() == 1);
     CHECK_FALSE(has_divmod(addrs[0]));
     bool gated = false;
-    for (auto& u : toposort(ast)) if (u->op == Ops::INDEX && u->src.size() == 3) gated = true;
+    for (auto& u : detail::toposort(ast)) if (u->op == Ops::INDEX && u->src.size() == 3) gated = true;
     CHECK(gated);
   }
 }
 
 TEST_CASE("pattern matcher: named bindings and commutative matching", "[symbolic]") {
   auto x = rng(8, 0);
-  PatternMatcher pm{{UPat::var("a") + UPat::var("a"), [](const Match& m) { return m["a"] * 2; }}};
+  detail::PatternMatcher pm{{detail::UPat::var("a") + detail::UPat::var("a"), [](const detail::Match& m) { return m["a"] * 2; }}};
   CHECK(graph_rewrite(x + x, pm) == x * 2);
   CHECK(graph_rewrite(x + c(1), pm) == x + c(1));
   // the constant matches on either side of a commutative op
-  PatternMatcher pm2{{UPat::var("v") * UPat::cvar("k"), [](const Match& m) { return m["v"]; }}};
+  detail::PatternMatcher pm2{{detail::UPat::var("v") * detail::UPat::cvar("k"), [](const detail::Match& m) { return m["v"]; }}};
   CHECK(graph_rewrite(make_uop(Ops::MUL, DType::Int32, {c(3), x}), pm2) == x);
 }
 
@@ -119,5 +119,5 @@ TEST_CASE("uop: hash-consing gives one node per structure", "[uop]") {
   CHECK(a == b);
   CHECK(rng(4, 0) != rng(4, 1));
   // NaN constants are still equal to themselves
-  CHECK(const_uop(DType::Float32, NAN) == const_uop(DType::Float32, NAN));
+  CHECK(detail::const_uop(DType::Float32, NAN) == detail::const_uop(DType::Float32, NAN));
 }

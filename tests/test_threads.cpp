@@ -134,7 +134,7 @@ TEST_CASE("threads: rand on 8 threads draws from disjoint counters", "[threads][
 TEST_CASE("threads: the CPU pool runs every index of each region once, and no worker outlives its region", "[threads]") {
   // regions of varying sizes back to back, as BEAM times candidates with THREAD opts: each index exactly once, and a
   // region's task is never called after run() returned (it had been, with a worker's stale count: a SIGSEGV)
-  ThreadPool pool(8);
+  detail::ThreadPool pool(8);
   std::vector<std::atomic<int>> hits(64);
   std::atomic<int> late{0};
   for (int round = 0; round < 4000; round++) {
