@@ -707,8 +707,8 @@ TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds
     // every load along the reduce is one vector load; the lanes are combined once, after the loop
     std::string src = tinygrad::detail::to_program(g.k.ast, ren, std::vector<Opt>{{OptOp::VECTOR, r, lanes}}).src;
     INFO(src);
-    CHECK_THAT(src, Contains(tinygrad::cat("float", lanes, " acc0")));
-    CHECK_THAT(src, Contains(tinygrad::cat("sizeof(float", lanes, ")")));
+    CHECK_THAT(src, Contains(tinygrad::detail::cat("float", lanes, " acc0")));
+    CHECK_THAT(src, Contains(tinygrad::detail::cat("sizeof(float", lanes, ")")));
   }
   // a padded reduce axis: the lanes past the end add the identity
   auto gp = guarded(t.sum(1));
@@ -756,11 +756,11 @@ TEST_CASE("opts: VECTOR on a reduce axis is refused where lanes cannot be vector
 }
 
 TEST_CASE("opts: each OptOp is a row of the opt table, a WMMA arg round-trips, and the tests make heuristic opts strict", "[opts]") {
-  for (size_t i = 0; i <= size_t(tinygrad::last_optop); i++) CHECK(tinygrad::detail::opt_table[i].op == OptOp(i));
+  for (size_t i = 0; i <= size_t(tinygrad::detail::last_optop); i++) CHECK(tinygrad::detail::opt_table[i].op == OptOp(i));
   CHECK(Opt{OptOp::KBLOCK, 1, 256}.str() == "Opt(KBLOCK, 1, 256)");
   CHECK(Opt{OptOp::MERGE, 0, 2}.str() == "Opt(MERGE, 0, 2)");
-  tinygrad::WmmaArg a{.dt = DType::BFloat16, .pairs = 0b101101, .b_hi = true, .a_mn = false, .b_mn = true};
-  auto b = tinygrad::WmmaArg::decode(a.encode());
+  tinygrad::detail::WmmaArg a{.dt = DType::BFloat16, .pairs = 0b101101, .b_hi = true, .a_mn = false, .b_mn = true};
+  auto b = tinygrad::detail::WmmaArg::decode(a.encode());
   CHECK((b.dt == a.dt && b.pairs == a.pairs && b.b_hi && !b.a_mn && b.b_mn));
   // tests/main.cpp: an opt of a heuristic that its kernel refuses fails the test instead of being skipped
   CHECK(tinygrad::flags().strict_opts);

@@ -17,10 +17,10 @@ namespace {
 std::atomic<int> test_renders{0};
 // C for the CPU, counting its renders
 struct CountingRenderer : tinygrad::CRenderer {
-  using detail::CRenderer::CRenderer;
+  using tinygrad::CRenderer::CRenderer;
   std::string render(const std::string& name, const std::vector<tinygrad::UOpRef>& lin) const override {
     test_renders++;
-    return detail::CRenderer::render(name, lin);
+    return tinygrad::CRenderer::render(name, lin);
   }
 };
 // TESTDEV: the CPU's allocator, compiler and loader, the renderer family TESTC, one output keeps it busy

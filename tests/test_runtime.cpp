@@ -683,22 +683,22 @@ TEST_CASE("runtime: a cache file is read only when it is a regular file of a san
   TmpDir d;
   std::string why;
   std::ofstream(d.p / "f") << "abc";
-  CHECK(detail::read_file(d.p / "f", &why) == "abc");
+  CHECK(tinygrad::detail::read_file(d.p / "f", &why) == "abc");
   CHECK(why.empty());
-  CHECK(detail::read_file(d.p / "missing", &why).empty());
+  CHECK(tinygrad::detail::read_file(d.p / "missing", &why).empty());
   CHECK(why.empty());  // missing is a miss, not a problem
   fs::create_symlink("/dev/zero", d.p / "zero");
-  CHECK(detail::read_file(d.p / "zero", &why).empty());
+  CHECK(tinygrad::detail::read_file(d.p / "zero", &why).empty());
   CHECK_THAT(why, Contains("zero"));
   fs::create_directory(d.p / "dir");
-  CHECK(detail::read_file(d.p / "dir", &why).empty());
+  CHECK(tinygrad::detail::read_file(d.p / "dir", &why).empty());
   CHECK_THAT(why, Contains("not a regular file"));
   REQUIRE(::mkfifo((d.p / "fifo").c_str(), 0600) == 0);
-  CHECK(detail::read_file(d.p / "fifo", &why).empty());  // O_NONBLOCK: no writer, no wait
+  CHECK(tinygrad::detail::read_file(d.p / "fifo", &why).empty());  // O_NONBLOCK: no writer, no wait
   CHECK_THAT(why, Contains("not a regular file"));
   { std::ofstream(d.p / "huge"); }
   fs::resize_file(d.p / "huge", uint64_t(1) << 40);  // sparse: a terabyte the size check refuses unread
-  CHECK(detail::read_file(d.p / "huge", &why).empty());
+  CHECK(tinygrad::detail::read_file(d.p / "huge", &why).empty());
   CHECK_THAT(why, Contains("more than"));
 }
 
@@ -798,7 +798,7 @@ TEST_CASE("runtime: an OpenCL cache entry that is a link, a directory or a FIFO 
 
 namespace {
 // host memory that counts what it hands out and takes back; fails past `cap` bytes outstanding
-struct CountingAllocator : tinygrad::CPUAllocator {
+struct CountingAllocator : tinygrad::detail::CPUAllocator {
   size_t raw_allocs = 0, raw_frees = 0, outstanding = 0, cap = ~size_t(0);
   void* alloc_raw(size_t bytes) override {
     if (outstanding + bytes > cap) return nullptr;

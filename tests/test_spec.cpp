@@ -14,11 +14,11 @@ using tinygrad::UOpRef;
 using tinygrad::make_uop;
 
 namespace {
-std::vector<tinygrad::KernelAST> kernels_of(const Tensor& t) {
+std::vector<tinygrad::detail::KernelAST> kernels_of(const Tensor& t) {
   std::unordered_map<const tinygrad::UOp*, int> slots;
   int n = 0;
-  for (auto& u : tinygrad::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-  return tinygrad::create_schedule({t.uop()}, slots, n).kernels;
+  for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
 }
 // the checks on for a scope, whatever the environment says
 struct SpecOn {
@@ -29,7 +29,7 @@ struct SpecOn {
 
 // kernel-level building blocks
 const UOpRef g0 = make_uop(Ops::DEFINE_GLOBAL, DType::Float32, {}, int64_t(0)), g1 = make_uop(Ops::DEFINE_GLOBAL, DType::Float32, {}, int64_t(1));
-UOpRef range(int64_t n, int64_t id, tinygrad::AxisType t = tinygrad::AxisType::LOOP) { return tinygrad::detail::make_range(n, id, t, DType::Int32); }
+UOpRef range(int64_t n, int64_t id, tinygrad::detail::AxisType t = tinygrad::detail::AxisType::LOOP) { return tinygrad::detail::make_range(n, id, t, DType::Int32); }
 UOpRef index(const UOpRef& buf, const UOpRef& i) { return make_uop(Ops::INDEX, buf->dtype, {buf, i}); }
 UOpRef load(const UOpRef& buf, const UOpRef& i) { return make_uop(Ops::LOAD, buf->dtype, {index(buf, i)}); }
 UOpRef store(const UOpRef& buf, const UOpRef& i, const UOpRef& v) { return make_uop(Ops::STORE, DType::Bool, {index(buf, i), v}); }
@@ -88,7 +88,7 @@ TEST_CASE("spec: every stage accepts what the pipeline makes", "[spec]") {
     for (auto& k : ks) {
       CHECK_NOTHROW(tinygrad::detail::verify_graph(k.ast, Stage::KERNEL, "schedule"));
       for (tinygrad::Renderer* r : std::initializer_list<tinygrad::Renderer*>{&c, &cuda, &cl}) {
-        CHECK_NOTHROW(tinygrad::to_program(k.ast, *r));  // every lowering pass and the linear program
+        CHECK_NOTHROW(tinygrad::detail::to_program(k.ast, *r));  // every lowering pass and the linear program
         n++;
       }
     }
@@ -139,7 +139,7 @@ TEST_CASE("spec: dtypes of constants and ALU ops", "[spec]") {
 TEST_CASE("spec: memory and loops in kernels", "[spec]") {
   auto r = range(16, 0), x = load(g1, r);
   // INDEX's buffer is a DEFINE_GLOBAL or DEFINE_LOCAL; its index an int; its gate a bool
-  auto c1 = tinygrad::const_uop(DType::Float32, 1);
+  auto c1 = tinygrad::detail::const_uop(DType::Float32, 1);
   rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {c1, r}), x})}), Stage::KERNEL, Ops::INDEX, {"src[0] must be DEFINE_GLOBAL or DEFINE_LOCAL, is CONST"});
   rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {g0, c1}), x})}), Stage::KERNEL, Ops::INDEX, {"src[1] must be a scalar int or long index"});
   rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {g0, r, r}), x})}), Stage::KERNEL, Ops::INDEX, {"the gate, must be a scalar bool"});
@@ -152,11 +152,11 @@ TEST_CASE("spec: memory and loops in kernels", "[spec]") {
   // RANGE's arg; a kernel AST's ranges are LOOP or REDUCE
   rejects(kernel_with(r, make_uop(Ops::ADD, DType::Float32, {x, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::RANGE, DType::Int32, {}, std::vector<int64_t>{4, 1})})})),
           Stage::KERNEL, Ops::RANGE, {"[end >= 0, id >= 0, axis kind]"});
-  auto rl = range(4, 0, tinygrad::AxisType::LOCAL);
+  auto rl = range(4, 0, tinygrad::detail::AxisType::LOCAL);
   rejects(kernel_with(rl, load(g1, rl)), Stage::KERNEL, Ops::RANGE, {"LOOP or REDUCE"});
   CHECK_NOTHROW(tinygrad::detail::verify_graph(kernel_with(rl, load(g1, rl)), Stage::OPTIMIZED, "opts"));
   // REDUCE: over ranges, of a reduce op, of its value's dtype
-  auto rr = range(8, 1, tinygrad::AxisType::REDUCE);
+  auto rr = range(8, 1, tinygrad::detail::AxisType::REDUCE);
   auto sum = [&](std::vector<UOpRef> src, Ops op = Ops::ADD) { return make_uop(Ops::REDUCE, DType::Float32, std::move(src), std::vector<int64_t>{int64_t(op)}); };
   CHECK_NOTHROW(tinygrad::detail::verify_graph(kernel_with(r, sum({load(g1, r * 8 + rr), rr})), Stage::KERNEL, "schedule"));
   rejects(kernel_with(r, sum({x, x})), Stage::KERNEL, Ops::REDUCE, {"src[1] must be RANGE, is LOAD"});
@@ -194,7 +194,7 @@ TEST_CASE("spec: the linear program: loops nest, sources come first and in scope
   auto y = load(g1, r2);
   rejects_linear({g0, g1, r, r2, index(g1, r2), y, end(r2), index(g0, r), store(g0, r, y), end(r)}, Ops::STORE, "src[1] (LOAD) is not declared before it in an enclosing scope");
   // an accumulator: declared, updated in the loop, read after it
-  auto rr = range(4, 1, tinygrad::AxisType::REDUCE);
+  auto rr = range(4, 1, tinygrad::detail::AxisType::REDUCE);
   auto y2 = load(g1, r * 4 + rr), red = make_uop(Ops::REDUCE, DType::Float32, {y2, rr}, std::vector<int64_t>{int64_t(Ops::ADD)});
   auto dacc = make_uop(Ops::DEFINE_ACC, DType::Float32, {red}), upd = make_uop(Ops::ACC_UPDATE, DType::Float32, {red, y2});
   auto addr = r * 4 + rr;
@@ -216,7 +216,7 @@ TEST_CASE("spec: a malformed kernel fails at its stage through the pipeline, and
   {
     SpecOn on;
     try {
-      tinygrad::to_program(bad, c);
+      tinygrad::detail::to_program(bad, c);
       FAIL("to_program accepted a malformed kernel");
     } catch (const tinygrad::SpecError& e) {
       CHECK(e.stage == Stage::KERNEL);
@@ -228,10 +228,10 @@ TEST_CASE("spec: a malformed kernel fails at its stage through the pipeline, and
   int debug = tinygrad::flags().debug;
   tinygrad::flags().spec = false;
   tinygrad::flags().debug = 0;
-  CHECK_FALSE(tinygrad::spec_enabled());
-  CHECK_NOTHROW(tinygrad::to_program(bad, c));  // the renderer prints what it gets
+  CHECK_FALSE(tinygrad::detail::spec_enabled());
+  CHECK_NOTHROW(tinygrad::detail::to_program(bad, c));  // the renderer prints what it gets
   tinygrad::flags().debug = 3;
-  CHECK(tinygrad::spec_enabled());
+  CHECK(tinygrad::detail::spec_enabled());
   tinygrad::flags().spec = was;
   tinygrad::flags().debug = debug;
 }
@@ -240,9 +240,9 @@ TEST_CASE("spec: every op has a row, and the table's stages", "[spec]") {
   using tinygrad::detail::spec::table;
   for (size_t i = 0; i < table.size(); i++) CHECK(table[i].op == Ops(i));
   // no movement op or REDUCE_AXIS below the tensor graph; no LANE after expansion; loops end only in the linear program
-  for (Ops o : tinygrad::ops_where(tinygrad::is_movement)) CHECK(table[size_t(o)].stages == tinygrad::detail::spec::T);
+  for (Ops o : tinygrad::detail::ops_where(tinygrad::detail::is_movement)) CHECK(table[size_t(o)].stages == tinygrad::detail::spec::T);
   CHECK(table[size_t(Ops::REDUCE_AXIS)].stages == tinygrad::detail::spec::T);
   CHECK(table[size_t(Ops::LANE)].stages == tinygrad::detail::spec::O);
   CHECK(table[size_t(Ops::END)].stages == tinygrad::detail::spec::L);
-  for (Ops o : tinygrad::ops_where(tinygrad::is_alu)) CHECK(table[size_t(o)].stages == tinygrad::detail::spec::ALL);
+  for (Ops o : tinygrad::detail::ops_where(tinygrad::detail::is_alu)) CHECK(table[size_t(o)].stages == tinygrad::detail::spec::ALL);
 }

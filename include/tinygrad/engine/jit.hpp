@@ -74,18 +74,18 @@ inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, cons
 #if TINYGRAD_DEFINE_API
 inline std::unique_ptr<Capture>& capture_owner() { static thread_local std::unique_ptr<Capture> c; return c; }
 
-TINYGRAD_API void detail::jit_capture_begin() {
+TINYGRAD_API void jit_capture_begin() {
   if (capturing()) throw JitError("tinygrad::TinyJit: a jitted function called another jitted function while it was captured");
   capture_owner() = std::make_unique<Capture>();
   capturing() = capture_owner().get();
 }
 
-TINYGRAD_API void detail::jit_capture_abort() {
+TINYGRAD_API void jit_capture_abort() {
   capturing() = nullptr;
   capture_owner().reset();
 }
 
-TINYGRAD_API void detail::realize_uncaptured(const std::vector<UOpRef>& roots) {
+TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots) {
   struct Pause {
     Capture* c = std::exchange(capturing(), nullptr);
     ~Pause() { capturing() = c; }
@@ -96,7 +96,7 @@ TINYGRAD_API void detail::realize_uncaptured(const std::vector<UOpRef>& roots) {
 // what a capture recorded as a program of `inputs` to `outputs`. pooled: the buffers it made for itself share planned
 // memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
 // whose cache would otherwise hold every plan's intermediates)
-inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
+inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled) {
   auto p = std::make_shared<JitProgram>();
   p->n_in = inputs.size();
@@ -157,7 +157,7 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
 }
 
 // a schedule as a program (the static plans): `inputs` are its first slots, then `consts` (read, kept)
-inline std::shared_ptr<JitProgram> detail::schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
+inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
                                                             const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                             const std::vector<std::shared_ptr<Buffer>>& consts, const std::string& device) {
   Capture cap;
@@ -173,7 +173,7 @@ inline std::shared_ptr<JitProgram> detail::schedule_program(const ScheduleSpec& 
   return make_program(cap, inputs, outs, false);
 }
 
-TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                                  const std::vector<std::shared_ptr<Buffer>>& outputs) {
   std::unique_ptr<Capture> cap = std::move(capture_owner());
   capturing() = nullptr;
@@ -234,7 +234,7 @@ inline void launch_program(JitProgram& p) {
   }
 }
 
-TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
   if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
   std::lock_guard lk(EngineState::get().mu);
   auto& t = p.table;
@@ -261,7 +261,7 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram&
   return out;
 }
 
-TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitProgram& b) {
+TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b) {
   if (a.steps.size() != b.steps.size()) return cat("the first ran ", a.steps.size(), " kernels, the second ", b.steps.size());
   for (size_t s = 0; s < a.steps.size(); s++) {
     auto &x = a.steps[s], &y = b.steps[s];
@@ -281,7 +281,7 @@ TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitPr
   return "";
 }
 
-TINYGRAD_API size_t detail::jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
+TINYGRAD_API size_t jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
 #endif
 
 }  // namespace tinygrad::detail

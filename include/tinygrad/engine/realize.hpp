@@ -243,7 +243,7 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
   }
 }
 
-inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
+inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
   std::vector<UOpRef> roots;
   for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);

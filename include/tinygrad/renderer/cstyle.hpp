@@ -757,6 +757,9 @@ class OpenCLRenderer : public GPURenderer {
 
 namespace tinygrad {
 // what a device of its own subclasses (register_renderer); the built-in renderers are internal
+using detail::CRenderer;
 using detail::CStyleRenderer;
+using detail::CUDARenderer;
+using detail::OpenCLRenderer;
 using detail::Renderer;
 }  // namespace tinygrad
