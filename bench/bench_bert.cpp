@@ -43,7 +43,8 @@ std::pair<double, double> child(const std::string& cmd, const std::string& key) 
 
 template <class T>
 int bench(const std::string& dev, const std::string& dir, const char* dtype) {
-  const int64_t B = detail::getenv_int("BS", 32), S = detail::getenv_int("SEQ", 128), warm = detail::getenv_int("WARM", 3), iters = detail::getenv_int("ITERS", 10);
+  const int64_t B = detail::getenv_int("BS", 32), S = detail::getenv_int("SEQ", 128), warm = detail::getenv_int("WARM", 3),
+                iters = detail::getenv_int("ITERS", 10);
   models::MiniLM_L6_t<T> model;
   model.load(dir);
   auto tok = text::BertTokenizer::from_file(dir);

@@ -156,11 +156,13 @@ def main():
   print("| --- | --- | --- |")
   for k, label in (("ew_default", "default threads"), ("ew_1", "NUM_CPU_THREADS=1")):
     r = R[k]
-    print(f"| ew 10-op chain 16M f32, {label} ({r.get('threads')} thr), GB/s | {r.get('gbs', float('nan')):.1f} | median {r.get('gbs_med', float('nan')):.1f}; "
+    print(f"| ew 10-op chain 16M f32, {label} ({r.get('threads')} thr), GB/s | {r.get('gbs', float('nan')):.1f} | "
+          f"median {r.get('gbs_med', float('nan')):.1f}; "
           f"numpy {r.get('numpy_gbs', float('nan')):.1f}; max|err| {r.get('max_abs_err', float('nan')):.2g} |")
   for n in ("256", "512", "1024"):
     r = R["mm"].get(n, {})
-    print(f"| matmul {n} f32 1 thr, GFLOP/s | {r.get('gflops', float('nan')):.1f} | median {r.get('gflops_med', float('nan')):.1f}; numpy(BLAS 1 thr) "
+    print(f"| matmul {n} f32 1 thr, GFLOP/s | {r.get('gflops', float('nan')):.1f} | "
+          f"median {r.get('gflops_med', float('nan')):.1f}; numpy(BLAS 1 thr) "
           f"{r.get('numpy_gflops', float('nan')):.1f}; first call {r.get('first_s', float('nan')) * 1e3:.0f} ms; {r.get('reps')} reps |")
   oh = R["oh"]
   print(f"| small graph build+realize, us (median) | {oh.get('realize_us', float('nan')):.0f} | {oh.get('realize_iters')} iters |")

@@ -89,7 +89,8 @@ if MODE == "cold":
   model = MiniLM(DIR)
   ids, mask = encode(tok, SENTENCES) if tok else (torch.randint(1000, 2000, (2, 10), device=dev), torch.ones(2, 10, dtype=torch.int64, device=dev))
   e = model.embed(ids, mask).cpu()
-  print(json.dumps({"cold_s": time.perf_counter() - T0, "device": dev, "tokenizer": "tokenizers" if tok else "none (made-up ids)", "e0": e[0, 0].item()}))
+  print(json.dumps({"cold_s": time.perf_counter() - T0, "device": dev, "tokenizer": "tokenizers" if tok else "none (made-up ids)",
+                    "e0": e[0, 0].item()}))
 elif MODE == "check":
   e = MiniLM(DIR).embed(*encode(tokenizer(), SENTENCES)).cpu()
   print(json.dumps({"embeddings": [[round(v, 6) for v in r[:4].tolist()] for r in e], "cos01": (e[0] @ e[1]).item()}))

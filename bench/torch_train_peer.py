@@ -30,4 +30,5 @@ for _ in range(WARM): step()
 times = []
 for _ in range(STEPS):
   sync(); t0 = time.perf_counter(); step(); sync(); times.append(time.perf_counter() - t0)
-print(json.dumps({"device": dev, "s_per_step": sorted(times)[len(times) // 2], "batch": BS, "threads": torch.get_num_threads(), "torch": torch.__version__}))
+print(json.dumps({"device": dev, "s_per_step": sorted(times)[len(times) // 2], "batch": BS, "threads": torch.get_num_threads(),
+                  "torch": torch.__version__}))

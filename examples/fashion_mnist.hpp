@@ -70,8 +70,8 @@ double train(const Data& d, nn::optim::Optimizer& opt, Step step) {
     schedule.step();
     if (s % 10 == 0 || s == steps) {
       int bar = int(30 * s / steps);
-      std::printf("\r[%.*s%*s] %4lld/%lld  loss %.3f  %.2f s/step ", bar, "==============================", 30 - bar, "", (long long)s, (long long)steps,
-                  loss.template item<float>(), secs() / double(s));
+      std::printf("\r[%.*s%*s] %4lld/%lld  loss %.3f  %.2f s/step ", bar, "==============================", 30 - bar, "", (long long)s,
+                  (long long)steps, loss.template item<float>(), secs() / double(s));
       std::fflush(stdout);
     }
   }

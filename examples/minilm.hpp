@@ -43,7 +43,8 @@ inline text::BertTokenizer::Batch pad_to(text::BertTokenizer::Batch b, int64_t m
   if (seq == b.seq) return b;
   std::vector<int32_t> ids(size_t(b.batch * seq), pad_id), mask(size_t(b.batch * seq), 0);
   for (int64_t r = 0; r < b.batch; r++)
-    for (int64_t k = 0; k < b.seq; k++) ids[size_t(r * seq + k)] = b.ids[size_t(r * b.seq + k)], mask[size_t(r * seq + k)] = b.mask[size_t(r * b.seq + k)];
+    for (int64_t k = 0; k < b.seq; k++)
+      ids[size_t(r * seq + k)] = b.ids[size_t(r * b.seq + k)], mask[size_t(r * seq + k)] = b.mask[size_t(r * b.seq + k)];
   return {b.batch, seq, std::move(ids), std::move(mask)};
 }
 
@@ -53,7 +54,8 @@ inline std::pair<Ids, Ids> to_tensors(const text::BertTokenizer::Batch& b) {
 
 // `batch` different texts of exactly `seq` tokens, [CLS] and [SEP] included (longer texts, truncated)
 inline text::BertTokenizer::Batch bench_batch(const text::BertTokenizer& tok, int64_t batch, int64_t seq) {
-  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog", "while", "rain", "falls", "on", "quiet", "city", "streets"};
+  const char* words[] = {"the", "quick", "brown", "fox",   "jumps", "over",  "a",    "lazy",
+                         "dog", "while", "rain",  "falls", "on",    "quiet", "city", "streets"};
   std::vector<std::string> texts;
   for (int64_t i = 0; i < batch; i++) {
     std::string s;

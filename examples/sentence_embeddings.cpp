@@ -21,7 +21,8 @@ namespace {
 const double t_start = minilm::seconds();  // NOTE: set before main(): the cold start counts loading the model and the tokenizer
 
 int bench(const Model& model, const text::BertTokenizer& tok) {
-  const int64_t B = detail::getenv_int("BS", 32), S = detail::getenv_int("SEQ", 128), warm = detail::getenv_int("WARM", 3), iters = detail::getenv_int("ITERS", 10);
+  const int64_t B = detail::getenv_int("BS", 32), S = detail::getenv_int("SEQ", 128), warm = detail::getenv_int("WARM", 3),
+                iters = detail::getenv_int("ITERS", 10);
   auto [ids, mask] = minilm::to_tensors(minilm::bench_batch(tok, B, S));
   ids.realize(), mask.realize();
   auto t = minilm::throughput(model, ids, mask, warm, iters);

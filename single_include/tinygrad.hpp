@@ -5,6 +5,13 @@
 
 // begin include/tinygrad.hpp
 // tinygrad.hpp: the one include. A header-only tensor compiler in the spirit of tinygrad.
+//
+// Namespaces. tinygrad:: is the API: Tensor and its free functions, TinyJit, nn, dtypes, the Error family, devices
+// (and registering your own: DeviceSpec, Allocator, Compiler, Program, Renderer), flags(), run statistics, the IR's
+// nodes (UOp, Ops, make_uop) and the kernel-opt search space (Kernel, Opt, OptOp, BeamScope); static_tensor and
+// static_nn for compile-time shapes; models:: and text:: in their opt-in headers. tinygrad::detail is the pipeline
+// (scheduler, codegen, renderers, device runtimes) and its helpers: internal, changed without notice.
+// tests/public_names.txt lists every name in tinygrad::, and a test (tools/public_names.py) fails when one leaks.
 // begin include/tinygrad/helpers.hpp
 // helpers: errors, shapes, env flags, hashing, timing, parallel loops. The bottom layer: includes only the STL.
 
@@ -66,9 +73,9 @@
 #include <thread>
 #endif
 
-namespace tinygrad {
+namespace tinygrad::detail {
 __extension__ typedef __int128 i128;  // exact products and sums of int64s (__extension__: no -Wpedantic warning)
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 
 namespace tinygrad {
 
@@ -87,14 +94,15 @@ struct CompileError : Error {                         // a kernel that failed to
 
 using Shape = std::vector<int64_t>;
 
-// NOTE: unchecked (hot path): every shape is checked by checked_prod where it enters the library
-inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
-
 inline std::string to_string(const Shape& s) {
   std::string r = "(";
   for (size_t i = 0; i < s.size(); i++) r += (i ? ", " : "") + std::to_string(s[i]);
   return r + (s.size() == 1 ? ",)" : ")");
 }
+
+namespace detail {
+// NOTE: unchecked (hot path): every shape is checked by checked_prod where it enters the library
+inline int64_t prod(const Shape& s) { int64_t r = 1; for (auto x : s) r *= x; return r; }
 
 // ---- checked sizes: a shape is valid when no dim is negative and the product of its nonzero dims fits int64 ----
 // NOTE: a zero dim does not excuse the others: strides and sub-products (a reshape, a pad, a byte offset) are still
@@ -171,23 +179,29 @@ inline std::string getenv_str(const char* name, std::string dflt = "") {
   return v && *v ? std::string(v) : dflt;
 }
 
+}  // namespace detail
+
 struct Flags {
-  int debug = int(getenv_int("DEBUG", 0));      // 1 counts, 2 per-kernel timing, 3 opts, 4 source, 5 uops
-  int noopt = int(getenv_int("NOOPT", 0));      // no kernel opts
-  int beam = int(getenv_int("BEAM", 0));        // BEAM search width
-  int threads = int(getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
-  int scache = int(getenv_int("SCACHE", 1));    // schedule cache
+  int debug = int(detail::getenv_int("DEBUG", 0));      // 1 counts, 2 per-kernel timing, 3 opts, 4 source, 5 uops
+  bool spec = detail::getenv_int("SPEC", 0) != 0;       // check each stage's IR against its spec (uop/spec.hpp); DEBUG>=3 too
+  int noopt = int(detail::getenv_int("NOOPT", 0));      // no kernel opts
+  int beam = int(detail::getenv_int("BEAM", 0));        // BEAM search width
+  int threads = int(detail::getenv_int("THREADS", 0));  // CPU threads (0: hardware concurrency)
+  int scache = int(detail::getenv_int("SCACHE", 1));    // schedule cache
   // float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32 sums), as PyTorch's
   // allow_tf32; off by default. Set it before the kernels it should change are first built (they are cached)
-  bool tf32 = getenv_int("TF32", 0) != 0;
+  bool tf32 = detail::getenv_int("TF32", 0) != 0;
   // the heuristic's tensor-core tile (TC's amount): -1 its choice, 0 fragments loaded from memory (no staged tile),
   // n > 0 tile n where it fits (comparisons and tests; kernels already built are cached: clear_program_cache())
-  int tc_stage = int(getenv_int("TC_STAGE", -1));
-  int tile = int(getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
-  std::string dev = getenv_str("DEV");          // default device
+  int tc_stage = int(detail::getenv_int("TC_STAGE", -1));
+  int tile = int(detail::getenv_int("TILE", -1));  // the same for TILE's float32 tiles (0: none)
+  // an opt of a heuristic that its kernel refuses (a heuristic's bug) is an error, not skipped (the tests set it)
+  bool strict_opts = detail::getenv_int("STRICT_OPTS", 0) != 0;
+  std::string dev = detail::getenv_str("DEV");          // default device
 };
 inline Flags& flags() { static Flags f; return f; }
 
+namespace detail {
 // ---- hashing ----
 inline uint64_t hash_mix(uint64_t h, uint64_t v) {
   v *= 0x9E3779B97F4A7C15ull; v ^= v >> 32;
@@ -220,6 +234,7 @@ inline double now_s() { return std::chrono::duration<double>(std::chrono::steady
 
 template <class... A> std::string cat(const A&... a) { std::ostringstream os; (os << ... << a); return os.str(); }
 #endif
+}  // namespace detail
 
 }  // namespace tinygrad
 // end include/tinygrad/helpers.hpp
@@ -253,6 +268,7 @@ enum class DType : uint8_t {
   TG_DTYPES(TG_X)
 #undef TG_X
 };
+namespace detail {
 inline constexpr int kNumDTypes = 13;
 
 struct DTypeInfo { const char* name; int itemsize; char kind; const char* cname; };
@@ -263,10 +279,11 @@ inline constexpr std::array<DTypeInfo, kNumDTypes> kDTypeInfo = {{
 }};
 
 inline const DTypeInfo& info(DType d) { return kDTypeInfo[size_t(d)]; }
-inline int itemsize(DType d) { return info(d).itemsize; }
-inline bool is_float(DType d) { return info(d).kind == 'f'; }
-inline bool is_int(DType d) { return info(d).kind == 'i' || info(d).kind == 'u'; }
-inline bool is_unsigned(DType d) { return info(d).kind == 'u'; }
+}  // namespace detail
+inline int itemsize(DType d) { return detail::info(d).itemsize; }
+inline bool is_float(DType d) { return detail::info(d).kind == 'f'; }
+inline bool is_int(DType d) { return detail::info(d).kind == 'i' || detail::info(d).kind == 'u'; }
+inline bool is_unsigned(DType d) { return detail::info(d).kind == 'u'; }
 inline bool is_bool(DType d) { return d == DType::Bool; }
 inline std::string to_string(DType d) {
   static const char* names[] = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float16",
@@ -336,18 +353,21 @@ constexpr uint32_t lattice_ancestors(DType d) {  // d and everything it promotes
 // the least dtype both promote to (enum order is tinygrad's priority order)
 constexpr DType least_upper_dtype(DType a, DType b) {
   uint32_t common = detail::lattice_ancestors(a) & detail::lattice_ancestors(b);
-  for (int i = 0; i < kNumDTypes; i++) if (common >> i & 1) return DType(i);
+  for (int i = 0; i < detail::kNumDTypes; i++) if (common >> i & 1) return DType(i);
   return DType::Float64;
 }
 
 // a scalar literal meets a tensor: keep the tensor's dtype unless the literal's kind is wider
+namespace detail {
 inline DType weak_result(DType tensor, bool scalar_is_float, bool scalar_is_bool) {
   if (scalar_is_float && !is_float(tensor)) return dtypes::default_float;
   if (!scalar_is_float && !scalar_is_bool && is_bool(tensor)) return dtypes::default_int;
   return tensor;
 }
+}  // namespace detail
 
 // ---- float16 / bfloat16 bit conversions (host side) ----
+namespace detail {
 inline float f16_to_f32(uint16_t h) {
   uint32_t s = uint32_t(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, r;
   if (e == 0) {
@@ -378,6 +398,7 @@ inline uint16_t f32_to_bf16(float f) {
   if ((x & 0x7fffffff) > 0x7f800000) return uint16_t((x >> 16) | 0x40);
   return uint16_t((x + 0x7fff + ((x >> 16) & 1)) >> 16);
 }
+}  // namespace detail
 
 namespace detail {
 // one element of dtype D in its storage type T, to double and back
@@ -398,6 +419,7 @@ T elem_from_double(double x) {
 }  // namespace detail
 
 // read/write one element of a raw buffer as double (host-side conversions for creation and readback)
+namespace detail {
 inline double load_as_double(const void* p, DType d, size_t i) {
   switch (d) {
 #define TG_X(n, t, sz, k, c) \
@@ -415,6 +437,7 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 #undef TG_X
   }
 }
+}  // namespace detail
 
 }  // namespace tinygrad
 // end include/tinygrad/dtype.hpp
@@ -487,7 +510,7 @@ struct Allocator {
     }
     void* p = alloc_raw(bytes);
     if (!p && cached_) { free_cache_locked(); p = alloc_raw(bytes); }  // out of memory: drop the cache, retry once
-    if (!p) throw DeviceError(cat("tinygrad: out of memory allocating ", bytes, " bytes on ", name));
+    if (!p) throw DeviceError(detail::cat("tinygrad: out of memory allocating ", bytes, " bytes on ", name));
     live++;
     return p;
   }
@@ -521,7 +544,7 @@ struct Allocator {
   }
 
   std::string name;
-  bool lru = getenv_int("LRU", 1) != 0;
+  bool lru = detail::getenv_int("LRU", 1) != 0;
 
  private:
   static constexpr uint32_t kNil = ~uint32_t(0);
@@ -549,7 +572,7 @@ struct Allocator {
     sizes_.clear();
   }
   static size_t default_lru_limit() {
-    int64_t v = getenv_int("LRU_BYTES", int64_t(256) << 20);
+    int64_t v = detail::getenv_int("LRU_BYTES", int64_t(256) << 20);
     return v < 0 ? 0 : size_t(v);
   }
   std::mutex mu;
@@ -584,7 +607,7 @@ struct Compiler {
   // one process for many sources, overrides it); the first failure in source order is rethrown
   virtual std::vector<std::string> compile_many(const std::vector<std::string>& srcs) {
     std::vector<std::string> r(srcs.size());
-    parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
+    detail::parallel_for(srcs.size(), [&](size_t i) { r[i] = compile(srcs[i]); });
     return r;
   }
   // that the sources compile, when nothing will load them (CUDA_COMPILE_CHECK); a compiler whose fixed cost a batch
@@ -592,6 +615,7 @@ struct Compiler {
   virtual void check_many(const std::vector<std::string>& srcs) { compile_many(srcs); }
 };
 
+namespace detail {
 // (prelude, kernel) of a source whose one kernel starts a line with `head` ("__kernel ", "extern \"C\" __global__ "): the
 // text before it (pragmas, helpers) and the kernel; ("", "") for any other source. The batch builds (OpenCL programs,
 // the CUDA check) put the kernels of one prelude in one program
@@ -613,6 +637,7 @@ inline std::pair<size_t, size_t> kernel_name_span(const std::string& kernel) {
   if (paren == npos) return {npos, npos};
   return {kernel.rfind(' ', paren) + 1, paren};
 }
+}  // namespace detail
 
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
@@ -622,8 +647,8 @@ struct LaunchDims {
   int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
   bool operator==(const LaunchDims&) const = default;
   std::string str() const {
-    return cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
-               smem ? cat(" smem ", smem) : "");
+    return detail::cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
+               smem ? detail::cat(" smem ", smem) : "");
   }
 };
 // the largest launch a device takes: workgroups per dim, threads of a workgroup per dim and in all
@@ -683,8 +708,10 @@ struct RuntimeRegistry {
 };
 }  // namespace detail
 
+namespace detail {
 // "CUDA:1" -> "CUDA"
 inline std::string device_base(const std::string& d) { auto p = d.find(':'); return p == std::string::npos ? d : d.substr(0, p); }
+}  // namespace detail
 
 inline const DeviceSpec& detail::RuntimeRegistry::spec(const std::string& device) const {
   auto it = specs.find(device_base(device));
@@ -733,7 +760,7 @@ TINYGRAD_API std::string& default_device() TINYGRAD_DEF({
     for (auto& n : dev.empty() ? device_names() : std::vector<std::string>{}) {
       try { runtime(n); dev = n; break; }
       catch (const Error& e) {
-        why += cat("; ", n, ": ", e.what());
+        why += detail::cat("; ", n, ": ", e.what());
         if (flags().debug >= 1) std::fprintf(stderr, "%s not used: %s\n", n.c_str(), e.what());
       }
     }
@@ -770,10 +797,10 @@ struct Buffer {
   std::string device;
   DType dtype;
   int64_t size;  // elements; nbytes() fits int64 (checked here, so no byte size or offset computed from it overflows)
-  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { checked_nbytes(n, itemsize(dt), "Buffer"); }
+  Buffer(std::string dev, DType dt, int64_t n) : device(std::move(dev)), dtype(dt), size(n) { detail::checked_nbytes(n, itemsize(dt), "Buffer"); }
   // wraps external memory (Tensor::from_blob): never allocated or freed here
   Buffer(std::string dev, DType dt, int64_t n, void* external) : device(std::move(dev)), dtype(dt), size(n), ptr_(external) {
-    checked_nbytes(n, itemsize(dt), "Buffer");
+    detail::checked_nbytes(n, itemsize(dt), "Buffer");
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
@@ -899,7 +926,6 @@ inline std::filesystem::path usable_cache_dir(const std::filesystem::path& d, st
                  d.c_str(), problem.c_str(), fallback.c_str());
   return fallback;
 }
-}  // namespace detail
 
 inline std::filesystem::path cache_dir() {
   static std::filesystem::path dir = [] { auto [d, why] = detail::configured_cache_dir(); return detail::usable_cache_dir(d, why); }();
@@ -912,7 +938,7 @@ inline std::filesystem::path scratch_path(const std::filesystem::path& dir, cons
   static std::atomic<uint64_t> n{0};
   std::error_code ec;
   std::filesystem::create_directory(dir / "tmp", ec);
-  return dir / "tmp" / cat(::getpid(), "_", n++, suffix);
+  return dir / "tmp" / detail::cat(::getpid(), "_", n++, suffix);
 }
 // the most bytes a file of the cache may hold: a larger one is corruption, not a compiled kernel
 inline constexpr size_t kMaxCacheFile = size_t(256) << 20;
@@ -920,7 +946,7 @@ inline constexpr size_t kMaxCacheFile = size_t(256) << 20;
 // waiting on a FIFO or device (O_NONBLOCK). "" when it is missing; "" and, in why, what it is instead when refused
 inline std::string read_file(const std::filesystem::path& p, std::string* why = nullptr,
                              size_t max_bytes = kMaxCacheFile) {
-  auto refuse = [&](const std::string& w) { if (why) *why = cat(p.string(), ": ", w); return std::string(); };
+  auto refuse = [&](const std::string& w) { if (why) *why = detail::cat(p.string(), ": ", w); return std::string(); };
   if (why) why->clear();
   int fd = ::open(p.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return errno == ENOENT || errno == ENOTDIR ? std::string() : refuse(std::strerror(errno));
@@ -929,7 +955,7 @@ inline std::string read_file(const std::filesystem::path& p, std::string* why = 
   if (::fstat(fd, &st) != 0) return refuse(std::strerror(errno));
   if (!S_ISREG(st.st_mode)) return refuse("not a regular file");
   if (uint64_t(st.st_size) > max_bytes)
-    return refuse(cat(st.st_size, " bytes, more than the ", max_bytes, " a cache file may hold"));
+    return refuse(detail::cat(st.st_size, " bytes, more than the ", max_bytes, " a cache file may hold"));
   std::string data(size_t(st.st_size), '\0');
   size_t got = 0;
   while (got < data.size()) {
@@ -943,7 +969,6 @@ inline std::string read_file(const std::filesystem::path& p, std::string* why = 
   return data;
 }
 
-namespace detail {
 // the entries of the disk cache are bounded: CACHE_SIZE bytes (default 512 MiB, ~100k CPU kernels; 0: no bound)
 inline int64_t cache_size_limit() { return getenv_int("CACHE_SIZE", int64_t(512) << 20); }
 // an entry used (or written) this recently is never evicted: a process that looked it up is about to load it
@@ -1024,7 +1049,6 @@ inline void note_cache_write(const std::filesystem::path& dir, uint64_t bytes) {
   }
   evict_cache(dirs, limit);
 }
-}  // namespace detail
 
 // write through a scratch file and rename, so a reader never sees a half-written file; what is in the way (a
 // directory left where a file belongs) is removed first
@@ -1041,6 +1065,7 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
   if (ec) std::filesystem::remove(tmp, ec);
   else detail::note_cache_write(p.parent_path(), data.size());
 }
+}  // namespace detail
 
 }  // namespace tinygrad
 
@@ -1307,7 +1332,7 @@ class ElfObject {
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // a persistent pool: run(n, f) calls f(0..n-1) across the workers and the caller
 class ThreadPool {
@@ -1389,7 +1414,6 @@ inline int cpu_vector_registers() {
 }
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
-namespace detail {
 // the full path of an executable on PATH ("" when missing)
 inline std::string which(const std::string& exe) {
   if (exe.find('/') != std::string::npos) return ::access(exe.c_str(), X_OK) == 0 ? exe : "";
@@ -1499,7 +1523,6 @@ inline std::string cpu_model() {
   for (std::string l; std::getline(f, l);) if (l.rfind("model name", 0) == 0) return l;
   return "unknown";
 }
-}  // namespace detail
 
 // the system C compiler: CC (a command with arguments, like make's), else clang, else gcc, else cc
 class CCompiler : public Compiler {
@@ -1813,7 +1836,6 @@ struct CPUAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
 };
 
-namespace detail {
 // the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
 inline DeviceSpec cpu_device() {
   DeviceSpec d;
@@ -1838,17 +1860,15 @@ inline DeviceSpec cpu_device() {
   };
   return d;
 }
-}  // namespace detail
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/runtime/cpu.hpp
 // begin include/tinygrad/runtime/cuda.hpp
 // CUDA device: the driver API (libcuda.so.1) and NVRTC loaded with dlopen, so a program built without the
 // toolkit still runs on the CPU. NVRTC compiles for the GPU's compute capability, cached on disk; events
 // time kernels for DEBUG=2.
 
-namespace tinygrad {
-namespace detail {
+namespace tinygrad::detail {
 
 // the NVRTC entry points we use (programs are void*)
 struct NvrtcApi {
@@ -1882,7 +1902,6 @@ inline NvrtcApi* nvrtc() {
   }();
   return api;
 }
-}  // namespace detail
 
 // NVRTC: "sm_90" gives a CUBIN for that GPU, "compute_90" PTX; the result is cached on disk
 class NVRTCCompiler : public Compiler {
@@ -1964,7 +1983,6 @@ class NVRTCCompiler : public Compiler {
   bool minimal_rejected_ = false;
 };
 
-namespace detail {
 // the CUDA driver entry points we use (handles are void*, device pointers unsigned long long)
 struct CudaApi {
   using H = void*;
@@ -2207,8 +2225,7 @@ inline DeviceSpec cuda_device() {
   };
   return d;
 }
-}  // namespace detail
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/runtime/cuda.hpp
 // begin include/tinygrad/runtime/opencl.hpp
 // OpenCL device: libOpenCL.so.1 loaded with dlopen (no headers needed); program binaries cached on disk.
@@ -2217,8 +2234,7 @@ inline DeviceSpec cuda_device() {
 #include <thread>
 #include <utility>
 
-namespace tinygrad {
-namespace detail {
+namespace tinygrad::detail {
 // the OpenCL 1.2 entry points we use; handles are void*
 struct CLApi {
   using H = void*;
@@ -2582,8 +2598,7 @@ inline DeviceSpec cl_device() {
   };
   return d;
 }
-}  // namespace detail
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/runtime/opencl.hpp
 
 namespace tinygrad::detail {
@@ -2619,9 +2634,11 @@ TINYGRAD_API RuntimeRegistry& RuntimeRegistry::get() {
 
 namespace tinygrad {
 
+namespace detail {
 // what an ALU op's constant fold reads: the sources as doubles (f: floats as the kernel holds them) and, when all are
 // ints or bools, as the kernel holds them (u: their bits, s: signed); uns: unsigned or bool sources; bits: their width
 struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t bits; DType dt; };
+}  // namespace detail
 
 // THE op table: one row per op, the one place an op is defined. A row: name, family, flags, and for an ALU op how a
 // constant folds, computing what the kernels compute (tests/test_op_table.cpp checks it on the devices): TG_FOLD_F on
@@ -2675,6 +2692,7 @@ using UOpRef = std::shared_ptr<const UOp>;
 // NOTE: what follows is the IR itself; a TU of a separate-compilation program that is not the library's sees the op
 // names and UOpRef only (the Tensor methods that use more are compiled in the implementation TU)
 #if TINYGRAD_WITH_INTERNALS
+namespace detail {
 // one row of the op table
 struct OpInfo {
   enum Family : uint8_t { OTHER, UNARY, BINARY, TERNARY, MOVEMENT };
@@ -2703,7 +2721,6 @@ inline constexpr OpInfo OpInfo::table[] = {TG_OPS(TG_X)};
 static_assert(std::size(OpInfo::table) == size_t(Ops::COUNT_), "one row per op");
 
 inline constexpr const OpInfo& op_info(Ops o) { return OpInfo::table[size_t(o)]; }
-inline const char* op_name(Ops o) { return op_info(o).name; }
 inline constexpr bool is_unary(Ops o) { return op_info(o).family == OpInfo::UNARY; }
 inline constexpr bool is_binary(Ops o) { return op_info(o).family == OpInfo::BINARY; }
 inline constexpr bool is_ternary(Ops o) { return op_info(o).family == OpInfo::TERNARY; }
@@ -2718,15 +2735,20 @@ inline std::vector<Ops> ops_where(bool (*in)(Ops)) {
   for (size_t i = 0; i < size_t(Ops::COUNT_); i++) if (in(Ops(i))) r.push_back(Ops(i));
   return r;
 }
+}  // namespace detail
+inline const char* op_name(Ops o) { return detail::op_info(o).name; }
 
+namespace detail {
 // axis kinds of a RANGE (codegen)
 // KBLOCK: the outer part of a reduce axis split by OptOp::KBLOCK, a loop outside every other (partial results pass
 // through the output buffer)
 // WARP: the 32 lanes of a warp that share a tensor-core tile (TC); codegen's gpudims puts it on local x
 enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LOCAL = 4, GROUP = 5, KBLOCK = 6, WARP = 7 };
+}  // namespace detail
 
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
+namespace detail {
 // Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
 // engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
 // published with release and read with acquire, so a reader that sees it also sees the owner, which never
@@ -2746,6 +2768,7 @@ class RealizedBuffer {
   explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
   Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
 };
+}  // namespace detail
 
 struct UOp : std::enable_shared_from_this<UOp> {
   Ops op;
@@ -2756,7 +2779,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   Shape shape;               // tensor-level nodes; empty for scalars and kernel-level nodes
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
-  mutable RealizedBuffer realized;  // set once this node's value lives in a buffer
+  mutable detail::RealizedBuffer realized;  // set once this node's value lives in a buffer
   bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
@@ -2776,7 +2799,7 @@ struct UOp : std::enable_shared_from_this<UOp> {
   std::shared_ptr<Buffer> leaf_buffer() const { return op == Ops::BUFFER ? buffer() : realized.get(); }
   // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
-  int64_t numel() const { return prod(shape); }
+  int64_t numel() const { return detail::prod(shape); }
 };
 
 namespace detail {
@@ -2803,7 +2826,7 @@ inline bool arg_eq(const Arg& a, const Arg& b) {
   if (auto* x = std::get_if<double>(&a)) { double y = std::get<double>(b); return std::memcmp(x, &y, 8) == 0; }  // NaN-safe, -0 != 0
   return a == b;
 }
-using tinygrad::i128;
+using tinygrad::detail::i128;
 inline int64_t int_min(DType d) {
   if (d == DType::Bool) return 0;
   if (is_unsigned(d)) return 0;
@@ -2850,8 +2873,8 @@ inline UOp::~UOp() {
 
 // the one constructor: returns the existing node when an identical one is alive
 inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg arg = {}, int vcount = 1) {
-  uint64_t h = hash_mix(hash_mix(hash_mix(uint64_t(op) + 1, uint64_t(dtype)), uint64_t(vcount)), detail::arg_hash(arg));
-  for (auto& s : src) h = hash_mix(h, s->key);
+  uint64_t h = detail::hash_mix(detail::hash_mix(detail::hash_mix(uint64_t(op) + 1, uint64_t(dtype)), uint64_t(vcount)), detail::arg_hash(arg));
+  for (auto& s : src) h = detail::hash_mix(h, s->key);
   auto& t = detail::InternTable::get();
   std::lock_guard lk(t.mu);
   auto [b, e] = t.map.equal_range(h);
@@ -2880,6 +2903,7 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
 }
 
 // ---- small builders ----
+namespace detail {
 inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
   if (is_float(dt)) return make_uop(Ops::CONST, dt, {}, v, vcount);
   if (dt == DType::Bool) return make_uop(Ops::CONST, dt, {}, int64_t(v != 0), vcount);
@@ -2901,20 +2925,23 @@ inline UOpRef alu(Ops op, std::vector<UOpRef> src) {
   return make_uop(op, dt, std::move(src), {}, vc);
 }
 inline UOpRef cast_uop(const UOpRef& x, DType dt) { return x->dtype == dt ? x : make_uop(Ops::CAST, dt, {x}, {}, x->vcount); }
+}  // namespace detail
 
 // index-math operators on UOpRefs: patterns and lowering read like algebra
-inline UOpRef operator+(const UOpRef& a, const UOpRef& b) { return alu(Ops::ADD, {a, b}); }
-inline UOpRef operator*(const UOpRef& a, const UOpRef& b) { return alu(Ops::MUL, {a, b}); }
-inline UOpRef operator+(const UOpRef& a, int64_t b) { return a + const_int(a->dtype, b); }
-inline UOpRef operator-(const UOpRef& a, int64_t b) { return a + const_int(a->dtype, -b); }
-inline UOpRef operator*(const UOpRef& a, int64_t b) { return a * const_int(a->dtype, b); }
-inline UOpRef operator-(const UOpRef& a) { return a * const_int(a->dtype, -1); }
+inline UOpRef operator+(const UOpRef& a, const UOpRef& b) { return detail::alu(Ops::ADD, {a, b}); }
+inline UOpRef operator*(const UOpRef& a, const UOpRef& b) { return detail::alu(Ops::MUL, {a, b}); }
+inline UOpRef operator+(const UOpRef& a, int64_t b) { return a + detail::const_int(a->dtype, b); }
+inline UOpRef operator-(const UOpRef& a, int64_t b) { return a + detail::const_int(a->dtype, -b); }
+inline UOpRef operator*(const UOpRef& a, int64_t b) { return a * detail::const_int(a->dtype, b); }
+inline UOpRef operator-(const UOpRef& a) { return a * detail::const_int(a->dtype, -1); }
 inline UOpRef operator-(const UOpRef& a, const UOpRef& b) { return a + (-b); }
+namespace detail {
 inline UOpRef idiv(const UOpRef& a, int64_t b) { return alu(Ops::IDIV, {a, const_int(a->dtype, b)}); }
 inline UOpRef mod(const UOpRef& a, int64_t b) { return alu(Ops::MOD, {a, const_int(a->dtype, b)}); }
 inline UOpRef lt(const UOpRef& a, int64_t b) { return alu(Ops::CMPLT, {a, const_int(a->dtype, b)}); }
 inline UOpRef ge(const UOpRef& a, int64_t b) { return alu(Ops::XOR, {lt(a, b), const_uop(DType::Bool, 1)}); }
 inline UOpRef logical_and(const UOpRef& a, const UOpRef& b) { return alu(Ops::AND, {a, b}); }
+}  // namespace detail
 
 // ---- value ranges (for the symbolic simplifier) ----
 inline void detail::compute_vrange(UOp& u) {
@@ -2934,7 +2961,8 @@ inline void detail::compute_vrange(UOp& u) {
     case Ops::GEP: lo = S(0).vmin; hi = S(0).vmax; break;
     case Ops::REDUCE: {  // MAX: a value of the source (the identity if empty); ADD: n of them
       i128 n = 1;
-      for (size_t i = 1; i < u.src.size(); i++) n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
+      for (size_t i = 1; i < u.src.size(); i++)
+        n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
       if (u.reduce_op() == Ops::MAX) { if (n > 0) { lo = S(0).vmin; hi = S(0).vmax; } }
       else if (u.reduce_op() == Ops::ADD) exact(std::min<i128>(n * S(0).vmin, 0), std::max<i128>(n * S(0).vmax, 0));
       break;
@@ -2965,7 +2993,15 @@ inline void detail::compute_vrange(UOp& u) {
       if (u.op == Ops::CMPNE) { lo = ne_true; hi = !ne_false; } else { lo = ne_false; hi = !ne_true; }
       break;
     }
-    case Ops::AND: if (u.dtype == DType::Bool) { lo = S(0).vmin & S(1).vmin; hi = S(0).vmax & S(1).vmax; } else if (S(0).vmin >= 0 && S(1).vmin >= 0) { lo = 0; hi = std::min(S(0).vmax, S(1).vmax); } break;
+    case Ops::AND:
+      if (u.dtype == DType::Bool) {
+        lo = S(0).vmin & S(1).vmin;
+        hi = S(0).vmax & S(1).vmax;
+      } else if (S(0).vmin >= 0 && S(1).vmin >= 0) {
+        lo = 0;
+        hi = std::min(S(0).vmax, S(1).vmax);
+      }
+      break;
     case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
     case Ops::XOR:
       if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; }
@@ -2976,7 +3012,12 @@ inline void detail::compute_vrange(UOp& u) {
       }
       break;
     case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
-    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
+    case Ops::CAST:
+      if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) {
+        lo = S(0).vmin;
+        hi = S(0).vmax;
+      }
+      break;
     default: break;
   }
   u.vmin = lo; u.vmax = hi;
@@ -2998,6 +3039,7 @@ inline Shape detail::infer_shape(const UOp& u) {
 }
 
 // ---- graph walks ----
+namespace detail {
 // post-order (sources first), each node once; the sources of a node where descend(node) is false are not visited
 template <class F>
 std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
@@ -3019,27 +3061,31 @@ std::vector<UOpRef> toposort(const UOpRef& root, F&& descend) {
   return out;
 }
 inline std::vector<UOpRef> toposort(const UOpRef& root) { return toposort(root, [](const UOp*) { return true; }); }
+}  // namespace detail
 
 // printable form (DEBUG=5, errors)
+namespace detail {
 inline std::string arg_str(const Arg& a) {
   return std::visit([](const auto& v) -> std::string {
     using T = std::decay_t<decltype(v)>;
     if constexpr (std::is_same_v<T, std::monostate>) return "None";
-    else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return cat(v);
+    else if constexpr (std::is_same_v<T, int64_t> || std::is_same_v<T, double>) return detail::cat(v);
     else if constexpr (std::is_same_v<T, std::vector<int64_t>>) return to_string(Shape(v));
-    else if constexpr (std::is_same_v<T, std::string>) return cat("'", v, "'");
+    else if constexpr (std::is_same_v<T, std::string>) return detail::cat("'", v, "'");
     else return "<buffer>";
   }, a);
 }
+}  // namespace detail
 inline std::string print_graph(const UOpRef& root) {
-  auto topo = toposort(root);
+  auto topo = detail::toposort(root);
   std::unordered_map<const UOp*, size_t> id;
   std::string s;
   for (auto& u : topo) {
     id[u.get()] = id.size();
-    s += cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? cat("x", u->vcount) : "", " [");
-    for (size_t i = 0; i < u->src.size(); i++) s += cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += cat("] ", arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
+    s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "",
+                     " [");
+    for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
+    s += detail::cat("] ", detail::arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }
@@ -3075,8 +3121,8 @@ TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 TINYGRAD_API void flush_compile_checks();
 
 // TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
-struct JitProgram;  // the launches of one captured call over a table of buffers
 namespace detail {
+struct JitProgram;  // the launches of one captured call over a table of buffers
 // from now until jit_capture_end (or _abort), every kernel launch and copy this thread runs is recorded
 TINYGRAD_API void jit_capture_begin();
 TINYGRAD_API void jit_capture_abort();
@@ -3084,7 +3130,8 @@ TINYGRAD_API void jit_capture_abort();
 // reads that was made before it enters the capture as a value, never as the graph that computes it)
 TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots);
 // what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
-TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& outputs);
+TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                         const std::vector<std::shared_ptr<Buffer>>& outputs);
 // run the program again over new input buffers (as many as captured, same sizes); returns the outputs
 TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs);
 // why two captures of one function differ ("" where they run the same kernels over the same buffers)
@@ -3102,7 +3149,7 @@ TINYGRAD_API size_t jit_kernel_count(const JitProgram& p);
 #include <initializer_list>
 #include <optional>
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct UPat {
   std::vector<Ops> ops;      // empty: any op
@@ -3111,12 +3158,19 @@ struct UPat {
   std::optional<Arg> arg;
   std::string name;
   bool vec_ok = false;       // also match vector nodes
+  bool src_prefix = false;   // src matches the first sources (any more may follow)
 
   static UPat any(std::string name = "") { UPat p; p.name = std::move(name); return p; }
   static UPat var(std::string name = "", std::vector<DType> dts = {}) { UPat p; p.name = std::move(name); p.dtypes = std::move(dts); return p; }
   static UPat cvar(std::string name = "") { UPat p; p.ops = {Ops::CONST}; p.name = std::move(name); return p; }
   static UPat cnst(double v) { UPat p; p.ops = {Ops::CONST}; p.arg = Arg{}; p.cval = v; return p; }
-  static UPat op(Ops o, std::vector<UPat> s = {}, std::string name = "") { UPat p; p.ops = {o}; p.src = std::move(s); p.name = std::move(name); return p; }
+  static UPat op(Ops o, std::vector<UPat> s = {}, std::string name = "") {
+    UPat p;
+    p.ops = {o};
+    p.src = std::move(s);
+    p.name = std::move(name);
+    return p;
+  }
   static UPat ops_of(std::vector<Ops> o, std::string name = "") { UPat p; p.ops = std::move(o); p.name = std::move(name); return p; }
   UPat named(std::string n) const { UPat p = *this; p.name = std::move(n); return p; }
   UPat with_dtypes(std::vector<DType> d) const { UPat p = *this; p.dtypes = std::move(d); return p; }
@@ -3150,7 +3204,6 @@ struct Match {
 // a rule is a plain function (a lambda without captures; its context comes in Match::ctx): no std::function per rule
 using RewriteFn = UOpRef (*)(const Match&);
 
-namespace detail {
 inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
   if (!p.ops.empty() && std::find(p.ops.begin(), p.ops.end(), u->op) == p.ops.end()) return false;
   if (!p.dtypes.empty() && std::find(p.dtypes.begin(), p.dtypes.end(), u->dtype) == p.dtypes.end()) return false;
@@ -3164,7 +3217,7 @@ inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
   }
   if (!p.src) return true;
   const auto& ps = *p.src;
-  if (ps.size() != u->src.size()) { m.binds.resize(mark); return false; }
+  if (p.src_prefix ? ps.size() > u->src.size() : ps.size() != u->src.size()) { m.binds.resize(mark); return false; }
   size_t mark2 = m.binds.size();
   bool ok = true;
   for (size_t i = 0; i < ps.size() && ok; i++) ok = upat_match(ps[i], u->src[i], m);
@@ -3176,7 +3229,6 @@ inline bool upat_match(const UPat& p, const UOpRef& u, Match& m) {
   m.binds.resize(mark);
   return false;
 }
-}  // namespace detail
 
 class PatternMatcher {
  public:
@@ -3212,7 +3264,8 @@ class PatternMatcher {
 // rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
 // keep (optional): nodes left as they are, with everything below them (a realized value in a tensor graph).
 // NOTE: iterative (an explicit stack), so a graph of any depth rewrites
-inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr, const std::function<bool(const UOp*)>& keep = nullptr) {
+inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr,
+                            const std::function<bool(const UOp*)>& keep = nullptr) {
   // node -> (node, its rewrite or null while in progress); holding the key keeps its address from being reused
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
   struct Frame { UOpRef u, x, r; int stage; };  // stage 0: enter, 1: sources done, 2: r (what x became) done
@@ -3267,17 +3320,16 @@ inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*
   return memo.at(root.get());
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/uop/upat.hpp
 // begin include/tinygrad/uop/symbolic.hpp
 // the symbolic simplifier: constant folding, algebraic identities, value-range folding,
 // and div/mod folding over linear index expressions.
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // Constants fold as the kernels compute them (renderer/cstyle.hpp): ALU ops as the op table says (uop/ops.hpp); a float
 // -> int cast truncates, NaN -> 0, +-inf and out-of-range values saturate.
-namespace detail {
 // an int of dtype dt held in an int64: wrapped to dt's width and sign-extended (a uint64 keeps its bit pattern)
 inline int64_t wrap_int(DType dt, uint64_t x) {
   if (dt == DType::Bool) return x != 0;
@@ -3300,11 +3352,12 @@ inline int64_t float_to_int(double x, DType dt) {
 inline double int_to_float(int64_t v, DType from) { return from == DType::UInt64 ? double(uint64_t(v)) : double(v); }
 // a double rounded to a float dtype
 inline double round_float(DType dt, double x) {
-  return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
+  return dt == DType::Float32    ? double(float(x))
+         : dt == DType::Float16  ? f16_to_f32(f32_to_f16(float(x)))
+         : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x)))
+                                 : x;
 }
-}  // namespace detail
 
-namespace detail {
 inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
 inline int64_t wadd(int64_t a, int64_t b) { return int64_t(uint64_t(a) + uint64_t(b)); }
 inline int64_t wmul(int64_t a, int64_t b) { return int64_t(uint64_t(a) * uint64_t(b)); }
@@ -3323,8 +3376,14 @@ struct Linear {
       stack.pop_back();
       if (u->op == Ops::CONST && u->vcount == 1) { k = wadd(k, wmul(c, ival(u))); continue; }
       if (u->op == Ops::ADD) { stack.push_back({&u->src[1], c}); stack.push_back({&u->src[0], c}); continue; }
-      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { stack.push_back({&u->src[0], wmul(c, ival(u->src[1]))}); continue; }
-      if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { stack.push_back({&u->src[1], wmul(c, ival(u->src[0]))}); continue; }
+      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) {
+        stack.push_back({&u->src[0], wmul(c, ival(u->src[1]))});
+        continue;
+      }
+      if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) {
+        stack.push_back({&u->src[1], wmul(c, ival(u->src[0]))});
+        continue;
+      }
       bool found = false;
       for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); found = true; break; }
       if (!found) terms.emplace_back(u, c);
@@ -3472,14 +3531,14 @@ inline UOpRef fold_onehot_reduce(const UOpRef& red) {
   }
   return nullptr;
 }
-}  // namespace detail
 
 // ---- the rules ----
 inline const PatternMatcher& symbolic() {
   using detail::is_int_scalar;
   static const PatternMatcher pm{
       // constant folding
-      {UPat::ops_of(ops_where(is_alu), "a"), [](const Match& m) -> UOpRef {
+      {UPat::ops_of(ops_where(is_alu), "a"),
+       [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          if (a->vcount != 1) return nullptr;
          DType sdt = a->src[a->op == Ops::WHERE ? 1 : 0]->dtype;
@@ -3489,7 +3548,11 @@ inline const PatternMatcher& symbolic() {
            auto& s = a->src[i];
            if (s->op != Ops::CONST || s->vcount != 1) return nullptr;
            v.f[i] = is_float(s->dtype) ? detail::round_float(s->dtype, s->const_value()) : s->const_value();  // as the kernel holds it
-           if (auto* x = std::get_if<int64_t>(&s->arg)) { v.s[i] = *x; v.u[i] = uint64_t(*x); } else ints = false;
+           if (auto* x = std::get_if<int64_t>(&s->arg)) {
+             v.s[i] = *x;
+             v.u[i] = uint64_t(*x);
+           } else
+             ints = false;
          }
          // ints exactly (a double holds 53 bits), floats in double rounded to their dtype
          auto& op = op_info(a->op);
@@ -3498,7 +3561,8 @@ inline const PatternMatcher& symbolic() {
          double r = op.fold_f(v);
          return const_uop(a->dtype, a->dtype == DType::Bool ? double(r != 0) : detail::round_float(a->dtype, r));
        }},
-      {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"), [](const Match& m) -> UOpRef {
+      {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"),
+       [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          auto& c = m["c"];
          if (a->vcount != 1) return nullptr;
@@ -3511,7 +3575,8 @@ inline const PatternMatcher& symbolic() {
       {idiv(UPat::var("x"), UPat::cnst(0)), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
       {UPat::var("x") % UPat::cnst(0), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
       // a node whose value range is one number is that number
-      {UPat::ops_of({Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::WHERE}, "a"),
+      {UPat::ops_of({Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::WHERE},
+                    "a"),
        [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          return !is_float(a->dtype) && a->vcount == 1 && a->vmin == a->vmax ? const_int(a->dtype, a->vmin) : nullptr;
@@ -3533,17 +3598,20 @@ inline const PatternMatcher& symbolic() {
       {max(UPat::var("x"), UPat::var("x")), [](const Match& m) { return m["x"]; }},
       {UPat::op(Ops::CAST, {UPat::var("x")}, "c"), [](const Match& m) -> UOpRef { return m["c"]->dtype == m["x"]->dtype ? m["x"] : nullptr; }},
       // (x // a) // b -> x // (a*b)
-      {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")), [](const Match& m) -> UOpRef {
+      {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")),
+       [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && m["x"]->vmin >= 0 && detail::i128(a) * b <= detail::int_max(m["x"]->dtype) ? idiv(m["x"], a * b) : nullptr;
        }},
       // (x % (c*k)) % c -> x % c
-      {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"), [](const Match& m) -> UOpRef {
+      {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"),
+       [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(m["x"], b) : nullptr;
        }},
       // (x % (c*k)) // c -> (x // c) % k
-      {idiv(UPat::var("x") % UPat::cvar("a"), UPat::cvar("b")), [](const Match& m) -> UOpRef {
+      {idiv(UPat::var("x") % UPat::cvar("a"), UPat::cvar("b")),
+       [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(idiv(m["x"], b), a / b) : nullptr;
        }},
@@ -3551,13 +3619,15 @@ inline const PatternMatcher& symbolic() {
       {UPat::op(Ops::IDIV, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
       {UPat::op(Ops::MOD, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
       // (x + c1) < c2 -> x < c2 - c1 ; x*c < d -> x < ceil(d/c)  (where the sum or product cannot wrap)
-      {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"), [](const Match& m) -> UOpRef {
+      {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"),
+       [](const Match& m) -> UOpRef {
          auto& x = m["x"];
          if (!is_int_scalar(x)) return nullptr;
          detail::i128 c1 = detail::ival(m["c1"]), d = detail::i128(detail::ival(m["c2"])) - c1;
          return detail::fits(x->dtype, x->vmin + c1, x->vmax + c1) && detail::fits(x->dtype, d, d) ? lt(x, int64_t(d)) : nullptr;
        }},
-      {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"), [](const Match& m) -> UOpRef {
+      {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"),
+       [](const Match& m) -> UOpRef {
          auto& x = m["x"];
          if (!is_int_scalar(x)) return nullptr;
          int64_t c = detail::ival(m["c"]), d = detail::ival(m["d"]);
@@ -3565,7 +3635,8 @@ inline const PatternMatcher& symbolic() {
          return lt(x, int64_t(d > 0 ? (detail::i128(d) + c - 1) / c : -((-detail::i128(d)) / c)));
        }},
       // canonical linear form of integer sums: like terms merged, sorted, constant last
-      {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"), [](const Match& m) -> UOpRef {
+      {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"),
+       [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          if (!is_int_scalar(a)) return nullptr;
          if (a->op == Ops::MUL && a->src[1]->op != Ops::CONST) return nullptr;
@@ -3574,7 +3645,8 @@ inline const PatternMatcher& symbolic() {
        }},
       {UPat::ops_of({Ops::REDUCE}, "red"), [](const Match& m) { return detail::fold_onehot_reduce(m["red"]); }},
       // x * c  with c on the right
-      {UPat::op(Ops::MUL, {UPat::cvar("c"), UPat::var("x")}), [](const Match& m) -> UOpRef {
+      {UPat::op(Ops::MUL, {UPat::cvar("c"), UPat::var("x")}),
+       [](const Match& m) -> UOpRef {
          return m["x"]->op == Ops::CONST ? nullptr : make_uop(Ops::MUL, m["x"]->dtype, {m["x"], m["c"]}, {}, m["x"]->vcount);
        }},
   };
@@ -3614,7 +3686,7 @@ inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
   return toposort(out).size() < toposort(idx).size() ? out : idx;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/uop/symbolic.hpp
 // begin include/tinygrad/renderer/cstyle.hpp
 // the C-style renderer family: a linear kernel (from codegen/linearize.hpp) printed as source.
@@ -3624,7 +3696,7 @@ inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
 #include <functional>
 #include <set>
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct Renderer {
   std::string device;
@@ -3658,29 +3730,34 @@ class CStyleRenderer : public Renderer {
       "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
       "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
       "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
-      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
+      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & "
+      "((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
       "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
-      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
+      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; "
+      "return (unsigned short)hv; }\n";
   static constexpr const char* kBF16C =
       "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
-      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | "
+      "0x40u);\n"
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
   // the per-language table
   struct Lang {
-    std::string kernel_prefix;     // before the return type
-    std::string buffer_prefix;     // before a buffer's pointer type
+    std::string kernel_prefix{};   // before the return type
+    std::string buffer_prefix{};   // before a buffer's pointer type
     std::string restrict_kw = "restrict";
     std::string fn_prefix = "static inline";  // helper functions in the prelude
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
-    std::string gid[3], lid[3];    // how a global / local id is spelled
-    std::string smem_prefix, barrier;  // workgroup memory declaration, workgroup barrier
+    std::string gid[3]{}, lid[3]{};  // how a global / local id is spelled
+    std::string smem_prefix{}, barrier{};  // workgroup memory declaration, workgroup barrier
     std::string vec[3];            // a vector value: vec[0] type vec[1] lanes, vec[2]: C (float4){a, b}
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
     std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
     bool math_f = true;            // a float's math function ends in f
     const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
     const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
-  } lang{"", "", "restrict", "static inline", "float f; __builtin_memcpy(&f, &u, 4); return f;", "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", {}, {}, "", "", {"(", "){", "}"}, true};
+  } lang{.u2f = "float f; __builtin_memcpy(&f, &u, 4); return f;",
+         .f2u = "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;",
+         .vec = {"(", "){", "}"}};
 
   // what the rules see and write while one kernel renders
   struct Ctx {
@@ -3774,8 +3851,12 @@ class CStyleRenderer : public Renderer {
   // vectors: GCC vector extensions in C; the GPU languages override the accesses
   std::string vec(const std::string& T, const std::vector<std::string>& xs) const { return lang.vec[0] + T + lang.vec[1] + join(xs) + lang.vec[2]; }
   virtual std::string lane(const std::string& v, int i) const { return cat(v, "[", i, "]"); }
-  virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const { return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"); }
-  virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const { return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));"); }
+  virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const {
+    return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));");
+  }
+  virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const {
+    return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));");
+  }
   // a vector's element type (bools are held as ints) and its name: float4, uint4, long2
   std::string vector_elem(DType dt) const { return dt == DType::Bool ? "int" : scalar_type(dt); }
   static std::string vector_name(const std::string& elem, int vc) {
@@ -3865,7 +3946,8 @@ class CStyleRenderer : public Renderer {
     if (op == Ops::ADD) { lo = detail::i128(a.vmin) + b.vmin; hi = detail::i128(a.vmax) + b.vmax; }
     else if (op == Ops::NEG) { lo = -detail::i128(a.vmax); hi = -detail::i128(a.vmin); }
     else if (op == Ops::MUL) {
-      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin, detail::i128(a.vmax) * b.vmax};
+      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin,
+                           detail::i128(a.vmax) * b.vmax};
       lo = *std::min_element(p, p + 4); hi = *std::max_element(p, p + 4);
     } else if (op == Ops::SHL) {
       if (a.vmin < 0 || b.vmin < 0 || b.vmax >= itemsize(dt) * 8) return true;
@@ -3877,7 +3959,9 @@ class CStyleRenderer : public Renderer {
   static bool shift_out(DType dt, const UOp* u) { return !u || u->src[1]->vmin < 0 || u->src[1]->vmax >= itemsize(dt) * 8; }
   // a division that may divide by 0, or MIN by -1 (narrower ints compute in int: MIN / -1 fits)
   static bool div_zero(const UOp* u) { return may_be(u, 1, 0); }
-  static bool div_neg1(DType dt, const UOp* u) { return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt)); }
+  static bool div_neg1(DType dt, const UOp* u) {
+    return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt));
+  }
   // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined by
   // C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T: the type, U: the cast to the unsigned type
   std::pair<std::string, std::string> wrap_types(const Alu& x) const {
@@ -3902,7 +3986,9 @@ class CStyleRenderer : public Renderer {
     for (auto& t : c.typedefs) s += t + "\n";
     bool h = c.uses_half, b = c.uses_bf16;
     for (auto d : c.param_dtypes) { h |= d == DType::Float16; b |= d == DType::BFloat16; }
-    if (h || b) s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u + " }\n";
+    if (h || b)
+      s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u +
+           " }\n";
     for (auto [use, code] : {std::pair{h, lang.half_fns}, std::pair{b, lang.bf16_fns}}) {
       if (!use) continue;
       std::string t = code;
@@ -3911,11 +3997,14 @@ class CStyleRenderer : public Renderer {
     }
     return s;
   }
-  virtual std::string kernel_decl(const std::string& name, const Ctx& c) const { return cat(lang.kernel_prefix, "void ", name, "(", signature(c), ")"); }
+  virtual std::string kernel_decl(const std::string& name, const Ctx& c) const {
+    return cat(lang.kernel_prefix, "void ", name, "(", signature(c), ")");
+  }
   virtual std::string signature(const Ctx&) const { return "void** bufs, const long long* vals, int core_id, int ncores"; }
   virtual std::string params_prelude(const Ctx& c) const {
     std::string s;
-    for (size_t i = 0; i < c.params.size(); i++) s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
+    for (size_t i = 0; i < c.params.size(); i++)
+      s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
@@ -3928,64 +4017,102 @@ inline CStyleRenderer::CStyleRenderer() {
     for (auto& [op, f] : rs) table[size_t(op)] = f;
   };
   auto infix = [](const char* o) { return AluRule([o](const Alu& x) { return "(" + x.a[0] + o + x.a[1] + ")"; }); };
-  auto math = [this](const char* fn) { return AluRule([this, fn](const Alu& x) { return cat(lang.math_prefix, fn, lang.math_f && x.dt != DType::Float64 ? "f" : "", "(", x.a[0], ")"); }); };
-  set(code_for_op, {
-    {Ops::EXP2, math("exp2")}, {Ops::LOG2, math("log2")}, {Ops::SIN, math("sin")}, {Ops::SQRT, math("sqrt")}, {Ops::TRUNC, math("trunc")},
-    {Ops::RECIPROCAL, [](const Alu& x) { return cat("(1", is_float(x.dt) && x.dt != DType::Float64 ? ".0f" : ".0", "/", x.a[0], ")"); }},
-    {Ops::NEG, or_wrapped([](const Alu& x) { return (x.dt == DType::Bool ? "(!" : "(-") + x.a[0] + ")"; })},
-    {Ops::ADD, or_wrapped(infix("+"))}, {Ops::MUL, or_wrapped(infix("*"))}, {Ops::FDIV, infix("/")},
-    {Ops::IDIV, [this](const Alu& x) {
-       std::string e = "(" + x.a[0] + "/" + x.a[1] + ")";
-       if (div_neg1(x.dt, x.u)) { auto [T, U] = wrap_types(x); e = cat("((", x.a[1], "==-1)?((", T, ")(-", U, x.a[0], ")):", e, ")"); }
-       return div_zero(x.u) ? cat("((", x.a[1], "==0)?0:", e, ")") : e;
-     }},
-    {Ops::MOD, [](const Alu& x) {
-       std::string cond = div_zero(x.u) ? "(" + x.a[1] + "==0)" : "";
-       if (div_neg1(x.dt, x.u)) cond += (cond.empty() ? "(" : "||(") + x.a[1] + "==-1)";
-       return cond.empty() ? "(" + x.a[0] + "%" + x.a[1] + ")" : cat("(", cond, "?0:(", x.a[0], "%", x.a[1], "))");
-     }},
-    {Ops::MAX, [](const Alu& x) {
-       auto &a = x.a[0], &b = x.a[1];
-       return is_float(x.dt) ? cat("((", a, "!=", a, "||", a, ">", b, ")?", a, ":", b, ")") : cat("((", a, ">", b, ")?", a, ":", b, ")");
-     }},
-    {Ops::CMPLT, infix("<")}, {Ops::CMPNE, infix("!=")}, {Ops::CMPEQ, infix("==")}, {Ops::AND, infix("&")}, {Ops::OR, infix("|")}, {Ops::XOR, infix("^")},
-    {Ops::SHL, [this, shl = or_wrapped(infix("<<"))](const Alu& x) { return shift_out(x.dt, x.u) ? cat("(", count_ok(x), "?", shl(x), ":0)") : shl(x); }},
-    {Ops::SHR, [this](const Alu& x) {  // a count past the width fills with the sign
-       if (!shift_out(x.dt, x.u)) return "(" + x.a[0] + ">>" + x.a[1] + ")";
-       if (is_unsigned(x.dt)) return cat("(", count_ok(x), "?(", x.a[0], ">>", x.a[1], "):0)");
-       return cat("(", x.a[0], ">>(", count_ok(x), "?", x.a[1], ":", itemsize(x.dt) * 8 - 1, "))");
-     }},
-    {Ops::WHERE, [](const Alu& x) { return "(" + x.a[0] + "?" + x.a[1] + ":" + x.a[2] + ")"; }},
-    {Ops::MULACC, or_wrapped([](const Alu& x) { return "((" + x.a[0] + "*" + x.a[1] + ")+" + x.a[2] + ")"; })},
-    // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
-    {Ops::CAST, [this](const Alu& x) {
-       const std::string &a = x.a[0], T = scalar_type(x.dt);
-       if (x.dt == DType::Bool) return "(" + a + "!=0)";
-       if (!is_float(x.dts[0]) || is_float(x.dt)) return "((" + T + ")" + a + ")";
-       int digits = itemsize(x.dt) * 8 - !is_unsigned(x.dt);
-       int64_t hi = x.dt == DType::UInt64 ? -1 : detail::int_max(x.dt);  // as by wrap_int
-       return cat("((", a, "!=", a, ")?0:(", a, "<=", render_const(is_unsigned(x.dt) ? 0.0 : -std::ldexp(1.0, digits), x.dts[0]), ")?", render_int(detail::int_min(x.dt), x.dt),
-                  ":(", a, ">=", render_const(std::ldexp(1.0, digits), x.dts[0]), ")?", render_int(hi, x.dt), ":(", T, ")", a, ")");
-     }},
-  });
+  auto math = [this](const char* fn) {
+    return AluRule(
+        [this, fn](const Alu& x) { return cat(lang.math_prefix, fn, lang.math_f && x.dt != DType::Float64 ? "f" : "", "(", x.a[0], ")"); });
+  };
+  set(code_for_op,
+      {
+          {Ops::EXP2, math("exp2")},
+          {Ops::LOG2, math("log2")},
+          {Ops::SIN, math("sin")},
+          {Ops::SQRT, math("sqrt")},
+          {Ops::TRUNC, math("trunc")},
+          {Ops::RECIPROCAL, [](const Alu& x) { return cat("(1", is_float(x.dt) && x.dt != DType::Float64 ? ".0f" : ".0", "/", x.a[0], ")"); }},
+          {Ops::NEG, or_wrapped([](const Alu& x) { return (x.dt == DType::Bool ? "(!" : "(-") + x.a[0] + ")"; })},
+          {Ops::ADD, or_wrapped(infix("+"))},
+          {Ops::MUL, or_wrapped(infix("*"))},
+          {Ops::FDIV, infix("/")},
+          {Ops::IDIV,
+           [this](const Alu& x) {
+             std::string e = "(" + x.a[0] + "/" + x.a[1] + ")";
+             if (div_neg1(x.dt, x.u)) {
+               auto [T, U] = wrap_types(x);
+               e = cat("((", x.a[1], "==-1)?((", T, ")(-", U, x.a[0], ")):", e, ")");
+             }
+             return div_zero(x.u) ? cat("((", x.a[1], "==0)?0:", e, ")") : e;
+           }},
+          {Ops::MOD,
+           [](const Alu& x) {
+             std::string cond = div_zero(x.u) ? "(" + x.a[1] + "==0)" : "";
+             if (div_neg1(x.dt, x.u)) cond += (cond.empty() ? "(" : "||(") + x.a[1] + "==-1)";
+             return cond.empty() ? "(" + x.a[0] + "%" + x.a[1] + ")" : cat("(", cond, "?0:(", x.a[0], "%", x.a[1], "))");
+           }},
+          {Ops::MAX,
+           [](const Alu& x) {
+             auto &a = x.a[0], &b = x.a[1];
+             return is_float(x.dt) ? cat("((", a, "!=", a, "||", a, ">", b, ")?", a, ":", b, ")") : cat("((", a, ">", b, ")?", a, ":", b, ")");
+           }},
+          {Ops::CMPLT, infix("<")},
+          {Ops::CMPNE, infix("!=")},
+          {Ops::CMPEQ, infix("==")},
+          {Ops::AND, infix("&")},
+          {Ops::OR, infix("|")},
+          {Ops::XOR, infix("^")},
+          {Ops::SHL,
+           [this, shl = or_wrapped(infix("<<"))](const Alu& x) { return shift_out(x.dt, x.u) ? cat("(", count_ok(x), "?", shl(x), ":0)") : shl(x); }},
+          {Ops::SHR,
+           [this](const Alu& x) {  // a count past the width fills with the sign
+             if (!shift_out(x.dt, x.u)) return "(" + x.a[0] + ">>" + x.a[1] + ")";
+             if (is_unsigned(x.dt)) return cat("(", count_ok(x), "?(", x.a[0], ">>", x.a[1], "):0)");
+             return cat("(", x.a[0], ">>(", count_ok(x), "?", x.a[1], ":", itemsize(x.dt) * 8 - 1, "))");
+           }},
+          {Ops::WHERE, [](const Alu& x) { return "(" + x.a[0] + "?" + x.a[1] + ":" + x.a[2] + ")"; }},
+          {Ops::MULACC, or_wrapped([](const Alu& x) { return "((" + x.a[0] + "*" + x.a[1] + ")+" + x.a[2] + ")"; })},
+          // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
+          {Ops::CAST,
+           [this](const Alu& x) {
+             const std::string &a = x.a[0], T = scalar_type(x.dt);
+             if (x.dt == DType::Bool) return "(" + a + "!=0)";
+             if (!is_float(x.dts[0]) || is_float(x.dt)) return "((" + T + ")" + a + ")";
+             int digits = itemsize(x.dt) * 8 - !is_unsigned(x.dt);
+             int64_t hi = x.dt == DType::UInt64 ? -1 : detail::int_max(x.dt);  // as by wrap_int
+             return cat("((", a, "!=", a, ")?0:(", a, "<=", render_const(is_unsigned(x.dt) ? 0.0 : -std::ldexp(1.0, digits), x.dts[0]), ")?",
+                        render_int(detail::int_min(x.dt), x.dt), ":(", a, ">=", render_const(std::ldexp(1.0, digits), x.dts[0]), ")?",
+                        render_int(hi, x.dt), ":(", T, ")", a, ")");
+           }},
+      });
   // GCC vector extensions apply C's operators and conversions to whole vectors, where the op needs no guard
   // ("": per lane; whole_vector is never asked for half or bool results)
   auto same = [this](const Alu& x) { return code_for_op[size_t(x.op)](x); };  // (an overflowing + or * computes in unsigned vectors)
   auto divmod = [same](const Alu& x) { return div_zero(x.u) || div_neg1(x.dt, x.u) ? "" : same(x); };
   set(whole_vector, {
-    {Ops::ADD, same}, {Ops::MUL, same}, {Ops::FDIV, same}, {Ops::AND, same}, {Ops::OR, same}, {Ops::XOR, same},
-    {Ops::IDIV, divmod}, {Ops::MOD, divmod},
-    // a float max (NaN wins) as a bitwise select on the lanes' comparison mask, not a ?: per lane: a relu fused into
-    // a conv's loads, a max-pool's accumulator
-    {Ops::MAX, [this](const Alu& x) {
-       if (!is_float(x.dt)) return std::string();
-       std::string T = value_type(x.dt, x.vc, x.c), I = value_type(x.dt == DType::Float64 ? DType::Int64 : DType::Int32, x.vc, x.c);
-       auto &a = x.a[0], &b = x.a[1];
-       std::string m = cat("((", I, ")((", a, "!=", a, ")|(", a, ">", b, ")))");
-       return cat("((", T, ")((((", I, ")", a, ")&", m, ")|(((", I, ")", b, ")&~", m, ")))");
-     }},
-    {Ops::CAST, [this](const Alu& x) { return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool ? "" : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")"; }},
-  });
+                        {Ops::ADD, same},
+                        {Ops::MUL, same},
+                        {Ops::FDIV, same},
+                        {Ops::AND, same},
+                        {Ops::OR, same},
+                        {Ops::XOR, same},
+                        {Ops::IDIV, divmod},
+                        {Ops::MOD, divmod},
+                        // a float max (NaN wins) as a bitwise select on the lanes' comparison mask, not a ?: per lane: a relu fused into
+                        // a conv's loads, a max-pool's accumulator
+                        {Ops::MAX,
+                         [this](const Alu& x) {
+                           if (!is_float(x.dt)) return std::string();
+                           std::string T = value_type(x.dt, x.vc, x.c),
+                                       I = value_type(x.dt == DType::Float64 ? DType::Int64 : DType::Int32, x.vc, x.c);
+                           auto &a = x.a[0], &b = x.a[1];
+                           std::string m = cat("((", I, ")((", a, "!=", a, ")|(", a, ">", b, ")))");
+                           return cat("((", T, ")((((", I, ")", a, ")&", m, ")|(((", I, ")", b, ")&~", m, ")))");
+                         }},
+                        {Ops::CAST,
+                         [this](const Alu& x) {
+                           return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool
+                                      ? ""
+                                      : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")";
+                         }},
+                    });
   set(rules, {
     {Ops::DEFINE_GLOBAL, [this](Ctx& c, const UOp& x) {
        int64_t i = x.iarg();
@@ -4021,7 +4148,8 @@ inline CStyleRenderer::CStyleRenderer() {
        const UOp& idx = *x.src[0];
        std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
        bool gated = masked(idx);
-       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
+       if (idx.src[0]->op == Ops::DEFINE_LOCAL)
+         c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
        else if (x.vcount > 1) {
          c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
          c.line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", vload(v, T, ptr, x.vcount)));
@@ -4119,6 +4247,19 @@ class GPURenderer : public CStyleRenderer {
   std::string scalar_type(DType dt) const override { return dt == DType::Bool ? "bool" : CStyleRenderer::scalar_type(dt); }
 };
 
+// a WMMA's arg, written by the TC opt (codegen/gemm.hpp) and read by the CUDA renderer: the operands' dtype and where
+// their registers come from. Stored in the UOp as one integer (encode / decode: the only two places that know the bits)
+struct WmmaArg {
+  DType dt;
+  int pairs = 0;      // fragments loaded from memory: bit p set, register p is one 32-bit load of two neighbouring elements
+  bool b_hi = false;  // staged tiles: B's registers are the second half of its fragment load
+  bool a_mn = false, b_mn = false;  // wgmma: A's tile is m-major, B's n-major (else k-major)
+  int64_t encode() const { return int64_t(dt) | int64_t(pairs) << 8 | int64_t(b_hi) << 16 | int64_t(a_mn) << 17 | int64_t(b_mn) << 18; }
+  static WmmaArg decode(int64_t a) {
+    return {.dt = DType(a & 0xff), .pairs = int(a >> 8 & 0xff), .b_hi = (a >> 16 & 1) != 0, .a_mn = (a >> 17 & 1) != 0, .b_mn = (a >> 18 & 1) != 0};
+  }
+};
+
 // CUDA C, compiled by NVRTC
 class CUDARenderer : public GPURenderer {
  public:
@@ -4138,20 +4279,21 @@ class CUDARenderer : public GPURenderer {
     lang.half_fns = kHalfPTX;
     lang.bf16_fns = kBF16PTX;
     aligned_vectors = true;
-    // the TC opt: a WMMA node names its 12 fragment values (A: 8, B: 4); the REDUCE over it updates its float4
-    // accumulator with one mma.sync per step
-    // the TC opt: a WMMA node names its 6 packed fragment registers (A: 4, B: 2), each one 32-bit load of two
-    // neighbouring elements (the arg's mask) or two values packed by a cvt; the REDUCE over it updates its float4
-    // accumulator with one mma.sync per step
+    // the TC opt: a WMMA node of 4 lanes names its 6 fragment registers (A: 4, B: 2): from its 12 values (TF32: 6),
+    // each register one 32-bit load of two neighbouring elements (WmmaArg's pairs) or two values packed by a cvt, or
+    // (a staged tile) from its 2 ldmatrix fragments; the REDUCE over it updates its float4 accumulator with one mma.sync
+    // a step. A WMMA of more than 4 lanes is a wgmma tile's (below)
     // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
     rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
       if (!raw_local(x)) return base(c, x);
-      if (c.smem == 0) c.line(cat("extern __shared__ __align__(", wgmma ? 1024 : 16, ") unsigned char tg_dsmem[];"));  // wgmma: 128-byte swizzles from 1024-byte lines
+      if (c.smem == 0)
+        c.line(
+            cat("extern __shared__ __align__(", wgmma ? 1024 : 16, ") unsigned char tg_dsmem[];"));  // wgmma: 128-byte swizzles from 1024-byte lines
       std::string T = storage_type(x.dtype), v = c.r[&x] = cat("temp", x.varg()[0]);
       c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
       c.smem += dynamic_smem(x);
     };
-    // staged tiles (opt.hpp's tc_stage, simt_stage): a STORE of an address into workgroup memory copies the bytes there
+    // staged tiles (codegen/gemm.hpp's tc_stage, simt_stage): a STORE of an address into workgroup memory copies the bytes there
     // (cp.async of 4, 8 or 16 bytes; a gate on the source fills zeros, one on the destination skips the copy), a vector
     // LOAD from workgroup memory with an arg is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 2: .trans), and a BARRIER with an
     // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
@@ -4159,8 +4301,8 @@ class CUDARenderer : public GPURenderer {
       const UOp &idx = *x.src[0], &val = *x.src[1];
       if (idx.src[0]->op != Ops::DEFINE_LOCAL || val.op != Ops::INDEX) return base(c, x);
       c.typedefs.insert(kStageFns);
-      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ", get(c, val), ", ",
-                 val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
+      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ",
+                 get(c, val), ", ", val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
     };
     rules[size_t(Ops::LOAD)] = [this, base = rules[size_t(Ops::LOAD)]](Ctx& c, const UOp& x) {
       const UOp& idx = *x.src[0];
@@ -4177,7 +4319,8 @@ class CUDARenderer : public GPURenderer {
     // (on a wgmma device the copies are fenced for the async proxy, through which wgmma reads workgroup memory)
     rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
       if (std::holds_alternative<int64_t>(x.arg))
-        c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), wgmma ? ";\\n\\tfence.proxy.async.shared::cta" : "", ";\" ::: \"memory\");"));
+        c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), wgmma ? ";\\n\\tfence.proxy.async.shared::cta" : "",
+                   ";\" ::: \"memory\");"));
       c.line(lang.barrier);
     };
     // wgmma tiles: a WMMA of more than 4 lanes names the start of its warpgroup's A and B tiles; the REDUCE over it is
@@ -4201,14 +4344,15 @@ class CUDARenderer : public GPURenderer {
       }
       std::vector<std::string> regs;
       if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
-        for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * (x.iarg() >> 16 & 1), "]"));
+        for (int64_t p = 0; p < 6; p++)
+          regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * int64_t(WmmaArg::decode(x.iarg()).b_hi), "]"));
         c.r[&x] = join(regs);
         c.typedefs.insert(mma_fns(t));
         return;
       }
       for (size_t p = 0; p < 6; p++)
         regs.push_back(t == "tf32" ? cat("tg_pack_tf32(", get(c, *x.src[p]), ")")  // TF32: one value a register
-                       : x.iarg() >> (8 + p) & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
+                       : WmmaArg::decode(x.iarg()).pairs >> p & 1 ? cat("*(const unsigned int*)", get(c, *x.src[2 * p]->src[0]))
                                                   : cat("tg_pack_", t, "(", get(c, *x.src[2 * p]), ", ", get(c, *x.src[2 * p + 1]), ")"));
       c.r[&x] = join(regs);
       c.typedefs.insert(mma_fns(t));
@@ -4222,55 +4366,72 @@ class CUDARenderer : public GPURenderer {
     };
   }
   // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for) for one warpgroup: d += A B with
-  // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (opt.hpp's tc_swizzle): k-major
-  // rows of 64, or m-/n-major blocks of 64 rows (arg bits 17, 18), a block 8 KB on. Descriptor: the start, the
+  // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (codegen/gemm.hpp's tc_swizzle): k-major
+  // rows of 64, or m-/n-major blocks of 64 rows (WmmaArg's a_mn, b_mn), a block 8 KB on. Descriptor: the start, the
   // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
   static std::string wgmma_name(const UOp& w) {
-    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", w.iarg() >> 17 & 1, w.iarg() >> 18 & 1);
+    WmmaArg a = WmmaArg::decode(w.iarg());
+    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", int(a.a_mn), int(a.b_mn));
   }
   static std::string wgmma_fn(const UOp& w) {
     std::string t = mma_type(w);
-    int64_t n = w.vcount * 2, ta = w.iarg() >> 17 & 1, tb = w.iarg() >> 18 & 1;
+    WmmaArg a = WmmaArg::decode(w.iarg());
+    int64_t n = w.vcount * 2, ta = a.a_mn, tb = a.b_mn;
     std::string regs, outs;
     for (int64_t i = 0; i < n / 2; i++) {
       regs += cat(i ? ", " : "", "%", i);
       outs += cat(i ? ", " : "", "\"+f\"(d[", i, "])");
     }
-    std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
+    std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { "
+                        "return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
                         "__device__ inline void ", wgmma_name(w), "(float (&d)[", n / 2, "], const void* a, const void* b) {\n",
-                        "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
+                        "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n"
+                        "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
     for (int64_t k = 0; k < 4; k++)  // a k-major step is 32 bytes on in its rows, an m-/n-major one 16 rows of 128 bytes on
-      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs, "}, %", n / 2, ", %",
-               n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2), "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
+      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs,
+               "}, %", n / 2, ", %", n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2),
+               "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
     return f + "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n}";
   }
   static std::string mma_type(const UOp& wmma) {
-    DType dt = DType(wmma.iarg() & 0xff);
+    DType dt = WmmaArg::decode(wmma.iarg()).dt;
     return dt == DType::BFloat16 ? "bf16" : dt == DType::Float32 ? "tf32" : "f16";
   }
-  // c += A (16x16, row) B (16x8, col) for one warp with float32 accumulation, and the packing of two floats holding
-  // half (bfloat16) values into one register, the first in the low half (t: f16 or bf16)
-  // (t: f16 or bf16, m16n8k16; tf32: m16n8k8, one float rounded to TF32 a register)
+  // c += A B for one warp with float32 accumulation (t: f16 or bf16, m16n8k16: A 16x16 row, B 16x8 col; tf32:
+  // m16n8k8), and the packing of values into a register: two floats holding half (bfloat16) values, the first in the
+  // low half, or one float rounded to TF32
   static std::string mma_fns(const std::string& t) {
-    std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+    std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { "
+                                     "unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
                                    : cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
                                          "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n");
     std::string shape = t == "tf32" ? "m16n8k8" : "m16n8k16";
     return cat(pack,
-               "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {\n",
-               "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
-               "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
+               "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, "
+               "unsigned int b0, unsigned int b1) {\n",
+               "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
+               "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : "
+               "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
   // staged tiles: a workgroup address as PTX wants it, cp.async of 16, 8 or 4 bytes (zeros where !ok), ldmatrix .x4/.x2 (.trans)
   static constexpr const char* kStageFns =
-      "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
-      "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
-      "__device__ inline void tg_cp8(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
-      "__device__ inline void tg_cp4(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 4 : 0) : \"memory\"); }\n"
-      "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
-      "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
-      "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
-      "__device__ inline void tg_ldsm_x2_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n";
+      "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; "
+      "}\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
+      "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: "
+      "\"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp8(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: "
+      "\"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp4(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: "
+      "\"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 4 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, "
+      "%3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, "
+      "%2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, "
+      "[%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, "
+      "%1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n";
   // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
   static constexpr const char* kHalfPTX =
       "TG_FN float tg_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
@@ -4280,19 +4441,26 @@ class CUDARenderer : public GPURenderer {
       "#if __CUDA_ARCH__ >= 800\n"
       "TG_FN unsigned short tg_f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
       "#else\n"
-      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | "
+      "0x40u);\n"
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n"
       "#endif\n";
 
  protected:
-  std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override { return cat(v, " = *((const ", T, "*)", ptr, ");"); }
-  std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const override { return cat("*((", T, "*)", ptr, ") = ", v, ";"); }
+  std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override {
+    return cat(v, " = *((const ", T, "*)", ptr, ");");
+  }
+  std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const override {
+    return cat("*((", T, "*)", ptr, ") = ", v, ";");
+  }
   std::string kernel_decl(const std::string& name, const Ctx& c) const override {
     return cat(lang.kernel_prefix, "void __launch_bounds__(", c.local[0] * c.local[1] * c.local[2], ") ", name, "(", signature(c), ")");
   }
   std::string nonfinite(double v, bool f32) const override {
     if (f32) return std::isnan(v) ? "__int_as_float(0x7fc00000)" : v < 0 ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
-    return std::isnan(v) ? "__longlong_as_double(0x7ff8000000000000ll)" : v < 0 ? "__longlong_as_double(0xfff0000000000000ll)" : "__longlong_as_double(0x7ff0000000000000ll)";
+    return std::isnan(v) ? "__longlong_as_double(0x7ff8000000000000ll)"
+           : v < 0       ? "__longlong_as_double(0xfff0000000000000ll)"
+                         : "__longlong_as_double(0x7ff0000000000000ll)";
   }
 };
 
@@ -4321,16 +4489,22 @@ class OpenCLRenderer : public GPURenderer {
   // writes sign | 0x7e00 as the integer path does
   static constexpr const char* kHalfCL =
       "TG_FN float tg_h2f(ushort h) { return vload_half(0, (const half*)&h); }\n"
-      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); ushort h; vstore_half_rte(f, 0, (half*)&h); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
+      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); ushort h; vstore_half_rte(f, 0, (half*)&h); return (u & 0x7fffffffu) > 0x7f800000u ? "
+      "(ushort)((u >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
   static constexpr const char* kHalfFP16 =
       "TG_FN float tg_h2f(ushort h) { return convert_float(as_half(h)); }\n"
-      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : as_ushort(convert_half_rte(f)); }\n";
+      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : "
+      "as_ushort(convert_half_rte(f)); }\n";
   bool fp16;  // the device has cl_khr_fp16
 
  protected:
   // vloadN / vstoreN need only the element's alignment
-  std::string vload(const std::string& v, const std::string&, const std::string& ptr, int n) const override { return cat(v, " = vload", n, "(0, ", ptr, ");"); }
-  std::string vstore(const std::string& ptr, const std::string&, const std::string& v, int n) const override { return cat("vstore", n, "(", v, ", 0, ", ptr, ");"); }
+  std::string vload(const std::string& v, const std::string&, const std::string& ptr, int n) const override {
+    return cat(v, " = vload", n, "(0, ", ptr, ");");
+  }
+  std::string vstore(const std::string& ptr, const std::string&, const std::string& v, int n) const override {
+    return cat("vstore", n, "(", v, ", 0, ", ptr, ");");
+  }
   std::string scalar_type(DType dt) const override {
     switch (dt) {
       case DType::Int8: return "char";
@@ -4358,38 +4532,59 @@ class OpenCLRenderer : public GPURenderer {
   }
 };
 
+}  // namespace tinygrad::detail
+
+namespace tinygrad {
+// what a device of its own subclasses (register_renderer); the built-in renderers are internal
+using detail::CRenderer;
+using detail::CStyleRenderer;
+using detail::CUDARenderer;
+using detail::OpenCLRenderer;
+using detail::Renderer;
 }  // namespace tinygrad
 // end include/tinygrad/renderer/cstyle.hpp
 // begin include/tinygrad/codegen/opt.hpp
-// kernel opts: reshape the RANGEs of a kernel AST. UPCAST duplicates an output axis into registers,
-// VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis, THREAD splits an axis over CPU cores,
-// LOCAL puts part of an output axis on a GPU workgroup's threads, GROUP part of a reduce axis (the threads
-// combine their partial results through shared memory: codegen's lower_group_reduces), GROUPTOP the same with the
-// group taking the outer part (each thread a contiguous chunk). PADTO rounds an axis up to a multiple (the indexes
-// past the real size are masked: loads read 0, stores are skipped; on a device without workgroups a padded loop axis
-// recomputes its last index there instead, its stores skipped), SWAP exchanges the order of two loop axes,
-// NOLOCALS promises no LOCAL/GROUP opts (a GPU kernel with workgroups of one thread). KBLOCK blocks a reduce axis for
-// the caches (a CPU opt): its outer part becomes a loop outside all others, the stores keep the partial results in
-// the output and each block adds to them, so a block of the reused operand stays in L1/L2 while every output tile
-// passes over it (GotoBLAS's K blocking: a 2048 matmul reads B from L2, not from L3 or memory).
+// kernel opts, in include order: ranges.hpp (OptOp, Opt, range facts) -> gemm.hpp (the TC and TILE recipes) ->
+// kernel.hpp (the opt table and the Kernel) -> heuristics.hpp (the opts a kernel gets without BEAM)
+// begin include/tinygrad/codegen/heuristics.hpp
+// the hand-written heuristics: the opts a kernel gets without BEAM (hand_coded_optimizations; GPUs:
+// gpu_optimizations). Each drives a Kernel as it decides, reading the sizes left from the kernel's ranges, so every
+// opt it returns is one the kernel accepted
+// begin include/tinygrad/codegen/kernel.hpp
+// What each opt does, as one row per OptOp of the opt table: its name, its check (against a Kernel and its device:
+// an illegal opt throws KernelOptError with the reason) and its apply (the graph rewrite of the kernel AST). The
+// Kernel holds an AST, the opts applied so far and the graph they produced; the heuristics, BEAM and tests drive it.
+//
+// UPCAST duplicates an output axis into registers, VECTOR turns one into vector lanes, UNROLL duplicates a reduce axis,
+// THREAD splits an axis over CPU cores, LOCAL puts part of an output axis on a GPU workgroup's threads, GROUP part of a
+// reduce axis (the threads combine their partial results through workgroup memory: codegen.hpp's group_reduces pass),
+// GROUPTOP the same with the group taking the outer part (each thread a contiguous chunk). PADTO rounds an axis up to a
+// multiple (past the real size loads read 0 and stores are skipped; on a device without workgroups a padded loop axis
+// recomputes its last index there instead, its stores skipped), SWAP exchanges the order of two loop axes, NOLOCALS
+// promises no LOCAL/GROUP opts (a GPU kernel with workgroups of one thread). KBLOCK blocks a reduce axis for the caches
+// (a CPU opt): its outer part becomes a loop outside all others, the stores keep the partial results in the output and
+// each block adds to them, so a block of the reused operand stays in L1/L2 while every output tile passes over it
+// (GotoBLAS's K blocking). TC multiplies on tensor cores, TILE stages a float32 GEMM's tiles in workgroup memory
+// (gemm.hpp), MERGE joins two axes of one kind into one (an implicit GEMM's rows or K, for TC and TILE).
+// begin include/tinygrad/codegen/gemm.hpp
+// the GEMM recipes of the TC and TILE opts: matching a kernel's reduce as a matmul (tc_match, gemm_merges), the tile
+// shapes, and the staging of a block's tiles in workgroup memory (tc_stage, simt_stage) or a warp's fragments (tc_warp)
+// begin include/tinygrad/codegen/ranges.hpp
+// kernel opts, the vocabulary: OptOp, Opt, KernelOptError, and the facts about a kernel AST's RANGEs every opt and
+// heuristic reads (its ranges by id, their kinds, how an index walks a range). What each opt does: kernel.hpp.
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // NOTE: the values are stored in BEAM's disk cache: append, never reorder
 enum class OptOp { UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, PADTO, SWAP, NOLOCALS, KBLOCK, TC, TILE, MERGE };
 inline constexpr OptOp last_optop = OptOp::MERGE;
 struct Opt {
   OptOp op; int64_t axis; int64_t amt;  // axis: range id (NOLOCALS: none, -1); amt: SWAP's and MERGE's other range id, NOLOCALS 0
-  std::string str() const {
-    static const char* n[] = {"UPCAST", "VECTOR", "UNROLL", "THREAD", "LOCAL", "GROUP", "GROUPTOP", "PADTO", "SWAP", "NOLOCALS", "KBLOCK", "TC", "TILE", "MERGE"};
-    static_assert(sizeof(n) / sizeof(n[0]) == size_t(last_optop) + 1, "every OptOp needs a name");
-    return cat("Opt(", n[int(op)], ", ", axis, ", ", amt, ")");
-  }
+  std::string str() const;  // Opt(UPCAST, 1, 4): the name is the op's row of the opt table (kernel.hpp)
   bool operator==(const Opt&) const = default;
 };
 struct KernelOptError : Error { using Error::Error; };
 
-namespace detail {
 // ranges in id order (one sort for every caller: each comparator lambda would be its own std::sort instance)
 inline std::vector<UOpRef> by_range_id(std::vector<UOpRef> r) {
   std::sort(r.begin(), r.end(), [](const UOpRef& a, const UOpRef& b) { return a->range_id() < b->range_id(); });
@@ -4406,7 +4601,9 @@ inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
   throw KernelOptError(cat("no range with id ", id));
 }
-inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)}); }
+inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) {
+  return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)});
+}
 inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
 inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
@@ -4417,19 +4614,20 @@ inline bool one_address(const std::vector<UOpRef>& stores) {
   return !stores.empty() && std::all_of(stores.begin(), stores.end(), [&](auto& s) { return s->src[1] == stores[0]->src[1]; });
 }
 
-// each reduce loop of a kernel (REDUCEs over the same ranges run as one loop): its ranges -> the innermost of them
-inline std::map<std::vector<const UOp*>, UOpRef> reduce_loops(const std::vector<UOpRef>& topo) {
-  std::map<std::vector<const UOp*>, UOpRef> loops;
+// each reduce loop of a kernel (REDUCEs over the same ranges run as one loop): its range ids, ascending -> the
+// innermost of its ranges. NOTE: keyed by ids, not addresses: the heuristics walk the loops in this order
+inline std::map<std::vector<int64_t>, UOpRef> reduce_loops(const std::vector<UOpRef>& topo) {
+  std::map<std::vector<int64_t>, UOpRef> loops;
   for (auto& u : topo) {
     if (u->op != Ops::REDUCE) continue;
-    std::vector<const UOp*> rs;
+    std::vector<int64_t> ids;
     UOpRef inner = u->src.back();
     for (size_t i = 1; i < u->src.size(); i++) {
-      rs.push_back(u->src[i].get());
+      ids.push_back(u->src[i]->range_id());
       if (u->src[i]->range_id() > inner->range_id()) inner = u->src[i];
     }
-    std::sort(rs.begin(), rs.end());
-    loops[rs] = inner;
+    std::sort(ids.begin(), ids.end());
+    loops[ids] = inner;
   }
   return loops;
 }
@@ -4452,28 +4650,11 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
-// KBLOCK's precondition: every store's value holds exactly one REDUCE, over r (its own, as after UPCAST), of the
-// store's dtype, and no load reads a stored buffer. Returns the reduce of each store, or why it cannot be blocked.
-inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRef& sink, const UOpRef& r) {
-  std::vector<UOpRef> reds;
-  std::unordered_set<const UOp*> outs, seen;
-  for (auto& st : sink->src) outs.insert(st->src[0]->src[0].get());
-  for (auto& u : toposort(sink))
-    if (u->op == Ops::LOAD && outs.count(u->src[0]->src[0].get())) return std::string("a load reads a buffer the kernel writes");
-  for (auto& st : sink->src) {
-    UOpRef red;
-    for (auto& x : toposort(st->src[1]))
-      if (x->op == Ops::REDUCE) {
-        if (red) return std::string("a store's value holds two reduces");
-        red = x;
-      }
-    if (!red || std::find(red->src.begin() + 1, red->src.end(), r) == red->src.end()) return std::string("a store does not reduce over the axis");
-    if (red->dtype != st->src[1]->dtype || red->vcount != 1) return std::string("a store's dtype differs from its reduce's (partial results are kept in the output)");
-    if (!seen.insert(red.get()).second) return std::string("two stores share one reduce");
-    reds.push_back(red);
-  }
-  return reds;
-}
+}  // namespace tinygrad::detail
+// end include/tinygrad/codegen/ranges.hpp
+
+namespace tinygrad::detail {
+
 // TC's precondition: the kernel's one REDUCE is a float32 sum over r of a * b, a and b float16 (or both bfloat16,
 // cast up or not), a depending on an output axis m that b does not, b on an axis n that a does not; m a multiple of
 // 16, n of 8, r of 16 (PADTO first where not). Returns the match, or why there is none.
@@ -4490,7 +4671,9 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
     }
   if (!t.red || t.red->src.size() != 2 || t.red->src[1] != r) return R(std::string("no reduce runs over this axis alone"));
   if (t.red->reduce_op() != Ops::ADD || t.red->dtype != DType::Float32 || t.red->vcount != 1) return R(std::string("the reduce is no float32 sum"));
-  auto peel = [](UOpRef x) { return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x; };
+  auto peel = [](UOpRef x) {
+    return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x;
+  };
   // a reduce axis padded by PADTO adds where(valid, term, 0): the operands become 0 past the end instead (0 * 0)
   UOpRef p = t.red->src[0], valid;
   if (p->op == Ops::WHERE && p->src[2]->is_const(0)) valid = p->src[0], p = p->src[1];
@@ -4565,7 +4748,8 @@ inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {
   int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
   if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
   if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 64 of K a step";
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk)
+    return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
 // element o of a stage tile with rows of rl 2-byte elements: its 16-byte chunk is XORed, within its 128-byte line,
@@ -4601,7 +4785,7 @@ struct StagedSide {
   int64_t pitch;      // elements from one row of the buffer to the next
   bool swizzle;       // 2-byte tiles for ldmatrix: chunks XORed (tc_swizzle), else padded rows
   int64_t stage = 0;  // elements a stage
-  UOpRef buf;
+  UOpRef buf{};
   int64_t lines = 0;  // wgmma's m- or n-major layout: blocks of 64 rows (this many elements each), a row of 64 a k
   UOpRef at(const UOpRef& i, const UOpRef& k) const {  // element (i, k) within a stage
     UOpRef o = kmajor ? i * pitch + k : lines ? idiv(i, 64) * lines + k * 64 + mod(i, 64) : k * pitch + i;
@@ -4615,7 +4799,9 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
                                          const UOpRef& stage, const UOpRef& gate) {
   DType dt = tid->dtype;
   auto c = [&](int64_t v) { return const_int(dt, v); };
-  auto value = [&](const UOpRef& i, const UOpRef& k) { return simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * bk + k}})); };
+  auto value = [&](const UOpRef& i, const UOpRef& k) {
+    return simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * bk + k}}));
+  };
   auto dst = [&](const UOpRef& i, const UOpRef& k, int vc) {
     std::vector<UOpRef> src{sd.buf, simplify(stage * sd.stage + sd.at(i, k))};
     if (gate) src.push_back(gate);
@@ -4655,7 +4841,8 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
 // stages, P = S - 2 steps ahead of the compute: steps 0 to P - 1 before the loop (a copy group each), step kc + P in
 // step kc. Returns the barrier after which stage kc % S holds step kc's tiles. One barrier a step is enough: the stage
 // written in step kc was last read in step kc - 2.
-inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& kc, int64_t nk, int64_t S) {
+inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& kc, int64_t nk,
+                              int64_t S) {
   DType dt = kc->dtype;
   auto copies = [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
     auto v = staged_copies(sides[0], r, bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, bk, T, tid, step, stage, gate);
@@ -4685,6 +4872,36 @@ inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int6
   auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
   return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
 }
+// the kernel's stores of one output of a thread's tile: the reduce's value v, at row m and column n
+inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const TcMatch& tm, const UOpRef& v, const UOpRef& m, const UOpRef& n) {
+  std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), v}, {tm.m.get(), m}, {tm.n.get(), n}};
+  for (auto& st : sink->src) stores.push_back(substitute(st, at));
+}
+// a staged TC tile's fragments at mma step ks of stage `stage`: a warp's A tiles of 16x16 (ldmatrix .x4, 8 halves a
+// lane), its B tiles in pairs of 8x16 (.x4; one: .x2). The LOAD's arg: 1, or 2 for .trans (a buffer not k-major)
+inline std::pair<std::vector<UOpRef>, std::vector<UOpRef>> ldmatrix_frags(const StagedSide (&sides)[2], const TcTile& t, const UOpRef& stage,
+                                                                          const UOpRef& ks, const UOpRef& wm, const UOpRef& wn, const UOpRef& lane,
+                                                                          const UOpRef& ready) {
+  auto c = [&](int64_t v) { return const_int(lane->dtype, v); };
+  auto frag = [&](const StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
+    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(stage * sd.stage + sd.at(i, k))});
+    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(sd.kmajor ? 1 : 2), vc);
+  };
+  const StagedSide &A = sides[0], &B = sides[1];
+  std::vector<UOpRef> fa, fb;
+  for (int64_t u = 0; u < t.tm; u++) {
+    auto base = wm * (t.tm * 16) + c(u * 16);
+    fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
+                          : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
+  }
+  for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
+    auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
+    int vc = t.tn - u > 1 ? 8 : 4;
+    fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
+                          : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
+  }
+  return {fa, fb};
+}
 // TC with a staged tile: per block, tiles of A (bm x bk) and B (bn x bk) of each K step pass through workgroup memory
 // (staged_pipeline); each warp multiplies its tm x tn mma tiles with fragments from ldmatrix. A buffer holds its
 // operand k-major where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
@@ -4693,10 +4910,12 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
-  auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
+  auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt),
+       lane = make_range(32, id + 2, AxisType::WARP, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
-  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, true, 0, true, 0, nullptr, 0}, {tm.b, tm.n, gn, bn, true, 0, true, 0, nullptr, 0}};
+  StagedSide sides[2] = {{.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = true, .pitch = 0, .swizzle = true},
+                         {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = true, .pitch = 0, .swizzle = true}};
   for (int i = 0; i < 2; i++) {
     StagedSide& sd = sides[i];
     if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
@@ -4712,53 +4931,32 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   std::vector<UOpRef> stores;
   if (t.wg) {
     // one wgmma a K step for each warpgroup (wm / 4): its 64 rows of A by the block's bn columns of B, both from the
-    // stage's tiles (the start of each; the arg: the dtype, and at bits 17 and 18 whether A and B are m- and n-major).
+    // stage's tiles (the start of each; the arg: the dtype, and whether A and B are m- and n-major).
     // The REDUCE holds the warp's bn / 2 accumulators: mma tile j's four at 4j to 4j + 3, as for TC's staged tiles
     auto start = [&](const StagedSide& sd, const UOpRef& row) {
       return make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + (sd.lines ? idiv(row, 64) * sd.lines : row * sd.pitch))});
     };
     auto& A = sides[0];
     auto& B = sides[1];
-    auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready}, int64_t(tm.dt) | int64_t(!A.kmajor) << 17 | int64_t(!B.kmajor) << 18, int(bn / 2));
+    auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready},
+                      WmmaArg{.dt = tm.dt, .a_mn = !A.kmajor, .b_mn = !B.kmajor}.encode(), int(bn / 2));
     auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc}, rarg, int(bn / 2));
     for (int64_t e = 0; e < bn / 2; e++) {
-      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
-                                                {tm.m.get(), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g},
-                                                {tm.n.get(), gn * bn + c(e / 4 * 8 + (e & 1)) + q2}};
-      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+      tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g,
+                  gn * bn + c(e / 4 * 8 + (e & 1)) + q2);
     }
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
   auto ks = make_range(t.bk / 16, id + 3, AxisType::REDUCE, dt);  // the mma steps within a K step
-  // fragments: A's 16x16 tile (ldmatrix .x4, 8 halves a lane), B's two 8x16 tiles (.x4; one: .x2); the arg: 1, or 2 for .trans
-  auto frag = [&](StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
-    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + sd.at(i, k))});
-    return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, int64_t(sd.kmajor ? 1 : 2), vc);
-  };
-  auto& A = sides[0];
-  auto& B = sides[1];
-  std::vector<UOpRef> fa, fb;
-  for (int64_t u = 0; u < t.tm; u++) {
-    auto base = wm * (t.tm * 16) + c(u * 16);
-    fa.push_back(A.kmajor ? frag(A, base + mod(lane, 16), ks * 16 + idiv(lane, 16) * 8, 8)
-                          : frag(A, base + mod(idiv(lane, 8), 2) * 8, ks * 16 + mod(lane, 8) + idiv(lane, 16) * 8, 8));
-  }
-  for (int64_t u = 0; u < t.tn; u += 2) {  // lanes 16-31 address the second tile
-    auto base = wn * (t.tn * 8) + c(u * 8), second = t.tn - u > 1 ? idiv(lane, 16) * 8 : c(0);
-    int vc = t.tn - u > 1 ? 8 : 4;
-    fb.push_back(B.kmajor ? frag(B, base + second + mod(lane, 8), ks * 16 + mod(idiv(lane, 8), 2) * 8, vc)
-                          : frag(B, base + second, ks * 16 + mod(lane, 8) + mod(idiv(lane, 8), 2) * 8, vc));
-  }
+  auto [fa, fb] = ldmatrix_frags(sides, t, mod(kc, S), ks, wm, wn, lane, ready);
   for (int64_t um = 0; um < t.tm; um++)
     for (int64_t un = 0; un < t.tn; un++) {
-      // the arg: the dtype, and at bit 16 whether B's registers are the second half of its fragment load
-      auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un / 2)]}, int64_t(tm.dt) | (un % 2) << 16, 4);
+      // the arg: the dtype, and whether B's registers are the second half of its fragment load
+      auto w = make_uop(Ops::WMMA, DType::Float32, {fa[size_t(um)], fb[size_t(un / 2)]}, WmmaArg{.dt = tm.dt, .b_hi = un % 2 == 1}.encode(), 4);
       auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc, ks}, rarg, 4);
       for (int64_t e = 0; e < 4; e++) {
-        std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
-                                                  {tm.m.get(), gm * bm + wm * (t.tm * 16) + c(um * 16 + 8 * (e >> 1)) + g},
-                                                  {tm.n.get(), gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2}};
-        for (auto& st : sink->src) stores.push_back(substitute(st, at));
+        tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), gm * bm + wm * (t.tm * 16) + c(um * 16 + 8 * (e >> 1)) + g,
+                    gn * bn + wn * (t.tn * 8) + c(un * 8 + (e & 1)) + q2);
       }
     }
   return make_uop(Ops::SINK, DType::Bool, stores);
@@ -4772,7 +4970,8 @@ inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8,
                                           {16, 8, 8, 4, 16, 3}, {8, 8, 8, 4, 16, 3},  {32, 4, 8, 8, 16, 3}, {16, 4, 8, 8, 16, 3}};
 inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
   int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk)
+    return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
 // TILE: per block, tiles of A (bm x bk) and B (bn x bk) pass through workgroup memory as in TC's staged tiles, both
@@ -4787,12 +4986,15 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
   auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
   auto tid = ty * t.tx + tx;
-  StagedSide sides[2] = {{tm.a, tm.m, gm, bm, false, bm + 4, false, (bm + 4) * t.bk, nullptr}, {tm.b, tm.n, gn, bn, false, bn + 4, false, (bn + 4) * t.bk, nullptr}};
+  StagedSide sides[2] = {
+      {.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = false, .pitch = bm + 4, .swizzle = false, .stage = (bm + 4) * t.bk},
+      {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = false, .pitch = bn + 4, .swizzle = false, .stage = (bn + 4) * t.bk}};
   for (int i = 0; i < 2; i++) sides[i].buf = make_uop(Ops::DEFINE_LOCAL, sides[i].x->dtype, {}, std::vector<int64_t>{i, S * sides[i].stage, 1});
   auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S);
   // a thread's 4 neighbouring rows (columns) of group g at step ks: one vector read of workgroup memory
   auto quad = [&](StagedSide& sd, const UOpRef& own, int64_t g, int64_t groups) {
-    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
+    auto idx =
+        make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
     return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, {}, 4);
   };
   std::vector<UOpRef> qa, qb;
@@ -4803,220 +5005,259 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
     for (int64_t j = 0; j < t.tn; j++) {
       auto a = make_uop(Ops::GEP, tm.a->dtype, {qa[size_t(i / 4)]}, i % 4), b = make_uop(Ops::GEP, tm.b->dtype, {qb[size_t(j / 4)]}, j % 4);
       auto acc = make_uop(Ops::REDUCE, tm.red->dtype, {a * b, kc, ks}, tm.red->arg);
-      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), acc},
-                                                {tm.m.get(), gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4)},
-                                                {tm.n.get(), gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4)}};
-      for (auto& st : sink->src) stores.push_back(substitute(st, at));
+      tile_stores(stores, sink, tm, acc, gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4),
+                  gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4));
     }
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
-}  // namespace detail
-
-// apply one opt to a kernel AST (a SINK of STOREs); clamp_loops: PADTO's loop axes clamp (a device without workgroups)
-inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = false) {
-  using namespace detail;
-  if (o.op == OptOp::NOLOCALS) return sink;  // a promise Kernel::check keeps; the graph is the same
-  UOpRef r = find_range(sink, o.axis);
-  int64_t n = r->range_end();
-  AxisType t = axis_type(r);
+// TC with fragments from memory (amount 0): one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16
+// steps of r. Lane t of the warp (a WARP axis of 32) holds A's rows g, g + 8 (g = t / 4) at columns 2q, 2q + 1, 2q + 8,
+// 2q + 9 (q = t % 4), B's column g at rows 2q, 2q + 1, 2q + 8, 2q + 9, and C's rows g, g + 8 at columns 2q, 2q + 1 (PTX
+// ISA, the m16n8k16 fragments). TF32 (m16n8k8, 8 steps of r): A's rows g, g + 8 at columns q, q + 4; B's column g at
+// rows q, q + 4; C the same. LOCAL and UPCAST after TC shape the block
+inline UOpRef tc_warp(const UOpRef& sink, const UOpRef& r, const TcMatch& tm) {
   DType dt = r->dtype;
-  if (o.op == OptOp::SWAP) {
-    // the two ranges exchange ids: loops open (and gpudims assigns dims) in id order
-    UOpRef r2 = find_range(sink, o.amt);
-    if (r2 == r || t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) throw KernelOptError(o.str() + ": needs two loop axes");
-    return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt)}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt)}});
+  auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt),
+       no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
+  int64_t kt = tc_k(tm.dt);
+  auto ko = make_range(r->range_end() / kt, r->range_id(), AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
+  auto g = idiv(lane, 4), q = mod(lane, 4), q2 = q * 2;
+  auto c = [&](int64_t v) { return const_int(dt, v); };
+  std::vector<UOpRef> frag;
+  auto at_a = [&](const UOpRef& row, const UOpRef& col) {
+    frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + row}, {r.get(), ko * kt + col}}));
+  };
+  auto at_b = [&](const UOpRef& k) { frag.push_back(substitute(tm.b, {{r.get(), ko * kt + k}, {tm.n.get(), no * 8 + g}})); };
+  if (kt == 8) {
+    for (int64_t e = 0; e < 4; e++) at_a(g + c(8 * (e & 1)), q + c(4 * (e >> 1)));
+    for (int64_t e = 0; e < 2; e++) at_b(q + c(4 * e));
+  } else {
+    for (int64_t e = 0; e < 8; e++) at_a(g + c(8 * ((e >> 1) & 1)), q2 + c((e & 1) + 8 * (e >> 2)));
+    for (int64_t e = 0; e < 4; e++) at_b(q2 + c((e & 1) + 8 * (e >> 1)));
   }
-  if (o.op == OptOp::MERGE) {
-    // the two ranges become one of their sizes' product (the first's id): r = R / n2, r2 = R % n2; a reduce over both
-    // runs over R
-    UOpRef r2 = find_range(sink, o.amt);
-    if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
-    int64_t n2 = r2->range_end();
-    auto R = make_range(n * n2, o.axis, t, dt);
-    std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
-    for (auto& u : toposort(sink)) {
-      if (m.count(u.get())) continue;
-      std::vector<UOpRef> src;
-      for (size_t i = 0; i < u->src.size(); i++) {
-        const UOpRef& x = u->src[i];
-        bool closes = u->op == Ops::REDUCE && i > 0;  // a reduce's ranges
-        if (closes && x == r2) continue;
-        src.push_back(closes && x == r ? R : m.at(x.get()));
+  // a pair of neighbouring values that are loads of neighbouring, 4-byte aligned elements is one 32-bit load of
+  // the packed register (WmmaArg's pairs), else the renderer packs them with a cvt
+  WmmaArg arg{.dt = tm.dt};
+  for (int p = 0; p < 6 && kt == 16; p++) {
+    const UOpRef &lo = frag[size_t(2 * p)], &hi = frag[size_t(2 * p + 1)];
+    auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->dtype == tm.dt && x->src[0]->src.size() == 2; };
+    if (!plain(lo) || !plain(hi) || lo->src[0]->src[0] != hi->src[0]->src[0]) continue;
+    const UOpRef &alo = lo->src[0]->src[1], &ahi = hi->src[0]->src[1];
+    if (simplify(ahi - alo)->is_const(1) && simplify(mod(alo, 2))->is_const(0)) arg.pairs |= 1 << p;
+  }
+  auto w = make_uop(Ops::WMMA, DType::Float32, frag, arg.encode(), 4);
+  auto rarg = tm.red->varg();
+  rarg[0] = int64_t(Ops::WMMA);
+  auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, ko}, rarg, 4);
+  std::vector<UOpRef> stores;
+  for (int64_t e = 0; e < 4; e++) {
+    tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), mo * 16 + g + c(8 * (e >> 1)), no * 8 + q2 + c(e & 1));
+  }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+}  // namespace tinygrad::detail
+// end include/tinygrad/codegen/gemm.hpp
+
+namespace tinygrad::detail {
+
+// the range an opt names: the range, its size, kind and dtype
+struct OptAxis { UOpRef r; int64_t n; AxisType t; DType dt; };
+inline OptAxis opt_axis(const UOpRef& sink, int64_t id) {
+  UOpRef r = find_range(sink, id);
+  return {r, r->range_end(), axis_type(r), r->dtype};
+}
+
+// KBLOCK's precondition: every store's value holds exactly one REDUCE, over r (its own, as after UPCAST), of the
+// store's dtype, and no load reads a stored buffer. Returns the reduce of each store, or why it cannot be blocked.
+inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRef& sink, const UOpRef& r) {
+  std::vector<UOpRef> reds;
+  std::unordered_set<const UOp*> outs, seen;
+  for (auto& st : sink->src) outs.insert(st->src[0]->src[0].get());
+  for (auto& u : toposort(sink))
+    if (u->op == Ops::LOAD && outs.count(u->src[0]->src[0].get())) return std::string("a load reads a buffer the kernel writes");
+  for (auto& st : sink->src) {
+    UOpRef red;
+    for (auto& x : toposort(st->src[1]))
+      if (x->op == Ops::REDUCE) {
+        if (red) return std::string("a store's value holds two reduces");
+        red = x;
       }
-      m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
-    }
-    return m.at(sink.get());
+    if (!red || std::find(red->src.begin() + 1, red->src.end(), r) == red->src.end()) return std::string("a store does not reduce over the axis");
+    if (red->dtype != st->src[1]->dtype || red->vcount != 1)
+      return std::string("a store's dtype differs from its reduce's (partial results are kept in the output)");
+    if (!seen.insert(red.get()).second) return std::string("two stores share one reduce");
+    reds.push_back(red);
   }
-  if (o.op == OptOp::PADTO) {
-    if (t != AxisType::LOOP && t != AxisType::REDUCE) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
-    if (o.amt <= 1 || o.amt - n >= n) throw KernelOptError(o.str() + ": the amount must be at least 2 and under twice the axis");
-    // the range grows; every load whose index depends on it reads 0 past the real size, every store that
-    // depends on it is skipped there (the gate also keeps the address of any access from being dereferenced)
-    auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
-    UOpRef valid = lt(nr, n);
-    auto masked = [&](std::vector<UOpRef> isrc) {  // an INDEX's sources with `valid` added to its mask
-      if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], valid);
-      else isrc.push_back(valid);
-      return isrc;
-    };
-    // NOTE: on a CPU, a padded loop axis computes its last index again past the end, and only its stores are
-    // masked: each load reads an address the kernel reads anyway, with no mask in an inner loop (a 1024 matmul's
-    // 6-row register tile: a masked load of A per row and step ran 1.9x slower), and every value is one the kernel
-    // computes (no overflow or division by zero of its own). Its loads then walk the axis with no fixed stride (no
-    // VECTOR on it). Elsewhere loads are masked: a padded reduce adds its identity, and a GPU's TC stages its tiles
-    // from the masks
-    if (clamp_loops && t == AxisType::LOOP) {
-      UOpRef clamped = sub_range(sink, r, alu(Ops::WHERE, {valid, nr, const_int(dt, n - 1)}));
-      auto dep = depends_on(sink, r);
-      std::vector<UOpRef> stores;
-      for (size_t i = 0; i < sink->src.size(); i++) {
-        const UOpRef &st = sink->src[i], &cst = clamped->src[i];
-        if (!dep.count(st.get())) { stores.push_back(cst); continue; }
-        std::vector<UOpRef> src = cst->src;
-        src[0] = make_uop(Ops::INDEX, st->src[0]->dtype, masked(sub_range(st->src[0], r, nr)->src), st->src[0]->arg, st->src[0]->vcount);
-        stores.push_back(make_uop(st->op, st->dtype, std::move(src), st->arg, st->vcount));
-      }
-      return make_uop(Ops::SINK, sink->dtype, std::move(stores), sink->arg, sink->vcount);
+  return reds;
+}
+
+// ---- apply: one opt's rewrite of a kernel AST (a SINK of STOREs). clamp_loops: PADTO's loop axes clamp (a device
+// without workgroups). Each checks what its rewrite needs (apply_opt may run without a Kernel's check)
+
+inline UOpRef apply_nolocals(const UOpRef& sink, const Opt&, bool) { return sink; }  // a promise Kernel::check keeps
+
+// the two ranges exchange ids: loops open (and gpudims assigns dims) in id order
+inline UOpRef apply_swap(const UOpRef& sink, const Opt& o, bool) {
+  auto [r, n, t, dt] = opt_axis(sink, o.axis);
+  UOpRef r2 = find_range(sink, o.amt);
+  if (r2 == r || t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) throw KernelOptError(o.str() + ": needs two loop axes");
+  return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt)}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt)}});
+}
+
+// the two ranges become one of their sizes' product (the first's id): r = R / n2, r2 = R % n2; a reduce over both
+// runs over R
+inline UOpRef apply_merge(const UOpRef& sink, const Opt& o, bool) {
+  auto [r, n, t, dt] = opt_axis(sink, o.axis);
+  UOpRef r2 = find_range(sink, o.amt);
+  if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE))
+    throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
+  int64_t n2 = r2->range_end();
+  auto R = make_range(n * n2, o.axis, t, dt);
+  std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
+  for (auto& u : toposort(sink)) {
+    if (m.count(u.get())) continue;
+    std::vector<UOpRef> src;
+    for (size_t i = 0; i < u->src.size(); i++) {
+      const UOpRef& x = u->src[i];
+      bool closes = u->op == Ops::REDUCE && i > 0;  // a reduce's ranges
+      if (closes && x == r2) continue;
+      src.push_back(closes && x == r ? R : m.at(x.get()));
     }
-    UOpRef grown = sub_range(sink, r, nr);
-    auto dep = depends_on(grown, nr);
-    std::unordered_set<const UOp*> gate;
-    for (auto& u : toposort(grown))
-      if ((u->op == Ops::LOAD && dep.count(u->src[0].get())) || (u->op == Ops::STORE && dep.count(u.get()))) gate.insert(u->src[0].get());
-    std::unordered_map<const UOp*, UOpRef> m;
-    for (auto& u : toposort(grown)) {
-      std::vector<UOpRef> src;
-      for (auto& x : u->src) src.push_back(m.at(x.get()));
-      if (gate.count(u.get())) src = masked(std::move(src));
-      // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
-      if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
-        src[0] = alu(Ops::WHERE, {valid, src[0], const_uop(u->dtype, reduce_identity(u->reduce_op(), u->dtype))});
-      }
-      m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
-    }
-    return m.at(grown.get());
+    m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
   }
-  if (o.op == OptOp::TILE) {
-    auto found = tc_match(sink, r, false, true);
-    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
-    return simt_stage(sink, r, std::get<TcMatch>(found), simt_tiles[o.amt]);
+  return m.at(sink.get());
+}
+
+// an INDEX's sources with `valid` added to its mask
+inline std::vector<UOpRef> masked(std::vector<UOpRef> isrc, const UOpRef& valid) {
+  if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], valid);
+  else isrc.push_back(valid);
+  return isrc;
+}
+// PADTO on a CPU's loop axis: the axis computes its last index again past the end, and only its stores are masked:
+// each load reads an address the kernel reads anyway, with no mask in an inner loop (a masked load of A per row of a
+// matmul's register tile ran 1.9x slower), and every value is one the kernel computes (no overflow or division by
+// zero of its own). Its loads then walk the axis with no fixed stride (no VECTOR on it)
+inline UOpRef pad_clamped(const UOpRef& sink, const UOpRef& r, const UOpRef& nr, const UOpRef& valid) {
+  int64_t n = r->range_end();
+  UOpRef clamped = sub_range(sink, r, alu(Ops::WHERE, {valid, nr, const_int(r->dtype, n - 1)}));
+  auto dep = depends_on(sink, r);
+  std::vector<UOpRef> stores;
+  for (size_t i = 0; i < sink->src.size(); i++) {
+    const UOpRef &st = sink->src[i], &cst = clamped->src[i];
+    if (!dep.count(st.get())) { stores.push_back(cst); continue; }
+    std::vector<UOpRef> src = cst->src;
+    src[0] = make_uop(Ops::INDEX, st->src[0]->dtype, masked(sub_range(st->src[0], r, nr)->src, valid), st->src[0]->arg, st->src[0]->vcount);
+    stores.push_back(make_uop(st->op, st->dtype, std::move(src), st->arg, st->vcount));
   }
-  if (o.op == OptOp::TC) {
-    // one warp computes a 16x8 tile of m x n with one mma.sync m16n8k16 per 16 steps of r. Lane t of the warp (a WARP
-    // axis of 32) holds A's rows g, g + 8 (g = t / 4) at columns 2q, 2q + 1, 2q + 8, 2q + 9 (q = t % 4), B's column g at
-    // rows 2q, 2q + 1, 2q + 8, 2q + 9, and C's rows g, g + 8 at columns 2q, 2q + 1 (PTX ISA, the m16n8k16 fragments).
-    // TF32 (m16n8k8, 8 steps of r): A's rows g, g + 8 at columns q, q + 4; B's column g at rows q, q + 4; C the same
-    auto found = tc_match(sink, r);
-    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
-    auto& tm = std::get<TcMatch>(found);
-    if (o.amt > 0) return tc_stage(sink, r, tm, tc_tiles[o.amt]);
-    auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
-    int64_t kt = tc_k(tm.dt);
-    auto ko = make_range(n / kt, o.axis, AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
-    auto g = idiv(lane, 4), q = mod(lane, 4), q2 = q * 2;
-    auto c = [&](int64_t v) { return const_int(dt, v); };
-    std::vector<UOpRef> frag;
-    auto at_a = [&](const UOpRef& row, const UOpRef& col) { frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + row}, {r.get(), ko * kt + col}})); };
-    auto at_b = [&](const UOpRef& k) { frag.push_back(substitute(tm.b, {{r.get(), ko * kt + k}, {tm.n.get(), no * 8 + g}})); };
-    if (kt == 8) {
-      for (int64_t e = 0; e < 4; e++) at_a(g + c(8 * (e & 1)), q + c(4 * (e >> 1)));
-      for (int64_t e = 0; e < 2; e++) at_b(q + c(4 * e));
-    } else {
-      for (int64_t e = 0; e < 8; e++) at_a(g + c(8 * ((e >> 1) & 1)), q2 + c((e & 1) + 8 * (e >> 2)));
-      for (int64_t e = 0; e < 4; e++) at_b(q2 + c((e & 1) + 8 * (e >> 1)));
+  return make_uop(Ops::SINK, sink->dtype, std::move(stores), sink->arg, sink->vcount);
+}
+// PADTO elsewhere: every load whose index depends on the grown range reads 0 past the real size, every store that
+// depends on it is skipped there (the gate also keeps the address of any access from being dereferenced), and a
+// reduce over it adds its identity there (a GPU's TC stages its tiles from the masks)
+inline UOpRef pad_masked(const UOpRef& sink, const UOpRef& r, const UOpRef& nr, const UOpRef& valid) {
+  UOpRef grown = sub_range(sink, r, nr);
+  auto dep = depends_on(grown, nr);
+  std::unordered_set<const UOp*> gate;
+  for (auto& u : toposort(grown))
+    if ((u->op == Ops::LOAD && dep.count(u->src[0].get())) || (u->op == Ops::STORE && dep.count(u.get()))) gate.insert(u->src[0].get());
+  std::unordered_map<const UOp*, UOpRef> m;
+  for (auto& u : toposort(grown)) {
+    std::vector<UOpRef> src;
+    for (auto& x : u->src) src.push_back(m.at(x.get()));
+    if (gate.count(u.get())) src = masked(std::move(src), valid);
+    // a reduce over the padded range adds its identity there, whatever its terms are (0 * inf of a term would not)
+    if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), nr) != u->src.end()) {
+      src[0] = alu(Ops::WHERE, {valid, src[0], const_uop(u->dtype, reduce_identity(u->reduce_op(), u->dtype))});
     }
-    // a pair of neighbouring values that are loads of neighbouring, 4-byte aligned elements is one 32-bit load of
-    // the packed register (bit p of the arg's mask, above the dtype's byte), else the renderer packs them with a cvt
-    int64_t mask = 0;
-    for (int64_t p = 0; p < 6 && kt == 16; p++) {
-      const UOpRef &lo = frag[size_t(2 * p)], &hi = frag[size_t(2 * p + 1)];
-      auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->dtype == tm.dt && x->src[0]->src.size() == 2; };
-      if (!plain(lo) || !plain(hi) || lo->src[0]->src[0] != hi->src[0]->src[0]) continue;
-      const UOpRef &alo = lo->src[0]->src[1], &ahi = hi->src[0]->src[1];
-      if (simplify(ahi - alo)->is_const(1) && simplify(mod(alo, 2))->is_const(0)) mask |= int64_t(1) << p;
-    }
-    auto w = make_uop(Ops::WMMA, DType::Float32, frag, int64_t(tm.dt) | mask << 8, 4);
-    auto rarg = tm.red->varg();
-    rarg[0] = int64_t(Ops::WMMA);
-    auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, ko}, rarg, 4);
-    std::vector<UOpRef> stores;
-    for (int64_t e = 0; e < 4; e++) {
-      std::unordered_map<const UOp*, UOpRef> at{{tm.red.get(), make_uop(Ops::GEP, DType::Float32, {acc}, e)},
-                                                {tm.m.get(), mo * 16 + g + c(8 * (e >> 1))}, {tm.n.get(), no * 8 + q2 + c(e & 1)}};
-      for (auto& st : sink->src) stores.push_back(substitute(st, at));
-    }
-    return make_uop(Ops::SINK, DType::Bool, stores);
+    m[u.get()] = src == u->src ? u : make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount);
   }
-  if (o.amt <= 1 || n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", n));
-  if (o.op == OptOp::KBLOCK) {
-    // r -> blk * amt + r' (r' keeps the id); each store's reduce s over r becomes, at block blk:
-    //   part = blk == 0 ? s' : out[idx] op s'        (s' reduces the block; out[idx] is read only past block 0)
-    // and the store writes part, or its value with part for s in the last block (a bias, an activation)
-    if (t != AxisType::REDUCE) throw KernelOptError(o.str() + ": needs a reduce axis");
-    auto found = kblock_reduces(sink, r);
-    if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
-    auto& reds = std::get<std::vector<UOpRef>>(found);
-    auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt), inner = make_range(o.amt, o.axis, t, dt);
-    auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
-    auto last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
-    std::vector<UOpRef> stores;
-    for (size_t i = 0; i < reds.size(); i++) {
-      const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
-      std::vector<UOpRef> src{sub_range(red->src[0], r, blk * o.amt + inner)};
-      for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
-      auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
-      std::vector<UOpRef> isrc(idx->src);
-      if (isrc.size() > 2) isrc[2] = logical_and(isrc[2], later);
-      else isrc.push_back(later);
-      auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg)});
-      // the gated load reads 0 in block 0: a sum needs no select there
-      part = red->reduce_op() == Ops::ADD ? prev + part : alu(Ops::WHERE, {first, part, alu(red->reduce_op(), {prev, part})});
-      auto value = substitute(st->src[1], {{red.get(), part}});
-      stores.push_back(make_uop(Ops::STORE, DType::Bool, {idx, value == part ? part : alu(Ops::WHERE, {last, value, part})}));
-    }
-    return make_uop(Ops::SINK, DType::Bool, stores);
-  }
-  bool is_reduce = t == AxisType::REDUCE;
+  return m.at(grown.get());
+}
+inline UOpRef apply_padto(const UOpRef& sink, const Opt& o, bool clamp_loops) {
+  auto [r, n, t, dt] = opt_axis(sink, o.axis);
+  if (t != AxisType::LOOP && t != AxisType::REDUCE) throw KernelOptError(o.str() + ": needs a loop or reduce axis");
+  if (o.amt <= 1 || o.amt - n >= n) throw KernelOptError(o.str() + ": the amount must be at least 2 and under twice the axis");
+  auto nr = make_range((n + o.amt - 1) / o.amt * o.amt, o.axis, t, dt);
+  UOpRef valid = lt(nr, n);
+  return clamp_loops && t == AxisType::LOOP ? pad_clamped(sink, r, nr, valid) : pad_masked(sink, r, nr, valid);
+}
+
+inline UOpRef apply_tile(const UOpRef& sink, const Opt& o, bool) {
+  UOpRef r = find_range(sink, o.axis);
+  auto found = tc_match(sink, r, false, true);
+  if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+  return simt_stage(sink, r, std::get<TcMatch>(found), simt_tiles[o.amt]);
+}
+inline UOpRef apply_tc(const UOpRef& sink, const Opt& o, bool) {
+  UOpRef r = find_range(sink, o.axis);
+  auto found = tc_match(sink, r);
+  if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+  auto& tm = std::get<TcMatch>(found);
+  return o.amt > 0 ? tc_stage(sink, r, tm, tc_tiles[o.amt]) : tc_warp(sink, r, tm);
+}
+
+// the split opts (UPCAST, VECTOR, UNROLL, THREAD, LOCAL, GROUP, GROUPTOP, KBLOCK): the amount divides the axis
+inline OptAxis split_axis(const UOpRef& sink, const Opt& o) {
+  OptAxis a = opt_axis(sink, o.axis);
+  if (o.amt <= 1 || a.n % o.amt != 0) throw KernelOptError(cat(o.str(), " does not divide axis of size ", a.n));
+  return a;
+}
+// ... and (all but KBLOCK) the axis is of the opt's kind
+inline OptAxis split_kind_axis(const UOpRef& sink, const Opt& o) {
+  OptAxis a = split_axis(sink, o);
+  bool on_reduce = o.op == OptOp::UNROLL || o.op == OptOp::GROUP || o.op == OptOp::GROUPTOP;
+  if (o.op != OptOp::VECTOR && on_reduce != (a.t == AxisType::REDUCE)) throw KernelOptError(o.str() + ": wrong axis kind");
+  if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && a.t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
+  return a;
+}
+// the outer part of a split axis (it keeps the range's id), or 0 where the split takes the whole axis
+inline UOpRef outer_part(const OptAxis& a, const Opt& o) {
+  return a.n / o.amt == 1 ? const_int(a.dt, 0) : make_range(a.n / o.amt, o.axis, a.t, a.dt);
+}
+
+// the outer part becomes the core id; the inner keeps the range's id
+inline UOpRef apply_thread(const UOpRef& sink, const Opt& o, bool) {
+  auto [r, n, t, dt] = split_kind_axis(sink, o);
+  auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
+  return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
+}
+// the inner part becomes a workgroup axis (codegen's gpudims maps it to a local id)
+inline UOpRef apply_local(const UOpRef& sink, const Opt& o, bool) {
+  OptAxis a = split_kind_axis(sink, o);
+  return sub_range(sink, a.r, outer_part(a, o) * o.amt + make_range(o.amt, next_range_id(sink), AxisType::LOCAL, a.dt));
+}
+inline UOpRef apply_upcast(const UOpRef& sink, const Opt& o, bool) {
+  OptAxis a = split_kind_axis(sink, o);
+  auto outer = outer_part(a, o);
+  std::vector<UOpRef> stores;
+  for (auto& st : sink->src)
+    for (int64_t u = 0; u < o.amt; u++) stores.push_back(sub_range(st, a.r, outer * o.amt + u));
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+// a reduce axis split: UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies;
+// GROUP: a REDUCE over the outer range and the group range (inner, so neighbouring threads read neighbours);
+// GROUPTOP: the group range is the outer part (each thread reduces a contiguous chunk of n / amt);
+// VECTOR on a reduce axis: a REDUCE over the outer range and the lane (the expander keeps one accumulator lane per
+// lane and combines the lanes after the loop: vector loads of every operand that walks the reduce contiguously)
+inline UOpRef split_reduce(const UOpRef& sink, const Opt& o, const OptAxis& a) {
+  int64_t nid = next_range_id(sink), n = a.n;
   bool group_op = o.op == OptOp::GROUP || o.op == OptOp::GROUPTOP, lanes_op = o.op == OptOp::VECTOR;
-  if (!lanes_op && (o.op == OptOp::UNROLL || group_op) != is_reduce) throw KernelOptError(o.str() + ": wrong axis kind");
-  if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
-  int64_t nid = next_range_id(sink);
-  if (o.op == OptOp::THREAD) {
-    // the outer part becomes the core id; the inner keeps the range's id
-    auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
-    auto inner = make_range(n / o.amt, o.axis, t, dt);
-    return sub_range(sink, r, core * (n / o.amt) + inner);
-  }
-  auto outer = n / o.amt == 1 ? const_int(dt, 0) : make_range(n / o.amt, o.axis, t, dt);
-  // LOCAL: the inner part becomes a workgroup axis (codegen's gpudims maps it to a local id)
-  if (o.op == OptOp::LOCAL) return sub_range(sink, r, outer * o.amt + make_range(o.amt, nid, AxisType::LOCAL, dt));
-  auto lane = make_uop(Ops::LANE, dt, {}, std::vector<int64_t>{o.amt, nid});
-  if (o.op == OptOp::VECTOR && !is_reduce) return sub_range(sink, r, outer * o.amt + lane);
-  if (o.op == OptOp::UPCAST) {
-    std::vector<UOpRef> stores;
-    for (auto& st : sink->src)
-      for (int64_t u = 0; u < o.amt; u++) stores.push_back(sub_range(st, r, outer * o.amt + u));
-    return make_uop(Ops::SINK, DType::Bool, stores);
-  }
-  // UNROLL: each REDUCE over r becomes a REDUCE over the outer range of the combined copies;
-  // GROUP: a REDUCE over the outer range and the group range (inner, so neighbouring threads read neighbours);
-  // GROUPTOP: the group range is the outer part (each thread reduces a contiguous chunk of n / amt);
-  // VECTOR on a reduce axis: a REDUCE over the outer range and the lane (the expander keeps one accumulator lane per
-  // lane and combines the lanes after the loop: vector loads of every operand that walks the reduce contiguously)
-  auto group = make_range(o.amt, nid, AxisType::GROUP, dt);
+  auto outer = outer_part(a, o), lane = make_uop(Ops::LANE, a.dt, {}, std::vector<int64_t>{o.amt, nid});
+  auto group = make_range(o.amt, nid, AxisType::GROUP, a.dt);
   std::unordered_map<const UOp*, UOpRef> sub;
   for (auto& u : toposort(sink)) {
-    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) continue;
+    if (u->op != Ops::REDUCE || std::find(u->src.begin() + 1, u->src.end(), a.r) == u->src.end()) continue;
     UOpRef acc;
-    if (o.op == OptOp::GROUP) acc = sub_range(u->src[0], r, outer * o.amt + group);
-    else if (lanes_op) acc = sub_range(u->src[0], r, outer * o.amt + lane);
-    else if (o.op == OptOp::GROUPTOP) acc = sub_range(u->src[0], r, group * (n / o.amt) + outer);
+    if (o.op == OptOp::GROUP) acc = sub_range(u->src[0], a.r, outer * o.amt + group);
+    else if (lanes_op) acc = sub_range(u->src[0], a.r, outer * o.amt + lane);
+    else if (o.op == OptOp::GROUPTOP) acc = sub_range(u->src[0], a.r, group * (n / o.amt) + outer);
     else for (int64_t k = 0; k < o.amt; k++) {
-      auto v = sub_range(u->src[0], r, outer * o.amt + k);
+      auto v = sub_range(u->src[0], a.r, outer * o.amt + k);
       acc = acc ? alu(u->reduce_op(), {acc, v}) : v;
     }
     std::vector<UOpRef> src{acc};
-    for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != r) src.push_back(u->src[i]);
+    for (size_t i = 1; i < u->src.size(); i++) if (u->src[i] != a.r) src.push_back(u->src[i]);
     if (outer->op == Ops::RANGE) src.push_back(outer);
     if (group_op) src.push_back(group);
     if (lanes_op) src.push_back(lane);
@@ -5024,6 +5265,41 @@ inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = fal
   }
   return substitute(sink, sub);
 }
+inline UOpRef apply_reduce_split(const UOpRef& sink, const Opt& o, bool) { return split_reduce(sink, o, split_kind_axis(sink, o)); }
+// VECTOR on an output axis: its inner part becomes the lanes of one vector value
+inline UOpRef apply_vector(const UOpRef& sink, const Opt& o, bool) {
+  OptAxis a = split_kind_axis(sink, o);
+  if (a.t == AxisType::REDUCE) return split_reduce(sink, o, a);
+  auto lane = make_uop(Ops::LANE, a.dt, {}, std::vector<int64_t>{o.amt, next_range_id(sink)});
+  return sub_range(sink, a.r, outer_part(a, o) * o.amt + lane);
+}
+// r -> blk * amt + r' (r' keeps the id); each store's reduce s over r becomes, at block blk:
+//   part = blk == 0 ? s' : out[idx] op s'        (s' reduces the block; out[idx] is read only past block 0)
+// and the store writes part, or its value with part for s in the last block (a bias, an activation)
+inline UOpRef apply_kblock(const UOpRef& sink, const Opt& o, bool) {
+  auto [r, n, t, dt] = split_axis(sink, o);
+  if (t != AxisType::REDUCE) throw KernelOptError(o.str() + ": needs a reduce axis");
+  auto found = kblock_reduces(sink, r);
+  if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
+  auto& reds = std::get<std::vector<UOpRef>>(found);
+  auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt), inner = make_range(o.amt, o.axis, t, dt);
+  auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
+  auto last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
+  std::vector<UOpRef> stores;
+  for (size_t i = 0; i < reds.size(); i++) {
+    const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
+    std::vector<UOpRef> src{sub_range(red->src[0], r, blk * o.amt + inner)};
+    for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
+    auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
+    auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, masked(idx->src, later), idx->arg)});
+    // the gated load reads 0 in block 0: a sum needs no select there
+    part = red->reduce_op() == Ops::ADD ? prev + part : alu(Ops::WHERE, {first, part, alu(red->reduce_op(), {prev, part})});
+    auto value = substitute(st->src[1], {{red.get(), part}});
+    stores.push_back(make_uop(Ops::STORE, DType::Bool, {idx, value == part ? part : alu(Ops::WHERE, {last, value, part})}));
+  }
+  return make_uop(Ops::SINK, DType::Bool, stores);
+}
+struct OptCheck;
 
 // One kernel as a point in the space of opts: its AST, the opts applied so far and the graph they produced.
 // apply() checks an opt against the kernel and the device (an illegal one throws KernelOptError with the reason
@@ -5047,7 +5323,12 @@ class Kernel {
     for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD || u->op == Ops::STORE) c.push_back(detail::stride_class(u->src[0]->src[1], r));
     return c;
   }
-  int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
+  int64_t expand() const {
+    int64_t e = 1;
+    for (auto& o : opts_)
+      if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt;
+    return e;
+  }
   int64_t workgroup() const {
     int64_t w = 1;
     for (auto& o : opts_) {
@@ -5059,12 +5340,7 @@ class Kernel {
   }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
 
-  Kernel& apply(const Opt& o) {
-    check(o);
-    sink_ = apply_opt(sink_, o, !ren_->has_local);
-    opts_.push_back(o);
-    return *this;
-  }
+  Kernel& apply(const Opt& o);
   // every opt that apply() accepts now; amounts tried: the device's vector widths, tile and workgroup sizes
   std::vector<Opt> valid_opts() const {
     std::vector<Opt> cand;
@@ -5106,580 +5382,716 @@ class Kernel {
   }
 
  private:
-  void check(const Opt& o) const {
-    using namespace detail;
-    auto fail = [&](const std::string& why) { throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on ", kernel_ranges(), ": ", why)); };
-    // NOTE: amounts come from files too (BEAM's cache): bounded before any arithmetic on them
-    if (o.amt < 0 || o.amt > max_amount) fail(cat("the amount is not in [0, ", max_amount, "]"));
-    int count_thread = 0, count_vector = 0, count_locals = 0, nolocals = 0;
-    for (auto& p : opts_) {
-      count_thread += p.op == OptOp::THREAD;
-      count_vector += p.op == OptOp::VECTOR;
-      count_locals += uses_locals(p.op);
-      nolocals += p.op == OptOp::NOLOCALS;
-    }
-    bool tc = std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TC; });
-    if (tc && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
-    if (o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TILE || (p.op == OptOp::TC && p.amt > 0); }))
-      fail("after TILE or a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
-    if (o.op == OptOp::TC || o.op == OptOp::TILE) {
-      bool tile = o.op == OptOp::TILE;
-      // NOTE: TILE's copies are cp.async, as the staged TC tiles': NVIDIA sm_80 on, as tensor cores here
-      if (!ren_->tensor_cores) fail(tile ? "TILE needs asynchronous copies (CUDA sm_80 on)" : "the device has no tensor cores");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::PADTO && p.op != OptOp::MERGE; }))
-        fail(cat(tile ? "TILE" : "TC", " comes first (after MERGE and PADTO only)"));
-      auto rs = ranges();
-      auto it = std::find_if(rs.begin(), rs.end(), [&](auto& x) { return x->range_id() == o.axis; });
-      if (it == rs.end() || axis_type(*it) != AxisType::REDUCE) fail(cat(tile ? "TILE" : "TC", " needs a reduce axis"));
-      if (tile) {
-        if (o.amt < 1 || o.amt >= int64_t(std::size(simt_tiles))) fail(cat("TILE's amount is a tile shape, 1 to ", std::size(simt_tiles) - 1));
-        auto found = tc_match(sink_, *it, false, true);
-        if (auto* why = std::get_if<std::string>(&found)) fail(*why);
-        if (auto why = simt_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), simt_tiles[o.amt]); !why.empty()) fail(why);
-        return;
-      }
-      if (o.amt < 0 || o.amt >= int64_t(std::size(tc_tiles))) fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
-      auto found = tc_match(sink_, *it);
-      if (auto* why = std::get_if<std::string>(&found)) fail(*why);
-      if (o.amt > 0 && tc_tiles[o.amt].wg && !ren_->wgmma) fail("a wgmma tile needs Hopper's warpgroup MMA (CUDA sm_90a)");
-      if (o.amt > 0)
-        if (auto why = tc_tile_fits(std::get<TcMatch>(found), (*it)->range_end(), tc_tiles[o.amt]); !why.empty()) fail(why);
-      return;
-    }
-    if (o.op == OptOp::NOLOCALS) {
-      if (!ren_->has_local) fail("the device has no workgroups");
-      if (nolocals) fail("NOLOCALS is already applied");
-      if (count_locals) fail("the kernel already uses LOCAL or GROUP opts");
-      return;
-    }
-    auto rs = ranges();
-    auto find = [&](int64_t id) { for (auto& x : rs) if (x->range_id() == id) return x; return UOpRef(); };
-    UOpRef r = find(o.axis);
-    if (!r) fail("no such axis");
-    int64_t n = r->range_end();
-    AxisType t = axis_type(r);
-    bool reduce = t == AxisType::REDUCE;
-    if (o.op == OptOp::SWAP) {
-      UOpRef r2 = find(o.amt);
-      if (!r2) fail("no axis to swap with");
-      if (r2 == r) fail("SWAP needs two different axes");
-      if (t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) fail("SWAP needs two loop axes");
-      return;
-    }
-    if (o.op == OptOp::MERGE) {
-      UOpRef r2 = find(o.amt);
-      if (!r2) fail("no axis to merge with");
-      if (r2 == r) fail("MERGE needs two different axes");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op != OptOp::MERGE; })) fail("MERGE comes first (after MERGE only)");
-      if (t != axis_type(r2) || (t != AxisType::LOOP && !reduce)) fail("MERGE needs two loop axes or two reduce axes");
-      if (r->dtype == DType::Int32 && n * r2->range_end() > (int64_t(1) << 31) - 1) fail(cat("the merged axis's size ", n * r2->range_end(), " is over int32's range"));
-      for (auto& u : toposort(sink_))
-        if (u->op == Ops::REDUCE && (std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) != (std::find(u->src.begin() + 1, u->src.end(), r2) == u->src.end()))
-          fail("a reduce runs over one of the two axes only");
-      return;
-    }
-    if (o.op == OptOp::PADTO) {
-      if (t != AxisType::LOOP && !reduce) fail("PADTO needs a loop or reduce axis");
-      if (o.amt <= 1) fail("the amount must be at least 2");
-      if (o.amt - n >= n) fail(cat("padding ", n, " to a multiple of ", o.amt, " would more than double the axis"));
-      if (n % o.amt == 0) fail(cat("the axis's size ", n, " is already a multiple"));
-      int64_t padded = (n + o.amt - 1) / o.amt * o.amt;
-      if (padded >= 2 * n) fail(cat("padding ", n, " to ", padded, " would more than double the axis"));
-      return;
-    }
-    if (o.amt <= 1 || n % o.amt != 0) fail(cat("the amount does not divide the axis's size ", n));
-    if (o.op == OptOp::KBLOCK) {
-      if (ren_->has_local) fail("KBLOCK blocks for CPU caches; a GPU kernel uses GROUP");
-      if (!reduce) fail("KBLOCK needs a reduce axis");
-      if (o.amt == n) fail("the block is the whole axis");
-      if (std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::KBLOCK; })) fail("the kernel already has a KBLOCK");
-      auto found = kblock_reduces(sink_, r);
-      if (auto* why = std::get_if<std::string>(&found)) fail(*why);
-      return;
-    }
-    bool group_op = o.op == OptOp::GROUP || o.op == OptOp::GROUPTOP;
-    if (o.op != OptOp::VECTOR && (o.op == OptOp::UNROLL || group_op) != reduce) fail(reduce ? "a reduce axis takes UNROLL, VECTOR or GROUP (or GROUPTOP)" : "UNROLL and GROUP need a reduce axis");
-    if (!reduce && t != AxisType::LOOP) fail("the axis is no longer a loop");
-    switch (o.op) {
-      case OptOp::THREAD:
-        if (ren_->has_local || ren_->threads <= 1) fail("the device has no CPU threads");
-        if (o.amt > ren_->threads) fail(cat("more threads than the device's ", ren_->threads));
-        if (count_thread) fail("the kernel is already split over threads");
-        break;
-      case OptOp::LOCAL: case OptOp::GROUP: case OptOp::GROUPTOP: {
-        if (!ren_->has_local) fail("the device has no workgroups");
-        if (nolocals) fail("NOLOCALS was applied: the kernel uses no workgroups");
-        if (workgroup() * o.amt > ren_->max_threads) fail(cat("a workgroup of ", workgroup() * o.amt, " threads is over the device's ", ren_->max_threads));
-        break;
-      }
-      case OptOp::VECTOR: {
-        if (count_vector) fail("the kernel already has vector lanes");
-        // the lanes hold outputs (a store walks the axis) or, on a reduce axis, accumulators (CPU only: a GPU
-        // thread's GROUP shares would need a slot per lane)
-        DType dt = sink_->src[0]->src[1]->dtype;
-        if (reduce) {
-          if (ren_->has_local) fail("a GPU kernel takes vector lanes on an output axis");
-          auto topo = toposort(sink_);
-          auto red = std::find_if(topo.begin(), topo.end(), [&](auto& u) { return u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), r) != u->src.end(); });
-          if (red == topo.end()) fail("no reduce runs over the axis");
-          dt = (*red)->dtype;
-          for (auto& u : topo)
-            if (u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), r) != u->src.end() && u->dtype != dt) fail("the reduces over the axis have different dtypes");
-        } else {
-          for (auto& st : sink_->src) {
-            if (st->src[1]->dtype != dt) fail("the stores have different dtypes");
-            if (stride_class(st->src[0]->src[1], r) != 1) fail("a store does not walk the axis contiguously");
-          }
-        }
-        int64_t lanes = ren_->vector_lanes(dt);
-        if (lanes <= 1 || (o.amt != lanes && o.amt * 2 != lanes)) fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-        for (auto& u : toposort(sink_))
-          if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
-            fail("a load walks the axis with a stride, or has another element size");
-        [[fallthrough]];
-      }
-      case OptOp::UPCAST: case OptOp::UNROLL:
-        if (expand() * o.amt > max_expand) fail(cat("the register expansion ", expand() * o.amt, " is over ", max_expand));
-        break;
-      default: break;
-    }
-  }
-  std::string kernel_ranges() const {
-    std::string s;
-    for (auto& r : ranges()) s += cat(s.empty() ? "" : " ", r->range_id(), ":", r->range_end(), detail::axis_type(r) == AxisType::REDUCE ? "r" : "");
-    return "[" + s + "]";
-  }
+  void check(const Opt& o) const;
   UOpRef ast_, sink_;
   const Renderer* ren_;
   std::vector<Opt> opts_;
 };
 
+// ---- check: whether an opt is legal on a kernel and its device; fail() throws the reason
+
+// what a check reads: the kernel, the opt, the kernel's ranges
+struct OptCheck {
+  const Kernel& k;
+  const Opt& o;
+  std::vector<UOpRef> rs;
+  [[noreturn]] void fail(const std::string& why) const {
+    std::string s;
+    for (auto& r : rs) s += cat(s.empty() ? "" : " ", r->range_id(), ":", r->range_end(), axis_type(r) == AxisType::REDUCE ? "r" : "");
+    throw KernelOptError(cat("tinygrad::Kernel: ", o.str(), " on [", s, "]: ", why));
+  }
+  int count(OptOp op) const { return int(std::count_if(k.applied().begin(), k.applied().end(), [&](auto& p) { return p.op == op; })); }
+  UOpRef range(int64_t id) const { for (auto& x : rs) if (x->range_id() == id) return x; return UOpRef(); }
+  UOpRef axis() const { if (UOpRef r = range(o.axis)) return r; fail("no such axis"); }
+};
+
+inline void check_nolocals(const OptCheck& c) {
+  if (!c.k.renderer().has_local) c.fail("the device has no workgroups");
+  if (c.count(OptOp::NOLOCALS)) c.fail("NOLOCALS is already applied");
+  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return Kernel::uses_locals(p.op); }))
+    c.fail("the kernel already uses LOCAL or GROUP opts");
+}
+inline void check_swap(const OptCheck& c) {
+  UOpRef r = c.axis(), r2 = c.range(c.o.amt);
+  if (!r2) c.fail("no axis to swap with");
+  if (r2 == r) c.fail("SWAP needs two different axes");
+  if (axis_type(r) != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) c.fail("SWAP needs two loop axes");
+}
+inline void check_merge(const OptCheck& c) {
+  UOpRef r = c.axis(), r2 = c.range(c.o.amt);
+  AxisType t = axis_type(r);
+  if (!r2) c.fail("no axis to merge with");
+  if (r2 == r) c.fail("MERGE needs two different axes");
+  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return p.op != OptOp::MERGE; }))
+    c.fail("MERGE comes first (after MERGE only)");
+  if (t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE)) c.fail("MERGE needs two loop axes or two reduce axes");
+  int64_t size = r->range_end() * r2->range_end();
+  if (r->dtype == DType::Int32 && size > (int64_t(1) << 31) - 1) c.fail(cat("the merged axis's size ", size, " is over int32's range"));
+  for (auto& u : toposort(c.k.sink()))
+    if (u->op == Ops::REDUCE &&
+        (std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) != (std::find(u->src.begin() + 1, u->src.end(), r2) == u->src.end()))
+      c.fail("a reduce runs over one of the two axes only");
+}
+inline void check_padto(const OptCheck& c) {
+  UOpRef r = c.axis();
+  int64_t n = r->range_end(), amt = c.o.amt;
+  if (axis_type(r) != AxisType::LOOP && axis_type(r) != AxisType::REDUCE) c.fail("PADTO needs a loop or reduce axis");
+  if (amt <= 1) c.fail("the amount must be at least 2");
+  if (amt - n >= n) c.fail(cat("padding ", n, " to a multiple of ", amt, " would more than double the axis"));
+  if (n % amt == 0) c.fail(cat("the axis's size ", n, " is already a multiple"));
+  int64_t padded = (n + amt - 1) / amt * amt;
+  if (padded >= 2 * n) c.fail(cat("padding ", n, " to ", padded, " would more than double the axis"));
+}
+// TC's and TILE's common preconditions: the device, the opt first (after MERGE and PADTO only), a reduce axis
+inline UOpRef gemm_axis(const OptCheck& c) {
+  bool tile = c.o.op == OptOp::TILE;
+  const char* name = tile ? "TILE" : "TC";
+  // NOTE: TILE's copies are cp.async, as the staged TC tiles': NVIDIA sm_80 on, as tensor cores here
+  if (!c.k.renderer().tensor_cores) c.fail(tile ? "TILE needs asynchronous copies (CUDA sm_80 on)" : "the device has no tensor cores");
+  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return p.op != OptOp::PADTO && p.op != OptOp::MERGE; }))
+    c.fail(cat(name, " comes first (after MERGE and PADTO only)"));
+  UOpRef r = c.range(c.o.axis);
+  if (!r || axis_type(r) != AxisType::REDUCE) c.fail(cat(name, " needs a reduce axis"));
+  return r;
+}
+inline void check_tile(const OptCheck& c) {
+  UOpRef r = gemm_axis(c);
+  if (c.o.amt < 1 || c.o.amt >= int64_t(std::size(simt_tiles))) c.fail(cat("TILE's amount is a tile shape, 1 to ", std::size(simt_tiles) - 1));
+  auto found = tc_match(c.k.sink(), r, false, true);
+  if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
+  if (auto why = simt_tile_fits(std::get<TcMatch>(found), r->range_end(), simt_tiles[c.o.amt]); !why.empty()) c.fail(why);
+}
+inline void check_tc(const OptCheck& c) {
+  UOpRef r = gemm_axis(c);
+  if (c.o.amt < 0 || c.o.amt >= int64_t(std::size(tc_tiles))) c.fail(cat("TC's amount is a tile shape, 0 to ", std::size(tc_tiles) - 1));
+  auto found = tc_match(c.k.sink(), r);
+  if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
+  if (c.o.amt == 0) return;
+  if (tc_tiles[c.o.amt].wg && !c.k.renderer().wgmma) c.fail("a wgmma tile needs Hopper's warpgroup MMA (CUDA sm_90a)");
+  if (auto why = tc_tile_fits(std::get<TcMatch>(found), r->range_end(), tc_tiles[c.o.amt]); !why.empty()) c.fail(why);
+}
+// the split opts: the amount divides the axis
+inline UOpRef split_check(const OptCheck& c) {
+  UOpRef r = c.axis();
+  if (c.o.amt <= 1 || r->range_end() % c.o.amt != 0) c.fail(cat("the amount does not divide the axis's size ", r->range_end()));
+  return r;
+}
+// ... and (all but KBLOCK) the axis is of the opt's kind
+inline UOpRef split_kind_check(const OptCheck& c) {
+  UOpRef r = split_check(c);
+  bool reduce = axis_type(r) == AxisType::REDUCE, on_reduce = c.o.op == OptOp::UNROLL || c.o.op == OptOp::GROUP || c.o.op == OptOp::GROUPTOP;
+  if (c.o.op != OptOp::VECTOR && on_reduce != reduce)
+    c.fail(reduce ? "a reduce axis takes UNROLL, VECTOR or GROUP (or GROUPTOP)" : "UNROLL and GROUP need a reduce axis");
+  if (!reduce && axis_type(r) != AxisType::LOOP) c.fail("the axis is no longer a loop");
+  return r;
+}
+inline void check_expand(const OptCheck& c) {
+  if (c.k.expand() * c.o.amt > Kernel::max_expand) c.fail(cat("the register expansion ", c.k.expand() * c.o.amt, " is over ", Kernel::max_expand));
+}
+inline void check_upcast(const OptCheck& c) { split_kind_check(c), check_expand(c); }  // UPCAST and UNROLL
+inline void check_thread(const OptCheck& c) {
+  split_kind_check(c);
+  const Renderer& ren = c.k.renderer();
+  if (ren.has_local || ren.threads <= 1) c.fail("the device has no CPU threads");
+  if (c.o.amt > ren.threads) c.fail(cat("more threads than the device's ", ren.threads));
+  if (c.count(OptOp::THREAD)) c.fail("the kernel is already split over threads");
+}
+inline void check_locals(const OptCheck& c) {  // LOCAL, GROUP and GROUPTOP
+  split_kind_check(c);
+  const Renderer& ren = c.k.renderer();
+  if (!ren.has_local) c.fail("the device has no workgroups");
+  if (c.count(OptOp::NOLOCALS)) c.fail("NOLOCALS was applied: the kernel uses no workgroups");
+  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads)
+    c.fail(cat("a workgroup of ", w, " threads is over the device's ", ren.max_threads));
+}
+// the lanes hold outputs (a store walks the axis) or, on a reduce axis, accumulators (CPU only: a GPU thread's GROUP
+// shares would need a slot per lane)
+inline void check_vector(const OptCheck& c) {
+  UOpRef r = split_kind_check(c);
+  if (c.count(OptOp::VECTOR)) c.fail("the kernel already has vector lanes");
+  const UOpRef& sink = c.k.sink();
+  DType dt = sink->src[0]->src[1]->dtype;
+  auto over_r = [&](const UOpRef& u) { return u->op == Ops::REDUCE && std::find(u->src.begin() + 1, u->src.end(), r) != u->src.end(); };
+  if (axis_type(r) == AxisType::REDUCE) {
+    if (c.k.renderer().has_local) c.fail("a GPU kernel takes vector lanes on an output axis");
+    auto topo = toposort(sink);
+    auto red = std::find_if(topo.begin(), topo.end(), over_r);
+    if (red == topo.end()) c.fail("no reduce runs over the axis");
+    dt = (*red)->dtype;
+    for (auto& u : topo) if (over_r(u) && u->dtype != dt) c.fail("the reduces over the axis have different dtypes");
+  } else {
+    for (auto& st : sink->src) {
+      if (st->src[1]->dtype != dt) c.fail("the stores have different dtypes");
+      if (stride_class(st->src[0]->src[1], r) != 1) c.fail("a store does not walk the axis contiguously");
+    }
+  }
+  int64_t lanes = c.k.renderer().vector_lanes(dt);
+  if (lanes <= 1 || (c.o.amt != lanes && c.o.amt * 2 != lanes)) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+  for (auto& u : toposort(sink))
+    if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
+      c.fail("a load walks the axis with a stride, or has another element size");
+  check_expand(c);
+}
+inline void check_kblock(const OptCheck& c) {
+  UOpRef r = split_check(c);
+  if (c.k.renderer().has_local) c.fail("KBLOCK blocks for CPU caches; a GPU kernel uses GROUP");
+  if (axis_type(r) != AxisType::REDUCE) c.fail("KBLOCK needs a reduce axis");
+  if (c.o.amt == r->range_end()) c.fail("the block is the whole axis");
+  if (c.count(OptOp::KBLOCK)) c.fail("the kernel already has a KBLOCK");
+  auto found = kblock_reduces(c.k.sink(), r);
+  if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
+}
+
+// ---- the opt table: one row per OptOp, in the enum's order. A new OptOp is a row here (and its tests)
+struct OptRow {
+  OptOp op;
+  const char* name;
+  void (*check)(const OptCheck&);
+  UOpRef (*apply)(const UOpRef& sink, const Opt&, bool clamp_loops);
+};
+inline constexpr OptRow opt_table[] = {
+    {OptOp::UPCAST, "UPCAST", check_upcast, apply_upcast},
+    {OptOp::VECTOR, "VECTOR", check_vector, apply_vector},
+    {OptOp::UNROLL, "UNROLL", check_upcast, apply_reduce_split},
+    {OptOp::THREAD, "THREAD", check_thread, apply_thread},
+    {OptOp::LOCAL, "LOCAL", check_locals, apply_local},
+    {OptOp::GROUP, "GROUP", check_locals, apply_reduce_split},
+    {OptOp::GROUPTOP, "GROUPTOP", check_locals, apply_reduce_split},
+    {OptOp::PADTO, "PADTO", check_padto, apply_padto},
+    {OptOp::SWAP, "SWAP", check_swap, apply_swap},
+    {OptOp::NOLOCALS, "NOLOCALS", check_nolocals, apply_nolocals},
+    {OptOp::KBLOCK, "KBLOCK", check_kblock, apply_kblock},
+    {OptOp::TC, "TC", check_tc, apply_tc},
+    {OptOp::TILE, "TILE", check_tile, apply_tile},
+    {OptOp::MERGE, "MERGE", check_merge, apply_merge},
+};
+constexpr bool opt_table_complete() {
+  if (std::size(opt_table) != size_t(last_optop) + 1) return false;
+  for (size_t i = 0; i < std::size(opt_table); i++) if (opt_table[i].op != OptOp(i)) return false;
+  return true;
+}
+static_assert(opt_table_complete(), "the opt table needs one row per OptOp, in the enum's order");
+
+inline std::string Opt::str() const { return cat("Opt(", detail::opt_table[size_t(op)].name, ", ", axis, ", ", amt, ")"); }
+
+// apply one opt to a kernel AST (a SINK of STOREs); clamp_loops: PADTO's loop axes clamp (a device without workgroups)
+inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = false) {
+  return detail::opt_table[size_t(o.op)].apply(sink, o, clamp_loops);
+}
+
+inline void Kernel::check(const Opt& o) const {
+  detail::OptCheck c{*this, o, ranges()};
+  // NOTE: amounts come from files too (BEAM's cache): bounded before any arithmetic on them
+  if (o.amt < 0 || o.amt > max_amount) c.fail(cat("the amount is not in [0, ", max_amount, "]"));
+  if (c.count(OptOp::TC) && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP)
+    c.fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
+  if (o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TILE || (p.op == OptOp::TC && p.amt > 0); }))
+    c.fail("after TILE or a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
+  detail::opt_table[size_t(o.op)].check(c);
+}
+inline Kernel& Kernel::apply(const Opt& o) {
+  check(o);
+  sink_ = apply_opt(sink_, o, !ren_->has_local);
+  opts_.push_back(o);
+  return *this;
+}
+
+}  // namespace tinygrad::detail
+// end include/tinygrad/codegen/kernel.hpp
+
+namespace tinygrad::detail {
+
+// the facts the heuristics read about one kernel AST, computed once: its nodes, the INDEXes of its loads and stores,
+// its reduce loops, its ranges by kind, and the stride class of an index along a range (memoized)
+struct KernelFacts {
+  UOpRef sink;
+  std::vector<UOpRef> topo, loads, stores, rngs, out_rngs, red_rngs;
+  std::map<std::vector<int64_t>, UOpRef> loops;
+  int64_t reduce_size = 1, total = 1;  // the product of the reduce ranges' sizes, of the output ranges'
+  explicit KernelFacts(const UOpRef& s) : sink(s), topo(toposort(s)) {
+    for (auto& u : topo) {
+      if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
+      if (u->op == Ops::STORE) stores.push_back(u->src[0]);
+      if (u->op == Ops::RANGE) rngs.push_back(u);
+    }
+    rngs = by_range_id(std::move(rngs));
+    loops = reduce_loops(topo);
+    for (auto& r : rngs) {
+      if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
+      else { total *= r->range_end(); out_rngs.push_back(r); }
+    }
+  }
+  // stride_class of an INDEX's address along range r
+  int stride(const UOpRef& index, const UOpRef& r) const {
+    auto [it, fresh] = strides_.try_emplace({index, r}, 0);
+    if (fresh) it->second = stride_class(index->src[1], r);
+    return it->second;
+  }
+  UOpRef range(int64_t id) const { for (auto& r : rngs) if (r->range_id() == id) return r; throw KernelOptError(cat("no range with id ", id)); }
+
+ private:
+  mutable std::map<std::pair<UOpRef, UOpRef>, int> strides_;  // NOTE: holds the nodes, so an address is never reused
+};
+
+// what is left of the AST's range r in kernel k: the size of its range there (same id and kind), 1 where splits took
+// all of it
+inline int64_t size_left(const Kernel& k, const UOpRef& r) {
+  for (auto& x : k.ranges()) if (x->range_id() == r->range_id() && axis_type(x) == axis_type(r)) return x->range_end();
+  return 1;
+}
+// apply o to k where k accepts it
+inline bool try_apply(Kernel& k, const Opt& o) {
+  try { k.apply(o); return true; } catch (const KernelOptError&) { return false; }
+}
+// the kernel of ast with opts applied, or none where one is refused (a heuristic that reorders its opts)
+inline std::optional<Kernel> replay(const UOpRef& ast, const Renderer& ren, const std::vector<Opt>& opts) {
+  Kernel k(ast, ren);
+  for (auto& o : opts) if (!try_apply(k, o)) return std::nullopt;
+  return k;
+}
+// the kernel's opts with the first ones applied again first (THREAD, which the CPU heuristic decides last), where it
+// accepts them in that order; else k as it is
+inline Kernel with_first(const Kernel& k, std::vector<Opt> first) {
+  first.insert(first.end(), k.applied().begin(), k.applied().end());
+  auto t = replay(k.ast(), k.renderer(), first);
+  return t ? *t : k;
+}
+
+// the blocks a GEMM tile of bm x bn leaves in kernel k: the other loop axes (a batch) multiply them
+inline int64_t gemm_blocks(const Kernel& k, const TcMatch& f, int64_t bm, int64_t bn) {
+  int64_t b = f.m->range_end() / bm * (f.n->range_end() / bn);
+  for (auto& r : k.ranges()) if (axis_type(r) == AxisType::LOOP && r != f.m && r != f.n) b *= r->range_end();
+  return b;
+}
+// float32 GEMMs (TF32 not allowed) on a device with cp.async: a block tile staged in workgroup memory (TILE) where
+// one divides the sizes (m and n padded to 64, K to 16, where that does not double them) and leaves 16 blocks or
+// more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an H100 at 1024 and 4096
+inline std::optional<Kernel> gpu_tile(Kernel k, const UOpRef& red) {
+  auto loose = tc_match(k.sink(), red, false, true);
+  auto* l = std::get_if<TcMatch>(&loose);
+  if (!l) return std::nullopt;
+  for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{red, int64_t(16)}})
+    if (r->range_end() % tile) try_apply(k, {OptOp::PADTO, r->range_id(), tile});
+  UOpRef rr = find_range(k.sink(), red->range_id());
+  auto found = tc_match(k.sink(), rr, false, true);
+  auto* f = std::get_if<TcMatch>(&found);
+  if (!f) return std::nullopt;
+  // NOTE: 256 x 32, 128 x 32 and 64 x 32 for 32 columns (a conv's 32 channels): padding them to 64 would double
+  // them. 256 x 32 gives each thread 8 x 8 outputs, as 64 x 64 does (on an H100, 5-10% faster than 128 x 32's 8 x 4)
+  for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2, 10, 8, 9}) {
+    if (a >= int64_t(std::size(simt_tiles))) break;
+    const SimtTile& t = simt_tiles[a];
+    if (simt_tile_fits(*f, rr->range_end(), t).empty() && (gemm_blocks(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
+      return k.apply({OptOp::TILE, rr->range_id(), a});
+  }
+  return std::nullopt;
+}
+// tensor cores: a float16/bfloat16 matmul-shaped reduce (float32 with TF32 allowed). Sizes that are not tile
+// multiples are padded first, where that does not double them: staged tiles want m and n in multiples of 64 and K of
+// 32; the warp tile m of 16, n of 8, K of 16 (8 for TF32)
+inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
+  const Renderer& ren = k.renderer();
+  try {
+    auto loose = tc_match(k.sink(), red, false);
+    int stage = flags().tc_stage;
+    if (auto* l = std::get_if<TcMatch>(&loose)) {
+      bool staged = stage != 0 && l->dt != DType::Float32;
+      for (auto [r, small, big] :
+           {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red, tc_k(l->dt), int64_t(32)}})
+        for (int64_t tile : {staged ? big : small, small})
+          if (r->range_end() % tile != 0 && try_apply(k, {OptOp::PADTO, r->range_id(), tile})) break;
+    }
+    UOpRef rr = find_range(k.sink(), red->range_id()), pre = k.sink();
+    // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
+    // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM);
+    // else 128 x 128 in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and 8192)
+    auto found = tc_match(pre, rr);
+    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
+      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 10, 2, 3, 4}) {
+        if (a >= int64_t(std::size(tc_tiles))) break;
+        const TcTile& t = tc_tiles[a];
+        if (t.wg && !ren.wgmma) continue;
+        int64_t enough = t.wg && t.tn == 32 ? 1024 : 32;
+        if (tc_tile_fits(*f, rr->range_end(), t).empty() && (gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= enough || a == 4 || stage > 0))
+          return k.apply({OptOp::TC, rr->range_id(), a});
+      }
+    // fragments from memory: 2 x 2 warps a block (they share A's and B's tiles through L1), each warp up to 4 x 4 mma
+    // tiles (A's fragments serve 4 column tiles, B's 4 rows)
+    k.apply({OptOp::TC, rr->range_id(), 0});
+    auto tm = std::get<TcMatch>(tc_match(pre, rr));
+    std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};
+    auto& [m, ms] = axes[0];
+    auto& [n, ns] = axes[1];
+    for (auto& [ax, size] : axes) if (size % 2 == 0 && size >= 8) { k.apply({OptOp::LOCAL, ax, 2}); size /= 2; }
+    for (auto& [ax, size] : axes)
+      for (int64_t a : {4, 2}) if (size % a == 0) { k.apply({OptOp::UPCAST, ax, a}); size /= a; break; }
+    // BEAM=2's pick for a 4096 float16 GEMM on an H100 (67 -> 110 TFLOP/s): 8 column tiles a warp, 4 x 2 warps
+    if (ns % 2 == 0) { k.apply({OptOp::UPCAST, n, 2}); ns /= 2; }
+    if (ms % 2 == 0 && ms >= 8) k.apply({OptOp::LOCAL, m, 2});
+    return k;
+  } catch (const KernelOptError&) { return std::nullopt; }
+}
+// few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP), on the innermost
+// reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
+// gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Returns the MERGEs, then the GROUP
+inline std::pair<std::vector<Opt>, std::vector<Opt>> gpu_group(const KernelFacts& f) {
+  std::vector<Opt> group, merged;
+  if (f.loops.size() != 1 || f.total > 16384 || f.reduce_size < 256) return {merged, group};
+  for (auto it = f.red_rngs.rbegin(); it != f.red_rngs.rend() && group.empty(); ++it)
+    for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
+  if (group.empty() && f.red_rngs.size() > 1)
+    for (int64_t a : {64, 32, 16})
+      if (f.reduce_size % a == 0) {
+        merged = merges_into_first(f.red_rngs);
+        group.push_back({OptOp::GROUP, f.red_rngs[0]->range_id(), a});
+        break;
+      }
+  return {merged, group};
+}
+// a sliding window (a conv's input gradient into one channel): a load reads x + j for an output axis x and a short
+// reduce axis j (moving one along x reads what moving one along j does). j unrolled and 4 neighbouring x a thread
+// (2 along a second such pair) share their loads: 8 reads for 4 outputs of a 5-tap row, not 20. Applied to k; returns them
+inline std::vector<Opt> gpu_window(const KernelFacts& f, Kernel& k) {
+  std::vector<Opt> window;
+  if (f.loops.size() != 1 || f.reduce_size <= 1) return window;
+  int64_t expand = 1;
+  std::unordered_set<const UOp*> used;
+  for (auto& l : f.loads)
+    for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend(); ++it) {
+      const UOpRef& r = *it;
+      int64_t up = window.empty() ? 4 : 2;
+      for (auto& t : f.red_rngs) {
+        if (used.count(r.get()) || used.count(t.get()) || t->range_end() > 8 || size_left(k, r) % up ||
+            expand * up * t->range_end() > Kernel::max_expand)
+          continue;
+        if (f.stride(l, r) == 0 || !simplify(sub_range(l->src[1], r, r + 1) - sub_range(l->src[1], t, t + 1))->is_const(0)) continue;
+        for (Opt o : {Opt{OptOp::UNROLL, t->range_id(), t->range_end()}, Opt{OptOp::UPCAST, r->range_id(), up}})
+          if (try_apply(k, o)) window.push_back(o);
+        used.insert(r.get()), used.insert(t.get());
+        expand *= up * t->range_end();
+      }
+    }
+  return window;
+}
+// a big elementwise kernel whose contiguous axis x is short (a padded 28 x 28 image): a warp would write a few pixels
+// of each of several rows. The outer axes the stores walk contiguously are merged into it (MERGE) until 256 threads
+// fit along it (a conv gradient's padded input, 512x32x28x28). Returns the kernel with the MERGEs, or none
+inline std::optional<Kernel> gpu_merge_rows(const KernelFacts& f, const Renderer& ren, const UOpRef& x) {
+  auto pow2 = [](int64_t v) { return v & -v; };
+  if (f.reduce_size != 1 || f.total < (1 << 16) || x != f.out_rngs.back() || pow2(x->range_end()) >= 256) return std::nullopt;
+  Kernel k(f.sink, ren);
+  int64_t inner = x->range_id(), size = x->range_end();
+  for (auto it = f.out_rngs.rbegin() + 1; it != f.out_rngs.rend() && pow2(size) < 256; ++it) {
+    Kernel t = k;
+    if (!try_apply(t, {OptOp::MERGE, (*it)->range_id(), inner})) break;
+    UOpRef joined = find_range(t.sink(), (*it)->range_id());
+    if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], joined) == 1; })) break;
+    k = t, inner = joined->range_id(), size = joined->range_end();
+  }
+  if (k.applied().empty()) return std::nullopt;
+  return k;
+}
+// up to `budget` threads a workgroup over the output axes, x's local created last (local dim 0); a sliding window's
+// upcast axes whole where they fit (28 / 4 = 7 threads along a row: neighbouring threads, neighbouring pixels). The
+// amounts are decided in that order and applied in the reverse
+inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t budget, const std::vector<Opt>& window) {
+  std::vector<UOpRef> order{x};
+  for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend(); ++it) if (*it != x) order.push_back(*it);
+  std::vector<Opt> locals;
+  for (auto& r : order) {
+    if (budget <= 1) break;
+    int64_t rest = size_left(k, r);
+    if (std::any_of(window.begin(), window.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == r->range_id(); }) && rest > 1 &&
+        rest <= budget) {
+      locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), rest});
+      budget /= rest;
+      continue;
+    }
+    for (int64_t a = budget; a > 1; a /= 2)
+      if (rest % a == 0) { locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), a}); budget /= a; break; }
+  }
+  for (auto& o : locals) try_apply(k, o);
+}
+
 // the hand-written heuristic for GPUs: the store's contiguous axis on local x (coalesced), an 8x32 workgroup
 // of 8x4 register tiles for reduces whose loads are reused (matmul, conv: 27 TFLOP/s at 4096 on an H100)
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {
-  using namespace detail;
-  std::vector<Opt> opts;
-  std::vector<UOpRef> loads, stores, out_rngs, red_rngs;
-  int64_t reduce_size = 1, total = 1;
-  auto topo = toposort(sink);
-  for (auto& u : topo) {
-    if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
-    if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-  }
-  int64_t n_reduces = int64_t(reduce_loops(topo).size());  // reduces over the same ranges (a multi-output kernel's) run as one
-  for (auto& r : ranges_of(sink)) {
-    if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
-    else { total *= r->range_end(); out_rngs.push_back(r); }
-  }
-  if (!one_address(stores)) return opts;
-  // tensor cores: a float16/bfloat16 matmul-shaped reduce; 2 x 2 warps a block (they share A's and B's tiles through
-  // L1), each warp a tile of up to 4 x 4 mma tiles (64 x 32 outputs: A's fragments serve 4 column tiles, B's 4 rows)
-  // (sizes that are not tile multiples are padded first: PADTO m to 16, n to 8, K to 16, where that does not double them)
-  // float32 GEMMs (TF32 not allowed) on a device with cp.async: a block tile staged in workgroup memory (TILE) where
-  // one divides the sizes (m and n padded to 64, K to 16, where that does not double them) and leaves 16 blocks or
-  // more. 64 x 64 (8 x 8 threads, 16 of K a step) was the fastest on an H100 at 1024 (23.5 TFLOP/s) and 4096 (43.2),
-  // next to 128 x 128 with 16 of K (15.8, 43.6)
-  // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC below see one
+  KernelFacts f(sink);
+  if (!one_address(f.stores)) return {};
+  // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC see one
   // reduce axis, one axis of A and one of B; where neither applies, the kernel is optimized unmerged
   Kernel base(sink, ren);
   if (ren.tensor_cores) try { for (auto& o : gemm_merges(sink)) base.apply(o); } catch (const KernelOptError&) { base = Kernel(sink, ren); }
-  UOpRef gsink = base.sink();
   std::vector<UOpRef> gred;
-  for (auto& r : ranges_of(gsink)) if (axis_type(r) == AxisType::REDUCE) gred.push_back(r);
-  // the blocks a tile of bm x bn leaves: the other loop axes (a batch) multiply them
-  auto blocks_of = [&](const Kernel& k, const TcMatch& f, int64_t bm, int64_t bn) {
-    int64_t b = f.m->range_end() / bm * (f.n->range_end() / bn);
-    for (auto& r : ranges_of(k.sink())) if (axis_type(r) == AxisType::LOOP && r != f.m && r != f.n) b *= r->range_end();
-    return b;
-  };
-  if (ren.tensor_cores && gred.size() == 1 && flags().tile != 0 && !flags().tf32) {
-    Kernel k = base;
-    auto loose = tc_match(gsink, gred[0], false, true);
-    if (auto* l = std::get_if<TcMatch>(&loose)) {
-      for (auto [r, tile] : {std::pair{l->m, int64_t(64)}, std::pair{l->n, int64_t(64)}, std::pair{gred[0], int64_t(16)}})
-        if (r->range_end() % tile) try { k.apply({OptOp::PADTO, r->range_id(), tile}); } catch (const KernelOptError&) {}
-      UOpRef rr = find_range(k.sink(), gred[0]->range_id());
-      auto found = tc_match(k.sink(), rr, false, true);
-      // NOTE: 256 x 32, 128 x 32 and 64 x 32 for 32 columns (a conv's 32 channels): padding them to 64 would double
-      // them. 256 x 32 gives each thread 8 x 8 outputs, as 64 x 64 does: on an H100 a 32 -> 32 5x5 conv's forward
-      // (batch 512) took 396 us, its input gradient 516 us, against 416 and 596 with 128 x 32's 8 x 4
-      if (auto* f = std::get_if<TcMatch>(&found))
-        for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2, 10, 8, 9}) {
-          if (a >= int64_t(std::size(simt_tiles))) break;
-          const SimtTile& t = simt_tiles[a];
-          if (simt_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
-            return k.apply({OptOp::TILE, rr->range_id(), a}).applied();
-        }
-    }
+  for (auto& r : base.ranges()) if (axis_type(r) == AxisType::REDUCE) gred.push_back(r);
+  if (ren.tensor_cores && gred.size() == 1 && flags().tile != 0 && !flags().tf32)
+    if (auto k = gpu_tile(base, gred[0])) return k->applied();
+  if (ren.tensor_cores && gred.size() == 1)
+    if (auto k = gpu_tc(base, gred[0])) return k->applied();
+  Kernel k(sink, ren);
+  auto [merged, group] = gpu_group(f);
+  if (f.out_rngs.empty()) {
+    for (auto* os : {&merged, &group}) for (auto& o : *os) try_apply(k, o);
+    return k.applied();
   }
-  if (ren.tensor_cores && gred.size() == 1) {
-    Kernel k = base;
-    try {
-      auto loose = tc_match(gsink, gred[0], false);
-      int stage = flags().tc_stage;
-      // staged tiles want m and n in multiples of 64 and K of 32; the warp tile m of 16, n of 8, K of 16 (8 for TF32)
-      if (auto* l = std::get_if<TcMatch>(&loose)) {
-        bool staged = stage != 0 && l->dt != DType::Float32;
-        for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{gred[0], tc_k(l->dt), int64_t(32)}})
-          for (int64_t tile : {staged ? big : small, small})
-            if (r->range_end() % tile != 0) try { k.apply({OptOp::PADTO, r->range_id(), tile}); break; } catch (const KernelOptError&) {}
-      }
-      UOpRef rr = find_range(k.sink(), gred[0]->range_id()), pre = k.sink();
-      // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
-      // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM);
-      // H100, float16 GEMM 4096: 441 TFLOP/s with 128 x 128 (405 with 128 x 256), 8192: 521 with 128 x 256 (510).
-      // Else 128 x 128 in 4 warps of 64 x 64, 4 stages, was the fastest mma.sync tile (4096: 326 TFLOP/s, 8192: 385)
-      auto found = tc_match(pre, rr);
-      if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
-        for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 10, 2, 3, 4}) {
-          if (a >= int64_t(std::size(tc_tiles))) break;
-          const TcTile& t = tc_tiles[a];
-          if (t.wg && !ren.wgmma) continue;
-          int64_t enough = t.wg && t.tn == 32 ? 1024 : 32;
-          if (tc_tile_fits(*f, rr->range_end(), t).empty() && (blocks_of(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= enough || a == 4 || stage > 0))
-            return k.apply({OptOp::TC, rr->range_id(), a}).applied();
-        }
-      k.apply({OptOp::TC, rr->range_id(), 0});
-      auto tm = std::get<TcMatch>(tc_match(pre, rr));
-      std::pair<int64_t, int64_t> axes[] = {{tm.m->range_id(), tm.m->range_end() / 16}, {tm.n->range_id(), tm.n->range_end() / 8}};
-      auto& [m, ms] = axes[0];
-      auto& [n, ns] = axes[1];
-      for (auto& [ax, size] : axes) if (size % 2 == 0 && size >= 8) { k.apply({OptOp::LOCAL, ax, 2}); size /= 2; }
-      for (auto& [ax, size] : axes)
-        for (int64_t a : {4, 2}) if (size % a == 0) { k.apply({OptOp::UPCAST, ax, a}); size /= a; break; }
-      // BEAM=2's pick for a 4096 float16 GEMM on an H100 (67 -> 110 TFLOP/s): 8 column tiles a warp, 4 x 2 warps
-      if (ns % 2 == 0) { k.apply({OptOp::UPCAST, n, 2}); ns /= 2; }
-      if (ms % 2 == 0 && ms >= 8) k.apply({OptOp::LOCAL, m, 2});
-      return k.applied();
-    } catch (const KernelOptError&) {}
-  }
-  // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP), on the innermost
-  // reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
-  // gradient over 2x24x24 pixels a partial ran as 8192 threads, each reading its 1152 values alone (315 us on an H100)
-  std::vector<Opt> group, merged;
-  if (n_reduces == 1 && total <= 16384 && reduce_size >= 256) {
-    for (auto it = red_rngs.rbegin(); it != red_rngs.rend() && group.empty(); ++it)
-      for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
-    if (group.empty() && red_rngs.size() > 1)
-      for (int64_t a : {64, 32, 16})
-        if (reduce_size % a == 0) {
-          merged = merges_into_first(red_rngs);
-          group.push_back({OptOp::GROUP, red_rngs[0]->range_id(), a});
-          break;
-        }
-  }
-  if (out_rngs.empty()) {
-    merged.insert(merged.end(), group.begin(), group.end());
-    return merged;
-  }
-  std::unordered_map<int64_t, int64_t> left;
-  for (auto& r : out_rngs) left[r->range_id()] = r->range_end();
+  // the first amount of amts that divides what is left of r
   auto try_opt = [&](OptOp op, const UOpRef& r, std::initializer_list<int64_t> amts) {
-    for (int64_t a : amts) if (left[r->range_id()] % a == 0) { opts.push_back({op, r->range_id(), a}); left[r->range_id()] /= a; return a; }
-    return int64_t(1);
+    for (int64_t a : amts) if (size_left(k, r) % a == 0) { try_apply(k, {op, r->range_id(), a}); return; }
   };
   // x: the innermost output axis the store walks contiguously, else the innermost
-  UOpRef x = out_rngs.back();
-  for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it) if (stride_class(stores[0]->src[1], *it) == 1) { x = *it; break; }
+  UOpRef x = f.out_rngs.back();
+  for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend(); ++it) if (f.stride(f.stores[0], *it) == 1) { x = *it; break; }
   // y: another output axis that some load does not depend on (register tiles reuse its data). Only loads that vary
   // with some output axis count (a bias read along the reduce is the same for every output, no operand to reuse),
-  // and only where the tiles (8 x 32 threads of 4 x 4 outputs) leave at least 32 workgroups: a LayerNorm's mean over
-  // 4096 tokens had run as one workgroup of 256 threads (3.8 ms; MiniLM on an H100 spent 90% of its time there)
-  auto operand = [&](const UOpRef& idx) { return std::any_of(out_rngs.begin(), out_rngs.end(), [&](auto& r) { return stride_class(idx->src[1], r) != 0; }); };
+  // and only where the tiles (8 x 32 threads of 4 x 4 outputs) leave at least 32 workgroups (a LayerNorm's mean over
+  // 4096 tokens had run as one workgroup)
+  auto operand = [&](const UOpRef& idx) { return std::any_of(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) { return f.stride(idx, r) != 0; }); };
   UOpRef y;
   bool reuse_x = false;
-  for (auto& l : loads) reuse_x |= operand(l) && stride_class(l->src[1], x) == 0;
-  if (reduce_size >= 16 && reuse_x && total >= 32 * 4096)
-    for (auto it = out_rngs.rbegin(); it != out_rngs.rend() && !y; ++it)
-      for (auto& l : loads) if (*it != x && operand(l) && stride_class(l->src[1], *it) == 0 && (*it)->range_end() >= 16) { y = *it; break; }
+  for (auto& l : f.loads) reuse_x |= operand(l) && f.stride(l, x) == 0;
+  if (f.reduce_size >= 16 && reuse_x && f.total >= 32 * 4096)
+    for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !y; ++it)
+      for (auto& l : f.loads) if (*it != x && operand(l) && f.stride(l, *it) == 0 && (*it)->range_end() >= 16) { y = *it; break; }
   if (y) {
     // NOTE: LOCAL first, then UPCAST of the outer part: neighbouring threads keep neighbouring addresses
     try_opt(OptOp::LOCAL, y, {8, 4, 2});
     try_opt(OptOp::LOCAL, x, {32, 16, 8, 4, 2});
     try_opt(OptOp::UPCAST, y, {8, 4, 2});
     try_opt(OptOp::UPCAST, x, {4, 2});
-    return opts;
+    return k.applied();
   }
-  // a sliding window (a conv's input gradient into one channel): a load reads x + j for an output axis x and a short
-  // reduce axis j (moving one along x reads what moving one along j does). j unrolled and 4 neighbouring x a thread
-  // (2 along a second such pair) share their loads: 8 reads for 4 outputs of a 5-tap row, not 20. The conv of the
-  // Fashion-MNIST example's 1-channel input gradient: 362 us on an H100, one output a thread
-  std::vector<Opt> window;
-  if (n_reduces == 1 && reduce_size > 1) {
-    int64_t expand = 1;
-    std::unordered_set<const UOp*> used;
-    for (auto& l : loads)
-      for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it) {
-        const UOpRef& r = *it;
-        int64_t up = window.empty() ? 4 : 2;
-        for (auto& t : red_rngs) {
-          if (used.count(r.get()) || used.count(t.get()) || t->range_end() > 8 || left[r->range_id()] % up || expand * up * t->range_end() > Kernel::max_expand) continue;
-          if (stride_class(l->src[1], r) == 0 || !simplify(sub_range(l->src[1], r, r + 1) - sub_range(l->src[1], t, t + 1))->is_const(0)) continue;
-          window.push_back({OptOp::UNROLL, t->range_id(), t->range_end()});
-          window.push_back({OptOp::UPCAST, r->range_id(), up});
-          used.insert(r.get()), used.insert(t.get());
-          expand *= up * t->range_end();
-          left[r->range_id()] /= up;
-        }
-      }
+  for (auto& o : merged) try_apply(k, o);
+  auto window = gpu_window(f, k);
+  if (auto m = gpu_merge_rows(f, ren, x)) {
+    for (auto& o : gpu_optimizations(m->sink(), ren)) try_apply(*m, o);
+    return m->applied();
   }
-  // a big elementwise kernel whose contiguous axis is short (a padded 28 x 28 image): a warp would write a few pixels
-  // of each of several rows. The outer axes the stores walk contiguously are merged into it (MERGE) until 256 threads
-  // fit along it (a conv gradient's padded input, 512x32x28x28)
-  auto pow2 = [](int64_t v) { return v & -v; };
-  if (reduce_size == 1 && total >= (1 << 16) && x == out_rngs.back() && pow2(x->range_end()) < 256) {
-    Kernel k(sink, ren);
-    int64_t inner = x->range_id(), size = x->range_end();
-    for (auto it = out_rngs.rbegin() + 1; it != out_rngs.rend() && pow2(size) < 256; ++it) {
-      Kernel t = k;
-      try { t.apply({OptOp::MERGE, (*it)->range_id(), inner}); } catch (const KernelOptError&) { break; }
-      UOpRef joined = find_range(t.sink(), (*it)->range_id());
-      if (!std::all_of(t.sink()->src.begin(), t.sink()->src.end(), [&](auto& st) { return stride_class(st->src[0]->src[1], joined) == 1; })) break;
-      k = t, inner = joined->range_id(), size = joined->range_end();
-    }
-    if (!k.applied().empty()) {
-      std::vector<Opt> merges = k.applied(), rest = gpu_optimizations(k.sink(), ren);
-      merges.insert(merges.end(), rest.begin(), rest.end());
-      return merges;
-    }
-  }
-  // elementwise and plain reduces: up to 256 threads a workgroup, x's local created last (local dim 0)
   int64_t budget = std::min<int64_t>(256, ren.max_threads);
   for (auto& g : group) budget /= g.amt;
   // elementwise: 4 contiguous elements a thread as one vector load/store when every load is contiguous or
   // constant along x, else 4 elements 256 apart (UPCAST): both coalesced (1.0x memcpy on an H100, 0.79x with 1)
   DType out_dt = sink->src[0]->src[1]->dtype;
-  bool big = reduce_size == 1 && total >= (1 << 16);
-  bool vec = big && left[x->range_id()] % 4 == 0 && ren.vector_lanes(out_dt) == 4 && stride_class(stores[0]->src[1], x) == 1;
-  for (auto& l : loads) vec = vec && stride_class(l->src[1], x) != 2 && itemsize(l->src[0]->dtype) == 4;
-  if (vec) left[x->range_id()] /= 4;
-  std::vector<UOpRef> order{x};
-  for (auto it = out_rngs.rbegin(); it != out_rngs.rend(); ++it) if (*it != x) order.push_back(*it);
-  std::vector<Opt> locals;
-  for (auto& r : order) {
-    if (budget <= 1) break;
-    // a sliding window's axes whole where they fit (28 / 4 = 7 threads along a row): neighbouring threads, neighbouring
-    // pixels of one image
-    int64_t rest = left[r->range_id()];
-    if (std::any_of(window.begin(), window.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == r->range_id(); }) && rest > 1 && rest <= budget) {
-      locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), rest});
-      left[r->range_id()] = 1, budget /= rest;
-      continue;
-    }
-    for (int64_t a = budget; a > 1; a /= 2)
-      if (left[r->range_id()] % a == 0) { locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), a}); left[r->range_id()] /= a; budget /= a; break; }
-  }
-  locals.insert(locals.end(), group.begin(), group.end());
-  if (vec) locals.insert(locals.begin(), {OptOp::VECTOR, x->range_id(), 4});
-  else if (big && left[x->range_id()] % 4 == 0) locals.push_back({OptOp::UPCAST, x->range_id(), 4});
-  locals.insert(locals.begin(), window.begin(), window.end());
-  locals.insert(locals.begin(), merged.begin(), merged.end());
-  return locals;
+  bool big = f.reduce_size == 1 && f.total >= (1 << 16);
+  bool vec = big && size_left(k, x) % 4 == 0 && ren.vector_lanes(out_dt) == 4 && f.stride(f.stores[0], x) == 1;
+  for (auto& l : f.loads) vec = vec && f.stride(l, x) != 2 && itemsize(l->src[0]->dtype) == 4;
+  if (vec) try_apply(k, {OptOp::VECTOR, x->range_id(), 4});
+  gpu_locals(f, k, x, budget, window);
+  for (auto& o : group) try_apply(k, o);
+  if (!vec && big && size_left(k, x) % 4 == 0) try_apply(k, {OptOp::UPCAST, x->range_id(), 4});
+  return k.applied();
 }
 
-// the hand-written heuristic for the CPU (C renderer)
-inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Renderer& ren) {
-  using namespace detail;
-  if (ren.has_local) return gpu_optimizations(sink, ren);
-  std::vector<Opt> opts;
-  auto topo = toposort(sink);
-  std::vector<UOpRef> loads, stores;
-  for (auto& u : topo) {
-    if (u->op == Ops::LOAD) loads.push_back(u->src[0]);
-    if (u->op == Ops::STORE) stores.push_back(u->src[0]);
-  }
-  auto loops = reduce_loops(topo);
-  bool has_reduce = !loops.empty();
-  if (!one_address(stores)) return opts;
-  // reduce loops one after another in a multi-output kernel (not one inside another, a conv under a max-pool): each
-  // unrolled, as register tiles are for one loop
-  bool nested = false;
-  for (auto& u : topo) {
+// reduce loops one inside another (a conv under a max-pool): a REDUCE whose terms run over a reduce range not its own
+inline bool nested_reduces(const KernelFacts& f) {
+  for (auto& u : f.topo) {
     if (u->op != Ops::REDUCE) continue;
     std::vector<const UOp*> todo{u->src[0].get()};
     std::unordered_set<const UOp*> seen;
-    while (!todo.empty() && !nested) {
+    while (!todo.empty()) {
       const UOp* x = todo.back();
       todo.pop_back();
       if (!seen.insert(x).second || x->op == Ops::REDUCE) continue;  // NOTE: another reduce's ranges are its own
-      if (x->op == Ops::RANGE && axis_type(x) == AxisType::REDUCE && std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; })) nested = true;
+      if (x->op == Ops::RANGE && axis_type(x) == AxisType::REDUCE &&
+          std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; }))
+        return true;
       for (auto& s : x->src) todo.push_back(s.get());
     }
   }
-  if (stores.size() > 1 && loops.size() > 1 && !nested) {
-    int64_t expand = 1;
-    for (auto& [rs, inner] : loops)
-      if (inner->range_end() % 4 == 0 && inner->range_end() > 4 && expand * 4 <= Kernel::max_expand) { opts.push_back({OptOp::UNROLL, inner->range_id(), 4}); expand *= 4; }
-    has_reduce = false;  // NOTE: only the threads below
+  return false;
+}
+// the CPU heuristic's register tile: the kernel it drives, the vector axes chosen before, the tile so far
+struct CpuTile {
+  const KernelFacts& f;
+  Kernel& k;
+  UOpRef vaxis, raxis, tile_axis{};  // lanes on an output axis, on the reduce axis; the tile's first upcast axis
+  int64_t lanes, acc = 1, max_acc = 0;  // floats in the tile (accumulators x lanes), and the most it may hold
+  int upcasted = 0;
+  // some axis is left to split over the cores in kernel t
+  bool room(const Kernel& t) const {
+    int threads = t.renderer().threads;
+    return threads <= 1 || std::any_of(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) { return size_left(t, r) % threads == 0; });
   }
-  DType out_dt = sink->src[0]->src[1]->dtype;
-  auto rngs = ranges_of(sink);
-  std::vector<UOpRef> out_rngs, red_rngs;
-  for (auto& r : rngs) (axis_type(r) == AxisType::REDUCE ? red_rngs : out_rngs).push_back(r);
-  auto addr = [](const UOpRef& index) { return index->src[1]; };
-  int64_t lanes = ren.vector_lanes(out_dt);
-  int64_t reduce_size = 1;
-  for (auto& r : red_rngs) reduce_size *= r->range_end();
-  std::unordered_map<int64_t, int64_t> left;  // range id -> size left after opts
-  for (auto& r : rngs) left[r->range_id()] = r->range_end();
-
-  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
-  UOpRef vaxis;
-  if (lanes > 1) {
-    for (auto it = out_rngs.rbegin(); it != out_rngs.rend() && !vaxis; ++it) {
-      auto& r = *it;
-      // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
-      int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
-      if (!amt || stride_class(addr(stores[0]), r) != 1) continue;
-      bool ok = true;
-      for (auto& l : loads) ok &= stride_class(addr(l), r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
-      if (ok) { vaxis = r; lanes = amt; }
-    }
-  }
-  if (vaxis) { opts.push_back({OptOp::VECTOR, vaxis->range_id(), lanes}); left[vaxis->range_id()] /= lanes; }
-  // else the lanes on the innermost reduce axis, when every load walks it contiguously or not at all (x @ W.T, where
-  // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
-  // output of the register tile, its lanes added after the loop. x @ W.T (4096x384 @ 384x1536), 2 Zen 4 threads: 28 -> 171
-  // GFLOP/s (Eigen's A * B.transpose(): 151)
-  UOpRef raxis;
-  if (!vaxis && lanes > 1 && has_reduce && loops.size() == 1 && !nested) {
-    const UOpRef& r = red_rngs.back();
-    bool ok = r->range_end() % lanes == 0 && r->range_end() >= 2 * lanes, any = false;
-    for (auto& u : topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
-    for (auto& l : loads) {
-      int c = stride_class(addr(l), r);
-      ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
-      any |= c == 1;
-    }
-    if (ok && any) { raxis = r; opts.push_back({OptOp::VECTOR, r->range_id(), lanes}); left[r->range_id()] /= lanes; }
-  }
-  if (has_reduce && reduce_size >= 16) {
-    // register tile: upcast output axes some load does not depend on (its value is reused across the tile), the
-    // second one that reuses a load the first does not (a conv: images x channels), while the accumulators
-    // fit the vector registers (BEAM's picks on AVX-512: 8 x 32 floats for convs and matmuls, 32 x 4 for 20-wide
-    // convs), or one scalar a register without vectors; there the store's contiguous axis first when every load walks
-    // it contiguously or not at all (a 10-wide conv: 5 neighbouring outputs x 4 channels, 2.3x faster than images x
-    // channels: the compiler vectorizes the neighbours)
-    // (lanes on the reduce axis: a vector register an accumulator, half of them: the loads take the others)
-    const int64_t max_acc = vaxis ? lanes * ren.vector_registers : raxis ? ren.vector_registers / 2 : ren.vector_registers;
-    int64_t acc = vaxis ? lanes : 1, tile_axis = -1;  // tile_axis: the first upcast axis
-    int upcasted = 0;
-    std::vector<bool> reused(loads.size());
+  // upcast output axes some load does not depend on (its value is reused across the tile), the second one that reuses
+  // a load the first does not (a conv: images x channels), while the accumulators fit the vector registers, or one
+  // scalar a register without vectors; there the store's contiguous axis first when every load walks it contiguously
+  // or not at all (a 10-wide conv: 5 neighbouring outputs x 4 channels, 2.3x faster than images x channels)
+  void upcast_axes() {
+    std::vector<bool> reused(f.loads.size());
     for (int pass = 0; pass < 2; pass++) {
       UOpRef best;
       int64_t best_amt = 0, best_new = 0;
       // NOTE: axes under 8 (a filter window's) only where no larger one qualifies, and next to a first axis only when
       // that one is whole in registers: upcasting a 5-wide window beside channels reloads the input per row (3.5x slower)
       for (bool small : {false, true}) {
-        if (best || (small && pass > 0 && left[tile_axis] != 1)) break;
-        for (auto& r : out_rngs) {
-          if (r == vaxis || left[r->range_id()] != r->range_end() || (r->range_end() < 8) != small) continue;
+        if (best || (small && pass > 0 && size_left(k, tile_axis) != 1)) break;
+        for (auto& r : f.out_rngs) {
+          if (r == vaxis || size_left(k, r) != r->range_end() || (r->range_end() < 8) != small) continue;
           int64_t fresh = 0, any = 0;
-          for (size_t i = 0; i < loads.size(); i++) if (stride_class(addr(loads[i]), r) == 0) { any++; fresh += !reused[i]; }
+          for (size_t i = 0; i < f.loads.size(); i++) if (f.stride(f.loads[i], r) == 0) { any++; fresh += !reused[i]; }
           if (!any || (pass > 0 && !fresh && !small)) continue;
-          bool row = !vaxis && pass == 0 && stride_class(addr(stores[0]), r) == 1;
-          for (auto& l : loads) row = row && stride_class(addr(l), r) != 2;
+          bool row = !vaxis && pass == 0 && f.stride(f.stores[0], r) == 1;
+          for (auto& l : f.loads) row = row && f.stride(l, r) != 2;
           int64_t score = fresh + (row ? 1000 : 0);
           for (int64_t amt : {4, 3, 5, 2})
-            if (left[r->range_id()] % amt == 0 && acc * amt <= max_acc) {
+            if (size_left(k, r) % amt == 0 && acc * amt <= max_acc) {
               if (!best || score > best_new) { best = r; best_amt = amt; best_new = score; }
               break;
             }
         }
       }
-      if (!best) break;
-      for (size_t i = 0; i < loads.size(); i++) reused[i] = reused[i] || stride_class(addr(loads[i]), best) == 0;
-      opts.push_back({OptOp::UPCAST, best->range_id(), best_amt});
-      left[best->range_id()] /= best_amt;
+      if (!best || !try_apply(k, {OptOp::UPCAST, best->range_id(), best_amt})) break;
+      for (size_t i = 0; i < f.loads.size(); i++) reused[i] = reused[i] || f.stride(f.loads[i], best) == 0;
       acc *= best_amt;
-      if (tile_axis < 0) tile_axis = best->range_id();
+      if (!tile_axis) tile_axis = best;
       upcasted++;
     }
     // the scalar tile's contiguous axis innermost: its neighbours sit in neighbouring registers (1.6x for a 10-wide conv)
-    if (!vaxis && upcasted == 2 && stride_class(addr(stores[0]), find_range(sink, opts.end()[-2].axis)) == 1)
-      std::swap(opts.end()[-2], opts.end()[-1]);
-    auto room = [&] {  // some axis is left to split over the cores
-      bool ok = ren.threads <= 1;
-      for (auto& r : out_rngs) ok = ok || left[r->range_id()] % ren.threads == 0;
-      return ok;
-    };
-    // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
-    auto grow = [&](int64_t axis, int64_t cap) {
-      if (acc * 2 > cap || left[axis] % 2 != 0) return;
-      left[axis] /= 2;
-      if (!room()) { left[axis] *= 2; return; }
-      opts.push_back({OptOp::UPCAST, axis, 2});
-      acc *= 2;
-    };
+    if (!vaxis && upcasted == 2 && f.stride(f.stores[0], tile_axis) == 1) {
+      std::vector<Opt> os = k.applied();
+      std::swap(os.end()[-2], os.end()[-1]);
+      if (auto t = replay(k.ast(), k.renderer(), os)) k = *t;
+    }
+  }
+  // twice the tile along an axis, while the accumulators stay within cap and some axis is left to split over the cores
+  void grow(const UOpRef& axis, int64_t cap) {
+    if (acc * 2 > cap || size_left(k, axis) % 2 != 0) return;
+    Kernel t = k;
+    if (!try_apply(t, {OptOp::UPCAST, axis->range_id(), 2}) || !room(t)) return;
+    k = t;
+    acc *= 2;
+  }
+  // a tile that takes every vector register leaves none for the loads and spills (AVX2's 16: a 1024 matmul's 8 x 16
+  // floats, 16 float8 accumulators). The tile axis then takes as many steps as leave 4 registers free, padded where
+  // they do not divide it (its padded steps recompute the last one, unstored): 6 x 16, 12 accumulators, as Eigen's
+  // AVX2 kernel keeps (a 1024 matmul on an AVX2 EPYC, one thread: 1.5x faster)
+  void fit_registers() {
+    const Renderer& ren = k.renderer();
+    if (acc / lanes < ren.vector_registers) return;
+    int64_t u = 1, n = tile_axis->range_end(), id = tile_axis->range_id();
+    for (auto& o : k.applied()) if (o.op == OptOp::UPCAST && o.axis == id) u *= o.amt;
+    int64_t step = acc / u, fit = (ren.vector_registers - 4) * lanes / step;  // floats a step of the tile axis
+    if (fit <= u / 2 || fit >= u) return;
+    std::vector<Opt> os = k.applied();
+    auto first = std::find_if(os.begin(), os.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == id; });
+    *first = {OptOp::UPCAST, id, fit};
+    os.erase(std::remove_if(first + 1, os.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == id; }), os.end());
+    if (n % fit) os.insert(first, {OptOp::PADTO, id, fit});
+    if (auto t = replay(k.ast(), ren, os); t && room(*t)) { k = *t; acc = step * fit; }
+  }
+  // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
+  // per tile. When the loads span more than a core's L2, block the outermost reduce axis into the smallest blocks
+  // whose inner loop still runs >= 256 steps (shorter streams defeat the prefetcher): a block then stays in cache
+  // while every tile passes over it (a 2048 matmul on a Zen 4: 2.1x; a conv's weight gradient: 2x)
+  void kblock() {
+    const UOpRef& r0 = f.red_rngs[0];
+    if (kblock_reduces(f.sink, r0).index() != 0) return;
+    double span = 0;
+    for (auto& l : f.loads) span += double(l->src[1]->vmax - l->src[1]->vmin + 1) * double(itemsize(l->src[0]->dtype));
+    int64_t n = r0->range_end(), inner = f.reduce_size / n, kc = 2;
+    while (kc * inner < 256 && kc < n) kc *= 2;
+    if (span > double(2 << 20) && kc < n && n % kc == 0) try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc});
+  }
+  void run() {
+    const Renderer& ren = k.renderer();
+    // (lanes on the reduce axis: a vector register an accumulator, half of them: the loads take the others)
+    max_acc = vaxis ? lanes * ren.vector_registers : raxis ? ren.vector_registers / 2 : ren.vector_registers;
+    acc = vaxis ? lanes : 1;
+    upcast_axes();
     // up to 128 floats (BEAM's pick for 1024 matmuls: 8 x 16; a conv's input gradient is 1.3x slower at 256) and
-    // never past the registers (with AVX2, 128 floats of a half-width tile are 32 float4 accumulators in 16 registers:
-    // a 20-wide conv spilled, 1.6x slower); a very long reduce (a weight gradient over a batch) up to the registers
-    // (BEAM: 8 x 32, 1.9x faster for 32x32x5x5)
+    // never past the registers (with AVX2, 128 floats of a half-width tile spilled); a very long reduce (a weight
+    // gradient over a batch) up to the registers (BEAM: 8 x 32, 1.9x faster for 32x32x5x5)
     const int64_t tile_cap = std::min<int64_t>(128, max_acc);
-    if (vaxis && upcasted) grow(vaxis->range_id(), tile_cap);
-    if (vaxis && upcasted && reduce_size >= 256) grow(tile_axis, tile_cap);
-    if (vaxis && upcasted && reduce_size >= 16384) grow(vaxis->range_id(), max_acc);
-    // a tile that takes every vector register leaves none for the loads and spills (AVX2's 16: a 1024 matmul's 8 x 16
-    // floats, 16 float8 accumulators). The tile axis then takes as many steps as leave 4 registers free, padded where
-    // they do not divide it (its padded steps recompute the last one, unstored): 6 x 16, 12 accumulators, as Eigen's
-    // AVX2 kernel keeps. bench_core's 1024 matmul on an AVX2 EPYC, one thread: 27-35 -> 47-49 GFLOP/s (Eigen 59-61)
-    if (vaxis && upcasted && acc / lanes >= ren.vector_registers) {
-      int64_t u = 1, n = find_range(sink, tile_axis)->range_end();
-      for (auto& o : opts) if (o.op == OptOp::UPCAST && o.axis == tile_axis) u *= o.amt;
-      int64_t step = acc / u, fit = (ren.vector_registers - 4) * lanes / step;  // floats a step of the tile axis
-      if (fit > u / 2 && fit < u) {
-        int64_t was = std::exchange(left[tile_axis], (n + fit - 1) / fit);
-        if (!room()) {
-          left[tile_axis] = was;
-        } else {
-          auto first = std::find_if(opts.begin(), opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; });
-          *first = {OptOp::UPCAST, tile_axis, fit};
-          opts.erase(std::remove_if(first + 1, opts.end(), [&](const Opt& o) { return o.op == OptOp::UPCAST && o.axis == tile_axis; }), opts.end());
-          if (n % fit) opts.insert(first, {OptOp::PADTO, tile_axis, fit});
-          acc = step * fit;
-        }
-      }
+    if (vaxis && upcasted) {
+      grow(vaxis, tile_cap);
+      if (f.reduce_size >= 256) grow(tile_axis, tile_cap);
+      if (f.reduce_size >= 16384) grow(vaxis, max_acc);
+      fit_registers();
+      kblock();
     }
-    // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
-    // per tile. When the loads span more than a core's L2, block the outermost reduce axis into the smallest blocks
-    // whose inner loop still runs >= 256 steps (shorter streams defeat the prefetcher): a block then stays in cache
-    // while every tile passes over it. On a Zen 4, one thread: matmul 2048 38 -> 81 GFLOP/s (blocks of 256; 128 the
-    // same, 32 1.4x slower), 512 91 -> 97; a conv's weight gradient, 2 threads, 47 -> 92 (blocks of 2 images x 400)
-    if (vaxis && upcasted && kblock_reduces(sink, red_rngs[0]).index() == 0) {
-      double span = 0;
-      for (auto& l : loads) span += double(addr(l)->vmax - addr(l)->vmin + 1) * double(itemsize(l->src[0]->dtype));
-      int64_t n = red_rngs[0]->range_end(), inner = reduce_size / n, kc = 2;
-      while (kc * inner < 256 && kc < n) kc *= 2;
-      if (span > double(2 << 20) && kc < n && n % kc == 0) opts.push_back({OptOp::KBLOCK, red_rngs[0]->range_id(), kc});
-    }
-    if (!vaxis && !upcasted && !red_rngs.empty()) {
-      auto& rr = red_rngs.back();
-      int64_t n = left[rr->range_id()];
-      for (int64_t amt : {4, 2}) if (n % amt == 0 && n > amt) { opts.push_back({OptOp::UNROLL, rr->range_id(), amt}); break; }
+    if (!vaxis && !upcasted && !f.red_rngs.empty()) {
+      const UOpRef& rr = f.red_rngs.back();
+      int64_t n = size_left(k, rr);
+      for (int64_t amt : {4, 2}) if (n % amt == 0 && n > amt) { try_apply(k, {OptOp::UNROLL, rr->range_id(), amt}); break; }
     }
   }
-  // threads: split the outermost loop axis that divides, when each core gets enough work
+};
+
+// the hand-written heuristic for the CPU (C renderer)
+inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Renderer& ren) {
+  if (ren.has_local) return gpu_optimizations(sink, ren);
+  KernelFacts f(sink);
+  Kernel k(sink, ren);
+  if (!one_address(f.stores)) return {};
+  bool has_reduce = !f.loops.empty(), nested = nested_reduces(f);
+  // reduce loops one after another in a multi-output kernel: each unrolled, as register tiles are for one loop
+  if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
+    int64_t expand = 1;
+    for (auto& [ids, inner] : f.loops)
+      if (inner->range_end() % 4 == 0 && inner->range_end() > 4 && expand * 4 <= Kernel::max_expand &&
+          try_apply(k, {OptOp::UNROLL, inner->range_id(), 4}))
+        expand *= 4;
+    has_reduce = false;  // NOTE: only the threads below
+  }
+  DType out_dt = sink->src[0]->src[1]->dtype;
+  int64_t lanes = ren.vector_lanes(out_dt);
+  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
+  UOpRef vaxis;
+  if (lanes > 1) {
+    for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !vaxis; ++it) {
+      auto& r = *it;
+      // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
+      int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
+      if (!amt || f.stride(f.stores[0], r) != 1) continue;
+      bool ok = true;
+      for (auto& l : f.loads) ok &= f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
+      if (ok) { vaxis = r; lanes = amt; }
+    }
+  }
+  if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
+  // else the lanes on the innermost reduce axis, when every load walks it contiguously or not at all (x @ W.T, where
+  // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
+  // output of the register tile, its lanes added after the loop (x @ W.T on a Zen 4: 6x, past Eigen's)
+  UOpRef raxis;
+  if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
+    const UOpRef& r = f.red_rngs.back();
+    bool ok = r->range_end() % lanes == 0 && r->range_end() >= 2 * lanes, any = false;
+    for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
+    for (auto& l : f.loads) {
+      int c = f.stride(l, r);
+      ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
+      any |= c == 1;
+    }
+    if (ok && any && try_apply(k, {OptOp::VECTOR, r->range_id(), lanes})) raxis = r;
+  }
+  if (has_reduce && f.reduce_size >= 16) CpuTile{.f = f, .k = k, .vaxis = vaxis, .raxis = raxis, .lanes = lanes}.run();
+  // threads: split the outermost loop axis that divides, when each core gets enough work (applied first)
   int th = ren.threads;
-  int64_t work = reduce_size;
-  for (auto& r : out_rngs) work *= r->range_end();
+  int64_t work = f.reduce_size * f.total;
   for (; th > 1 && work / th < (1 << 16); th--) {}
-  if (th > 1) {
-    for (auto& r : out_rngs) {
-      int64_t n = left[r->range_id()];
-      if (n % th == 0 && n >= th) { opts.insert(opts.begin(), {OptOp::THREAD, r->range_id(), th}); break; }
+  if (th > 1)
+    for (auto& r : f.out_rngs) {
+      int64_t n = size_left(k, r);
+      if (n % th == 0 && n >= th) { k = with_first(k, {{OptOp::THREAD, r->range_id(), th}}); break; }
     }
-  }
-  return opts;
+  return k.applied();
 }
 
+}  // namespace tinygrad::detail
+// end include/tinygrad/codegen/heuristics.hpp
+
+namespace tinygrad {
+// the kernel-opt search space is API (README: kernels as a search space); the rest of codegen is internal
+using detail::Kernel;
+using detail::KernelOptError;
+using detail::Opt;
+using detail::OptOp;
 }  // namespace tinygrad
 // end include/tinygrad/codegen/opt.hpp
 // begin include/tinygrad/codegen/linearize.hpp
 // expander (LANE -> vector nodes) and linearizer (kernel graph -> ordered list with RANGE/END/accumulators)
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
-namespace detail {
 // the ranges each node sits inside (a REDUCE closes its own)
 inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const std::vector<UOpRef>& topo) {
   std::unordered_map<const UOp*, std::vector<const UOp*>> rs;
@@ -5696,7 +6108,6 @@ inline std::unordered_map<const UOp*, std::vector<const UOp*>> open_ranges(const
   }
   return rs;
 }
-}  // namespace detail
 
 // turn the LANE axis into vector nodes: contiguous loads/stores become vector loads/stores,
 // other lane-dependent loads become gathers, ALU ops run on vectors
@@ -5854,7 +6265,8 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
     int lvl = loop_level(red.get());
     std::vector<UOpRef> group;
     for (auto& u : topo)
-      if (u->op == Ops::REDUCE && !done[u.get()] && loop_level(u.get()) == lvl && std::vector<UOpRef>(u->src.begin() + 1, u->src.end()).size() == rngs.size() &&
+      if (u->op == Ops::REDUCE && !done[u.get()] && loop_level(u.get()) == lvl &&
+          std::vector<UOpRef>(u->src.begin() + 1, u->src.end()).size() == rngs.size() &&
           std::all_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return std::find(rngs.begin(), rngs.end(), r) != rngs.end(); }))
         group.push_back(u);
     // nodes inside the group's loops: everything below the reduces that depends on a group range
@@ -5885,7 +6297,8 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   for (int L = -1; L < int(loops.size()); L++) {
     if (L >= 0) out.push_back(loops[size_t(L)]);
     for (auto& u : topo) {
-      if (done[u.get()] || u->op == Ops::RANGE || u->op == Ops::SINK || u->op == Ops::CONST || loop_level(u.get()) != L || in_reduce(u.get())) continue;
+      if (done[u.get()] || u->op == Ops::RANGE || u->op == Ops::SINK || u->op == Ops::CONST || loop_level(u.get()) != L || in_reduce(u.get()))
+        continue;
       if (u->op == Ops::REDUCE) emit_group(u);
       else emit(u);
     }
@@ -5894,12 +6307,441 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   return out;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/codegen/linearize.hpp
 // begin include/tinygrad/codegen/codegen.hpp
-// codegen pipeline: kernel AST -> opts (Kernel, opt.hpp) -> lowering passes (lowering_passes) -> linearize -> render
+// codegen pipeline: kernel AST -> opts (Kernel: kernel.hpp, heuristics.hpp) -> lowering passes (lowering_passes) -> linearize -> render
+// begin include/tinygrad/uop/spec.hpp
+// IR specs (tinygrad's uop/spec.py): which ops, dtypes, args and sources are legal at each stage of the pipeline, so a
+// pass that builds a malformed graph fails at its own boundary, not passes later in a renderer or a C compiler.
+// Checked after every pass with SPEC=1 or DEBUG>=3 (the tests turn it on); off, a check costs one branch on a flag.
+// The specs are data: one row per op (the stages it may appear in, its source count, its arg's kind, the rule its
+// dtypes and sources follow), a static_assert that every op has its row, and a short list of program rules for the
+// linear program (an order of nodes, which no per-node rule can see).
+#include <array>
 
 namespace tinygrad {
+
+// the stage boundaries, in pipeline order
+enum class Stage : uint8_t {
+  TENSOR,     // the tensor graph the scheduler gets (movement ops, REDUCE_AXIS; realized nodes are leaves)
+  KERNEL,     // a kernel AST the scheduler made: SINK of STOREs over LOOP/REDUCE RANGEs, movement ops now index math
+  OPTIMIZED,  // with its opts and the lowering passes before lane expansion: lanes, thread ids, workgroup memory, TC tiles
+  EXPANDED,   // after lane expansion: LANE became vector nodes
+  LINEAR,     // the linear program the renderer prints: RANGE/END loops, accumulators, sources before their users
+};
+// a graph that breaks its stage's spec: a bug in the pass that made it
+struct SpecError : Error {
+  Stage stage;
+  std::string pass;
+  Ops op;
+  SpecError(Stage s, std::string p, Ops o, const std::string& what) : Error(what), stage(s), pass(std::move(p)), op(o) {}
+};
+
+}  // namespace tinygrad
+
+namespace tinygrad::detail {
+inline const char* stage_name(Stage s) { static const char* n[] = {"tensor", "kernel", "optimized", "expanded", "linear"}; return n[int(s)]; }
+
+namespace spec {
+enum Bits : uint8_t { T = 1, K = 2, O = 4, X = 8, L = 16, KOXL = K | O | X | L, OXL = O | X | L, ALL = T | KOXL };
+inline bool at(Stage s, uint8_t bits) { return bits & (1 << int(s)); }
+enum class ArgKind : uint8_t { NONE, INT, VEC, STR, BUF, NUM /* int64 or double */, OPT_INT /* none or int64 */ };
+inline bool arg_is(const Arg& a, ArgKind k) {
+  switch (k) {
+    case ArgKind::NONE: return std::holds_alternative<std::monostate>(a);
+    case ArgKind::INT: return std::holds_alternative<int64_t>(a);
+    case ArgKind::VEC: return std::holds_alternative<std::vector<int64_t>>(a);
+    case ArgKind::STR: return std::holds_alternative<std::string>(a);
+    case ArgKind::BUF: return std::holds_alternative<std::shared_ptr<Buffer>>(a) && std::get<std::shared_ptr<Buffer>>(a);
+    case ArgKind::NUM: return std::holds_alternative<int64_t>(a) || std::holds_alternative<double>(a);
+    case ArgKind::OPT_INT: return std::holds_alternative<std::monostate>(a) || std::holds_alternative<int64_t>(a);
+  }
+  return false;
+}
+inline const char* arg_kind_name(ArgKind k) {
+  static const char* n[] = {"no arg", "an int", "a list of ints", "a string", "a buffer", "a number", "no arg or an int"};
+  return n[int(k)];
+}
+
+// a rule: "" when u is legal at stage s, else what it breaks. The table's row has checked the stage, the source count
+// and the arg's kind before.
+using Rule = std::string (*)(const UOp& u, Stage s);
+using Why = std::string;
+inline std::string dt(DType d) { return to_string(d).substr(7); }  // "dtypes.float" -> "float"
+inline bool is_index(DType d) { return d == DType::Int32 || d == DType::Int64; }
+inline Why src_op(const UOp& u, size_t i, std::initializer_list<Ops> ok) {
+  if (std::find(ok.begin(), ok.end(), u.src[i]->op) != ok.end()) return "";
+  std::string names;
+  for (Ops o : ok) names += (names.empty() ? "" : " or ") + std::string(op_name(o));
+  return cat("src[", i, "] must be ", names, ", is ", op_name(u.src[i]->op));
+}
+inline Why same_dtype(const UOp& u, size_t i) {
+  return u.src[i]->dtype == u.dtype ? "" : cat("src[", i, "] is ", dt(u.src[i]->dtype), ", the node ", dt(u.dtype), " (they must agree)");
+}
+inline Why first(std::initializer_list<Why> ws) {
+  for (auto& w : ws) if (!w.empty()) return w;
+  return "";
+}
+
+// ---- the rules, by family ----
+inline Why none(const UOp&, Stage) { return ""; }
+// a kernel's SINK holds its STOREs (a tensor graph's holds its roots)
+inline Why sink(const UOp& u, Stage s) {
+  if (s != Stage::TENSOR) for (size_t i = 0; i < u.src.size(); i++) if (auto w = src_op(u, i, {Ops::STORE}); !w.empty()) return w;
+  return "";
+}
+// a constant's arg holds a value of its dtype: a double for floats, an int64 in the dtype's range for ints and bools;
+// in the tensor graph its source (if any) names its device
+inline Why const_(const UOp& u, Stage s) {
+  if (!u.src.empty() && (s != Stage::TENSOR || u.src[0]->op != Ops::DEVICE)) return "only a tensor-graph CONST has a source, its DEVICE";
+  if (is_float(u.dtype) != std::holds_alternative<double>(u.arg))
+    return cat("the arg must be ", is_float(u.dtype) ? "a double" : "an int", " for ", dt(u.dtype));
+  if (!is_float(u.dtype) && u.dtype != DType::UInt64) {
+    int64_t v = std::get<int64_t>(u.arg);
+    if (v < int_min(u.dtype) || v > int_max(u.dtype)) return cat("the value ", v, " is outside ", dt(u.dtype));
+  }
+  return "";
+}
+// ALU ops: sources of one dtype and width; comparisons give bool; WHERE chooses by a bool. An op whose constant fold
+// exists for floats only (EXP2, FDIV, ...) takes floats, one that folds only ints (IDIV, AND, SHL, ...) ints and bools
+inline Why alu(const UOp& u, Stage) {
+  for (size_t i = 0; i < u.src.size(); i++)
+    if (u.src[i]->vcount != u.vcount) return cat("src[", i, "] has ", u.src[i]->vcount, " lanes, the node ", u.vcount);
+  if (is_comparison(u.op)) {
+    if (u.dtype != DType::Bool) return cat("a comparison gives bool, not ", dt(u.dtype));
+    if (u.src[0]->dtype != u.src[1]->dtype) return cat("compares ", dt(u.src[0]->dtype), " with ", dt(u.src[1]->dtype));
+    return "";
+  }
+  if (u.op == Ops::WHERE) {
+    if (u.src[0]->dtype != DType::Bool) return cat("the condition must be bool, is ", dt(u.src[0]->dtype));
+    return first({same_dtype(u, 1), same_dtype(u, 2)});
+  }
+  for (size_t i = 0; i < u.src.size(); i++) if (auto w = same_dtype(u, i); !w.empty()) return w;
+  const OpInfo& oi = op_info(u.op);
+  if (!oi.fold_i && !is_float(u.dtype)) return cat("takes floats, not ", dt(u.dtype));
+  if (!oi.fold_f && is_float(u.dtype)) return cat("takes ints or bools, not ", dt(u.dtype));
+  return "";
+}
+inline Why cast(const UOp& u, Stage) {
+  if (u.src[0]->vcount != u.vcount) return cat("src[0] has ", u.src[0]->vcount, " lanes, the node ", u.vcount);
+  return "";
+}
+// tensor-graph ops that pass their source's values through
+inline Why same_as_src(const UOp& u, Stage) { return same_dtype(u, 0); }
+// movement ops: the arg fits the source's rank (and shape)
+inline Why movement(const UOp& u, Stage) {
+  const Shape& in = u.src[0]->shape;
+  const auto& a = u.varg();
+  size_t n = in.size(), want = u.op == Ops::PAD || u.op == Ops::SHRINK ? 2 * n : u.op == Ops::RESHAPE ? a.size() : n;
+  if (a.size() != want) return cat("the arg has ", a.size(), " entries for a source of rank ", n);
+  if (auto w = same_dtype(u, 0); !w.empty()) return w;
+  switch (u.op) {
+    case Ops::RESHAPE: if (prod(a) != prod(in)) return cat("reshapes ", to_string(in), " to ", to_string(Shape(a)), ": not as many elements"); break;
+    case Ops::PERMUTE: {
+      std::vector<bool> seen(n);
+      for (auto p : a) {
+        if (p < 0 || p >= int64_t(n) || seen[size_t(p)]) return cat(to_string(Shape(a)), " is not a permutation");
+        seen[size_t(p)] = true;
+      }
+      break;
+    }
+    case Ops::EXPAND:
+      for (size_t i = 0; i < n; i++) if (in[i] != a[i] && in[i] != 1) return cat("expands ", to_string(in), " to ", to_string(Shape(a)));
+      break;
+    case Ops::PAD: for (auto p : a) if (p < 0) return "a negative pad"; break;
+    case Ops::SHRINK:
+      for (size_t i = 0; i < n; i++)
+        if (a[2 * i] < 0 || a[2 * i] > a[2 * i + 1] || a[2 * i + 1] > in[i]) return cat("shrinks ", to_string(in), " by ", to_string(Shape(a)));
+      break;
+    default: break;
+  }
+  return "";
+}
+inline bool reduce_op_ok(int64_t o, bool wmma) {
+  return o == int64_t(Ops::ADD) || o == int64_t(Ops::MUL) || o == int64_t(Ops::MAX) || (wmma && o == int64_t(Ops::WMMA));
+}
+inline Why reduce_axis(const UOp& u, Stage) {
+  const auto& a = u.varg();
+  if (a.empty() || !reduce_op_ok(a[0], false)) return "the arg must start with ADD, MUL or MAX";
+  for (size_t i = 1; i < a.size(); i++) if (a[i] < 0 || a[i] >= int64_t(u.src[0]->shape.size())) return cat("axis ", a[i], " is out of range");
+  return same_dtype(u, 0);
+}
+inline Why leaf_of_device(const UOp& u, Stage) { return u.src.empty() ? "" : src_op(u, 0, {Ops::DEVICE}); }
+inline Why buffer(const UOp& u, Stage) { return u.buffer()->dtype == u.dtype ? "" : cat("its buffer holds ", dt(u.buffer()->dtype)); }
+// a loop: [end, id, axis kind] (end 0: a reduce over an empty dim gives its identity); a kernel AST's loops are its
+// output's (LOOP) and its reduces' (REDUCE) only
+inline Why range(const UOp& u, Stage s) {
+  const auto& a = u.varg();
+  if (a.size() != 3 || a[0] < 0 || a[1] < 0 || a[2] < 0 || a[2] > int64_t(AxisType::WARP)) return "the arg must be [end >= 0, id >= 0, axis kind]";
+  if (!is_index(u.dtype)) return cat("an index is int or long, not ", dt(u.dtype));
+  if (s == Stage::KERNEL && a[2] != int64_t(AxisType::LOOP) && a[2] != int64_t(AxisType::REDUCE)) return "a kernel AST's ranges are LOOP or REDUCE";
+  return "";
+}
+// a thread id (GPU: [size, 1 global | 2 local, dim]; CPU: [cores, 0]) or a vector lane ([width, id])
+inline Why special(const UOp& u, Stage) {
+  const auto& a = u.varg();
+  bool ok = u.op == Ops::LANE
+                ? a.size() == 2 && a[0] >= 1
+                : (a.size() == 2 || a.size() == 3) && a[0] >= 1 && a[1] >= 0 && a[1] <= 2 && (a.size() == 2 || (a[2] >= 0 && a[2] <= 2));
+  if (!ok) return cat("the arg ", to_string(Shape(a)), " is malformed");
+  return is_index(u.dtype) ? "" : cat("an index is int or long, not ", dt(u.dtype));
+}
+inline Why define_global(const UOp& u, Stage) { return u.iarg() >= 0 ? "" : "a negative parameter number"; }
+inline Why define_local(const UOp& u, Stage) {
+  const auto& a = u.varg();
+  return (a.size() == 2 || a.size() == 3) && a[0] >= 0 && a[1] >= 1 ? "" : "the arg must be [id, size (, raw)]";
+}
+// a buffer's address: INDEX(buffer, index (, bool gate)), of the buffer's dtype
+inline Why index(const UOp& u, Stage) {
+  return first({src_op(u, 0, {Ops::DEFINE_GLOBAL, Ops::DEFINE_LOCAL}), same_dtype(u, 0),
+                is_index(u.src[1]->dtype) && u.src[1]->vcount == 1 ? "" : cat("src[1] must be a scalar int or long index, is ", dt(u.src[1]->dtype)),
+                u.src.size() < 3 || (u.src[2]->dtype == DType::Bool && u.src[2]->vcount == 1) ? "" : "src[2], the gate, must be a scalar bool"});
+}
+// LOAD(INDEX (, BARRIERs it waits for)): the address's dtype and width. With an arg, an ldmatrix (1, 2 transposed): a
+// vector of fragments from workgroup memory, each lane's address a scalar
+inline Why load(const UOp& u, Stage s) {
+  if (auto w = first({src_op(u, 0, {Ops::INDEX}), same_dtype(u, 0)}); !w.empty()) return w;
+  if (auto* a = std::get_if<int64_t>(&u.arg)) {
+    if (*a < 1 || *a > 2 || u.vcount == 1 || u.src[0]->src[0]->op != Ops::DEFINE_LOCAL)
+      return "an arg (ldmatrix: 1 or 2) only on a vector load from workgroup memory";
+  } else if (u.src[0]->vcount != u.vcount) return cat("loads ", u.vcount, " lanes from an address of ", u.src[0]->vcount);
+  if (u.src.size() > 1 && s == Stage::KERNEL) return "a kernel AST's LOAD has one source";
+  for (size_t i = 1; i < u.src.size(); i++) if (auto w = src_op(u, i, {Ops::BARRIER}); !w.empty()) return w;
+  return "";
+}
+// STORE(INDEX, value): a value of the address's dtype and width (a workgroup copy's value may be a global INDEX)
+inline Why store(const UOp& u, Stage) {
+  if (auto w = src_op(u, 0, {Ops::INDEX}); !w.empty()) return w;
+  const UOp &idx = *u.src[0], &v = *u.src[1];
+  if (u.dtype != DType::Bool) return "a STORE is bool";
+  if (v.dtype != idx.dtype) return cat("stores ", dt(v.dtype), " to a ", dt(idx.dtype), " buffer");
+  if (v.vcount != idx.vcount) return cat("stores ", v.vcount, " lanes to an address of ", idx.vcount);
+  return "";
+}
+// REDUCE(value, ranges...): [op], ADD, MUL or MAX (WMMA: a tensor-core accumulator, from opts on); over REDUCE ranges
+// in a kernel AST (opts add GROUP and LANE ones)
+inline Why reduce(const UOp& u, Stage s) {
+  if (u.varg().empty() || !reduce_op_ok(u.varg()[0], s != Stage::KERNEL)) return "the arg must start with the reduce op";
+  if (auto w = same_dtype(u, 0); !w.empty()) return w;
+  if (u.src[0]->vcount != u.vcount) return cat("src[0] has ", u.src[0]->vcount, " lanes, the node ", u.vcount);
+  for (size_t i = 1; i < u.src.size(); i++) {
+    if (auto w = src_op(u, i, s == Stage::OPTIMIZED ? std::initializer_list<Ops>{Ops::RANGE, Ops::LANE} : std::initializer_list<Ops>{Ops::RANGE});
+        !w.empty())
+      return w;
+    if (s == Stage::KERNEL && u.src[i]->varg()[2] != int64_t(AxisType::REDUCE)) return cat("src[", i, "] is not a REDUCE range");
+  }
+  return "";
+}
+inline Why vectorize(const UOp& u, Stage) {
+  if (int(u.src.size()) != u.vcount) return cat(u.src.size(), " sources for ", u.vcount, " lanes");
+  for (size_t i = 0; i < u.src.size(); i++) {
+    if (auto w = same_dtype(u, i); !w.empty()) return w;
+    if (u.src[i]->vcount != 1) return cat("src[", i, "] is not a scalar");
+  }
+  return "";
+}
+inline Why gep(const UOp& u, Stage) {
+  if (u.iarg() < 0 || u.iarg() >= u.src[0]->vcount) return cat("lane ", u.iarg(), " of ", u.src[0]->vcount);
+  return first({same_dtype(u, 0), u.vcount == 1 ? "" : "a GEP takes one lane"});
+}
+// a workgroup barrier after the stores (and earlier barriers) it orders; arg: copy groups left in flight
+inline Why barrier(const UOp& u, Stage) {
+  if (u.dtype != DType::Bool) return "a BARRIER is bool";
+  for (size_t i = 0; i < u.src.size(); i++) if (auto w = src_op(u, i, {Ops::STORE, Ops::BARRIER}); !w.empty()) return w;
+  return "";
+}
+inline Why wmma(const UOp& u, Stage) { return is_float(u.dtype) ? "" : "a tensor-core product accumulates floats"; }
+inline Why end(const UOp& u, Stage) { return first({src_op(u, 0, {Ops::RANGE}), u.dtype == DType::Bool ? "" : "an END is bool"}); }
+// the linear program's accumulators: DEFINE_ACC(REDUCE), ACC_UPDATE(REDUCE, value) of the reduce's dtype and width
+inline Why acc(const UOp& u, Stage) {
+  if (auto w = first({src_op(u, 0, {Ops::REDUCE}), same_dtype(u, 0)}); !w.empty()) return w;
+  return u.src[0]->vcount == u.vcount ? "" : "the accumulator's width is its REDUCE's";
+}
+
+// ---- the table: one row per op ----
+struct OpSpec {
+  Ops op;
+  uint8_t stages = 0;  // the stages it is legal in (0: none, as yet: no pass makes it)
+  int8_t min_src = 0, max_src = 0;  // max -1: any number
+  ArgKind arg = ArgKind::NONE;
+  Rule rule = none;
+};
+constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
+  const OpSpec rows[] = {
+      {Ops::SINK, ALL & ~L, 0, -1, ArgKind::NONE, sink},
+      {Ops::NOOP}, {Ops::DEFINE_VAR}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
+      {Ops::COPY},
+      {Ops::CONST, ALL, 0, 1, ArgKind::NUM, const_},
+      {Ops::BUFFER, T, 0, 0, ArgKind::BUF, buffer},
+      {Ops::DEVICE, T, 0, 0, ArgKind::STR},
+      {Ops::CAST, ALL, 1, 1, ArgKind::NONE, cast},
+      {Ops::BITCAST, ALL, 1, 1, ArgKind::NONE, cast},
+      {Ops::IOTA, T, 0, 1, ArgKind::INT, leaf_of_device},
+      {Ops::REDUCE_AXIS, T, 1, 1, ArgKind::VEC, reduce_axis},
+      {Ops::RESHAPE, T, 1, 1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::EXPAND, T, 1, 1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::SHRINK, T, 1, 1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::CONTIGUOUS, T, 1, 1, ArgKind::OPT_INT, same_as_src},  // int arg: a parameter's id
+      {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
+      {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
+      {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
+      {Ops::RANGE, KOXL, 0, 0, ArgKind::VEC, range},
+      {Ops::INDEX, KOXL, 2, 3, ArgKind::NONE, index},
+      {Ops::LOAD, KOXL, 1, -1, ArgKind::OPT_INT, load},
+      {Ops::STORE, KOXL, 2, 2, ArgKind::NONE, store},
+      {Ops::REDUCE, KOXL, 2, -1, ArgKind::VEC, reduce},  // in the linear program: read from its DEFINE_ACC after the loop
+      {Ops::DEFINE_LOCAL, OXL, 0, 0, ArgKind::VEC, define_local},
+      {Ops::SPECIAL, OXL, 0, 0, ArgKind::VEC, special},
+      {Ops::VECTORIZE, OXL, 2, -1, ArgKind::NONE, vectorize},
+      {Ops::GEP, OXL, 1, 1, ArgKind::INT, gep},
+      {Ops::BARRIER, OXL, 0, -1, ArgKind::OPT_INT, barrier},
+      {Ops::WMMA, OXL, 2, -1, ArgKind::INT, wmma},
+      {Ops::LANE, O, 0, 0, ArgKind::VEC, special},  // the expander turns it into vectors
+      {Ops::END, L, 1, 1, ArgKind::NONE, end},
+      {Ops::DEFINE_ACC, L, 1, 1, ArgKind::NONE, acc},
+      {Ops::ACC_UPDATE, L, 2, 2, ArgKind::NONE, acc},
+  };
+  std::array<OpSpec, size_t(Ops::COUNT_)> t{};
+  for (size_t i = 0; i < t.size(); i++) {
+    Ops o = Ops(i);
+    int8_t n = is_unary(o) ? 1 : is_binary(o) ? 2 : 3;
+    t[i] = is_alu(o) ? OpSpec{o, ALL, n, n, ArgKind::NONE, alu} : OpSpec{Ops::COUNT_};  // COUNT_: no row yet
+  }
+  for (auto& r : rows) t[size_t(r.op)] = r;
+  return t;
+}
+inline constexpr auto table = make_table();
+constexpr bool every_op_has_a_row() {
+  for (size_t i = 0; i < table.size(); i++) if (table[i].op != Ops(i)) return false;
+  return true;
+}
+static_assert(every_op_has_a_row(), "spec.hpp: every op needs a row in the spec table");
+
+// codegen's lowering passes (codegen/codegen.hpp) after which the legal op set changes: the stage their output is in
+inline constexpr std::pair<const char*, Stage> stage_after[] = {{"expand_lanes", Stage::EXPANDED}};
+
+// u and its sources two levels down, as print_graph prints them
+inline std::string snippet(const UOp& u) {
+  std::vector<const UOp*> nodes;
+  auto add = [&](auto& self, const UOp* x, int depth) -> void {
+    if (std::find(nodes.begin(), nodes.end(), x) != nodes.end()) return;
+    if (depth < 2) for (auto& s : x->src) self(self, s.get(), depth + 1);
+    nodes.push_back(x);
+  };
+  add(add, &u, 0);
+  std::string out;
+  for (size_t i = 0; i < nodes.size(); i++) {
+    const UOp* x = nodes[i];
+    out += cat(x == &u ? "> %" : "  %", i, " = ", op_name(x->op), " ", dt(x->dtype), x->vcount > 1 ? cat("x", x->vcount) : "", " [");
+    for (size_t j = 0; j < x->src.size(); j++) {
+      auto it = std::find(nodes.begin(), nodes.end(), x->src[j].get());
+      out += cat(j ? ", " : "", it == nodes.end() ? std::string(op_name(x->src[j]->op)) : cat("%", it - nodes.begin()));
+    }
+    out += cat("] ", arg_str(x->arg), x->shape.empty() ? "" : " " + to_string(x->shape), "\n");
+  }
+  return out;
+}
+[[noreturn]] inline void fail(const UOp& u, Stage s, std::string_view pass, const std::string& why) {
+  throw SpecError(
+      s, std::string(pass), u.op,
+      cat("tinygrad: IR spec of stage '", stage_name(s), "' broken after pass '", pass, "': ", op_name(u.op), ": ", why, "\n", snippet(u)));
+}
+// u against its row of stage s's spec
+inline void check_node(const UOp& u, Stage s, std::string_view pass) {
+  const OpSpec& r = table[size_t(u.op)];
+  if (!at(s, r.stages)) fail(u, s, pass, "not legal in this stage");
+  if (int(u.src.size()) < r.min_src || (r.max_src >= 0 && int(u.src.size()) > r.max_src))
+    fail(u, s, pass,
+         cat(u.src.size(), " sources, must be ", int(r.min_src),
+             r.max_src == r.min_src ? ""
+             : r.max_src < 0        ? " or more"
+                                    : cat(" to ", int(r.max_src))));
+  if (!arg_is(u.arg, r.arg)) fail(u, s, pass, cat("the arg must be ", arg_kind_name(r.arg), ", is ", arg_str(u.arg)));
+  if (u.vcount < 1 || (u.vcount > 1 && s <= Stage::KERNEL)) fail(u, s, pass, cat(u.vcount, " lanes: vectors come with opts"));
+  if (auto w = r.rule(u, s); !w.empty()) fail(u, s, pass, w);
+}
+}  // namespace spec
+
+// checks are on: SPEC=1, DEBUG>=3, or flags().spec set (the tests)
+inline bool spec_enabled() { return flags().spec || flags().debug >= 3; }
+
+// every node of a graph against stage s's spec (tensor stage: realized nodes are leaves, their sources unchecked);
+// SpecError naming the stage, the pass that made the graph, the op and the node
+inline void verify_graph(const UOpRef& sink, Stage s, std::string_view pass) {
+  auto descend = [s](const UOp* u) { return s != Stage::TENSOR || !is_leaf(u); };
+  for (auto& u : toposort(sink, descend)) {
+    if (s == Stage::TENSOR && u->realized) continue;  // a realized node is a buffer
+    spec::check_node(*u, s, pass);
+  }
+}
+
+// the linear program: every node against the linear stage's spec, and the program rules: loops nest (an END closes
+// the innermost open RANGE, all close), and a node's sources come before it and are still in scope (the renderer
+// declares a value where its node stands). Constants are printed inline; a REDUCE is read from its DEFINE_ACC, which
+// names the REDUCE before it stands, and is updated (ACC_UPDATE) and read (the REDUCE) in its scope.
+inline void verify_linear(const std::vector<UOpRef>& lin, std::string_view pass = "linearize") {
+  using spec::fail;
+  const Stage s = Stage::LINEAR;
+  std::unordered_map<const UOp*, size_t> live;  // node -> the loop depth it was declared at, while in scope
+  std::vector<const UOp*> open;                 // the RANGEs open, outermost first
+  std::vector<std::vector<const UOp*>> declared(1);  // per open loop (and the top level): the nodes declared in it
+  std::unordered_map<const UOp*, const UOp*> acc;    // REDUCE -> its DEFINE_ACC
+  for (auto& u : lin) {
+    spec::check_node(*u, s, pass);
+    if (live.count(u.get())) fail(*u, s, pass, "stands twice in the program");
+    bool reads_later = u->op == Ops::DEFINE_ACC || u->op == Ops::ACC_UPDATE || u->op == Ops::REDUCE;
+    if (u->op == Ops::DEFINE_ACC) acc[u->src[0].get()] = u.get();
+    if (u->op == Ops::ACC_UPDATE || u->op == Ops::REDUCE) {
+      auto it = acc.find(u->op == Ops::REDUCE ? u.get() : u->src[0].get());
+      if (it == acc.end() || !live.count(it->second)) fail(*u, s, pass, "its REDUCE's DEFINE_ACC is not declared before it in an enclosing scope");
+    }
+    for (size_t i = 0; i < u->src.size(); i++) {
+      const UOp* x = u->src[i].get();
+      if (x->op == Ops::CONST) { spec::check_node(*x, s, pass); continue; }
+      if (reads_later && (u->op == Ops::REDUCE || i == 0)) continue;
+      if (!live.count(x)) fail(*u, s, pass, cat("src[", i, "] (", op_name(x->op), ") is not declared before it in an enclosing scope"));
+    }
+    if (u->op == Ops::END) {
+      if (open.empty() || open.back() != u->src[0].get()) fail(*u, s, pass, "does not close the innermost open RANGE");
+      for (auto* x : declared.back()) live.erase(x);
+      declared.pop_back();
+      open.pop_back();
+      continue;
+    }
+    live[u.get()] = open.size();
+    if (u->op == Ops::RANGE) { open.push_back(u.get()); declared.emplace_back(); }  // a loop's index: in scope inside it
+    declared.back().push_back(u.get());
+  }
+  if (!open.empty()) fail(*open.back(), s, pass, "a RANGE the program never closes");
+}
+
+// codegen's checks of one kernel: its AST (stage kernel), what its opts made of it (stage optimized), each lowering
+// pass's output, the linear program. Off (spec_enabled() false when it is made), each is one branch.
+class SpecCheck {
+ public:
+  SpecCheck(const UOpRef& ast, const UOpRef& optimized) : on_(spec_enabled()) {
+    if (!on_) return;
+    verify_graph(ast, Stage::KERNEL, "schedule");
+    verify_graph(optimized, Stage::OPTIMIZED, "opts");
+  }
+  void after(const char* pass, const UOpRef& sink) {
+    if (!on_) return;
+    for (auto& [name, st] : spec::stage_after) if (std::string_view(name) == pass) stage_ = st;
+    verify_graph(sink, stage_, pass);
+  }
+  void linear(const std::vector<UOpRef>& lin) { if (on_) verify_linear(lin); }
+
+ private:
+  bool on_;
+  Stage stage_ = Stage::OPTIMIZED;
+};
+
+}  // namespace tinygrad::detail
+// end include/tinygrad/uop/spec.hpp
+
+namespace tinygrad::detail {
 
 struct ProgramSpec {
   std::string name;     // for people: r_64_16_4
@@ -5911,7 +6753,6 @@ struct ProgramSpec {
   UOpRef ast;
 };
 
-namespace detail {
 // float ALU ops times the iterations each runs (for DEBUG=2's GFLOPS)
 inline double estimate_flops(const UOpRef& sink) {
   auto topo = toposort(sink);
@@ -5933,7 +6774,8 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
   // name no split here)
   auto splits = [](OptOp op) {
-    return op == OptOp::UPCAST || op == OptOp::VECTOR || op == OptOp::UNROLL || op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP || op == OptOp::KBLOCK;
+    return op == OptOp::UPCAST || op == OptOp::VECTOR || op == OptOp::UNROLL || op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP ||
+           op == OptOp::KBLOCK;
   };
   for (auto& o : opts) if (splits(o.op)) n += cat("_", o.amt);
   return n;
@@ -5953,11 +6795,16 @@ struct GroupCtx {
   UOpRef first_thread = const_uop(DType::Bool, 1);
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
   explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
-    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) { locals.push_back(r); size *= r->range_end(); }
+    for (auto& r : ranges_of(sink))
+      if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) {
+        locals.push_back(r);
+        size *= r->range_end();
+      }
     for (auto& u : toposort(sink))
       if (u->op == Ops::REDUCE)
         for (size_t i = 1; i < u->src.size(); i++)
-          if (axis_type(u->src[i]) == AxisType::GROUP) first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
+          if (axis_type(u->src[i]) == AxisType::GROUP)
+            first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
   }
   UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub) const {
     UOpRef at = const_int(locals[0]->dtype, 0);
@@ -6024,7 +6871,9 @@ struct GpuDimsCtx {
         if (size(dims[d]) > mx[d]) { dims[d - 1].insert(dims[d - 1].end(), dims[d].begin(), dims[d].end()); dims.erase(dims.begin() + long(d)); }
       for (size_t d = 0; d < dims.size(); d++) {
         int64_t n = size(dims[d]);
-        if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
+        if (n > mx[d])
+          throw Error(
+              cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
         auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
         (kind == 1 ? launch.global : launch.local)[d] = n;
         int64_t stride = 1;
@@ -6069,7 +6918,6 @@ inline const PatternMatcher& pm_exact_products() {
   return pm;
 }
 
-}  // namespace detail
 
 struct LowerCtx {
   const Renderer& ren;
@@ -6113,12 +6961,15 @@ inline ProgramSpec to_program(const Kernel& k) {
   p.launch.threads = threads;
   p.name = detail::kernel_name(sink, p.opts);
   LowerCtx ctx{ren, p.launch};
+  detail::SpecCheck spec(k.ast(), sink);  // each stage against its spec (SPEC=1, DEBUG>=3, the tests)
   for (auto& pass : lowering_passes()) {
     sink = pass.run(sink, ctx);
+    spec.after(pass.name, sink);
     if (flags().debug >= 6) std::fprintf(stderr, "after %s:\n%s", pass.name, print_graph(sink).c_str());
   }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
+  spec.linear(lin);
   for (auto& u : lin) p.launch.smem += CStyleRenderer::dynamic_smem(*u);
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
@@ -6135,19 +6986,23 @@ inline ProgramSpec to_program(const Kernel& k) {
   return p;
 }
 
-// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none), each
-// kept only where the kernel accepts it
+// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none). The
+// heuristics drive a Kernel, so the kernel accepts each of theirs: one it refuses is a heuristic's bug, an error with
+// flags().strict_opts (STRICT_OPTS=1; the tests set it), else skipped with a line on stderr at DEBUG>=1
 inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
   Kernel k(ast, ren);
   std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
   for (auto& o : want) {
     try { k.apply(o); }
-    catch (const KernelOptError&) { if (pinned) throw; }
+    catch (const KernelOptError& e) {
+      if (pinned || flags().strict_opts) throw;
+      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: the heuristic's %s was refused (skipped): %s\n", o.str().c_str(), e.what());
+    }
   }
   return to_program(k);
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/codegen/codegen.hpp
 // begin include/tinygrad/engine/schedule.hpp
 // schedule: rewrite the tensor graph for the device (split_reduceop), decide which nodes become buffers, then lower
@@ -6160,7 +7015,7 @@ inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optio
 #include <map>
 #include <unordered_set>
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct KernelAST {
   UOpRef ast;              // SINK(STORE...)
@@ -6184,7 +7039,6 @@ struct KernelLimits {
 };
 inline KernelLimits& kernel_limits() { static KernelLimits l; return l; }
 
-namespace detail {
 inline bool expands(const UOp* u) {
   const Shape& in = u->src[0]->shape;
   for (size_t i = 0; i < in.size(); i++) if (in[i] != u->shape[i]) return true;
@@ -6364,7 +7218,8 @@ class Scheduler {
         }
         if (!best) break;  // nothing left to split off
         if (flags().debug >= 3)
-          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op), (long long)cost.at(best).size, cost.at(best).bufs.size());
+          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op),
+                       (long long)cost.at(best).size, cost.at(best).bufs.size());
         forced_.insert(best);
         c = measure();
       }
@@ -6377,9 +7232,7 @@ class Scheduler {
     const UOp* root;
     std::vector<int> slots;
     std::unordered_map<int, int> param_of_slot;
-    std::map<std::vector<const void*>, UOpRef> memo;
     int64_t next_range;
-    std::vector<UOpRef> memo_keys;  // the memo is keyed by address: keep those nodes alive so no address is reused
   };
 
   UOpRef flat_index(const std::vector<UOpRef>& idx, const Shape& shape) {
@@ -6400,124 +7253,127 @@ class Scheduler {
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 
-  // one value to lower: node u at index idx (one per dim of u), read only where gate holds
-  struct Req { UOpRef u; std::vector<UOpRef> idx; UOpRef gate; };
-  // a node being lowered: its sources' requests, their values once lowered, what the node itself adds
-  struct Frame { Req r; std::vector<const void*> key; std::vector<Req> kids; std::vector<UOpRef> vals, extra; };
-
-  // u's value at idx as a kernel graph. NOTE: an explicit stack (no recursion): a kernel can be as deep as it is long
-  UOpRef lower(KCtx& c, Req root) {
-    std::vector<Frame> stack;
-    UOpRef ret;
-    // a load or a memoized value sets ret; anything else is pushed to be lowered
-    auto start = [&](Req r) {
-      if (r.u.get() != c.root && (is_leaf(r.u.get()) || is_kroot(r.u.get()))) { ret = load(c, r.u.get(), r.idx, r.gate); return true; }
-      std::vector<const void*> key{r.u.get(), r.gate.get()};
-      for (auto& i : r.idx) key.push_back(i.get());
-      if (auto it = c.memo.find(key); it != c.memo.end()) { ret = it->second; return true; }
-      Frame f{std::move(r), std::move(key), {}, {}, {}};
-      plan(c, f);
-      stack.push_back(std::move(f));
-      return false;
+  // ---- rangeify: a kernel's tensor graph -> its kernel graph, one graph_rewrite ----
+  // A marker INDEX(u, gate, idx...) is tensor node u's value at index idx (one per dim of u), read only where gate
+  // holds. Each rule moves a marker one node down the tensor graph: movement ops become index math on their source's
+  // marker, a REDUCE_AXIS a REDUCE over fresh ranges, buffers and other kernels' outputs LOADs. graph_rewrite's memo
+  // lowers each (u, gate, idx) once; it walks sources in order, so buffers and ranges are numbered as they are met.
+  struct RCtx { Scheduler& s; KCtx& c; };
+  static UOpRef marker(const UOpRef& u, std::vector<UOpRef> idx, const UOpRef& gate) {
+    idx.insert(idx.begin(), {u, gate});
+    return make_uop(Ops::INDEX, u->dtype, std::move(idx));
+  }
+  static std::vector<UOpRef> idx_of(const UOpRef& m) { return {m->src.begin() + 2, m->src.end()}; }
+  // the marked node's source at a new index, under the marker's gate
+  static UOpRef to_src(const Match& m, std::vector<UOpRef> idx) { return marker(m["u"]->src[0], std::move(idx), m["m"]->src[1]); }
+  static const PatternMatcher& pm_rangeify() {
+    // the marker of a node of one of these ops (none: any op)
+    auto at = [](std::vector<Ops> ops) { UPat p = UPat::op(Ops::INDEX, {UPat::ops_of(std::move(ops), "u")}, "m"); p.src_prefix = true; return p; };
+    using M = const Match&;
+    static const PatternMatcher pm{
+        // a buffer, or a node another kernel computes: a load (the kernel's own root is lowered)
+        {at({}), [](M m) -> UOpRef {
+           auto& x = m.context<RCtx>();
+           const UOp* u = m["u"].get();
+           if (u == x.c.root || !(is_leaf(u) || x.s.is_kroot(u))) return nullptr;
+           return x.s.load(x.c, u, idx_of(m["m"]), m["m"]->src[1]);
+         }},
+        {at({Ops::CONST}), [](M m) -> UOpRef { return make_uop(Ops::CONST, m["u"]->dtype, {}, m["u"]->arg); }},
+        {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
+        {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
+        // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
+        {at({Ops::RESHAPE}), [](M m) -> UOpRef {
+           auto& x = m.context<RCtx>();
+           const UOpRef& u = m["u"];
+           const Shape& in = u->src[0]->shape;
+           if (in == u->shape) return to_src(m, idx_of(m["m"]));
+           UOpRef flat = x.s.flat_index(idx_of(m["m"]), u->shape);
+           Shape st = strides_for(in);
+           std::vector<UOpRef> ni;
+           for (size_t j = 0; j < in.size(); j++)
+             ni.push_back(in[j] == 1 ? const_int(x.s.idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
+           return to_src(m, std::move(ni));
+         }},
+        // permute = reorder
+        {at({Ops::PERMUTE}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           std::vector<UOpRef> ni(idx.size());
+           for (size_t i = 0; i < idx.size(); i++) ni[size_t(m["u"]->varg()[i])] = idx[i];
+           return to_src(m, std::move(ni));
+         }},
+        // expand = drop (index 0 of a broadcast dim)
+        {at({Ops::EXPAND}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           const Shape& in = m["u"]->src[0]->shape;
+           for (size_t i = 0; i < in.size(); i++) if (in[i] == 1) idx[i] = const_int(m.context<RCtx>().s.idx_dt_, 0);
+           return to_src(m, std::move(idx));
+         }},
+        // shrink = offset
+        {at({Ops::SHRINK}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           for (size_t i = 0; i < idx.size(); i++) idx[i] = idx[i] + m["u"]->varg()[2 * i];
+           return to_src(m, std::move(idx));
+         }},
+        // flip = n-1-i
+        {at({Ops::FLIP}), [](M m) -> UOpRef {
+           auto idx = idx_of(m["m"]);
+           const Shape& in = m["u"]->src[0]->shape;
+           for (size_t i = 0; i < in.size(); i++) if (m["u"]->varg()[i]) idx[i] = const_int(m.context<RCtx>().s.idx_dt_, in[i] - 1) - idx[i];
+           return to_src(m, std::move(idx));
+         }},
+        // pad = validity gate: the source where the index is inside it, else 0
+        {at({Ops::PAD}), [](M m) -> UOpRef {
+           const UOpRef& u = m["u"];
+           auto idx = idx_of(m["m"]);
+           const Shape& in = u->src[0]->shape;
+           UOpRef valid = const_uop(DType::Bool, 1);
+           for (size_t i = 0; i < in.size(); i++) {
+             int64_t b = u->varg()[2 * i];
+             if (b == 0 && u->varg()[2 * i + 1] == 0) continue;
+             valid = logical_and(valid, logical_and(ge(idx[i], b), lt(idx[i], b + in[i])));
+             idx[i] = idx[i] - b;
+           }
+           valid = simplify(valid);
+           UOpRef v = marker(u->src[0], std::move(idx), simplify(logical_and(m["m"]->src[1], valid)));
+           return alu(Ops::WHERE, {valid, v, const_uop(u->dtype, 0)});
+         }},
+        // a reduce: its axes (those longer than 1) become fresh REDUCE ranges
+        {at({Ops::REDUCE_AXIS}), [](M m) -> UOpRef {
+           auto& x = m.context<RCtx>();
+           const UOpRef& u = m["u"];
+           x.s.lowered_reduce_ = true;
+           auto idx = idx_of(m["m"]);
+           const Shape& in = u->src[0]->shape;
+           std::vector<UOpRef> src{nullptr};
+           for (auto a : u->reduce_axes()) {
+             if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(x.s.idx_dt_, 0); continue; }
+             src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {},
+                                                     std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
+           }
+           src[0] = to_src(m, std::move(idx));
+           return src.size() == 1 ? src[0] : make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
+         }},
+        // elementwise: each source at the same index (a kernel's own INDEX, of a DEFINE_GLOBAL, is no marker)
+        {at({}), [](M m) -> UOpRef {
+           const UOpRef& u = m["u"];
+           if (u->op == Ops::DEFINE_GLOBAL) return nullptr;
+           if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST)
+             throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
+           std::vector<UOpRef> src;
+           for (auto& s : u->src) src.push_back(marker(s, idx_of(m["m"]), m["m"]->src[1]));
+           return make_uop(u->op, u->dtype, std::move(src), u->arg);
+         }},
     };
-    if (start(std::move(root))) return ret;
-    while (!stack.empty()) {
-      size_t top = stack.size() - 1;
-      if (stack[top].vals.size() < stack[top].kids.size()) {
-        if (start(stack[top].kids[stack[top].vals.size()])) stack[top].vals.push_back(ret);
-        continue;
-      }
-      Frame f = std::move(stack.back());
-      stack.pop_back();
-      ret = combine(f);
-      c.memo_keys.push_back(f.r.u); c.memo_keys.push_back(f.r.gate);
-      c.memo_keys.insert(c.memo_keys.end(), f.r.idx.begin(), f.r.idx.end());
-      c.memo[f.key] = ret;
-      if (!stack.empty()) stack.back().vals.push_back(ret);
-    }
-    return ret;
+    return pm;
   }
 
-  // what lowering f's node needs first: movement ops become index math on their source's request
-  void plan(KCtx& c, Frame& f) {
-    const UOpRef& u = f.r.u;
-    std::vector<UOpRef> idx = f.r.idx;
-    const UOpRef& gate = f.r.gate;
-    const Shape in = u->src.empty() ? Shape{} : u->src[0]->shape;
-    auto kid = [&](std::vector<UOpRef> i, UOpRef g) { f.kids.push_back({u->src[0], std::move(i), std::move(g)}); };
-    switch (u->op) {
-      case Ops::CONST: case Ops::IOTA: return;
-      case Ops::CONTIGUOUS: case Ops::DETACH: case Ops::CONV: return kid(idx, gate);
-      case Ops::RESHAPE: {
-        if (in == u->shape) return kid(idx, gate);
-        UOpRef flat = flat_index(idx, u->shape);
-        Shape st = strides_for(in);
-        std::vector<UOpRef> ni;
-        // NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
-        for (size_t j = 0; j < in.size(); j++)
-          ni.push_back(in[j] == 1 ? const_int(idx_dt_, 0) : simplify(j == 0 ? idiv(flat, st[j]) : mod(idiv(flat, st[j]), in[j])));
-        return kid(std::move(ni), gate);
-      }
-      case Ops::PERMUTE: {
-        std::vector<UOpRef> ni(idx.size());
-        for (size_t i = 0; i < idx.size(); i++) ni[size_t(u->varg()[i])] = idx[i];
-        return kid(std::move(ni), gate);
-      }
-      case Ops::EXPAND:
-        for (size_t i = 0; i < in.size(); i++) if (in[i] == 1) idx[i] = const_int(idx_dt_, 0);
-        return kid(std::move(idx), gate);
-      case Ops::SHRINK:
-        for (size_t i = 0; i < in.size(); i++) idx[i] = idx[i] + u->varg()[2 * i];
-        return kid(std::move(idx), gate);
-      case Ops::FLIP:
-        for (size_t i = 0; i < in.size(); i++) if (u->varg()[i]) idx[i] = const_int(idx_dt_, in[i] - 1) - idx[i];
-        return kid(std::move(idx), gate);
-      case Ops::PAD: {
-        UOpRef valid = const_uop(DType::Bool, 1);
-        for (size_t i = 0; i < in.size(); i++) {
-          int64_t b = u->varg()[2 * i];
-          if (b == 0 && u->varg()[2 * i + 1] == 0) continue;
-          valid = logical_and(valid, logical_and(ge(idx[i], b), lt(idx[i], b + in[i])));
-          idx[i] = idx[i] - b;
-        }
-        valid = simplify(valid);
-        f.extra = {valid};
-        return kid(std::move(idx), simplify(logical_and(gate, valid)));
-      }
-      case Ops::REDUCE_AXIS: {
-        lowered_reduce_ = true;
-        for (auto a : u->reduce_axes()) {
-          if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(idx_dt_, 0); continue; }
-          auto r = make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], c.next_range++, int64_t(AxisType::REDUCE)});
-          idx[size_t(a)] = r;
-          f.extra.push_back(r);
-        }
-        return kid(std::move(idx), gate);
-      }
-      default:
-        if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST)
-          throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
-        for (auto& s : u->src) f.kids.push_back({s, idx, gate});
-    }
-  }
-
-  // f's node from its sources' values
-  UOpRef combine(Frame& f) {
-    const UOpRef& u = f.r.u;
-    switch (u->op) {
-      case Ops::CONST: return make_uop(Ops::CONST, u->dtype, {}, u->arg);
-      case Ops::IOTA: return cast_uop(f.r.idx[0], u->dtype);
-      case Ops::PAD: return alu(Ops::WHERE, {f.extra[0], f.vals[0], const_uop(u->dtype, 0)});
-      case Ops::REDUCE_AXIS: {
-        if (f.extra.empty()) return f.vals[0];
-        std::vector<UOpRef> src{f.vals[0]};
-        src.insert(src.end(), f.extra.begin(), f.extra.end());
-        return make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
-      }
-      default:
-        if (is_alu(u->op) || u->op == Ops::CAST || u->op == Ops::BITCAST) return make_uop(u->op, u->dtype, f.vals, u->arg);
-        return f.vals[0];  // movement ops and CONTIGUOUS, DETACH, CONV: their source's value
-    }
+  // u's value at idx as a kernel graph
+  UOpRef lower(KCtx& c, const UOpRef& u, std::vector<UOpRef> idx, const UOpRef& gate) {
+    // the tensor nodes the kernel fuses: a marker's source, kept as it is (the rules read it)
+    std::unordered_set<const UOp*> fused{u.get()};
+    for (auto& x : toposort(u, [&](const UOp* y) { return y == u.get() || !(is_leaf(y) || is_kroot(y)); })) fused.insert(x.get());
+    RCtx x{*this, c};
+    return graph_rewrite(marker(u, std::move(idx), gate), pm_rangeify(), &x, [&](const UOp* y) { return fused.count(y) > 0; });
   }
 
   // 64-bit indices only in a kernel where a flattened index can pass 2^31: its output, the buffers it reads and the
@@ -6561,15 +7417,16 @@ class Scheduler {
 
   KernelAST lower_kernel(const UOpRef& k) {
     idx_dt_ = index_dtype(k);
-    KCtx c{k.get(), {}, {}, {}, int64_t(k->shape.size()), {}};
+    KCtx c{k.get(), {}, {}, int64_t(k->shape.size())};
     lowered_reduce_ = false;
     int out = slot_.at(k.get());
     c.slots.push_back(out);
     c.param_of_slot[out] = 0;
     std::vector<UOpRef> idx;
     for (size_t i = 0; i < k->shape.size(); i++)
-      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
-    UOpRef v = lower(c, {k, idx, const_uop(DType::Bool, 1)});
+      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0)
+                                     : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
+    UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
     // NOTE: the pieces of a long chain lower to one AST: simplify it once
@@ -6695,7 +7552,9 @@ class Scheduler {
       auto rr = reduce_ranges(r);
       for (auto& gr : greds) {
         auto& gg = gr.ranges;
-        if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;
+        if (gg.size() != rr.size() ||
+            !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); }))
+          continue;
         std::unordered_map<const UOp*, UOpRef> rm;
         for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];
         UOpRef cand = substitute(r->src[0], rm);
@@ -6745,13 +7604,12 @@ class Scheduler {
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
 };
-}  // namespace detail
 
-namespace detail {
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
 // device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n
-// becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
-// d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
+// becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read
+// neighbouring addresses), the second reduces the d partials. The first reduce is split again where it still
+// qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   const UOpRef& x = r->src[0];
   const Shape& sh = x->shape;
@@ -6794,7 +7652,6 @@ inline std::string graph_device(const std::vector<UOpRef>& roots) {
   }
   return "";
 }
-}  // namespace detail
 
 // roots -> kernels on `device` (default: the device the graph names, else the default device); input_slots numbers
 // the graph's existing buffers
@@ -6804,12 +7661,17 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   if (device.empty()) device = default_device();
   // tensor-graph rewrites before kernels are formed; realized values and what is below them stay as they are
   int64_t busy = runtime(device).parallelism;
-  auto sink = graph_rewrite(make_uop(Ops::SINK, DType::Bool, roots), detail::pm_split_reduceop(), &busy,
-                            [](const UOp* u) { return detail::is_leaf(u); });
-  return detail::Scheduler(sink->src, input_slots, n_inputs).spec();
+  const bool spec = spec_enabled();
+  auto sink = make_uop(Ops::SINK, DType::Bool, roots);
+  if (spec) verify_graph(sink, Stage::TENSOR, "frontend");
+  sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
+  if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
+  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs).spec();
+  if (spec) for (auto& k : s.kernels) verify_graph(k.ast, Stage::KERNEL, "schedule");
+  return s;
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/engine/schedule.hpp
 // begin include/tinygrad/engine/search.hpp
 // BEAM search (tinygrad's "don't hand-tune, search"): a kernel is a point in the space of opts. From the
@@ -6828,9 +7690,6 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
 namespace tinygrad {
 
 struct SearchStats { int64_t searches = 0, cache_hits = 0, candidates = 0; };
-// where a search starts: the heuristic's kernel (the default) or the kernel without opts (tinygrad's start)
-enum class BeamStart { heuristic, empty };
-inline BeamStart beam_start_default() { return getenv_str("BEAM_START") == "empty" ? BeamStart::empty : BeamStart::heuristic; }
 inline SearchStats& search_stats() { static SearchStats s; return s; }
 
 // BEAM width for the lifetime of the scope (0: no search); restores the previous width
@@ -6844,7 +7703,14 @@ class BeamScope {
   int old_;
 };
 
-namespace detail {
+}  // namespace tinygrad
+
+namespace tinygrad::detail {
+
+// where a search starts: the heuristic's kernel (the default) or the kernel without opts (tinygrad's start)
+enum class BeamStart { heuristic, empty };
+inline BeamStart beam_start_default() { return getenv_str("BEAM_START") == "empty" ? BeamStart::empty : BeamStart::heuristic; }
+
 // elements each DEFINE_GLOBAL of a kernel is indexed over: one past the largest index any access can reach
 // (an upper bound from the indexes' value ranges; nullopt where a bound is data dependent or too large)
 inline std::optional<std::vector<std::pair<DType, int64_t>>> kernel_buffers(const UOpRef& ast) {
@@ -6972,7 +7838,6 @@ inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRu
   if (flags().debug >= 2) std::fprintf(stderr, "BEAM confirm: winner %.2f us, start %.2f us\n", tw * 1e6, ts * 1e6);
   return tw < ts * 0.98;
 }
-}  // namespace detail
 
 // the opts BEAM search picks for a kernel on a device (cached on disk); nullopt where the kernel cannot be searched
 // (its buffer sizes are not known from its indexes)
@@ -6985,7 +7850,7 @@ inline std::filesystem::path beam_cache_file(const UOpRef& ast, DeviceRuntime& r
 }
 inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRuntime& rt, const Renderer& ren, int width,
                                                    BeamStart from = beam_start_default()) {
-  using namespace detail;
+  // (in detail)
   std::filesystem::path file = beam_cache_file(ast, rt, ren, width, from);
   if (auto opts = read_opts(file)) {
     try {
@@ -7047,8 +7912,8 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
     // DEBUG=2: every round; otherwise one line once a search has run 2 s (so a long silence is explained)
     if (flags().debug >= 2 || (now_s() - t0 > 2 && !progress_line)) {
       const Candidate& b = !timed.empty() && timed[0].t < best.t ? timed[0] : best;
-      std::fprintf(stderr, "BEAM %s round %d: %zu candidates (%zu new), best %.2f us with [%s], %.2f s%s\n", name.c_str(), round, tried,
-                   timed.size(), b.t * 1e6, opts_str(b.k).c_str(), now_s() - t0, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
+      std::fprintf(stderr, "BEAM %s round %d: %zu candidates (%zu new), best %.2f us with [%s], %.2f s%s\n", name.c_str(), round, tried, timed.size(),
+                   b.t * 1e6, opts_str(b.k).c_str(), now_s() - t0, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
       progress_line = true;
     }
     if (timed.empty() || timed[0].t >= best.t * 0.98) break;  // no candidate 2% faster: done
@@ -7062,12 +7927,13 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
     } catch (const Error&) { best = {start, best.t}; }
   }
   if (flags().debug >= 2)
-    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %d rounds, %.2f s\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str(), round, now_s() - t0);
+    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %d rounds, %.2f s\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str(), round,
+                 now_s() - t0);
   write_file_atomic(file, opts_text(best.k.applied()));
   return best.k.applied();
 }
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/engine/search.hpp
 // begin include/tinygrad/engine/realize.hpp
 // realize: schedule (cached by graph structure), compile new kernels together, run them.
@@ -7081,7 +7947,7 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
 
 namespace tinygrad {
 
-using RendererFactory = std::function<std::unique_ptr<Renderer>(const DeviceRuntime&)>;
+using RendererFactory = std::function<std::unique_ptr<detail::Renderer>(const DeviceRuntime&)>;
 
 namespace detail {
 struct RendererRegistry {
@@ -7108,6 +7974,7 @@ inline void register_renderer(const std::string& family, RendererFactory f) {
   r.families[family] = std::move(f);
 }
 
+namespace detail {
 // the renderer for an opened device of this descriptor, with the device's launch limits
 inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const DeviceRuntime& rt) {
   const std::string& family = spec.renderer.empty() ? spec.name : spec.renderer;
@@ -7125,11 +7992,12 @@ inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const Dev
   ren->max_threads = rt.limits.max_threads;
   return ren;
 }
+}  // namespace detail
 
 }  // namespace tinygrad
 // end include/tinygrad/renderer/registry.hpp
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 // a device as the engine sees it: its runtime and its renderer (both from its descriptor)
 struct Device {
@@ -7137,13 +8005,11 @@ struct Device {
   std::unique_ptr<Renderer> renderer;
 };
 
-namespace detail {
 struct DeviceRegistry {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<Device>> opened;
   static DeviceRegistry& get() { static auto* r = new DeviceRegistry(); return *r; }  // NOTE: leaked on purpose
 };
-}  // namespace detail
 
 inline Device& get_device(const std::string& name) {
   auto& r = detail::DeviceRegistry::get();
@@ -7158,7 +8024,6 @@ struct CompiledKernel {
   std::unique_ptr<Program> prg;
 };
 
-namespace detail {
 // TinyJit's capture (engine/jit.hpp): while a thread captures, every launch and copy it runs is recorded with its
 // buffers, and every buffer the engine allocates for it
 struct CapturedLaunch {
@@ -7198,9 +8063,7 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
 }
-}  // namespace detail
 
-namespace detail {
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
 // always stays); get() marks an entry used
 template <class K, class V, class Weight>
@@ -7366,13 +8229,14 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     auto to = new_buffer(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
     copy_buffer(to, from);
-    if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
+    if (flags().debug >= 2)
+      std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6,
+                   (now_s() - t0) * 1e6);
     u->realized.set(to);
   }
 }
-}  // namespace detail
 
-inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
+inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   auto& st = EngineState::get();
   std::vector<UOpRef> roots;
   for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
@@ -7449,14 +8313,17 @@ inline void detail::realize_locked(const std::vector<UOpRef>& roots_in) {
       double mem = 0;
       for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
       std::fprintf(stderr, "*** %-6s %4lld %-32s arg %2zu mem %7.3f GB tm %9.2fus/%9.2fms (%8.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
-                   (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0, ck.spec.flops / std::max(tm, 1e-9) / 1e9,
-                   mem / std::max(tm, 1e-9) / 1e9);
+                   (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0,
+                   ck.spec.flops / std::max(tm, 1e-9) / 1e9, mem / std::max(tm, 1e-9) / 1e9);
     }
     for (int s : plan->release[k]) slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }
 
+}  // namespace tinygrad::detail
+
+namespace tinygrad {
 // the engine's entry points (api.hpp)
 #if TINYGRAD_DEFINE_API
 TINYGRAD_API RunStats& run_stats() { static RunStats s; return s; }
@@ -7497,7 +8364,7 @@ TINYGRAD_API void realize(const std::vector<UOpRef>& roots) {
 // rest (weights it only reads, constants) stay as they were. A replay launches the prepared calls in a loop, or as
 // one graph where the device has them (CUDA graphs). The Tensor half is tensor/jit.hpp.
 
-namespace tinygrad {
+namespace tinygrad::detail {
 
 struct JitProgram {
   struct Step {
@@ -7520,7 +8387,6 @@ struct JitProgram {
   bool graph_tried = false;
 };
 
-namespace detail {
 // TinyJit's memory planner: items (first launch, last launch, bytes) -> a pool index each, where two items whose
 // launch ranges overlap (inclusive: a kernel's inputs and output are alive together) never share an index; greedy in
 // order of first use, best fit among the free entries, growing the largest free one when none fits
@@ -7562,25 +8428,22 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
 inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
                                              const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& consts,
                                              const std::string& device);
-}  // namespace detail
 
 #if TINYGRAD_DEFINE_API
-namespace detail {
 inline std::unique_ptr<Capture>& capture_owner() { static thread_local std::unique_ptr<Capture> c; return c; }
-}  // namespace detail
 
-TINYGRAD_API void detail::jit_capture_begin() {
+TINYGRAD_API void jit_capture_begin() {
   if (capturing()) throw JitError("tinygrad::TinyJit: a jitted function called another jitted function while it was captured");
   capture_owner() = std::make_unique<Capture>();
   capturing() = capture_owner().get();
 }
 
-TINYGRAD_API void detail::jit_capture_abort() {
+TINYGRAD_API void jit_capture_abort() {
   capturing() = nullptr;
   capture_owner().reset();
 }
 
-TINYGRAD_API void detail::realize_uncaptured(const std::vector<UOpRef>& roots) {
+TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots) {
   struct Pause {
     Capture* c = std::exchange(capturing(), nullptr);
     ~Pause() { capturing() = c; }
@@ -7591,7 +8454,7 @@ TINYGRAD_API void detail::realize_uncaptured(const std::vector<UOpRef>& roots) {
 // what a capture recorded as a program of `inputs` to `outputs`. pooled: the buffers it made for itself share planned
 // memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
 // whose cache would otherwise hold every plan's intermediates)
-inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
+inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled) {
   auto p = std::make_shared<JitProgram>();
   p->n_in = inputs.size();
@@ -7652,7 +8515,7 @@ inline std::shared_ptr<JitProgram> detail::make_program(const Capture& cap, cons
 }
 
 // a schedule as a program (the static plans): `inputs` are its first slots, then `consts` (read, kept)
-inline std::shared_ptr<JitProgram> detail::schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
+inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
                                                             const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                             const std::vector<std::shared_ptr<Buffer>>& consts, const std::string& device) {
   Capture cap;
@@ -7668,7 +8531,7 @@ inline std::shared_ptr<JitProgram> detail::schedule_program(const ScheduleSpec& 
   return make_program(cap, inputs, outs, false);
 }
 
-TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                                  const std::vector<std::shared_ptr<Buffer>>& outputs) {
   std::unique_ptr<Capture> cap = std::move(capture_owner());
   capturing() = nullptr;
@@ -7680,7 +8543,6 @@ TINYGRAD_API std::shared_ptr<JitProgram> detail::jit_capture_end(const std::vect
   return p;
 }
 
-namespace detail {
 // replay's launches: prepared calls in a loop, or the graph (built on the first replay)
 inline void launch_program(JitProgram& p) {
   auto& t = p.table;
@@ -7725,13 +8587,13 @@ inline void launch_program(JitProgram& p) {
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
     run_stats().kernels_run++;
-    if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
-                                          st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
+    if (flags().debug >= 2)
+      std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
+                   st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
   }
 }
-}  // namespace detail
 
-TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
   if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
   std::lock_guard lk(EngineState::get().mu);
   auto& t = p.table;
@@ -7758,7 +8620,7 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> detail::jit_replay(JitProgram&
   return out;
 }
 
-TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitProgram& b) {
+TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b) {
   if (a.steps.size() != b.steps.size()) return cat("the first ran ", a.steps.size(), " kernels, the second ", b.steps.size());
   for (size_t s = 0; s < a.steps.size(); s++) {
     auto &x = a.steps[s], &y = b.steps[s];
@@ -7769,7 +8631,8 @@ TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitPr
       // a fixed buffer must be the same buffer in both; any other slot, the same slot
       bool fx = sx >= a.n_in && sx < a.n_in + a.fixed.size(), fy = sy >= b.n_in && sy < b.n_in + b.fixed.size();
       if (fx && fy && a.fixed[sx - a.n_in] != b.fixed[sy - b.n_in])
-        return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i, " in each: a tensor made from host data inside the function "
+        return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i,
+                   " in each: a tensor made from host data inside the function "
                    "is a constant of the capture; pass data that changes as an argument");
       if (!(fx && fy) && sx != sy)
         return cat("kernel ", s, " (", step_name(y), ") reads ", slot_name(b, sy), " in the second where the first read ", slot_name(a, sx));
@@ -7778,10 +8641,10 @@ TINYGRAD_API std::string detail::jit_difference(const JitProgram& a, const JitPr
   return "";
 }
 
-TINYGRAD_API size_t detail::jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
+TINYGRAD_API size_t jit_kernel_count(const JitProgram& p) { return p.steps.size(); }
 #endif
 
-}  // namespace tinygrad
+}  // namespace tinygrad::detail
 // end include/tinygrad/engine/jit.hpp
 #endif
 // begin include/tinygrad/tensor/tensor.hpp
@@ -7960,7 +8823,7 @@ struct CreationOps {
   static int64_t fan_in(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
     if (s.empty()) throw ShapeError(std::string("tinygrad::") + op + ": needs at least one dimension, got shape " + to_string(s));
     T::check_shape(s, op);  // then the product of any of its dims fits
-    return tinygrad::prod(Shape(s.begin() + 1, s.end()));
+    return tinygrad::detail::prod(Shape(s.begin() + 1, s.end()));
   })
 };
 
@@ -9197,7 +10060,7 @@ struct ProcessingOps {
     T p = pooled(a, dtype_min(x.dtype()));
     T mx = p.max(a.axes, true);
     Shape sp(x.shape().end() - int64_t(a.ks.size()), x.shape().end());
-    int64_t n = tinygrad::prod(sp);
+    int64_t n = tinygrad::detail::prod(sp);
     // reversed positions, so that the max picks the first maximum
     T idx = T::arange(double(n), 0.0, -1, dtypes::default_int, x.device()).reshape(sp);
     Pads ip(a.pads.end() - int64_t(a.ks.size()), a.pads.end());
@@ -9262,7 +10125,7 @@ struct ProcessingOps {
     for (auto a : axes) { int d = norm_axis(a, x.ndim(), "batchnorm"); s[size_t(d)] = x.shape()[size_t(d)]; }
     for (size_t i = 0; i < s.size(); i++) if (s[i] != 1 || std::find(axes.begin(), axes.end(), int64_t(i)) != axes.end()) chan.push_back(s[i]);
     auto fit = [&](const T& t, const char* what) {
-      if (t.numel() != tinygrad::prod(s))
+      if (t.numel() != tinygrad::detail::prod(s))
         throw ShapeError(std::string("tinygrad::batchnorm: ") + what + " of shape " + to_string(t.shape()) + " does not fit input " +
                          to_string(x.shape()) + " along axes " + to_string(axes));
       return t.reshape(s);
@@ -10021,7 +10884,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
     // NaN too
-    if (!(len < 0x1p63)) throw ShapeError(tinygrad::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
+    if (!(len < 0x1p63))
+      throw ShapeError(tinygrad::detail::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
     int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
@@ -10092,11 +10956,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return impl_->uop;
   })
   const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
-  int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(norm_axis(dim, ndim(), "shape"))]; })
+  int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(detail::norm_axis(dim, ndim(), "shape"))]; })
   DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
-  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::prod(shape()); })
+  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::detail::prod(shape()); })
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
     return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
@@ -10151,7 +11015,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
       if (dtype_of<T>() == dtype()) { if (!out.empty()) std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
     }
-    for (size_t i = 0; i < out.size(); i++) out[i] = T(load_as_double(host.data(), dtype(), i));
+    for (size_t i = 0; i < out.size(); i++) out[i] = T(detail::load_as_double(host.data(), dtype(), i));
     return out;
   }
   // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
@@ -10179,14 +11043,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
     auto c = cast(DType::Bool).expand(shape);
     x = x.expand(shape); y = y.expand(shape);
-    return Tensor(alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
+    return Tensor(detail::alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   })
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
   Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
   Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({
     return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device()));
   })
-  Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
+  Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(detail::alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
   friend Tensor operator+(const Tensor& a, const Tensor& b) TINYGRAD_MEMBER_DEF({ return a.binop(Ops::ADD, b, "add"); })
@@ -10241,7 +11105,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
     for (auto& o : order) {
-      o = norm_axis(o, ndim(), "permute");
+      o = detail::norm_axis(o, ndim(), "permute");
       if (seen[size_t(o)]) throw ShapeError("tinygrad::permute: repeated axis in " + to_string(order));
       seen[size_t(o)] = true;
     }
@@ -10252,7 +11116,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor transpose(int64_t a = 1, int64_t b = 0) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> order(ndim());
     std::iota(order.begin(), order.end(), 0);
-    std::swap(order[size_t(norm_axis(a, ndim(), "transpose"))], order[size_t(norm_axis(b, ndim(), "transpose"))]);
+    std::swap(order[size_t(detail::norm_axis(a, ndim(), "transpose"))], order[size_t(detail::norm_axis(b, ndim(), "transpose"))]);
     return permute(order);
   })
   Tensor T() const TINYGRAD_MEMBER_DEF({ return transpose(-2, -1); })
@@ -10264,7 +11128,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (x.shape()[i] != new_shape[i] && x.shape()[i] != 1)
         throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     }
-    checked_prod(new_shape, "expand");
+    detail::checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   })
   Tensor expand_as(const Tensor& o) const TINYGRAD_MEMBER_DEF({ return expand(o.shape()); })
@@ -10284,14 +11148,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
-    for (auto a : axes) arg[size_t(norm_axis(a, ndim(), "flip"))] ^= 1;
+    for (auto a : axes) arg[size_t(detail::norm_axis(a, ndim(), "flip"))] ^= 1;
     if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
     return mov(Ops::FLIP, arg);
   })
   Tensor flip(int64_t axis) const TINYGRAD_MEMBER_DEF({ return flip(std::vector<int64_t>{axis}); })
   Tensor flatten(int64_t start = 0, int64_t end = -1) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0) return reshape({1});
-    int s = norm_axis(start, ndim(), "flatten"), e = norm_axis(end, ndim(), "flatten");
+    int s = detail::norm_axis(start, ndim(), "flatten"), e = detail::norm_axis(end, ndim(), "flatten");
     Shape ns(shape().begin(), shape().begin() + s);
     int64_t m = 1;
     for (int i = s; i <= e; i++) m *= shape()[size_t(i)];
@@ -10300,14 +11164,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return reshape(ns);
   })
   Tensor unsqueeze(int64_t dim) const TINYGRAD_MEMBER_DEF({
-    int d = norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
+    int d = detail::norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
     Shape s = shape();
     s.insert(s.begin() + d, 1);
     return reshape(s);
   })
   Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     Shape s;
-    int d = dim ? norm_axis(*dim, ndim(), "squeeze") : -1;
+    int d = dim ? detail::norm_axis(*dim, ndim(), "squeeze") : -1;
     for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
     return reshape(s);
   })
@@ -10380,7 +11244,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       Shape split;
       for (size_t i = 0; i < steps.size(); i++) {
         int64_t len = x.shape()[i], st = steps[i], m = len / st + (len % st != 0);
-        pads.push_back({0, size_mul(m, st, "slice") - len});
+        pads.push_back({0, detail::size_mul(m, st, "slice") - len});
         split.push_back(m); split.push_back(st);
         sh2.push_back({0, m}); sh2.push_back({0, 1});
       }
@@ -10497,7 +11361,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (simple) {
       std::vector<std::pair<int64_t, int64_t>> p(nb, {0, 0}), sh;
       Shape s = noop;
-      for (size_t i = 0; i < nk; i++) { p.push_back({0, size_mul(o[i], stride[i], op) - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
+      for (size_t i = 0; i < nk; i++) { p.push_back({0, detail::size_mul(o[i], stride[i], op) - in[i]}); s.push_back(o[i]); s.push_back(stride[i]); }
       for (auto n : noop) sh.push_back({0, n});
       for (size_t i = 0; i < nk; i++) { sh.push_back({0, o[i]}); sh.push_back({0, ks[i]}); }
       std::vector<int64_t> perm(nb);
@@ -10509,7 +11373,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape rs = noop, rexp = noop, rep = noop;
     for (size_t i = 0; i < nk; i++) {
       int64_t w = 0;  // k windows of i+d
-      if (__builtin_mul_overflow(ks[i], size_add(in[i], dilation[i], op), &w))
+      if (__builtin_mul_overflow(ks[i], detail::size_add(in[i], dilation[i], op), &w))
         throw ShapeError(std::string("tinygrad::") + op + ": the windows of kernel " + to_string(ks) + " over " +
                          to_string(shape()) + " overflow int64");
       int64_t reps = w / in[i] + (w % in[i] != 0);
@@ -10534,7 +11398,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
   Tensor like(double v, bool weak = false) const TINYGRAD_MEMBER_DEF({
-    DType dt = weak ? weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
+    DType dt = weak ? detail::weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
     return full({}, v, dt, device());
   })
   static Tensor scalar(double v, DType dt, const std::string& dev = "") TINYGRAD_MEMBER_DEF({ return full({}, v, dt, dev); })
@@ -10573,7 +11437,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // the number of elements of a shape that enters op; ShapeError for a negative dim or an overflowing product
-  static int64_t check_shape(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({ return checked_prod(s, op); })
+  static int64_t check_shape(const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({ return detail::checked_prod(s, op); })
   template <class T>
   static Tensor from_vector(const std::vector<T>& d, Shape shape, std::string device) {
     // NOTE: std::vector<bool> is packed and has no data(): unpack it to one byte per element
@@ -10662,7 +11526,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto [a, b] = broadcast_pair(*this, o, name);
     if ((op == Ops::AND || op == Ops::OR || op == Ops::XOR || op == Ops::IDIV) && is_float(a.dtype()))
       throw DTypeError(std::string("tinygrad::") + name + ": needs integer or bool tensors, got " + to_string(a.dtype()));
-    return Tensor(alu(op, {a.uop(), b.uop()}), a.device());
+    return Tensor(detail::alu(op, {a.uop(), b.uop()}), a.device());
   })
   Tensor binop_sub(const Tensor& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, "sub");
@@ -10673,7 +11537,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<int64_t> r;
     if (axes.empty()) { for (size_t i = 0; i < ndim(); i++) r.push_back(int64_t(i)); return r; }
     for (auto a : axes) {
-      int64_t x = norm_axis(a, ndim(), op);
+      int64_t x = detail::norm_axis(a, ndim(), op);
       if (std::find(r.begin(), r.end(), x) == r.end()) r.push_back(x);
     }
     std::sort(r.begin(), r.end());
@@ -10902,7 +11766,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
 #if TINYGRAD_DEFINE_API
 TINYGRAD_API std::vector<std::optional<Tensor>> compute_gradient(const Tensor& root, const Tensor& seed, const std::vector<Tensor>& targets,
                                                                  std::vector<bool>* reached) {
-  auto topo = toposort(root.uop());
+  auto topo = detail::toposort(root.uop());
   // the targets each node stands for
   std::unordered_map<const UOp*, std::vector<size_t>> by_node;
   std::unordered_map<int64_t, std::vector<size_t>> by_id;
@@ -10974,7 +11838,7 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
     throw GradientError("tinygrad::backward: seed shape " + to_string(seed->shape()) + " does not match " + to_string(shape()));
   // the registered tensors this one depends on (by their parameter ids)
   std::unordered_map<int64_t, bool> in_graph;
-  for (auto& u : toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
+  for (auto& u : detail::toposort(uop())) if (u->is_param()) in_graph[u->iarg()] = true;
   std::vector<std::shared_ptr<Impl>> params;
   {
     std::lock_guard lk(grad_mutex());
@@ -11153,7 +12017,7 @@ class TinyJit {
   int64_t calls() const { return core_->calls(); }
   bool captured() const { return core_->captured(); }  // replays from now on
   size_t kernel_count() const { return core_->kernel_count(); }  // launches (kernels and copies) a replay runs
-  const JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
+  const detail::JitProgram* program() const { return core_->program(); }  // what replays run (engine/jit.hpp), null before
 
  private:
   // f_ on the tensors `use` (the arguments, or a copy of one passed twice)
@@ -11828,7 +12692,7 @@ struct SafeLayout {
                    std::to_string(data_size) + " data bytes (file truncated?)");
       uint64_t b = uint64_t(offs[0].i), en = uint64_t(offs[1].i);
       int64_t numel = 0, need = 0;
-      bool ok = valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
+      bool ok = tinygrad::detail::valid_shape(shape, &numel) && !__builtin_mul_overflow(numel, int64_t(itemsize(*dt)), &need);
       if (!ok || en - b != uint64_t(need))
         throw fail("tensor " + q + " of dtype " + dtj.s + " and shape " + to_string(shape) + " needs " +
                    (ok ? std::to_string(need) : "more than 2^63") + " bytes, data_offsets give " + std::to_string(en - b));
@@ -11986,7 +12850,7 @@ struct ConvNd {
     if (groups <= 0 || in % groups || out % groups)
       throw ShapeError("tinygrad::nn::Conv: " + std::to_string(in) + " in and " + std::to_string(out) + " out channels do not divide into " +
                        std::to_string(groups) + " groups");
-    double bound = 1.0 / std::sqrt(double(in / groups * prod(kernel)));
+    double bound = 1.0 / std::sqrt(double(in / groups * tinygrad::detail::prod(kernel)));
     Shape ws{out, in / groups};
     ws.insert(ws.end(), kernel.begin(), kernel.end());
     weight = detail::uniform_param(ws, bound);
@@ -12501,7 +13365,8 @@ TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, co
     throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) +
                " data bytes, file has " + std::to_string(have) + " (truncated?)");
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
-  if (!valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
+  if (!tinygrad::detail::valid_shape(shape))
+    throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
 })
 
@@ -12529,7 +13394,7 @@ TINYGRAD_API Split load_idx_dir(const std::string& dir, const std::string& packa
 
 // Fashion-MNIST: 60000 train / 10000 test 28x28 images; dir defaults to FASHION_MNIST_DIR, else Debian's path
 TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
-  if (dir.empty()) dir = getenv_str("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
+  if (dir.empty()) dir = tinygrad::detail::getenv_str("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist");
   return load_idx_dir(dir, "dataset-fashion-mnist");
 })
 
@@ -13848,7 +14713,7 @@ class static_tensor : public static_ops<static_tensor<T, E...>> {
 
   static std::string name() {
     std::string s = "static_tensor<" +
-        std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : kDTypeInfo[size_t(dtype)].cname);
+        std::string(std::is_same_v<T, half_t> ? "half" : std::is_same_v<T, bfloat16_t> ? "bfloat16" : detail::kDTypeInfo[size_t(dtype)].cname);
     ((s += ", " + std::to_string(E)), ...);
     return s + ">";
   }

@@ -40,7 +40,8 @@ TEST_CASE("deep graphs: a 100,000-node UOp chain is walked, rewritten and destro
 }
 
 TEST_CASE("deep graphs: graph_rewrite reports rules that loop instead of recursing forever", "[deep]") {
-  detail::PatternMatcher swap{{detail::UPat::op(Ops::ADD, {detail::UPat::var("a"), detail::UPat::var("b")}), [](const detail::Match& m) { return m["b"] + m["a"]; }}};
+  detail::PatternMatcher swap{
+      {detail::UPat::op(Ops::ADD, {detail::UPat::var("a"), detail::UPat::var("b")}), [](const detail::Match& m) { return m["b"] + m["a"]; }}};
   auto x = make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{0, 10});
   CHECK_THROWS_WITH(graph_rewrite(x + 1, swap), Catch::Contains("graph_rewrite") && Catch::Contains("ADD"));
 }

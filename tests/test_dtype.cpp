@@ -213,7 +213,8 @@ std::vector<uint32_t> any_nan(std::vector<uint32_t> v) {
 std::vector<std::string> cl_half_devices() {
   try { tinygrad::runtime("CL"); } catch (const tinygrad::DeviceError&) { return {}; }
   if (!tinygrad::runtime("CL").fp16) return {"CL"};
-  tinygrad::register_renderer("OpenCL-core-half", [](const tinygrad::DeviceRuntime&) { return std::make_unique<tinygrad::detail::OpenCLRenderer>(false); });
+  tinygrad::register_renderer("OpenCL-core-half",
+                              [](const tinygrad::DeviceRuntime&) { return std::make_unique<tinygrad::detail::OpenCLRenderer>(false); });
   auto spec = tinygrad::detail::cl_device();
   spec.name = "CLHALFCORE";
   spec.renderer = "OpenCL-core-half";

@@ -22,7 +22,9 @@ const DType kFloats[] = {DType::Float32, DType::Float16, DType::BFloat16, DType:
 const DType kInts[] = {DType::Bool, DType::Int8, DType::UInt8, DType::Int16, DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64};
 
 size_t arity(Ops op) { return tinygrad::detail::is_unary(op) ? 1 : tinygrad::detail::is_binary(op) ? 2 : 3; }
-bool defined_on(Ops op, DType dt) { return is_float(dt) ? tinygrad::detail::op_info(op).fold_f != nullptr : tinygrad::detail::op_info(op).fold_i != nullptr; }
+bool defined_on(Ops op, DType dt) {
+  return is_float(dt) ? tinygrad::detail::op_info(op).fold_f != nullptr : tinygrad::detail::op_info(op).fold_i != nullptr;
+}
 // the dtype of source i (WHERE's condition is a bool)
 DType src_dtype(Ops op, DType dt, size_t i) { return op == Ops::WHERE && i == 0 ? DType::Bool : dt; }
 

@@ -133,7 +133,8 @@ std::vector<Case> cases(const std::string& dev) {
           for (int c = 0; c < 3; c++)
             for (int kh = 0; kh < 3; kh++)
               for (int kw = 0; kw < 3; kw++)
-                rconv[size_t(((n * 4 + o) * 7 + p) * 8 + q)] += hi[size_t(((n * 3 + c) * 9 + p + kh) * 10 + q + kw)] * hw[size_t(((o * 3 + c) * 3 + kh) * 3 + kw)];
+                rconv[size_t(((n * 4 + o) * 7 + p) * 8 + q)] +=
+                    hi[size_t(((n * 3 + c) * 9 + p + kh) * 10 + q + kw)] * hw[size_t(((o * 3 + c) * 3 + kh) * 3 + kw)];
   return {
       {"elementwise, broadcast 17x31", (x * y).exp() + x, {}},
       {"elementwise, 1000", (v * 3).sin() * v, {}},
@@ -143,7 +144,9 @@ std::vector<Case> cases(const std::string& dev) {
       {"sum of a broadcast plus (not paddable)", (x + t).sum(1), {}},
       {"matmul 17x31x13", a.matmul(b), rmm},
       {"x @ W.T 6x64x10 (both operands contiguous along the reduce)", rnd({6, 64}, 12, dev).matmul(rnd({10, 64}, 13, dev).transpose(0, 1)), {}},
-      {"matmul 5x128x6 with a bias and relu (KBLOCK's epilogue)", (rnd({5, 128}, 9, dev).matmul(rnd({128, 6}, 10, dev)) + rnd({6}, 11, dev)).relu(), {}},
+      {"matmul 5x128x6 with a bias and relu (KBLOCK's epilogue)",
+       (rnd({5, 128}, 9, dev).matmul(rnd({128, 6}, 10, dev)) + rnd({6}, 11, dev)).relu(),
+       {}},
       {"conv2d", img.conv2d(w), rconv},
   };
 }
@@ -223,7 +226,12 @@ TEST_CASE("opts: workgroup opts (LOCAL, GROUP, GROUPTOP, NOLOCALS) and PADTO on 
            {{OptOp::NOLOCALS, -1, 0}, {OptOp::PADTO, mj, 16}, {OptOp::UPCAST, mj, 4}},
            // a group reduce of vector lanes: each lane's share has its own slot in workgroup memory (they shared one)
            {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::PADTO, mk, 16}, {OptOp::GROUP, mk, 16}},
-           {{OptOp::PADTO, mj, 16}, {OptOp::VECTOR, mj, 2}, {OptOp::PADTO, mk, 32}, {OptOp::GROUPTOP, mk, 8}, {OptOp::PADTO, mi, 4}, {OptOp::LOCAL, mi, 4}}};
+           {{OptOp::PADTO, mj, 16},
+            {OptOp::VECTOR, mj, 2},
+            {OptOp::PADTO, mk, 32},
+            {OptOp::GROUPTOP, mk, 8},
+            {OptOp::PADTO, mi, 4},
+            {OptOp::LOCAL, mi, 4}}};
   res = run_each(gm, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
 }
@@ -268,7 +276,8 @@ TEST_CASE("opts: the GPU heuristic shares a sliding window's loads (taps unrolle
       for (int xx = 0; xx < 8; xx++)
         for (int c = 0; c < 3; c++)
           for (int i = 0; i < 5; i++)
-            for (int j = 0; j < 5; j++) want[size_t((n * 8 + y) * 8 + xx)] += hx[size_t(((n * 3 + c) * 12 + y + i) * 12 + xx + j)] * hw[size_t((c * 5 + i) * 5 + j)];
+            for (int j = 0; j < 5; j++)
+              want[size_t((n * 8 + y) * 8 + xx)] += hx[size_t(((n * 3 + c) * 12 + y + i) * 12 + xx + j)] * hw[size_t((c * 5 + i) * 5 + j)];
   auto res = run_each(g, {{}, os});
   check_close(res[0], want, "no opts vs the plain loop");
   check_close(res[1], want, "the heuristic's opts vs the plain loop");
@@ -295,9 +304,13 @@ TEST_CASE("opts: PADTO pads an axis: stores past the end are skipped, and result
   Kernel km(gm.k.ast, ren);
   auto rs = km.ranges();
   int64_t mi = rs[0]->range_id(), mj = rs[1]->range_id(), mk = rs[2]->range_id();
-  optss = {{}, {{OptOp::PADTO, mk, 32}, {OptOp::UNROLL, mk, 8}}, {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}},
-           {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 16}, {OptOp::PADTO, mk, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::UNROLL, mk, 4}}};
-  optss.push_back({{OptOp::PADTO, mi, 6}, {OptOp::UPCAST, mi, 6}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::PADTO, mk, 8}, {OptOp::KBLOCK, mk, 16}});
+  optss = {
+      {},
+      {{OptOp::PADTO, mk, 32}, {OptOp::UNROLL, mk, 8}},
+      {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}},
+      {{OptOp::PADTO, mi, 4}, {OptOp::PADTO, mj, 16}, {OptOp::PADTO, mk, 4}, {OptOp::UPCAST, mi, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::UNROLL, mk, 4}}};
+  optss.push_back(
+      {{OptOp::PADTO, mi, 6}, {OptOp::UPCAST, mi, 6}, {OptOp::PADTO, mj, 4}, {OptOp::UPCAST, mj, 4}, {OptOp::PADTO, mk, 8}, {OptOp::KBLOCK, mk, 16}});
   res = run_each(gm, optss);
   for (size_t j = 1; j < res.size(); j++) check_close(res[j], res[0], opts_str(optss[j]));
 }
@@ -537,11 +550,21 @@ TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC"
       {kt, {{OptOp::PADTO, r, 256}, {OptOp::GROUP, r, 256}}},
       {kt, {{OptOp::PADTO, i, 8}, {OptOp::LOCAL, i, 8}, {OptOp::GROUPTOP, r, 8}}},
       {kt, {{OptOp::NOLOCALS, -1, 0}, {OptOp::UNROLL, r, 4}}},
-      {km, {{OptOp::PADTO, mr[0]->range_id(), 32}, {OptOp::PADTO, mr[1]->range_id(), 16}, {OptOp::LOCAL, mr[0]->range_id(), 8},
-            {OptOp::LOCAL, mr[1]->range_id(), 16}, {OptOp::UPCAST, mr[0]->range_id(), 4}, {OptOp::PADTO, mr[2]->range_id(), 4}, {OptOp::UNROLL, mr[2]->range_id(), 4}}},
+      {km,
+       {{OptOp::PADTO, mr[0]->range_id(), 32},
+        {OptOp::PADTO, mr[1]->range_id(), 16},
+        {OptOp::LOCAL, mr[0]->range_id(), 8},
+        {OptOp::LOCAL, mr[1]->range_id(), 16},
+        {OptOp::UPCAST, mr[0]->range_id(), 4},
+        {OptOp::PADTO, mr[2]->range_id(), 4},
+        {OptOp::UNROLL, mr[2]->range_id(), 4}}},
       {km, {{OptOp::SWAP, mr[0]->range_id(), mr[1]->range_id()}, {OptOp::PADTO, mr[0]->range_id(), 4}, {OptOp::VECTOR, mr[0]->range_id(), 4}}},
       // a group reduce of vector lanes: workgroup memory read and written per lane (a vector read of it did not compile)
-      {km, {{OptOp::PADTO, mr[1]->range_id(), 16}, {OptOp::VECTOR, mr[1]->range_id(), 2}, {OptOp::PADTO, mr[2]->range_id(), 16}, {OptOp::GROUP, mr[2]->range_id(), 16}}},
+      {km,
+       {{OptOp::PADTO, mr[1]->range_id(), 16},
+        {OptOp::VECTOR, mr[1]->range_id(), 2},
+        {OptOp::PADTO, mr[2]->range_id(), 16},
+        {OptOp::GROUP, mr[2]->range_id(), 16}}},
   };
   for (auto& [ast, os] : pins) {
     INFO(opts_str(os));
@@ -637,7 +660,8 @@ TEST_CASE("opts: KBLOCK keeps partial results in the output: sums, max, epilogue
   auto gp = guarded(t.sum(1));
   Kernel kp(gp.k.ast, ren);
   int64_t rp = reduce_axis(kp);
-  auto res = run_each(gp, {{}, {{OptOp::PADTO, rp, 64}, {OptOp::KBLOCK, rp, 64}}, {{OptOp::PADTO, rp, 32}, {OptOp::KBLOCK, rp, 128}, {OptOp::UNROLL, rp, 4}}});
+  auto res = run_each(
+      gp, {{}, {{OptOp::PADTO, rp, 64}, {OptOp::KBLOCK, rp, 64}}, {{OptOp::PADTO, rp, 32}, {OptOp::KBLOCK, rp, 128}, {OptOp::UNROLL, rp, 4}}});
   check_close(res[1], res[0], "PADTO 64, KBLOCK 64");
   check_close(res[2], res[0], "PADTO 32, KBLOCK 128, UNROLL 4");
   // through the public API with the heuristic's opts, which block a matmul whose operands outgrow the L2 (4 MB here)
@@ -695,9 +719,13 @@ TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds
     auto g = guarded(c.t);
     Kernel k(g.k.ast, ren);
     int64_t r = reduce_axis(k), i = k.ranges()[0]->range_id();
-    std::vector<std::vector<Opt>> optss{{}, {{OptOp::VECTOR, r, lanes}}, {{OptOp::VECTOR, r, lanes / 2}}, {{OptOp::VECTOR, r, lanes}, {OptOp::UNROLL, r, 4}},
+    std::vector<std::vector<Opt>> optss{{},
+                                        {{OptOp::VECTOR, r, lanes}},
+                                        {{OptOp::VECTOR, r, lanes / 2}},
+                                        {{OptOp::VECTOR, r, lanes}, {OptOp::UNROLL, r, 4}},
                                         {{OptOp::UPCAST, i, 3}, {OptOp::VECTOR, r, lanes}}};
-    if (reason(Kernel(k).apply({OptOp::VECTOR, r, lanes}), {OptOp::KBLOCK, r, 8}) == "accepted") optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::KBLOCK, r, 8}});
+    if (reason(Kernel(k).apply({OptOp::VECTOR, r, lanes}), {OptOp::KBLOCK, r, 8}) == "accepted")
+      optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::KBLOCK, r, 8}});
     else CHECK(c.name.find("two outputs") != std::string::npos);
     if (tinygrad::detail::axis_type(k.ranges()[1]) == tinygrad::detail::AxisType::LOOP)
       optss.push_back({{OptOp::VECTOR, r, lanes}, {OptOp::UPCAST, i, 4}, {OptOp::UPCAST, k.ranges()[1]->range_id(), 4}});
@@ -714,7 +742,8 @@ TEST_CASE("opts: VECTOR on a reduce axis loads every operand as vectors and adds
   auto gp = guarded(t.sum(1));
   Kernel kp(gp.k.ast, ren);
   int64_t rp = reduce_axis(kp);
-  auto res = run_each(gp, {{}, {{OptOp::PADTO, rp, 8}, {OptOp::VECTOR, rp, lanes}}, {{OptOp::PADTO, rp, 32}, {OptOp::VECTOR, rp, lanes}, {OptOp::UNROLL, rp, 2}}});
+  auto res = run_each(
+      gp, {{}, {{OptOp::PADTO, rp, 8}, {OptOp::VECTOR, rp, lanes}}, {{OptOp::PADTO, rp, 32}, {OptOp::VECTOR, rp, lanes}, {OptOp::UNROLL, rp, 2}}});
   check_close(res[1], res[0], "PADTO 8, VECTOR");
   check_close(res[2], res[0], "PADTO 32, VECTOR, UNROLL 2");
   // the heuristic vectorizes x @ W.T along K, and the result matches a plain loop

@@ -775,7 +775,8 @@ TEST_CASE("runtime: an OpenCL cache entry that is a link, a directory or a FIFO 
   std::string name = "tg_cl_" + std::to_string(unique_constant()), src = "__kernel void " + name + "(__global float* a) { a[0] = 1.0f; }\n";
   std::string bin = comp.compile(src);
   REQUIRE_FALSE(bin.empty());
-  fs::path entry = tinygrad::detail::cache_dir() / "cl" / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(comp.cache_key() + "\n" + src)) + ".bin");
+  fs::path entry =
+      tinygrad::detail::cache_dir() / "cl" / (tinygrad::detail::hex64(tinygrad::detail::hash_bytes(comp.cache_key() + "\n" + src)) + ".bin");
   REQUIRE(fs::is_regular_file(entry));
   for (int kind = 0; kind < 3; kind++) {
     INFO(kind);
@@ -791,7 +792,9 @@ TEST_CASE("runtime: an OpenCL cache entry that is a link, a directory or a FIFO 
   // a batch reference to a file outside the folder is not followed
   std::string outside = (fs::temp_directory_path() / ("tg_cl_outside_" + std::to_string(::getpid()))).string();
   std::ofstream(outside, std::ios::binary) << bin;
-  std::ofstream(entry, std::ios::trunc) << "tinygrad OpenCL batch\nk0\n" << outside << "\n" << tinygrad::detail::hex64(tinygrad::detail::hash_bytes(bin)) << "\n";
+  std::ofstream(entry, std::ios::trunc) << "tinygrad OpenCL batch\nk0\n"
+                                        << outside << "\n"
+                                        << tinygrad::detail::hex64(tinygrad::detail::hash_bytes(bin)) << "\n";
   CHECK(comp.compile(src).rfind("tinygrad OpenCL batch", 0) != 0);
   fs::remove(outside);
 }

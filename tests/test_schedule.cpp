@@ -224,7 +224,15 @@ RowStats row_stats(const std::vector<float>& v, int64_t rows, int64_t cols) {
 TEST_CASE("schedule: sum and max of one input over the same axes are 1 kernel", "[schedule]") {
   // (shape, axis): size-1 dims on either side, a size-1 reduce, a reduce over the outer dim
   struct Case { Shape shape; int64_t axis; };
-  for (auto [shape, axis] : std::vector<Case>{{{16, 33}, 1}, {{16, 33}, 0}, {{1, 7}, 1}, {{5, 1}, 1}, {{3, 1, 4}, 2}, {{1, 1}, 0}, {{64, 256}, 1}, {{256, 1024}, 0}, {{1024, 256}, 1}}) {  // the last two: big enough for vector lanes and CPU threads
+  for (auto [shape, axis] : std::vector<Case>{{{16, 33}, 1},
+                                              {{16, 33}, 0},
+                                              {{1, 7}, 1},
+                                              {{5, 1}, 1},
+                                              {{3, 1, 4}, 2},
+                                              {{1, 1}, 0},
+                                              {{64, 256}, 1},
+                                              {{256, 1024}, 0},
+                                              {{1024, 256}, 1}}) {  // the last two: big enough for vector lanes and CPU threads
     INFO(tinygrad::to_string(shape) << " axis " << axis);
     Tensor x = input(shape, 101);
     Tensor s = x.sum(axis), m = x.max(axis);
@@ -503,7 +511,8 @@ TEST_CASE("schedule: reduces of different lengths side by side get kernels of th
           for (int o = 0; o < 4; o++)
             for (int oy = 0; oy < 2; oy++)
               for (int ox = 0; ox < 2; ox++)
-                if (py - oy >= 0 && py - oy < 3 && px - ox >= 0 && px - ox < 3) gp += vg[size_t(((b * 4 + o) * 2 + oy) * 2 + ox)] * vw[size_t(((o * 3 + c) * 3 + py - oy) * 3 + px - ox)];
+                if (py - oy >= 0 && py - oy < 3 && px - ox >= 0 && px - ox < 3)
+                  gp += vg[size_t(((b * 4 + o) * 2 + oy) * 2 + ox)] * vw[size_t(((o * 3 + c) * 3 + py - oy) * 3 + px - ox)];
           auto at = [&](int i, int j) { return size_t(((b * 3 + c) * 8 + 2 * py + i) * 8 + 2 * px + j); };
           float mx = std::max(std::max(vx[at(0, 0)], vx[at(0, 1)]), std::max(vx[at(1, 0)], vx[at(1, 1)]));
           int ties = 0;

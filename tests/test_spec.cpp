@@ -29,7 +29,9 @@ struct SpecOn {
 
 // kernel-level building blocks
 const UOpRef g0 = make_uop(Ops::DEFINE_GLOBAL, DType::Float32, {}, int64_t(0)), g1 = make_uop(Ops::DEFINE_GLOBAL, DType::Float32, {}, int64_t(1));
-UOpRef range(int64_t n, int64_t id, tinygrad::detail::AxisType t = tinygrad::detail::AxisType::LOOP) { return tinygrad::detail::make_range(n, id, t, DType::Int32); }
+UOpRef range(int64_t n, int64_t id, tinygrad::detail::AxisType t = tinygrad::detail::AxisType::LOOP) {
+  return tinygrad::detail::make_range(n, id, t, DType::Int32);
+}
 UOpRef index(const UOpRef& buf, const UOpRef& i) { return make_uop(Ops::INDEX, buf->dtype, {buf, i}); }
 UOpRef load(const UOpRef& buf, const UOpRef& i) { return make_uop(Ops::LOAD, buf->dtype, {index(buf, i)}); }
 UOpRef store(const UOpRef& buf, const UOpRef& i, const UOpRef& v) { return make_uop(Ops::STORE, DType::Bool, {index(buf, i), v}); }
@@ -103,7 +105,8 @@ TEST_CASE("spec: every stage accepts what the pipeline makes", "[spec]") {
 TEST_CASE("spec: ops outside their stage, source counts, arg kinds", "[spec]") {
   auto r = range(16, 0);
   // a movement op after rangeify
-  rejects(kernel_with(r, make_uop(Ops::RESHAPE, DType::Float32, {load(g1, r)}, std::vector<int64_t>{16})), Stage::KERNEL, Ops::RESHAPE, {"not legal in this stage"});
+  rejects(kernel_with(r, make_uop(Ops::RESHAPE, DType::Float32, {load(g1, r)}, std::vector<int64_t>{16})), Stage::KERNEL, Ops::RESHAPE,
+          {"not legal in this stage"});
   // a kernel-level op in the tensor graph, lowered ones in the kernel AST
   rejects(sink({make_uop(Ops::RANGE, DType::Int32, {}, std::vector<int64_t>{4, 0, 0})}), Stage::TENSOR, Ops::RANGE, {"not legal"});
   rejects(kernel_with(r, make_uop(Ops::LANE, DType::Int32, {}, std::vector<int64_t>{4, 1})), Stage::KERNEL, Ops::LANE, {"not legal"});
@@ -121,43 +124,54 @@ TEST_CASE("spec: dtypes of constants and ALU ops", "[spec]") {
   auto r = range(16, 0);
   auto x = load(g1, r), xi = make_uop(Ops::CAST, DType::Int32, {x});
   rejects(kernel_with(r, make_uop(Ops::CONST, DType::Float32, {}, int64_t(1))), Stage::KERNEL, Ops::CONST, {"must be a double for float"});
-  rejects(kernel_with(r, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::CONST, DType::Int8, {}, int64_t(300))})), Stage::KERNEL, Ops::CONST, {"300 is outside"});
-  rejects(kernel_with(r, make_uop(Ops::ADD, DType::Float32, {x, make_uop(Ops::CAST, DType::Float16, {x})})), Stage::KERNEL, Ops::ADD, {"src[1] is float16"});
+  rejects(kernel_with(r, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::CONST, DType::Int8, {}, int64_t(300))})), Stage::KERNEL, Ops::CONST,
+          {"300 is outside"});
+  rejects(kernel_with(r, make_uop(Ops::ADD, DType::Float32, {x, make_uop(Ops::CAST, DType::Float16, {x})})), Stage::KERNEL, Ops::ADD,
+          {"src[1] is float16"});
   rejects(kernel_with(r, make_uop(Ops::CMPLT, DType::Float32, {x, x})), Stage::KERNEL, Ops::CMPLT, {"a comparison gives bool"});
-  rejects(kernel_with(r, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::CMPNE, DType::Bool, {x, xi})})), Stage::KERNEL, Ops::CMPNE, {"compares float32 with int32"});
+  rejects(kernel_with(r, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::CMPNE, DType::Bool, {x, xi})})), Stage::KERNEL, Ops::CMPNE,
+          {"compares float32 with int32"});
   rejects(kernel_with(r, make_uop(Ops::WHERE, DType::Float32, {x, x, x})), Stage::KERNEL, Ops::WHERE, {"the condition must be bool"});
   rejects(kernel_with(r, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::EXP2, DType::Int32, {xi})})), Stage::KERNEL, Ops::EXP2, {"takes floats"});
   rejects(kernel_with(r, make_uop(Ops::AND, DType::Float32, {x, x})), Stage::KERNEL, Ops::AND, {"takes ints or bools"});
   // ALU sources of one width (after opts)
   auto v2 = make_uop(Ops::VECTORIZE, DType::Float32, {x, x}, {}, 2);
-  rejects(kernel_with(r, make_uop(Ops::GEP, DType::Float32, {make_uop(Ops::ADD, DType::Float32, {v2, x}, {}, 2)}, int64_t(0))), Stage::EXPANDED, Ops::ADD, {"src[1] has 1 lanes"});
+  rejects(kernel_with(r, make_uop(Ops::GEP, DType::Float32, {make_uop(Ops::ADD, DType::Float32, {v2, x}, {}, 2)}, int64_t(0))), Stage::EXPANDED,
+          Ops::ADD, {"src[1] has 1 lanes"});
   rejects(kernel_with(r, make_uop(Ops::GEP, DType::Float32, {v2}, int64_t(2))), Stage::EXPANDED, Ops::GEP, {"lane 2 of 2"});
-  rejects(kernel_with(r, make_uop(Ops::GEP, DType::Float32, {make_uop(Ops::VECTORIZE, DType::Float32, {x, x, x}, {}, 2)}, int64_t(0))), Stage::EXPANDED, Ops::VECTORIZE,
-          {"3 sources for 2 lanes"});
+  rejects(kernel_with(r, make_uop(Ops::GEP, DType::Float32, {make_uop(Ops::VECTORIZE, DType::Float32, {x, x, x}, {}, 2)}, int64_t(0))),
+          Stage::EXPANDED, Ops::VECTORIZE, {"3 sources for 2 lanes"});
 }
 
 TEST_CASE("spec: memory and loops in kernels", "[spec]") {
   auto r = range(16, 0), x = load(g1, r);
   // INDEX's buffer is a DEFINE_GLOBAL or DEFINE_LOCAL; its index an int; its gate a bool
   auto c1 = tinygrad::detail::const_uop(DType::Float32, 1);
-  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {c1, r}), x})}), Stage::KERNEL, Ops::INDEX, {"src[0] must be DEFINE_GLOBAL or DEFINE_LOCAL, is CONST"});
-  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {g0, c1}), x})}), Stage::KERNEL, Ops::INDEX, {"src[1] must be a scalar int or long index"});
-  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {g0, r, r}), x})}), Stage::KERNEL, Ops::INDEX, {"the gate, must be a scalar bool"});
-  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float16, {g0, r}), x})}), Stage::KERNEL, Ops::INDEX, {"src[0] is float"});
+  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {c1, r}), x})}), Stage::KERNEL, Ops::INDEX,
+          {"src[0] must be DEFINE_GLOBAL or DEFINE_LOCAL, is CONST"});
+  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {g0, c1}), x})}), Stage::KERNEL, Ops::INDEX,
+          {"src[1] must be a scalar int or long index"});
+  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float32, {g0, r, r}), x})}), Stage::KERNEL, Ops::INDEX,
+          {"the gate, must be a scalar bool"});
+  rejects(sink({make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, DType::Float16, {g0, r}), x})}), Stage::KERNEL, Ops::INDEX,
+          {"src[0] is float"});
   // STORE's sources and value
   rejects(sink({make_uop(Ops::STORE, DType::Bool, {x, x})}), Stage::KERNEL, Ops::STORE, {"src[0] must be INDEX, is LOAD"});
   rejects(kernel_with(r, make_uop(Ops::CAST, DType::Int32, {x})), Stage::KERNEL, Ops::STORE, {"stores int32 to a float32 buffer"});
-  rejects(sink({make_uop(Ops::STORE, DType::Bool, {index(g0, r), make_uop(Ops::LOAD, DType::Float32, {index(g1, r), index(g1, r)})})}), Stage::KERNEL, Ops::LOAD,
-          {"one source"});
+  rejects(sink({make_uop(Ops::STORE, DType::Bool, {index(g0, r), make_uop(Ops::LOAD, DType::Float32, {index(g1, r), index(g1, r)})})}), Stage::KERNEL,
+          Ops::LOAD, {"one source"});
   // RANGE's arg; a kernel AST's ranges are LOOP or REDUCE
-  rejects(kernel_with(r, make_uop(Ops::ADD, DType::Float32, {x, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::RANGE, DType::Int32, {}, std::vector<int64_t>{4, 1})})})),
+  rejects(kernel_with(r, make_uop(Ops::ADD, DType::Float32,
+                                  {x, make_uop(Ops::CAST, DType::Float32, {make_uop(Ops::RANGE, DType::Int32, {}, std::vector<int64_t>{4, 1})})})),
           Stage::KERNEL, Ops::RANGE, {"[end >= 0, id >= 0, axis kind]"});
   auto rl = range(4, 0, tinygrad::detail::AxisType::LOCAL);
   rejects(kernel_with(rl, load(g1, rl)), Stage::KERNEL, Ops::RANGE, {"LOOP or REDUCE"});
   CHECK_NOTHROW(tinygrad::detail::verify_graph(kernel_with(rl, load(g1, rl)), Stage::OPTIMIZED, "opts"));
   // REDUCE: over ranges, of a reduce op, of its value's dtype
   auto rr = range(8, 1, tinygrad::detail::AxisType::REDUCE);
-  auto sum = [&](std::vector<UOpRef> src, Ops op = Ops::ADD) { return make_uop(Ops::REDUCE, DType::Float32, std::move(src), std::vector<int64_t>{int64_t(op)}); };
+  auto sum = [&](std::vector<UOpRef> src, Ops op = Ops::ADD) {
+    return make_uop(Ops::REDUCE, DType::Float32, std::move(src), std::vector<int64_t>{int64_t(op)});
+  };
   CHECK_NOTHROW(tinygrad::detail::verify_graph(kernel_with(r, sum({load(g1, r * 8 + rr), rr})), Stage::KERNEL, "schedule"));
   rejects(kernel_with(r, sum({x, x})), Stage::KERNEL, Ops::REDUCE, {"src[1] must be RANGE, is LOAD"});
   rejects(kernel_with(r, sum({x, r})), Stage::KERNEL, Ops::REDUCE, {"not a REDUCE range"});
@@ -179,7 +193,8 @@ TEST_CASE("spec: tensor graph: movement ops, reduces, buffers", "[spec]") {
   auto buf = std::make_shared<tinygrad::Buffer>("CPU", DType::Float16, 4);
   rejects(sink({make_uop(Ops::BUFFER, DType::Float32, {}, buf)}), Stage::TENSOR, Ops::BUFFER, {"its buffer holds float16"});
   // the scheduler gets no unrealized COPY (realize_copies runs them first)
-  rejects(sink({make_uop(Ops::COPY, DType::Float32, {x, make_uop(Ops::DEVICE, DType::Bool, {}, std::string("CPU"))})}), Stage::TENSOR, Ops::COPY, {"not legal"});
+  rejects(sink({make_uop(Ops::COPY, DType::Float32, {x, make_uop(Ops::DEVICE, DType::Bool, {}, std::string("CPU"))})}), Stage::TENSOR, Ops::COPY,
+          {"not legal"});
 }
 
 TEST_CASE("spec: the linear program: loops nest, sources come first and in scope", "[spec]") {
@@ -192,7 +207,8 @@ TEST_CASE("spec: the linear program: loops nest, sources come first and in scope
   rejects_linear({g0, g1, r, x, index(g1, r), index(g0, r), st, end(r)}, Ops::LOAD, "src[0] (INDEX) is not declared before it");
   // a value of a closed loop
   auto y = load(g1, r2);
-  rejects_linear({g0, g1, r, r2, index(g1, r2), y, end(r2), index(g0, r), store(g0, r, y), end(r)}, Ops::STORE, "src[1] (LOAD) is not declared before it in an enclosing scope");
+  rejects_linear({g0, g1, r, r2, index(g1, r2), y, end(r2), index(g0, r), store(g0, r, y), end(r)}, Ops::STORE,
+                 "src[1] (LOAD) is not declared before it in an enclosing scope");
   // an accumulator: declared, updated in the loop, read after it
   auto rr = range(4, 1, tinygrad::detail::AxisType::REDUCE);
   auto y2 = load(g1, r * 4 + rr), red = make_uop(Ops::REDUCE, DType::Float32, {y2, rr}, std::vector<int64_t>{int64_t(Ops::ADD)});

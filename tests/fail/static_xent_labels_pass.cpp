@@ -1,5 +1,6 @@
 // PASS
-// static: cross_entropy with class labels (the logits' shape without the class dim) given as floats (the compiling twin of static_xent_labels_fail.cpp)
+// static: cross_entropy with class labels (the logits' shape without the class dim) given as floats
+// (the compiling twin of static_xent_labels_fail.cpp)
 #include <tinygrad.hpp>
 using namespace tinygrad;
 

@@ -1,5 +1,6 @@
 // PASS
-// static: cross_entropy of (8,10) logits with an (8,10,1) target: neither probabilities (8,10) nor labels (8) (the compiling twin of static_xent_target_fail.cpp)
+// static: cross_entropy of (8,10) logits with an (8,10,1) target: neither probabilities (8,10) nor labels (8)
+// (the compiling twin of static_xent_target_fail.cpp)
 #include <tinygrad.hpp>
 using namespace tinygrad;
 

@@ -36,7 +36,8 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
   // name no split here)
   auto splits = [](OptOp op) {
-    return op == OptOp::UPCAST || op == OptOp::VECTOR || op == OptOp::UNROLL || op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP || op == OptOp::KBLOCK;
+    return op == OptOp::UPCAST || op == OptOp::VECTOR || op == OptOp::UNROLL || op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP ||
+           op == OptOp::KBLOCK;
   };
   for (auto& o : opts) if (splits(o.op)) n += cat("_", o.amt);
   return n;
@@ -56,11 +57,16 @@ struct GroupCtx {
   UOpRef first_thread = const_uop(DType::Bool, 1);
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
   explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
-    for (auto& r : ranges_of(sink)) if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) { locals.push_back(r); size *= r->range_end(); }
+    for (auto& r : ranges_of(sink))
+      if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) {
+        locals.push_back(r);
+        size *= r->range_end();
+      }
     for (auto& u : toposort(sink))
       if (u->op == Ops::REDUCE)
         for (size_t i = 1; i < u->src.size(); i++)
-          if (axis_type(u->src[i]) == AxisType::GROUP) first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
+          if (axis_type(u->src[i]) == AxisType::GROUP)
+            first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
   }
   UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub) const {
     UOpRef at = const_int(locals[0]->dtype, 0);
@@ -127,7 +133,9 @@ struct GpuDimsCtx {
         if (size(dims[d]) > mx[d]) { dims[d - 1].insert(dims[d - 1].end(), dims[d].begin(), dims[d].end()); dims.erase(dims.begin() + long(d)); }
       for (size_t d = 0; d < dims.size(); d++) {
         int64_t n = size(dims[d]);
-        if (n > mx[d]) throw Error(cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
+        if (n > mx[d])
+          throw Error(
+              cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
         auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
         (kind == 1 ? launch.global : launch.local)[d] = n;
         int64_t stride = 1;

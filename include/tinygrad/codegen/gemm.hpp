@@ -21,7 +21,9 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
     }
   if (!t.red || t.red->src.size() != 2 || t.red->src[1] != r) return R(std::string("no reduce runs over this axis alone"));
   if (t.red->reduce_op() != Ops::ADD || t.red->dtype != DType::Float32 || t.red->vcount != 1) return R(std::string("the reduce is no float32 sum"));
-  auto peel = [](UOpRef x) { return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x; };
+  auto peel = [](UOpRef x) {
+    return x->op == Ops::CAST && (x->src[0]->dtype == DType::Float16 || x->src[0]->dtype == DType::BFloat16) ? x->src[0] : x;
+  };
   // a reduce axis padded by PADTO adds where(valid, term, 0): the operands become 0 past the end instead (0 * 0)
   UOpRef p = t.red->src[0], valid;
   if (p->op == Ops::WHERE && p->src[2]->is_const(0)) valid = p->src[0], p = p->src[1];
@@ -96,7 +98,8 @@ inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {
   int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
   if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
   if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 64 of K a step";
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk)
+    return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
 // element o of a stage tile with rows of rl 2-byte elements: its 16-byte chunk is XORed, within its 128-byte line,
@@ -146,7 +149,9 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
                                          const UOpRef& stage, const UOpRef& gate) {
   DType dt = tid->dtype;
   auto c = [&](int64_t v) { return const_int(dt, v); };
-  auto value = [&](const UOpRef& i, const UOpRef& k) { return simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * bk + k}})); };
+  auto value = [&](const UOpRef& i, const UOpRef& k) {
+    return simplify(substitute(sd.x, {{sd.axis.get(), sd.block * sd.rows + i}, {r.get(), step * bk + k}}));
+  };
   auto dst = [&](const UOpRef& i, const UOpRef& k, int vc) {
     std::vector<UOpRef> src{sd.buf, simplify(stage * sd.stage + sd.at(i, k))};
     if (gate) src.push_back(gate);
@@ -186,7 +191,8 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
 // stages, P = S - 2 steps ahead of the compute: steps 0 to P - 1 before the loop (a copy group each), step kc + P in
 // step kc. Returns the barrier after which stage kc % S holds step kc's tiles. One barrier a step is enough: the stage
 // written in step kc was last read in step kc - 2.
-inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& kc, int64_t nk, int64_t S) {
+inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int64_t bk, int64_t T, const UOpRef& tid, const UOpRef& kc, int64_t nk,
+                              int64_t S) {
   DType dt = kc->dtype;
   auto copies = [&](const UOpRef& step, const UOpRef& stage, const UOpRef& gate) {
     auto v = staged_copies(sides[0], r, bk, T, tid, step, stage, gate), w = staged_copies(sides[1], r, bk, T, tid, step, stage, gate);
@@ -223,8 +229,9 @@ inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const T
 }
 // a staged TC tile's fragments at mma step ks of stage `stage`: a warp's A tiles of 16x16 (ldmatrix .x4, 8 halves a
 // lane), its B tiles in pairs of 8x16 (.x4; one: .x2). The LOAD's arg: 1, or 2 for .trans (a buffer not k-major)
-inline std::pair<std::vector<UOpRef>, std::vector<UOpRef>> ldmatrix_frags(const StagedSide (&sides)[2], const TcTile& t, const UOpRef& stage, const UOpRef& ks,
-                                                                        const UOpRef& wm, const UOpRef& wn, const UOpRef& lane, const UOpRef& ready) {
+inline std::pair<std::vector<UOpRef>, std::vector<UOpRef>> ldmatrix_frags(const StagedSide (&sides)[2], const TcTile& t, const UOpRef& stage,
+                                                                          const UOpRef& ks, const UOpRef& wm, const UOpRef& wn, const UOpRef& lane,
+                                                                          const UOpRef& ready) {
   auto c = [&](int64_t v) { return const_int(lane->dtype, v); };
   auto frag = [&](const StagedSide& sd, const UOpRef& i, const UOpRef& k, int vc) {
     auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(stage * sd.stage + sd.at(i, k))});
@@ -253,7 +260,8 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
-  auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt), lane = make_range(32, id + 2, AxisType::WARP, dt);
+  auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt),
+       lane = make_range(32, id + 2, AxisType::WARP, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt);
   auto tid = (wm * t.wn + wn) * 32 + lane;
   StagedSide sides[2] = {{.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = true, .pitch = 0, .swizzle = true},
@@ -280,10 +288,12 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
     };
     auto& A = sides[0];
     auto& B = sides[1];
-    auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready}, WmmaArg{.dt = tm.dt, .a_mn = !A.kmajor, .b_mn = !B.kmajor}.encode(), int(bn / 2));
+    auto w = make_uop(Ops::WMMA, DType::Float32, {start(A, idiv(wm, 4) * 64), start(B, c(0)), ready},
+                      WmmaArg{.dt = tm.dt, .a_mn = !A.kmajor, .b_mn = !B.kmajor}.encode(), int(bn / 2));
     auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, kc}, rarg, int(bn / 2));
     for (int64_t e = 0; e < bn / 2; e++) {
-      tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g, gn * bn + c(e / 4 * 8 + (e & 1)) + q2);
+      tile_stores(stores, sink, tm, make_uop(Ops::GEP, DType::Float32, {acc}, e), gm * bm + wm * 16 + c(8 * (e % 4 >> 1)) + g,
+                  gn * bn + c(e / 4 * 8 + (e & 1)) + q2);
     }
     return make_uop(Ops::SINK, DType::Bool, stores);
   }
@@ -310,7 +320,8 @@ inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8,
                                           {16, 8, 8, 4, 16, 3}, {8, 8, 8, 4, 16, 3},  {32, 4, 8, 8, 16, 3}, {16, 4, 8, 8, 16, 3}};
 inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
   int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk) return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk)
+    return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
 // TILE: per block, tiles of A (bm x bk) and B (bn x bk) pass through workgroup memory as in TC's staged tiles, both
@@ -325,13 +336,15 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
   auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
   auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
   auto tid = ty * t.tx + tx;
-  StagedSide sides[2] = {{.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = false, .pitch = bm + 4, .swizzle = false, .stage = (bm + 4) * t.bk},
-                         {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = false, .pitch = bn + 4, .swizzle = false, .stage = (bn + 4) * t.bk}};
+  StagedSide sides[2] = {
+      {.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = false, .pitch = bm + 4, .swizzle = false, .stage = (bm + 4) * t.bk},
+      {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = false, .pitch = bn + 4, .swizzle = false, .stage = (bn + 4) * t.bk}};
   for (int i = 0; i < 2; i++) sides[i].buf = make_uop(Ops::DEFINE_LOCAL, sides[i].x->dtype, {}, std::vector<int64_t>{i, S * sides[i].stage, 1});
   auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S);
   // a thread's 4 neighbouring rows (columns) of group g at step ks: one vector read of workgroup memory
   auto quad = [&](StagedSide& sd, const UOpRef& own, int64_t g, int64_t groups) {
-    auto idx = make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
+    auto idx =
+        make_uop(Ops::INDEX, sd.x->dtype, {sd.buf, simplify(mod(kc, S) * sd.stage + ks * sd.pitch + own * 4 + c(g * (sd.rows / groups)))}, {}, 4);
     return make_uop(Ops::LOAD, sd.x->dtype, {idx, ready}, {}, 4);
   };
   std::vector<UOpRef> qa, qb;
@@ -342,7 +355,8 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
     for (int64_t j = 0; j < t.tn; j++) {
       auto a = make_uop(Ops::GEP, tm.a->dtype, {qa[size_t(i / 4)]}, i % 4), b = make_uop(Ops::GEP, tm.b->dtype, {qb[size_t(j / 4)]}, j % 4);
       auto acc = make_uop(Ops::REDUCE, tm.red->dtype, {a * b, kc, ks}, tm.red->arg);
-      tile_stores(stores, sink, tm, acc, gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4), gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4));
+      tile_stores(stores, sink, tm, acc, gm * bm + ty * 4 + c(i / 4 * (bm / (t.tm / 4)) + i % 4),
+                  gn * bn + tx * 4 + c(j / 4 * (bn / (t.tn / 4)) + j % 4));
     }
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
@@ -353,13 +367,16 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
 // rows q, q + 4; C the same. LOCAL and UPCAST after TC shape the block
 inline UOpRef tc_warp(const UOpRef& sink, const UOpRef& r, const TcMatch& tm) {
   DType dt = r->dtype;
-  auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt), no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
+  auto mo = make_range(tm.m->range_end() / 16, tm.m->range_id(), AxisType::LOOP, dt),
+       no = make_range(tm.n->range_end() / 8, tm.n->range_id(), AxisType::LOOP, dt);
   int64_t kt = tc_k(tm.dt);
   auto ko = make_range(r->range_end() / kt, r->range_id(), AxisType::REDUCE, dt), lane = make_range(32, next_range_id(sink), AxisType::WARP, dt);
   auto g = idiv(lane, 4), q = mod(lane, 4), q2 = q * 2;
   auto c = [&](int64_t v) { return const_int(dt, v); };
   std::vector<UOpRef> frag;
-  auto at_a = [&](const UOpRef& row, const UOpRef& col) { frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + row}, {r.get(), ko * kt + col}})); };
+  auto at_a = [&](const UOpRef& row, const UOpRef& col) {
+    frag.push_back(substitute(tm.a, {{tm.m.get(), mo * 16 + row}, {r.get(), ko * kt + col}}));
+  };
   auto at_b = [&](const UOpRef& k) { frag.push_back(substitute(tm.b, {{r.get(), ko * kt + k}, {tm.n.get(), no * 8 + g}})); };
   if (kt == 8) {
     for (int64_t e = 0; e < 4; e++) at_a(g + c(8 * (e & 1)), q + c(4 * (e >> 1)));

@@ -101,7 +101,8 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     int stage = flags().tc_stage;
     if (auto* l = std::get_if<TcMatch>(&loose)) {
       bool staged = stage != 0 && l->dt != DType::Float32;
-      for (auto [r, small, big] : {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red, tc_k(l->dt), int64_t(32)}})
+      for (auto [r, small, big] :
+           {std::tuple{l->m, int64_t(16), int64_t(64)}, std::tuple{l->n, int64_t(8), int64_t(64)}, std::tuple{red, tc_k(l->dt), int64_t(32)}})
         for (int64_t tile : {staged ? big : small, small})
           if (r->range_end() % tile != 0 && try_apply(k, {OptOp::PADTO, r->range_id(), tile})) break;
     }
@@ -165,7 +166,9 @@ inline std::vector<Opt> gpu_window(const KernelFacts& f, Kernel& k) {
       const UOpRef& r = *it;
       int64_t up = window.empty() ? 4 : 2;
       for (auto& t : f.red_rngs) {
-        if (used.count(r.get()) || used.count(t.get()) || t->range_end() > 8 || size_left(k, r) % up || expand * up * t->range_end() > Kernel::max_expand) continue;
+        if (used.count(r.get()) || used.count(t.get()) || t->range_end() > 8 || size_left(k, r) % up ||
+            expand * up * t->range_end() > Kernel::max_expand)
+          continue;
         if (f.stride(l, r) == 0 || !simplify(sub_range(l->src[1], r, r + 1) - sub_range(l->src[1], t, t + 1))->is_const(0)) continue;
         for (Opt o : {Opt{OptOp::UNROLL, t->range_id(), t->range_end()}, Opt{OptOp::UPCAST, r->range_id(), up}})
           if (try_apply(k, o)) window.push_back(o);
@@ -203,7 +206,8 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
   for (auto& r : order) {
     if (budget <= 1) break;
     int64_t rest = size_left(k, r);
-    if (std::any_of(window.begin(), window.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == r->range_id(); }) && rest > 1 && rest <= budget) {
+    if (std::any_of(window.begin(), window.end(), [&](auto& o) { return o.op == OptOp::UPCAST && o.axis == r->range_id(); }) && rest > 1 &&
+        rest <= budget) {
       locals.insert(locals.begin(), {OptOp::LOCAL, r->range_id(), rest});
       budget /= rest;
       continue;
@@ -292,7 +296,9 @@ inline bool nested_reduces(const KernelFacts& f) {
       const UOp* x = todo.back();
       todo.pop_back();
       if (!seen.insert(x).second || x->op == Ops::REDUCE) continue;  // NOTE: another reduce's ranges are its own
-      if (x->op == Ops::RANGE && axis_type(x) == AxisType::REDUCE && std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; })) return true;
+      if (x->op == Ops::RANGE && axis_type(x) == AxisType::REDUCE &&
+          std::none_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return r.get() == x; }))
+        return true;
       for (auto& s : x->src) todo.push_back(s.get());
     }
   }
@@ -426,7 +432,9 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
     int64_t expand = 1;
     for (auto& [ids, inner] : f.loops)
-      if (inner->range_end() % 4 == 0 && inner->range_end() > 4 && expand * 4 <= Kernel::max_expand && try_apply(k, {OptOp::UNROLL, inner->range_id(), 4})) expand *= 4;
+      if (inner->range_end() % 4 == 0 && inner->range_end() > 4 && expand * 4 <= Kernel::max_expand &&
+          try_apply(k, {OptOp::UNROLL, inner->range_id(), 4}))
+        expand *= 4;
     has_reduce = false;  // NOTE: only the threads below
   }
   DType out_dt = sink->src[0]->src[1]->dtype;

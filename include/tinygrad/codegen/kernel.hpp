@@ -41,7 +41,8 @@ inline std::variant<std::vector<UOpRef>, std::string> kblock_reduces(const UOpRe
         red = x;
       }
     if (!red || std::find(red->src.begin() + 1, red->src.end(), r) == red->src.end()) return std::string("a store does not reduce over the axis");
-    if (red->dtype != st->src[1]->dtype || red->vcount != 1) return std::string("a store's dtype differs from its reduce's (partial results are kept in the output)");
+    if (red->dtype != st->src[1]->dtype || red->vcount != 1)
+      return std::string("a store's dtype differs from its reduce's (partial results are kept in the output)");
     if (!seen.insert(red.get()).second) return std::string("two stores share one reduce");
     reds.push_back(red);
   }
@@ -66,7 +67,8 @@ inline UOpRef apply_swap(const UOpRef& sink, const Opt& o, bool) {
 inline UOpRef apply_merge(const UOpRef& sink, const Opt& o, bool) {
   auto [r, n, t, dt] = opt_axis(sink, o.axis);
   UOpRef r2 = find_range(sink, o.amt);
-  if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE)) throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
+  if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE))
+    throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
   int64_t n2 = r2->range_end();
   auto R = make_range(n * n2, o.axis, t, dt);
   std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
@@ -168,7 +170,9 @@ inline OptAxis split_kind_axis(const UOpRef& sink, const Opt& o) {
   return a;
 }
 // the outer part of a split axis (it keeps the range's id), or 0 where the split takes the whole axis
-inline UOpRef outer_part(const OptAxis& a, const Opt& o) { return a.n / o.amt == 1 ? const_int(a.dt, 0) : make_range(a.n / o.amt, o.axis, a.t, a.dt); }
+inline UOpRef outer_part(const OptAxis& a, const Opt& o) {
+  return a.n / o.amt == 1 ? const_int(a.dt, 0) : make_range(a.n / o.amt, o.axis, a.t, a.dt);
+}
 
 // the outer part becomes the core id; the inner keeps the range's id
 inline UOpRef apply_thread(const UOpRef& sink, const Opt& o, bool) {
@@ -277,7 +281,12 @@ class Kernel {
     for (auto& u : toposort(sink_)) if (u->op == Ops::LOAD || u->op == Ops::STORE) c.push_back(detail::stride_class(u->src[0]->src[1], r));
     return c;
   }
-  int64_t expand() const { int64_t e = 1; for (auto& o : opts_) if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt; return e; }
+  int64_t expand() const {
+    int64_t e = 1;
+    for (auto& o : opts_)
+      if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt;
+    return e;
+  }
   int64_t workgroup() const {
     int64_t w = 1;
     for (auto& o : opts_) {
@@ -357,7 +366,8 @@ struct OptCheck {
 inline void check_nolocals(const OptCheck& c) {
   if (!c.k.renderer().has_local) c.fail("the device has no workgroups");
   if (c.count(OptOp::NOLOCALS)) c.fail("NOLOCALS is already applied");
-  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return Kernel::uses_locals(p.op); })) c.fail("the kernel already uses LOCAL or GROUP opts");
+  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return Kernel::uses_locals(p.op); }))
+    c.fail("the kernel already uses LOCAL or GROUP opts");
 }
 inline void check_swap(const OptCheck& c) {
   UOpRef r = c.axis(), r2 = c.range(c.o.amt);
@@ -370,12 +380,14 @@ inline void check_merge(const OptCheck& c) {
   AxisType t = axis_type(r);
   if (!r2) c.fail("no axis to merge with");
   if (r2 == r) c.fail("MERGE needs two different axes");
-  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return p.op != OptOp::MERGE; })) c.fail("MERGE comes first (after MERGE only)");
+  if (std::any_of(c.k.applied().begin(), c.k.applied().end(), [](auto& p) { return p.op != OptOp::MERGE; }))
+    c.fail("MERGE comes first (after MERGE only)");
   if (t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE)) c.fail("MERGE needs two loop axes or two reduce axes");
   int64_t size = r->range_end() * r2->range_end();
   if (r->dtype == DType::Int32 && size > (int64_t(1) << 31) - 1) c.fail(cat("the merged axis's size ", size, " is over int32's range"));
   for (auto& u : toposort(c.k.sink()))
-    if (u->op == Ops::REDUCE && (std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) != (std::find(u->src.begin() + 1, u->src.end(), r2) == u->src.end()))
+    if (u->op == Ops::REDUCE &&
+        (std::find(u->src.begin() + 1, u->src.end(), r) == u->src.end()) != (std::find(u->src.begin() + 1, u->src.end(), r2) == u->src.end()))
       c.fail("a reduce runs over one of the two axes only");
 }
 inline void check_padto(const OptCheck& c) {
@@ -426,7 +438,8 @@ inline UOpRef split_check(const OptCheck& c) {
 inline UOpRef split_kind_check(const OptCheck& c) {
   UOpRef r = split_check(c);
   bool reduce = axis_type(r) == AxisType::REDUCE, on_reduce = c.o.op == OptOp::UNROLL || c.o.op == OptOp::GROUP || c.o.op == OptOp::GROUPTOP;
-  if (c.o.op != OptOp::VECTOR && on_reduce != reduce) c.fail(reduce ? "a reduce axis takes UNROLL, VECTOR or GROUP (or GROUPTOP)" : "UNROLL and GROUP need a reduce axis");
+  if (c.o.op != OptOp::VECTOR && on_reduce != reduce)
+    c.fail(reduce ? "a reduce axis takes UNROLL, VECTOR or GROUP (or GROUPTOP)" : "UNROLL and GROUP need a reduce axis");
   if (!reduce && axis_type(r) != AxisType::LOOP) c.fail("the axis is no longer a loop");
   return r;
 }
@@ -446,7 +459,8 @@ inline void check_locals(const OptCheck& c) {  // LOCAL, GROUP and GROUPTOP
   const Renderer& ren = c.k.renderer();
   if (!ren.has_local) c.fail("the device has no workgroups");
   if (c.count(OptOp::NOLOCALS)) c.fail("NOLOCALS was applied: the kernel uses no workgroups");
-  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads) c.fail(cat("a workgroup of ", w, " threads is over the device's ", ren.max_threads));
+  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads)
+    c.fail(cat("a workgroup of ", w, " threads is over the device's ", ren.max_threads));
 }
 // the lanes hold outputs (a store walks the axis) or, on a reduce axis, accumulators (CPU only: a GPU thread's GROUP
 // shares would need a slot per lane)
@@ -519,13 +533,16 @@ static_assert(opt_table_complete(), "the opt table needs one row per OptOp, in t
 inline std::string Opt::str() const { return cat("Opt(", detail::opt_table[size_t(op)].name, ", ", axis, ", ", amt, ")"); }
 
 // apply one opt to a kernel AST (a SINK of STOREs); clamp_loops: PADTO's loop axes clamp (a device without workgroups)
-inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = false) { return detail::opt_table[size_t(o.op)].apply(sink, o, clamp_loops); }
+inline UOpRef apply_opt(const UOpRef& sink, const Opt& o, bool clamp_loops = false) {
+  return detail::opt_table[size_t(o.op)].apply(sink, o, clamp_loops);
+}
 
 inline void Kernel::check(const Opt& o) const {
   detail::OptCheck c{*this, o, ranges()};
   // NOTE: amounts come from files too (BEAM's cache): bounded before any arithmetic on them
   if (o.amt < 0 || o.amt > max_amount) c.fail(cat("the amount is not in [0, ", max_amount, "]"));
-  if (c.count(OptOp::TC) && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP) c.fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
+  if (c.count(OptOp::TC) && o.op != OptOp::UPCAST && o.op != OptOp::LOCAL && o.op != OptOp::SWAP)
+    c.fail("after TC a kernel takes only UPCAST, LOCAL and SWAP (the warp's tile layout is fixed)");
   if (o.op != OptOp::SWAP && std::any_of(opts_.begin(), opts_.end(), [](auto& p) { return p.op == OptOp::TILE || (p.op == OptOp::TC && p.amt > 0); }))
     c.fail("after TILE or a staged TC (amount > 0) a kernel takes only SWAP (the tile shapes the block)");
   detail::opt_table[size_t(o.op)].check(c);

@@ -177,7 +177,8 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
     int lvl = loop_level(red.get());
     std::vector<UOpRef> group;
     for (auto& u : topo)
-      if (u->op == Ops::REDUCE && !done[u.get()] && loop_level(u.get()) == lvl && std::vector<UOpRef>(u->src.begin() + 1, u->src.end()).size() == rngs.size() &&
+      if (u->op == Ops::REDUCE && !done[u.get()] && loop_level(u.get()) == lvl &&
+          std::vector<UOpRef>(u->src.begin() + 1, u->src.end()).size() == rngs.size() &&
           std::all_of(u->src.begin() + 1, u->src.end(), [&](auto& r) { return std::find(rngs.begin(), rngs.end(), r) != rngs.end(); }))
         group.push_back(u);
     // nodes inside the group's loops: everything below the reduces that depends on a group range
@@ -208,7 +209,8 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   for (int L = -1; L < int(loops.size()); L++) {
     if (L >= 0) out.push_back(loops[size_t(L)]);
     for (auto& u : topo) {
-      if (done[u.get()] || u->op == Ops::RANGE || u->op == Ops::SINK || u->op == Ops::CONST || loop_level(u.get()) != L || in_reduce(u.get())) continue;
+      if (done[u.get()] || u->op == Ops::RANGE || u->op == Ops::SINK || u->op == Ops::CONST || loop_level(u.get()) != L || in_reduce(u.get()))
+        continue;
       if (u->op == Ops::REDUCE) emit_group(u);
       else emit(u);
     }

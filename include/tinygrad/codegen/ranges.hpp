@@ -32,7 +32,9 @@ inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
   throw KernelOptError(cat("no range with id ", id));
 }
-inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) { return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)}); }
+inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) {
+  return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)});
+}
 inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
 inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }

@@ -34,7 +34,8 @@ TINYGRAD_API void jit_capture_abort();
 // reads that was made before it enters the capture as a value, never as the graph that computes it)
 TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots);
 // what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
-TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& outputs);
+TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                         const std::vector<std::shared_ptr<Buffer>>& outputs);
 // run the program again over new input buffers (as many as captured, same sizes); returns the outputs
 TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs);
 // why two captures of one function differ ("" where they run the same kernels over the same buffers)

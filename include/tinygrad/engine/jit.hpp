@@ -229,8 +229,9 @@ inline void launch_program(JitProgram& p) {
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
     run_stats().kernels_run++;
-    if (flags().debug >= 2) std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
-                                          st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
+    if (flags().debug >= 2)
+      std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
+                   st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
   }
 }
 
@@ -272,7 +273,8 @@ TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b
       // a fixed buffer must be the same buffer in both; any other slot, the same slot
       bool fx = sx >= a.n_in && sx < a.n_in + a.fixed.size(), fy = sy >= b.n_in && sy < b.n_in + b.fixed.size();
       if (fx && fy && a.fixed[sx - a.n_in] != b.fixed[sy - b.n_in])
-        return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i, " in each: a tensor made from host data inside the function "
+        return cat("kernel ", s, " (", step_name(y), ") reads a different buffer at argument ", i,
+                   " in each: a tensor made from host data inside the function "
                    "is a constant of the capture; pass data that changes as an argument");
       if (!(fx && fy) && sx != sy)
         return cat("kernel ", s, " (", step_name(y), ") reads ", slot_name(b, sy), " in the second where the first read ", slot_name(a, sx));

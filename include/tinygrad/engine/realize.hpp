@@ -238,7 +238,9 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
     auto to = new_buffer(std::get<std::string>(u->src[1]->arg), u->dtype, prod(u->shape));
     double t0 = now_s();
     copy_buffer(to, from);
-    if (flags().debug >= 2) std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6, (now_s() - t0) * 1e6);
+    if (flags().debug >= 2)
+      std::fprintf(stderr, "*** copy %s -> %s, %.3f MB in %.2f us\n", from->device.c_str(), to->device.c_str(), double(to->nbytes()) / 1e6,
+                   (now_s() - t0) * 1e6);
     u->realized.set(to);
   }
 }
@@ -320,8 +322,8 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
       double mem = 0;
       for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
       std::fprintf(stderr, "*** %-6s %4lld %-32s arg %2zu mem %7.3f GB tm %9.2fus/%9.2fms (%8.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
-                   (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0, ck.spec.flops / std::max(tm, 1e-9) / 1e9,
-                   mem / std::max(tm, 1e-9) / 1e9);
+                   (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0,
+                   ck.spec.flops / std::max(tm, 1e-9) / 1e9, mem / std::max(tm, 1e-9) / 1e9);
     }
     for (int s : plan->release[k]) slots[size_t(s)].reset();
   }

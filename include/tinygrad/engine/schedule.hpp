@@ -215,7 +215,8 @@ class Scheduler {
         }
         if (!best) break;  // nothing left to split off
         if (flags().debug >= 3)
-          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op), (long long)cost.at(best).size, cost.at(best).bufs.size());
+          std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op),
+                       (long long)cost.at(best).size, cost.at(best).bufs.size());
         forced_.insert(best);
         c = measure();
       }
@@ -343,7 +344,8 @@ class Scheduler {
            std::vector<UOpRef> src{nullptr};
            for (auto a : u->reduce_axes()) {
              if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(x.s.idx_dt_, 0); continue; }
-             src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {}, std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
+             src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {},
+                                                     std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
            }
            src[0] = to_src(m, std::move(idx));
            return src.size() == 1 ? src[0] : make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
@@ -352,7 +354,8 @@ class Scheduler {
         {at({}), [](M m) -> UOpRef {
            const UOpRef& u = m["u"];
            if (u->op == Ops::DEFINE_GLOBAL) return nullptr;
-           if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST) throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
+           if (!is_alu(u->op) && u->op != Ops::CAST && u->op != Ops::BITCAST)
+             throw Error(std::string("tinygrad: the scheduler cannot lower ") + op_name(u->op));
            std::vector<UOpRef> src;
            for (auto& s : u->src) src.push_back(marker(s, idx_of(m["m"]), m["m"]->src[1]));
            return make_uop(u->op, u->dtype, std::move(src), u->arg);
@@ -418,7 +421,8 @@ class Scheduler {
     c.param_of_slot[out] = 0;
     std::vector<UOpRef> idx;
     for (size_t i = 0; i < k->shape.size(); i++)
-      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
+      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0)
+                                     : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
     UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
@@ -545,7 +549,9 @@ class Scheduler {
       auto rr = reduce_ranges(r);
       for (auto& gr : greds) {
         auto& gg = gr.ranges;
-        if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); })) continue;
+        if (gg.size() != rr.size() ||
+            !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); }))
+          continue;
         std::unordered_map<const UOp*, UOpRef> rm;
         for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];
         UOpRef cand = substitute(r->src[0], rm);
@@ -598,8 +604,9 @@ class Scheduler {
 
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
 // device busy (`busy`: its parallelism) would run on few cores / SMs, so it becomes two kernels: axis a of size n
-// becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read neighbouring addresses), the second reduces the
-// d partials. The first reduce is split again where it still qualifies (graph_rewrite rewrites what a rule returns).
+// becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read
+// neighbouring addresses), the second reduces the d partials. The first reduce is split again where it still
+// qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   const UOpRef& x = r->src[0];
   const Shape& sh = x->shape;

@@ -239,8 +239,8 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
     // DEBUG=2: every round; otherwise one line once a search has run 2 s (so a long silence is explained)
     if (flags().debug >= 2 || (now_s() - t0 > 2 && !progress_line)) {
       const Candidate& b = !timed.empty() && timed[0].t < best.t ? timed[0] : best;
-      std::fprintf(stderr, "BEAM %s round %d: %zu candidates (%zu new), best %.2f us with [%s], %.2f s%s\n", name.c_str(), round, tried,
-                   timed.size(), b.t * 1e6, opts_str(b.k).c_str(), now_s() - t0, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
+      std::fprintf(stderr, "BEAM %s round %d: %zu candidates (%zu new), best %.2f us with [%s], %.2f s%s\n", name.c_str(), round, tried, timed.size(),
+                   b.t * 1e6, opts_str(b.k).c_str(), now_s() - t0, flags().debug >= 2 ? "" : " (a long search; DEBUG=2 shows each round)");
       progress_line = true;
     }
     if (timed.empty() || timed[0].t >= best.t * 0.98) break;  // no candidate 2% faster: done
@@ -254,7 +254,8 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
     } catch (const Error&) { best = {start, best.t}; }
   }
   if (flags().debug >= 2)
-    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %d rounds, %.2f s\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str(), round, now_s() - t0);
+    std::fprintf(stderr, "BEAM %s: %.2f us with [%s] after %d rounds, %.2f s\n", name.c_str(), best.t * 1e6, opts_str(best.k).c_str(), round,
+                 now_s() - t0);
   write_file_atomic(file, opts_text(best.k.applied()));
   return best.k.applied();
 }

@@ -89,7 +89,8 @@ TINYGRAD_API Tensor parse_idx(const uint8_t* b, size_t size, int expect_ndim, co
     throw fail("header shape " + to_string(shape) + " needs " + (huge ? std::string("more than 2^64") : std::to_string(n)) +
                " data bytes, file has " + std::to_string(have) + " (truncated?)");
   // NOTE: a zero dim makes the count 0 but does not make the other dims valid (valid_shape)
-  if (!tinygrad::detail::valid_shape(shape)) throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
+  if (!tinygrad::detail::valid_shape(shape))
+    throw fail("header shape " + to_string(shape) + " has a zero dim, but the product of its other dims overflows int64");
   return Tensor::from_bytes(b + head, DType::UInt8, shape, device);
 })
 

@@ -41,12 +41,15 @@ class CStyleRenderer : public Renderer {
       "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
       "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
       "  if (e >= 31) return (unsigned short)(s | 0x7c00u);\n"
-      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & ((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
+      "  if (e <= 0) { if (e < -10) return (unsigned short)s; m |= 0x800000u; unsigned int sh = (unsigned int)(14 - e), hv = m >> sh, rem = m & "
+      "((1u << sh) - 1u), mid = 1u << (sh - 1u);\n"
       "    if (rem > mid || (rem == mid && (hv & 1u))) hv++; return (unsigned short)(s | hv); }\n"
-      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; return (unsigned short)hv; }\n";
+      "  unsigned int hv = s | ((unsigned int)e << 10) | (m >> 13), rem = m & 0x1fffu; if (rem > 0x1000u || (rem == 0x1000u && (hv & 1u))) hv++; "
+      "return (unsigned short)hv; }\n";
   static constexpr const char* kBF16C =
       "TG_FN float tg_b2f(unsigned short h) { return tg_u2f((unsigned int)h << 16); }\n"
-      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | "
+      "0x40u);\n"
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n";
   // the per-language table
   struct Lang {
@@ -63,7 +66,9 @@ class CStyleRenderer : public Renderer {
     bool math_f = true;            // a float's math function ends in f
     const char* half_fns = kHalfC;  // tg_h2f / tg_f2h: float <-> half bits (the portable ones: integer bit work)
     const char* bf16_fns = kBF16C;  // tg_b2f / tg_f2b: float <-> bfloat16 bits
-  } lang{.u2f = "float f; __builtin_memcpy(&f, &u, 4); return f;", .f2u = "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;", .vec = {"(", "){", "}"}};
+  } lang{.u2f = "float f; __builtin_memcpy(&f, &u, 4); return f;",
+         .f2u = "unsigned int u; __builtin_memcpy(&u, &f, 4); return u;",
+         .vec = {"(", "){", "}"}};
 
   // what the rules see and write while one kernel renders
   struct Ctx {
@@ -157,8 +162,12 @@ class CStyleRenderer : public Renderer {
   // vectors: GCC vector extensions in C; the GPU languages override the accesses
   std::string vec(const std::string& T, const std::vector<std::string>& xs) const { return lang.vec[0] + T + lang.vec[1] + join(xs) + lang.vec[2]; }
   virtual std::string lane(const std::string& v, int i) const { return cat(v, "[", i, "]"); }
-  virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const { return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));"); }
-  virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const { return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));"); }
+  virtual std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const {
+    return cat("__builtin_memcpy(&", v, ", ", ptr, ", sizeof(", T, "));");
+  }
+  virtual std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const {
+    return cat("__builtin_memcpy(", ptr, ", &", v, ", sizeof(", T, "));");
+  }
   // a vector's element type (bools are held as ints) and its name: float4, uint4, long2
   std::string vector_elem(DType dt) const { return dt == DType::Bool ? "int" : scalar_type(dt); }
   static std::string vector_name(const std::string& elem, int vc) {
@@ -248,7 +257,8 @@ class CStyleRenderer : public Renderer {
     if (op == Ops::ADD) { lo = detail::i128(a.vmin) + b.vmin; hi = detail::i128(a.vmax) + b.vmax; }
     else if (op == Ops::NEG) { lo = -detail::i128(a.vmax); hi = -detail::i128(a.vmin); }
     else if (op == Ops::MUL) {
-      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin, detail::i128(a.vmax) * b.vmax};
+      detail::i128 p[4] = {detail::i128(a.vmin) * b.vmin, detail::i128(a.vmin) * b.vmax, detail::i128(a.vmax) * b.vmin,
+                           detail::i128(a.vmax) * b.vmax};
       lo = *std::min_element(p, p + 4); hi = *std::max_element(p, p + 4);
     } else if (op == Ops::SHL) {
       if (a.vmin < 0 || b.vmin < 0 || b.vmax >= itemsize(dt) * 8) return true;
@@ -260,7 +270,9 @@ class CStyleRenderer : public Renderer {
   static bool shift_out(DType dt, const UOp* u) { return !u || u->src[1]->vmin < 0 || u->src[1]->vmax >= itemsize(dt) * 8; }
   // a division that may divide by 0, or MIN by -1 (narrower ints compute in int: MIN / -1 fits)
   static bool div_zero(const UOp* u) { return may_be(u, 1, 0); }
-  static bool div_neg1(DType dt, const UOp* u) { return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt)); }
+  static bool div_neg1(DType dt, const UOp* u) {
+    return itemsize(dt) >= 4 && !is_unsigned(dt) && may_be(u, 1, -1) && may_be(u, 0, detail::int_min(dt));
+  }
   // an int op computed in C's unsigned type of the same width, converted back: it wraps (the conversion is defined by
   // C++20 and, as modular, by gcc, clang, nvcc and OpenCL). T: the type, U: the cast to the unsigned type
   std::pair<std::string, std::string> wrap_types(const Alu& x) const {
@@ -285,7 +297,9 @@ class CStyleRenderer : public Renderer {
     for (auto& t : c.typedefs) s += t + "\n";
     bool h = c.uses_half, b = c.uses_bf16;
     for (auto d : c.param_dtypes) { h |= d == DType::Float16; b |= d == DType::BFloat16; }
-    if (h || b) s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u + " }\n";
+    if (h || b)
+      s += lang.fn_prefix + " float tg_u2f(unsigned int u) { " + lang.u2f + " }\n" + lang.fn_prefix + " unsigned int tg_f2u(float f) { " + lang.f2u +
+           " }\n";
     for (auto [use, code] : {std::pair{h, lang.half_fns}, std::pair{b, lang.bf16_fns}}) {
       if (!use) continue;
       std::string t = code;
@@ -294,11 +308,14 @@ class CStyleRenderer : public Renderer {
     }
     return s;
   }
-  virtual std::string kernel_decl(const std::string& name, const Ctx& c) const { return cat(lang.kernel_prefix, "void ", name, "(", signature(c), ")"); }
+  virtual std::string kernel_decl(const std::string& name, const Ctx& c) const {
+    return cat(lang.kernel_prefix, "void ", name, "(", signature(c), ")");
+  }
   virtual std::string signature(const Ctx&) const { return "void** bufs, const long long* vals, int core_id, int ncores"; }
   virtual std::string params_prelude(const Ctx& c) const {
     std::string s;
-    for (size_t i = 0; i < c.params.size(); i++) s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
+    for (size_t i = 0; i < c.params.size(); i++)
+      s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
@@ -311,64 +328,102 @@ inline CStyleRenderer::CStyleRenderer() {
     for (auto& [op, f] : rs) table[size_t(op)] = f;
   };
   auto infix = [](const char* o) { return AluRule([o](const Alu& x) { return "(" + x.a[0] + o + x.a[1] + ")"; }); };
-  auto math = [this](const char* fn) { return AluRule([this, fn](const Alu& x) { return cat(lang.math_prefix, fn, lang.math_f && x.dt != DType::Float64 ? "f" : "", "(", x.a[0], ")"); }); };
-  set(code_for_op, {
-    {Ops::EXP2, math("exp2")}, {Ops::LOG2, math("log2")}, {Ops::SIN, math("sin")}, {Ops::SQRT, math("sqrt")}, {Ops::TRUNC, math("trunc")},
-    {Ops::RECIPROCAL, [](const Alu& x) { return cat("(1", is_float(x.dt) && x.dt != DType::Float64 ? ".0f" : ".0", "/", x.a[0], ")"); }},
-    {Ops::NEG, or_wrapped([](const Alu& x) { return (x.dt == DType::Bool ? "(!" : "(-") + x.a[0] + ")"; })},
-    {Ops::ADD, or_wrapped(infix("+"))}, {Ops::MUL, or_wrapped(infix("*"))}, {Ops::FDIV, infix("/")},
-    {Ops::IDIV, [this](const Alu& x) {
-       std::string e = "(" + x.a[0] + "/" + x.a[1] + ")";
-       if (div_neg1(x.dt, x.u)) { auto [T, U] = wrap_types(x); e = cat("((", x.a[1], "==-1)?((", T, ")(-", U, x.a[0], ")):", e, ")"); }
-       return div_zero(x.u) ? cat("((", x.a[1], "==0)?0:", e, ")") : e;
-     }},
-    {Ops::MOD, [](const Alu& x) {
-       std::string cond = div_zero(x.u) ? "(" + x.a[1] + "==0)" : "";
-       if (div_neg1(x.dt, x.u)) cond += (cond.empty() ? "(" : "||(") + x.a[1] + "==-1)";
-       return cond.empty() ? "(" + x.a[0] + "%" + x.a[1] + ")" : cat("(", cond, "?0:(", x.a[0], "%", x.a[1], "))");
-     }},
-    {Ops::MAX, [](const Alu& x) {
-       auto &a = x.a[0], &b = x.a[1];
-       return is_float(x.dt) ? cat("((", a, "!=", a, "||", a, ">", b, ")?", a, ":", b, ")") : cat("((", a, ">", b, ")?", a, ":", b, ")");
-     }},
-    {Ops::CMPLT, infix("<")}, {Ops::CMPNE, infix("!=")}, {Ops::CMPEQ, infix("==")}, {Ops::AND, infix("&")}, {Ops::OR, infix("|")}, {Ops::XOR, infix("^")},
-    {Ops::SHL, [this, shl = or_wrapped(infix("<<"))](const Alu& x) { return shift_out(x.dt, x.u) ? cat("(", count_ok(x), "?", shl(x), ":0)") : shl(x); }},
-    {Ops::SHR, [this](const Alu& x) {  // a count past the width fills with the sign
-       if (!shift_out(x.dt, x.u)) return "(" + x.a[0] + ">>" + x.a[1] + ")";
-       if (is_unsigned(x.dt)) return cat("(", count_ok(x), "?(", x.a[0], ">>", x.a[1], "):0)");
-       return cat("(", x.a[0], ">>(", count_ok(x), "?", x.a[1], ":", itemsize(x.dt) * 8 - 1, "))");
-     }},
-    {Ops::WHERE, [](const Alu& x) { return "(" + x.a[0] + "?" + x.a[1] + ":" + x.a[2] + ")"; }},
-    {Ops::MULACC, or_wrapped([](const Alu& x) { return "((" + x.a[0] + "*" + x.a[1] + ")+" + x.a[2] + ")"; })},
-    // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
-    {Ops::CAST, [this](const Alu& x) {
-       const std::string &a = x.a[0], T = scalar_type(x.dt);
-       if (x.dt == DType::Bool) return "(" + a + "!=0)";
-       if (!is_float(x.dts[0]) || is_float(x.dt)) return "((" + T + ")" + a + ")";
-       int digits = itemsize(x.dt) * 8 - !is_unsigned(x.dt);
-       int64_t hi = x.dt == DType::UInt64 ? -1 : detail::int_max(x.dt);  // as by wrap_int
-       return cat("((", a, "!=", a, ")?0:(", a, "<=", render_const(is_unsigned(x.dt) ? 0.0 : -std::ldexp(1.0, digits), x.dts[0]), ")?", render_int(detail::int_min(x.dt), x.dt),
-                  ":(", a, ">=", render_const(std::ldexp(1.0, digits), x.dts[0]), ")?", render_int(hi, x.dt), ":(", T, ")", a, ")");
-     }},
-  });
+  auto math = [this](const char* fn) {
+    return AluRule(
+        [this, fn](const Alu& x) { return cat(lang.math_prefix, fn, lang.math_f && x.dt != DType::Float64 ? "f" : "", "(", x.a[0], ")"); });
+  };
+  set(code_for_op,
+      {
+          {Ops::EXP2, math("exp2")},
+          {Ops::LOG2, math("log2")},
+          {Ops::SIN, math("sin")},
+          {Ops::SQRT, math("sqrt")},
+          {Ops::TRUNC, math("trunc")},
+          {Ops::RECIPROCAL, [](const Alu& x) { return cat("(1", is_float(x.dt) && x.dt != DType::Float64 ? ".0f" : ".0", "/", x.a[0], ")"); }},
+          {Ops::NEG, or_wrapped([](const Alu& x) { return (x.dt == DType::Bool ? "(!" : "(-") + x.a[0] + ")"; })},
+          {Ops::ADD, or_wrapped(infix("+"))},
+          {Ops::MUL, or_wrapped(infix("*"))},
+          {Ops::FDIV, infix("/")},
+          {Ops::IDIV,
+           [this](const Alu& x) {
+             std::string e = "(" + x.a[0] + "/" + x.a[1] + ")";
+             if (div_neg1(x.dt, x.u)) {
+               auto [T, U] = wrap_types(x);
+               e = cat("((", x.a[1], "==-1)?((", T, ")(-", U, x.a[0], ")):", e, ")");
+             }
+             return div_zero(x.u) ? cat("((", x.a[1], "==0)?0:", e, ")") : e;
+           }},
+          {Ops::MOD,
+           [](const Alu& x) {
+             std::string cond = div_zero(x.u) ? "(" + x.a[1] + "==0)" : "";
+             if (div_neg1(x.dt, x.u)) cond += (cond.empty() ? "(" : "||(") + x.a[1] + "==-1)";
+             return cond.empty() ? "(" + x.a[0] + "%" + x.a[1] + ")" : cat("(", cond, "?0:(", x.a[0], "%", x.a[1], "))");
+           }},
+          {Ops::MAX,
+           [](const Alu& x) {
+             auto &a = x.a[0], &b = x.a[1];
+             return is_float(x.dt) ? cat("((", a, "!=", a, "||", a, ">", b, ")?", a, ":", b, ")") : cat("((", a, ">", b, ")?", a, ":", b, ")");
+           }},
+          {Ops::CMPLT, infix("<")},
+          {Ops::CMPNE, infix("!=")},
+          {Ops::CMPEQ, infix("==")},
+          {Ops::AND, infix("&")},
+          {Ops::OR, infix("|")},
+          {Ops::XOR, infix("^")},
+          {Ops::SHL,
+           [this, shl = or_wrapped(infix("<<"))](const Alu& x) { return shift_out(x.dt, x.u) ? cat("(", count_ok(x), "?", shl(x), ":0)") : shl(x); }},
+          {Ops::SHR,
+           [this](const Alu& x) {  // a count past the width fills with the sign
+             if (!shift_out(x.dt, x.u)) return "(" + x.a[0] + ">>" + x.a[1] + ")";
+             if (is_unsigned(x.dt)) return cat("(", count_ok(x), "?(", x.a[0], ">>", x.a[1], "):0)");
+             return cat("(", x.a[0], ">>(", count_ok(x), "?", x.a[1], ":", itemsize(x.dt) * 8 - 1, "))");
+           }},
+          {Ops::WHERE, [](const Alu& x) { return "(" + x.a[0] + "?" + x.a[1] + ":" + x.a[2] + ")"; }},
+          {Ops::MULACC, or_wrapped([](const Alu& x) { return "((" + x.a[0] + "*" + x.a[1] + ")+" + x.a[2] + ")"; })},
+          // float -> int: NaN -> 0, +-inf and values out of range saturate, the rest truncates toward zero
+          {Ops::CAST,
+           [this](const Alu& x) {
+             const std::string &a = x.a[0], T = scalar_type(x.dt);
+             if (x.dt == DType::Bool) return "(" + a + "!=0)";
+             if (!is_float(x.dts[0]) || is_float(x.dt)) return "((" + T + ")" + a + ")";
+             int digits = itemsize(x.dt) * 8 - !is_unsigned(x.dt);
+             int64_t hi = x.dt == DType::UInt64 ? -1 : detail::int_max(x.dt);  // as by wrap_int
+             return cat("((", a, "!=", a, ")?0:(", a, "<=", render_const(is_unsigned(x.dt) ? 0.0 : -std::ldexp(1.0, digits), x.dts[0]), ")?",
+                        render_int(detail::int_min(x.dt), x.dt), ":(", a, ">=", render_const(std::ldexp(1.0, digits), x.dts[0]), ")?",
+                        render_int(hi, x.dt), ":(", T, ")", a, ")");
+           }},
+      });
   // GCC vector extensions apply C's operators and conversions to whole vectors, where the op needs no guard
   // ("": per lane; whole_vector is never asked for half or bool results)
   auto same = [this](const Alu& x) { return code_for_op[size_t(x.op)](x); };  // (an overflowing + or * computes in unsigned vectors)
   auto divmod = [same](const Alu& x) { return div_zero(x.u) || div_neg1(x.dt, x.u) ? "" : same(x); };
   set(whole_vector, {
-    {Ops::ADD, same}, {Ops::MUL, same}, {Ops::FDIV, same}, {Ops::AND, same}, {Ops::OR, same}, {Ops::XOR, same},
-    {Ops::IDIV, divmod}, {Ops::MOD, divmod},
-    // a float max (NaN wins) as a bitwise select on the lanes' comparison mask, not a ?: per lane: a relu fused into
-    // a conv's loads, a max-pool's accumulator
-    {Ops::MAX, [this](const Alu& x) {
-       if (!is_float(x.dt)) return std::string();
-       std::string T = value_type(x.dt, x.vc, x.c), I = value_type(x.dt == DType::Float64 ? DType::Int64 : DType::Int32, x.vc, x.c);
-       auto &a = x.a[0], &b = x.a[1];
-       std::string m = cat("((", I, ")((", a, "!=", a, ")|(", a, ">", b, ")))");
-       return cat("((", T, ")((((", I, ")", a, ")&", m, ")|(((", I, ")", b, ")&~", m, ")))");
-     }},
-    {Ops::CAST, [this](const Alu& x) { return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool ? "" : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")"; }},
-  });
+                        {Ops::ADD, same},
+                        {Ops::MUL, same},
+                        {Ops::FDIV, same},
+                        {Ops::AND, same},
+                        {Ops::OR, same},
+                        {Ops::XOR, same},
+                        {Ops::IDIV, divmod},
+                        {Ops::MOD, divmod},
+                        // a float max (NaN wins) as a bitwise select on the lanes' comparison mask, not a ?: per lane: a relu fused into
+                        // a conv's loads, a max-pool's accumulator
+                        {Ops::MAX,
+                         [this](const Alu& x) {
+                           if (!is_float(x.dt)) return std::string();
+                           std::string T = value_type(x.dt, x.vc, x.c),
+                                       I = value_type(x.dt == DType::Float64 ? DType::Int64 : DType::Int32, x.vc, x.c);
+                           auto &a = x.a[0], &b = x.a[1];
+                           std::string m = cat("((", I, ")((", a, "!=", a, ")|(", a, ">", b, ")))");
+                           return cat("((", T, ")((((", I, ")", a, ")&", m, ")|(((", I, ")", b, ")&~", m, ")))");
+                         }},
+                        {Ops::CAST,
+                         [this](const Alu& x) {
+                           return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool
+                                      ? ""
+                                      : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")";
+                         }},
+                    });
   set(rules, {
     {Ops::DEFINE_GLOBAL, [this](Ctx& c, const UOp& x) {
        int64_t i = x.iarg();
@@ -404,7 +459,8 @@ inline CStyleRenderer::CStyleRenderer() {
        const UOp& idx = *x.src[0];
        std::string T = value_type(x.dtype, x.vcount, c), ptr = get(c, idx), v = c.name("val");
        bool gated = masked(idx);
-       if (idx.src[0]->op == Ops::DEFINE_LOCAL) c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
+       if (idx.src[0]->op == Ops::DEFINE_LOCAL)
+         c.line(cat(T, " ", v, " = ", raw_local(*idx.src[0]) ? load_value(x.dtype, "*" + ptr) : "*" + ptr, ";"));  // values: no conversion
        else if (x.vcount > 1) {
          c.line(cat(T, " ", v, gated ? " = " + broadcast(T, render_const(0, x.dtype), x.vcount) : "", ";"));
          c.line(cat(gated ? "if (" + get(c, *idx.src[2]) + ") " : "", vload(v, T, ptr, x.vcount)));
@@ -510,7 +566,9 @@ struct WmmaArg {
   bool b_hi = false;  // staged tiles: B's registers are the second half of its fragment load
   bool a_mn = false, b_mn = false;  // wgmma: A's tile is m-major, B's n-major (else k-major)
   int64_t encode() const { return int64_t(dt) | int64_t(pairs) << 8 | int64_t(b_hi) << 16 | int64_t(a_mn) << 17 | int64_t(b_mn) << 18; }
-  static WmmaArg decode(int64_t a) { return {.dt = DType(a & 0xff), .pairs = int(a >> 8 & 0xff), .b_hi = (a >> 16 & 1) != 0, .a_mn = (a >> 17 & 1) != 0, .b_mn = (a >> 18 & 1) != 0}; }
+  static WmmaArg decode(int64_t a) {
+    return {.dt = DType(a & 0xff), .pairs = int(a >> 8 & 0xff), .b_hi = (a >> 16 & 1) != 0, .a_mn = (a >> 17 & 1) != 0, .b_mn = (a >> 18 & 1) != 0};
+  }
 };
 
 // CUDA C, compiled by NVRTC
@@ -539,7 +597,9 @@ class CUDARenderer : public GPURenderer {
     // raw workgroup buffers (staged tiles) are 16-byte aligned parts of the dynamic workgroup memory (launch.smem)
     rules[size_t(Ops::DEFINE_LOCAL)] = [this, base = rules[size_t(Ops::DEFINE_LOCAL)]](Ctx& c, const UOp& x) {
       if (!raw_local(x)) return base(c, x);
-      if (c.smem == 0) c.line(cat("extern __shared__ __align__(", wgmma ? 1024 : 16, ") unsigned char tg_dsmem[];"));  // wgmma: 128-byte swizzles from 1024-byte lines
+      if (c.smem == 0)
+        c.line(
+            cat("extern __shared__ __align__(", wgmma ? 1024 : 16, ") unsigned char tg_dsmem[];"));  // wgmma: 128-byte swizzles from 1024-byte lines
       std::string T = storage_type(x.dtype), v = c.r[&x] = cat("temp", x.varg()[0]);
       c.line(cat(T, "* ", v, " = (", T, "*)(tg_dsmem + ", c.smem, ");"));
       c.smem += dynamic_smem(x);
@@ -552,8 +612,8 @@ class CUDARenderer : public GPURenderer {
       const UOp &idx = *x.src[0], &val = *x.src[1];
       if (idx.src[0]->op != Ops::DEFINE_LOCAL || val.op != Ops::INDEX) return base(c, x);
       c.typedefs.insert(kStageFns);
-      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ", get(c, val), ", ",
-                 val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
+      c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ",
+                 get(c, val), ", ", val.src.size() > 2 ? get(c, *val.src[2]) : "true", ");"));
     };
     rules[size_t(Ops::LOAD)] = [this, base = rules[size_t(Ops::LOAD)]](Ctx& c, const UOp& x) {
       const UOp& idx = *x.src[0];
@@ -570,7 +630,8 @@ class CUDARenderer : public GPURenderer {
     // (on a wgmma device the copies are fenced for the async proxy, through which wgmma reads workgroup memory)
     rules[size_t(Ops::BARRIER)] = [this](Ctx& c, const UOp& x) {
       if (std::holds_alternative<int64_t>(x.arg))
-        c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), wgmma ? ";\\n\\tfence.proxy.async.shared::cta" : "", ";\" ::: \"memory\");"));
+        c.line(cat("asm volatile(\"cp.async.commit_group;\\n\\tcp.async.wait_group ", x.iarg(), wgmma ? ";\\n\\tfence.proxy.async.shared::cta" : "",
+                   ";\" ::: \"memory\");"));
       c.line(lang.barrier);
     };
     // wgmma tiles: a WMMA of more than 4 lanes names the start of its warpgroup's A and B tiles; the REDUCE over it is
@@ -594,7 +655,8 @@ class CUDARenderer : public GPURenderer {
       }
       std::vector<std::string> regs;
       if (x.src.size() == 2) {  // staged: A's and B's fragments from ldmatrix
-        for (int64_t p = 0; p < 6; p++) regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * int64_t(WmmaArg::decode(x.iarg()).b_hi), "]"));
+        for (int64_t p = 0; p < 6; p++)
+          regs.push_back(cat(get(c, *x.src[p < 4 ? 0 : 1]), "[", p < 4 ? p : p - 4 + 2 * int64_t(WmmaArg::decode(x.iarg()).b_hi), "]"));
         c.r[&x] = join(regs);
         c.typedefs.insert(mma_fns(t));
         return;
@@ -631,12 +693,15 @@ class CUDARenderer : public GPURenderer {
       regs += cat(i ? ", " : "", "%", i);
       outs += cat(i ? ", " : "", "\"+f\"(d[", i, "])");
     }
-    std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
+    std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { "
+                        "return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
                         "__device__ inline void ", wgmma_name(w), "(float (&d)[", n / 2, "], const void* a, const void* b) {\n",
-                        "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
+                        "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n"
+                        "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
     for (int64_t k = 0; k < 4; k++)  // a k-major step is 32 bytes on in its rows, an m-/n-major one 16 rows of 128 bytes on
-      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs, "}, %", n / 2, ", %",
-               n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2), "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
+      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs,
+               "}, %", n / 2, ", %", n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2),
+               "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
     return f + "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n}";
   }
   static std::string mma_type(const UOp& wmma) {
@@ -647,25 +712,37 @@ class CUDARenderer : public GPURenderer {
   // m16n8k8), and the packing of values into a register: two floats holding half (bfloat16) values, the first in the
   // low half, or one float rounded to TF32
   static std::string mma_fns(const std::string& t) {
-    std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
+    std::string pack = t == "tf32" ? "__device__ inline unsigned int tg_pack_tf32(float f) { "
+                                     "unsigned int r; asm(\"cvt.rna.tf32.f32 %0, %1;\" : \"=r\"(r) : \"f\"(f)); return r; }\n"
                                    : cat("__device__ inline unsigned int tg_pack_", t, "(float lo, float hi) { unsigned int r; asm(\"cvt.rn.", t,
                                          "x2.f32 %0, %1, %2;\" : \"=r\"(r) : \"f\"(hi), \"f\"(lo)); return r; }\n");
     std::string shape = t == "tf32" ? "m16n8k8" : "m16n8k16";
     return cat(pack,
-               "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, unsigned int b0, unsigned int b1) {\n",
-               "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
-               "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : \"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
+               "__device__ inline float4 tg_mma_", t, "(float4 c, unsigned int a0, unsigned int a1, unsigned int a2, unsigned int a3, "
+               "unsigned int b0, unsigned int b1) {\n",
+               "  asm(\"mma.sync.aligned.", shape, ".row.col.f32.", t, ".", t, ".f32 {%0, %1, %2, %3}, "
+               "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\"\n",
+               "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : "
+               "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
   // staged tiles: a workgroup address as PTX wants it, cp.async of 16, 8 or 4 bytes (zeros where !ok), ldmatrix .x4/.x2 (.trans)
   static constexpr const char* kStageFns =
-      "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
-      "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
-      "__device__ inline void tg_cp8(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
-      "__device__ inline void tg_cp4(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: \"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 4 : 0) : \"memory\"); }\n"
-      "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
-      "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
-      "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
-      "__device__ inline void tg_ldsm_x2_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n";
+      "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; "
+      "}\" : \"=r\"(a) : \"l\"(p)); return a; }\n"
+      "__device__ inline void tg_cp16(void* s, const void* g, bool ok) { asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\" :: "
+      "\"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 16 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp8(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 8, %2;\" :: "
+      "\"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 8 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_cp4(void* s, const void* g, bool ok) { asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4, %2;\" :: "
+      "\"r\"(tg_smem(s)), \"l\"(g), \"r\"(ok ? 4 : 0) : \"memory\"); }\n"
+      "__device__ inline void tg_ldsm_x4(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, "
+      "%3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x4_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, "
+      "%2, %3}, [%4];\" : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, "
+      "[%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n"
+      "__device__ inline void tg_ldsm_x2_t(unsigned int* r, const void* p) { asm volatile(\"ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, "
+      "%1}, [%2];\" : \"=r\"(r[0]), \"=r\"(r[1]) : \"r\"(tg_smem(p))); }\n";
   // the hardware's conversions (one cvt instruction each; bfloat16 rounding needs sm_80), in PTX: no CUDA header needed
   static constexpr const char* kHalfPTX =
       "TG_FN float tg_h2f(unsigned short h) { float f; asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(h)); return f; }\n"
@@ -675,19 +752,26 @@ class CUDARenderer : public GPURenderer {
       "#if __CUDA_ARCH__ >= 800\n"
       "TG_FN unsigned short tg_f2b(float f) { unsigned short h; asm(\"cvt.rn.bf16.f32 %0, %1;\" : \"=h\"(h) : \"f\"(f)); return h; }\n"
       "#else\n"
-      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | 0x40u);\n"
+      "TG_FN unsigned short tg_f2b(float f) { unsigned int x = tg_f2u(f); if ((x & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((x >> 16) | "
+      "0x40u);\n"
       "  return (unsigned short)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16); }\n"
       "#endif\n";
 
  protected:
-  std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override { return cat(v, " = *((const ", T, "*)", ptr, ");"); }
-  std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const override { return cat("*((", T, "*)", ptr, ") = ", v, ";"); }
+  std::string vload(const std::string& v, const std::string& T, const std::string& ptr, int) const override {
+    return cat(v, " = *((const ", T, "*)", ptr, ");");
+  }
+  std::string vstore(const std::string& ptr, const std::string& T, const std::string& v, int) const override {
+    return cat("*((", T, "*)", ptr, ") = ", v, ";");
+  }
   std::string kernel_decl(const std::string& name, const Ctx& c) const override {
     return cat(lang.kernel_prefix, "void __launch_bounds__(", c.local[0] * c.local[1] * c.local[2], ") ", name, "(", signature(c), ")");
   }
   std::string nonfinite(double v, bool f32) const override {
     if (f32) return std::isnan(v) ? "__int_as_float(0x7fc00000)" : v < 0 ? "__int_as_float(0xff800000)" : "__int_as_float(0x7f800000)";
-    return std::isnan(v) ? "__longlong_as_double(0x7ff8000000000000ll)" : v < 0 ? "__longlong_as_double(0xfff0000000000000ll)" : "__longlong_as_double(0x7ff0000000000000ll)";
+    return std::isnan(v) ? "__longlong_as_double(0x7ff8000000000000ll)"
+           : v < 0       ? "__longlong_as_double(0xfff0000000000000ll)"
+                         : "__longlong_as_double(0x7ff0000000000000ll)";
   }
 };
 
@@ -716,16 +800,22 @@ class OpenCLRenderer : public GPURenderer {
   // writes sign | 0x7e00 as the integer path does
   static constexpr const char* kHalfCL =
       "TG_FN float tg_h2f(ushort h) { return vload_half(0, (const half*)&h); }\n"
-      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); ushort h; vstore_half_rte(f, 0, (half*)&h); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
+      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); ushort h; vstore_half_rte(f, 0, (half*)&h); return (u & 0x7fffffffu) > 0x7f800000u ? "
+      "(ushort)((u >> 16 & 0x8000u) | 0x7e00u) : h; }\n";
   static constexpr const char* kHalfFP16 =
       "TG_FN float tg_h2f(ushort h) { return convert_float(as_half(h)); }\n"
-      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : as_ushort(convert_half_rte(f)); }\n";
+      "TG_FN ushort tg_f2h(float f) { uint u = as_uint(f); return (u & 0x7fffffffu) > 0x7f800000u ? (ushort)((u >> 16 & 0x8000u) | 0x7e00u) : "
+      "as_ushort(convert_half_rte(f)); }\n";
   bool fp16;  // the device has cl_khr_fp16
 
  protected:
   // vloadN / vstoreN need only the element's alignment
-  std::string vload(const std::string& v, const std::string&, const std::string& ptr, int n) const override { return cat(v, " = vload", n, "(0, ", ptr, ");"); }
-  std::string vstore(const std::string& ptr, const std::string&, const std::string& v, int n) const override { return cat("vstore", n, "(", v, ", 0, ", ptr, ");"); }
+  std::string vload(const std::string& v, const std::string&, const std::string& ptr, int n) const override {
+    return cat(v, " = vload", n, "(0, ", ptr, ");");
+  }
+  std::string vstore(const std::string& ptr, const std::string&, const std::string& v, int n) const override {
+    return cat("vstore", n, "(", v, ", 0, ", ptr, ");");
+  }
   std::string scalar_type(DType dt) const override {
     switch (dt) {
       case DType::Int8: return "char";

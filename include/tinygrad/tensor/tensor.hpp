@@ -97,7 +97,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = dtype.value_or(ints ? dtypes::default_int : dtypes::default_float);
     double len = std::ceil((*stop - start) / step);
     // NaN too
-    if (!(len < 0x1p63)) throw ShapeError(tinygrad::detail::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
+    if (!(len < 0x1p63))
+      throw ShapeError(tinygrad::detail::cat("tinygrad::arange: ", start, " to ", *stop, " by ", step, " is more than 2^63 elements"));
     int64_t n = len > 0 ? int64_t(len) : 0;  // NOTE: not int64_t(len) first: a double below -2^63 does not convert
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);

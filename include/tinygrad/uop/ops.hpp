@@ -342,7 +342,8 @@ inline void detail::compute_vrange(UOp& u) {
     case Ops::GEP: lo = S(0).vmin; hi = S(0).vmax; break;
     case Ops::REDUCE: {  // MAX: a value of the source (the identity if empty); ADD: n of them
       i128 n = 1;
-      for (size_t i = 1; i < u.src.size(); i++) n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
+      for (size_t i = 1; i < u.src.size(); i++)
+        n = std::min<i128>(n * (S(i).op == Ops::RANGE ? std::min<int64_t>(S(i).range_end(), int64_t(1) << 32) : 0), i128(1) << 64);
       if (u.reduce_op() == Ops::MAX) { if (n > 0) { lo = S(0).vmin; hi = S(0).vmax; } }
       else if (u.reduce_op() == Ops::ADD) exact(std::min<i128>(n * S(0).vmin, 0), std::max<i128>(n * S(0).vmax, 0));
       break;
@@ -373,7 +374,15 @@ inline void detail::compute_vrange(UOp& u) {
       if (u.op == Ops::CMPNE) { lo = ne_true; hi = !ne_false; } else { lo = ne_false; hi = !ne_true; }
       break;
     }
-    case Ops::AND: if (u.dtype == DType::Bool) { lo = S(0).vmin & S(1).vmin; hi = S(0).vmax & S(1).vmax; } else if (S(0).vmin >= 0 && S(1).vmin >= 0) { lo = 0; hi = std::min(S(0).vmax, S(1).vmax); } break;
+    case Ops::AND:
+      if (u.dtype == DType::Bool) {
+        lo = S(0).vmin & S(1).vmin;
+        hi = S(0).vmax & S(1).vmax;
+      } else if (S(0).vmin >= 0 && S(1).vmin >= 0) {
+        lo = 0;
+        hi = std::min(S(0).vmax, S(1).vmax);
+      }
+      break;
     case Ops::OR: if (u.dtype == DType::Bool) { lo = S(0).vmin | S(1).vmin; hi = S(0).vmax | S(1).vmax; } break;
     case Ops::XOR:
       if (u.dtype == DType::Bool && S(1).vmin == 1 && S(1).vmax == 1) { lo = 1 - S(0).vmax; hi = 1 - S(0).vmin; }
@@ -384,7 +393,12 @@ inline void detail::compute_vrange(UOp& u) {
       }
       break;
     case Ops::WHERE: if (!is_float(u.dtype)) { lo = std::min(S(1).vmin, S(2).vmin); hi = std::max(S(1).vmax, S(2).vmax); } break;
-    case Ops::CAST: if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) { lo = S(0).vmin; hi = S(0).vmax; } break;
+    case Ops::CAST:
+      if (!is_float(S(0).dtype) && S(0).dtype != DType::UInt64 && S(0).vmin >= lo && S(0).vmax <= hi) {
+        lo = S(0).vmin;
+        hi = S(0).vmax;
+      }
+      break;
     default: break;
   }
   u.vmin = lo; u.vmax = hi;
@@ -449,7 +463,8 @@ inline std::string print_graph(const UOpRef& root) {
   std::string s;
   for (auto& u : topo) {
     id[u.get()] = id.size();
-    s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "", " [");
+    s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "",
+                     " [");
     for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
     s += detail::cat("] ", detail::arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }

@@ -83,7 +83,8 @@ inline Why sink(const UOp& u, Stage s) {
 // in the tensor graph its source (if any) names its device
 inline Why const_(const UOp& u, Stage s) {
   if (!u.src.empty() && (s != Stage::TENSOR || u.src[0]->op != Ops::DEVICE)) return "only a tensor-graph CONST has a source, its DEVICE";
-  if (is_float(u.dtype) != std::holds_alternative<double>(u.arg)) return cat("the arg must be ", is_float(u.dtype) ? "a double" : "an int", " for ", dt(u.dtype));
+  if (is_float(u.dtype) != std::holds_alternative<double>(u.arg))
+    return cat("the arg must be ", is_float(u.dtype) ? "a double" : "an int", " for ", dt(u.dtype));
   if (!is_float(u.dtype) && u.dtype != DType::UInt64) {
     int64_t v = std::get<int64_t>(u.arg);
     if (v < int_min(u.dtype) || v > int_max(u.dtype)) return cat("the value ", v, " is outside ", dt(u.dtype));
@@ -127,7 +128,10 @@ inline Why movement(const UOp& u, Stage) {
     case Ops::RESHAPE: if (prod(a) != prod(in)) return cat("reshapes ", to_string(in), " to ", to_string(Shape(a)), ": not as many elements"); break;
     case Ops::PERMUTE: {
       std::vector<bool> seen(n);
-      for (auto p : a) { if (p < 0 || p >= int64_t(n) || seen[size_t(p)]) return cat(to_string(Shape(a)), " is not a permutation"); seen[size_t(p)] = true; }
+      for (auto p : a) {
+        if (p < 0 || p >= int64_t(n) || seen[size_t(p)]) return cat(to_string(Shape(a)), " is not a permutation");
+        seen[size_t(p)] = true;
+      }
       break;
     }
     case Ops::EXPAND:
@@ -135,13 +139,16 @@ inline Why movement(const UOp& u, Stage) {
       break;
     case Ops::PAD: for (auto p : a) if (p < 0) return "a negative pad"; break;
     case Ops::SHRINK:
-      for (size_t i = 0; i < n; i++) if (a[2 * i] < 0 || a[2 * i] > a[2 * i + 1] || a[2 * i + 1] > in[i]) return cat("shrinks ", to_string(in), " by ", to_string(Shape(a)));
+      for (size_t i = 0; i < n; i++)
+        if (a[2 * i] < 0 || a[2 * i] > a[2 * i + 1] || a[2 * i + 1] > in[i]) return cat("shrinks ", to_string(in), " by ", to_string(Shape(a)));
       break;
     default: break;
   }
   return "";
 }
-inline bool reduce_op_ok(int64_t o, bool wmma) { return o == int64_t(Ops::ADD) || o == int64_t(Ops::MUL) || o == int64_t(Ops::MAX) || (wmma && o == int64_t(Ops::WMMA)); }
+inline bool reduce_op_ok(int64_t o, bool wmma) {
+  return o == int64_t(Ops::ADD) || o == int64_t(Ops::MUL) || o == int64_t(Ops::MAX) || (wmma && o == int64_t(Ops::WMMA));
+}
 inline Why reduce_axis(const UOp& u, Stage) {
   const auto& a = u.varg();
   if (a.empty() || !reduce_op_ok(a[0], false)) return "the arg must start with ADD, MUL or MAX";
@@ -162,7 +169,9 @@ inline Why range(const UOp& u, Stage s) {
 // a thread id (GPU: [size, 1 global | 2 local, dim]; CPU: [cores, 0]) or a vector lane ([width, id])
 inline Why special(const UOp& u, Stage) {
   const auto& a = u.varg();
-  bool ok = u.op == Ops::LANE ? a.size() == 2 && a[0] >= 1 : (a.size() == 2 || a.size() == 3) && a[0] >= 1 && a[1] >= 0 && a[1] <= 2 && (a.size() == 2 || (a[2] >= 0 && a[2] <= 2));
+  bool ok = u.op == Ops::LANE
+                ? a.size() == 2 && a[0] >= 1
+                : (a.size() == 2 || a.size() == 3) && a[0] >= 1 && a[1] >= 0 && a[1] <= 2 && (a.size() == 2 || (a[2] >= 0 && a[2] <= 2));
   if (!ok) return cat("the arg ", to_string(Shape(a)), " is malformed");
   return is_index(u.dtype) ? "" : cat("an index is int or long, not ", dt(u.dtype));
 }
@@ -182,7 +191,8 @@ inline Why index(const UOp& u, Stage) {
 inline Why load(const UOp& u, Stage s) {
   if (auto w = first({src_op(u, 0, {Ops::INDEX}), same_dtype(u, 0)}); !w.empty()) return w;
   if (auto* a = std::get_if<int64_t>(&u.arg)) {
-    if (*a < 1 || *a > 2 || u.vcount == 1 || u.src[0]->src[0]->op != Ops::DEFINE_LOCAL) return "an arg (ldmatrix: 1 or 2) only on a vector load from workgroup memory";
+    if (*a < 1 || *a > 2 || u.vcount == 1 || u.src[0]->src[0]->op != Ops::DEFINE_LOCAL)
+      return "an arg (ldmatrix: 1 or 2) only on a vector load from workgroup memory";
   } else if (u.src[0]->vcount != u.vcount) return cat("loads ", u.vcount, " lanes from an address of ", u.src[0]->vcount);
   if (u.src.size() > 1 && s == Stage::KERNEL) return "a kernel AST's LOAD has one source";
   for (size_t i = 1; i < u.src.size(); i++) if (auto w = src_op(u, i, {Ops::BARRIER}); !w.empty()) return w;
@@ -204,7 +214,9 @@ inline Why reduce(const UOp& u, Stage s) {
   if (auto w = same_dtype(u, 0); !w.empty()) return w;
   if (u.src[0]->vcount != u.vcount) return cat("src[0] has ", u.src[0]->vcount, " lanes, the node ", u.vcount);
   for (size_t i = 1; i < u.src.size(); i++) {
-    if (auto w = src_op(u, i, s == Stage::OPTIMIZED ? std::initializer_list<Ops>{Ops::RANGE, Ops::LANE} : std::initializer_list<Ops>{Ops::RANGE}); !w.empty()) return w;
+    if (auto w = src_op(u, i, s == Stage::OPTIMIZED ? std::initializer_list<Ops>{Ops::RANGE, Ops::LANE} : std::initializer_list<Ops>{Ops::RANGE});
+        !w.empty())
+      return w;
     if (s == Stage::KERNEL && u.src[i]->varg()[2] != int64_t(AxisType::REDUCE)) return cat("src[", i, "] is not a REDUCE range");
   }
   return "";
@@ -320,14 +332,20 @@ inline std::string snippet(const UOp& u) {
   return out;
 }
 [[noreturn]] inline void fail(const UOp& u, Stage s, std::string_view pass, const std::string& why) {
-  throw SpecError(s, std::string(pass), u.op, cat("tinygrad: IR spec of stage '", stage_name(s), "' broken after pass '", pass, "': ", op_name(u.op), ": ", why, "\n", snippet(u)));
+  throw SpecError(
+      s, std::string(pass), u.op,
+      cat("tinygrad: IR spec of stage '", stage_name(s), "' broken after pass '", pass, "': ", op_name(u.op), ": ", why, "\n", snippet(u)));
 }
 // u against its row of stage s's spec
 inline void check_node(const UOp& u, Stage s, std::string_view pass) {
   const OpSpec& r = table[size_t(u.op)];
   if (!at(s, r.stages)) fail(u, s, pass, "not legal in this stage");
   if (int(u.src.size()) < r.min_src || (r.max_src >= 0 && int(u.src.size()) > r.max_src))
-    fail(u, s, pass, cat(u.src.size(), " sources, must be ", int(r.min_src), r.max_src == r.min_src ? "" : r.max_src < 0 ? " or more" : cat(" to ", int(r.max_src))));
+    fail(u, s, pass,
+         cat(u.src.size(), " sources, must be ", int(r.min_src),
+             r.max_src == r.min_src ? ""
+             : r.max_src < 0        ? " or more"
+                                    : cat(" to ", int(r.max_src))));
   if (!arg_is(u.arg, r.arg)) fail(u, s, pass, cat("the arg must be ", arg_kind_name(r.arg), ", is ", arg_str(u.arg)));
   if (u.vcount < 1 || (u.vcount > 1 && s <= Stage::KERNEL)) fail(u, s, pass, cat(u.vcount, " lanes: vectors come with opts"));
   if (auto w = r.rule(u, s); !w.empty()) fail(u, s, pass, w);

@@ -29,7 +29,10 @@ inline int64_t float_to_int(double x, DType dt) {
 inline double int_to_float(int64_t v, DType from) { return from == DType::UInt64 ? double(uint64_t(v)) : double(v); }
 // a double rounded to a float dtype
 inline double round_float(DType dt, double x) {
-  return dt == DType::Float32 ? double(float(x)) : dt == DType::Float16 ? f16_to_f32(f32_to_f16(float(x))) : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x))) : x;
+  return dt == DType::Float32    ? double(float(x))
+         : dt == DType::Float16  ? f16_to_f32(f32_to_f16(float(x)))
+         : dt == DType::BFloat16 ? bf16_to_f32(f32_to_bf16(float(x)))
+                                 : x;
 }
 
 inline int64_t ival(const UOpRef& u) { return std::get<int64_t>(u->arg); }  // an int constant
@@ -50,8 +53,14 @@ struct Linear {
       stack.pop_back();
       if (u->op == Ops::CONST && u->vcount == 1) { k = wadd(k, wmul(c, ival(u))); continue; }
       if (u->op == Ops::ADD) { stack.push_back({&u->src[1], c}); stack.push_back({&u->src[0], c}); continue; }
-      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) { stack.push_back({&u->src[0], wmul(c, ival(u->src[1]))}); continue; }
-      if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) { stack.push_back({&u->src[1], wmul(c, ival(u->src[0]))}); continue; }
+      if (u->op == Ops::MUL && u->src[1]->op == Ops::CONST && u->src[1]->vcount == 1) {
+        stack.push_back({&u->src[0], wmul(c, ival(u->src[1]))});
+        continue;
+      }
+      if (u->op == Ops::MUL && u->src[0]->op == Ops::CONST && u->src[0]->vcount == 1) {
+        stack.push_back({&u->src[1], wmul(c, ival(u->src[0]))});
+        continue;
+      }
       bool found = false;
       for (auto& [t, tc] : terms) if (t == u) { tc = wadd(tc, c); found = true; break; }
       if (!found) terms.emplace_back(u, c);
@@ -205,7 +214,8 @@ inline const PatternMatcher& symbolic() {
   using detail::is_int_scalar;
   static const PatternMatcher pm{
       // constant folding
-      {UPat::ops_of(ops_where(is_alu), "a"), [](const Match& m) -> UOpRef {
+      {UPat::ops_of(ops_where(is_alu), "a"),
+       [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          if (a->vcount != 1) return nullptr;
          DType sdt = a->src[a->op == Ops::WHERE ? 1 : 0]->dtype;
@@ -215,7 +225,11 @@ inline const PatternMatcher& symbolic() {
            auto& s = a->src[i];
            if (s->op != Ops::CONST || s->vcount != 1) return nullptr;
            v.f[i] = is_float(s->dtype) ? detail::round_float(s->dtype, s->const_value()) : s->const_value();  // as the kernel holds it
-           if (auto* x = std::get_if<int64_t>(&s->arg)) { v.s[i] = *x; v.u[i] = uint64_t(*x); } else ints = false;
+           if (auto* x = std::get_if<int64_t>(&s->arg)) {
+             v.s[i] = *x;
+             v.u[i] = uint64_t(*x);
+           } else
+             ints = false;
          }
          // ints exactly (a double holds 53 bits), floats in double rounded to their dtype
          auto& op = op_info(a->op);
@@ -224,7 +238,8 @@ inline const PatternMatcher& symbolic() {
          double r = op.fold_f(v);
          return const_uop(a->dtype, a->dtype == DType::Bool ? double(r != 0) : detail::round_float(a->dtype, r));
        }},
-      {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"), [](const Match& m) -> UOpRef {
+      {UPat::op(Ops::CAST, {UPat::cvar("c")}, "a"),
+       [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          auto& c = m["c"];
          if (a->vcount != 1) return nullptr;
@@ -237,7 +252,8 @@ inline const PatternMatcher& symbolic() {
       {idiv(UPat::var("x"), UPat::cnst(0)), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
       {UPat::var("x") % UPat::cnst(0), [](const Match& m) { return const_int(m["x"]->dtype, 0); }},
       // a node whose value range is one number is that number
-      {UPat::ops_of({Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::WHERE}, "a"),
+      {UPat::ops_of({Ops::ADD, Ops::MUL, Ops::IDIV, Ops::MOD, Ops::MAX, Ops::CMPLT, Ops::CMPNE, Ops::CMPEQ, Ops::AND, Ops::OR, Ops::XOR, Ops::WHERE},
+                    "a"),
        [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          return !is_float(a->dtype) && a->vcount == 1 && a->vmin == a->vmax ? const_int(a->dtype, a->vmin) : nullptr;
@@ -259,17 +275,20 @@ inline const PatternMatcher& symbolic() {
       {max(UPat::var("x"), UPat::var("x")), [](const Match& m) { return m["x"]; }},
       {UPat::op(Ops::CAST, {UPat::var("x")}, "c"), [](const Match& m) -> UOpRef { return m["c"]->dtype == m["x"]->dtype ? m["x"] : nullptr; }},
       // (x // a) // b -> x // (a*b)
-      {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")), [](const Match& m) -> UOpRef {
+      {idiv(idiv(UPat::var("x"), UPat::cvar("a")), UPat::cvar("b")),
+       [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && m["x"]->vmin >= 0 && detail::i128(a) * b <= detail::int_max(m["x"]->dtype) ? idiv(m["x"], a * b) : nullptr;
        }},
       // (x % (c*k)) % c -> x % c
-      {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"), [](const Match& m) -> UOpRef {
+      {(UPat::var("x") % UPat::cvar("a")) % UPat::cvar("b"),
+       [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(m["x"], b) : nullptr;
        }},
       // (x % (c*k)) // c -> (x // c) % k
-      {idiv(UPat::var("x") % UPat::cvar("a"), UPat::cvar("b")), [](const Match& m) -> UOpRef {
+      {idiv(UPat::var("x") % UPat::cvar("a"), UPat::cvar("b")),
+       [](const Match& m) -> UOpRef {
          int64_t a = detail::ival(m["a"]), b = detail::ival(m["b"]);
          return a > 0 && b > 0 && a % b == 0 && m["x"]->vmin >= 0 ? mod(idiv(m["x"], b), a / b) : nullptr;
        }},
@@ -277,13 +296,15 @@ inline const PatternMatcher& symbolic() {
       {UPat::op(Ops::IDIV, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
       {UPat::op(Ops::MOD, {UPat::var(), UPat::cvar()}, "d"), [](const Match& m) { return detail::fold_divmod(m["d"]); }},
       // (x + c1) < c2 -> x < c2 - c1 ; x*c < d -> x < ceil(d/c)  (where the sum or product cannot wrap)
-      {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"), [](const Match& m) -> UOpRef {
+      {(UPat::var("x") + UPat::cvar("c1")) < UPat::cvar("c2"),
+       [](const Match& m) -> UOpRef {
          auto& x = m["x"];
          if (!is_int_scalar(x)) return nullptr;
          detail::i128 c1 = detail::ival(m["c1"]), d = detail::i128(detail::ival(m["c2"])) - c1;
          return detail::fits(x->dtype, x->vmin + c1, x->vmax + c1) && detail::fits(x->dtype, d, d) ? lt(x, int64_t(d)) : nullptr;
        }},
-      {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"), [](const Match& m) -> UOpRef {
+      {(UPat::var("x") * UPat::cvar("c")) < UPat::cvar("d"),
+       [](const Match& m) -> UOpRef {
          auto& x = m["x"];
          if (!is_int_scalar(x)) return nullptr;
          int64_t c = detail::ival(m["c"]), d = detail::ival(m["d"]);
@@ -291,7 +312,8 @@ inline const PatternMatcher& symbolic() {
          return lt(x, int64_t(d > 0 ? (detail::i128(d) + c - 1) / c : -((-detail::i128(d)) / c)));
        }},
       // canonical linear form of integer sums: like terms merged, sorted, constant last
-      {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"), [](const Match& m) -> UOpRef {
+      {UPat::ops_of({Ops::ADD, Ops::MUL}, "a"),
+       [](const Match& m) -> UOpRef {
          auto& a = m["a"];
          if (!is_int_scalar(a)) return nullptr;
          if (a->op == Ops::MUL && a->src[1]->op != Ops::CONST) return nullptr;
@@ -300,7 +322,8 @@ inline const PatternMatcher& symbolic() {
        }},
       {UPat::ops_of({Ops::REDUCE}, "red"), [](const Match& m) { return detail::fold_onehot_reduce(m["red"]); }},
       // x * c  with c on the right
-      {UPat::op(Ops::MUL, {UPat::cvar("c"), UPat::var("x")}), [](const Match& m) -> UOpRef {
+      {UPat::op(Ops::MUL, {UPat::cvar("c"), UPat::var("x")}),
+       [](const Match& m) -> UOpRef {
          return m["x"]->op == Ops::CONST ? nullptr : make_uop(Ops::MUL, m["x"]->dtype, {m["x"], m["c"]}, {}, m["x"]->vcount);
        }},
   };

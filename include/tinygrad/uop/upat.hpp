@@ -21,7 +21,13 @@ struct UPat {
   static UPat var(std::string name = "", std::vector<DType> dts = {}) { UPat p; p.name = std::move(name); p.dtypes = std::move(dts); return p; }
   static UPat cvar(std::string name = "") { UPat p; p.ops = {Ops::CONST}; p.name = std::move(name); return p; }
   static UPat cnst(double v) { UPat p; p.ops = {Ops::CONST}; p.arg = Arg{}; p.cval = v; return p; }
-  static UPat op(Ops o, std::vector<UPat> s = {}, std::string name = "") { UPat p; p.ops = {o}; p.src = std::move(s); p.name = std::move(name); return p; }
+  static UPat op(Ops o, std::vector<UPat> s = {}, std::string name = "") {
+    UPat p;
+    p.ops = {o};
+    p.src = std::move(s);
+    p.name = std::move(name);
+    return p;
+  }
   static UPat ops_of(std::vector<Ops> o, std::string name = "") { UPat p; p.ops = std::move(o); p.name = std::move(name); return p; }
   UPat named(std::string n) const { UPat p = *this; p.name = std::move(n); return p; }
   UPat with_dtypes(std::vector<DType> d) const { UPat p = *this; p.dtypes = std::move(d); return p; }
@@ -115,7 +121,8 @@ class PatternMatcher {
 // rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
 // keep (optional): nodes left as they are, with everything below them (a realized value in a tensor graph).
 // NOTE: iterative (an explicit stack), so a graph of any depth rewrites
-inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr, const std::function<bool(const UOp*)>& keep = nullptr) {
+inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* ctx = nullptr,
+                            const std::function<bool(const UOp*)>& keep = nullptr) {
   // node -> (node, its rewrite or null while in progress); holding the key keeps its address from being reused
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> memo;
   struct Frame { UOpRef u, x, r; int stage; };  // stage 0: enter, 1: sources done, 2: r (what x became) done
