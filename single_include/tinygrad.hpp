@@ -1397,10 +1397,16 @@ class ThreadPool {
   bool stop_ = false;
 };
 
+}  // namespace tinygrad::detail
+
+namespace tinygrad {  // public (runtime/device.hpp declares it): the CPU device's thread count
 TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
   static const int hw = int(std::thread::hardware_concurrency());  // NOTE: glibc reads /sys each call (~7 us)
   return std::max(1, flags().threads > 0 ? flags().threads : hw);
 })
+}  // namespace tinygrad
+
+namespace tinygrad::detail {
 // vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
 inline int cpu_vector_registers() {
 #if defined(__x86_64__) || defined(__i386__)
