@@ -500,7 +500,10 @@ inline std::string print_graph(const UOpRef& root) {
     s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "",
                      " [");
     for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += detail::cat("] ", detail::arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
+    // NOTE: a variable by its name and range, not its name's id (which depends on the order a process met the names:
+    // BEAM's disk cache is keyed by this text)
+    std::string arg = u->op == Ops::DEFINE_VAR ? detail::cat(detail::var_name(*u), "[", u->varg()[0], "..", u->varg()[1], "]") : detail::arg_str(u->arg);
+    s += detail::cat("] ", arg, u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }
