@@ -558,7 +558,8 @@ class GPURenderer : public CStyleRenderer {
     for (int64_t i = 0; i < n; i++) ps[nv + size_t(i)] = cat(lang.buffer_prefix, "unsigned char* unused", i);
     for (size_t j = 0; j < c.param_ids.size(); j++) {
       int64_t i = c.param_ids[j];
-      ps[nv + size_t(i)] = cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
+      ps[nv + size_t(i)] =
+          cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
     }
     return join(ps);
   }

@@ -63,7 +63,8 @@ class BoundVariable {
 };
 
 inline BoundVariable Variable::bind(int64_t value) const {
-  if (value < min_ || value > max_) throw VariableError(detail::cat("tinygrad::Variable::bind: ", name_, " = ", value, " is outside [", min_, ", ", max_, "]"));
+  if (value < min_ || value > max_)
+    throw VariableError(detail::cat("tinygrad::Variable::bind: ", name_, " = ", value, " is outside [", min_, ", ", max_, "]"));
   return BoundVariable(*this, value);
 }
 

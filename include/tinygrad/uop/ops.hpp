@@ -502,7 +502,8 @@ inline std::string print_graph(const UOpRef& root) {
     for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
     // NOTE: a variable by its name and range, not its name's id (which depends on the order a process met the names:
     // BEAM's disk cache is keyed by this text)
-    std::string arg = u->op == Ops::DEFINE_VAR ? detail::cat(detail::var_name(*u), "[", u->varg()[0], "..", u->varg()[1], "]") : detail::arg_str(u->arg);
+    std::string arg =
+        u->op == Ops::DEFINE_VAR ? detail::cat(detail::var_name(*u), "[", u->varg()[0], "..", u->varg()[1], "]") : detail::arg_str(u->arg);
     s += detail::cat("] ", arg, u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
