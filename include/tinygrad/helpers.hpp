@@ -72,6 +72,7 @@ struct DTypeError : Error { using Error::Error; };    // dtypes that do not fit 
 struct IndexError : Error { using Error::Error; };    // axes, slices, indices out of range
 struct DeviceError : Error { using Error::Error; };   // missing driver/compiler/device, out of memory
 struct JitError : Error { using Error::Error; };      // a TinyJit call that does not fit what was captured
+struct VariableError : Error { using Error::Error; };  // a variable's bad range or name, a value outside its range
 struct CompileError : Error {                         // a kernel that failed to compile
   std::string source, log;
   CompileError(const std::string& what, std::string src, std::string lg)

@@ -11,6 +11,7 @@ struct ProgramSpec {
   std::string src;
   std::vector<Opt> opts;
   LaunchDims launch;    // CPU: cores; GPU: workgroups and their threads
+  std::vector<UOpRef> vars;  // the DEFINE_VARs whose values a launch passes, in order (tensor/variable.hpp)
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
 };
@@ -232,7 +233,10 @@ inline ProgramSpec to_program(const Kernel& k) {
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
   spec.linear(lin);
-  for (auto& u : lin) p.launch.smem += CStyleRenderer::dynamic_smem(*u);
+  for (auto& u : lin) {
+    p.launch.smem += CStyleRenderer::dynamic_smem(*u);
+    if (u->op == Ops::DEFINE_VAR) p.vars.push_back(u);
+  }
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);

@@ -169,7 +169,11 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::vector<UOpRef> out;
   std::unordered_map<const UOp*, bool> done;
   auto emit = [&](const UOpRef& u) { if (!done[u.get()]) { done[u.get()] = true; out.push_back(u); } };
-  // params and specials first
+  // variables (by name: the order of their values in a launch), then params and specials
+  std::vector<UOpRef> vars;
+  for (auto& u : topo) if (u->op == Ops::DEFINE_VAR) vars.push_back(u);
+  std::sort(vars.begin(), vars.end(), [](const UOpRef& a, const UOpRef& b) { return var_name(*a) < var_name(*b); });
+  for (auto& u : vars) emit(u);
   for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::DEFINE_LOCAL || u->op == Ops::SPECIAL) emit(u);
 
   auto emit_group = [&](const UOpRef& red) {

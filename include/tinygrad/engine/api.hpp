@@ -36,8 +36,10 @@ TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots);
 // what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
 TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                          const std::vector<std::shared_ptr<Buffer>>& outputs);
-// run the program again over new input buffers (as many as captured, same sizes); returns the outputs
-TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs);
+// run the program again over new input buffers (as many as captured, same sizes) with these values of its variables
+// (by DEFINE_VAR; a variable not given keeps its captured value); returns the outputs
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                             const std::vector<std::pair<const UOp*, int64_t>>& vars = {});
 // why two captures of one function differ ("" where they run the same kernels over the same buffers)
 TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b);
 TINYGRAD_API size_t jit_kernel_count(const JitProgram& p);

@@ -12,6 +12,7 @@ struct JitProgram {
   struct Step {
     std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]
     std::vector<int> slots;
+    std::vector<int64_t> vals;          // its variables' values (k->spec.vars) at the capture; a replay may bind others
   };
   std::vector<Step> steps;
   // the table: inputs [0, n_in), then `fixed`, then `pool` (the planned intermediates), then `fresh` (the outputs
@@ -25,6 +26,8 @@ struct JitProgram {
   // replay state (replays hold the engine lock)
   std::vector<std::shared_ptr<Buffer>> table;
   std::vector<std::vector<void*>> args;    // per step, the pointers last launched with
+  std::vector<std::vector<int64_t>> vals;  // per step, the variables' values last launched with
+  VarVals var_vals;                        // the values this replay binds (TinyJit's variable arguments)
   std::unique_ptr<GraphExec> graph;
   bool graph_tried = false;
 };
@@ -148,7 +151,7 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
     p->fresh.push_back({b->device, b->dtype, b->size});
   }
   for (auto& l : cap.launches) {
-    JitProgram::Step st{l.k, {}};
+    JitProgram::Step st{l.k, {}, l.vals};
     for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
     p->steps.push_back(std::move(st));
   }
@@ -185,16 +188,29 @@ TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::
   return p;
 }
 
+// the values a step launches with: each variable's value this replay binds, else its value at the capture
+inline std::vector<int64_t> step_vals(const JitProgram::Step& st, const VarVals& vv) {
+  std::vector<int64_t> v = st.vals;
+  for (size_t j = 0; j < v.size(); j++)
+    for (auto& [var, x] : vv) if (var == st.k->spec.vars[j].get()) v[j] = x;
+  return v;
+}
+
 // replay's launches: prepared calls in a loop, or the graph (built on the first replay)
 inline void launch_program(JitProgram& p) {
   auto& t = p.table;
   // the pointers each step launches with, updated in place; a graph updates only the steps whose pointers changed
-  if (p.args.empty()) p.args.resize(p.steps.size());
+  if (p.args.empty()) p.args.resize(p.steps.size()), p.vals.resize(p.steps.size());
   std::vector<size_t> changed;
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
     bool same = a.size() == sl.size();
+    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {
+      auto v = step_vals(st, p.var_vals);
+      same &= v == p.vals[s];
+      p.vals[s] = std::move(v);
+    }
     a.resize(sl.size());
     for (size_t i = 0; i < sl.size(); i++) {
       void* x = t[size_t(sl[i])]->ptr();
@@ -213,13 +229,13 @@ inline void launch_program(JitProgram& p) {
       if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
     }
     if (one && runtime(dev).graph) {
-      std::vector<std::pair<Program*, std::vector<void*>>> l;
-      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s]});
+      std::vector<GraphLaunch> l;
+      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s], p.vals[s]});
       p.graph = runtime(dev).graph(l);
     }
   }
   if (p.graph) {
-    for (size_t s : changed) p.graph->set_args(s, p.args[s]);
+    for (size_t s : changed) p.graph->set_args(s, p.args[s], p.vals[s]);
     p.graph->launch();
     run_stats().kernels_run += int64_t(p.steps.size());
     return;
@@ -227,7 +243,7 @@ inline void launch_program(JitProgram& p) {
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
-    double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
+    double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2);
     run_stats().kernels_run++;
     if (flags().debug >= 2)
       std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
@@ -235,9 +251,11 @@ inline void launch_program(JitProgram& p) {
   }
 }
 
-TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                             const std::vector<std::pair<const UOp*, int64_t>>& vars) {
   if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
   std::lock_guard lk(EngineState::get().mu);
+  p.var_vals = vars;
   auto& t = p.table;
   if (t.empty()) {
     t.resize(p.n_in);
@@ -251,7 +269,7 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, cons
   if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
     for (auto& st : p.steps)
-      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false);
+      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false, step_vals(st, p.var_vals));
       else copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]);
   } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;

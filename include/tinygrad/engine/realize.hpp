@@ -38,6 +38,7 @@ struct CompiledKernel {
 struct CapturedLaunch {
   std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]
   std::vector<std::shared_ptr<Buffer>> bufs;
+  std::vector<int64_t> vals;          // its variables' values (k->spec.vars)
 };
 struct Capture {
   std::vector<CapturedLaunch> launches;
@@ -52,25 +53,38 @@ inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, i
   return b;
 }
 
-// the one way a kernel runs (realize, static plans, TinyJit's replay): k over the buffers table[slots[i]]; returns
-// its time when `timed`. ptrs is scratch space.
+// the values of the variables a graph binds (its BIND nodes), by variable (DEFINE_VAR); a few at most
+using VarVals = std::vector<std::pair<const UOp*, int64_t>>;
+// the values a launch of k passes, in its order
+inline std::vector<int64_t> launch_vals(const ProgramSpec& k, const VarVals& vv) {
+  std::vector<int64_t> r;
+  for (auto& v : k.vars) {
+    auto it = std::find_if(vv.begin(), vv.end(), [&](auto& p) { return p.first == v.get(); });
+    if (it == vv.end()) throw VariableError(cat("tinygrad: kernel ", k.name, " reads variable ", var_name(*v), ", which nothing binds"));
+    r.push_back(it->second);
+  }
+  return r;
+}
+
+// the one way a kernel runs (realize, static plans, TinyJit's replay): k over the buffers table[slots[i]] with its
+// variables' values; returns its time when `timed`. ptrs is scratch space.
 inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::vector<int>& slots, const std::vector<std::shared_ptr<Buffer>>& table,
-                         std::vector<void*>& ptrs, bool timed) {
+                         std::vector<void*>& ptrs, bool timed, const std::vector<int64_t>& vals = {}) {
   ptrs.clear();
   for (int s : slots) ptrs.push_back(table[size_t(s)]->ptr());
   if (Capture* c = capturing()) {
-    auto& l = c->launches.emplace_back(CapturedLaunch{k, {}});
+    auto& l = c->launches.emplace_back(CapturedLaunch{k, {}, vals});
     for (int s : slots) l.bufs.push_back(table[size_t(s)]);
   }
   run_stats().kernels_run++;
-  return k->prg->call(ptrs, {}, timed);
+  return k->prg->call(ptrs, vals, timed);
 }
 
 // the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
 inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
   if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
-  if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
+  if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -257,6 +271,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   std::unordered_map<const UOp*, int> input_slot, topo_id;
   std::vector<std::shared_ptr<Buffer>> inputs;
   std::string device;
+  VarVals var_vals;
   for (auto& root : roots) {
     std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
     while (!stack.empty()) {
@@ -264,6 +279,16 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
       if (topo_id.count(u)) { stack.pop_back(); continue; }
       // a COPY not done yet: do the copies first (they become leaves), then start over
       if (u->op == Ops::COPY && !is_leaf(u)) { realize_copies(roots); return realize_locked(roots_in); }
+      // a bound variable: its value is no part of the key (one plan for every value), it is passed to the kernels
+      if (u->op == Ops::BIND && i == 1) {
+        i++;
+        const UOp* var = u->src[0].get();
+        int64_t v = u->src[1]->iarg();
+        auto it = std::find_if(var_vals.begin(), var_vals.end(), [&](auto& p) { return p.first == var; });
+        if (it == var_vals.end()) var_vals.push_back({var, v});
+        else if (it->second != v) throw VariableError(cat("tinygrad: one graph binds ", var_name(*var), " to ", it->second, " and to ", v));
+        continue;
+      }
       if (!is_leaf(u) && i < u->src.size()) { const UOp* s = u->src[i++].get(); if (!topo_id.count(s)) stack.push_back({s, 0}); continue; }
       topo_id[u] = int(topo_id.size());
       if (const std::string* d = node_device(u)) {
@@ -277,7 +302,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
         for (auto x : u->shape) key.push_back(uint64_t(x));
       } else {
         key.insert(key.end(), {uint64_t(u->op) + 1, uint64_t(u->dtype), arg_hash(u->arg), u->src.size()});
-        for (auto& s : u->src) key.push_back(uint64_t(topo_id.at(s.get())));
+        for (auto& s : u->src) key.push_back(u->op == Ops::BIND && s == u->src[1] ? 0xB1ADull : uint64_t(topo_id.at(s.get())));
       }
       stack.pop_back();
     }
@@ -317,7 +342,8 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   std::vector<void*> ptrs;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& ck = *plan->kernels[k];
-    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2);
+    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2,
+                           ck.spec.vars.empty() ? std::vector<int64_t>{} : launch_vals(ck.spec, var_vals));
     if (flags().debug >= 2) {
       double mem = 0;
       for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());

@@ -276,6 +276,8 @@ class Scheduler {
            return x.s.load(x.c, u, idx_of(m["m"]), m["m"]->src[1]);
          }},
         {at({Ops::CONST}), [](M m) -> UOpRef { return make_uop(Ops::CONST, m["u"]->dtype, {}, m["u"]->arg); }},
+        // a bound variable: the kernel takes its value as an argument (realize passes it), so any value runs one kernel
+        {at({Ops::BIND}), [](M m) -> UOpRef { return m["u"]->src[0]; }},
         {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
         {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
         // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo

@@ -92,11 +92,18 @@ inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p)
 
 struct Candidate { Kernel k; double t; };
 
+// the variables' values BEAM times a kernel at: the middle of each range (tinygrad's choice). The winner is cached for
+// the kernel, so for every value: a kernel whose best opts differ across its range is tuned for the middle.
+inline std::vector<int64_t> timing_vals(const ProgramSpec& p) {
+  std::vector<int64_t> v;
+  for (auto& x : p.vars) v.push_back(x->varg()[0] + (x->varg()[1] - x->varg()[0]) / 2);
+  return v;
+}
 // one timed run; more runs (best of 3) only for candidates within 3x of the best so far
-inline double time_program(Program& prg, const std::vector<void*>& ptrs, double best) {
-  double t = prg.call(ptrs, {}, true);
+inline double time_program(Program& prg, const std::vector<void*>& ptrs, const std::vector<int64_t>& vals, double best) {
+  double t = prg.call(ptrs, vals, true);
   if (t > best * 3) return t;  // hopeless: no more runs
-  for (int i = 0; i < 2; i++) t = std::min(t, prg.call(ptrs, {}, true));
+  for (int i = 0; i < 2; i++) t = std::min(t, prg.call(ptrs, vals, true));
   return t;
 }
 
@@ -137,7 +144,7 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
     if (bins[i].empty()) continue;
     try {
       auto prg = rt.load(specs[i].fn, bins[i], specs[i].launch);
-      double t = time_program(*prg, ptrs, best);
+      double t = time_program(*prg, ptrs, timing_vals(specs[i]), best);
       out.push_back({std::move(kept[i]), t});
       best = std::min(best, t);
       search_stats().candidates++;
@@ -153,14 +160,16 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
 // and the start alternately (best of 5 each, at most ~1 s) and keep the winner only if it is still 2% faster.
 inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRuntime& rt, const std::vector<void*>& ptrs) {
   std::vector<std::unique_ptr<Program>> prgs;
+  std::vector<std::vector<int64_t>> vals;
   for (const Kernel* k : {&winner, &start}) {
     auto p = to_program(*k);
     prgs.push_back(rt.load(p.fn, rt.compiler->compile(p.src), p.launch));
+    vals.push_back(timing_vals(p));
   }
   double tw = 1e30, ts = 1e30, t0 = now_s();
   for (int i = 0; i < 5 && (i < 2 || now_s() - t0 < 1); i++) {
-    tw = std::min(tw, prgs[0]->call(ptrs, {}, true));
-    ts = std::min(ts, prgs[1]->call(ptrs, {}, true));
+    tw = std::min(tw, prgs[0]->call(ptrs, vals[0], true));
+    ts = std::min(ts, prgs[1]->call(ptrs, vals[1], true));
   }
   if (flags().debug >= 2) std::fprintf(stderr, "BEAM confirm: winner %.2f us, start %.2f us\n", tw * 1e6, ts * 1e6);
   return tw < ts * 0.98;

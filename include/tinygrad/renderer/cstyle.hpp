@@ -76,6 +76,7 @@ class CStyleRenderer : public Renderer {
     std::vector<std::string> params;
     std::vector<DType> param_dtypes;
     std::vector<int64_t> param_ids;
+    std::vector<std::string> vars;  // the variables' names, in the order a launch passes their values
     std::set<std::string> typedefs;
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
@@ -316,6 +317,7 @@ class CStyleRenderer : public Renderer {
     std::string s;
     for (size_t i = 0; i < c.params.size(); i++)
       s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
+    for (size_t j = 0; j < c.vars.size(); j++) s += cat("  const int ", c.vars[j], " = (int)vals[", j, "];\n");
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
@@ -432,6 +434,10 @@ inline CStyleRenderer::CStyleRenderer() {
        c.param_dtypes.push_back(x.dtype);
        c.param_ids.push_back(i);
      }},
+    {Ops::DEFINE_VAR, [](Ctx& c, const UOp& x) {
+       c.r[&x] = "var_" + var_name(x);  // NOTE: a prefix: no variable's name meets the kernel's own names
+       c.vars.push_back(c.r[&x]);
+     }},
     {Ops::DEFINE_LOCAL, [this](Ctx& c, const UOp& x) {
        c.r[&x] = cat("temp", x.varg()[0]);
        // a raw buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
@@ -540,15 +546,20 @@ class GPURenderer : public CStyleRenderer {
   int64_t vector_lanes(DType dt) const override { return itemsize(dt) == 4 && dt != DType::Bool ? 4 : 1; }
 
  protected:
-  // parameters in buffer order; a gap (a buffer the kernel never touches) keeps its place
+  // the variables' values first, then the buffers in their order; a gap (a buffer the kernel never touches) keeps its
+  // place
   std::string signature(const Ctx& c) const override {
     int64_t n = 0;
     for (auto i : c.param_ids) n = std::max(n, i + 1);
-    std::vector<std::string> ps(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; i++) ps[size_t(i)] = cat(lang.buffer_prefix, "unsigned char* unused", i);
+    std::vector<std::string> ps;
+    for (auto& v : c.vars) ps.push_back("const int " + v);
+    size_t nv = ps.size();
+    ps.resize(nv + size_t(n));
+    for (int64_t i = 0; i < n; i++) ps[nv + size_t(i)] = cat(lang.buffer_prefix, "unsigned char* unused", i);
     for (size_t j = 0; j < c.param_ids.size(); j++) {
       int64_t i = c.param_ids[j];
-      ps[size_t(i)] = cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
+      ps[nv + size_t(i)] =
+          cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
     }
     return join(ps);
   }

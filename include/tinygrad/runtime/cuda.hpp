@@ -238,15 +238,23 @@ class CUDAProgram : public Program {
     for (auto e : ev_) d_->api->cuEventDestroy(e);
     d_->api->cuModuleUnload(mod_);
   }
+  // a launch's parameters: pointers to the variables' values (as the kernel's ints, held in v32), then to the buffers
+  static std::vector<void*> kernel_args(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, std::vector<int>& v32) {
+    v32.assign(vals.begin(), vals.end());
+    std::vector<void*> r;
+    for (auto& v : v32) r.push_back(&v);
+    for (auto& b : bufs) r.push_back(const_cast<void**>(&b));
+    return r;
+  }
   // the launch as a graph node's parameters (params: pointers to the arguments)
   CudaApi::KernelNode node(void** params) const {
     return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
   }
-  double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
+  double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
     auto& a = *d_->api;
     d_->current();
-    std::vector<void*> args(bufs.size());
-    for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
+    std::vector<int> v32;
+    auto args = kernel_args(bufs, vals, v32);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
     a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
             "cuLaunchKernel");
@@ -267,13 +275,14 @@ class CUDAProgram : public Program {
 // TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
 class CUDAGraph : public GraphExec {
  public:
-  CUDAGraph(std::shared_ptr<CudaDevice> d, const std::vector<std::pair<Program*, std::vector<void*>>>& launches) : d_(std::move(d)) {
+  CUDAGraph(std::shared_ptr<CudaDevice> d, const std::vector<GraphLaunch>& launches) : d_(std::move(d)) {
     auto& a = *d_->api;
     d_->current();
     a.check(a.cuGraphCreate(&graph_, 0), "cuGraphCreate");
-    for (auto& [p, bufs] : launches) {
-      auto* prg = static_cast<CUDAProgram*>(p);  // NOTE: the engine gives a device's graph only that device's programs
-      auto params = args(bufs);
+    for (auto& l : launches) {
+      auto* prg = static_cast<CUDAProgram*>(l.prg);  // NOTE: the engine gives a device's graph only that device's programs
+      std::vector<int> v32;
+      auto params = CUDAProgram::kernel_args(l.bufs, l.vals, v32);
       auto kn = prg->node(params.data());
       void* node = nullptr;
       a.check(a.cuGraphAddKernelNode(&node, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &kn), "cuGraphAddKernelNode");
@@ -288,20 +297,16 @@ class CUDAGraph : public GraphExec {
     if (exec_) d_->api->cuGraphExecDestroy(exec_);
     if (graph_) d_->api->cuGraphDestroy(graph_);
   }
-  void set_args(size_t i, const std::vector<void*>& bufs) override {
+  void set_args(size_t i, const std::vector<void*>& bufs, const std::vector<int64_t>& vals) override {
     d_->current();
-    auto params = args(bufs);
+    std::vector<int> v32;
+    auto params = CUDAProgram::kernel_args(bufs, vals, v32);
     auto kn = progs_[i]->node(params.data());
     d_->api->check(d_->api->cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &kn), "cuGraphExecKernelNodeSetParams");
   }
   void launch() override { d_->current(); d_->api->check(d_->api->cuGraphLaunch(exec_, nullptr), "cuGraphLaunch"); }
 
  private:
-  static std::vector<void*> args(const std::vector<void*>& bufs) {
-    std::vector<void*> r(bufs.size());
-    for (size_t i = 0; i < bufs.size(); i++) r[i] = const_cast<void**>(&bufs[i]);
-    return r;
-  }
   std::shared_ptr<CudaDevice> d_;
   void *graph_ = nullptr, *exec_ = nullptr;
   std::vector<void*> nodes_;
@@ -346,7 +351,7 @@ inline DeviceSpec cuda_device() {
     };
     rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
     if (dv->api->graphs())
-      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> {
+      rt->graph = [dv](const std::vector<GraphLaunch>& l) -> std::unique_ptr<GraphExec> {
         return std::make_unique<CUDAGraph>(dv, l);
       };
     if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);

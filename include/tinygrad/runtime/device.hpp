@@ -152,10 +152,15 @@ struct Program {
 
 // turns source into a binary; cache_key() names the compiler and its flags
 // kernel launches replayed as one (a CUDA graph): built once over programs and their arguments; set_args changes a
-// launch's buffers before the next launch()
+// launch's buffers and variable values before the next launch()
+struct GraphLaunch {
+  Program* prg;
+  std::vector<void*> bufs;
+  std::vector<int64_t> vals;
+};
 struct GraphExec {
   virtual ~GraphExec() = default;
-  virtual void set_args(size_t i, const std::vector<void*>& bufs) = 0;
+  virtual void set_args(size_t i, const std::vector<void*>& bufs, const std::vector<int64_t>& vals) = 0;
   virtual void launch() = 0;
 };
 
@@ -225,7 +230,7 @@ struct DeviceRuntime {
   std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const LaunchDims& launch)> load;
   std::function<void()> synchronize = [] {};
   // optional: the launches (program, buffers) as one graph; nullptr where the device cannot (TinyJit loops instead)
-  std::function<std::unique_ptr<GraphExec>(const std::vector<std::pair<Program*, std::vector<void*>>>&)> graph;
+  std::function<std::unique_ptr<GraphExec>(const std::vector<GraphLaunch>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)

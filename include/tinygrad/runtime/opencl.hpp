@@ -294,12 +294,18 @@ class CLProgram : public Program {
     for (size_t i = 0; i < 3; i++) { local_[i] = size_t(launch.local[i]); global_[i] = size_t(launch.global[i]) * local_[i]; }
   }
   ~CLProgram() override { d_->api->clReleaseKernel(k_); release_program(); }
-  double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
+  double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
     std::lock_guard lk(mu_);  // kernel arguments are state of the kernel object
     // NOTE: the first launch waits: PoCL compiles a kernel's work-group function at its first launch, on a worker
     // thread; done asynchronously it could still be compiling when the process exits, and abort in a torn-down LLVM
     wait = wait || std::exchange(first_, false);
-    for (unsigned i = 0; i < nargs_ && i < bufs.size(); i++) cl_check(d_->api->clSetKernelArg(k_, i, sizeof(void*), &bufs[i]), "clSetKernelArg");
+    // the variables' values first (ints), then the buffers
+    for (unsigned i = 0; i < nargs_ && i < vals.size(); i++) {
+      int v = int(vals[i]);
+      cl_check(d_->api->clSetKernelArg(k_, i, sizeof v, &v), "clSetKernelArg");
+    }
+    for (size_t i = 0; vals.size() + i < nargs_ && i < bufs.size(); i++)
+      cl_check(d_->api->clSetKernelArg(k_, unsigned(vals.size() + i), sizeof(void*), &bufs[i]), "clSetKernelArg");
     void* ev = nullptr;
     int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global_, local_, 0, nullptr, wait ? &ev : nullptr);
     // NOTE: some drivers allocate buffers lazily, at the first kernel that touches them

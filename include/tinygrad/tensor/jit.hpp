@@ -18,11 +18,13 @@
 // replay binds it, and assigns the new value of an assigned one, as a call would), fresh random numbers for
 // rand()/dropout, and data written in place into buffers it reads (Optimizer::set_lr). A tensor it binds that moved
 // to another device is a JitError. What it does not: C++ values (a double, a branch) and tensors made from host data
-// inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors are
+// inside the function are constants of the capture; pass what changes as tensor arguments, or an integer as a BoundVariable
+// argument (tensor/variable.hpp): a replay passes each call's value to the kernels, with no new capture. The returned tensors are
 // new on every call. From the second call on, a call whose kernels differ from the one before throws JitError saying
 // how (the first call may differ: it may initialize state). One tensor passed for two arguments at a recorded call
 // reaches the function as two tensors (the second over a copy), so the capture tells the arguments apart.
 // Threads: a TinyJit may be called from several threads; the calls take turns (one runs at a time).
+#include <array>
 #include <atomic>
 #include <functional>
 #include <mutex>
@@ -40,8 +42,8 @@ class JitCore : JitRecorder {
   using Run = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   explicit JitCore(std::string name) : name_(std::move(name)) {}
   ~JitCore() override = default;
-  // call the function (run) on args, or replay it; returns the returned tensors
-  std::vector<Tensor> call(const std::vector<Tensor>& args, const Run& run);
+  // call the function (run) on args and vars (its BoundVariable arguments), or replay it; returns the returned tensors
+  std::vector<Tensor> call(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars, const Run& run);
   int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
   bool captured() const TINYGRAD_MEMBER_DEF({ return captured_; })
   size_t kernel_count() const TINYGRAD_MEMBER_DEF({
@@ -83,13 +85,14 @@ class JitCore : JitRecorder {
   Bound made_before(const Tensor& t);
   std::shared_ptr<Buffer> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
-  std::vector<Tensor> replay(const std::vector<Tensor>& args);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
 
   std::string name_;
   mutable std::mutex mu_;  // held by a call: calls from several threads take turns
   std::atomic<int64_t> calls_{0};
   std::vector<Sig> in_sig_, out_sig_;  // the first call's arguments; the capture's returned tensors
+  std::vector<Variable> var_sig_;      // the first call's variable arguments
   std::shared_ptr<JitProgram> prog_, prev_;
   Record cur_, rec_;  // the call being recorded; the last recorded call
   std::unordered_set<const void*> heard_;  // the tensors (Impl) the recorded call has read or assigned so far
@@ -105,9 +108,18 @@ const Tensor& jit_arg(const A& a) {
   if constexpr (std::is_same_v<A, Tensor>) return a;
   else {
     static_assert(StaticTensorLike<A>,
-        "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
+                  "TinyJit: arguments must be tensors (Tensor or static tensors) or BoundVariables; a C++ value would be a constant of "
+                  "the capture, so pass it as a tensor or a variable");
     return a.tensor();
   }
+}
+// each argument's place among the tensor arguments (a BoundVariable's: none)
+template <class... A>
+constexpr std::array<size_t, sizeof...(A)> tensor_places() {
+  std::array<size_t, sizeof...(A)> r{};
+  size_t n = 0, i = 0;
+  ((r[i++] = std::is_same_v<A, BoundVariable> ? ~size_t(0) : n++), ...);
+  return r;
 }
 
 template <class R> struct jit_result {
@@ -141,8 +153,14 @@ class TinyJit {
   template <class... A>
   auto operator()(const A&... args) {
     using R = std::invoke_result_t<F&, const A&...>;
-    std::vector<Tensor> in{detail::jit_arg(args)...};
-    auto outs = core_->call(in, [&](const std::vector<Tensor>& use) {
+    std::vector<Tensor> in;
+    std::vector<BoundVariable> vars;
+    auto add = [&]<class X>(const X& a) {
+      if constexpr (std::is_same_v<X, BoundVariable>) vars.push_back(a);
+      else in.push_back(detail::jit_arg(a));
+    };
+    (add(args), ...);
+    auto outs = core_->call(in, vars, [&](const std::vector<Tensor>& use) {
       return invoke<R>(use, std::index_sequence_for<A...>{}, args...);
     });
     if constexpr (!std::is_void_v<R>) {
@@ -160,9 +178,10 @@ class TinyJit {
   // f_ on the tensors `use` (the arguments, or a copy of one passed twice)
   template <class R, class... A, size_t... I>
   std::vector<Tensor> invoke(const std::vector<Tensor>& use, std::index_sequence<I...>, const A&... args) {
+    static constexpr auto place = detail::tensor_places<A...>();
     auto pass = [&]<class X>(const X& a, size_t i) -> X {
-      if constexpr (std::is_same_v<X, Tensor>) return use[i];
-      else if constexpr (std::is_constructible_v<X, const Tensor&>) return X(use[i]);  // aliases: the same tensor
+      if constexpr (std::is_same_v<X, Tensor>) return use[place[i]];
+      else if constexpr (std::is_constructible_v<X, const Tensor&>) return X(use[place[i]]);  // aliases: the same tensor
       else return a;
     };
     std::vector<Tensor> r;
@@ -233,11 +252,18 @@ TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
   return b.buf = std::move(buf);
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const Run& run) {
+TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars, const Run& run) {
   if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
-  if (n == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
+  if (n == 1) {
+    for (auto& a : args) in_sig_.push_back(Sig::of(a));
+    for (auto& v : vars) var_sig_.push_back(v.var());
+  }
+  if (vars.size() != var_sig_.size()) throw JitError(cat(where(), ": called with ", vars.size(), " variables, captured with ", var_sig_.size()));
+  for (size_t i = 0; i < vars.size(); i++)
+    if (!(vars[i].var() == var_sig_[i]))
+      throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
@@ -247,7 +273,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
                          in_sig_[i].device));
   }
   Tensor::realize_all(args);
-  return prog_ ? replay(args) : record(args, run);
+  return prog_ ? replay(args, vars) : record(args, run);
 }
 
 TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const Run& run) {
@@ -317,14 +343,16 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   return outs;
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args) {
+TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars) {
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   for (auto& a : args) in.push_back(a.buffer());
   for (auto& s : rec_.states) in.push_back(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
   for (auto& s : rec_.reads) in.push_back(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
-  auto out = jit_replay(*prog_, in);
+  std::vector<std::pair<const UOp*, int64_t>> vv;
+  for (auto& v : vars) vv.push_back({v.var().uop().get(), v.value()});
+  auto out = jit_replay(*prog_, in, vv);
   std::vector<Tensor> r;
   for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
   for (size_t j = 0; j < rec_.states.size(); j++) {

@@ -6,6 +6,7 @@
 #include "movement.hpp"
 #include "processing.hpp"
 #include "reduce.hpp"
+#include "variable.hpp"
 
 namespace tinygrad {
 
@@ -41,6 +42,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor() : Tensor(Tensor::zeros({})) {}
   explicit Tensor(UOpRef u, std::string device)
       : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+  // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
+  Tensor(const BoundVariable& v, const std::string& device = "")
+      : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}

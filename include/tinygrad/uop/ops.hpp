@@ -7,6 +7,7 @@
 #if TINYGRAD_WITH_INTERNALS
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -28,7 +29,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
 // (tensor/gradient.hpp). Defined results (the renderers guard the same cases): int x / 0 = 0, x % 0 = 0, MIN / -1 = MIN,
 // MIN % -1 = 0; +, *, negation and << wrap; a shift by a count outside [0, bits) gives 0 (>> of a negative: -1).
 #define TG_OPS(X)                                                                                                   \
-  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR)                                                        \
+  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR) X(BIND)                                                \
   X(EXP2, UNARY, EXPENSIVE, TG_FOLD_F(std::exp2(x)))                                                                \
   X(LOG2, UNARY, EXPENSIVE, TG_FOLD_F(std::log2(x)))                                                                \
   X(SIN, UNARY, EXPENSIVE, TG_FOLD_F(std::sin(x)))                                                                  \
@@ -306,6 +307,36 @@ inline UOpRef alu(Ops op, std::vector<UOpRef> src) {
   return make_uop(op, dt, std::move(src), {}, vc);
 }
 inline UOpRef cast_uop(const UOpRef& x, DType dt) { return x->dtype == dt ? x : make_uop(Ops::CAST, dt, {x}, {}, x->vcount); }
+
+// symbolic variables (tensor/variable.hpp). DEFINE_VAR is an int32 whose value a kernel takes as an argument; its arg
+// is {min, max, name id}, so the simplifier folds with its range and two variables of one name and range are one node.
+// BIND(DEFINE_VAR, CONST value) is a variable with its value, in the tensor graph only: realize reads the value and
+// lowers the BIND to its variable, so the plan and the kernels are the same for every value.
+struct VarNames {
+  std::mutex mu;
+  std::unordered_map<std::string, int64_t> ids;
+  std::deque<std::string> names;  // NOTE: a deque: references stay valid as names are added
+  static VarNames& get() { static auto* v = new VarNames(); return *v; }  // NOTE: leaked on purpose, like InternTable
+};
+inline UOpRef define_var(const std::string& name, int64_t lo, int64_t hi) {
+  auto& v = VarNames::get();
+  int64_t id;
+  {
+    std::lock_guard lk(v.mu);
+    auto [it, fresh] = v.ids.try_emplace(name, int64_t(v.names.size()));
+    if (fresh) v.names.push_back(name);
+    id = it->second;
+  }
+  return make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{lo, hi, id});
+}
+inline const std::string& var_name(const UOp& var) {
+  auto& v = VarNames::get();
+  std::lock_guard lk(v.mu);
+  return v.names.at(size_t(var.varg()[2]));
+}
+inline UOpRef bind_var(const UOpRef& var, int64_t value, const std::string& device) {
+  return make_uop(Ops::BIND, DType::Int32, {var, const_int(DType::Int32, value), make_uop(Ops::DEVICE, DType::Bool, {}, device)});
+}
 }  // namespace detail
 
 // index-math operators on UOpRefs: patterns and lowering read like algebra
@@ -350,6 +381,7 @@ inline void detail::compute_vrange(UOp& u) {
     }
     case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: lo = 0; hi = std::max<int64_t>(0, u.range_end() - 1); break;
     case Ops::DEFINE_VAR: lo = u.varg()[0]; hi = u.varg()[1]; break;
+    case Ops::BIND: lo = S(0).vmin; hi = S(0).vmax; break;  // the variable's range, not its value: one plan for all
     case Ops::NEG: if (u.dtype != DType::Bool) exact(-i128(S(0).vmax), -i128(S(0).vmin)); break;
     case Ops::ADD: exact(i128(S(0).vmin) + S(1).vmin, i128(S(0).vmax) + S(1).vmax); break;
     case Ops::MUL: {
@@ -414,7 +446,9 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
     case Ops::SHRINK: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i]; return s; }
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
-    case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK: return {};
+    case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
+    case Ops::DEFINE_VAR: case Ops::BIND:
+      return {};
     default: return u.src.empty() ? Shape{} : u.src[0]->shape;
   }
 }
@@ -466,7 +500,11 @@ inline std::string print_graph(const UOpRef& root) {
     s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "",
                      " [");
     for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += detail::cat("] ", detail::arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
+    // NOTE: a variable by its name and range, not its name's id (which depends on the order a process met the names:
+    // BEAM's disk cache is keyed by this text)
+    std::string arg =
+        u->op == Ops::DEFINE_VAR ? detail::cat(detail::var_name(*u), "[", u->varg()[0], "..", u->varg()[1], "]") : detail::arg_str(u->arg);
+    s += detail::cat("] ", arg, u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }

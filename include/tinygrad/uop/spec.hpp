@@ -176,6 +176,14 @@ inline Why special(const UOp& u, Stage) {
   return is_index(u.dtype) ? "" : cat("an index is int or long, not ", dt(u.dtype));
 }
 inline Why define_global(const UOp& u, Stage) { return u.iarg() >= 0 ? "" : "a negative parameter number"; }
+inline Why define_var(const UOp& u, Stage) {
+  if (u.dtype != DType::Int32) return "a variable is an int32";
+  auto& a = u.varg();
+  return a.size() == 3 && a[0] <= a[1] && a[2] >= 0 ? "" : "the arg must be {min, max, name id} with min <= max";
+}
+inline Why bind(const UOp& u, Stage) {
+  return first({src_op(u, 0, {Ops::DEFINE_VAR}), src_op(u, 1, {Ops::CONST}), src_op(u, 2, {Ops::DEVICE}), same_dtype(u, 0)});
+}
 inline Why define_local(const UOp& u, Stage) {
   const auto& a = u.varg();
   return (a.size() == 2 || a.size() == 3) && a[0] >= 0 && a[1] >= 1 ? "" : "the arg must be [id, size (, raw)]";
@@ -258,7 +266,9 @@ struct OpSpec {
 constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
   const OpSpec rows[] = {
       {Ops::SINK, ALL & ~L, 0, -1, ArgKind::NONE, sink},
-      {Ops::NOOP}, {Ops::DEFINE_VAR}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::NOOP}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::DEFINE_VAR, ALL, 0, 0, ArgKind::VEC, define_var},
+      {Ops::BIND, T, 3, 3, ArgKind::NONE, bind},  // realize lowers it to its variable
       // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
       {Ops::COPY},
       {Ops::CONST, ALL, 0, 1, ArgKind::NUM, const_},

@@ -1,0 +1,109 @@
+// Variables (tensor/variable.hpp) on DEV (default CPU), from empty kernel caches (a fresh CACHEDIR):
+//   1. a decode-style loop over a cache of POS positions (default 256; POS=2048 for the figure) of width 64:
+//      step p writes row p and attends over rows 0..p (scores, softmax, weighted sum). Jitted with a variable (the
+//      rows past p masked: one capture, no compile after the second step) against the same steps at concrete
+//      lengths (the cache shrunk to p+1 rows: new kernels for every length, as without variables). Total seconds.
+//   2. a kernel with a variable against the same kernel compiled for the value (elementwise over 16M floats, a masked
+//      row reduce 4096 x 4096, a masked matmul 512): the variable's speed as a fraction of the constant's.
+#include <tinygrad.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+
+using namespace tinygrad;
+
+namespace {
+void sync(const std::string& dev) { runtime(dev).synchronize(); }
+template <class F>
+double best_of(const std::string& dev, int reps, F f) {
+  f();
+  sync(dev);
+  double best = 1e30;
+  for (int r = 0; r < reps; r++) {
+    double t0 = detail::now_s();
+    f();
+    sync(dev);
+    best = std::min(best, detail::now_s() - t0);
+  }
+  return best;
+}
+constexpr int64_t D = 64;
+// attention of query row q over the rows of keys (n x D): softmax(keys q / 8) keys, rows where `valid` is false skipped
+Tensor attend(const Tensor& keys, const Tensor& q, const std::optional<Tensor>& valid) {
+  Tensor s = keys.matmul(q.reshape({D, 1})).reshape({keys.shape()[0]}) * 0.125;
+  if (valid) s = valid->where(s, -1e30);
+  return s.softmax(0).reshape({1, keys.shape()[0]}).matmul(keys).reshape({D});
+}
+}  // namespace
+
+int main() {
+  namespace fs = std::filesystem;
+  fs::path cache = fs::temp_directory_path() / ("tg_bench_variable_" + std::to_string(::getpid()));
+  setenv("CACHEDIR", cache.c_str(), 1);  // NOTE: before the first compile: both paths start from empty caches
+  const std::string dev = default_device();
+  const int64_t L = detail::getenv_int("POS", 256);
+  std::vector<Tensor> rows;
+  for (int64_t p = 0; p < L; p++) rows.push_back(Tensor::rand({D}).contiguous().realize());
+
+  // 1a. jitted, one variable
+  Variable pos("pos", 0, L - 1);
+  Tensor kv = Tensor::zeros({L, D}).contiguous().realize();
+  TinyJit step([&](const Tensor& row, const BoundVariable& p) {
+    Tensor at = Tensor::arange(L).reshape({L, 1});
+    kv.assign((at == Tensor(p)).where(row.reshape({1, D}).expand({L, D}), kv));
+    return attend(kv, row, (Tensor::arange(L) <= Tensor(p)));
+  }, "decode");
+  int64_t c0 = run_stats().kernels_compiled;
+  double t0 = detail::now_s();
+  std::vector<float> last_var;
+  for (int64_t p = 0; p < L; p++) {
+    Tensor o = step(rows[size_t(p)], pos.bind(p));
+    if (p == L - 1) last_var = o.to_vector<float>();
+  }
+  sync(dev);
+  double t_var = detail::now_s() - t0;
+  int64_t comp_var = run_stats().kernels_compiled - c0;
+
+  // 1b. concrete lengths: the cache shrunk to p+1 rows, new kernels per length
+  Tensor kc = Tensor::zeros({L, D}).contiguous().realize();
+  c0 = run_stats().kernels_compiled;
+  t0 = detail::now_s();
+  std::vector<float> last_con;
+  for (int64_t p = 0; p < L; p++) {
+    Tensor at = Tensor::arange(L).reshape({L, 1});
+    kc.assign((at == double(p)).where(rows[size_t(p)].reshape({1, D}).expand({L, D}), kc)).realize();
+    Tensor o = attend(kc.shrink({{0, p + 1}, {0, D}}), rows[size_t(p)], std::nullopt).realize();
+    if (p == L - 1) last_con = o.to_vector<float>();
+  }
+  sync(dev);
+  double t_con = detail::now_s() - t0;
+  int64_t comp_con = run_stats().kernels_compiled - c0;
+  double err = 0;
+  for (size_t i = 0; i < last_var.size(); i++) err = std::max(err, double(std::abs(last_var[i] - last_con[i])));
+
+  std::printf("| bench_variable on %s | ours, variable | concrete lengths | ratio |\n| --- | --- | --- | --- |\n", dev.c_str());
+  std::printf("| decode-style loop, %lld positions x %lld, total s (kernels compiled) | %.3f (%lld) | %.3f (%lld) | %.1fx faster |\n",
+              (long long)L, (long long)D, t_var, (long long)comp_var, t_con, (long long)comp_con, t_con / t_var);
+  std::printf("| last step's output, max abs difference | %.2e | | |\n", err);
+
+  // 2. the same kernel with a variable and with the constant
+  Variable n("n", 0, 1 << 20);
+  const int64_t N = 12345;
+  Tensor x = Tensor::rand({16 << 20}).contiguous().realize();
+  Tensor m = Tensor::rand({4096, 4096}).contiguous().realize();
+  Tensor a = Tensor::rand({512, 512}).contiguous().realize(), b = Tensor::rand({512, 512}).contiguous().realize();
+  auto ew = [&](const Tensor& v) { return (x * v.cast(DType::Float32) + 1).realize(); };
+  auto red = [&](const Tensor& v) { return (Tensor::arange(4096).reshape({1, 4096}) < v).where(m, 0.0).sum(1).realize(); };
+  auto mm = [&](const Tensor& v) { return (Tensor::arange(512).reshape({512, 1}) < v / 40).where(a, 0.0).matmul(b).realize(); };
+  struct Row { const char* what; std::function<Tensor(const Tensor&)> f; };
+  for (auto& r : {Row{"elementwise x*n+1, 16M f32", ew}, Row{"masked row sum 4096x4096", red}, Row{"masked matmul 512", mm}}) {
+    double tv = best_of(dev, 5, [&] { r.f(Tensor(n.bind(N))); });
+    double tc = best_of(dev, 5, [&] { r.f(Tensor(std::vector<int32_t>{int32_t(N)}, {}).realize()); });
+    double tk = best_of(dev, 5, [&] { r.f(Tensor::full({}, double(N), DType::Int32)); });
+    std::printf("| %s, ms: variable / buffer / constant | %.3f | %.3f / %.3f | %.2fx the constant's speed |\n", r.what, tv * 1e3, tc * 1e3,
+                tk * 1e3, tk / tv);
+  }
+  std::error_code ec;
+  fs::remove_all(cache, ec);
+  return 0;
+}
