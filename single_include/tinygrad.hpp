@@ -86,6 +86,7 @@ struct DTypeError : Error { using Error::Error; };    // dtypes that do not fit 
 struct IndexError : Error { using Error::Error; };    // axes, slices, indices out of range
 struct DeviceError : Error { using Error::Error; };   // missing driver/compiler/device, out of memory
 struct JitError : Error { using Error::Error; };      // a TinyJit call that does not fit what was captured
+struct VariableError : Error { using Error::Error; };  // a variable's bad range or name, a value outside its range
 struct CompileError : Error {                         // a kernel that failed to compile
   std::string source, log;
   CompileError(const std::string& what, std::string src, std::string lg)
@@ -592,10 +593,15 @@ struct Program {
 
 // turns source into a binary; cache_key() names the compiler and its flags
 // kernel launches replayed as one (a CUDA graph): built once over programs and their arguments; set_args changes a
-// launch's buffers before the next launch()
+// launch's buffers and variable values before the next launch()
+struct GraphLaunch {
+  Program* prg;
+  std::vector<void*> bufs;
+  std::vector<int64_t> vals;
+};
 struct GraphExec {
   virtual ~GraphExec() = default;
-  virtual void set_args(size_t i, const std::vector<void*>& bufs) = 0;
+  virtual void set_args(size_t i, const std::vector<void*>& bufs, const std::vector<int64_t>& vals) = 0;
   virtual void launch() = 0;
 };
 
@@ -665,7 +671,7 @@ struct DeviceRuntime {
   std::function<std::unique_ptr<Program>(const std::string& fn_name, const std::string& binary, const LaunchDims& launch)> load;
   std::function<void()> synchronize = [] {};
   // optional: the launches (program, buffers) as one graph; nullptr where the device cannot (TinyJit loops instead)
-  std::function<std::unique_ptr<GraphExec>(const std::vector<std::pair<Program*, std::vector<void*>>>&)> graph;
+  std::function<std::unique_ptr<GraphExec>(const std::vector<GraphLaunch>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
@@ -2108,15 +2114,23 @@ class CUDAProgram : public Program {
     for (auto e : ev_) d_->api->cuEventDestroy(e);
     d_->api->cuModuleUnload(mod_);
   }
+  // a launch's parameters: pointers to the variables' values (as the kernel's ints, held in v32), then to the buffers
+  static std::vector<void*> kernel_args(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, std::vector<int>& v32) {
+    v32.assign(vals.begin(), vals.end());
+    std::vector<void*> r;
+    for (auto& v : v32) r.push_back(&v);
+    for (auto& b : bufs) r.push_back(const_cast<void**>(&b));
+    return r;
+  }
   // the launch as a graph node's parameters (params: pointers to the arguments)
   CudaApi::KernelNode node(void** params) const {
     return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
   }
-  double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
+  double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
     auto& a = *d_->api;
     d_->current();
-    std::vector<void*> args(bufs.size());
-    for (size_t i = 0; i < bufs.size(); i++) args[i] = const_cast<void**>(&bufs[i]);
+    std::vector<int> v32;
+    auto args = kernel_args(bufs, vals, v32);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
     a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
             "cuLaunchKernel");
@@ -2137,13 +2151,14 @@ class CUDAProgram : public Program {
 // TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
 class CUDAGraph : public GraphExec {
  public:
-  CUDAGraph(std::shared_ptr<CudaDevice> d, const std::vector<std::pair<Program*, std::vector<void*>>>& launches) : d_(std::move(d)) {
+  CUDAGraph(std::shared_ptr<CudaDevice> d, const std::vector<GraphLaunch>& launches) : d_(std::move(d)) {
     auto& a = *d_->api;
     d_->current();
     a.check(a.cuGraphCreate(&graph_, 0), "cuGraphCreate");
-    for (auto& [p, bufs] : launches) {
-      auto* prg = static_cast<CUDAProgram*>(p);  // NOTE: the engine gives a device's graph only that device's programs
-      auto params = args(bufs);
+    for (auto& l : launches) {
+      auto* prg = static_cast<CUDAProgram*>(l.prg);  // NOTE: the engine gives a device's graph only that device's programs
+      std::vector<int> v32;
+      auto params = CUDAProgram::kernel_args(l.bufs, l.vals, v32);
       auto kn = prg->node(params.data());
       void* node = nullptr;
       a.check(a.cuGraphAddKernelNode(&node, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &kn), "cuGraphAddKernelNode");
@@ -2158,20 +2173,16 @@ class CUDAGraph : public GraphExec {
     if (exec_) d_->api->cuGraphExecDestroy(exec_);
     if (graph_) d_->api->cuGraphDestroy(graph_);
   }
-  void set_args(size_t i, const std::vector<void*>& bufs) override {
+  void set_args(size_t i, const std::vector<void*>& bufs, const std::vector<int64_t>& vals) override {
     d_->current();
-    auto params = args(bufs);
+    std::vector<int> v32;
+    auto params = CUDAProgram::kernel_args(bufs, vals, v32);
     auto kn = progs_[i]->node(params.data());
     d_->api->check(d_->api->cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &kn), "cuGraphExecKernelNodeSetParams");
   }
   void launch() override { d_->current(); d_->api->check(d_->api->cuGraphLaunch(exec_, nullptr), "cuGraphLaunch"); }
 
  private:
-  static std::vector<void*> args(const std::vector<void*>& bufs) {
-    std::vector<void*> r(bufs.size());
-    for (size_t i = 0; i < bufs.size(); i++) r[i] = const_cast<void**>(&bufs[i]);
-    return r;
-  }
   std::shared_ptr<CudaDevice> d_;
   void *graph_ = nullptr, *exec_ = nullptr;
   std::vector<void*> nodes_;
@@ -2216,7 +2227,7 @@ inline DeviceSpec cuda_device() {
     };
     rt->synchronize = [dv] { dv->current(); dv->api->check(dv->api->cuCtxSynchronize(), "cuCtxSynchronize"); };
     if (dv->api->graphs())
-      rt->graph = [dv](const std::vector<std::pair<Program*, std::vector<void*>>>& l) -> std::unique_ptr<GraphExec> {
+      rt->graph = [dv](const std::vector<GraphLaunch>& l) -> std::unique_ptr<GraphExec> {
         return std::make_unique<CUDAGraph>(dv, l);
       };
     if (flags().debug >= 1) std::fprintf(stderr, "CUDA: %s, sm_%d%d\n", dv->name.c_str(), dv->major, dv->minor);
@@ -2528,12 +2539,18 @@ class CLProgram : public Program {
     for (size_t i = 0; i < 3; i++) { local_[i] = size_t(launch.local[i]); global_[i] = size_t(launch.global[i]) * local_[i]; }
   }
   ~CLProgram() override { d_->api->clReleaseKernel(k_); release_program(); }
-  double call(const std::vector<void*>& bufs, const std::vector<int64_t>&, bool wait) override {
+  double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
     std::lock_guard lk(mu_);  // kernel arguments are state of the kernel object
     // NOTE: the first launch waits: PoCL compiles a kernel's work-group function at its first launch, on a worker
     // thread; done asynchronously it could still be compiling when the process exits, and abort in a torn-down LLVM
     wait = wait || std::exchange(first_, false);
-    for (unsigned i = 0; i < nargs_ && i < bufs.size(); i++) cl_check(d_->api->clSetKernelArg(k_, i, sizeof(void*), &bufs[i]), "clSetKernelArg");
+    // the variables' values first (ints), then the buffers
+    for (unsigned i = 0; i < nargs_ && i < vals.size(); i++) {
+      int v = int(vals[i]);
+      cl_check(d_->api->clSetKernelArg(k_, i, sizeof v, &v), "clSetKernelArg");
+    }
+    for (size_t i = 0; vals.size() + i < nargs_ && i < bufs.size(); i++)
+      cl_check(d_->api->clSetKernelArg(k_, unsigned(vals.size() + i), sizeof(void*), &bufs[i]), "clSetKernelArg");
     void* ev = nullptr;
     int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global_, local_, 0, nullptr, wait ? &ev : nullptr);
     // NOTE: some drivers allocate buffers lazily, at the first kernel that touches them
@@ -2632,6 +2649,7 @@ TINYGRAD_API RuntimeRegistry& RuntimeRegistry::get() {
 #if TINYGRAD_WITH_INTERNALS
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <mutex>
 #include <unordered_map>
 #include <unordered_set>
@@ -2653,7 +2671,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
 // (tensor/gradient.hpp). Defined results (the renderers guard the same cases): int x / 0 = 0, x % 0 = 0, MIN / -1 = MIN,
 // MIN % -1 = 0; +, *, negation and << wrap; a shift by a count outside [0, bits) gives 0 (>> of a negative: -1).
 #define TG_OPS(X)                                                                                                   \
-  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR)                                                        \
+  X(SINK) X(NOOP) X(CONST) X(BUFFER) X(DEVICE) X(DEFINE_VAR) X(BIND)                                                \
   X(EXP2, UNARY, EXPENSIVE, TG_FOLD_F(std::exp2(x)))                                                                \
   X(LOG2, UNARY, EXPENSIVE, TG_FOLD_F(std::log2(x)))                                                                \
   X(SIN, UNARY, EXPENSIVE, TG_FOLD_F(std::sin(x)))                                                                  \
@@ -2931,6 +2949,36 @@ inline UOpRef alu(Ops op, std::vector<UOpRef> src) {
   return make_uop(op, dt, std::move(src), {}, vc);
 }
 inline UOpRef cast_uop(const UOpRef& x, DType dt) { return x->dtype == dt ? x : make_uop(Ops::CAST, dt, {x}, {}, x->vcount); }
+
+// symbolic variables (tensor/variable.hpp). DEFINE_VAR is an int32 whose value a kernel takes as an argument; its arg
+// is {min, max, name id}, so the simplifier folds with its range and two variables of one name and range are one node.
+// BIND(DEFINE_VAR, CONST value) is a variable with its value, in the tensor graph only: realize reads the value and
+// lowers the BIND to its variable, so the plan and the kernels are the same for every value.
+struct VarNames {
+  std::mutex mu;
+  std::unordered_map<std::string, int64_t> ids;
+  std::deque<std::string> names;  // NOTE: a deque: references stay valid as names are added
+  static VarNames& get() { static auto* v = new VarNames(); return *v; }  // NOTE: leaked on purpose, like InternTable
+};
+inline UOpRef define_var(const std::string& name, int64_t lo, int64_t hi) {
+  auto& v = VarNames::get();
+  int64_t id;
+  {
+    std::lock_guard lk(v.mu);
+    auto [it, fresh] = v.ids.try_emplace(name, int64_t(v.names.size()));
+    if (fresh) v.names.push_back(name);
+    id = it->second;
+  }
+  return make_uop(Ops::DEFINE_VAR, DType::Int32, {}, std::vector<int64_t>{lo, hi, id});
+}
+inline const std::string& var_name(const UOp& var) {
+  auto& v = VarNames::get();
+  std::lock_guard lk(v.mu);
+  return v.names.at(size_t(var.varg()[2]));
+}
+inline UOpRef bind_var(const UOpRef& var, int64_t value, const std::string& device) {
+  return make_uop(Ops::BIND, DType::Int32, {var, const_int(DType::Int32, value), make_uop(Ops::DEVICE, DType::Bool, {}, device)});
+}
 }  // namespace detail
 
 // index-math operators on UOpRefs: patterns and lowering read like algebra
@@ -2975,6 +3023,7 @@ inline void detail::compute_vrange(UOp& u) {
     }
     case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: lo = 0; hi = std::max<int64_t>(0, u.range_end() - 1); break;
     case Ops::DEFINE_VAR: lo = u.varg()[0]; hi = u.varg()[1]; break;
+    case Ops::BIND: lo = S(0).vmin; hi = S(0).vmax; break;  // the variable's range, not its value: one plan for all
     case Ops::NEG: if (u.dtype != DType::Bool) exact(-i128(S(0).vmax), -i128(S(0).vmin)); break;
     case Ops::ADD: exact(i128(S(0).vmin) + S(1).vmin, i128(S(0).vmax) + S(1).vmax); break;
     case Ops::MUL: {
@@ -3039,7 +3088,9 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
     case Ops::SHRINK: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i]; return s; }
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
-    case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK: return {};
+    case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
+    case Ops::DEFINE_VAR: case Ops::BIND:
+      return {};
     default: return u.src.empty() ? Shape{} : u.src[0]->shape;
   }
 }
@@ -3091,7 +3142,11 @@ inline std::string print_graph(const UOpRef& root) {
     s += detail::cat("%", id[u.get()], " = ", op_name(u->op), " ", to_string(u->dtype).substr(7), u->vcount > 1 ? detail::cat("x", u->vcount) : "",
                      " [");
     for (size_t i = 0; i < u->src.size(); i++) s += detail::cat(i ? ", %" : "%", id[u->src[i].get()]);
-    s += detail::cat("] ", detail::arg_str(u->arg), u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
+    // NOTE: a variable by its name and range, not its name's id (which depends on the order a process met the names:
+    // BEAM's disk cache is keyed by this text)
+    std::string arg =
+        u->op == Ops::DEFINE_VAR ? detail::cat(detail::var_name(*u), "[", u->varg()[0], "..", u->varg()[1], "]") : detail::arg_str(u->arg);
+    s += detail::cat("] ", arg, u->shape.empty() ? "" : " ", u->shape.empty() ? "" : to_string(u->shape), "\n");
   }
   return s;
 }
@@ -3138,8 +3193,10 @@ TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots);
 // what was recorded, as a program of `inputs` (bound anew on each replay) to `outputs` (fresh buffers on each replay)
 TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
                                                          const std::vector<std::shared_ptr<Buffer>>& outputs);
-// run the program again over new input buffers (as many as captured, same sizes); returns the outputs
-TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs);
+// run the program again over new input buffers (as many as captured, same sizes) with these values of its variables
+// (by DEFINE_VAR; a variable not given keeps its captured value); returns the outputs
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                             const std::vector<std::pair<const UOp*, int64_t>>& vars = {});
 // why two captures of one function differ ("" where they run the same kernels over the same buffers)
 TINYGRAD_API std::string jit_difference(const JitProgram& a, const JitProgram& b);
 TINYGRAD_API size_t jit_kernel_count(const JitProgram& p);
@@ -3771,6 +3828,7 @@ class CStyleRenderer : public Renderer {
     std::vector<std::string> params;
     std::vector<DType> param_dtypes;
     std::vector<int64_t> param_ids;
+    std::vector<std::string> vars;  // the variables' names, in the order a launch passes their values
     std::set<std::string> typedefs;
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
@@ -4011,6 +4069,7 @@ class CStyleRenderer : public Renderer {
     std::string s;
     for (size_t i = 0; i < c.params.size(); i++)
       s += cat("  ", c.params[i], " = (", storage_type(c.param_dtypes[i]), "*)bufs[", c.param_ids[i], "];\n");
+    for (size_t j = 0; j < c.vars.size(); j++) s += cat("  const int ", c.vars[j], " = (int)vals[", j, "];\n");
     return s + "  (void)vals; (void)core_id; (void)ncores;\n";
   }
 
@@ -4127,6 +4186,10 @@ inline CStyleRenderer::CStyleRenderer() {
        c.param_dtypes.push_back(x.dtype);
        c.param_ids.push_back(i);
      }},
+    {Ops::DEFINE_VAR, [](Ctx& c, const UOp& x) {
+       c.r[&x] = "var_" + var_name(x);  // NOTE: a prefix: no variable's name meets the kernel's own names
+       c.vars.push_back(c.r[&x]);
+     }},
     {Ops::DEFINE_LOCAL, [this](Ctx& c, const UOp& x) {
        c.r[&x] = cat("temp", x.varg()[0]);
        // a raw buffer (the arg's third entry) holds elements as memory does (a staged TC tile), else values
@@ -4235,15 +4298,20 @@ class GPURenderer : public CStyleRenderer {
   int64_t vector_lanes(DType dt) const override { return itemsize(dt) == 4 && dt != DType::Bool ? 4 : 1; }
 
  protected:
-  // parameters in buffer order; a gap (a buffer the kernel never touches) keeps its place
+  // the variables' values first, then the buffers in their order; a gap (a buffer the kernel never touches) keeps its
+  // place
   std::string signature(const Ctx& c) const override {
     int64_t n = 0;
     for (auto i : c.param_ids) n = std::max(n, i + 1);
-    std::vector<std::string> ps(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; i++) ps[size_t(i)] = cat(lang.buffer_prefix, "unsigned char* unused", i);
+    std::vector<std::string> ps;
+    for (auto& v : c.vars) ps.push_back("const int " + v);
+    size_t nv = ps.size();
+    ps.resize(nv + size_t(n));
+    for (int64_t i = 0; i < n; i++) ps[nv + size_t(i)] = cat(lang.buffer_prefix, "unsigned char* unused", i);
     for (size_t j = 0; j < c.param_ids.size(); j++) {
       int64_t i = c.param_ids[j];
-      ps[size_t(i)] = cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
+      ps[nv + size_t(i)] =
+          cat(lang.buffer_prefix, c.stored.count(i) ? "" : "const ", storage_type(c.param_dtypes[j]), "* ", lang.restrict_kw, " data", i);
     }
     return join(ps);
   }
@@ -6263,7 +6331,11 @@ inline std::vector<UOpRef> linearize(const UOpRef& sink) {
   std::vector<UOpRef> out;
   std::unordered_map<const UOp*, bool> done;
   auto emit = [&](const UOpRef& u) { if (!done[u.get()]) { done[u.get()] = true; out.push_back(u); } };
-  // params and specials first
+  // variables (by name: the order of their values in a launch), then params and specials
+  std::vector<UOpRef> vars;
+  for (auto& u : topo) if (u->op == Ops::DEFINE_VAR) vars.push_back(u);
+  std::sort(vars.begin(), vars.end(), [](const UOpRef& a, const UOpRef& b) { return var_name(*a) < var_name(*b); });
+  for (auto& u : vars) emit(u);
   for (auto& u : topo) if (u->op == Ops::DEFINE_GLOBAL || u->op == Ops::DEFINE_LOCAL || u->op == Ops::SPECIAL) emit(u);
 
   auto emit_group = [&](const UOpRef& red) {
@@ -6494,6 +6566,14 @@ inline Why special(const UOp& u, Stage) {
   return is_index(u.dtype) ? "" : cat("an index is int or long, not ", dt(u.dtype));
 }
 inline Why define_global(const UOp& u, Stage) { return u.iarg() >= 0 ? "" : "a negative parameter number"; }
+inline Why define_var(const UOp& u, Stage) {
+  if (u.dtype != DType::Int32) return "a variable is an int32";
+  auto& a = u.varg();
+  return a.size() == 3 && a[0] <= a[1] && a[2] >= 0 ? "" : "the arg must be {min, max, name id} with min <= max";
+}
+inline Why bind(const UOp& u, Stage) {
+  return first({src_op(u, 0, {Ops::DEFINE_VAR}), src_op(u, 1, {Ops::CONST}), src_op(u, 2, {Ops::DEVICE}), same_dtype(u, 0)});
+}
 inline Why define_local(const UOp& u, Stage) {
   const auto& a = u.varg();
   return (a.size() == 2 || a.size() == 3) && a[0] >= 0 && a[1] >= 1 ? "" : "the arg must be [id, size (, raw)]";
@@ -6576,7 +6656,9 @@ struct OpSpec {
 constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
   const OpSpec rows[] = {
       {Ops::SINK, ALL & ~L, 0, -1, ArgKind::NONE, sink},
-      {Ops::NOOP}, {Ops::DEFINE_VAR}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::NOOP}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::DEFINE_VAR, ALL, 0, 0, ArgKind::VEC, define_var},
+      {Ops::BIND, T, 3, 3, ArgKind::NONE, bind},  // realize lowers it to its variable
       // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
       {Ops::COPY},
       {Ops::CONST, ALL, 0, 1, ArgKind::NUM, const_},
@@ -6755,6 +6837,7 @@ struct ProgramSpec {
   std::string src;
   std::vector<Opt> opts;
   LaunchDims launch;    // CPU: cores; GPU: workgroups and their threads
+  std::vector<UOpRef> vars;  // the DEFINE_VARs whose values a launch passes, in order (tensor/variable.hpp)
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
 };
@@ -6976,7 +7059,10 @@ inline ProgramSpec to_program(const Kernel& k) {
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
   spec.linear(lin);
-  for (auto& u : lin) p.launch.smem += CStyleRenderer::dynamic_smem(*u);
+  for (auto& u : lin) {
+    p.launch.smem += CStyleRenderer::dynamic_smem(*u);
+    if (u->op == Ops::DEFINE_VAR) p.vars.push_back(u);
+  }
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);
@@ -7285,6 +7371,8 @@ class Scheduler {
            return x.s.load(x.c, u, idx_of(m["m"]), m["m"]->src[1]);
          }},
         {at({Ops::CONST}), [](M m) -> UOpRef { return make_uop(Ops::CONST, m["u"]->dtype, {}, m["u"]->arg); }},
+        // a bound variable: the kernel takes its value as an argument (realize passes it), so any value runs one kernel
+        {at({Ops::BIND}), [](M m) -> UOpRef { return m["u"]->src[0]; }},
         {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
         {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
         // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
@@ -7771,11 +7859,18 @@ inline std::optional<std::vector<Opt>> read_opts(const std::filesystem::path& p)
 
 struct Candidate { Kernel k; double t; };
 
+// the variables' values BEAM times a kernel at: the middle of each range (tinygrad's choice). The winner is cached for
+// the kernel, so for every value: a kernel whose best opts differ across its range is tuned for the middle.
+inline std::vector<int64_t> timing_vals(const ProgramSpec& p) {
+  std::vector<int64_t> v;
+  for (auto& x : p.vars) v.push_back(x->varg()[0] + (x->varg()[1] - x->varg()[0]) / 2);
+  return v;
+}
 // one timed run; more runs (best of 3) only for candidates within 3x of the best so far
-inline double time_program(Program& prg, const std::vector<void*>& ptrs, double best) {
-  double t = prg.call(ptrs, {}, true);
+inline double time_program(Program& prg, const std::vector<void*>& ptrs, const std::vector<int64_t>& vals, double best) {
+  double t = prg.call(ptrs, vals, true);
   if (t > best * 3) return t;  // hopeless: no more runs
-  for (int i = 0; i < 2; i++) t = std::min(t, prg.call(ptrs, {}, true));
+  for (int i = 0; i < 2; i++) t = std::min(t, prg.call(ptrs, vals, true));
   return t;
 }
 
@@ -7816,7 +7911,7 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
     if (bins[i].empty()) continue;
     try {
       auto prg = rt.load(specs[i].fn, bins[i], specs[i].launch);
-      double t = time_program(*prg, ptrs, best);
+      double t = time_program(*prg, ptrs, timing_vals(specs[i]), best);
       out.push_back({std::move(kept[i]), t});
       best = std::min(best, t);
       search_stats().candidates++;
@@ -7832,14 +7927,16 @@ inline std::vector<Candidate> time_kernels(std::vector<Kernel> ks, DeviceRuntime
 // and the start alternately (best of 5 each, at most ~1 s) and keep the winner only if it is still 2% faster.
 inline bool confirmed_faster(const Kernel& winner, const Kernel& start, DeviceRuntime& rt, const std::vector<void*>& ptrs) {
   std::vector<std::unique_ptr<Program>> prgs;
+  std::vector<std::vector<int64_t>> vals;
   for (const Kernel* k : {&winner, &start}) {
     auto p = to_program(*k);
     prgs.push_back(rt.load(p.fn, rt.compiler->compile(p.src), p.launch));
+    vals.push_back(timing_vals(p));
   }
   double tw = 1e30, ts = 1e30, t0 = now_s();
   for (int i = 0; i < 5 && (i < 2 || now_s() - t0 < 1); i++) {
-    tw = std::min(tw, prgs[0]->call(ptrs, {}, true));
-    ts = std::min(ts, prgs[1]->call(ptrs, {}, true));
+    tw = std::min(tw, prgs[0]->call(ptrs, vals[0], true));
+    ts = std::min(ts, prgs[1]->call(ptrs, vals[1], true));
   }
   if (flags().debug >= 2) std::fprintf(stderr, "BEAM confirm: winner %.2f us, start %.2f us\n", tw * 1e6, ts * 1e6);
   return tw < ts * 0.98;
@@ -8035,6 +8132,7 @@ struct CompiledKernel {
 struct CapturedLaunch {
   std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]
   std::vector<std::shared_ptr<Buffer>> bufs;
+  std::vector<int64_t> vals;          // its variables' values (k->spec.vars)
 };
 struct Capture {
   std::vector<CapturedLaunch> launches;
@@ -8049,25 +8147,38 @@ inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, i
   return b;
 }
 
-// the one way a kernel runs (realize, static plans, TinyJit's replay): k over the buffers table[slots[i]]; returns
-// its time when `timed`. ptrs is scratch space.
+// the values of the variables a graph binds (its BIND nodes), by variable (DEFINE_VAR); a few at most
+using VarVals = std::vector<std::pair<const UOp*, int64_t>>;
+// the values a launch of k passes, in its order
+inline std::vector<int64_t> launch_vals(const ProgramSpec& k, const VarVals& vv) {
+  std::vector<int64_t> r;
+  for (auto& v : k.vars) {
+    auto it = std::find_if(vv.begin(), vv.end(), [&](auto& p) { return p.first == v.get(); });
+    if (it == vv.end()) throw VariableError(cat("tinygrad: kernel ", k.name, " reads variable ", var_name(*v), ", which nothing binds"));
+    r.push_back(it->second);
+  }
+  return r;
+}
+
+// the one way a kernel runs (realize, static plans, TinyJit's replay): k over the buffers table[slots[i]] with its
+// variables' values; returns its time when `timed`. ptrs is scratch space.
 inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::vector<int>& slots, const std::vector<std::shared_ptr<Buffer>>& table,
-                         std::vector<void*>& ptrs, bool timed) {
+                         std::vector<void*>& ptrs, bool timed, const std::vector<int64_t>& vals = {}) {
   ptrs.clear();
   for (int s : slots) ptrs.push_back(table[size_t(s)]->ptr());
   if (Capture* c = capturing()) {
-    auto& l = c->launches.emplace_back(CapturedLaunch{k, {}});
+    auto& l = c->launches.emplace_back(CapturedLaunch{k, {}, vals});
     for (int s : slots) l.bufs.push_back(table[size_t(s)]);
   }
   run_stats().kernels_run++;
-  return k->prg->call(ptrs, {}, timed);
+  return k->prg->call(ptrs, vals, timed);
 }
 
 // the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
 inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
   if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
-  if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}});
+  if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -8254,6 +8365,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   std::unordered_map<const UOp*, int> input_slot, topo_id;
   std::vector<std::shared_ptr<Buffer>> inputs;
   std::string device;
+  VarVals var_vals;
   for (auto& root : roots) {
     std::vector<std::pair<const UOp*, size_t>> stack{{root.get(), 0}};
     while (!stack.empty()) {
@@ -8261,6 +8373,16 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
       if (topo_id.count(u)) { stack.pop_back(); continue; }
       // a COPY not done yet: do the copies first (they become leaves), then start over
       if (u->op == Ops::COPY && !is_leaf(u)) { realize_copies(roots); return realize_locked(roots_in); }
+      // a bound variable: its value is no part of the key (one plan for every value), it is passed to the kernels
+      if (u->op == Ops::BIND && i == 1) {
+        i++;
+        const UOp* var = u->src[0].get();
+        int64_t v = u->src[1]->iarg();
+        auto it = std::find_if(var_vals.begin(), var_vals.end(), [&](auto& p) { return p.first == var; });
+        if (it == var_vals.end()) var_vals.push_back({var, v});
+        else if (it->second != v) throw VariableError(cat("tinygrad: one graph binds ", var_name(*var), " to ", it->second, " and to ", v));
+        continue;
+      }
       if (!is_leaf(u) && i < u->src.size()) { const UOp* s = u->src[i++].get(); if (!topo_id.count(s)) stack.push_back({s, 0}); continue; }
       topo_id[u] = int(topo_id.size());
       if (const std::string* d = node_device(u)) {
@@ -8274,7 +8396,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
         for (auto x : u->shape) key.push_back(uint64_t(x));
       } else {
         key.insert(key.end(), {uint64_t(u->op) + 1, uint64_t(u->dtype), arg_hash(u->arg), u->src.size()});
-        for (auto& s : u->src) key.push_back(uint64_t(topo_id.at(s.get())));
+        for (auto& s : u->src) key.push_back(u->op == Ops::BIND && s == u->src[1] ? 0xB1ADull : uint64_t(topo_id.at(s.get())));
       }
       stack.pop_back();
     }
@@ -8314,7 +8436,8 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   std::vector<void*> ptrs;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& ck = *plan->kernels[k];
-    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2);
+    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2,
+                           ck.spec.vars.empty() ? std::vector<int64_t>{} : launch_vals(ck.spec, var_vals));
     if (flags().debug >= 2) {
       double mem = 0;
       for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
@@ -8376,6 +8499,7 @@ struct JitProgram {
   struct Step {
     std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]
     std::vector<int> slots;
+    std::vector<int64_t> vals;          // its variables' values (k->spec.vars) at the capture; a replay may bind others
   };
   std::vector<Step> steps;
   // the table: inputs [0, n_in), then `fixed`, then `pool` (the planned intermediates), then `fresh` (the outputs
@@ -8389,6 +8513,8 @@ struct JitProgram {
   // replay state (replays hold the engine lock)
   std::vector<std::shared_ptr<Buffer>> table;
   std::vector<std::vector<void*>> args;    // per step, the pointers last launched with
+  std::vector<std::vector<int64_t>> vals;  // per step, the variables' values last launched with
+  VarVals var_vals;                        // the values this replay binds (TinyJit's variable arguments)
   std::unique_ptr<GraphExec> graph;
   bool graph_tried = false;
 };
@@ -8512,7 +8638,7 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
     p->fresh.push_back({b->device, b->dtype, b->size});
   }
   for (auto& l : cap.launches) {
-    JitProgram::Step st{l.k, {}};
+    JitProgram::Step st{l.k, {}, l.vals};
     for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
     p->steps.push_back(std::move(st));
   }
@@ -8549,16 +8675,29 @@ TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::
   return p;
 }
 
+// the values a step launches with: each variable's value this replay binds, else its value at the capture
+inline std::vector<int64_t> step_vals(const JitProgram::Step& st, const VarVals& vv) {
+  std::vector<int64_t> v = st.vals;
+  for (size_t j = 0; j < v.size(); j++)
+    for (auto& [var, x] : vv) if (var == st.k->spec.vars[j].get()) v[j] = x;
+  return v;
+}
+
 // replay's launches: prepared calls in a loop, or the graph (built on the first replay)
 inline void launch_program(JitProgram& p) {
   auto& t = p.table;
   // the pointers each step launches with, updated in place; a graph updates only the steps whose pointers changed
-  if (p.args.empty()) p.args.resize(p.steps.size());
+  if (p.args.empty()) p.args.resize(p.steps.size()), p.vals.resize(p.steps.size());
   std::vector<size_t> changed;
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
     bool same = a.size() == sl.size();
+    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {
+      auto v = step_vals(st, p.var_vals);
+      same &= v == p.vals[s];
+      p.vals[s] = std::move(v);
+    }
     a.resize(sl.size());
     for (size_t i = 0; i < sl.size(); i++) {
       void* x = t[size_t(sl[i])]->ptr();
@@ -8577,13 +8716,13 @@ inline void launch_program(JitProgram& p) {
       if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
     }
     if (one && runtime(dev).graph) {
-      std::vector<std::pair<Program*, std::vector<void*>>> l;
-      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s]});
+      std::vector<GraphLaunch> l;
+      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s], p.vals[s]});
       p.graph = runtime(dev).graph(l);
     }
   }
   if (p.graph) {
-    for (size_t s : changed) p.graph->set_args(s, p.args[s]);
+    for (size_t s : changed) p.graph->set_args(s, p.args[s], p.vals[s]);
     p.graph->launch();
     run_stats().kernels_run += int64_t(p.steps.size());
     return;
@@ -8591,7 +8730,7 @@ inline void launch_program(JitProgram& p) {
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
-    double tm = st.k->prg->call(p.args[s], {}, flags().debug >= 2);
+    double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2);
     run_stats().kernels_run++;
     if (flags().debug >= 2)
       std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
@@ -8599,9 +8738,11 @@ inline void launch_program(JitProgram& p) {
   }
 }
 
-TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs) {
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, const std::vector<std::shared_ptr<Buffer>>& inputs,
+                                                             const std::vector<std::pair<const UOp*, int64_t>>& vars) {
   if (inputs.size() != p.n_in) throw JitError(cat("tinygrad::TinyJit: replay with ", inputs.size(), " input buffers, captured with ", p.n_in));
   std::lock_guard lk(EngineState::get().mu);
+  p.var_vals = vars;
   auto& t = p.table;
   if (t.empty()) {
     t.resize(p.n_in);
@@ -8615,7 +8756,7 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, cons
   if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
     for (auto& st : p.steps)
-      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false);
+      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false, step_vals(st, p.var_vals));
       else copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]);
   } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;
@@ -10799,6 +10940,75 @@ struct ReduceOps {
 
 }  // namespace tinygrad::detail
 // end include/tinygrad/tensor/reduce.hpp
+// begin include/tinygrad/tensor/variable.hpp
+// Variables (tinygrad's Variable): an integer a kernel takes as an argument, so one compiled kernel, one schedule and
+// one captured TinyJit step serve every value in its range.
+//
+//   Variable pos("pos", 0, 2047);
+//   Tensor seen = Tensor::arange(2048) <= Tensor(pos.bind(37));   // the same kernel for every pos
+//
+// A BoundVariable is a variable with a value. As a tensor it is an int32 scalar; realize passes the value to the
+// kernels, which see the variable with its range (the symbolic simplifier folds with [min, max]). Passed to a TinyJit'd
+// function as an argument, each call's value reaches the replay. Names are C identifiers; a name with another range is
+// another variable.
+#include <algorithm>
+#include <cctype>
+
+namespace tinygrad {
+
+struct UOp;
+class BoundVariable;
+
+class Variable {
+ public:
+  Variable(std::string name, int64_t min, int64_t max) TINYGRAD_MEMBER_DEF(
+      : name_(std::move(name)), min_(min), max_(max) {
+        auto ident = [](const std::string& s) {
+          if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+          return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+        };
+        if (!ident(name_)) throw VariableError("tinygrad::Variable: the name '" + name_ + "' is no C identifier of at most 64 characters");
+        if (min > max || min < INT32_MIN || max > INT32_MAX)
+          throw VariableError(detail::cat("tinygrad::Variable ", name_, ": the range [", min, ", ", max, "] is empty or leaves int32"));
+        uop_ = detail::define_var(name_, min, max);
+      })
+  // the variable with a value in [min, max]
+  BoundVariable bind(int64_t value) const;
+  const std::string& name() const { return name_; }
+  int64_t min() const { return min_; }
+  int64_t max() const { return max_; }
+  const std::shared_ptr<const UOp>& uop() const { return uop_; }  // its DEFINE_VAR
+  bool operator==(const Variable& o) const { return uop_ == o.uop_; }
+  std::string str() const { return detail::cat(name_, "[", min_, "..", max_, "]"); }
+
+ private:
+  std::string name_;
+  int64_t min_, max_;
+  std::shared_ptr<const UOp> uop_;
+};
+
+class BoundVariable {
+ public:
+  const Variable& var() const { return var_; }
+  int64_t value() const { return value_; }
+  // BIND(variable, value) on a device: the int32 scalar a Tensor made from it holds
+  std::shared_ptr<const UOp> uop(const std::string& device) const TINYGRAD_MEMBER_DEF({ return detail::bind_var(var_.uop(), value_, device); })
+
+ private:
+  friend class Variable;
+  BoundVariable(Variable v, int64_t x) : var_(std::move(v)), value_(x) {}
+  Variable var_;
+  int64_t value_;
+};
+
+inline BoundVariable Variable::bind(int64_t value) const {
+  if (value < min_ || value > max_)
+    throw VariableError(detail::cat("tinygrad::Variable::bind: ", name_, " = ", value, " is outside [", min_, ", ", max_, "]"));
+  return BoundVariable(*this, value);
+}
+
+}  // namespace tinygrad
+// end include/tinygrad/tensor/variable.hpp
 
 namespace tinygrad {
 
@@ -10834,6 +11044,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor() : Tensor(Tensor::zeros({})) {}
   explicit Tensor(UOpRef u, std::string device)
       : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+  // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
+  Tensor(const BoundVariable& v, const std::string& device = "")
+      : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -11888,7 +12101,8 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
 // replay binds it, and assigns the new value of an assigned one, as a call would), fresh random numbers for
 // rand()/dropout, and data written in place into buffers it reads (Optimizer::set_lr). A tensor it binds that moved
 // to another device is a JitError. What it does not: C++ values (a double, a branch) and tensors made from host data
-// inside the function are constants of the capture; pass what changes as tensor arguments. The returned tensors are
+// inside the function are constants of the capture; pass what changes as tensor arguments, or an integer as a BoundVariable
+// argument (tensor/variable.hpp): a replay passes each call's value to the kernels, with no new capture. The returned tensors are
 // new on every call. From the second call on, a call whose kernels differ from the one before throws JitError saying
 // how (the first call may differ: it may initialize state). One tensor passed for two arguments at a recorded call
 // reaches the function as two tensors (the second over a copy), so the capture tells the arguments apart.
@@ -11909,8 +12123,8 @@ class JitCore : JitRecorder {
   using Run = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
   explicit JitCore(std::string name) : name_(std::move(name)) {}
   ~JitCore() override = default;
-  // call the function (run) on args, or replay it; returns the returned tensors
-  std::vector<Tensor> call(const std::vector<Tensor>& args, const Run& run);
+  // call the function (run) on args and vars (its BoundVariable arguments), or replay it; returns the returned tensors
+  std::vector<Tensor> call(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars, const Run& run);
   int64_t calls() const TINYGRAD_MEMBER_DEF({ return calls_; })
   bool captured() const TINYGRAD_MEMBER_DEF({ return captured_; })
   size_t kernel_count() const TINYGRAD_MEMBER_DEF({
@@ -11952,13 +12166,14 @@ class JitCore : JitRecorder {
   Bound made_before(const Tensor& t);
   std::shared_ptr<Buffer> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
-  std::vector<Tensor> replay(const std::vector<Tensor>& args);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
 
   std::string name_;
   mutable std::mutex mu_;  // held by a call: calls from several threads take turns
   std::atomic<int64_t> calls_{0};
   std::vector<Sig> in_sig_, out_sig_;  // the first call's arguments; the capture's returned tensors
+  std::vector<Variable> var_sig_;      // the first call's variable arguments
   std::shared_ptr<JitProgram> prog_, prev_;
   Record cur_, rec_;  // the call being recorded; the last recorded call
   std::unordered_set<const void*> heard_;  // the tensors (Impl) the recorded call has read or assigned so far
@@ -11974,9 +12189,18 @@ const Tensor& jit_arg(const A& a) {
   if constexpr (std::is_same_v<A, Tensor>) return a;
   else {
     static_assert(StaticTensorLike<A>,
-        "TinyJit: arguments must be tensors (Tensor or static tensors); a C++ value would be a constant of the capture, so pass it as a tensor");
+                  "TinyJit: arguments must be tensors (Tensor or static tensors) or BoundVariables; a C++ value would be a constant of "
+                  "the capture, so pass it as a tensor or a variable");
     return a.tensor();
   }
+}
+// each argument's place among the tensor arguments (a BoundVariable's: none)
+template <class... A>
+constexpr std::array<size_t, sizeof...(A)> tensor_places() {
+  std::array<size_t, sizeof...(A)> r{};
+  size_t n = 0, i = 0;
+  ((r[i++] = std::is_same_v<A, BoundVariable> ? ~size_t(0) : n++), ...);
+  return r;
 }
 
 template <class R> struct jit_result {
@@ -12010,8 +12234,14 @@ class TinyJit {
   template <class... A>
   auto operator()(const A&... args) {
     using R = std::invoke_result_t<F&, const A&...>;
-    std::vector<Tensor> in{detail::jit_arg(args)...};
-    auto outs = core_->call(in, [&](const std::vector<Tensor>& use) {
+    std::vector<Tensor> in;
+    std::vector<BoundVariable> vars;
+    auto add = [&]<class X>(const X& a) {
+      if constexpr (std::is_same_v<X, BoundVariable>) vars.push_back(a);
+      else in.push_back(detail::jit_arg(a));
+    };
+    (add(args), ...);
+    auto outs = core_->call(in, vars, [&](const std::vector<Tensor>& use) {
       return invoke<R>(use, std::index_sequence_for<A...>{}, args...);
     });
     if constexpr (!std::is_void_v<R>) {
@@ -12029,9 +12259,10 @@ class TinyJit {
   // f_ on the tensors `use` (the arguments, or a copy of one passed twice)
   template <class R, class... A, size_t... I>
   std::vector<Tensor> invoke(const std::vector<Tensor>& use, std::index_sequence<I...>, const A&... args) {
+    static constexpr auto place = detail::tensor_places<A...>();
     auto pass = [&]<class X>(const X& a, size_t i) -> X {
-      if constexpr (std::is_same_v<X, Tensor>) return use[i];
-      else if constexpr (std::is_constructible_v<X, const Tensor&>) return X(use[i]);  // aliases: the same tensor
+      if constexpr (std::is_same_v<X, Tensor>) return use[place[i]];
+      else if constexpr (std::is_constructible_v<X, const Tensor&>) return X(use[place[i]]);  // aliases: the same tensor
       else return a;
     };
     std::vector<Tensor> r;
@@ -12102,11 +12333,18 @@ TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
   return b.buf = std::move(buf);
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const Run& run) {
+TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars, const Run& run) {
   if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
-  if (n == 1) for (auto& a : args) in_sig_.push_back(Sig::of(a));
+  if (n == 1) {
+    for (auto& a : args) in_sig_.push_back(Sig::of(a));
+    for (auto& v : vars) var_sig_.push_back(v.var());
+  }
+  if (vars.size() != var_sig_.size()) throw JitError(cat(where(), ": called with ", vars.size(), " variables, captured with ", var_sig_.size()));
+  for (size_t i = 0; i < vars.size(); i++)
+    if (!(vars[i].var() == var_sig_[i]))
+      throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
@@ -12116,7 +12354,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
                          in_sig_[i].device));
   }
   Tensor::realize_all(args);
-  return prog_ ? replay(args) : record(args, run);
+  return prog_ ? replay(args, vars) : record(args, run);
 }
 
 TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const Run& run) {
@@ -12186,14 +12424,16 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   return outs;
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args) {
+TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars) {
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   for (auto& a : args) in.push_back(a.buffer());
   for (auto& s : rec_.states) in.push_back(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
   for (auto& s : rec_.reads) in.push_back(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
-  auto out = jit_replay(*prog_, in);
+  std::vector<std::pair<const UOp*, int64_t>> vv;
+  for (auto& v : vars) vv.push_back({v.var().uop().get(), v.value()});
+  auto out = jit_replay(*prog_, in, vv);
   std::vector<Tensor> r;
   for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
   for (size_t j = 0; j < rec_.states.size(); j++) {
@@ -12224,7 +12464,6 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
 #endif
 // begin include/tinygrad/json.hpp
 // A small JSON reader (safetensors headers, tokenizer.json) and string quoting for the writer.
-#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <fstream>
