@@ -1,6 +1,8 @@
 // the symbolic simplifier: value ranges, constant folding, div/mod folding, and the clean
 // indices it leaves in kernels of reshaped / permuted / padded / sliced views
 #include <catch2/catch.hpp>
+#include <functional>
+#include <random>
 #include <tinygrad.hpp>
 
 using namespace tinygrad;
@@ -120,4 +122,65 @@ TEST_CASE("uop: hash-consing gives one node per structure", "[uop]") {
   CHECK(rng(4, 0) != rng(4, 1));
   // NaN constants are still equal to themselves
   CHECK(detail::const_uop(DType::Float32, NAN) == detail::const_uop(DType::Float32, NAN));
+}
+
+// The simplifier against brute force: random int32 expressions over two variables with random (also negative) ranges,
+// simplified once with the ranges known; then, for every pair of values in the ranges, the original and the simplified
+// expression with the values substituted fold to the same constant. A rewrite that holds only for some values in the
+// range (a div/mod fold, a comparison decided from vmin/vmax) fails here with the expression and the values; so does a
+// value outside the range an expression claims.
+TEST_CASE("symbolic: the simplifier agrees with brute force over its variables' ranges (random expressions)", "[symbolic][variable]") {
+  std::mt19937_64 gen(uint64_t(detail::getenv_int("SYMBOLIC_FUZZ_SEED", 20261129)));  // another seed: explore further
+  auto uni = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen); };
+  const int exprs = 2000;
+  int checked = 0, rewritten = 0;
+  for (int e = 0; e < exprs; e++) {
+    int64_t alo = uni(-12, 12), blo = uni(-12, 12);
+    UOpRef a = detail::define_var("fa", alo, alo + uni(0, 7)), b = detail::define_var("fb", blo, blo + uni(0, 7));
+    // a random tree, at most 4 deep
+    std::function<UOpRef(int)> gen_expr = [&](int depth) -> UOpRef {
+      int k = int(uni(0, depth <= 0 ? 2 : 13));
+      if (k == 0) return a;
+      if (k == 1) return b;
+      if (k == 2) return c(uni(-8, 8));
+      UOpRef x = gen_expr(depth - 1), y = gen_expr(depth - 1);
+      switch (k) {
+        case 3: case 4: return x + y;
+        case 5: return x * y;
+        case 6: return detail::idiv(x, uni(1, 9) * (uni(0, 1) ? 1 : -1));
+        case 7: return detail::mod(x, uni(1, 9) * (uni(0, 1) ? 1 : -1));
+        case 8: return detail::alu(Ops::MAX, {x, y});
+        case 9: return -x;
+        case 10: return detail::alu(Ops::WHERE, {detail::alu(Ops::CMPLT, {x, y}), x, y});
+        case 11: return detail::alu(Ops::IDIV, {x, y});  // by an expression, 0 included (x / 0 is 0)
+        case 12: return detail::alu(Ops::MOD, {x, y});
+        default: return detail::alu(Ops::WHERE, {detail::alu(Ops::CMPNE, {x, c(uni(-4, 4))}), y, x + c(1)});
+      }
+    };
+    UOpRef x = gen_expr(4), s = detail::simplify(x);
+    rewritten += s != x;
+    for (int64_t va = a->vmin; va <= a->vmax; va++)
+      for (int64_t vb = b->vmin; vb <= b->vmax; vb++) {
+        std::unordered_map<const UOp*, UOpRef> at{{a.get(), c(va)}, {b.get(), c(vb)}};
+        UOpRef want = detail::simplify(detail::substitute(x, at)), got = detail::simplify(detail::substitute(s, at));
+        REQUIRE(want->op == Ops::CONST);
+        REQUIRE(got->op == Ops::CONST);
+        // the same value, and inside the value range each expression claims (what later folds rely on)
+        int64_t v = want->iarg();
+        if (got->iarg() != v || v < x->vmin || v > x->vmax || v < s->vmin || v > s->vmax) {
+          INFO("expression:\n" << print_graph(x) << "simplified:\n" << print_graph(s) << "a = " << va << ", b = " << vb << ": " << v
+                                << " vs " << got->iarg() << "; ranges [" << x->vmin << ", " << x->vmax << "] and [" << s->vmin << ", "
+                                << s->vmax << "]");
+          CHECK(got->iarg() == v);
+          CHECK(v >= x->vmin);
+          CHECK(v <= x->vmax);
+          CHECK(v >= s->vmin);
+          CHECK(v <= s->vmax);
+        }
+        checked++;
+      }
+  }
+  CHECK(checked > exprs);
+  CHECK(rewritten > exprs / 2);  // the rules had work to do
+  INFO(rewritten << " of " << exprs << " expressions rewritten, " << checked << " evaluations");
 }
