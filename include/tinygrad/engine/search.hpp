@@ -213,7 +213,8 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
   Kernel start(ast, ren), unblocked(ast, ren);
   if (from == BeamStart::heuristic)
     for (auto& o : hand_coded_optimizations(ast, ren)) {
-      try { start.apply(o); } catch (const KernelOptError&) {}
+      apply_heuristic_opt(start, o);
+      // NOTE: without the K block an opt that needs it may not fit: that one is left out of this start
       if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
     }
   // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it, and each
