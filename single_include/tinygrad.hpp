@@ -7078,19 +7078,21 @@ inline ProgramSpec to_program(const Kernel& k) {
   return p;
 }
 
-// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none). The
-// heuristics drive a Kernel, so the kernel accepts each of theirs: one it refuses is a heuristic's bug, an error with
-// flags().strict_opts (STRICT_OPTS=1; the tests set it), else skipped with a line on stderr at DEBUG>=1
+// one of a heuristic's opts on k. The heuristics drive a Kernel, so the kernel accepts each of theirs: one it refuses is
+// a heuristic's bug, an error with flags().strict_opts (STRICT_OPTS=1; the tests set it), else skipped with a line on
+// stderr at DEBUG>=1 (to_program and BEAM's start kernel alike)
+inline void apply_heuristic_opt(Kernel& k, const Opt& o) {
+  try { k.apply(o); }
+  catch (const KernelOptError& e) {
+    if (flags().strict_opts) throw;
+    if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: the heuristic's %s was refused (skipped): %s\n", o.str().c_str(), e.what());
+  }
+}
+// pinned: exactly these opts (an illegal one throws KernelOptError); else the heuristic's (NOOPT=1: none)
 inline ProgramSpec to_program(const UOpRef& ast, const Renderer& ren, std::optional<std::vector<Opt>> pinned = std::nullopt) {
   Kernel k(ast, ren);
-  std::vector<Opt> want = pinned ? *pinned : flags().noopt ? std::vector<Opt>{} : hand_coded_optimizations(ast, ren);
-  for (auto& o : want) {
-    try { k.apply(o); }
-    catch (const KernelOptError& e) {
-      if (pinned || flags().strict_opts) throw;
-      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: the heuristic's %s was refused (skipped): %s\n", o.str().c_str(), e.what());
-    }
-  }
+  if (pinned) for (auto& o : *pinned) k.apply(o);
+  else if (!flags().noopt) for (auto& o : hand_coded_optimizations(ast, ren)) apply_heuristic_opt(k, o);
   return to_program(k);
 }
 
@@ -7980,7 +7982,8 @@ inline std::optional<std::vector<Opt>> beam_search(const UOpRef& ast, DeviceRunt
   Kernel start(ast, ren), unblocked(ast, ren);
   if (from == BeamStart::heuristic)
     for (auto& o : hand_coded_optimizations(ast, ren)) {
-      try { start.apply(o); } catch (const KernelOptError&) {}
+      apply_heuristic_opt(start, o);
+      // NOTE: without the K block an opt that needs it may not fit: that one is left out of this start
       if (o.op != OptOp::KBLOCK) try { unblocked.apply(o); } catch (const KernelOptError&) {}
     }
   // NOTE: an applied opt stays: the heuristic's K block size is searched from the same start without it, and each
