@@ -98,7 +98,8 @@ TEST_CASE("variable: the kernel takes the value as an argument on C, CUDA and Op
 }
 
 TEST_CASE("variable: two values of one variable in one graph are an error; two variables are two arguments", "[variable][cl]") {
-  Variable a("a", 0, 9), b("b", 0, 9);
+  Variable a("a", 0, 9), b("b", 0, 9), a20("a", 0, 20);  // a20: another variable of the same name
+  CHECK((Tensor(a.bind(3)) * 100 + Tensor(a20.bind(17))).item<int>() == 317);
   CHECK_THROWS_WITH((Tensor(a.bind(2)) + Tensor(a.bind(3))).item<int>(), Contains("binds a to 2 and to 3"));
   for (auto [x, y] : {std::pair{2, 7}, std::pair{9, 0}, std::pair{4, 4}}) {
     Tensor t = Tensor::arange(10);

@@ -435,7 +435,10 @@ inline CStyleRenderer::CStyleRenderer() {
        c.param_ids.push_back(i);
      }},
     {Ops::DEFINE_VAR, [](Ctx& c, const UOp& x) {
-       c.r[&x] = "var_" + var_name(x);  // NOTE: a prefix: no variable's name meets the kernel's own names
+       // NOTE: a prefix: no variable's name meets the kernel's own names; two variables of one name (other ranges) get
+       // a number each
+       std::string n = "var_" + var_name(x);
+       c.r[&x] = std::find(c.vars.begin(), c.vars.end(), n) == c.vars.end() ? n : c.name(n + "_");
        c.vars.push_back(c.r[&x]);
      }},
     {Ops::DEFINE_LOCAL, [this](Ctx& c, const UOp& x) {
