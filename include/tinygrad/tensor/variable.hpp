@@ -34,13 +34,14 @@ class Variable {
         uop_ = detail::define_var(name_, min, max);
       })
   // the variable with a value in [min, max]
-  BoundVariable bind(int64_t value) const;
+  BoundVariable bind(int64_t value) const;  // NOTE: defined below BoundVariable
   const std::string& name() const { return name_; }
   int64_t min() const { return min_; }
   int64_t max() const { return max_; }
   const std::shared_ptr<const UOp>& uop() const { return uop_; }  // its DEFINE_VAR
   bool operator==(const Variable& o) const { return uop_ == o.uop_; }
-  std::string str() const { return detail::cat(name_, "[", min_, "..", max_, "]"); }
+  std::string str() const { return name_ + "[" + std::to_string(min_) + ".." + std::to_string(max_) + "]"; }
+  std::string range() const { return "[" + std::to_string(min_) + ", " + std::to_string(max_) + "]"; }
 
  private:
   std::string name_;
@@ -64,7 +65,7 @@ class BoundVariable {
 
 inline BoundVariable Variable::bind(int64_t value) const {
   if (value < min_ || value > max_)
-    throw VariableError(detail::cat("tinygrad::Variable::bind: ", name_, " = ", value, " is outside [", min_, ", ", max_, "]"));
+    throw VariableError("tinygrad::Variable::bind: " + name_ + " = " + std::to_string(value) + " is outside " + range());
   return BoundVariable(*this, value);
 }
 
