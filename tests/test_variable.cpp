@@ -97,7 +97,7 @@ TEST_CASE("variable: the kernel takes the value as an argument on C, CUDA and Op
   CHECK((Tensor(pos.bind(5)) < 64).where(1.0f, 2.0f).item<float>() == 1.0f);
 }
 
-TEST_CASE("variable: two values of one variable in one graph are an error; two variables are two arguments", "[variable][cl]") {
+TEST_CASE("variable: two values of one variable in one graph are an error, two variables are two arguments", "[variable][cl]") {
   Variable a("a", 0, 9), b("b", 0, 9), a20("a", 0, 20);  // a20: another variable of the same name
   CHECK((Tensor(a.bind(3)) * 100 + Tensor(a20.bind(17))).item<int>() == 317);
   CHECK_THROWS_WITH((Tensor(a.bind(2)) + Tensor(a.bind(3))).item<int>(), Contains("binds a to 2 and to 3"));

@@ -168,7 +168,7 @@ inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, cons
   slots.insert(slots.end(), consts.begin(), consts.end());
   for (auto& [dt, n] : sp.new_slots) cap.created.push_back(slots.emplace_back(std::make_shared<Buffer>(device, dt, n)));
   for (size_t k = 0; k < sp.kernels.size(); k++) {
-    auto& l = cap.launches.emplace_back(CapturedLaunch{ks[k], {}});
+    auto& l = cap.launches.emplace_back(CapturedLaunch{ks[k], {}, {}});
     for (int s : sp.kernels[k].slots) l.bufs.push_back(slots[size_t(s)]);
   }
   std::vector<std::shared_ptr<Buffer>> outs;
