@@ -22,17 +22,7 @@ class BoundVariable;
 
 class Variable {
  public:
-  Variable(std::string name, int64_t min, int64_t max) TINYGRAD_MEMBER_DEF(
-      : name_(std::move(name)), min_(min), max_(max) {
-        auto ident = [](const std::string& s) {
-          if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
-          return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
-        };
-        if (!ident(name_)) throw VariableError("tinygrad::Variable: the name '" + name_ + "' is no C identifier of at most 64 characters");
-        if (min > max || min < INT32_MIN || max > INT32_MAX)
-          throw VariableError(detail::cat("tinygrad::Variable ", name_, ": the range [", min, ", ", max, "] is empty or leaves int32"));
-        uop_ = detail::define_var(name_, min, max);
-      })
+  Variable(std::string name, int64_t min, int64_t max);
   // the variable with a value in [min, max]
   BoundVariable bind(int64_t value) const;  // NOTE: defined below BoundVariable
   const std::string& name() const { return name_; }
@@ -54,7 +44,7 @@ class BoundVariable {
   const Variable& var() const { return var_; }
   int64_t value() const { return value_; }
   // BIND(variable, value) on a device: the int32 scalar a Tensor made from it holds
-  std::shared_ptr<const UOp> uop(const std::string& device) const TINYGRAD_MEMBER_DEF({ return detail::bind_var(var_.uop(), value_, device); })
+  std::shared_ptr<const UOp> uop(const std::string& device) const;
 
  private:
   friend class Variable;
@@ -68,5 +58,23 @@ inline BoundVariable Variable::bind(int64_t value) const {
     throw VariableError("tinygrad::Variable::bind: " + name_ + " = " + std::to_string(value) + " is outside " + range());
   return BoundVariable(*this, value);
 }
+
+// NOTE: out of the class, where the library is compiled (a member defined in the class and never called there is not
+// emitted by clang in the implementation TU of a separate-compilation program)
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API Variable::Variable(std::string name, int64_t min, int64_t max) : name_(std::move(name)), min_(min), max_(max) {
+  auto ident = [](const std::string& s) {
+    if (s.empty() || s.size() > 64 || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  if (!ident(name_)) throw VariableError("tinygrad::Variable: the name '" + name_ + "' is no C identifier of at most 64 characters");
+  if (min > max || min < INT32_MIN || max > INT32_MAX)
+    throw VariableError(detail::cat("tinygrad::Variable ", name_, ": the range [", min, ", ", max, "] is empty or leaves int32"));
+  uop_ = detail::define_var(name_, min, max);
+}
+TINYGRAD_API std::shared_ptr<const UOp> BoundVariable::uop(const std::string& device) const {
+  return detail::bind_var(var_.uop(), value_, device);
+}
+#endif
 
 }  // namespace tinygrad
