@@ -142,3 +142,138 @@ TEST_CASE("variable: a TinyJit step with a variable argument is captured once an
   Variable other("other", 0, L - 1);
   CHECK_THROWS_AS(step(Tensor::zeros({D}).realize(), other.bind(1)), tinygrad::JitError);
 }
+
+// ---- symbolic dims: a shrink by a variable gives a dim whose extent varies; the buffers are at its bound, the kernels
+// touch the extent only, and every value runs the same kernels ----
+
+namespace {
+using tinygrad::SInt;
+// a (rows, cols) float tensor of distinct values, realized
+Tensor grid(int64_t rows, int64_t cols, double scale = 0.125) {
+  return ((Tensor::arange(double(rows * cols)) * scale).sin() * 4).reshape({rows, cols}).contiguous().realize();
+}
+void check_close(const std::vector<float>& got, const std::vector<float>& want) {
+  REQUIRE(got.size() == want.size());
+  for (size_t i = 0; i < got.size(); i++) CHECK(got[i] == Approx(want[i]).epsilon(1e-5).margin(1e-5));
+}
+}  // namespace
+
+TEST_CASE("symbolic dims: shapes, sizes and the errors of shapes that do not fit", "[variable]") {
+  Variable n("n", 1, 16);
+  Tensor x = grid(16, 8);
+  Tensor s = x.shrink({{0, n.bind(5)}, {0, 8}});
+  CHECK(s.is_symbolic());
+  CHECK(s.shape() == tinygrad::Shape{16, 8});  // its bound
+  CHECK(s.sym_str() == "(n, 8)");
+  CHECK(s.sym_shape()[0].str() == "n");
+  CHECK(s.sym_shape()[0].value() == 5);
+  CHECK(s.sym_shape()[1] == SInt(8));
+  SInt e = SInt(n.bind(5)) + 1;
+  CHECK(e.str() == "n+1");
+  CHECK(e.min() == 2);
+  CHECK(e.max() == 17);
+  CHECK(e.value() == 6);
+  CHECK((e - SInt(n.bind(5))).is_int());  // n+1-n folds
+  CHECK((SInt(n.bind(5)) * 2).max() == 32);
+  // a count that varies has no int
+  CHECK_THROWS_WITH(s.numel(), Contains("(n, 8) is symbolic"));
+  // a range that may leave the dim, or end before it begins
+  CHECK_THROWS_WITH(x.shrink({{0, SInt(n.bind(5)) + 1}, {0, 8}}), Contains("the end may pass the dim's size 16 (its max is 17)"));
+  CHECK_THROWS_WITH(x.shrink({{n.bind(5), 8}, {0, 8}}), Contains("the end may be before the begin"));
+  CHECK_THROWS_AS(x.shrink({{n.bind(5), 8}, {0, 8}}), tinygrad::IndexError);
+  // a symbolic dim meets a concrete one, another symbolic one, or a reshape that would merge it
+  Variable m("m", 1, 16);
+  Tensor t = x.shrink({{0, m.bind(5)}, {0, 8}});
+  CHECK_THROWS_WITH(s + x, Contains("cannot be broadcast together (dim 0: n against 16)"));
+  CHECK_THROWS_WITH(s + t, Contains("(dim 0: n against m)"));
+  CHECK_THROWS_WITH(s.reshape({128}), Contains("a reshape keeps it a dim of its own"));
+  CHECK_THROWS_WITH(s.pad({{0, 1}, {0, 0}}), Contains("padding it is not supported"));
+  CHECK_THROWS_WITH(s.flip(0), Contains("flipping it is not supported"));
+  CHECK_THROWS_WITH(s.var(0), Contains("symbolic"));
+  CHECK_THROWS_AS(s.shrink({{0, 2}, {0, 8}}), tinygrad::IndexError);
+  // an unbound variable has no value to run with
+  Tensor u = x.shrink({{0, SInt(n)}, {0, 8}});
+  CHECK_THROWS_AS(u.sum(0).realize(), tinygrad::Error);
+  // the library stays usable
+  CHECK(s.sum().item<float>() == Approx(x.shrink({{0, 5}, {0, 8}}).sum().item<float>()));
+}
+
+TEST_CASE("symbolic dims: movement, reduces, softmax and matmul over a symbolic dim equal the concrete sizes, one compile",
+          "[variable][cl]") {
+  Variable n("n", 1, 24);
+  Tensor x = grid(24, 8), w = grid(8, 6, 0.3), q = grid(3, 8, 0.7);
+  auto run = [&](const SInt& len) {
+    Tensor s = x.shrink({{0, len}, {0, 8}});  // (n, 8): rows 0..n
+    Tensor r = s.reshape({SInt(1), len, SInt(8)});
+    Tensor k = s * 0.5 + 1;
+    return std::vector<Tensor>{
+        s.contiguous(),                             // a copy of the rows
+        s.sum(0),                                   // a reduce over the symbolic dim
+        s.max(0),                                   // its max
+        s.sum(1),                                   // a reduce beside it: (n,)
+        s.mean(0),                                  // divided by n
+        q.matmul(s.transpose()).softmax(-1),        // (3, n): attention scores over the prefix
+        q.matmul(k.transpose()).softmax(-1).matmul(k),  // (3, 8): the symbolic dim is the matmul's inner dim
+        s.matmul(w).relu(),                         // (n, 6): the symbolic dim is the outer dim
+        r.permute({2, 0, 1}).sum(2),               // a reshape and a permute keep it
+        s.exp().sum(0, true) / s.shrink({{0, len}, {0, 1}}).sum()};
+  };
+  for (int64_t v : {1, 2, 7, 23, 24}) {
+    INFO("n = " << v);
+    auto got = run(n.bind(v));
+    int64_t before = run_stats().kernels_compiled;
+    Tensor::realize_all(got);
+    if (v > 1) CHECK(run_stats().kernels_compiled == before);  // the first value compiles; no other does
+    auto want = run(v);
+    for (size_t i = 0; i < got.size(); i++) {
+      INFO("output " << i);
+      auto gs = got[i].sym_shape();
+      REQUIRE(gs.size() == want[i].ndim());
+      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
+      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
+    }
+  }
+}
+
+TEST_CASE("symbolic dims: a jitted decode step attends over a cache prefix of symbolic length: one capture, 200 steps",
+          "[variable][jit][cl]") {
+  // a cache of L positions, H heads of width D; step p writes its key/value at p and attends over positions 0..p
+  constexpr int64_t L = 208, H = 2, D = 8, STEPS = 200;
+  Variable pos("dec_pos", 0, L - 1);
+  auto kv_of = [](int64_t p, int64_t salt) {
+    std::vector<float> r(H * D);
+    for (int64_t i = 0; i < H * D; i++) r[size_t(i)] = float(((p + 3) * (i + salt) * 37) % 17) / 8.0f - 1.0f;
+    return r;
+  };
+  auto attend = [](const Tensor& q, const Tensor& k, const Tensor& v) {  // q (H, 1, D), k and v (H, n, D)
+    return (q.matmul(k.transpose(-1, -2)) / std::sqrt(double(D))).softmax(-1).matmul(v).reshape({H * D});
+  };
+  auto step_fn = [&](Tensor& kc, Tensor& vc, const Tensor& q, const Tensor& k, const Tensor& v, const BoundVariable& p) {
+    Tensor at = Tensor::arange(L).reshape({1, L, 1});
+    kc.assign((at == Tensor(p)).where(k.reshape({H, 1, D}), kc));  // the KV-cache update: one kernel for every position
+    vc.assign((at == Tensor(p)).where(v.reshape({H, 1, D}), vc));
+    SInt n = SInt(p) + 1;
+    return attend(q.reshape({H, 1, D}), kc.shrink({{0, H}, {0, n}, {0, D}}), vc.shrink({{0, H}, {0, n}, {0, D}}));
+  };
+  Tensor kc = Tensor::zeros({H, L, D}).contiguous().realize(), vc = Tensor::zeros({H, L, D}).contiguous().realize();
+  TinyJit step([&](const Tensor& q, const Tensor& k, const Tensor& v, const BoundVariable& p) { return step_fn(kc, vc, q, k, v, p); },
+               "sym_decode");
+  std::vector<float> keys, vals;  // the reference: concrete shapes, no jit
+  for (int64_t p = 0; p < STEPS; p++) {
+    auto q = kv_of(p, 1), k = kv_of(p, 2), v = kv_of(p, 3);
+    Tensor tq = Tensor(q, {H * D}).realize(), tk = Tensor(k, {H * D}).realize(), tv = Tensor(v, {H * D}).realize();
+    int64_t before = run_stats().kernels_compiled;
+    Tensor got = step(tq, tk, tv, pos.bind(p));
+    if (p > 1) CHECK(run_stats().kernels_compiled == before);  // captured at the second call; nothing compiles after
+    keys.insert(keys.end(), k.begin(), k.end());
+    vals.insert(vals.end(), v.begin(), v.end());
+    if (p % 37 != 0 && p != STEPS - 1) continue;
+    auto cache = [&](const std::vector<float>& rows) {  // (p+1, H, D) -> (H, p+1, D)
+      return Tensor(rows, {p + 1, H, D}).permute({1, 0, 2});
+    };
+    auto want = attend(Tensor(q, {H, 1, D}), cache(keys), cache(vals)).to_vector<float>();
+    INFO("pos = " << p);
+    check_close(got.to_vector<float>(), want);
+  }
+  CHECK(step.captured());
+}

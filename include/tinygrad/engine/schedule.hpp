@@ -261,6 +261,18 @@ class Scheduler {
     return make_uop(Ops::INDEX, u->dtype, std::move(idx));
   }
   static std::vector<UOpRef> idx_of(const UOpRef& m) { return {m->src.begin() + 2, m->src.end()}; }
+  // a symbolic size of the tensor graph in a kernel: its variables unbound (the kernel takes their values as arguments),
+  // in the kernel's index dtype
+  static UOpRef unbind(const UOpRef& e, DType dt) {
+    std::unordered_map<const UOp*, UOpRef> sub;
+    for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[0];
+    return cast_uop(sub.empty() ? e : substitute(e, sub), dt);
+  }
+  // index i of a symbolic dim is inside its extent (bool true for a concrete dim)
+  static UOpRef inside(const UOp& u, size_t i, const UOpRef& idx) {
+    if (u.dyn.empty() || !u.dyn[i]) return const_uop(DType::Bool, 1);
+    return alu(Ops::CMPLT, {idx, unbind(u.dyn[i], idx->dtype)});
+  }
   // the marked node's source at a new index, under the marker's gate
   static UOpRef to_src(const Match& m, std::vector<UOpRef> idx) { return marker(m["u"]->src[0], std::move(idx), m["m"]->src[1]); }
   static const PatternMatcher& pm_rangeify() {
@@ -309,8 +321,10 @@ class Scheduler {
          }},
         // shrink = offset
         {at({Ops::SHRINK}), [](M m) -> UOpRef {
+           const UOpRef& u = m["u"];
            auto idx = idx_of(m["m"]);
-           for (size_t i = 0; i < idx.size(); i++) idx[i] = idx[i] + m["u"]->varg()[2 * i];
+           for (size_t i = 0; i < idx.size(); i++)  // a symbolic shrink's begins are src[1..n]
+             idx[i] = u->src.size() > 1 ? idx[i] + unbind(u->src[1 + i], idx[i]->dtype) : idx[i] + u->varg()[2 * i];
            return to_src(m, std::move(idx));
          }},
         // flip = n-1-i
@@ -344,12 +358,18 @@ class Scheduler {
            auto idx = idx_of(m["m"]);
            const Shape& in = u->src[0]->shape;
            std::vector<UOpRef> src{nullptr};
+           UOpRef valid = const_uop(DType::Bool, 1);  // over a symbolic dim: the terms inside its extent
            for (auto a : u->reduce_axes()) {
              if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(x.s.idx_dt_, 0); continue; }
              src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {},
                                                      std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
+             valid = logical_and(valid, inside(*u->src[0], size_t(a), idx[size_t(a)]));
            }
-           src[0] = to_src(m, std::move(idx));
+           valid = simplify(valid);
+           if (valid->is_const(1)) src[0] = to_src(m, std::move(idx));
+           else
+             src[0] = alu(Ops::WHERE, {valid, marker(u->src[0], std::move(idx), simplify(logical_and(m["m"]->src[1], valid))),
+                                       const_uop(u->dtype, reduce_identity(Ops(u->varg()[0]), u->dtype))});
            return src.size() == 1 ? src[0] : make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
          }},
         // elementwise: each source at the same index (a kernel's own INDEX, of a DEFINE_GLOBAL, is no marker)
@@ -422,12 +442,18 @@ class Scheduler {
     c.slots.push_back(out);
     c.param_of_slot[out] = 0;
     std::vector<UOpRef> idx;
-    for (size_t i = 0; i < k->shape.size(); i++)
+    UOpRef valid = const_uop(DType::Bool, 1);  // a symbolic output: the elements inside its extents (the buffer is at its bounds)
+    for (size_t i = 0; i < k->shape.size(); i++) {
       idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0)
                                      : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
-    UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
+      valid = logical_and(valid, inside(*k, i, idx.back()));
+    }
+    valid = simplify(valid);
+    UOpRef v = lower(c, k, idx, valid);
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
-    auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
+    std::vector<UOpRef> isrc{g, flat_index(idx, k->shape)};
+    if (!valid->is_const(1)) isrc.push_back(valid);
+    auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, std::move(isrc)), v});
     // NOTE: the pieces of a long chain lower to one AST: simplify it once
     auto sink = make_uop(Ops::SINK, DType::Bool, {st});
     auto [it, fresh] = simplified_.try_emplace(sink.get(), sink, nullptr);
@@ -611,6 +637,7 @@ class Scheduler {
 // qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   const UOpRef& x = r->src[0];
+  if (!x->dyn.empty()) return nullptr;  // NOTE: a symbolic dim cannot be split (its extent varies)
   const Shape& sh = x->shape;
   std::vector<int64_t> ax = r->reduce_axes();
   int64_t in = prod(sh), outs = in;

@@ -76,6 +76,8 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
   auto S = [&](size_t i) { return T(u->src[i]); };
   Tensor ret = T(u);
   const double ln2 = std::log(2.0);
+  if (!u->dyn.empty())
+    throw ShapeError("tinygrad::backward: " + ret.sym_str() + " has symbolic dims: gradients through symbolic shapes are not supported");
   switch (u->op) {
     case Ops::ADD: return {g, g};
     case Ops::MUL: return {g * S(1), g * S(0)};

@@ -262,7 +262,15 @@ struct ReduceOps {
 
  private:
   const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
-  int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({ int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; })
+  int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({
+    int64_t n = 1;
+    for (auto a : ax) {
+      if (self().is_symbolic() && self().uop()->dyn[size_t(a)])
+        throw ShapeError("tinygrad::var: the dim " + std::to_string(a) + " of " + self().sym_str() + " is symbolic (var and std take concrete dims)");
+      n *= self().shape()[size_t(a)];
+    }
+    return n;
+  })
   // the float tensor in its accumulation dtype: float16 and bfloat16 widen to float32 (tinygrad's sum_acc_dtype)
   T acc() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
@@ -271,6 +279,12 @@ struct ReduceOps {
   // mean and var of acc() over normalized axes ax, not rounded back
   T mean_acc(const Axes& ax, bool keepdim) const TINYGRAD_MEMBER_DEF({
     auto s = acc().sum(ax, keepdim);
+    const UOp& u = *self().uop();
+    if (std::any_of(ax.begin(), ax.end(), [&](int64_t a) { return !u.dyn.empty() && u.dyn[size_t(a)]; })) {  // a count that varies
+      UOpRef n = detail::const_int(DType::Int32, 1);
+      for (auto a : ax) n = n * (u.dyn[size_t(a)] ? u.dyn[size_t(a)] : detail::size_const(self().shape()[size_t(a)]));
+      return s / T(n, self().device()).cast(s.dtype());
+    }
     int64_t n = reduced_count(ax);
     return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
   })

@@ -172,12 +172,31 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (auto* r = detail::jit_recorder(); r && impl_->born != detail::jit_call_id()) r->read(*this);
     return impl_->uop;
   })
+  // a symbolic dim (tensor/variable.hpp) shows its bound here; sym_shape() names its extent
   const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
+  std::vector<SInt> sym_shape() const TINYGRAD_MEMBER_DEF({
+    const UOp& u = *impl_->uop;
+    std::vector<SInt> r;
+    for (size_t i = 0; i < u.shape.size(); i++) r.push_back(u.dyn.empty() || !u.dyn[i] ? SInt(u.shape[i]) : SInt(u.dyn[i]));
+    return r;
+  })
+  bool is_symbolic() const TINYGRAD_MEMBER_DEF({ return !impl_->uop->dyn.empty(); })
   int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(detail::norm_axis(dim, ndim(), "shape"))]; })
   DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
-  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::detail::prod(shape()); })
+  int64_t numel() const TINYGRAD_MEMBER_DEF({
+    if (is_symbolic()) throw ShapeError("tinygrad::numel: the shape " + sym_str() + " is symbolic (its count varies with the variables)");
+    return tinygrad::detail::prod(shape());
+  })
+  // the shape for people: (1, 9, pos+1)
+  std::string sym_str() const TINYGRAD_MEMBER_DEF({
+    const UOp& u = *impl_->uop;
+    std::string r = "(";
+    for (size_t i = 0; i < u.shape.size(); i++)
+      r += (i ? ", " : "") + (u.dyn.empty() || !u.dyn[i] ? std::to_string(u.shape[i]) : detail::sym_str(u.dyn[i]));
+    return r + (u.shape.size() == 1 ? ",)" : ")");
+  })
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
     return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
@@ -227,7 +246,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<char> host = host_bytes();
-    std::vector<T> out(static_cast<size_t>(numel()));
+    std::vector<T> out(host.size() / size_t(itemsize(dtype())));
     if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
       // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
       if (dtype_of<T>() == dtype()) { if (!out.empty()) std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
@@ -241,7 +260,20 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
     detail::read_index_checks();  // a sync: what the device found of indices out of range is read now
-    return host;
+    if (!is_symbolic()) return host;
+    // a symbolic tensor lives at its bounds: the elements inside the bound variables' extents, in order
+    const UOp& u = *impl_->uop;
+    size_t n = u.shape.size(), isz = size_t(itemsize(dtype()));
+    Shape ext(n), st = detail::strides_for(u.shape), at(n, 0);
+    for (size_t i = 0; i < n; i++) ext[i] = u.dyn[i] ? detail::sym_value(u.dyn[i]) : u.shape[i];
+    std::vector<char> out(size_t(detail::prod(ext)) * isz);
+    for (size_t k = 0; k * isz < out.size(); k++) {
+      int64_t off = 0;
+      for (size_t i = 0; i < n; i++) off += at[i] * st[i];
+      std::memcpy(out.data() + k * isz, host.data() + size_t(off) * isz, isz);
+      for (size_t i = n; i-- > 0 && ++at[i] == ext[i];) at[i] = 0;
+    }
+    return out;
   })
   template <class T>
   T item() const {
@@ -258,8 +290,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor where(const Tensor& a, const Tensor& b) const TINYGRAD_MEMBER_DEF({
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
-    auto c = cast(DType::Bool).expand(shape);
-    x = x.expand(shape); y = y.expand(shape);
+    auto d = broadcast_dyn({this, &x}, shape, "where");
+    auto c = cast(DType::Bool).expand_to(shape, d);
+    x = x.expand_to(shape, d); y = y.expand_to(shape, d);
     return Tensor(detail::alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   })
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
@@ -295,7 +328,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   // ---- movement (copy-free views) ----
   Tensor reshape(Shape new_shape) const TINYGRAD_MEMBER_DEF({
-    int64_t infer = -1, known = 1;
+    int64_t infer = -1, known = 1, numel = detail::prod(shape());  // NOTE: a symbolic tensor's at its bounds (mov checks its dims)
     bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
     for (size_t i = 0; i < new_shape.size(); i++) {
       if (new_shape[i] == -1) {
@@ -310,13 +343,27 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
                        ": the product of its dims overflows int64");
     if (zero) known = 0;
     if (infer >= 0) {
-      if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
-      new_shape[size_t(infer)] = numel() / known;
-    } else if (known != numel())
-      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " +
+      if (known == 0 || numel % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
+      new_shape[size_t(infer)] = numel / known;
+    } else if (known != numel)
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel) + " elements) to " +
                        to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
+  })
+  Tensor reshape(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
+  // a reshape that names symbolic dims: each of the tensor's symbolic dims, as a whole (its extent, in order)
+  Tensor reshape(const std::vector<SInt>& s) const TINYGRAD_MEMBER_DEF({
+    Shape b;
+    bool sym = false;
+    for (auto& x : s) { b.push_back(x.is_int() ? x.value() : x.max()); sym |= !x.is_int(); }
+    Tensor r = reshape(b);
+    if (!sym) return r;
+    const UOp& ru = *r.impl_->uop;
+    for (size_t i = 0; i < s.size(); i++)
+      if (!s[i].is_int() && (ru.dyn.empty() || ru.dyn[i] != detail::sym_node(s[i], device())))
+        throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
+    return r;
   })
   Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
@@ -362,6 +409,38 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       ident &= s[i].first == 0 && s[i].second == shape()[i];
     }
     return ident ? *this : mov(Ops::SHRINK, arg);
+  })
+  // a shrink by sizes that may be symbolic: cache.shrink({{0, pos + 1}, {0, 64}}) (a symbolic dim of the tensor is kept
+  // whole: {0, its extent})
+  Tensor shrink(std::initializer_list<std::pair<SInt, SInt>> s) const TINYGRAD_MEMBER_DEF({ return shrink(std::vector<std::pair<SInt, SInt>>(s)); })
+  Tensor shrink(const std::vector<std::pair<SInt, SInt>>& s) const TINYGRAD_MEMBER_DEF({
+    bool sym = is_symbolic();
+    for (auto& [b, e] : s) sym |= !b.is_int() || !e.is_int();
+    if (!sym) {
+      std::vector<std::pair<int64_t, int64_t>> p;
+      for (auto& [b, e] : s) p.push_back({b.value(), e.value()});
+      return shrink(p);
+    }
+    const UOpRef& u = uop();
+    if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + sym_str());
+    std::vector<UOpRef> src{u}, ext;
+    for (size_t i = 0; i < s.size(); i++) {
+      const SInt &b = s[i].first, &e = s[i].second;
+      SInt len = e - b;
+      auto fail = [&](const std::string& why) {
+        return IndexError(detail::cat("tinygrad::shrink: range [", b.str(), ", ", e.str(), ") of dim ", i, " of ", sym_str(), ": ", why));
+      };
+      if (b.min() < 0) throw fail(detail::cat("the begin may be negative (its range is [", b.min(), ", ", b.max(), "])"));
+      if (len.min() < 0) throw fail(detail::cat("the end may be before the begin (end - begin is in [", len.min(), ", ", len.max(), "])"));
+      if (e.max() > shape()[i]) throw fail(detail::cat("the end may pass the dim's size ", shape()[i], " (its max is ", e.max(), ")"));
+      UOpRef dim = u->dyn.empty() ? nullptr : u->dyn[i];
+      if (dim && (b.min() != 0 || b.max() != 0 || detail::sym_node(e, device()) != dim))
+        throw fail("a symbolic dim is kept whole ({0, " + detail::sym_str(dim) + "})");
+      src.push_back(detail::sym_node(b, device()));
+      ext.push_back(detail::sym_node(len, device()));
+    }
+    src.insert(src.end(), ext.begin(), ext.end());
+    return Tensor(make_uop(Ops::SHRINK, dtype(), std::move(src), std::vector<int64_t>{}), device());
   })
   Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
@@ -686,7 +765,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
     if (is_buffer_view(u.get())) return u;
     auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
-    return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+    if (b->shape == u->shape && u->dyn.empty()) return b;
+    std::vector<UOpRef> src{b};  // a symbolic value keeps its extents
+    for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
+    return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
   })
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
   UOpRef param_node(const UOpRef& u) const TINYGRAD_MEMBER_DEF({
@@ -711,7 +793,82 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
   Tensor unary(Ops op) const TINYGRAD_MEMBER_DEF({ return unary(op, dtype()); })
   Tensor unary(Ops op, DType dt) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dt, {uop()}), device()); })
-  Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); })
+  Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({
+    if (is_symbolic()) return mov_sym(op, std::move(arg));
+    return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device());
+  })
+  // a movement op of a tensor with symbolic dims: permutes move them, reshapes and expands keep each whole (their
+  // results name their extents in src[1..]); a pad, flip or shrink that would cut into one is an error
+  Tensor mov_sym(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({
+    const UOpRef& u = uop();
+    const char* name = op == Ops::RESHAPE ? "reshape" : op == Ops::EXPAND ? "expand" : op == Ops::PAD ? "pad" : op == Ops::SHRINK ? "shrink" : "flip";
+    auto refuse = [&](size_t i, const std::string& why) {
+      return ShapeError(detail::cat("tinygrad::", name, ": dim ", i, " of ", sym_str(), " is symbolic (", detail::sym_str(u->dyn[i]), "): ", why));
+    };
+    auto ext = [](const UOpRef& d, int64_t n) { return d ? d : detail::size_const(n); };
+    std::vector<UOpRef> src{u};
+    for (size_t i = 0; i < u->shape.size() && op != Ops::RESHAPE && op != Ops::PERMUTE; i++) {
+      if (!u->dyn[i]) { if (op == Ops::EXPAND) src.push_back(ext(nullptr, arg[i])); continue; }
+      if (op == Ops::EXPAND) src.push_back(u->dyn[i]);
+      if (op == Ops::FLIP && arg[i]) throw refuse(i, "flipping it is not supported");
+      if (op == Ops::PAD && (arg[2 * i] || arg[2 * i + 1])) throw refuse(i, "padding it is not supported");
+      if (op == Ops::SHRINK && (arg[2 * i] || arg[2 * i + 1] != u->shape[i])) throw refuse(i, "shrink it with symbolic bounds ({0, extent})");
+    }
+    if (op == Ops::RESHAPE) {
+      // each symbolic dim stays a dim of its own, with as many elements before it (since the last symbolic dim) as before
+      std::vector<UOpRef> d(arg.size());
+      size_t o = 0;
+      int64_t before = 1;
+      for (size_t i = 0; i < u->shape.size(); i++) {
+        if (!u->dyn[i]) { before *= u->shape[i]; continue; }
+        int64_t acc = 1;
+        while (o < arg.size() && !(acc == before && arg[o] == u->shape[i]) && acc <= before) acc *= arg[o++];
+        if (o >= arg.size() || acc != before) throw refuse(i, "a reshape keeps it a dim of its own, got " + to_string(Shape(arg)));
+        d[o++] = u->dyn[i];
+        before = 1;
+      }
+      for (size_t i = 0; i < arg.size(); i++) src.push_back(ext(d[i], arg[i]));
+    }
+    return Tensor(make_uop(op, dtype(), std::move(src), std::move(arg)), device());
+  })
+  // expand to a shape with symbolic dims d (empty: none)
+  Tensor expand_to(const Shape& s, const std::vector<UOpRef>& d) const TINYGRAD_MEMBER_DEF({
+    if (d.empty()) return expand(s);
+    Tensor x = reshape_left(s.size());
+    const UOpRef& u = x.uop();
+    if (u->shape == s && u->dyn == d) return x;
+    std::vector<UOpRef> src{u};
+    for (size_t i = 0; i < s.size(); i++) {
+      UOpRef have = u->dyn.empty() ? nullptr : u->dyn[i];
+      if (u->shape[i] != 1 && (u->shape[i] != s[i] || have != d[i]))
+        throw ShapeError("tinygrad::expand: cannot expand " + sym_str() + " to the symbolic shape of its operand");
+      src.push_back(d[i] ? d[i] : detail::size_const(s[i]));
+    }
+    return Tensor(make_uop(Ops::EXPAND, dtype(), std::move(src), std::vector<int64_t>(s)), device());
+  })
+  // the symbolic dims of the broadcast of ts to s (empty: none); an error where two differ, or one meets a concrete dim
+  static std::vector<UOpRef> broadcast_dyn(const std::vector<const Tensor*>& ts, const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
+    if (std::none_of(ts.begin(), ts.end(), [](const Tensor* t) { return t->is_symbolic(); })) return {};
+    std::vector<UOpRef> d(s.size());
+    for (int pass = 0; pass < 2; pass++)
+      for (auto* t : ts) {
+        const UOp& u = *t->impl_->uop;
+        size_t off = s.size() - u.shape.size();
+        for (size_t i = 0; i < u.shape.size(); i++) {
+          UOpRef x = u.dyn.empty() ? nullptr : u.dyn[i];
+          UOpRef& want = d[off + i];
+          bool clash = pass == 0 ? x && want && x != want : !x && want && u.shape[i] != 1;
+          if (clash) {
+            std::string shapes;
+            for (auto* o : ts) shapes += (shapes.empty() ? "" : " and ") + o->sym_str();
+            throw ShapeError(detail::cat("tinygrad::", op, ": shapes ", shapes, " cannot be broadcast together (dim ", off + i, ": ",
+                                         detail::sym_str(want), " against ", x ? detail::sym_str(x) : std::to_string(u.shape[i]), ")"));
+          }
+          if (pass == 0 && x) want = x;
+        }
+      }
+    return d;
+  })
   Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({
     Shape s(n - ndim(), 1);
     s.insert(s.end(), shape().begin(), shape().end());
@@ -736,8 +893,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) TINYGRAD_MEMBER_DEF({
     same_device(a.device(), b.device(), op);
     Shape s = broadcast_shape(a.shape(), b.shape(), op);
+    auto d = broadcast_dyn({&a, &b}, s, op);
     DType dt = least_upper_dtype(a.dtype(), b.dtype());
-    return {a.cast(dt).expand(s), b.cast(dt).expand(s)};
+    return {a.cast(dt).expand_to(s, d), b.cast(dt).expand_to(s, d)};
   })
   Tensor binop(Ops op, const Tensor& o, const char* name) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, name);

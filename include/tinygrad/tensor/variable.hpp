@@ -9,8 +9,13 @@
 // kernels, which see the variable with its range (the symbolic simplifier folds with [min, max]). Passed to a TinyJit'd
 // function as an argument, each call's value reaches the replay. Names are C identifiers; a name with another range is
 // another variable.
+//
+// An SInt is a size that may be symbolic: an int, or an expression of variables (pos + 1). Tensors take SInts where a
+// dim's extent may vary (x.shrink({{0, pos + 1}, {0, 64}}), x.reshape(...)): the dim is symbolic, its bound (the
+// expression's max) sizes the buffers, and the kernels loop over the bound value only.
 #include <algorithm>
 #include <cctype>
+#include <concepts>
 #include <cstdint>
 #include <string>
 #include "../uop/ops.hpp"
@@ -53,6 +58,32 @@ class BoundVariable {
   int64_t value_;
 };
 
+// a size: an int, or an int32 expression of (bound) variables
+class SInt {
+ public:
+  template <std::integral I>
+  SInt(I v) : v_(int64_t(v)) {}  // NOLINT: implicit, an int is a size
+  SInt(const BoundVariable& b);  // NOLINT: implicit
+  SInt(const Variable& v);       // NOLINT: implicit (unbound: realizing needs a value)
+  bool is_int() const { return !u_; }
+  int64_t min() const;
+  int64_t max() const;
+  int64_t value() const;  // the int, or the value of the bound variables (VariableError when one is unbound)
+  std::string str() const;
+  const std::shared_ptr<const UOp>& uop() const { return u_; }  // null for an int
+  friend SInt operator+(const SInt& a, const SInt& b);
+  friend SInt operator-(const SInt& a, const SInt& b);
+  friend SInt operator*(const SInt& a, const SInt& b);
+  friend bool operator==(const SInt& a, const SInt& b) { return a.u_ == b.u_ && (a.u_ || a.v_ == b.v_); }
+  friend class Tensor;  // a tensor's symbolic dims as SInts (sym_shape)
+
+ private:
+  explicit SInt(std::shared_ptr<const UOp> u);
+  static SInt arith(int op, const SInt& a, const SInt& b);
+  int64_t v_ = 0;
+  std::shared_ptr<const UOp> u_;
+};
+
 inline BoundVariable Variable::bind(int64_t value) const {
   if (value < min_ || value > max_)
     throw VariableError("tinygrad::Variable::bind: " + name_ + " = " + std::to_string(value) + " is outside " + range());
@@ -75,6 +106,77 @@ TINYGRAD_API Variable::Variable(std::string name, int64_t min, int64_t max) : na
 TINYGRAD_API std::shared_ptr<const UOp> BoundVariable::uop(const std::string& device) const {
   return detail::bind_var(var_.uop(), value_, device);
 }
+namespace detail {
+// the value of an int expression whose variables are bound; VariableError naming a variable that is not
+inline int64_t sym_value(const UOpRef& e) {
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[1];
+  UOpRef r = simplify(substitute(e, sub));
+  if (r->op != Ops::CONST) {
+    for (auto& x : toposort(r))
+      if (x->op == Ops::DEFINE_VAR) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here (bind it: v.bind(n))");
+    throw VariableError("tinygrad: a symbolic size has no value");
+  }
+  return r->iarg();
+}
+// a symbolic size readable by people: pos+1
+inline std::string sym_str(const UOpRef& e) {
+  std::unordered_map<const UOp*, std::string> s;
+  for (auto& x : toposort(e)) {
+    auto a = [&](size_t i) { return s.at(x->src[i].get()); };
+    switch (x->op) {
+      case Ops::CONST: s[x.get()] = std::to_string(x->iarg()); break;
+      case Ops::DEFINE_VAR: s[x.get()] = var_name(*x); break;
+      case Ops::BIND: s[x.get()] = a(0); break;
+      case Ops::ADD: s[x.get()] = "(" + a(0) + "+" + a(1) + ")"; break;
+      case Ops::MUL: s[x.get()] = "(" + a(0) + "*" + a(1) + ")"; break;
+      case Ops::IDIV: s[x.get()] = "(" + a(0) + "//" + a(1) + ")"; break;
+      case Ops::MOD: s[x.get()] = "(" + a(0) + "%" + a(1) + ")"; break;
+      case Ops::MAX: s[x.get()] = "max(" + a(0) + ", " + a(1) + ")"; break;
+      default: s[x.get()] = op_name(x->op); break;
+    }
+  }
+  std::string r = s.at(e.get());
+  return r.size() > 1 && r[0] == '(' && r.back() == ')' ? r.substr(1, r.size() - 2) : r;
+}
+// an SInt as an int32 node of the tensor graph on device dev (its variables bound there): a CONST for an int
+inline UOpRef sym_node(const SInt& v, const std::string& dev) {
+  if (v.is_int()) return v.max() < INT32_MIN ? const_int(DType::Int64, v.max()) : size_const(v.max());
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(v.uop()))
+    if (x->op == Ops::BIND && x->src[2]->arg != Arg(dev)) sub[x.get()] = bind_var(x->src[0], x->src[1]->iarg(), dev);
+  return sub.empty() ? v.uop() : substitute(v.uop(), sub);
+}
+}  // namespace detail
+TINYGRAD_API SInt::SInt(std::shared_ptr<const UOp> u) {
+  u = detail::simplify(u);
+  if (u->op == Ops::CONST) v_ = u->iarg(); else u_ = std::move(u);
+}
+TINYGRAD_API SInt::SInt(const BoundVariable& b) : SInt(b.uop(default_device())) {}
+TINYGRAD_API SInt::SInt(const Variable& v) : SInt(v.uop()) {}
+TINYGRAD_API int64_t SInt::min() const { return u_ ? u_->vmin : v_; }
+TINYGRAD_API int64_t SInt::max() const { return u_ ? u_->vmax : v_; }
+TINYGRAD_API int64_t SInt::value() const { return u_ ? detail::sym_value(u_) : v_; }
+TINYGRAD_API std::string SInt::str() const { return u_ ? detail::sym_str(u_) : std::to_string(v_); }
+TINYGRAD_API SInt SInt::arith(int op, const SInt& a, const SInt& b) {
+  if (a.is_int() && b.is_int()) {
+    int64_t r = 0;
+    bool over = op == 0 ? __builtin_add_overflow(a.v_, b.v_, &r) : op == 1 ? __builtin_sub_overflow(a.v_, b.v_, &r) : __builtin_mul_overflow(a.v_, b.v_, &r);
+    if (over) throw ShapeError(detail::cat("tinygrad::SInt: ", a.v_, op == 0 ? " + " : op == 1 ? " - " : " * ", b.v_, " overflows int64"));
+    return r;
+  }
+  auto node = [](const SInt& x) { return x.u_ ? x.u_ : detail::const_int(DType::Int32, x.v_); };
+  if ((!a.is_int() || !b.is_int()) && ((a.is_int() && (a.v_ > INT32_MAX || a.v_ < INT32_MIN)) || (b.is_int() && (b.v_ > INT32_MAX || b.v_ < INT32_MIN))))
+    throw ShapeError("tinygrad::SInt: a symbolic size with an int beyond int32");
+  UOpRef x = node(a), y = node(b);
+  UOpRef r = op == 0 ? x + y : op == 1 ? x - y : x * y;
+  if (r->vmin < INT32_MIN || r->vmax > INT32_MAX)
+    throw ShapeError("tinygrad::SInt: " + detail::sym_str(r) + " may leave int32 (range [" + std::to_string(r->vmin) + ", " + std::to_string(r->vmax) + "])");
+  return SInt(r);
+}
+TINYGRAD_API SInt operator+(const SInt& a, const SInt& b) { return SInt::arith(0, a, b); }
+TINYGRAD_API SInt operator-(const SInt& a, const SInt& b) { return SInt::arith(1, a, b); }
+TINYGRAD_API SInt operator*(const SInt& a, const SInt& b) { return SInt::arith(2, a, b); }
 #endif
 
 }  // namespace tinygrad

@@ -159,6 +159,10 @@ struct UOp : std::enable_shared_from_this<UOp> {
   std::vector<UOpRef> src;
   Arg arg;
   Shape shape;               // tensor-level nodes; empty for scalars and kernel-level nodes
+  // symbolic dims (tensor/variable.hpp): empty, or per dim its extent as an int32 expression of variables (null: the dim
+  // is as long as shape says). A symbolic dim's shape entry is its bound, the expression's max: buffers are laid out at
+  // the bounds and kernels touch the first `extent` elements of the dim only
+  std::vector<UOpRef> dyn;
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
   mutable detail::RealizedBuffer realized;  // set once this node's value lives in a buffer
@@ -222,6 +226,7 @@ inline int64_t int_max(DType d) {
 }
 void compute_vrange(UOp& u);
 Shape infer_shape(const UOp& u);
+std::vector<UOpRef> infer_dyn(const UOp& u);
 
 // NOTE: releasing a node's sources recurses once per level of its graph (a 100k-op chain overflowed the stack):
 // past 64 levels the sources go to the list of the outermost release on this thread, which empties it in a loop
@@ -274,6 +279,7 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   auto u = std::make_shared<UOp>(op, dtype, vcount, std::move(src), std::move(arg));
   u->key = h;
   u->shape = detail::infer_shape(*u);
+  u->dyn = detail::infer_dyn(*u);
   detail::compute_vrange(*u);
   // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
   if (is_float(dtype)) {
@@ -294,6 +300,8 @@ inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
 // what a reduce starts from: ADD 0, MUL 1, MAX the dtype's least value (-inf for floats)
 inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD || op == Ops::WMMA ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
+// a concrete extent among symbolic ones (a movement op's src[1..]): int32 where it fits, as variables are
+inline UOpRef size_const(int64_t n) { return const_int(n > INT32_MAX ? DType::Int64 : DType::Int32, n); }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
   if (is_comparison(op)) return DType::Bool;
@@ -444,12 +452,48 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::RESHAPE: case Ops::EXPAND: return std::get<std::vector<int64_t>>(u.arg);
     case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[size_t(a)]); return s; }
     case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
-    case Ops::SHRINK: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i]; return s; }
+    case Ops::SHRINK: {
+      Shape s = u.src[0]->shape;
+      // a symbolic shrink: src[1..n] the begins, src[n+1..2n] the extents (int32 scalars), each dim as long as its extent's max
+      if (u.src.size() > 1) { for (size_t i = 0; i < s.size(); i++) s[i] = u.src[1 + s.size() + i]->vmax; return s; }
+      for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i];
+      return s;
+    }
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
     case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
     case Ops::DEFINE_VAR: case Ops::BIND:
       return {};
     default: return u.src.empty() ? Shape{} : u.src[0]->shape;
+  }
+}
+
+// the symbolic dims of a tensor-level node: RESHAPE and EXPAND name their result's extents in src[1..] (when symbolic),
+// a symbolic SHRINK in src[n+1..2n]; the others keep their source's
+inline std::vector<UOpRef> detail::infer_dyn(const UOp& u) {
+  auto exts = [&](size_t from) {
+    std::vector<UOpRef> d;
+    for (size_t i = 0; i < u.shape.size(); i++) d.push_back(u.src[from + i]->op == Ops::CONST ? nullptr : u.src[from + i]);
+    return d;
+  };
+  switch (u.op) {
+    case Ops::RESHAPE: case Ops::EXPAND: return u.src.size() > 1 ? exts(1) : std::vector<UOpRef>{};
+    case Ops::SHRINK: return u.src.size() > 1 ? exts(1 + u.shape.size()) : u.src[0]->dyn;
+    case Ops::PERMUTE: {
+      if (u.src[0]->dyn.empty()) return {};
+      std::vector<UOpRef> d;
+      for (auto a : u.varg()) d.push_back(u.src[0]->dyn[size_t(a)]);
+      return d;
+    }
+    case Ops::REDUCE_AXIS: {
+      auto d = u.src[0]->dyn;
+      if (!d.empty()) for (auto a : u.reduce_axes()) d[size_t(a)] = nullptr;
+      return d;
+    }
+    case Ops::BUFFER: case Ops::IOTA: case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_VAR: case Ops::BIND: return {};
+    default:
+      if (u.shape.empty()) return {};
+      for (auto& s : u.src) if (!s->dyn.empty() && s->shape.size() == u.shape.size()) return s->dyn;
+      return {};
   }
 }
 

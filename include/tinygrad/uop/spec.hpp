@@ -121,6 +121,13 @@ inline Why same_as_src(const UOp& u, Stage) { return same_dtype(u, 0); }
 inline Why movement(const UOp& u, Stage) {
   const Shape& in = u.src[0]->shape;
   const auto& a = u.varg();
+  if (u.src.size() > 1) {  // symbolic sizes (tensor/variable.hpp): RESHAPE and EXPAND name their extents, SHRINK its begins and extents
+    size_t want = u.op == Ops::SHRINK ? 2 * in.size() : a.size();
+    if (u.src.size() != want + 1) return cat("has ", u.src.size() - 1, " symbolic sizes, not ", want);
+    for (size_t i = 1; i < u.src.size(); i++)
+      if (u.src[i]->dtype != DType::Int32 && u.src[i]->dtype != DType::Int64) return cat("src[", i, "] is no int32 or int64 size");
+    if (u.op == Ops::SHRINK) return a.empty() ? same_dtype(u, 0) : "a symbolic shrink has no arg";
+  }
   size_t n = in.size(), want = u.op == Ops::PAD || u.op == Ops::SHRINK ? 2 * n : u.op == Ops::RESHAPE ? a.size() : n;
   if (a.size() != want) return cat("the arg has ", a.size(), " entries for a source of rank ", n);
   if (auto w = same_dtype(u, 0); !w.empty()) return w;
@@ -278,9 +285,9 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::BITCAST, ALL, 1, 1, ArgKind::NONE, cast},
       {Ops::IOTA, T, 0, 1, ArgKind::INT, leaf_of_device},
       {Ops::REDUCE_AXIS, T, 1, 1, ArgKind::VEC, reduce_axis},
-      {Ops::RESHAPE, T, 1, 1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::EXPAND, T, 1, 1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::SHRINK, T, 1, 1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::RESHAPE, T, 1, -1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
       {Ops::CONTIGUOUS, T, 1, 1, ArgKind::OPT_INT, same_as_src},  // int arg: a parameter's id
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
       {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
