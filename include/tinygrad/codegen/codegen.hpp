@@ -33,7 +33,13 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   bool red = false;
   for (auto& u : toposort(sink)) red |= u->op == Ops::REDUCE;
   std::string n = red ? "r" : "E";
-  for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
+  for (auto& r : ranges_of(sink)) {
+    if (r->src.empty()) { n += cat("_", r->range_end()); continue; }
+    // a symbolic dim by its extent: pos+1 -> pos_1 (the name is part of the kernel's symbol)
+    std::string e = sym_str(r->src[0]);
+    for (auto& ch : e) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+    n += "_" + e;
+  }
   // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
   // name no split here)
   auto splits = [](OptOp op) {
@@ -203,6 +209,16 @@ inline const std::vector<LoweringPass>& lowering_passes() {
          if (!c.ren.has_local) return s;
          detail::GpuDimsCtx g(s, c.ren, c.launch);
          return graph_rewrite(s, detail::pm_gpudims(), &g);
+       }},
+      // a symbolic dim's loop that stayed whole ends at its extent: the gate that kept it inside holds (after gpudims,
+      // which launches a symbolic dim at its bound, keeping the gate; opts that split a range drop its end)
+      {"tight_loops", [](const UOpRef& s, LowerCtx&) {
+         static const PatternMatcher pm{{UPat::ops_of({Ops::CMPLT}, "c"), [](const Match& m) -> UOpRef {
+           const UOpRef& c = m["c"];
+           bool tight = c->src[0]->op == Ops::RANGE && !c->src[0]->src.empty() && c->src[0]->src[0] == c->src[1];
+           return tight ? const_uop(DType::Bool, 1, c->vcount) : nullptr;
+         }}};
+         return graph_rewrite(s, pm);
        }},
       // index math folds before and after the lanes become vectors
       {"simplify", [](const UOpRef& s, LowerCtx&) { return simplify(s); }},

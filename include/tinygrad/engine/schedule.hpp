@@ -268,6 +268,13 @@ class Scheduler {
     for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[0];
     return cast_uop(sub.empty() ? e : substitute(e, sub), dt);
   }
+  // the range over dim i of u, id `id`: a symbolic dim's runs to its bound with its extent as src[0] (the loop's end where
+  // the range stays whole; the gate `inside` keeps it correct where an opt splits it)
+  static UOpRef dim_range(const UOp& u, size_t i, int64_t id, AxisType t, DType dt) {
+    std::vector<UOpRef> src;
+    if (!u.dyn.empty() && u.dyn[i]) src.push_back(unbind(u.dyn[i], dt));
+    return make_uop(Ops::RANGE, dt, std::move(src), std::vector<int64_t>{u.shape[i], id, int64_t(t)});
+  }
   // index i of a symbolic dim is inside its extent (bool true for a concrete dim)
   static UOpRef inside(const UOp& u, size_t i, const UOpRef& idx) {
     if (u.dyn.empty() || !u.dyn[i]) return const_uop(DType::Bool, 1);
@@ -361,8 +368,7 @@ class Scheduler {
            UOpRef valid = const_uop(DType::Bool, 1);  // over a symbolic dim: the terms inside its extent
            for (auto a : u->reduce_axes()) {
              if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(x.s.idx_dt_, 0); continue; }
-             src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {},
-                                                     std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
+             src.push_back(idx[size_t(a)] = dim_range(*u->src[0], size_t(a), x.c.next_range++, AxisType::REDUCE, x.s.idx_dt_));
              valid = logical_and(valid, inside(*u->src[0], size_t(a), idx[size_t(a)]));
            }
            valid = simplify(valid);
@@ -444,8 +450,7 @@ class Scheduler {
     std::vector<UOpRef> idx;
     UOpRef valid = const_uop(DType::Bool, 1);  // a symbolic output: the elements inside its extents (the buffer is at its bounds)
     for (size_t i = 0; i < k->shape.size(); i++) {
-      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0)
-                                     : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
+      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : dim_range(*k, i, int64_t(i), AxisType::LOOP, idx_dt_));
       valid = logical_and(valid, inside(*k, i, idx.back()));
     }
     valid = simplify(valid);

@@ -457,9 +457,10 @@ inline CStyleRenderer::CStyleRenderer() {
        c.line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
      }},
     {Ops::CONST, [this](Ctx& c, const UOp& x) { c.r[&x] = const_str(x); }},
-    {Ops::RANGE, [this](Ctx& c, const UOp& x) {
+    {Ops::RANGE, [this, S](Ctx& c, const UOp& x) {
        std::string v = c.r[&x] = cat("ridx", x.range_id());
-       c.line(cat("for (", value_type(x.dtype, 1, c), " ", v, " = 0; ", v, " < ", x.range_end(), "; ", v, "++) {"));
+       // a symbolic dim's loop ends at its extent (src[0]), not its bound
+       c.line(cat("for (", value_type(x.dtype, 1, c), " ", v, " = 0; ", v, " < ", x.src.empty() ? cat(x.range_end()) : S(c, x, 0), "; ", v, "++) {"));
        c.depth++;
      }},
     {Ops::END, [](Ctx& c, const UOp&) { c.depth--; c.line("}"); }},

@@ -119,26 +119,6 @@ inline int64_t sym_value(const UOpRef& e) {
   }
   return r->iarg();
 }
-// a symbolic size readable by people: pos+1
-inline std::string sym_str(const UOpRef& e) {
-  std::unordered_map<const UOp*, std::string> s;
-  for (auto& x : toposort(e)) {
-    auto a = [&](size_t i) { return s.at(x->src[i].get()); };
-    switch (x->op) {
-      case Ops::CONST: s[x.get()] = std::to_string(x->iarg()); break;
-      case Ops::DEFINE_VAR: s[x.get()] = var_name(*x); break;
-      case Ops::BIND: s[x.get()] = a(0); break;
-      case Ops::ADD: s[x.get()] = "(" + a(0) + "+" + a(1) + ")"; break;
-      case Ops::MUL: s[x.get()] = "(" + a(0) + "*" + a(1) + ")"; break;
-      case Ops::IDIV: s[x.get()] = "(" + a(0) + "//" + a(1) + ")"; break;
-      case Ops::MOD: s[x.get()] = "(" + a(0) + "%" + a(1) + ")"; break;
-      case Ops::MAX: s[x.get()] = "max(" + a(0) + ", " + a(1) + ")"; break;
-      default: s[x.get()] = op_name(x->op); break;
-    }
-  }
-  std::string r = s.at(e.get());
-  return r.size() > 1 && r[0] == '(' && r.back() == ')' ? r.substr(1, r.size() - 2) : r;
-}
 // an SInt as an int32 node of the tensor graph on device dev (its variables bound there): a CONST for an int
 inline UOpRef sym_node(const SInt& v, const std::string& dev) {
   if (v.is_int()) return v.max() < INT32_MIN ? const_int(DType::Int64, v.max()) : size_const(v.max());

@@ -170,6 +170,8 @@ inline Why range(const UOp& u, Stage s) {
   const auto& a = u.varg();
   if (a.size() != 3 || a[0] < 0 || a[1] < 0 || a[2] < 0 || a[2] > int64_t(AxisType::WARP)) return "the arg must be [end >= 0, id >= 0, axis kind]";
   if (!is_index(u.dtype)) return cat("an index is int or long, not ", dt(u.dtype));
+  // a symbolic dim's range: its extent, at most the bound, is where the loop ends
+  if (!u.src.empty() && (u.src[0]->dtype != u.dtype || u.src[0]->vmax > a[0])) return "src[0], the loop's end, must be an index of at most the end";
   if (s == Stage::KERNEL && a[2] != int64_t(AxisType::LOOP) && a[2] != int64_t(AxisType::REDUCE)) return "a kernel AST's ranges are LOOP or REDUCE";
   return "";
 }
@@ -292,7 +294,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
       {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
       {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
-      {Ops::RANGE, KOXL, 0, 0, ArgKind::VEC, range},
+      {Ops::RANGE, KOXL, 0, 1, ArgKind::VEC, range},
       {Ops::INDEX, KOXL, 2, 3, ArgKind::NONE, index},
       {Ops::LOAD, KOXL, 1, -1, ArgKind::OPT_INT, load},
       {Ops::STORE, KOXL, 2, 2, ArgKind::NONE, store},
