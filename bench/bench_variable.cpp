@@ -1,10 +1,12 @@
 // Variables (tensor/variable.hpp) on DEV (default CPU), from empty kernel caches (a fresh CACHEDIR):
 //   1. a decode-style loop over a cache of POS positions (default 256; POS=2048 for the figure) of width 64:
-//      step p writes row p and attends over rows 0..p (scores, softmax, weighted sum). Jitted with a variable (the
-//      rows past p masked: one capture, no compile after the second step) against the same steps at concrete
-//      lengths (the cache shrunk to p+1 rows: new kernels for every length, as without variables). Total seconds.
-//   2. a kernel with a variable against the same kernel compiled for the value (elementwise over 16M floats, a masked
-//      row reduce 4096 x 4096, a masked matmul 512): the variable's speed as a fraction of the constant's.
+//      step p writes row p and attends over rows 0..p (scores, softmax, weighted sum). Jitted with a variable, the
+//      cache shrunk to a symbolic pos+1 rows (one capture, loops over p+1 rows), and jitted over the whole cache with
+//      the rows past p masked, against the same steps at concrete lengths (the cache shrunk to p+1 rows: new kernels
+//      for every length, as without variables). Total seconds.
+//   2. a kernel over a symbolic dim at value N against the same kernel compiled for N (elementwise, a reduce over it,
+//      matmuls with it as the outer and as the inner dim, N from 512 to MM_MAX (default 1024; the bound), and a kernel
+//      with a variable value against the constant's: the symbolic kernel's speed as a fraction of the concrete one's.
 #include <tinygrad.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -45,29 +47,38 @@ int main() {
   std::vector<Tensor> rows;
   for (int64_t p = 0; p < L; p++) rows.push_back(Tensor::rand({D}).contiguous().realize());
 
-  // 1a. jitted, one variable
+  // 1a. jitted, one variable: the attention over a symbolic prefix of the cache, or over all of it with a mask
   Variable pos("pos", 0, L - 1);
-  Tensor kv = Tensor::zeros({L, D}).contiguous().realize();
-  TinyJit step([&](const Tensor& row, const BoundVariable& p) {
-    Tensor at = Tensor::arange(L).reshape({L, 1});
-    kv.assign((at == Tensor(p)).where(row.reshape({1, D}).expand({L, D}), kv));
-    return attend(kv, row, (Tensor::arange(L) <= Tensor(p)));
-  }, "decode");
-  int64_t c0 = run_stats().kernels_compiled;
-  double t0 = detail::now_s();
-  std::vector<float> last_var;
-  for (int64_t p = 0; p < L; p++) {
-    Tensor o = step(rows[size_t(p)], pos.bind(p));
-    if (p == L - 1) last_var = o.to_vector<float>();
-  }
-  sync(dev);
-  double t_var = detail::now_s() - t0;
-  int64_t comp_var = run_stats().kernels_compiled - c0;
+  auto jitted = [&](bool symbolic, double& secs, int64_t& compiled) {
+    Tensor kv = Tensor::zeros({L, D}).contiguous().realize();
+    TinyJit step([&](const Tensor& row, const BoundVariable& p) {
+      Tensor at = Tensor::arange(L).reshape({L, 1});
+      kv.assign((at == Tensor(p)).where(row.reshape({1, D}).expand({L, D}), kv));
+      if (!symbolic) return attend(kv, row, (Tensor::arange(L) <= Tensor(p)));
+      Tensor keys = kv.shrink({{0, SInt(p) + 1}, {0, D}});
+      Tensor sc = keys.matmul(row.reshape({D, 1})).reshape({SInt(p) + 1}) * 0.125;
+      return sc.softmax(0).reshape({SInt(1), SInt(p) + 1}).matmul(keys).reshape({D});
+    }, symbolic ? "decode_symbolic" : "decode_masked");
+    int64_t c0 = run_stats().kernels_compiled;
+    double t0 = detail::now_s();
+    std::vector<float> last;
+    for (int64_t p = 0; p < L; p++) {
+      Tensor o = step(rows[size_t(p)], pos.bind(p));
+      if (p == L - 1) last = o.to_vector<float>();
+    }
+    sync(dev);
+    secs = detail::now_s() - t0;
+    compiled = run_stats().kernels_compiled - c0;
+    return last;
+  };
+  double t_var = 0, t_mask = 0;
+  int64_t comp_var = 0, comp_mask = 0;
+  std::vector<float> last_var = jitted(true, t_var, comp_var), last_mask = jitted(false, t_mask, comp_mask);
 
   // 1b. concrete lengths: the cache shrunk to p+1 rows, new kernels per length
   Tensor kc = Tensor::zeros({L, D}).contiguous().realize();
-  c0 = run_stats().kernels_compiled;
-  t0 = detail::now_s();
+  int64_t c0 = run_stats().kernels_compiled;
+  double t0 = detail::now_s();
   std::vector<float> last_con;
   for (int64_t p = 0; p < L; p++) {
     Tensor at = Tensor::arange(L).reshape({L, 1});
@@ -79,14 +90,34 @@ int main() {
   double t_con = detail::now_s() - t0;
   int64_t comp_con = run_stats().kernels_compiled - c0;
   double err = 0;
-  for (size_t i = 0; i < last_var.size(); i++) err = std::max(err, double(std::abs(last_var[i] - last_con[i])));
+  for (size_t i = 0; i < last_var.size(); i++)
+    err = std::max({err, double(std::abs(last_var[i] - last_con[i])), double(std::abs(last_mask[i] - last_con[i]))});
 
   std::printf("| bench_variable on %s | ours, variable | concrete lengths | ratio |\n| --- | --- | --- | --- |\n", dev.c_str());
-  std::printf("| decode-style loop, %lld positions x %lld, total s (kernels compiled) | %.3f (%lld) | %.3f (%lld) | %.1fx faster |\n",
+  std::printf("| decode-style loop, %lld positions x %lld, symbolic prefix, total s (kernels compiled) | %.3f (%lld) | %.3f (%lld) | %.1fx faster |\n",
               (long long)L, (long long)D, t_var, (long long)comp_var, t_con, (long long)comp_con, t_con / t_var);
-  std::printf("| last step's output, max abs difference | %.2e | | |\n", err);
+  std::printf("| the same, whole cache masked | %.3f (%lld) | | %.1fx faster |\n", t_mask, (long long)comp_mask, t_con / t_mask);
+  std::printf("| last step's outputs, max abs difference | %.2e | | |\n", err);
 
-  // 2. the same kernel with a variable and with the constant
+  // 2a. a symbolic dim at value N against the same kernel compiled for N
+  const int64_t MM = detail::getenv_int("MM_MAX", 1024);
+  Variable sn("sn", 1, MM);
+  Tensor big = Tensor::rand({MM, MM}).contiguous().realize(), w = Tensor::rand({MM, MM}).contiguous().realize();
+  struct SymRow { const char* what; std::function<Tensor(const SInt&)> f; };
+  std::vector<SymRow> sym_rows{
+      {"elementwise x*2+1 over (N, MM)", [&](const SInt& k) { return big.shrink({{0, k}, {0, MM}}) * 2 + 1; }},
+      {"sum over the symbolic dim of (N, MM)", [&](const SInt& k) { return big.shrink({{0, k}, {0, MM}}).sum(0); }},
+      {"matmul (N, MM) @ (MM, MM)", [&](const SInt& k) { return big.shrink({{0, k}, {0, MM}}).matmul(w); }},
+      {"matmul (MM, N) @ (N, MM)", [&](const SInt& k) { return big.shrink({{0, MM}, {0, k}}).matmul(w.shrink({{0, k}, {0, MM}})); }}};
+  for (auto& r : sym_rows)
+    for (int64_t N = 512; N <= MM; N *= 2) {
+      double ts = best_of(dev, 3, [&] { r.f(sn.bind(N)).realize(); });
+      double tc = best_of(dev, 3, [&] { r.f(N).realize(); });
+      std::printf("| %s, N = %lld (bound %lld), ms: symbolic / compiled for N | %.3f | %.3f | %.2fx its speed |\n", r.what, (long long)N,
+                  (long long)MM, ts * 1e3, tc * 1e3, tc / ts);
+    }
+
+  // 2b. the same kernel with a variable and with the constant
   Variable n("n", 0, 1 << 20);
   const int64_t N = 12345;
   Tensor x = Tensor::rand({16 << 20}).contiguous().realize();

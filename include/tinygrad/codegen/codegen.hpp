@@ -35,10 +35,10 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   std::string n = red ? "r" : "E";
   for (auto& r : ranges_of(sink)) {
     if (r->src.empty()) { n += cat("_", r->range_end()); continue; }
-    // a symbolic dim by its extent: pos+1 -> pos_1 (the name is part of the kernel's symbol)
-    std::string e = sym_str(r->src[0]);
-    for (auto& ch : e) if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-    n += "_" + e;
+    // a symbolic dim by the variables of its extent (pos+1: r_pos_64)
+    std::set<std::string> vars;
+    for (auto& x : toposort(r->src[0])) if (x->op == Ops::DEFINE_VAR) vars.insert(var_name(*x));
+    for (auto& v : vars) n += "_" + v;
   }
   // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
   // name no split here)

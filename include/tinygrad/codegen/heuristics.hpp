@@ -21,10 +21,7 @@ struct KernelFacts {
     }
     rngs = by_range_id(std::move(rngs));
     loops = reduce_loops(topo);
-    // NOTE: a symbolic dim's range (an end in src[0]) is no candidate: whole, its loop runs to the variable's value, not
-    // the bound (split, it runs to the bound with a gate)
     for (auto& r : rngs) {
-      if (!r->src.empty()) continue;
       if (axis_type(r) == AxisType::REDUCE) { reduce_size *= r->range_end(); red_rngs.push_back(r); }
       else { total *= r->range_end(); out_rngs.push_back(r); }
     }
@@ -231,7 +228,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
   Kernel base(sink, ren);
   if (ren.tensor_cores) try { for (auto& o : gemm_merges(sink)) base.apply(o); } catch (const KernelOptError&) { base = Kernel(sink, ren); }
   std::vector<UOpRef> gred;
-  for (auto& r : base.ranges()) if (axis_type(r) == AxisType::REDUCE && r->src.empty()) gred.push_back(r);
+  for (auto& r : base.ranges()) if (axis_type(r) == AxisType::REDUCE) gred.push_back(r);
   if (ren.tensor_cores && gred.size() == 1 && flags().tile != 0 && !flags().tf32)
     if (auto k = gpu_tile(base, gred[0])) return k->applied();
   if (ren.tensor_cores && gred.size() == 1)
@@ -430,7 +427,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   KernelFacts f(sink);
   Kernel k(sink, ren);
   if (!one_address(f.stores)) return {};
-  bool has_reduce = !f.loops.empty() && !f.red_rngs.empty(), nested = nested_reduces(f);  // NOTE: a symbolic reduce stays a plain loop
+  bool has_reduce = !f.loops.empty(), nested = nested_reduces(f);
   // reduce loops one after another in a multi-output kernel: each unrolled, as register tiles are for one loop
   if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
     int64_t expand = 1;

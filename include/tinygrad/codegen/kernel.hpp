@@ -169,16 +169,31 @@ inline OptAxis split_kind_axis(const UOpRef& sink, const Opt& o) {
   if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && a.t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
   return a;
 }
-// the outer part of a split axis (it keeps the range's id), or 0 where the split takes the whole axis
+// a symbolic dim's range r split so that its inner part p is a loop with an end of its own (THREAD's chunks, KBLOCK's
+// blocks): the gate r < e of its values (the store's, the reduce's mask) becomes p < p's end, which says the same (p's
+// end is what is left of e) and is a tight loop's gate, dropped where p stays whole (tight_loops)
+inline UOpRef regate(const UOpRef& g, const UOpRef& r, const UOpRef& p) {
+  return substitute(g, {{alu(Ops::CMPLT, {r, r->src[0]}).get(), alu(Ops::CMPLT, {p, p->src[0]})}});
+}
+inline UOpRef min_of(const UOpRef& a, const UOpRef& b) { return -alu(Ops::MAX, {-a, -b}); }
+// the outer part of a split axis (it keeps the range's id), or 0 where the split takes the whole axis. A symbolic dim's
+// range (its extent e in src[0]) keeps a tight loop: the outer part ends at ceil(e / amt), the lanes past e gated
 inline UOpRef outer_part(const OptAxis& a, const Opt& o) {
-  return a.n / o.amt == 1 ? const_int(a.dt, 0) : make_range(a.n / o.amt, o.axis, a.t, a.dt);
+  if (a.n / o.amt == 1) return const_int(a.dt, 0);
+  if (a.r->src.empty()) return make_range(a.n / o.amt, o.axis, a.t, a.dt);
+  return make_uop(Ops::RANGE, a.dt, {idiv(a.r->src[0] + (o.amt - 1), o.amt)}, std::vector<int64_t>{a.n / o.amt, o.axis, int64_t(a.t)});
 }
 
 // the outer part becomes the core id; the inner keeps the range's id
 inline UOpRef apply_thread(const UOpRef& sink, const Opt& o, bool) {
   auto [r, n, t, dt] = split_kind_axis(sink, o);
   auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
-  return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
+  if (r->src.empty()) return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
+  // a symbolic dim: its extent e in chunks of ceil(e / cores), each core's loop to the end of its chunk or of e
+  UOpRef e = r->src[0], chunk = idiv(e + (o.amt - 1), o.amt);
+  UOpRef end = alu(Ops::MAX, {min_of(e - core * chunk, chunk), const_int(dt, 0)});
+  UOpRef in = make_uop(Ops::RANGE, dt, {end}, std::vector<int64_t>{n / o.amt, o.axis, int64_t(t)});
+  return sub_range(regate(sink, r, in), r, core * chunk + in);
 }
 // the inner part becomes a workgroup axis (codegen's gpudims maps it to a local id)
 inline UOpRef apply_local(const UOpRef& sink, const Opt& o, bool) {
@@ -240,13 +255,19 @@ inline UOpRef apply_kblock(const UOpRef& sink, const Opt& o, bool) {
   auto found = kblock_reduces(sink, r);
   if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
   auto& reds = std::get<std::vector<UOpRef>>(found);
-  auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt), inner = make_range(o.amt, o.axis, t, dt);
+  // a symbolic dim (its extent e in src[0]): ceil(e / amt) blocks, the last one the block of e - 1
+  UOpRef nblk = r->src.empty() ? const_int(dt, n / o.amt) : idiv(r->src[0] + (o.amt - 1), o.amt);
+  auto blk = make_uop(Ops::RANGE, dt, r->src.empty() ? std::vector<UOpRef>{} : std::vector<UOpRef>{nblk},
+                      std::vector<int64_t>{n / o.amt, next_range_id(sink), int64_t(AxisType::KBLOCK)});
+  auto inner = r->src.empty() ? make_range(o.amt, o.axis, t, dt)
+                              : make_uop(Ops::RANGE, dt, {min_of(r->src[0] - blk * o.amt, const_int(dt, o.amt))},
+                                         std::vector<int64_t>{o.amt, o.axis, int64_t(t)});  // the last block's rest
   auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
-  auto last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
+  auto last = alu(Ops::CMPEQ, {blk, nblk - 1});
   std::vector<UOpRef> stores;
   for (size_t i = 0; i < reds.size(); i++) {
     const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
-    std::vector<UOpRef> src{sub_range(red->src[0], r, blk * o.amt + inner)};
+    std::vector<UOpRef> src{sub_range(r->src.empty() ? red->src[0] : regate(red->src[0], r, inner), r, blk * o.amt + inner)};
     for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
     auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
     auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, masked(idx->src, later), idx->arg)});

@@ -246,7 +246,14 @@ class Scheduler {
     auto g = make_uop(Ops::DEFINE_GLOBAL, u->dtype, {}, int64_t(it->second));
     Shape shape = u->op == Ops::BUFFER ? Shape{u->buffer()->size} : u->shape;
     std::vector<UOpRef> isrc{g, flat_index(idx, shape)};
-    if (!gate->is_const(1)) { isrc[1] = simplify_given(simplify(isrc[1]), gate); isrc.push_back(gate); }
+    // NOTE: a gate that only masks values (the index stays in the buffer anyway) is dropped: a PAD's value is a WHERE
+    // above the load, and a symbolic dim's elements past its extent are never used (the stores are gated, the reduces
+    // masked); it stays where it guards memory
+    if (!gate->is_const(1)) {
+      UOpRef plain = simplify(isrc[1]);
+      if (plain->vmin >= 0 && plain->vmax < prod(shape)) isrc[1] = plain;
+      else { isrc[1] = simplify_given(plain, gate); isrc.push_back(gate); }
+    }
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 
