@@ -83,18 +83,28 @@ TEST_CASE("program cache: evicted CPU kernels are unmapped (dlclose)", "[cache][
   CHECK(mapped_kernels().size() <= before + 2);
 }
 
-TEST_CASE("program cache: the static plan cache keeps a bounded number of plans per expression", "[cache][static]") {
+TEST_CASE("program cache: a static plan serves every number and first-dim extent; other dyn extents keep a bounded number",
+          "[cache][static]") {
   auto a = static_tensor<float, 4>::uniform(1.0);
   auto f = [&](float s) { return a * s + 0.40625f; };
   using E = decltype(f(1.0f));
   auto& plans = detail::st::plans_of<E>();
-  size_t saved = detail::st::max_plans_per_expression;
-  detail::st::max_plans_per_expression = 3;
   for (int i = 0; i < 6; i++) {
-    float s = 1.0f + float(i) / 64.0f;  // a scalar is part of the plan's key
+    float s = 1.0f + float(i) / 64.0f;  // a number is read from a buffer: no part of the plan's key
     auto want = (Tensor(a) * s + 0.40625).to_vector<float>();
     CHECK(f(s).to_vector<float>() == want);
-    CHECK(plans.entries.size() == size_t(std::min(i + 1, 3)));
+    CHECK(plans.entries.size() == 1);
+  }
+  // a dyn extent that is not a first dim: a plan per value, the oldest dropped past max_plans_per_expression
+  auto g = [](const static_tensor<float, 4, dyn>& x) { return x * 2.0f; };
+  using G = decltype(g(static_tensor<float, 4, dyn>::uniform(1.0, 1)));
+  auto& gplans = detail::st::plans_of<G>();
+  size_t saved = detail::st::max_plans_per_expression;
+  detail::st::max_plans_per_expression = 3;
+  for (int64_t i = 1; i <= 5; i++) {
+    auto x = static_tensor<float, 4, dyn>::uniform(1.0, i);
+    CHECK(static_tensor<float, 4, dyn>(g(x)).to_vector<float>() == (Tensor(x) * 2.0).to_vector<float>());
+    CHECK(gplans.entries.size() == size_t(std::min<int64_t>(i, 3)));
   }
   detail::st::max_plans_per_expression = saved;
 }

@@ -19,7 +19,8 @@ struct JitProgram {
   // allocated on each replay: device, dtype, size)
   size_t n_in = 0;
   std::vector<std::shared_ptr<Buffer>> fixed, pool;
-  struct Fresh { std::string device; DType dtype; int64_t size; };
+  // outer (a symbolic first dim's extent; null: none): the buffer holds outer x inner elements for a run's values
+  struct Fresh { std::string device; DType dtype; int64_t size; UOpRef outer; int64_t inner = 0; };
   std::vector<Fresh> fresh;
   std::vector<int> out_slots;              // per output, its slot
   size_t intermediates = 0, bytes_unplanned = 0, bytes_planned = 0;
@@ -68,8 +69,9 @@ inline std::string slot_name(const JitProgram& p, size_t x) {
   if (x < p.n_in + p.fixed.size() + p.pool.size() || out == p.out_slots.end()) return "an intermediate buffer";
   return cat("output ", out - p.out_slots.begin());
 }
+using SymSizes = std::unordered_map<const Buffer*, std::pair<UOpRef, int64_t>>;  // a buffer's outer extent and inner size
 inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled);
+                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled, const SymSizes* sym = nullptr);
 inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
                                              const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& consts,
                                              const std::string& device);
@@ -100,7 +102,7 @@ TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots) {
 // memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
 // whose cache would otherwise hold every plan's intermediates)
 inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                                                        const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled) {
+                                                        const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled, const SymSizes* sym) {
   auto p = std::make_shared<JitProgram>();
   p->n_in = inputs.size();
   std::unordered_set<const Buffer*> created;
@@ -148,7 +150,8 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
   // pool slots were appended per device in order, so fixed + pool are contiguous before fresh
   for (auto* b : seen) if (info[b].kind == Out) {
     slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
-    p->fresh.push_back({b->device, b->dtype, b->size});
+    p->fresh.push_back({b->device, b->dtype, b->size, nullptr, 0});
+    if (auto it = sym ? sym->find(b) : SymSizes::const_iterator{}; sym && it != sym->end()) std::tie(p->fresh.back().outer, p->fresh.back().inner) = it->second;
   }
   for (auto& l : cap.launches) {
     JitProgram::Step st{l.k, {}, l.vals};
@@ -166,14 +169,20 @@ inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, cons
   Capture cap;
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
   slots.insert(slots.end(), consts.begin(), consts.end());
-  for (auto& [dt, n] : sp.new_slots) cap.created.push_back(slots.emplace_back(std::make_shared<Buffer>(device, dt, n)));
+  SymSizes sym;
+  for (size_t i = 0; i < sp.new_slots.size(); i++) {
+    auto [dt, n] = sp.new_slots[i];
+    cap.created.push_back(slots.emplace_back(std::make_shared<Buffer>(device, dt, n)));
+    if (const UOpRef& o = sp.slot_outer[i]) sym[slots.back().get()] = {o, n / std::max<int64_t>(o->vmax, 1)};
+  }
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& l = cap.launches.emplace_back(CapturedLaunch{ks[k], {}, {}});
     for (int s : sp.kernels[k].slots) l.bufs.push_back(slots[size_t(s)]);
+    for (auto& v : ks[k]->spec.vars) l.vals.push_back(v->vmin);  // a run binds every variable (jit_replay's vars)
   }
   std::vector<std::shared_ptr<Buffer>> outs;
   for (int r : sp.root_slots) outs.push_back(slots[size_t(r)]);
-  return make_program(cap, inputs, outs, false);
+  return make_program(cap, inputs, outs, false, &sym);
 }
 
 TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
@@ -265,7 +274,10 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, cons
   }
   std::copy(inputs.begin(), inputs.end(), t.begin());
   size_t f0 = t.size() - p.fresh.size();
-  for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = new_buffer(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
+  for (size_t i = 0; i < p.fresh.size(); i++) {
+    auto& f = p.fresh[i];
+    t[f0 + i] = new_buffer(f.device, f.dtype, f.outer ? eval_int(f.outer, vars) * f.inner : f.size);
+  }
   if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
     for (auto& st : p.steps)

@@ -55,6 +55,33 @@ inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, i
 
 // the values of the variables a graph binds (its BIND nodes), by variable (DEFINE_VAR); a few at most
 using VarVals = std::vector<std::pair<const UOp*, int64_t>>;
+// an int expression of variables (a symbolic size) at their values; VariableError naming one without a value
+inline int64_t eval_int(const UOpRef& e, const VarVals& vv) {
+  std::unordered_map<const UOp*, int64_t> v;
+  for (auto& x : toposort(e)) {
+    auto a = [&](size_t i) { return v.at(x->src[i].get()); };
+    int64_t r = 0;
+    switch (x->op) {
+      case Ops::CONST: r = x->iarg(); break;
+      case Ops::DEFINE_VAR: {
+        auto it = std::find_if(vv.begin(), vv.end(), [&](auto& p) { return p.first == x.get(); });
+        if (it == vv.end()) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here");
+        r = it->second;
+        break;
+      }
+      case Ops::BIND: r = x->src[1]->iarg(); break;
+      case Ops::CAST: r = a(0); break;
+      case Ops::ADD: r = a(0) + a(1); break;
+      case Ops::MUL: r = a(0) * a(1); break;
+      case Ops::IDIV: r = a(1) ? a(0) / a(1) : 0; break;
+      case Ops::MOD: r = a(1) ? a(0) % a(1) : 0; break;
+      case Ops::MAX: r = std::max(a(0), a(1)); break;
+      default: if (x->op != Ops::DEVICE) throw Error(std::string("tinygrad: a symbolic size holds ") + op_name(x->op)); break;
+    }
+    v[x.get()] = r;
+  }
+  return v.at(e.get());
+}
 // the values a launch of k passes, in its order
 inline std::vector<int64_t> launch_vals(const ProgramSpec& k, const VarVals& vv) {
   std::vector<int64_t> r;

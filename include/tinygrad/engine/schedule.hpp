@@ -23,6 +23,9 @@ struct ScheduleSpec {
   std::vector<KernelAST> kernels;   // in execution order
   int n_inputs = 0;                 // slots [0, n_inputs) are the graph's existing buffers
   std::vector<std::pair<DType, int64_t>> new_slots;  // slots n_inputs.. : buffers this schedule allocates
+  // per new slot: where only its first dim is symbolic, that dim's extent (its variables unbound): the buffer holds
+  // extent x (size / bound) elements for the values a run binds (its layout is the bound's, whose prefix it is)
+  std::vector<UOpRef> slot_outer;
   std::vector<int> root_slots;      // where each root ends up
 };
 
@@ -52,8 +55,8 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
 
 class Scheduler {
  public:
-  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs)
-      : slot_(input_slots), n_inputs_(n_inputs) {
+  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes)
+      : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes) {
     spec_.n_inputs = n_inputs;
     // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
     // kernel; a kernel past its limits gets sources of its own
@@ -68,7 +71,7 @@ class Scheduler {
       for (size_t i = 0; i < kroots_.size(); i++) { UOpRef k = kroots_[i]; analyze(k); }  // kroots_ grows while we walk
       if (shared_.size() == shared) limit_kernels(roots);
       if (shared_.size() == shared && forced_.size() == forced) break;
-      slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
+      slot_ = inputs; spec_.new_slots.clear(); spec_.slot_outer.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
     // kernels in dependency order: a kernel after the kernels it reads
     std::unordered_set<const UOp*> done;
@@ -94,6 +97,8 @@ class Scheduler {
     if (auto it = slot_.find(u.get()); it != slot_.end()) return it->second;
     int s = n_inputs_ + int(spec_.new_slots.size());
     spec_.new_slots.emplace_back(u->dtype, prod(u->shape));
+    bool outer = !u->dyn.empty() && u->dyn[0] && std::none_of(u->dyn.begin() + 1, u->dyn.end(), [](const UOpRef& d) { return bool(d); });
+    spec_.slot_outer.push_back(outer ? unbind(u->dyn[0], DType::Int64) : nullptr);
     slot_[u.get()] = s;
     kroots_.push_back(u);
     by_ptr_[u.get()] = u;
@@ -248,10 +253,12 @@ class Scheduler {
     std::vector<UOpRef> isrc{g, flat_index(idx, shape)};
     // NOTE: a gate that only masks values (the index stays in the buffer anyway) is dropped: a PAD's value is a WHERE
     // above the load, and a symbolic dim's elements past its extent are never used (the stores are gated, the reduces
-    // masked); it stays where it guards memory
+    // masked); it stays where it guards memory, which a symbolic dim's does where buffers hold only their values' elements
     if (!gate->is_const(1)) {
       UOpRef plain = simplify(isrc[1]);
-      if (plain->vmin >= 0 && plain->vmax < prod(shape)) isrc[1] = plain;
+      bool sym = false;
+      if (exact_sizes_) for (auto& x : toposort(gate)) sym |= x->op == Ops::DEFINE_VAR;
+      if (plain->vmin >= 0 && plain->vmax < prod(shape) && !sym) isrc[1] = plain;
       else { isrc[1] = simplify_given(plain, gate); isrc.push_back(gate); }
     }
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
@@ -304,6 +311,7 @@ class Scheduler {
         {at({Ops::CONST}), [](M m) -> UOpRef { return make_uop(Ops::CONST, m["u"]->dtype, {}, m["u"]->arg); }},
         // a bound variable: the kernel takes its value as an argument (realize passes it), so any value runs one kernel
         {at({Ops::BIND}), [](M m) -> UOpRef { return m["u"]->src[0]; }},
+        {at({Ops::DEFINE_VAR}), [](M m) -> UOpRef { return m["u"]; }},  // unbound: a static plan's, bound on each run
         {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
         {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
         // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
@@ -640,6 +648,7 @@ class Scheduler {
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> simplified_;  // lowered AST -> simplified (holding the key)
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
+  bool exact_sizes_ = false;  // a symbolic buffer holds only its values' elements (static plans), not its bound's
 };
 
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
@@ -693,8 +702,9 @@ inline std::string graph_device(const std::vector<UOpRef>& roots) {
 
 // roots -> kernels on `device` (default: the device the graph names, else the default device); input_slots numbers
 // the graph's existing buffers
+// exact_sizes: the run allocates a buffer whose only symbolic dim is its first at its values' size (static plans)
 inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs,
-                                    std::string device = "") {
+                                    std::string device = "", bool exact_sizes = false) {
   if (device.empty()) device = detail::graph_device(roots);
   if (device.empty()) device = default_device();
   // tensor-graph rewrites before kernels are formed; realized values and what is below them stay as they are
@@ -704,7 +714,7 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   if (spec) verify_graph(sink, Stage::TENSOR, "frontend");
   sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
   if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
-  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs).spec();
+  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes).spec();
   if (spec) for (auto& k : s.kernels) verify_graph(k.ast, Stage::KERNEL, "schedule");
   return s;
 }

@@ -64,7 +64,17 @@ struct BatchNorm {
   }
   template <static_expr X> auto operator()(const X& x) const {
     detail::check_fits<BatchNorm, typename X::shape_type>();
-    return static_tensor_of<X>(bn(x.lazy()), static_tensor_of<X>::unchecked);
+    using R = static_tensor_of<X>;
+    // inference on images: the running statistics are leaves of a static expression, so one plan serves every batch
+    if constexpr (X::shape_type::rank == 4 && X::dtype == DType::Float32) {
+      auto f32 = [](const std::optional<Tensor>& t) { return t && t->dtype() == DType::Float32; };
+      if (!tinygrad::training() && bn.track_running_stats && f32(bn.weight) && f32(bn.bias) && f32(bn.running_mean) && f32(bn.running_var)) {
+        using V = static_tensor<float, C>;
+        auto ch = [](const Tensor& t) { return V(t, V::unchecked).template reshape<C, 1, 1>(); };
+        return R((x - ch(bn.running_mean)) * ((ch(bn.running_var) + float(bn.eps)).rsqrt() * ch(*bn.weight)) + ch(*bn.bias));
+      }
+    }
+    return R(bn(x.lazy()), R::unchecked);
   }
   std::vector<Tensor> parameters() const { return {*bn.weight, *bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked}; }
 };

@@ -154,6 +154,17 @@ TG_AXIS_OP(softmax) TG_AXIS_OP(log_softmax)
 #undef TG_AXIS_OP
 
 inline Shape to_shape(const auto& a) { return Shape(a.begin(), a.end()); }
+// node n's extents as the target of a reshape or expand of a: the actual ones, or where a has symbolic dims (a plan's
+// variables), -1 at the one dyn extent (the reshape infers it: the variable) or at each dyn extent a keeps (expand)
+template <class N>
+Shape target_of(const N& n, const Tensor& a, bool expand) {
+  Shape s = to_shape(n.rt_shape());
+  constexpr auto v = N::shape_type::value;
+  if (!a.is_symbolic() || (!expand && st::count_dyn(v) != 1)) return s;
+  for (size_t i = 0; i < s.size(); i++)
+    if (v[i] == dyn && (!expand || (i + a.ndim() >= s.size() && a.shape()[i + a.ndim() - s.size()] != 1))) s[i] = -1;
+  return s;
+}
 
 template <int64_t... T>
 struct reshape {
@@ -164,7 +175,7 @@ struct reshape {
                           tinygrad::error::reshape_has_negative_extent<reshape, S...>,
                           tinygrad::error::reshape_can_infer_only_one_dyn<reshape, S...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::reshape<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(target_of(n, a, false)); }
 };
 template <int64_t S, int64_t E>
 struct flatten {
@@ -175,7 +186,7 @@ struct flatten {
     constexpr int64_t s = st::norm_axis(S, A), e = st::norm_axis(E, A);
     return st::flatten<(s >= 0 && e >= s && e < int64_t(A)) ? A - size_t(e - s) : A>(a, S, E);
   }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(target_of(n, a, false)); }
 };
 template <int64_t Ax, int64_t... N>
 struct unflatten {  // axis Ax split into N... (all static: the other dims may be dyn)
@@ -185,7 +196,7 @@ struct unflatten {  // axis Ax split into N... (all static: the other dims may b
   using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>,
                           tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::unflatten(a, Ax, dims<sizeof...(N)>{N...}); }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(target_of(n, a, false)); }
 };
 template <int64_t... P>
 struct permute {
@@ -203,7 +214,7 @@ struct expand {
   static constexpr const char* errors[] = {"expand_does_not_fit"};
   template <int, class... S> using error = tinygrad::error::expand_does_not_fit<expand, S..., shape<T...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::expand<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.expand(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.expand(target_of(n, a, true)); }
 };
 TINYGRAD_API std::vector<std::pair<int64_t, int64_t>> pairs(std::initializer_list<int64_t> v) TINYGRAD_DEF({
   std::vector<std::pair<int64_t, int64_t>> r;

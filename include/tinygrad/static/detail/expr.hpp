@@ -23,6 +23,8 @@ struct lower_ctx {
   const Tensor* const* leaves;
   size_t next = 0;
   const std::string* device;
+  const Tensor* scalars = nullptr;  // a plan's: the 0-d tensors its C++ numbers read (null: numbers are constants)
+  size_t next_scalar = 0;
 };
 
 template <class E> constexpr bool has_dyn() { return count_dyn(E::shape_type::value) > 0; }
@@ -67,7 +69,8 @@ struct node : static_ops<node<Op, S, D, C...>> {
   Tensor call(const std::array<Tensor, sizeof...(C)>& in, std::index_sequence<I...>) const { return Op::lower(*this, in[I]...); }
 };
 
-// a C++ number in an expression: a 0-d leaf of the result's dtype; its value is part of the plan key
+// a C++ number in an expression: a 0-d leaf of the result's dtype; a plan reads it from a buffer, so every value runs
+// the same plan (a learning rate that changes every step)
 template <DType D>
 struct scalar_leaf : static_ops<scalar_leaf<D>> {
   using shape_type = shape<>;
@@ -76,8 +79,8 @@ struct scalar_leaf : static_ops<scalar_leaf<D>> {
   double value;
   explicit scalar_leaf(double v) : value(v) {}
   dims<0> rt_shape() const { return {}; }
-  template <class F, class G> void visit(F&, G& scalar) const { scalar(value); }
-  Tensor lower(lower_ctx& cx) const { return Tensor::full({}, value, D, *cx.device); }
+  template <class F, class G> void visit(F&, G& scalar) const { scalar(value, D); }
+  Tensor lower(lower_ctx& cx) const { return cx.scalars ? cx.scalars[cx.next_scalar++] : Tensor::full({}, value, D, *cx.device); }
 };
 
 // instantiating the undefined error template puts its name (op and shapes) on the error's first line

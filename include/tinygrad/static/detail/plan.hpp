@@ -1,7 +1,12 @@
 #pragma once
-// The plan cache: per (expression type, device, dyn extents and scalar values) one schedule and its
-// compiled programs. The first evaluation lowers the expression over placeholder buffers and schedules
-// it with the engine; every later one binds the leaves' buffers and launches.
+// The plan cache: per expression type one schedule and its compiled programs, for every value of the expression's
+// C++ numbers (read from buffers) and, where only first dims are dyn, every value of its dyn extents: those become
+// variables (tensor/variable.hpp) up to a bound (STATIC_DYN_MAX, default 4096; a larger value takes a plan with the
+// next power of two), the buffers hold their values' elements. A plan is keyed by which dyn extents are equal (one
+// variable each) and which are 1. An expression with a dyn extent elsewhere, or an op that takes no symbolic dims,
+// keeps a plan per extent value (at most max_plans_per_expression, the oldest goes first). The first evaluation lowers
+// the expression over placeholder buffers and schedules it with the engine; every later one binds the leaves' buffers
+// and launches.
 #include <atomic>
 #include <bit>
 #include "expr.hpp"
@@ -15,45 +20,71 @@ TINYGRAD_API StaticStats& static_stats() TINYGRAD_DEF({ static StaticStats s; re
 namespace detail::st {
 
 struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
-struct plan_table;  // the plans of one expression type (each device, dyn extents and scalar values)
+struct plan_table;  // the plans of one expression type
 
-// NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
-// programs, per step); the oldest plan goes first
-inline size_t max_plans_per_expression = 64;
+inline size_t max_plans_per_expression = 64;  // plans per extent value (dyn extents that do not become variables)
 TINYGRAD_API plan_table* new_plan_table();
 TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key);
 TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p);
+TINYGRAD_API bool& values_only(plan_table& t);  // the expression's ops refused symbolic dims: plans per extent value
 template <class E>
 plan_table& plans_of() { static plan_table* t = new_plan_table(); return *t; }  // NOTE: leaked on purpose
 
-// placeholders for the leaves (fresh buffers of their dtypes and shapes) to lower an expression over: ph[i] views in[i]
-TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in);
+// the dyn extents of one evaluation: the values, and per value its variable's class (the first equal extent's index;
+// -1: a 1 among other extents, concrete) and whether it is a first dim (only those become variables)
+struct dyn_values {
+  std::vector<int64_t> value, cls;
+  std::vector<int> leaf_first;  // per leaf: the index of its first dim's extent among value (-1: its first dim is static)
+  bool first_dims = true;
+  void add(int64_t v, bool first) {
+    int64_t c = int64_t(value.size());
+    for (size_t j = 0; j < value.size(); j++) if (value[j] == v) { c = cls[j]; break; }
+    value.push_back(v);
+    cls.push_back(c);
+    first_dims &= first;
+  }
+  // where the extents differ, a 1 is concrete (it broadcasts against the others); all equal, 1 is a value like any
+  void ones_concrete() {
+    if (std::any_of(value.begin(), value.end(), [&](int64_t v) { return v != value[0]; }))
+      for (size_t j = 0; j < value.size(); j++) if (value[j] == 1) cls[j] = -1;
+  }
+};
+// placeholders for the leaves (fresh buffers of their dtypes and shapes, a first dim a variable where vars names one)
+// and the numbers (0-d buffers) to lower an expression over: ph[i] views in[i]
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
+                               Tensor* ph, UOpRef* in);
+TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in);
+// the variables of a symbolic plan: one per class of dv (null for 1), up to a bound for the largest value
+TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv);
 // static_stats(): an evaluation planned (a hit, or built when built) or lazy
 TINYGRAD_API void count_static(bool planned, bool built);
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
 #if TINYGRAD_WITH_INTERNALS
-// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
-// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
+// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves and numbers are its inputs, the realized
+// constants the lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
 struct plan {
   std::shared_ptr<JitProgram> prog;
+  std::vector<UOpRef> vars;  // per dyn extent, its variable (null: concrete); empty: the plan is for the values
 };
 struct plan_table {
   struct entry { std::string device; std::vector<int64_t> key; std::shared_ptr<plan> p; };
   std::mutex mu;
   std::vector<entry> entries;
+  bool values_only = false;
 };
 #endif
 
 template <class E>
-Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev) {
-  lower_ctx cx{leaves, 0, &dev};
+Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev, const Tensor* numbers = nullptr) {
+  lower_ctx cx{leaves, 0, &dev, numbers, 0};
   Tensor t = e.lower(cx);
   return t.dtype() == E::dtype ? t : t.cast(E::dtype);
 }
 
 // the plan of root over the placeholder buffers `inputs` (slots 0..n_in-1); run it with the leaves' buffers
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev);
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape);
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const std::vector<double>& numbers,
+                             const std::vector<DType>& number_dts, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -61,10 +92,12 @@ Tensor lazy(const E& e) {
   std::array<const Tensor*, E::n_leaves> leaves{};
   size_t li = 0;
   auto leaf = [&](const auto& l) { leaves[li++] = &l.tensor(); };
-  auto scalar = [](double) {};
+  auto scalar = [](double, DType) {};
   e.visit(leaf, scalar);
   return lower_root(e, leaves.data(), E::n_leaves ? leaves[0]->device() : default_device());
 }
+
+template <class S> constexpr bool only_first_dyn() { for (size_t i = 1; i < S::rank; i++) if (S::value[i] == dyn) return false; return true; }
 
 // evaluate e: through the plan cache when every leaf is realized and none requires grad (else the lazy
 // graph, so autograd sees it); the result is realized in the first case, lazy in the second
@@ -72,16 +105,21 @@ template <class E>
 Tensor evaluate(const E& e, bool realize_lazy) {
   constexpr size_t NL = E::n_leaves;
   std::array<const Tensor*, NL> leaves{};
-  std::array<int64_t, E::n_key> key{};
-  size_t li = 0, ki = 0;
+  std::vector<double> numbers;
+  std::vector<DType> number_dts;
+  dyn_values dv;
+  size_t li = 0;
   bool plannable = NL > 0;
   auto leaf = [&](const auto& l) {
     leaves[li++] = &l.tensor();
-    for (auto d : l.dyn_dims) key[ki++] = d;
+    using S = typename std::remove_cvref_t<decltype(l)>::shape_type;
+    dv.leaf_first.push_back(S::rank && S::value[0] == dyn ? int(dv.value.size()) : -1);
+    for (auto d : l.dyn_dims) dv.add(d, only_first_dyn<S>());
     plannable &= l.tensor().is_realized() && !l.tensor().requires_grad();
   };
-  auto scalar = [&](double v) { key[ki++] = std::bit_cast<int64_t>(v); };
+  auto scalar = [&](double v, DType dt) { numbers.push_back(v); number_dts.push_back(dt); };
   e.visit(leaf, scalar);
+  dv.ones_concrete();
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
   if (!plannable) {
@@ -90,20 +128,45 @@ Tensor evaluate(const E& e, bool realize_lazy) {
     return realize_lazy ? t.realize() : t;
   }
   plan_table& table = plans_of<E>();
-  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
   auto rs = e.rt_shape();
   Shape shape(rs.begin(), rs.end());
+  // the key: which extents are equal and which are 1 (and the bound) for a symbolic plan, else the extents
+  bool symbolic = !dv.value.empty() && dv.first_dims && only_first_dyn<typename E::shape_type>() && !values_only(table);
+  std::vector<int64_t> key{symbolic};
+  if (symbolic) {
+    key.insert(key.end(), dv.cls.begin(), dv.cls.end());
+    auto vars = plan_vars(dv);
+    key.push_back(vars.empty() || !vars.back() ? 0 : vars.back()->vmax);
+  } else key.insert(key.end(), dv.value.begin(), dv.value.end());
+  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
   if (p) count_static(true, false);
   else {
+    std::vector<UOpRef> vars = symbolic ? plan_vars(dv) : std::vector<UOpRef>{};
     std::array<Tensor, NL> ph;
     std::array<const Tensor*, NL> php;
     std::array<UOpRef, NL> in;
-    placeholders(leaves.data(), NL, dev, ph.data(), in.data());
-    for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
-    p = build_plan(lower_root(e, php.data(), dev), in.data(), NL, dev);
+    std::vector<Tensor> nph;
+    std::vector<UOpRef> nin;
+    auto build = [&] {
+      placeholders(leaves.data(), NL, dev, symbolic ? &dv : nullptr, vars, ph.data(), in.data());
+      number_placeholders(number_dts, dev, nph, nin);
+      for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
+      std::vector<UOpRef> inputs(in.begin(), in.end());
+      inputs.insert(inputs.end(), nin.begin(), nin.end());
+      return build_plan(lower_root(e, php.data(), dev, nph.data()), inputs.data(), inputs.size(), dev, symbolic);
+    };
+    try { p = build(); }
+    catch (const Error& err) {
+      if (!symbolic) throw;
+      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: a static plan keeps a plan per extent value: %s\n", err.what());
+      // an op that takes no symbolic dims: this expression keeps a plan per extent value
+      values_only(table) = true;
+      return evaluate(e, realize_lazy);
+    }
+    p->vars = vars;
     add_plan(table, dev, key.data(), key.size(), p);
   }
-  return run_plan(*p, leaves.data(), NL, dev, E::dtype, shape);
+  return run_plan(*p, leaves.data(), NL, numbers, number_dts, dv, dev, E::dtype, shape);
 }
 
 #if TINYGRAD_DEFINE_API
@@ -119,10 +182,36 @@ TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t*
   if (t.entries.size() >= max_plans_per_expression) t.entries.erase(t.entries.begin());
   t.entries.push_back({dev, std::vector<int64_t>(key, key + n_key), std::move(p)});
 }
-TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in) {
+TINYGRAD_API bool& values_only(plan_table& t) { return t.values_only; }
+TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
+  int64_t mx = 1, bound = getenv_int("STATIC_DYN_MAX", 4096);
+  for (auto v : dv.value) mx = std::max(mx, v);
+  while (bound < mx) bound *= 2;
+  std::vector<UOpRef> vars;
+  for (size_t j = 0; j < dv.value.size(); j++)
+    vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, bound).uop());
+  return vars;
+}
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
+                               Tensor* ph, UOpRef* in) {
   for (size_t i = 0; i < n; i++) {
-    in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
-    ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
+    Shape s = leaves[i]->shape();
+    // a symbolic plan: a leaf's dyn first dim (the only dyn dim it has) is a variable, its buffer at the bound
+    UOpRef var = dv && dv->leaf_first[i] >= 0 ? vars[size_t(dv->leaf_first[i])] : nullptr;
+    if (var) s[0] = var->vmax;
+    in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), prod(s)));
+    ph[i] = Tensor(in[i], dev).reshape(s);
+    if (var) {
+      std::vector<std::pair<SInt, SInt>> r{{0, SInt(Variable(var_name(*var), var->vmin, var->vmax))}};
+      for (size_t d = 1; d < s.size(); d++) r.push_back({0, s[d]});
+      ph[i] = ph[i].shrink(r);
+    }
+  }
+}
+TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in) {
+  for (DType dt : dts) {
+    in.push_back(make_uop(Ops::BUFFER, dt, {}, std::make_shared<Buffer>(dev, dt, 1)));
+    ph.push_back(Tensor(in.back(), dev).reshape({}));
   }
 }
 TINYGRAD_API void count_static(bool planned, bool built) {
@@ -137,7 +226,7 @@ TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
 }
 
 
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes) {
   std::unordered_map<const UOp*, int> slot;
   std::vector<std::shared_ptr<Buffer>> in, consts;
   for (size_t i = 0; i < n_in; i++) { slot[inputs[i].get()] = int(i); in.push_back(inputs[i]->leaf_buffer()); }
@@ -157,18 +246,28 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev);
+  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev, exact_sizes);
   auto p = std::make_shared<plan>();
   p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
   count_static(true, true);
   return p;
 }
 
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape) {
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const std::vector<double>& numbers,
+                             const std::vector<DType>& number_dts, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape) {
   std::vector<std::shared_ptr<Buffer>> in;
-  in.reserve(n_in);
-  for (size_t i = 0; i < n_in; i++) in.push_back(leaf_buffer(*leaves[i]));
-  Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in)[0]), dev);
+  in.reserve(n_leaves + numbers.size());
+  for (size_t i = 0; i < n_leaves; i++) in.push_back(leaf_buffer(*leaves[i]));
+  for (size_t i = 0; i < numbers.size(); i++) {  // each number in a buffer of its own (runs may overlap on threads)
+    char v[8];
+    store_from_double(v, number_dts[i], 0, numbers[i]);
+    in.push_back(new_buffer(dev, number_dts[i], 1));
+    in.back()->copyin(v);
+  }
+  VarVals vals;
+  for (size_t j = 0; j < p.vars.size(); j++)
+    if (p.vars[j] && std::none_of(vals.begin(), vals.end(), [&](auto& x) { return x.first == p.vars[j].get(); })) vals.push_back({p.vars[j].get(), dv.value[j]});
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in, vals)[0]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);
 }
 #endif
