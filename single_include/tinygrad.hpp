@@ -2801,6 +2801,10 @@ struct UOp : std::enable_shared_from_this<UOp> {
   std::vector<UOpRef> src;
   Arg arg;
   Shape shape;               // tensor-level nodes; empty for scalars and kernel-level nodes
+  // symbolic dims (tensor/variable.hpp): empty, or per dim its extent as an int32 expression of variables (null: the dim
+  // is as long as shape says). A symbolic dim's shape entry is its bound, the expression's max: buffers are laid out at
+  // the bounds and kernels touch the first `extent` elements of the dim only
+  std::vector<UOpRef> dyn;
   uint64_t key;              // structural hash, stable across processes for kernel graphs
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
   mutable detail::RealizedBuffer realized;  // set once this node's value lives in a buffer
@@ -2864,6 +2868,7 @@ inline int64_t int_max(DType d) {
 }
 void compute_vrange(UOp& u);
 Shape infer_shape(const UOp& u);
+std::vector<UOpRef> infer_dyn(const UOp& u);
 
 // NOTE: releasing a node's sources recurses once per level of its graph (a 100k-op chain overflowed the stack):
 // past 64 levels the sources go to the list of the outermost release on this thread, which empties it in a loop
@@ -2916,6 +2921,7 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   auto u = std::make_shared<UOp>(op, dtype, vcount, std::move(src), std::move(arg));
   u->key = h;
   u->shape = detail::infer_shape(*u);
+  u->dyn = detail::infer_dyn(*u);
   detail::compute_vrange(*u);
   // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
   if (is_float(dtype)) {
@@ -2936,6 +2942,8 @@ inline UOpRef const_uop(DType dt, double v, int vcount = 1) {
 // what a reduce starts from: ADD 0, MUL 1, MAX the dtype's least value (-inf for floats)
 inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD || op == Ops::WMMA ? 0 : op == Ops::MUL ? 1 : detail::dtype_min(dt); }
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
+// a concrete extent among symbolic ones (a movement op's src[1..]): int32 where it fits, as variables are
+inline UOpRef size_const(int64_t n) { return const_int(n > INT32_MAX ? DType::Int64 : DType::Int32, n); }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
   if (is_comparison(op)) return DType::Bool;
@@ -3086,12 +3094,48 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::RESHAPE: case Ops::EXPAND: return std::get<std::vector<int64_t>>(u.arg);
     case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[size_t(a)]); return s; }
     case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
-    case Ops::SHRINK: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i]; return s; }
+    case Ops::SHRINK: {
+      Shape s = u.src[0]->shape;
+      // a symbolic shrink: src[1..n] the begins, src[n+1..2n] the extents (int32 scalars), each dim as long as its extent's max
+      if (u.src.size() > 1) { for (size_t i = 0; i < s.size(); i++) s[i] = u.src[1 + s.size() + i]->vmax; return s; }
+      for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i];
+      return s;
+    }
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
     case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
     case Ops::DEFINE_VAR: case Ops::BIND:
       return {};
     default: return u.src.empty() ? Shape{} : u.src[0]->shape;
+  }
+}
+
+// the symbolic dims of a tensor-level node: RESHAPE and EXPAND name their result's extents in src[1..] (when symbolic),
+// a symbolic SHRINK in src[n+1..2n]; the others keep their source's
+inline std::vector<UOpRef> detail::infer_dyn(const UOp& u) {
+  auto exts = [&](size_t from) {
+    std::vector<UOpRef> d;
+    for (size_t i = 0; i < u.shape.size(); i++) d.push_back(u.src[from + i]->op == Ops::CONST ? nullptr : u.src[from + i]);
+    return d;
+  };
+  switch (u.op) {
+    case Ops::RESHAPE: case Ops::EXPAND: return u.src.size() > 1 ? exts(1) : std::vector<UOpRef>{};
+    case Ops::SHRINK: return u.src.size() > 1 ? exts(1 + u.shape.size()) : u.src[0]->dyn;
+    case Ops::PERMUTE: {
+      if (u.src[0]->dyn.empty()) return {};
+      std::vector<UOpRef> d;
+      for (auto a : u.varg()) d.push_back(u.src[0]->dyn[size_t(a)]);
+      return d;
+    }
+    case Ops::REDUCE_AXIS: {
+      auto d = u.src[0]->dyn;
+      if (!d.empty()) for (auto a : u.reduce_axes()) d[size_t(a)] = nullptr;
+      return d;
+    }
+    case Ops::BUFFER: case Ops::IOTA: case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_VAR: case Ops::BIND: return {};
+    default:
+      if (u.shape.empty()) return {};
+      for (auto& s : u.src) if (!s->dyn.empty() && s->shape.size() == u.shape.size()) return s->dyn;
+      return {};
   }
 }
 
@@ -3749,6 +3793,26 @@ inline UOpRef simplify_given(const UOpRef& idx, const UOpRef& gate) {
   return toposort(out).size() < toposort(idx).size() ? out : idx;
 }
 
+// a symbolic size readable by people: pos+1
+inline std::string sym_str(const UOpRef& e) {
+  std::unordered_map<const UOp*, std::string> s;
+  for (auto& x : toposort(e)) {
+    auto a = [&](size_t i) { return s.at(x->src[i].get()); };
+    switch (x->op) {
+      case Ops::CONST: s[x.get()] = std::to_string(x->iarg()); break;
+      case Ops::DEFINE_VAR: s[x.get()] = var_name(*x); break;
+      case Ops::BIND: case Ops::CAST: s[x.get()] = a(0); break;
+      case Ops::ADD: s[x.get()] = "(" + a(0) + "+" + a(1) + ")"; break;
+      case Ops::MUL: s[x.get()] = "(" + a(0) + "*" + a(1) + ")"; break;
+      case Ops::IDIV: s[x.get()] = "(" + a(0) + "//" + a(1) + ")"; break;
+      case Ops::MOD: s[x.get()] = "(" + a(0) + "%" + a(1) + ")"; break;
+      case Ops::MAX: s[x.get()] = "max(" + a(0) + ", " + a(1) + ")"; break;
+      default: s[x.get()] = op_name(x->op); break;
+    }
+  }
+  std::string r = s.at(e.get());
+  return r.size() > 1 && r[0] == '(' && r.back() == ')' ? r.substr(1, r.size() - 2) : r;
+}
 }  // namespace tinygrad::detail
 // end include/tinygrad/uop/symbolic.hpp
 // begin include/tinygrad/renderer/cstyle.hpp
@@ -4209,9 +4273,10 @@ inline CStyleRenderer::CStyleRenderer() {
        c.line(cat(value_type(x.dtype, 1, c), " ", c.r[&x], " = ", kind == 1 ? lang.gid[d] : lang.lid[d], "; /* ", x.range_end(), " */"));
      }},
     {Ops::CONST, [this](Ctx& c, const UOp& x) { c.r[&x] = const_str(x); }},
-    {Ops::RANGE, [this](Ctx& c, const UOp& x) {
+    {Ops::RANGE, [this, S](Ctx& c, const UOp& x) {
        std::string v = c.r[&x] = cat("ridx", x.range_id());
-       c.line(cat("for (", value_type(x.dtype, 1, c), " ", v, " = 0; ", v, " < ", x.range_end(), "; ", v, "++) {"));
+       // a symbolic dim's loop ends at its extent (src[0]), not its bound
+       c.line(cat("for (", value_type(x.dtype, 1, c), " ", v, " = 0; ", v, " < ", x.src.empty() ? cat(x.range_end()) : S(c, x, 0), "; ", v, "++) {"));
        c.depth++;
      }},
     {Ops::END, [](Ctx& c, const UOp&) { c.depth--; c.line("}"); }},
@@ -5288,16 +5353,31 @@ inline OptAxis split_kind_axis(const UOpRef& sink, const Opt& o) {
   if ((o.op == OptOp::THREAD || o.op == OptOp::LOCAL) && a.t != AxisType::LOOP) throw KernelOptError(o.str() + ": needs a loop axis");
   return a;
 }
-// the outer part of a split axis (it keeps the range's id), or 0 where the split takes the whole axis
+// a symbolic dim's range r split so that its inner part p is a loop with an end of its own (THREAD's chunks, KBLOCK's
+// blocks): the gate r < e of its values (the store's, the reduce's mask) becomes p < p's end, which says the same (p's
+// end is what is left of e) and is a tight loop's gate, dropped where p stays whole (tight_loops)
+inline UOpRef regate(const UOpRef& g, const UOpRef& r, const UOpRef& p) {
+  return substitute(g, {{alu(Ops::CMPLT, {r, r->src[0]}).get(), alu(Ops::CMPLT, {p, p->src[0]})}});
+}
+inline UOpRef min_of(const UOpRef& a, const UOpRef& b) { return -alu(Ops::MAX, {-a, -b}); }
+// the outer part of a split axis (it keeps the range's id), or 0 where the split takes the whole axis. A symbolic dim's
+// range (its extent e in src[0]) keeps a tight loop: the outer part ends at ceil(e / amt), the lanes past e gated
 inline UOpRef outer_part(const OptAxis& a, const Opt& o) {
-  return a.n / o.amt == 1 ? const_int(a.dt, 0) : make_range(a.n / o.amt, o.axis, a.t, a.dt);
+  if (a.n / o.amt == 1) return const_int(a.dt, 0);
+  if (a.r->src.empty()) return make_range(a.n / o.amt, o.axis, a.t, a.dt);
+  return make_uop(Ops::RANGE, a.dt, {idiv(a.r->src[0] + (o.amt - 1), o.amt)}, std::vector<int64_t>{a.n / o.amt, o.axis, int64_t(a.t)});
 }
 
 // the outer part becomes the core id; the inner keeps the range's id
 inline UOpRef apply_thread(const UOpRef& sink, const Opt& o, bool) {
   auto [r, n, t, dt] = split_kind_axis(sink, o);
   auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
-  return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
+  if (r->src.empty()) return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
+  // a symbolic dim: its extent e in chunks of ceil(e / cores), each core's loop to the end of its chunk or of e
+  UOpRef e = r->src[0], chunk = idiv(e + (o.amt - 1), o.amt);
+  UOpRef end = alu(Ops::MAX, {min_of(e - core * chunk, chunk), const_int(dt, 0)});
+  UOpRef in = make_uop(Ops::RANGE, dt, {end}, std::vector<int64_t>{n / o.amt, o.axis, int64_t(t)});
+  return sub_range(regate(sink, r, in), r, core * chunk + in);
 }
 // the inner part becomes a workgroup axis (codegen's gpudims maps it to a local id)
 inline UOpRef apply_local(const UOpRef& sink, const Opt& o, bool) {
@@ -5359,13 +5439,19 @@ inline UOpRef apply_kblock(const UOpRef& sink, const Opt& o, bool) {
   auto found = kblock_reduces(sink, r);
   if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
   auto& reds = std::get<std::vector<UOpRef>>(found);
-  auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt), inner = make_range(o.amt, o.axis, t, dt);
+  // a symbolic dim (its extent e in src[0]): ceil(e / amt) blocks, the last one the block of e - 1
+  UOpRef nblk = r->src.empty() ? const_int(dt, n / o.amt) : idiv(r->src[0] + (o.amt - 1), o.amt);
+  auto blk = make_uop(Ops::RANGE, dt, r->src.empty() ? std::vector<UOpRef>{} : std::vector<UOpRef>{nblk},
+                      std::vector<int64_t>{n / o.amt, next_range_id(sink), int64_t(AxisType::KBLOCK)});
+  auto inner = r->src.empty() ? make_range(o.amt, o.axis, t, dt)
+                              : make_uop(Ops::RANGE, dt, {min_of(r->src[0] - blk * o.amt, const_int(dt, o.amt))},
+                                         std::vector<int64_t>{o.amt, o.axis, int64_t(t)});  // the last block's rest
   auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
-  auto last = alu(Ops::CMPEQ, {blk, const_int(dt, n / o.amt - 1)});
+  auto last = alu(Ops::CMPEQ, {blk, nblk - 1});
   std::vector<UOpRef> stores;
   for (size_t i = 0; i < reds.size(); i++) {
     const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
-    std::vector<UOpRef> src{sub_range(red->src[0], r, blk * o.amt + inner)};
+    std::vector<UOpRef> src{sub_range(r->src.empty() ? red->src[0] : regate(red->src[0], r, inner), r, blk * o.amt + inner)};
     for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
     auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
     auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, masked(idx->src, later), idx->arg)});
@@ -6514,6 +6600,13 @@ inline Why same_as_src(const UOp& u, Stage) { return same_dtype(u, 0); }
 inline Why movement(const UOp& u, Stage) {
   const Shape& in = u.src[0]->shape;
   const auto& a = u.varg();
+  if (u.src.size() > 1) {  // symbolic sizes (tensor/variable.hpp): RESHAPE and EXPAND name their extents, SHRINK its begins and extents
+    size_t want = u.op == Ops::SHRINK ? 2 * in.size() : a.size();
+    if (u.src.size() != want + 1) return cat("has ", u.src.size() - 1, " symbolic sizes, not ", want);
+    for (size_t i = 1; i < u.src.size(); i++)
+      if (u.src[i]->dtype != DType::Int32 && u.src[i]->dtype != DType::Int64) return cat("src[", i, "] is no int32 or int64 size");
+    if (u.op == Ops::SHRINK) return a.empty() ? same_dtype(u, 0) : "a symbolic shrink has no arg";
+  }
   size_t n = in.size(), want = u.op == Ops::PAD || u.op == Ops::SHRINK ? 2 * n : u.op == Ops::RESHAPE ? a.size() : n;
   if (a.size() != want) return cat("the arg has ", a.size(), " entries for a source of rank ", n);
   if (auto w = same_dtype(u, 0); !w.empty()) return w;
@@ -6556,6 +6649,8 @@ inline Why range(const UOp& u, Stage s) {
   const auto& a = u.varg();
   if (a.size() != 3 || a[0] < 0 || a[1] < 0 || a[2] < 0 || a[2] > int64_t(AxisType::WARP)) return "the arg must be [end >= 0, id >= 0, axis kind]";
   if (!is_index(u.dtype)) return cat("an index is int or long, not ", dt(u.dtype));
+  // a symbolic dim's range: its extent, at most the bound, is where the loop ends
+  if (!u.src.empty() && (u.src[0]->dtype != u.dtype || u.src[0]->vmax > a[0])) return "src[0], the loop's end, must be an index of at most the end";
   if (s == Stage::KERNEL && a[2] != int64_t(AxisType::LOOP) && a[2] != int64_t(AxisType::REDUCE)) return "a kernel AST's ranges are LOOP or REDUCE";
   return "";
 }
@@ -6671,14 +6766,14 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::BITCAST, ALL, 1, 1, ArgKind::NONE, cast},
       {Ops::IOTA, T, 0, 1, ArgKind::INT, leaf_of_device},
       {Ops::REDUCE_AXIS, T, 1, 1, ArgKind::VEC, reduce_axis},
-      {Ops::RESHAPE, T, 1, 1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::EXPAND, T, 1, 1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::SHRINK, T, 1, 1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::RESHAPE, T, 1, -1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
       {Ops::CONTIGUOUS, T, 1, 1, ArgKind::OPT_INT, same_as_src},  // int arg: a parameter's id
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
       {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
       {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
-      {Ops::RANGE, KOXL, 0, 0, ArgKind::VEC, range},
+      {Ops::RANGE, KOXL, 0, 1, ArgKind::VEC, range},
       {Ops::INDEX, KOXL, 2, 3, ArgKind::NONE, index},
       {Ops::LOAD, KOXL, 1, -1, ArgKind::OPT_INT, load},
       {Ops::STORE, KOXL, 2, 2, ArgKind::NONE, store},
@@ -6862,7 +6957,13 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
   bool red = false;
   for (auto& u : toposort(sink)) red |= u->op == Ops::REDUCE;
   std::string n = red ? "r" : "E";
-  for (auto& r : ranges_of(sink)) n += cat("_", r->range_end());
+  for (auto& r : ranges_of(sink)) {
+    if (r->src.empty()) { n += cat("_", r->range_end()); continue; }
+    // a symbolic dim by the variables of its extent (pos+1: r_pos_64)
+    std::set<std::string> vars;
+    for (auto& x : toposort(r->src[0])) if (x->op == Ops::DEFINE_VAR) vars.insert(var_name(*x));
+    for (auto& v : vars) n += "_" + v;
+  }
   // NOTE: the amounts that split an axis (PADTO and MERGE show in the range sizes; THREAD, SWAP, NOLOCALS, TC and TILE
   // name no split here)
   auto splits = [](OptOp op) {
@@ -7033,6 +7134,16 @@ inline const std::vector<LoweringPass>& lowering_passes() {
          detail::GpuDimsCtx g(s, c.ren, c.launch);
          return graph_rewrite(s, detail::pm_gpudims(), &g);
        }},
+      // a symbolic dim's loop that stayed whole ends at its extent: the gate that kept it inside holds (after gpudims,
+      // which launches a symbolic dim at its bound, keeping the gate; opts that split a range drop its end)
+      {"tight_loops", [](const UOpRef& s, LowerCtx&) {
+         static const PatternMatcher pm{{UPat::ops_of({Ops::CMPLT}, "c"), [](const Match& m) -> UOpRef {
+           const UOpRef& c = m["c"];
+           bool tight = c->src[0]->op == Ops::RANGE && !c->src[0]->src.empty() && c->src[0]->src[0] == c->src[1];
+           return tight ? const_uop(DType::Bool, 1, c->vcount) : nullptr;
+         }}};
+         return graph_rewrite(s, pm);
+       }},
       // index math folds before and after the lanes become vectors
       {"simplify", [](const UOpRef& s, LowerCtx&) { return simplify(s); }},
       {"expand_lanes", [](const UOpRef& s, LowerCtx& c) { return expand_lanes(s, c.ren.aligned_vectors); }},
@@ -7123,6 +7234,9 @@ struct ScheduleSpec {
   std::vector<KernelAST> kernels;   // in execution order
   int n_inputs = 0;                 // slots [0, n_inputs) are the graph's existing buffers
   std::vector<std::pair<DType, int64_t>> new_slots;  // slots n_inputs.. : buffers this schedule allocates
+  // per new slot: where only its first dim is symbolic, that dim's extent (its variables unbound): the buffer holds
+  // extent x (size / bound) elements for the values a run binds (its layout is the bound's, whose prefix it is)
+  std::vector<UOpRef> slot_outer;
   std::vector<int> root_slots;      // where each root ends up
 };
 
@@ -7152,8 +7266,8 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
 
 class Scheduler {
  public:
-  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs)
-      : slot_(input_slots), n_inputs_(n_inputs) {
+  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes)
+      : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes) {
     spec_.n_inputs = n_inputs;
     // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
     // kernel; a kernel past its limits gets sources of its own
@@ -7168,7 +7282,7 @@ class Scheduler {
       for (size_t i = 0; i < kroots_.size(); i++) { UOpRef k = kroots_[i]; analyze(k); }  // kroots_ grows while we walk
       if (shared_.size() == shared) limit_kernels(roots);
       if (shared_.size() == shared && forced_.size() == forced) break;
-      slot_ = inputs; spec_.new_slots.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
+      slot_ = inputs; spec_.new_slots.clear(); spec_.slot_outer.clear(); spec_.root_slots.clear(); kroots_.clear(); by_ptr_.clear(); deps_.clear();
     }
     // kernels in dependency order: a kernel after the kernels it reads
     std::unordered_set<const UOp*> done;
@@ -7194,6 +7308,8 @@ class Scheduler {
     if (auto it = slot_.find(u.get()); it != slot_.end()) return it->second;
     int s = n_inputs_ + int(spec_.new_slots.size());
     spec_.new_slots.emplace_back(u->dtype, prod(u->shape));
+    bool outer = !u->dyn.empty() && u->dyn[0] && std::none_of(u->dyn.begin() + 1, u->dyn.end(), [](const UOpRef& d) { return bool(d); });
+    spec_.slot_outer.push_back(outer ? unbind(u->dyn[0], DType::Int64) : nullptr);
     slot_[u.get()] = s;
     kroots_.push_back(u);
     by_ptr_[u.get()] = u;
@@ -7346,7 +7462,16 @@ class Scheduler {
     auto g = make_uop(Ops::DEFINE_GLOBAL, u->dtype, {}, int64_t(it->second));
     Shape shape = u->op == Ops::BUFFER ? Shape{u->buffer()->size} : u->shape;
     std::vector<UOpRef> isrc{g, flat_index(idx, shape)};
-    if (!gate->is_const(1)) { isrc[1] = simplify_given(simplify(isrc[1]), gate); isrc.push_back(gate); }
+    // NOTE: a gate that only masks values (the index stays in the buffer anyway) is dropped: a PAD's value is a WHERE
+    // above the load, and a symbolic dim's elements past its extent are never used (the stores are gated, the reduces
+    // masked); it stays where it guards memory, which a symbolic dim's does where buffers hold only their values' elements
+    if (!gate->is_const(1)) {
+      UOpRef plain = simplify(isrc[1]);
+      bool sym = false;
+      if (exact_sizes_) for (auto& x : toposort(gate)) sym |= x->op == Ops::DEFINE_VAR;
+      if (plain->vmin >= 0 && plain->vmax < prod(shape) && !sym) isrc[1] = plain;
+      else { isrc[1] = simplify_given(plain, gate); isrc.push_back(gate); }
+    }
     return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, isrc)});
   }
 
@@ -7361,6 +7486,25 @@ class Scheduler {
     return make_uop(Ops::INDEX, u->dtype, std::move(idx));
   }
   static std::vector<UOpRef> idx_of(const UOpRef& m) { return {m->src.begin() + 2, m->src.end()}; }
+  // a symbolic size of the tensor graph in a kernel: its variables unbound (the kernel takes their values as arguments),
+  // in the kernel's index dtype
+  static UOpRef unbind(const UOpRef& e, DType dt) {
+    std::unordered_map<const UOp*, UOpRef> sub;
+    for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[0];
+    return cast_uop(sub.empty() ? e : substitute(e, sub), dt);
+  }
+  // the range over dim i of u, id `id`: a symbolic dim's runs to its bound with its extent as src[0] (the loop's end where
+  // the range stays whole; the gate `inside` keeps it correct where an opt splits it)
+  static UOpRef dim_range(const UOp& u, size_t i, int64_t id, AxisType t, DType dt) {
+    std::vector<UOpRef> src;
+    if (!u.dyn.empty() && u.dyn[i]) src.push_back(unbind(u.dyn[i], dt));
+    return make_uop(Ops::RANGE, dt, std::move(src), std::vector<int64_t>{u.shape[i], id, int64_t(t)});
+  }
+  // index i of a symbolic dim is inside its extent (bool true for a concrete dim)
+  static UOpRef inside(const UOp& u, size_t i, const UOpRef& idx) {
+    if (u.dyn.empty() || !u.dyn[i]) return const_uop(DType::Bool, 1);
+    return alu(Ops::CMPLT, {idx, unbind(u.dyn[i], idx->dtype)});
+  }
   // the marked node's source at a new index, under the marker's gate
   static UOpRef to_src(const Match& m, std::vector<UOpRef> idx) { return marker(m["u"]->src[0], std::move(idx), m["m"]->src[1]); }
   static const PatternMatcher& pm_rangeify() {
@@ -7378,6 +7522,7 @@ class Scheduler {
         {at({Ops::CONST}), [](M m) -> UOpRef { return make_uop(Ops::CONST, m["u"]->dtype, {}, m["u"]->arg); }},
         // a bound variable: the kernel takes its value as an argument (realize passes it), so any value runs one kernel
         {at({Ops::BIND}), [](M m) -> UOpRef { return m["u"]->src[0]; }},
+        {at({Ops::DEFINE_VAR}), [](M m) -> UOpRef { return m["u"]; }},  // unbound: a static plan's, bound on each run
         {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
         {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
         // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
@@ -7409,8 +7554,10 @@ class Scheduler {
          }},
         // shrink = offset
         {at({Ops::SHRINK}), [](M m) -> UOpRef {
+           const UOpRef& u = m["u"];
            auto idx = idx_of(m["m"]);
-           for (size_t i = 0; i < idx.size(); i++) idx[i] = idx[i] + m["u"]->varg()[2 * i];
+           for (size_t i = 0; i < idx.size(); i++)  // a symbolic shrink's begins are src[1..n]
+             idx[i] = u->src.size() > 1 ? idx[i] + unbind(u->src[1 + i], idx[i]->dtype) : idx[i] + u->varg()[2 * i];
            return to_src(m, std::move(idx));
          }},
         // flip = n-1-i
@@ -7444,12 +7591,17 @@ class Scheduler {
            auto idx = idx_of(m["m"]);
            const Shape& in = u->src[0]->shape;
            std::vector<UOpRef> src{nullptr};
+           UOpRef valid = const_uop(DType::Bool, 1);  // over a symbolic dim: the terms inside its extent
            for (auto a : u->reduce_axes()) {
              if (in[size_t(a)] == 1) { idx[size_t(a)] = const_int(x.s.idx_dt_, 0); continue; }
-             src.push_back(idx[size_t(a)] = make_uop(Ops::RANGE, x.s.idx_dt_, {},
-                                                     std::vector<int64_t>{in[size_t(a)], x.c.next_range++, int64_t(AxisType::REDUCE)}));
+             src.push_back(idx[size_t(a)] = dim_range(*u->src[0], size_t(a), x.c.next_range++, AxisType::REDUCE, x.s.idx_dt_));
+             valid = logical_and(valid, inside(*u->src[0], size_t(a), idx[size_t(a)]));
            }
-           src[0] = to_src(m, std::move(idx));
+           valid = simplify(valid);
+           if (valid->is_const(1)) src[0] = to_src(m, std::move(idx));
+           else
+             src[0] = alu(Ops::WHERE, {valid, marker(u->src[0], std::move(idx), simplify(logical_and(m["m"]->src[1], valid))),
+                                       const_uop(u->dtype, reduce_identity(Ops(u->varg()[0]), u->dtype))});
            return src.size() == 1 ? src[0] : make_uop(Ops::REDUCE, u->dtype, src, std::vector<int64_t>{u->varg()[0]});
          }},
         // elementwise: each source at the same index (a kernel's own INDEX, of a DEFINE_GLOBAL, is no marker)
@@ -7522,12 +7674,17 @@ class Scheduler {
     c.slots.push_back(out);
     c.param_of_slot[out] = 0;
     std::vector<UOpRef> idx;
-    for (size_t i = 0; i < k->shape.size(); i++)
-      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0)
-                                     : make_uop(Ops::RANGE, idx_dt_, {}, std::vector<int64_t>{k->shape[i], int64_t(i), int64_t(AxisType::LOOP)}));
-    UOpRef v = lower(c, k, idx, const_uop(DType::Bool, 1));
+    UOpRef valid = const_uop(DType::Bool, 1);  // a symbolic output: the elements inside its extents (the buffer is at its bounds)
+    for (size_t i = 0; i < k->shape.size(); i++) {
+      idx.push_back(k->shape[i] == 1 ? const_int(idx_dt_, 0) : dim_range(*k, i, int64_t(i), AxisType::LOOP, idx_dt_));
+      valid = logical_and(valid, inside(*k, i, idx.back()));
+    }
+    valid = simplify(valid);
+    UOpRef v = lower(c, k, idx, valid);
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
-    auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, {g, flat_index(idx, k->shape)}), v});
+    std::vector<UOpRef> isrc{g, flat_index(idx, k->shape)};
+    if (!valid->is_const(1)) isrc.push_back(valid);
+    auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, std::move(isrc)), v});
     // NOTE: the pieces of a long chain lower to one AST: simplify it once
     auto sink = make_uop(Ops::SINK, DType::Bool, {st});
     auto [it, fresh] = simplified_.try_emplace(sink.get(), sink, nullptr);
@@ -7702,6 +7859,7 @@ class Scheduler {
   std::unordered_map<const UOp*, std::pair<UOpRef, UOpRef>> simplified_;  // lowered AST -> simplified (holding the key)
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
+  bool exact_sizes_ = false;  // a symbolic buffer holds only its values' elements (static plans), not its bound's
 };
 
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
@@ -7711,6 +7869,7 @@ class Scheduler {
 // qualifies (graph_rewrite rewrites what a rule returns).
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   const UOpRef& x = r->src[0];
+  if (!x->dyn.empty()) return nullptr;  // NOTE: a symbolic dim cannot be split (its extent varies)
   const Shape& sh = x->shape;
   std::vector<int64_t> ax = r->reduce_axes();
   int64_t in = prod(sh), outs = in;
@@ -7754,8 +7913,9 @@ inline std::string graph_device(const std::vector<UOpRef>& roots) {
 
 // roots -> kernels on `device` (default: the device the graph names, else the default device); input_slots numbers
 // the graph's existing buffers
+// exact_sizes: the run allocates a buffer whose only symbolic dim is its first at its values' size (static plans)
 inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs,
-                                    std::string device = "") {
+                                    std::string device = "", bool exact_sizes = false) {
   if (device.empty()) device = detail::graph_device(roots);
   if (device.empty()) device = default_device();
   // tensor-graph rewrites before kernels are formed; realized values and what is below them stay as they are
@@ -7765,7 +7925,7 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   if (spec) verify_graph(sink, Stage::TENSOR, "frontend");
   sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
   if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
-  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs).spec();
+  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes).spec();
   if (spec) for (auto& k : s.kernels) verify_graph(k.ast, Stage::KERNEL, "schedule");
   return s;
 }
@@ -8155,6 +8315,33 @@ inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, i
 
 // the values of the variables a graph binds (its BIND nodes), by variable (DEFINE_VAR); a few at most
 using VarVals = std::vector<std::pair<const UOp*, int64_t>>;
+// an int expression of variables (a symbolic size) at their values; VariableError naming one without a value
+inline int64_t eval_int(const UOpRef& e, const VarVals& vv) {
+  std::unordered_map<const UOp*, int64_t> v;
+  for (auto& x : toposort(e)) {
+    auto a = [&](size_t i) { return v.at(x->src[i].get()); };
+    int64_t r = 0;
+    switch (x->op) {
+      case Ops::CONST: r = x->iarg(); break;
+      case Ops::DEFINE_VAR: {
+        auto it = std::find_if(vv.begin(), vv.end(), [&](auto& p) { return p.first == x.get(); });
+        if (it == vv.end()) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here");
+        r = it->second;
+        break;
+      }
+      case Ops::BIND: r = x->src[1]->iarg(); break;
+      case Ops::CAST: r = a(0); break;
+      case Ops::ADD: r = a(0) + a(1); break;
+      case Ops::MUL: r = a(0) * a(1); break;
+      case Ops::IDIV: r = a(1) ? a(0) / a(1) : 0; break;
+      case Ops::MOD: r = a(1) ? a(0) % a(1) : 0; break;
+      case Ops::MAX: r = std::max(a(0), a(1)); break;
+      default: if (x->op != Ops::DEVICE) throw Error(std::string("tinygrad: a symbolic size holds ") + op_name(x->op)); break;
+    }
+    v[x.get()] = r;
+  }
+  return v.at(e.get());
+}
 // the values a launch of k passes, in its order
 inline std::vector<int64_t> launch_vals(const ProgramSpec& k, const VarVals& vv) {
   std::vector<int64_t> r;
@@ -8512,7 +8699,8 @@ struct JitProgram {
   // allocated on each replay: device, dtype, size)
   size_t n_in = 0;
   std::vector<std::shared_ptr<Buffer>> fixed, pool;
-  struct Fresh { std::string device; DType dtype; int64_t size; };
+  // outer (a symbolic first dim's extent; null: none): the buffer holds outer x inner elements for a run's values
+  struct Fresh { std::string device; DType dtype; int64_t size; UOpRef outer; int64_t inner = 0; };
   std::vector<Fresh> fresh;
   std::vector<int> out_slots;              // per output, its slot
   size_t intermediates = 0, bytes_unplanned = 0, bytes_planned = 0;
@@ -8561,8 +8749,9 @@ inline std::string slot_name(const JitProgram& p, size_t x) {
   if (x < p.n_in + p.fixed.size() + p.pool.size() || out == p.out_slots.end()) return "an intermediate buffer";
   return cat("output ", out - p.out_slots.begin());
 }
+using SymSizes = std::unordered_map<const Buffer*, std::pair<UOpRef, int64_t>>;  // a buffer's outer extent and inner size
 inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled);
+                                         const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled, const SymSizes* sym = nullptr);
 inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, const std::vector<std::shared_ptr<CompiledKernel>>& ks,
                                              const std::vector<std::shared_ptr<Buffer>>& inputs, const std::vector<std::shared_ptr<Buffer>>& consts,
                                              const std::string& device);
@@ -8593,7 +8782,7 @@ TINYGRAD_API void realize_uncaptured(const std::vector<UOpRef>& roots) {
 // memory that the program keeps (TinyJit); else they are allocated on each run, as a realize would (static plans,
 // whose cache would otherwise hold every plan's intermediates)
 inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::vector<std::shared_ptr<Buffer>>& inputs,
-                                                        const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled) {
+                                                        const std::vector<std::shared_ptr<Buffer>>& outputs, bool pooled, const SymSizes* sym) {
   auto p = std::make_shared<JitProgram>();
   p->n_in = inputs.size();
   std::unordered_set<const Buffer*> created;
@@ -8641,7 +8830,9 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
   // pool slots were appended per device in order, so fixed + pool are contiguous before fresh
   for (auto* b : seen) if (info[b].kind == Out) {
     slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
-    p->fresh.push_back({b->device, b->dtype, b->size});
+    p->fresh.push_back({b->device, b->dtype, b->size, nullptr, 0});
+    if (!sym) continue;
+    if (auto it = sym->find(b); it != sym->end()) std::tie(p->fresh.back().outer, p->fresh.back().inner) = it->second;
   }
   for (auto& l : cap.launches) {
     JitProgram::Step st{l.k, {}, l.vals};
@@ -8659,14 +8850,20 @@ inline std::shared_ptr<JitProgram> schedule_program(const ScheduleSpec& sp, cons
   Capture cap;
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
   slots.insert(slots.end(), consts.begin(), consts.end());
-  for (auto& [dt, n] : sp.new_slots) cap.created.push_back(slots.emplace_back(std::make_shared<Buffer>(device, dt, n)));
+  SymSizes sym;
+  for (size_t i = 0; i < sp.new_slots.size(); i++) {
+    auto [dt, n] = sp.new_slots[i];
+    cap.created.push_back(slots.emplace_back(std::make_shared<Buffer>(device, dt, n)));
+    if (const UOpRef& o = sp.slot_outer[i]) sym[slots.back().get()] = {o, n / std::max<int64_t>(o->vmax, 1)};
+  }
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& l = cap.launches.emplace_back(CapturedLaunch{ks[k], {}, {}});
     for (int s : sp.kernels[k].slots) l.bufs.push_back(slots[size_t(s)]);
+    for (auto& v : ks[k]->spec.vars) l.vals.push_back(v->vmin);  // a run binds every variable (jit_replay's vars)
   }
   std::vector<std::shared_ptr<Buffer>> outs;
   for (int r : sp.root_slots) outs.push_back(slots[size_t(r)]);
-  return make_program(cap, inputs, outs, false);
+  return make_program(cap, inputs, outs, false, &sym);
 }
 
 TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::shared_ptr<Buffer>>& inputs,
@@ -8758,7 +8955,10 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, cons
   }
   std::copy(inputs.begin(), inputs.end(), t.begin());
   size_t f0 = t.size() - p.fresh.size();
-  for (size_t i = 0; i < p.fresh.size(); i++) t[f0 + i] = new_buffer(p.fresh[i].device, p.fresh[i].dtype, p.fresh[i].size);
+  for (size_t i = 0; i < p.fresh.size(); i++) {
+    auto& f = p.fresh[i];
+    t[f0 + i] = new_buffer(f.device, f.dtype, f.outer ? eval_int(f.outer, vars) * f.inner : f.size);
+  }
   if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
     for (auto& st : p.steps)
@@ -10832,7 +11032,15 @@ struct ReduceOps {
 
  private:
   const T& self() const TINYGRAD_MEMBER_DEF({ return static_cast<const T&>(*this); })
-  int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({ int64_t n = 1; for (auto a : ax) n *= self().shape()[size_t(a)]; return n; })
+  int64_t reduced_count(const Axes& ax) const TINYGRAD_MEMBER_DEF({
+    int64_t n = 1;
+    for (auto a : ax) {
+      if (self().is_symbolic() && self().uop()->dyn[size_t(a)])
+        throw ShapeError("tinygrad::var: the dim " + std::to_string(a) + " of " + self().sym_str() + " is symbolic (var and std take concrete dims)");
+      n *= self().shape()[size_t(a)];
+    }
+    return n;
+  })
   // the float tensor in its accumulation dtype: float16 and bfloat16 widen to float32 (tinygrad's sum_acc_dtype)
   T acc() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
@@ -10841,6 +11049,12 @@ struct ReduceOps {
   // mean and var of acc() over normalized axes ax, not rounded back
   T mean_acc(const Axes& ax, bool keepdim) const TINYGRAD_MEMBER_DEF({
     auto s = acc().sum(ax, keepdim);
+    const UOp& u = *self().uop();
+    if (std::any_of(ax.begin(), ax.end(), [&](int64_t a) { return !u.dyn.empty() && u.dyn[size_t(a)]; })) {  // a count that varies
+      UOpRef n = detail::const_int(DType::Int32, 1);
+      for (auto a : ax) n = n * (u.dyn[size_t(a)] ? u.dyn[size_t(a)] : detail::size_const(self().shape()[size_t(a)]));
+      return s / T(n, self().device()).cast(s.dtype());
+    }
     int64_t n = reduced_count(ax);
     return n == 0 ? s * double(NAN) : s * (1.0 / double(n));
   })
@@ -10957,6 +11171,10 @@ struct ReduceOps {
 // kernels, which see the variable with its range (the symbolic simplifier folds with [min, max]). Passed to a TinyJit'd
 // function as an argument, each call's value reaches the replay. Names are C identifiers; a name with another range is
 // another variable.
+//
+// An SInt is a size that may be symbolic: an int, or an expression of variables (pos + 1). Tensors take SInts where a
+// dim's extent may vary (x.shrink({{0, pos + 1}, {0, 64}}), x.reshape(...)): the dim is symbolic, its bound (the
+// expression's max) sizes the buffers, and the kernels loop over the bound value only.
 #include <algorithm>
 #include <cctype>
 
@@ -10998,6 +11216,32 @@ class BoundVariable {
   int64_t value_;
 };
 
+// a size: an int, or an int32 expression of (bound) variables
+class SInt {
+ public:
+  template <std::integral I>
+  SInt(I v) : v_(int64_t(v)) {}  // NOLINT: implicit, an int is a size
+  SInt(const BoundVariable& b);  // NOLINT: implicit
+  SInt(const Variable& v);       // NOLINT: implicit (unbound: realizing needs a value)
+  bool is_int() const { return !u_; }
+  int64_t min() const;
+  int64_t max() const;
+  int64_t value() const;  // the int, or the value of the bound variables (VariableError when one is unbound)
+  std::string str() const;
+  const std::shared_ptr<const UOp>& uop() const { return u_; }  // null for an int
+  friend SInt operator+(const SInt& a, const SInt& b);
+  friend SInt operator-(const SInt& a, const SInt& b);
+  friend SInt operator*(const SInt& a, const SInt& b);
+  friend bool operator==(const SInt& a, const SInt& b) { return a.u_ == b.u_ && (a.u_ || a.v_ == b.v_); }
+  friend class Tensor;  // a tensor's symbolic dims as SInts (sym_shape)
+
+ private:
+  explicit SInt(std::shared_ptr<const UOp> u);
+  static SInt arith(int op, const SInt& a, const SInt& b);
+  int64_t v_ = 0;
+  std::shared_ptr<const UOp> u_;
+};
+
 inline BoundVariable Variable::bind(int64_t value) const {
   if (value < min_ || value > max_)
     throw VariableError("tinygrad::Variable::bind: " + name_ + " = " + std::to_string(value) + " is outside " + range());
@@ -11020,6 +11264,60 @@ TINYGRAD_API Variable::Variable(std::string name, int64_t min, int64_t max) : na
 TINYGRAD_API std::shared_ptr<const UOp> BoundVariable::uop(const std::string& device) const {
   return detail::bind_var(var_.uop(), value_, device);
 }
+namespace detail {
+// the value of an int expression whose variables are bound; VariableError naming a variable that is not
+inline int64_t sym_value(const UOpRef& e) {
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[1];
+  UOpRef r = simplify(substitute(e, sub));
+  if (r->op != Ops::CONST) {
+    for (auto& x : toposort(r))
+      if (x->op == Ops::DEFINE_VAR) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here (bind it: v.bind(n))");
+    throw VariableError("tinygrad: a symbolic size has no value");
+  }
+  return r->iarg();
+}
+// an SInt as an int32 node of the tensor graph on device dev (its variables bound there): a CONST for an int
+inline UOpRef sym_node(const SInt& v, const std::string& dev) {
+  if (v.is_int()) return v.max() < INT32_MIN ? const_int(DType::Int64, v.max()) : size_const(v.max());
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(v.uop()))
+    if (x->op == Ops::BIND && x->src[2]->arg != Arg(dev)) sub[x.get()] = bind_var(x->src[0], x->src[1]->iarg(), dev);
+  return sub.empty() ? v.uop() : substitute(v.uop(), sub);
+}
+}  // namespace detail
+TINYGRAD_API SInt::SInt(std::shared_ptr<const UOp> u) {
+  u = detail::simplify(u);
+  if (u->op == Ops::CONST) v_ = u->iarg(); else u_ = std::move(u);
+}
+TINYGRAD_API SInt::SInt(const BoundVariable& b) : SInt(b.uop(default_device())) {}
+TINYGRAD_API SInt::SInt(const Variable& v) : SInt(v.uop()) {}
+TINYGRAD_API int64_t SInt::min() const { return u_ ? u_->vmin : v_; }
+TINYGRAD_API int64_t SInt::max() const { return u_ ? u_->vmax : v_; }
+TINYGRAD_API int64_t SInt::value() const { return u_ ? detail::sym_value(u_) : v_; }
+TINYGRAD_API std::string SInt::str() const { return u_ ? detail::sym_str(u_) : std::to_string(v_); }
+TINYGRAD_API SInt SInt::arith(int op, const SInt& a, const SInt& b) {
+  if (a.is_int() && b.is_int()) {
+    int64_t r = 0;
+    bool over = op == 0   ? __builtin_add_overflow(a.v_, b.v_, &r)
+                : op == 1 ? __builtin_sub_overflow(a.v_, b.v_, &r)
+                          : __builtin_mul_overflow(a.v_, b.v_, &r);
+    if (over) throw ShapeError(detail::cat("tinygrad::SInt: ", a.v_, op == 0 ? " + " : op == 1 ? " - " : " * ", b.v_, " overflows int64"));
+    return r;
+  }
+  auto node = [](const SInt& x) { return x.u_ ? x.u_ : detail::const_int(DType::Int32, x.v_); };
+  auto wide = [](const SInt& x) { return x.is_int() && (x.v_ > INT32_MAX || x.v_ < INT32_MIN); };
+  if (wide(a) || wide(b))
+    throw ShapeError("tinygrad::SInt: a symbolic size with an int beyond int32");
+  UOpRef x = node(a), y = node(b);
+  UOpRef r = op == 0 ? x + y : op == 1 ? x - y : x * y;
+  if (r->vmin < INT32_MIN || r->vmax > INT32_MAX)
+    throw ShapeError(detail::cat("tinygrad::SInt: ", detail::sym_str(r), " may leave int32 (range [", r->vmin, ", ", r->vmax, "])"));
+  return SInt(r);
+}
+TINYGRAD_API SInt operator+(const SInt& a, const SInt& b) { return SInt::arith(0, a, b); }
+TINYGRAD_API SInt operator-(const SInt& a, const SInt& b) { return SInt::arith(1, a, b); }
+TINYGRAD_API SInt operator*(const SInt& a, const SInt& b) { return SInt::arith(2, a, b); }
 #endif
 
 }  // namespace tinygrad
@@ -11189,12 +11487,31 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (auto* r = detail::jit_recorder(); r && impl_->born != detail::jit_call_id()) r->read(*this);
     return impl_->uop;
   })
+  // a symbolic dim (tensor/variable.hpp) shows its bound here; sym_shape() names its extent
   const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
+  std::vector<SInt> sym_shape() const TINYGRAD_MEMBER_DEF({
+    const UOp& u = *impl_->uop;
+    std::vector<SInt> r;
+    for (size_t i = 0; i < u.shape.size(); i++) r.push_back(u.dyn.empty() || !u.dyn[i] ? SInt(u.shape[i]) : SInt(u.dyn[i]));
+    return r;
+  })
+  bool is_symbolic() const TINYGRAD_MEMBER_DEF({ return !impl_->uop->dyn.empty(); })
   int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(detail::norm_axis(dim, ndim(), "shape"))]; })
   DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
-  int64_t numel() const TINYGRAD_MEMBER_DEF({ return tinygrad::detail::prod(shape()); })
+  int64_t numel() const TINYGRAD_MEMBER_DEF({
+    if (is_symbolic()) throw ShapeError("tinygrad::numel: the shape " + sym_str() + " is symbolic (its count varies with the variables)");
+    return tinygrad::detail::prod(shape());
+  })
+  // the shape for people: (1, 9, pos+1)
+  std::string sym_str() const TINYGRAD_MEMBER_DEF({
+    const UOp& u = *impl_->uop;
+    std::string r = "(";
+    for (size_t i = 0; i < u.shape.size(); i++)
+      r += (i ? ", " : "") + (u.dyn.empty() || !u.dyn[i] ? std::to_string(u.shape[i]) : detail::sym_str(u.dyn[i]));
+    return r + (u.shape.size() == 1 ? ",)" : ")");
+  })
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
     return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
@@ -11244,7 +11561,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<char> host = host_bytes();
-    std::vector<T> out(static_cast<size_t>(numel()));
+    std::vector<T> out(host.size() / size_t(itemsize(dtype())));
     if constexpr (!std::is_same_v<T, bool>) {  // NOTE: std::vector<bool> has no data()
       // NOTE: empty vectors may hold nullptr, and memcpy from/to nullptr is undefined even for 0 bytes
       if (dtype_of<T>() == dtype()) { if (!out.empty()) std::memcpy(out.data(), host.data(), out.size() * sizeof(T)); return out; }
@@ -11258,7 +11575,20 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
     detail::read_index_checks();  // a sync: what the device found of indices out of range is read now
-    return host;
+    if (!is_symbolic()) return host;
+    // a symbolic tensor lives at its bounds: the elements inside the bound variables' extents, in order
+    const UOp& u = *impl_->uop;
+    size_t n = u.shape.size(), isz = size_t(itemsize(dtype()));
+    Shape ext(n), st = detail::strides_for(u.shape), at(n, 0);
+    for (size_t i = 0; i < n; i++) ext[i] = u.dyn[i] ? detail::sym_value(u.dyn[i]) : u.shape[i];
+    std::vector<char> out(size_t(detail::prod(ext)) * isz);
+    for (size_t k = 0; k * isz < out.size(); k++) {
+      int64_t off = 0;
+      for (size_t i = 0; i < n; i++) off += at[i] * st[i];
+      std::memcpy(out.data() + k * isz, host.data() + size_t(off) * isz, isz);
+      for (size_t i = n; i-- > 0 && ++at[i] == ext[i];) at[i] = 0;
+    }
+    return out;
   })
   template <class T>
   T item() const {
@@ -11275,8 +11605,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor where(const Tensor& a, const Tensor& b) const TINYGRAD_MEMBER_DEF({
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
-    auto c = cast(DType::Bool).expand(shape);
-    x = x.expand(shape); y = y.expand(shape);
+    auto d = broadcast_dyn({this, &x}, shape, "where");
+    auto c = cast(DType::Bool).expand_to(shape, d);
+    x = x.expand_to(shape, d); y = y.expand_to(shape, d);
     return Tensor(detail::alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   })
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
@@ -11312,7 +11643,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
 
   // ---- movement (copy-free views) ----
   Tensor reshape(Shape new_shape) const TINYGRAD_MEMBER_DEF({
-    int64_t infer = -1, known = 1;
+    int64_t infer = -1, known = 1, numel = detail::prod(shape());  // NOTE: a symbolic tensor's at its bounds (mov checks its dims)
     bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
     for (size_t i = 0; i < new_shape.size(); i++) {
       if (new_shape[i] == -1) {
@@ -11327,13 +11658,27 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
                        ": the product of its dims overflows int64");
     if (zero) known = 0;
     if (infer >= 0) {
-      if (known == 0 || numel() % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
-      new_shape[size_t(infer)] = numel() / known;
-    } else if (known != numel())
-      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel()) + " elements) to " +
+      if (known == 0 || numel % known) throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " to " + to_string(new_shape));
+      new_shape[size_t(infer)] = numel / known;
+    } else if (known != numel)
+      throw ShapeError("tinygrad::reshape: cannot reshape " + to_string(shape()) + " (" + std::to_string(numel) + " elements) to " +
                        to_string(new_shape));
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
+  })
+  Tensor reshape(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
+  // a reshape that names symbolic dims: each of the tensor's symbolic dims, as a whole (its extent, in order)
+  Tensor reshape(const std::vector<SInt>& s) const TINYGRAD_MEMBER_DEF({
+    Shape b;
+    bool sym = false;
+    for (auto& x : s) { b.push_back(x.is_int() ? x.value() : x.max()); sym |= !x.is_int(); }
+    Tensor r = reshape(b);
+    if (!sym) return r;
+    const UOp& ru = *r.impl_->uop;
+    for (size_t i = 0; i < s.size(); i++)
+      if (!s[i].is_int() && (ru.dyn.empty() || ru.dyn[i] != detail::sym_node(s[i], device())))
+        throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
+    return r;
   })
   Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
@@ -11379,6 +11724,38 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       ident &= s[i].first == 0 && s[i].second == shape()[i];
     }
     return ident ? *this : mov(Ops::SHRINK, arg);
+  })
+  // a shrink by sizes that may be symbolic: cache.shrink({{0, pos + 1}, {0, 64}}) (a symbolic dim of the tensor is kept
+  // whole: {0, its extent})
+  Tensor shrink(std::initializer_list<std::pair<SInt, SInt>> s) const TINYGRAD_MEMBER_DEF({ return shrink(std::vector<std::pair<SInt, SInt>>(s)); })
+  Tensor shrink(const std::vector<std::pair<SInt, SInt>>& s) const TINYGRAD_MEMBER_DEF({
+    bool sym = is_symbolic();
+    for (auto& [b, e] : s) sym |= !b.is_int() || !e.is_int();
+    if (!sym) {
+      std::vector<std::pair<int64_t, int64_t>> p;
+      for (auto& [b, e] : s) p.push_back({b.value(), e.value()});
+      return shrink(p);
+    }
+    const UOpRef& u = uop();
+    if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + sym_str());
+    std::vector<UOpRef> src{u}, ext;
+    for (size_t i = 0; i < s.size(); i++) {
+      const SInt &b = s[i].first, &e = s[i].second;
+      SInt len = e - b;
+      auto fail = [&](const std::string& why) {
+        return IndexError(detail::cat("tinygrad::shrink: range [", b.str(), ", ", e.str(), ") of dim ", i, " of ", sym_str(), ": ", why));
+      };
+      if (b.min() < 0) throw fail(detail::cat("the begin may be negative (its range is [", b.min(), ", ", b.max(), "])"));
+      if (len.min() < 0) throw fail(detail::cat("the end may be before the begin (end - begin is in [", len.min(), ", ", len.max(), "])"));
+      if (e.max() > shape()[i]) throw fail(detail::cat("the end may pass the dim's size ", shape()[i], " (its max is ", e.max(), ")"));
+      UOpRef dim = u->dyn.empty() ? nullptr : u->dyn[i];
+      if (dim && (b.min() != 0 || b.max() != 0 || detail::sym_node(e, device()) != dim))
+        throw fail("a symbolic dim is kept whole ({0, " + detail::sym_str(dim) + "})");
+      src.push_back(detail::sym_node(b, device()));
+      ext.push_back(detail::sym_node(len, device()));
+    }
+    src.insert(src.end(), ext.begin(), ext.end());
+    return Tensor(make_uop(Ops::SHRINK, dtype(), std::move(src), std::vector<int64_t>{}), device());
   })
   Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
@@ -11703,7 +12080,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
     if (is_buffer_view(u.get())) return u;
     auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
-    return b->shape == u->shape ? b : make_uop(Ops::RESHAPE, u->dtype, {b}, std::vector<int64_t>(u->shape));
+    if (b->shape == u->shape && u->dyn.empty()) return b;
+    std::vector<UOpRef> src{b};  // a symbolic value keeps its extents
+    for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
+    return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
   })
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
   UOpRef param_node(const UOpRef& u) const TINYGRAD_MEMBER_DEF({
@@ -11728,7 +12108,82 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
   Tensor unary(Ops op) const TINYGRAD_MEMBER_DEF({ return unary(op, dtype()); })
   Tensor unary(Ops op, DType dt) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dt, {uop()}), device()); })
-  Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device()); })
+  Tensor mov(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({
+    if (is_symbolic()) return mov_sym(op, std::move(arg));
+    return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device());
+  })
+  // a movement op of a tensor with symbolic dims: permutes move them, reshapes and expands keep each whole (their
+  // results name their extents in src[1..]); a pad, flip or shrink that would cut into one is an error
+  Tensor mov_sym(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({
+    const UOpRef& u = uop();
+    const char* name = op == Ops::RESHAPE ? "reshape" : op == Ops::EXPAND ? "expand" : op == Ops::PAD ? "pad" : op == Ops::SHRINK ? "shrink" : "flip";
+    auto refuse = [&](size_t i, const std::string& why) {
+      return ShapeError(detail::cat("tinygrad::", name, ": dim ", i, " of ", sym_str(), " is symbolic (", detail::sym_str(u->dyn[i]), "): ", why));
+    };
+    auto ext = [](const UOpRef& d, int64_t n) { return d ? d : detail::size_const(n); };
+    std::vector<UOpRef> src{u};
+    for (size_t i = 0; i < u->shape.size() && op != Ops::RESHAPE && op != Ops::PERMUTE; i++) {
+      if (!u->dyn[i]) { if (op == Ops::EXPAND) src.push_back(ext(nullptr, arg[i])); continue; }
+      if (op == Ops::EXPAND) src.push_back(u->dyn[i]);
+      if (op == Ops::FLIP && arg[i]) throw refuse(i, "flipping it is not supported");
+      if (op == Ops::PAD && (arg[2 * i] || arg[2 * i + 1])) throw refuse(i, "padding it is not supported");
+      if (op == Ops::SHRINK && (arg[2 * i] || arg[2 * i + 1] != u->shape[i])) throw refuse(i, "shrink it with symbolic bounds ({0, extent})");
+    }
+    if (op == Ops::RESHAPE) {
+      // each symbolic dim stays a dim of its own, with as many elements before it (since the last symbolic dim) as before
+      std::vector<UOpRef> d(arg.size());
+      size_t o = 0;
+      int64_t before = 1;
+      for (size_t i = 0; i < u->shape.size(); i++) {
+        if (!u->dyn[i]) { before *= u->shape[i]; continue; }
+        int64_t acc = 1;
+        while (o < arg.size() && !(acc == before && arg[o] == u->shape[i]) && acc <= before) acc *= arg[o++];
+        if (o >= arg.size() || acc != before) throw refuse(i, "a reshape keeps it a dim of its own, got " + to_string(Shape(arg)));
+        d[o++] = u->dyn[i];
+        before = 1;
+      }
+      for (size_t i = 0; i < arg.size(); i++) src.push_back(ext(d[i], arg[i]));
+    }
+    return Tensor(make_uop(op, dtype(), std::move(src), std::move(arg)), device());
+  })
+  // expand to a shape with symbolic dims d (empty: none)
+  Tensor expand_to(const Shape& s, const std::vector<UOpRef>& d) const TINYGRAD_MEMBER_DEF({
+    if (d.empty()) return expand(s);
+    Tensor x = reshape_left(s.size());
+    const UOpRef& u = x.uop();
+    if (u->shape == s && u->dyn == d) return x;
+    std::vector<UOpRef> src{u};
+    for (size_t i = 0; i < s.size(); i++) {
+      UOpRef have = u->dyn.empty() ? nullptr : u->dyn[i];
+      if (u->shape[i] != 1 && (u->shape[i] != s[i] || have != d[i]))
+        throw ShapeError("tinygrad::expand: cannot expand " + sym_str() + " to the symbolic shape of its operand");
+      src.push_back(d[i] ? d[i] : detail::size_const(s[i]));
+    }
+    return Tensor(make_uop(Ops::EXPAND, dtype(), std::move(src), std::vector<int64_t>(s)), device());
+  })
+  // the symbolic dims of the broadcast of ts to s (empty: none); an error where two differ, or one meets a concrete dim
+  static std::vector<UOpRef> broadcast_dyn(const std::vector<const Tensor*>& ts, const Shape& s, const char* op) TINYGRAD_MEMBER_DEF({
+    if (std::none_of(ts.begin(), ts.end(), [](const Tensor* t) { return t->is_symbolic(); })) return {};
+    std::vector<UOpRef> d(s.size());
+    for (int pass = 0; pass < 2; pass++)
+      for (auto* t : ts) {
+        const UOp& u = *t->impl_->uop;
+        size_t off = s.size() - u.shape.size();
+        for (size_t i = 0; i < u.shape.size(); i++) {
+          UOpRef x = u.dyn.empty() ? nullptr : u.dyn[i];
+          UOpRef& want = d[off + i];
+          bool clash = pass == 0 ? x && want && x != want : !x && want && u.shape[i] != 1;
+          if (clash) {
+            std::string shapes;
+            for (auto* o : ts) shapes += (shapes.empty() ? "" : " and ") + o->sym_str();
+            throw ShapeError(detail::cat("tinygrad::", op, ": shapes ", shapes, " cannot be broadcast together (dim ", off + i, ": ",
+                                         detail::sym_str(want), " against ", x ? detail::sym_str(x) : std::to_string(u.shape[i]), ")"));
+          }
+          if (pass == 0 && x) want = x;
+        }
+      }
+    return d;
+  })
   Tensor reshape_left(size_t n) const TINYGRAD_MEMBER_DEF({
     Shape s(n - ndim(), 1);
     s.insert(s.end(), shape().begin(), shape().end());
@@ -11753,8 +12208,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static std::pair<Tensor, Tensor> broadcast_pair(const Tensor& a, const Tensor& b, const char* op) TINYGRAD_MEMBER_DEF({
     same_device(a.device(), b.device(), op);
     Shape s = broadcast_shape(a.shape(), b.shape(), op);
+    auto d = broadcast_dyn({&a, &b}, s, op);
     DType dt = least_upper_dtype(a.dtype(), b.dtype());
-    return {a.cast(dt).expand(s), b.cast(dt).expand(s)};
+    return {a.cast(dt).expand_to(s, d), b.cast(dt).expand_to(s, d)};
   })
   Tensor binop(Ops op, const Tensor& o, const char* name) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = broadcast_pair(*this, o, name);
@@ -11934,6 +12390,8 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
   auto S = [&](size_t i) { return T(u->src[i]); };
   Tensor ret = T(u);
   const double ln2 = std::log(2.0);
+  if (!u->dyn.empty())
+    throw ShapeError("tinygrad::backward: " + ret.sym_str() + " has symbolic dims: gradients through symbolic shapes are not supported");
   switch (u->op) {
     case Ops::ADD: return {g, g};
     case Ops::MUL: return {g * S(1), g * S(0)};
@@ -13670,9 +14128,14 @@ TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
 // and the shapes (a run-time ShapeError with the same text where an extent is dyn). Evaluating an
 // expression lowers it to the dynamic Tensor ops; plans are cached per expression type (detail/plan.hpp).
 // begin include/tinygrad/static/detail/plan.hpp
-// The plan cache: per (expression type, device, dyn extents and scalar values) one schedule and its
-// compiled programs. The first evaluation lowers the expression over placeholder buffers and schedules
-// it with the engine; every later one binds the leaves' buffers and launches.
+// The plan cache: per expression type one schedule and its compiled programs, for every value of the expression's
+// C++ numbers (read from buffers) and, where only first dims are dyn, every value of its dyn extents: those become
+// variables (tensor/variable.hpp) up to a bound (STATIC_DYN_MAX, default 4096; a larger value takes a plan with the
+// next power of two), the buffers hold their values' elements. A plan is keyed by which dyn extents are equal (one
+// variable each) and which are 1. An expression with a dyn extent elsewhere, or an op that takes no symbolic dims,
+// keeps a plan per extent value (at most max_plans_per_expression, the oldest goes first). The first evaluation lowers
+// the expression over placeholder buffers and schedules it with the engine; every later one binds the leaves' buffers
+// and launches.
 // begin include/tinygrad/static/detail/expr.hpp
 // Expression-template nodes: an op tag, the static result shape and dtype, the children by value,
 // and the actual values of the result's dyn extents. lower() builds the same Tensor ops the dynamic
@@ -14046,6 +14509,8 @@ struct lower_ctx {
   const Tensor* const* leaves;
   size_t next = 0;
   const std::string* device;
+  const Tensor* scalars = nullptr;  // a plan's: the 0-d tensors its C++ numbers read (null: numbers are constants)
+  size_t next_scalar = 0;
 };
 
 template <class E> constexpr bool has_dyn() { return count_dyn(E::shape_type::value) > 0; }
@@ -14090,7 +14555,8 @@ struct node : static_ops<node<Op, S, D, C...>> {
   Tensor call(const std::array<Tensor, sizeof...(C)>& in, std::index_sequence<I...>) const { return Op::lower(*this, in[I]...); }
 };
 
-// a C++ number in an expression: a 0-d leaf of the result's dtype; its value is part of the plan key
+// a C++ number in an expression: a 0-d leaf of the result's dtype; a plan reads it from a buffer, so every value runs
+// the same plan (a learning rate that changes every step)
 template <DType D>
 struct scalar_leaf : static_ops<scalar_leaf<D>> {
   using shape_type = shape<>;
@@ -14099,8 +14565,8 @@ struct scalar_leaf : static_ops<scalar_leaf<D>> {
   double value;
   explicit scalar_leaf(double v) : value(v) {}
   dims<0> rt_shape() const { return {}; }
-  template <class F, class G> void visit(F&, G& scalar) const { scalar(value); }
-  Tensor lower(lower_ctx& cx) const { return Tensor::full({}, value, D, *cx.device); }
+  template <class F, class G> void visit(F&, G& scalar) const { scalar(value, D); }
+  Tensor lower(lower_ctx& cx) const { return cx.scalars ? cx.scalars[cx.next_scalar++] : Tensor::full({}, value, D, *cx.device); }
 };
 
 // instantiating the undefined error template puts its name (op and shapes) on the error's first line
@@ -14154,45 +14620,71 @@ TINYGRAD_API StaticStats& static_stats() TINYGRAD_DEF({ static StaticStats s; re
 namespace detail::st {
 
 struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
-struct plan_table;  // the plans of one expression type (each device, dyn extents and scalar values)
+struct plan_table;  // the plans of one expression type
 
-// NOTE: bounded (the key holds scalar values: a learning rate that changes every step would add a plan, and its
-// programs, per step); the oldest plan goes first
-inline size_t max_plans_per_expression = 64;
+inline size_t max_plans_per_expression = 64;  // plans per extent value (dyn extents that do not become variables)
 TINYGRAD_API plan_table* new_plan_table();
 TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key);
 TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p);
+TINYGRAD_API bool& values_only(plan_table& t);  // the expression's ops refused symbolic dims: plans per extent value
 template <class E>
 plan_table& plans_of() { static plan_table* t = new_plan_table(); return *t; }  // NOTE: leaked on purpose
 
-// placeholders for the leaves (fresh buffers of their dtypes and shapes) to lower an expression over: ph[i] views in[i]
-TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in);
+// the dyn extents of one evaluation: the values, and per value its variable's class (the first equal extent's index;
+// -1: a 1 among other extents, concrete) and whether it is a first dim (only those become variables)
+struct dyn_values {
+  std::vector<int64_t> value, cls;
+  std::vector<int> leaf_first;  // per leaf: the index of its first dim's extent among value (-1: its first dim is static)
+  bool first_dims = true;
+  void add(int64_t v, bool first) {
+    int64_t c = int64_t(value.size());
+    for (size_t j = 0; j < value.size(); j++) if (value[j] == v) { c = cls[j]; break; }
+    value.push_back(v);
+    cls.push_back(c);
+    first_dims &= first;
+  }
+  // where the extents differ, a 1 is concrete (it broadcasts against the others); all equal, 1 is a value like any
+  void ones_concrete() {
+    if (std::any_of(value.begin(), value.end(), [&](int64_t v) { return v != value[0]; }))
+      for (size_t j = 0; j < value.size(); j++) if (value[j] == 1) cls[j] = -1;
+  }
+};
+// placeholders for the leaves (fresh buffers of their dtypes and shapes, a first dim a variable where vars names one)
+// and the numbers (0-d buffers) to lower an expression over: ph[i] views in[i]
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
+                               Tensor* ph, UOpRef* in);
+TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in);
+// the variables of a symbolic plan: one per class of dv (null for 1), up to a bound for the largest value
+TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv);
 // static_stats(): an evaluation planned (a hit, or built when built) or lazy
 TINYGRAD_API void count_static(bool planned, bool built);
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
 #if TINYGRAD_WITH_INTERNALS
-// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves are its inputs, the realized constants the
-// lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
+// a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves and numbers are its inputs, the realized
+// constants the lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
 struct plan {
   std::shared_ptr<JitProgram> prog;
+  std::vector<UOpRef> vars;  // per dyn extent, its variable (null: concrete); empty: the plan is for the values
 };
 struct plan_table {
   struct entry { std::string device; std::vector<int64_t> key; std::shared_ptr<plan> p; };
   std::mutex mu;
   std::vector<entry> entries;
+  bool values_only = false;
 };
 #endif
 
 template <class E>
-Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev) {
-  lower_ctx cx{leaves, 0, &dev};
+Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& dev, const Tensor* numbers = nullptr) {
+  lower_ctx cx{leaves, 0, &dev, numbers, 0};
   Tensor t = e.lower(cx);
   return t.dtype() == E::dtype ? t : t.cast(E::dtype);
 }
 
 // the plan of root over the placeholder buffers `inputs` (slots 0..n_in-1); run it with the leaves' buffers
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev);
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape);
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const std::vector<double>& numbers,
+                             const std::vector<DType>& number_dts, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -14200,10 +14692,12 @@ Tensor lazy(const E& e) {
   std::array<const Tensor*, E::n_leaves> leaves{};
   size_t li = 0;
   auto leaf = [&](const auto& l) { leaves[li++] = &l.tensor(); };
-  auto scalar = [](double) {};
+  auto scalar = [](double, DType) {};
   e.visit(leaf, scalar);
   return lower_root(e, leaves.data(), E::n_leaves ? leaves[0]->device() : default_device());
 }
+
+template <class S> constexpr bool only_first_dyn() { for (size_t i = 1; i < S::rank; i++) if (S::value[i] == dyn) return false; return true; }
 
 // evaluate e: through the plan cache when every leaf is realized and none requires grad (else the lazy
 // graph, so autograd sees it); the result is realized in the first case, lazy in the second
@@ -14211,16 +14705,21 @@ template <class E>
 Tensor evaluate(const E& e, bool realize_lazy) {
   constexpr size_t NL = E::n_leaves;
   std::array<const Tensor*, NL> leaves{};
-  std::array<int64_t, E::n_key> key{};
-  size_t li = 0, ki = 0;
+  std::vector<double> numbers;
+  std::vector<DType> number_dts;
+  dyn_values dv;
+  size_t li = 0;
   bool plannable = NL > 0;
   auto leaf = [&](const auto& l) {
     leaves[li++] = &l.tensor();
-    for (auto d : l.dyn_dims) key[ki++] = d;
+    using S = typename std::remove_cvref_t<decltype(l)>::shape_type;
+    dv.leaf_first.push_back(S::rank && S::value[0] == dyn ? int(dv.value.size()) : -1);
+    for (auto d : l.dyn_dims) dv.add(d, only_first_dyn<S>());
     plannable &= l.tensor().is_realized() && !l.tensor().requires_grad();
   };
-  auto scalar = [&](double v) { key[ki++] = std::bit_cast<int64_t>(v); };
+  auto scalar = [&](double v, DType dt) { numbers.push_back(v); number_dts.push_back(dt); };
   e.visit(leaf, scalar);
+  dv.ones_concrete();
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
   if (!plannable) {
@@ -14229,20 +14728,45 @@ Tensor evaluate(const E& e, bool realize_lazy) {
     return realize_lazy ? t.realize() : t;
   }
   plan_table& table = plans_of<E>();
-  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
   auto rs = e.rt_shape();
   Shape shape(rs.begin(), rs.end());
+  // the key: which extents are equal and which are 1 (and the bound) for a symbolic plan, else the extents
+  bool symbolic = !dv.value.empty() && dv.first_dims && only_first_dyn<typename E::shape_type>() && !values_only(table);
+  std::vector<int64_t> key{symbolic};
+  if (symbolic) {
+    key.insert(key.end(), dv.cls.begin(), dv.cls.end());
+    auto vars = plan_vars(dv);
+    key.push_back(vars.empty() || !vars.back() ? 0 : vars.back()->vmax);
+  } else key.insert(key.end(), dv.value.begin(), dv.value.end());
+  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
   if (p) count_static(true, false);
   else {
+    std::vector<UOpRef> vars = symbolic ? plan_vars(dv) : std::vector<UOpRef>{};
     std::array<Tensor, NL> ph;
     std::array<const Tensor*, NL> php;
     std::array<UOpRef, NL> in;
-    placeholders(leaves.data(), NL, dev, ph.data(), in.data());
-    for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
-    p = build_plan(lower_root(e, php.data(), dev), in.data(), NL, dev);
+    std::vector<Tensor> nph;
+    std::vector<UOpRef> nin;
+    auto build = [&] {
+      placeholders(leaves.data(), NL, dev, symbolic ? &dv : nullptr, vars, ph.data(), in.data());
+      number_placeholders(number_dts, dev, nph, nin);
+      for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
+      std::vector<UOpRef> inputs(in.begin(), in.end());
+      inputs.insert(inputs.end(), nin.begin(), nin.end());
+      return build_plan(lower_root(e, php.data(), dev, nph.data()), inputs.data(), inputs.size(), dev, symbolic);
+    };
+    try { p = build(); }
+    catch (const Error& err) {
+      if (!symbolic) throw;
+      if (flags().debug >= 1) std::fprintf(stderr, "tinygrad: a static plan keeps a plan per extent value: %s\n", err.what());
+      // an op that takes no symbolic dims: this expression keeps a plan per extent value
+      values_only(table) = true;
+      return evaluate(e, realize_lazy);
+    }
+    p->vars = vars;
     add_plan(table, dev, key.data(), key.size(), p);
   }
-  return run_plan(*p, leaves.data(), NL, dev, E::dtype, shape);
+  return run_plan(*p, leaves.data(), NL, numbers, number_dts, dv, dev, E::dtype, shape);
 }
 
 #if TINYGRAD_DEFINE_API
@@ -14258,10 +14782,36 @@ TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t*
   if (t.entries.size() >= max_plans_per_expression) t.entries.erase(t.entries.begin());
   t.entries.push_back({dev, std::vector<int64_t>(key, key + n_key), std::move(p)});
 }
-TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, Tensor* ph, UOpRef* in) {
+TINYGRAD_API bool& values_only(plan_table& t) { return t.values_only; }
+TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
+  int64_t mx = 1, bound = getenv_int("STATIC_DYN_MAX", 4096);
+  for (auto v : dv.value) mx = std::max(mx, v);
+  while (bound < mx) bound *= 2;
+  std::vector<UOpRef> vars;
+  for (size_t j = 0; j < dv.value.size(); j++)
+    vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, bound).uop());
+  return vars;
+}
+TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
+                               Tensor* ph, UOpRef* in) {
   for (size_t i = 0; i < n; i++) {
-    in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), leaves[i]->numel()));
-    ph[i] = Tensor(in[i], dev).reshape(leaves[i]->shape());
+    Shape s = leaves[i]->shape();
+    // a symbolic plan: a leaf's dyn first dim (the only dyn dim it has) is a variable, its buffer at the bound
+    UOpRef var = dv && dv->leaf_first[i] >= 0 ? vars[size_t(dv->leaf_first[i])] : nullptr;
+    if (var) s[0] = var->vmax;
+    in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), prod(s)));
+    ph[i] = Tensor(in[i], dev).reshape(s);
+    if (var) {
+      std::vector<std::pair<SInt, SInt>> r{{0, SInt(Variable(var_name(*var), var->vmin, var->vmax))}};
+      for (size_t d = 1; d < s.size(); d++) r.push_back({0, s[d]});
+      ph[i] = ph[i].shrink(r);
+    }
+  }
+}
+TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in) {
+  for (DType dt : dts) {
+    in.push_back(make_uop(Ops::BUFFER, dt, {}, std::make_shared<Buffer>(dev, dt, 1)));
+    ph.push_back(Tensor(in.back(), dev).reshape({}));
   }
 }
 TINYGRAD_API void count_static(bool planned, bool built) {
@@ -14276,7 +14826,7 @@ TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
 }
 
 
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev) {
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes) {
   std::unordered_map<const UOp*, int> slot;
   std::vector<std::shared_ptr<Buffer>> in, consts;
   for (size_t i = 0; i < n_in; i++) { slot[inputs[i].get()] = int(i); in.push_back(inputs[i]->leaf_buffer()); }
@@ -14296,18 +14846,29 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev);
+  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev, exact_sizes);
   auto p = std::make_shared<plan>();
   p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
   count_static(true, true);
   return p;
 }
 
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_in, const std::string& dev, DType dt, const Shape& shape) {
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const std::vector<double>& numbers,
+                             const std::vector<DType>& number_dts, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape) {
   std::vector<std::shared_ptr<Buffer>> in;
-  in.reserve(n_in);
-  for (size_t i = 0; i < n_in; i++) in.push_back(leaf_buffer(*leaves[i]));
-  Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in)[0]), dev);
+  in.reserve(n_leaves + numbers.size());
+  for (size_t i = 0; i < n_leaves; i++) in.push_back(leaf_buffer(*leaves[i]));
+  for (size_t i = 0; i < numbers.size(); i++) {  // each number in a buffer of its own (runs may overlap on threads)
+    char v[8];
+    store_from_double(v, number_dts[i], 0, numbers[i]);
+    in.push_back(new_buffer(dev, number_dts[i], 1));
+    in.back()->copyin(v);
+  }
+  VarVals vals;
+  for (size_t j = 0; j < p.vars.size(); j++)
+    if (p.vars[j] && std::none_of(vals.begin(), vals.end(), [&](auto& x) { return x.first == p.vars[j].get(); }))
+      vals.push_back({p.vars[j].get(), dv.value[j]});
+  Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in, vals)[0]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);
 }
 #endif
@@ -14464,6 +15025,17 @@ TG_AXIS_OP(softmax) TG_AXIS_OP(log_softmax)
 #undef TG_AXIS_OP
 
 inline Shape to_shape(const auto& a) { return Shape(a.begin(), a.end()); }
+// node n's extents as the target of a reshape or expand of a: the actual ones, or where a has symbolic dims (a plan's
+// variables), -1 at the one dyn extent (the reshape infers it: the variable) or at each dyn extent a keeps (expand)
+template <class N>
+Shape target_of(const N& n, const Tensor& a, bool expand) {
+  Shape s = to_shape(n.rt_shape());
+  constexpr auto v = N::shape_type::value;
+  if (!a.is_symbolic() || (!expand && st::count_dyn(v) != 1)) return s;
+  for (size_t i = 0; i < s.size(); i++)
+    if (v[i] == dyn && (!expand || (i + a.ndim() >= s.size() && a.shape()[i + a.ndim() - s.size()] != 1))) s[i] = -1;
+  return s;
+}
 
 template <int64_t... T>
 struct reshape {
@@ -14474,7 +15046,7 @@ struct reshape {
                           tinygrad::error::reshape_has_negative_extent<reshape, S...>,
                           tinygrad::error::reshape_can_infer_only_one_dyn<reshape, S...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::reshape<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(target_of(n, a, false)); }
 };
 template <int64_t S, int64_t E>
 struct flatten {
@@ -14485,7 +15057,7 @@ struct flatten {
     constexpr int64_t s = st::norm_axis(S, A), e = st::norm_axis(E, A);
     return st::flatten<(s >= 0 && e >= s && e < int64_t(A)) ? A - size_t(e - s) : A>(a, S, E);
   }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(target_of(n, a, false)); }
 };
 template <int64_t Ax, int64_t... N>
 struct unflatten {  // axis Ax split into N... (all static: the other dims may be dyn)
@@ -14495,7 +15067,7 @@ struct unflatten {  // axis Ax split into N... (all static: the other dims may b
   using error = st::nth_t<C, tinygrad::error::axis_out_of_range<unflatten, S...>,
                           tinygrad::error::unflatten_changes_extent<unflatten, S..., shape<N...>>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::unflatten(a, Ax, dims<sizeof...(N)>{N...}); }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.reshape(target_of(n, a, false)); }
 };
 template <int64_t... P>
 struct permute {
@@ -14513,7 +15085,7 @@ struct expand {
   static constexpr const char* errors[] = {"expand_does_not_fit"};
   template <int, class... S> using error = tinygrad::error::expand_does_not_fit<expand, S..., shape<T...>>;
   template <size_t A> static constexpr auto rule(const dims<A>& a) { return st::expand<sizeof...(T)>(a, dims<sizeof...(T)>{T...}); }
-  static Tensor lower(const auto& n, const Tensor& a) { return a.expand(to_shape(n.rt_shape())); }
+  static Tensor lower(const auto& n, const Tensor& a) { return a.expand(target_of(n, a, true)); }
 };
 TINYGRAD_API std::vector<std::pair<int64_t, int64_t>> pairs(std::initializer_list<int64_t> v) TINYGRAD_DEF({
   std::vector<std::pair<int64_t, int64_t>> r;
@@ -15063,7 +15635,17 @@ struct BatchNorm {
   }
   template <static_expr X> auto operator()(const X& x) const {
     detail::check_fits<BatchNorm, typename X::shape_type>();
-    return static_tensor_of<X>(bn(x.lazy()), static_tensor_of<X>::unchecked);
+    using R = static_tensor_of<X>;
+    // inference on images: the running statistics are leaves of a static expression, so one plan serves every batch
+    if constexpr (X::shape_type::rank == 4 && X::dtype == DType::Float32) {
+      auto f32 = [](const std::optional<Tensor>& t) { return t && t->dtype() == DType::Float32; };
+      if (!tinygrad::training() && bn.track_running_stats && f32(bn.weight) && f32(bn.bias) && f32(bn.running_mean) && f32(bn.running_var)) {
+        using V = static_tensor<float, C>;
+        auto ch = [](const Tensor& t) { return V(t, V::unchecked).template reshape<C, 1, 1>(); };
+        return R((x - ch(bn.running_mean)) * ((ch(bn.running_var) + float(bn.eps)).rsqrt() * ch(*bn.weight)) + ch(*bn.bias));
+      }
+    }
+    return R(bn(x.lazy()), R::unchecked);
   }
   std::vector<Tensor> parameters() const { return {*bn.weight, *bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked}; }
 };

@@ -151,7 +151,8 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
   for (auto* b : seen) if (info[b].kind == Out) {
     slot[b] = int(p->n_in + p->fixed.size() + p->pool.size() + p->fresh.size());
     p->fresh.push_back({b->device, b->dtype, b->size, nullptr, 0});
-    if (auto it = sym ? sym->find(b) : SymSizes::const_iterator{}; sym && it != sym->end()) std::tie(p->fresh.back().outer, p->fresh.back().inner) = it->second;
+    if (!sym) continue;
+    if (auto it = sym->find(b); it != sym->end()) std::tie(p->fresh.back().outer, p->fresh.back().inner) = it->second;
   }
   for (auto& l : cap.launches) {
     JitProgram::Step st{l.k, {}, l.vals};

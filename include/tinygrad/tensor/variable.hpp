@@ -141,17 +141,20 @@ TINYGRAD_API std::string SInt::str() const { return u_ ? detail::sym_str(u_) : s
 TINYGRAD_API SInt SInt::arith(int op, const SInt& a, const SInt& b) {
   if (a.is_int() && b.is_int()) {
     int64_t r = 0;
-    bool over = op == 0 ? __builtin_add_overflow(a.v_, b.v_, &r) : op == 1 ? __builtin_sub_overflow(a.v_, b.v_, &r) : __builtin_mul_overflow(a.v_, b.v_, &r);
+    bool over = op == 0   ? __builtin_add_overflow(a.v_, b.v_, &r)
+                : op == 1 ? __builtin_sub_overflow(a.v_, b.v_, &r)
+                          : __builtin_mul_overflow(a.v_, b.v_, &r);
     if (over) throw ShapeError(detail::cat("tinygrad::SInt: ", a.v_, op == 0 ? " + " : op == 1 ? " - " : " * ", b.v_, " overflows int64"));
     return r;
   }
   auto node = [](const SInt& x) { return x.u_ ? x.u_ : detail::const_int(DType::Int32, x.v_); };
-  if ((!a.is_int() || !b.is_int()) && ((a.is_int() && (a.v_ > INT32_MAX || a.v_ < INT32_MIN)) || (b.is_int() && (b.v_ > INT32_MAX || b.v_ < INT32_MIN))))
+  auto wide = [](const SInt& x) { return x.is_int() && (x.v_ > INT32_MAX || x.v_ < INT32_MIN); };
+  if (wide(a) || wide(b))
     throw ShapeError("tinygrad::SInt: a symbolic size with an int beyond int32");
   UOpRef x = node(a), y = node(b);
   UOpRef r = op == 0 ? x + y : op == 1 ? x - y : x * y;
   if (r->vmin < INT32_MIN || r->vmax > INT32_MAX)
-    throw ShapeError("tinygrad::SInt: " + detail::sym_str(r) + " may leave int32 (range [" + std::to_string(r->vmin) + ", " + std::to_string(r->vmax) + "])");
+    throw ShapeError(detail::cat("tinygrad::SInt: ", detail::sym_str(r), " may leave int32 (range [", r->vmin, ", ", r->vmax, "])"));
   return SInt(r);
 }
 TINYGRAD_API SInt operator+(const SInt& a, const SInt& b) { return SInt::arith(0, a, b); }

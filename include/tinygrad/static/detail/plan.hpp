@@ -266,7 +266,8 @@ TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t 
   }
   VarVals vals;
   for (size_t j = 0; j < p.vars.size(); j++)
-    if (p.vars[j] && std::none_of(vals.begin(), vals.end(), [&](auto& x) { return x.first == p.vars[j].get(); })) vals.push_back({p.vars[j].get(), dv.value[j]});
+    if (p.vars[j] && std::none_of(vals.begin(), vals.end(), [&](auto& x) { return x.first == p.vars[j].get(); }))
+      vals.push_back({p.vars[j].get(), dv.value[j]});
   Tensor r(make_uop(Ops::BUFFER, dt, {}, jit_replay(*p.prog, in, vals)[0]), dev);
   return shape.size() == 1 ? r : r.reshape(shape);
 }
