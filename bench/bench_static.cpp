@@ -40,16 +40,20 @@ int main() {
   // kernel time alone: the plan's programs called on fixed buffers
   auto& cache = detail::st::plans_of<E>();
   auto& p = *cache.entries.at(0).p->prog;  // a program as TinyJit replays it: inputs, fixed, pool, fresh buffers
+  // inputs: the leaves, then a buffer per C++ number; the dyn extent (4) is the plan's variable
   std::vector<std::shared_ptr<Buffer>> slots{detail::st::leaf_buffer(a.tensor()), detail::st::leaf_buffer(b.tensor())};
+  while (slots.size() < p.n_in) slots.push_back(std::make_shared<Buffer>(dev, DType::Float32, 1));
   slots.insert(slots.end(), p.fixed.begin(), p.fixed.end());
   slots.insert(slots.end(), p.pool.begin(), p.pool.end());
-  for (auto& f : p.fresh) slots.push_back(std::make_shared<Buffer>(f.device, f.dtype, f.size));
+  for (auto& f : p.fresh) slots.push_back(std::make_shared<Buffer>(f.device, f.dtype, f.outer ? 4 * f.inner : f.size));
   std::vector<std::vector<void*>> ptrs;
+  std::vector<std::vector<int64_t>> vals;
   for (auto& st : p.steps) {
     ptrs.emplace_back();
     for (int s : st.slots) ptrs.back().push_back(slots[size_t(s)]->ptr());
+    vals.emplace_back(st.k->spec.vars.size(), 4);
   }
-  double t_kernel = per_call_us([&] { for (size_t k = 0; k < p.steps.size(); k++) p.steps[k].k->prg->call(ptrs[k], {}, false); }, iters);
+  double t_kernel = per_call_us([&] { for (size_t k = 0; k < p.steps.size(); k++) p.steps[k].k->prg->call(ptrs[k], vals[k], false); }, iters);
 
   double o_static = t_static - t_kernel, o_dyn = t_dyn - t_kernel;
   std::printf("static expression on %s, %zu kernel(s), shape (4, 16) -> (4)\n", dev.c_str(), p.steps.size());

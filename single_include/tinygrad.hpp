@@ -8317,6 +8317,8 @@ inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, i
 using VarVals = std::vector<std::pair<const UOp*, int64_t>>;
 // an int expression of variables (a symbolic size) at their values; VariableError naming one without a value
 inline int64_t eval_int(const UOpRef& e, const VarVals& vv) {
+  if (e->op == Ops::DEFINE_VAR || (e->op == Ops::CAST && e->src[0]->op == Ops::DEFINE_VAR))  // NOTE: the common case, no walk
+    for (auto& [var, x] : vv) if (var == (e->op == Ops::CAST ? e->src[0] : e).get()) return x;
   std::unordered_map<const UOp*, int64_t> v;
   for (auto& x : toposort(e)) {
     auto a = [&](size_t i) { return v.at(x->src[i].get()); };
@@ -8896,10 +8898,15 @@ inline void launch_program(JitProgram& p) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
     bool same = a.size() == sl.size();
-    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {
-      auto v = step_vals(st, p.var_vals);
-      same &= v == p.vals[s];
-      p.vals[s] = std::move(v);
+    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {  // NOTE: in place, no allocation a replay
+      auto& v = p.vals[s];
+      if (v.size() != st.vals.size()) { v = st.vals; same = false; }
+      for (size_t j = 0; j < v.size(); j++) {
+        int64_t x = st.vals[j];
+        for (auto& [var, val] : p.var_vals) if (var == st.k->spec.vars[j].get()) x = val;
+        same &= v[j] == x;
+        v[j] = x;
+      }
     }
     a.resize(sl.size());
     for (size_t i = 0; i < sl.size(); i++) {
@@ -14633,14 +14640,26 @@ plan_table& plans_of() { static plan_table* t = new_plan_table(); return *t; }  
 // the dyn extents of one evaluation: the values, and per value its variable's class (the first equal extent's index;
 // -1: a 1 among other extents, concrete) and whether it is a first dim (only those become variables)
 struct dyn_values {
-  std::vector<int64_t> value, cls;
-  std::vector<int> leaf_first;  // per leaf: the index of its first dim's extent among value (-1: its first dim is static)
-  bool first_dims = true;
+  // NOTE: small inline storage (an evaluation allocates nothing for its extents): past 16 extents or leaves, the
+  // expression evaluates lazily (overflow)
+  static constexpr size_t cap = 16;
+  struct list {
+    std::array<int64_t, cap> v{};
+    size_t n = 0;
+    bool push_back(int64_t x) { if (n == cap) return false; v[n++] = x; return true; }
+    int64_t operator[](size_t i) const { return v[i]; }
+    int64_t& operator[](size_t i) { return v[i]; }
+    size_t size() const { return n; }
+    bool empty() const { return n == 0; }
+    const int64_t* begin() const { return v.data(); }
+    const int64_t* end() const { return v.data() + n; }
+  };
+  list value, cls, leaf_first;  // leaf_first: per leaf, the index of its first dim's extent in value (-1: static)
+  bool first_dims = true, overflow = false;
   void add(int64_t v, bool first) {
     int64_t c = int64_t(value.size());
     for (size_t j = 0; j < value.size(); j++) if (value[j] == v) { c = cls[j]; break; }
-    value.push_back(v);
-    cls.push_back(c);
+    overflow |= !value.push_back(v) || !cls.push_back(c);
     first_dims &= first;
   }
   // where the extents differ, a 1 is concrete (it broadcasts against the others); all equal, 1 is a value like any
@@ -14654,7 +14673,8 @@ struct dyn_values {
 TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
                                Tensor* ph, UOpRef* in);
 TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in);
-// the variables of a symbolic plan: one per class of dv (null for 1), up to a bound for the largest value
+// the variables of a symbolic plan: one per class of dv (null for a concrete 1), up to the bound for the largest value
+TINYGRAD_API int64_t dyn_bound(const dyn_values& dv);
 TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv);
 // static_stats(): an evaluation planned (a hit, or built when built) or lazy
 TINYGRAD_API void count_static(bool planned, bool built);
@@ -14665,6 +14685,10 @@ TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
 struct plan {
   std::shared_ptr<JitProgram> prog;
   std::vector<UOpRef> vars;  // per dyn extent, its variable (null: concrete); empty: the plan is for the values
+  // the numbers' buffers and the values they hold; a run writes the ones that changed and replays under mu
+  std::mutex mu;
+  std::vector<std::shared_ptr<Buffer>> numbers;
+  std::vector<double> held;
 };
 struct plan_table {
   struct entry { std::string device; std::vector<int64_t> key; std::shared_ptr<plan> p; };
@@ -14683,8 +14707,8 @@ Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& de
 
 // the plan of root over the placeholder buffers `inputs` (slots 0..n_in-1); run it with the leaves' buffers
 TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes);
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const std::vector<double>& numbers,
-                             const std::vector<DType>& number_dts, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape);
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const double* numbers, const DType* number_dts,
+                             size_t n_numbers, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape);
 
 // e as a lazy Tensor graph over its leaves' tensors (no plan: autograd sees everything)
 template <class E>
@@ -14705,24 +14729,25 @@ template <class E>
 Tensor evaluate(const E& e, bool realize_lazy) {
   constexpr size_t NL = E::n_leaves;
   std::array<const Tensor*, NL> leaves{};
-  std::vector<double> numbers;
-  std::vector<DType> number_dts;
+  std::array<double, E::n_key> numbers{};
+  std::array<DType, E::n_key> number_dts{};
+  size_t n_numbers = 0;
   dyn_values dv;
   size_t li = 0;
   bool plannable = NL > 0;
   auto leaf = [&](const auto& l) {
     leaves[li++] = &l.tensor();
     using S = typename std::remove_cvref_t<decltype(l)>::shape_type;
-    dv.leaf_first.push_back(S::rank && S::value[0] == dyn ? int(dv.value.size()) : -1);
+    dv.overflow |= !dv.leaf_first.push_back(S::rank && S::value[0] == dyn ? int64_t(dv.value.size()) : -1);
     for (auto d : l.dyn_dims) dv.add(d, only_first_dyn<S>());
     plannable &= l.tensor().is_realized() && !l.tensor().requires_grad();
   };
-  auto scalar = [&](double v, DType dt) { numbers.push_back(v); number_dts.push_back(dt); };
+  auto scalar = [&](double v, DType dt) { numbers[n_numbers] = v; number_dts[n_numbers++] = dt; };
   e.visit(leaf, scalar);
   dv.ones_concrete();
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
-  if (!plannable) {
+  if (!plannable || dv.overflow) {
     count_static(false, false);
     Tensor t = lower_root(e, leaves.data(), dev);
     return realize_lazy ? t.realize() : t;
@@ -14732,13 +14757,11 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   Shape shape(rs.begin(), rs.end());
   // the key: which extents are equal and which are 1 (and the bound) for a symbolic plan, else the extents
   bool symbolic = !dv.value.empty() && dv.first_dims && only_first_dyn<typename E::shape_type>() && !values_only(table);
-  std::vector<int64_t> key{symbolic};
-  if (symbolic) {
-    key.insert(key.end(), dv.cls.begin(), dv.cls.end());
-    auto vars = plan_vars(dv);
-    key.push_back(vars.empty() || !vars.back() ? 0 : vars.back()->vmax);
-  } else key.insert(key.end(), dv.value.begin(), dv.value.end());
-  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), key.size());
+  std::array<int64_t, E::n_key + 2> key{symbolic};
+  size_t nk = 1;
+  for (size_t j = 0; j < dv.value.size(); j++) key[nk++] = symbolic ? dv.cls[j] : dv.value[j];
+  if (symbolic) key[nk++] = dyn_bound(dv);
+  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), nk);
   if (p) count_static(true, false);
   else {
     std::vector<UOpRef> vars = symbolic ? plan_vars(dv) : std::vector<UOpRef>{};
@@ -14749,7 +14772,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
     std::vector<UOpRef> nin;
     auto build = [&] {
       placeholders(leaves.data(), NL, dev, symbolic ? &dv : nullptr, vars, ph.data(), in.data());
-      number_placeholders(number_dts, dev, nph, nin);
+      number_placeholders(std::vector<DType>(number_dts.begin(), number_dts.begin() + long(n_numbers)), dev, nph, nin);
       for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
       std::vector<UOpRef> inputs(in.begin(), in.end());
       inputs.insert(inputs.end(), nin.begin(), nin.end());
@@ -14764,9 +14787,9 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       return evaluate(e, realize_lazy);
     }
     p->vars = vars;
-    add_plan(table, dev, key.data(), key.size(), p);
+    add_plan(table, dev, key.data(), nk, p);
   }
-  return run_plan(*p, leaves.data(), NL, numbers, number_dts, dv, dev, E::dtype, shape);
+  return run_plan(*p, leaves.data(), NL, numbers.data(), number_dts.data(), n_numbers, dv, dev, E::dtype, shape);
 }
 
 #if TINYGRAD_DEFINE_API
@@ -14783,10 +14806,15 @@ TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t*
   t.entries.push_back({dev, std::vector<int64_t>(key, key + n_key), std::move(p)});
 }
 TINYGRAD_API bool& values_only(plan_table& t) { return t.values_only; }
-TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
-  int64_t mx = 1, bound = getenv_int("STATIC_DYN_MAX", 4096);
+TINYGRAD_API int64_t dyn_bound(const dyn_values& dv) {
+  static const int64_t base = std::max<int64_t>(getenv_int("STATIC_DYN_MAX", 4096), 1);
+  int64_t mx = 1, bound = base;
   for (auto v : dv.value) mx = std::max(mx, v);
   while (bound < mx) bound *= 2;
+  return bound;
+}
+TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
+  int64_t bound = dyn_bound(dv);
   std::vector<UOpRef> vars;
   for (size_t j = 0; j < dv.value.size(); j++)
     vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, bound).uop());
@@ -14853,18 +14881,25 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
   return p;
 }
 
-TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const std::vector<double>& numbers,
-                             const std::vector<DType>& number_dts, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape) {
+TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const double* numbers, const DType* number_dts,
+                             size_t n_numbers, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape) {
   std::vector<std::shared_ptr<Buffer>> in;
-  in.reserve(n_leaves + numbers.size());
+  in.reserve(n_leaves + n_numbers);
   for (size_t i = 0; i < n_leaves; i++) in.push_back(leaf_buffer(*leaves[i]));
-  for (size_t i = 0; i < numbers.size(); i++) {  // each number in a buffer of its own (runs may overlap on threads)
-    char v[8];
-    store_from_double(v, number_dts[i], 0, numbers[i]);
-    in.push_back(new_buffer(dev, number_dts[i], 1));
-    in.back()->copyin(v);
+  auto& q = const_cast<plan&>(p);  // NOTE: its number buffers change under its lock; the rest is read only
+  std::lock_guard lk(q.mu);
+  for (size_t i = 0; i < n_numbers; i++) {
+    if (i == q.numbers.size()) { q.numbers.push_back(std::make_shared<Buffer>(dev, number_dts[i], 1)); q.held.push_back(NAN); }
+    if (std::bit_cast<uint64_t>(q.held[i]) != std::bit_cast<uint64_t>(numbers[i])) {
+      char v[8];
+      store_from_double(v, number_dts[i], 0, numbers[i]);
+      q.numbers[i]->copyin(v);
+      q.held[i] = numbers[i];
+    }
+    in.push_back(q.numbers[i]);
   }
-  VarVals vals;
+  static thread_local VarVals vals;  // NOTE: reused: a run allocates nothing for its variables
+  vals.clear();
   for (size_t j = 0; j < p.vars.size(); j++)
     if (p.vars[j] && std::none_of(vals.begin(), vals.end(), [&](auto& x) { return x.first == p.vars[j].get(); }))
       vals.push_back({p.vars[j].get(), dv.value[j]});

@@ -216,10 +216,15 @@ inline void launch_program(JitProgram& p) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
     bool same = a.size() == sl.size();
-    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {
-      auto v = step_vals(st, p.var_vals);
-      same &= v == p.vals[s];
-      p.vals[s] = std::move(v);
+    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {  // NOTE: in place, no allocation a replay
+      auto& v = p.vals[s];
+      if (v.size() != st.vals.size()) { v = st.vals; same = false; }
+      for (size_t j = 0; j < v.size(); j++) {
+        int64_t x = st.vals[j];
+        for (auto& [var, val] : p.var_vals) if (var == st.k->spec.vars[j].get()) x = val;
+        same &= v[j] == x;
+        v[j] = x;
+      }
     }
     a.resize(sl.size());
     for (size_t i = 0; i < sl.size(); i++) {

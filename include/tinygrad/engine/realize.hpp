@@ -57,6 +57,8 @@ inline std::shared_ptr<Buffer> new_buffer(const std::string& device, DType dt, i
 using VarVals = std::vector<std::pair<const UOp*, int64_t>>;
 // an int expression of variables (a symbolic size) at their values; VariableError naming one without a value
 inline int64_t eval_int(const UOpRef& e, const VarVals& vv) {
+  if (e->op == Ops::DEFINE_VAR || (e->op == Ops::CAST && e->src[0]->op == Ops::DEFINE_VAR))  // NOTE: the common case, no walk
+    for (auto& [var, x] : vv) if (var == (e->op == Ops::CAST ? e->src[0] : e).get()) return x;
   std::unordered_map<const UOp*, int64_t> v;
   for (auto& x : toposort(e)) {
     auto a = [&](size_t i) { return v.at(x->src[i].get()); };
