@@ -67,7 +67,7 @@ inline int64_t eval_int(const UOpRef& e, const VarVals& vv) {
       case Ops::CONST: r = x->iarg(); break;
       case Ops::DEFINE_VAR: {
         auto it = std::find_if(vv.begin(), vv.end(), [&](auto& p) { return p.first == x.get(); });
-        if (it == vv.end()) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here");
+        if (it == vv.end()) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here (bind it: v.bind(n))");
         r = it->second;
         break;
       }

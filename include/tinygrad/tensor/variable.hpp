@@ -109,15 +109,9 @@ TINYGRAD_API std::shared_ptr<const UOp> BoundVariable::uop(const std::string& de
 namespace detail {
 // the value of an int expression whose variables are bound; VariableError naming a variable that is not
 inline int64_t sym_value(const UOpRef& e) {
-  std::unordered_map<const UOp*, UOpRef> sub;
-  for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[1];
-  UOpRef r = simplify(substitute(e, sub));
-  if (r->op != Ops::CONST) {
-    for (auto& x : toposort(r))
-      if (x->op == Ops::DEFINE_VAR) throw VariableError("tinygrad: the variable " + var_name(*x) + " has no value here (bind it: v.bind(n))");
-    throw VariableError("tinygrad: a symbolic size has no value");
-  }
-  return r->iarg();
+  VarVals vv;
+  for (auto& x : toposort(e)) if (x->op == Ops::BIND) vv.push_back({x->src[0].get(), x->src[1]->iarg()});
+  return eval_int(e, vv);
 }
 // an SInt as an int32 node of the tensor graph on device dev (its variables bound there): a CONST for an int
 inline UOpRef sym_node(const SInt& v, const std::string& dev) {
