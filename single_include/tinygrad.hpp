@@ -14700,7 +14700,9 @@ Tensor lower_root(const E& e, const Tensor* const* leaves, const std::string& de
 }
 
 // the plan of root over the placeholder buffers `inputs` (slots 0..n_in-1); run it with the leaves' buffers
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes);
+// vars: a symbolic plan's variables (plan_vars; empty: a plan for the values)
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev,
+                                              const std::vector<UOpRef>& vars);
 TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t n_leaves, const double* numbers, const DType* number_dts,
                              size_t n_numbers, const dyn_values& dv, const std::string& dev, DType dt, const Shape& shape);
 
@@ -14770,7 +14772,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
       std::vector<UOpRef> inputs(in.begin(), in.end());
       inputs.insert(inputs.end(), nin.begin(), nin.end());
-      return build_plan(lower_root(e, php.data(), dev, nph.data()), inputs.data(), inputs.size(), dev, symbolic);
+      return build_plan(lower_root(e, php.data(), dev, nph.data()), inputs.data(), inputs.size(), dev, vars);
     };
     try { p = build(); }
     catch (const Error& err) {
@@ -14780,7 +14782,6 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       values_only(table) = true;
       return evaluate(e, realize_lazy);
     }
-    p->vars = vars;
     add_plan(table, dev, key.data(), nk, p);
   }
   return run_plan(*p, leaves.data(), NL, numbers.data(), number_dts.data(), n_numbers, dv, dev, E::dtype, shape);
@@ -14848,7 +14849,8 @@ TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
 }
 
 
-TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev, bool exact_sizes) {
+TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* inputs, size_t n_in, const std::string& dev,
+                                              const std::vector<UOpRef>& vars) {
   std::unordered_map<const UOp*, int> slot;
   std::vector<std::shared_ptr<Buffer>> in, consts;
   for (size_t i = 0; i < n_in; i++) { slot[inputs[i].get()] = int(i); in.push_back(inputs[i]->leaf_buffer()); }
@@ -14868,9 +14870,10 @@ TINYGRAD_API std::shared_ptr<plan> build_plan(const Tensor& root, const UOpRef* 
   }
   auto& es = EngineState::get();
   std::lock_guard lk(es.mu);
-  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev, exact_sizes);
+  ScheduleSpec spec = create_schedule({root.uop()}, slot, int(n_in + consts.size()), dev, !vars.empty());
   auto p = std::make_shared<plan>();
   p->prog = schedule_program(spec, get_programs(get_device(dev), spec.kernels), in, consts, dev);
+  p->vars = vars;
   count_static(true, true);
   return p;
 }
