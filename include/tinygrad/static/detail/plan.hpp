@@ -65,7 +65,7 @@ struct dyn_values {
 // and the numbers (0-d buffers) to lower an expression over: ph[i] views in[i]
 TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
                                Tensor* ph, UOpRef* in);
-TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in);
+TINYGRAD_API void number_placeholders(const DType* dts, size_t n, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in);
 // the variables of a symbolic plan: one per class of dv (null for a concrete 1), up to the bound for the largest value
 TINYGRAD_API int64_t dyn_bound(const dyn_values& dv);
 TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv);
@@ -167,7 +167,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
     std::vector<UOpRef> nin;
     auto build = [&] {
       placeholders(leaves.data(), NL, dev, symbolic ? &dv : nullptr, vars, ph.data(), in.data());
-      number_placeholders(std::vector<DType>(number_dts.begin(), number_dts.begin() + long(n_numbers)), dev, nph, nin);
+      number_placeholders(number_dts.data(), n_numbers, dev, nph, nin);
       for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
       std::vector<UOpRef> inputs(in.begin(), in.end());
       inputs.insert(inputs.end(), nin.begin(), nin.end());
@@ -230,8 +230,9 @@ TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std:
     }
   }
 }
-TINYGRAD_API void number_placeholders(const std::vector<DType>& dts, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in) {
-  for (DType dt : dts) {
+TINYGRAD_API void number_placeholders(const DType* dts, size_t n, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in) {
+  for (size_t i = 0; i < n; i++) {
+    DType dt = dts[i];
     in.push_back(make_uop(Ops::BUFFER, dt, {}, std::make_shared<Buffer>(dev, dt, 1)));
     ph.push_back(Tensor(in.back(), dev).reshape({}));
   }
