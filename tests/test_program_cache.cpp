@@ -83,7 +83,7 @@ TEST_CASE("program cache: evicted CPU kernels are unmapped (dlclose)", "[cache][
   CHECK(mapped_kernels().size() <= before + 2);
 }
 
-TEST_CASE("program cache: a static plan serves every number and first-dim extent; other dyn extents keep a bounded number",
+TEST_CASE("program cache: a static plan serves every number and first-dim extent, other dyn extents keep a bounded number",
           "[cache][static]") {
   auto a = static_tensor<float, 4>::uniform(1.0);
   auto f = [&](float s) { return a * s + 0.40625f; };

@@ -387,7 +387,7 @@ TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding
     for (int k = 0; k < 3; k++) CHECK(ev[size_t(i * 3 + k)] == wv[size_t(ids[i] * 3 + k)]);
 }
 
-TEST_CASE("static: a model over batches 1..64 runs one plan per layer, compiled once; a changing learning rate adds no plan",
+TEST_CASE("static: a model over batches 1..64 runs one plan per layer, compiled once, and a changing learning rate adds no plan",
           "[static]") {
   Tensor::manual_seed(11);
   namespace snn = static_nn;
