@@ -14896,8 +14896,7 @@ TINYGRAD_API Tensor run_plan(const plan& p, const Tensor* const* leaves, size_t 
     }
     in.push_back(q.numbers[i]);
   }
-  static thread_local VarVals vals;  // NOTE: reused: a run allocates nothing for its variables
-  vals.clear();
+  VarVals vals;  // NOTE: allocates only for a plan with variables
   for (size_t j = 0; j < p.vars.size(); j++)
     if (p.vars[j] && std::none_of(vals.begin(), vals.end(), [&](auto& x) { return x.first == p.vars[j].get(); }))
       vals.push_back({p.vars[j].get(), dv.value[j]});
