@@ -4743,9 +4743,11 @@ inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
   throw KernelOptError(cat("no range with id ", id));
 }
-inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) {
-  return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)});
+// tight (a symbolic dim's range): the loop's end, an expression of variables at most `end`
+inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt, const UOpRef& tight = nullptr) {
+  return make_uop(Ops::RANGE, dt, tight ? std::vector<UOpRef>{tight} : std::vector<UOpRef>{}, std::vector<int64_t>{end, id, int64_t(t)});
 }
+inline UOpRef ceil_div(const UOpRef& e, int64_t d) { return idiv(e + (d - 1), d); }
 inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
 inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }
@@ -5365,7 +5367,7 @@ inline UOpRef min_of(const UOpRef& a, const UOpRef& b) { return -alu(Ops::MAX, {
 inline UOpRef outer_part(const OptAxis& a, const Opt& o) {
   if (a.n / o.amt == 1) return const_int(a.dt, 0);
   if (a.r->src.empty()) return make_range(a.n / o.amt, o.axis, a.t, a.dt);
-  return make_uop(Ops::RANGE, a.dt, {idiv(a.r->src[0] + (o.amt - 1), o.amt)}, std::vector<int64_t>{a.n / o.amt, o.axis, int64_t(a.t)});
+  return make_range(a.n / o.amt, o.axis, a.t, a.dt, ceil_div(a.r->src[0], o.amt));
 }
 
 // the outer part becomes the core id; the inner keeps the range's id
@@ -5374,9 +5376,8 @@ inline UOpRef apply_thread(const UOpRef& sink, const Opt& o, bool) {
   auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
   if (r->src.empty()) return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
   // a symbolic dim: its extent e in chunks of ceil(e / cores), each core's loop to the end of its chunk or of e
-  UOpRef e = r->src[0], chunk = idiv(e + (o.amt - 1), o.amt);
-  UOpRef end = alu(Ops::MAX, {min_of(e - core * chunk, chunk), const_int(dt, 0)});
-  UOpRef in = make_uop(Ops::RANGE, dt, {end}, std::vector<int64_t>{n / o.amt, o.axis, int64_t(t)});
+  UOpRef e = r->src[0], chunk = ceil_div(e, o.amt);
+  UOpRef in = make_range(n / o.amt, o.axis, t, dt, alu(Ops::MAX, {min_of(e - core * chunk, chunk), const_int(dt, 0)}));
   return sub_range(regate(sink, r, in), r, core * chunk + in);
 }
 // the inner part becomes a workgroup axis (codegen's gpudims maps it to a local id)
@@ -5440,18 +5441,16 @@ inline UOpRef apply_kblock(const UOpRef& sink, const Opt& o, bool) {
   if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
   auto& reds = std::get<std::vector<UOpRef>>(found);
   // a symbolic dim (its extent e in src[0]): ceil(e / amt) blocks, the last one the block of e - 1
-  UOpRef nblk = r->src.empty() ? const_int(dt, n / o.amt) : idiv(r->src[0] + (o.amt - 1), o.amt);
-  auto blk = make_uop(Ops::RANGE, dt, r->src.empty() ? std::vector<UOpRef>{} : std::vector<UOpRef>{nblk},
-                      std::vector<int64_t>{n / o.amt, next_range_id(sink), int64_t(AxisType::KBLOCK)});
-  auto inner = r->src.empty() ? make_range(o.amt, o.axis, t, dt)
-                              : make_uop(Ops::RANGE, dt, {min_of(r->src[0] - blk * o.amt, const_int(dt, o.amt))},
-                                         std::vector<int64_t>{o.amt, o.axis, int64_t(t)});  // the last block's rest
+  bool sym = !r->src.empty();
+  UOpRef nblk = sym ? ceil_div(r->src[0], o.amt) : const_int(dt, n / o.amt);
+  auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt, sym ? nblk : nullptr);
+  auto inner = make_range(o.amt, o.axis, t, dt, sym ? min_of(r->src[0] - blk * o.amt, const_int(dt, o.amt)) : nullptr);  // the last block's rest
   auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
   auto last = alu(Ops::CMPEQ, {blk, nblk - 1});
   std::vector<UOpRef> stores;
   for (size_t i = 0; i < reds.size(); i++) {
     const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
-    std::vector<UOpRef> src{sub_range(r->src.empty() ? red->src[0] : regate(red->src[0], r, inner), r, blk * o.amt + inner)};
+    std::vector<UOpRef> src{sub_range(sym ? regate(red->src[0], r, inner) : red->src[0], r, blk * o.amt + inner)};
     for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
     auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
     auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, masked(idx->src, later), idx->arg)});
@@ -7496,9 +7495,7 @@ class Scheduler {
   // the range over dim i of u, id `id`: a symbolic dim's runs to its bound with its extent as src[0] (the loop's end where
   // the range stays whole; the gate `inside` keeps it correct where an opt splits it)
   static UOpRef dim_range(const UOp& u, size_t i, int64_t id, AxisType t, DType dt) {
-    std::vector<UOpRef> src;
-    if (!u.dyn.empty() && u.dyn[i]) src.push_back(unbind(u.dyn[i], dt));
-    return make_uop(Ops::RANGE, dt, std::move(src), std::vector<int64_t>{u.shape[i], id, int64_t(t)});
+    return make_range(u.shape[i], id, t, dt, !u.dyn.empty() && u.dyn[i] ? unbind(u.dyn[i], dt) : nullptr);
   }
   // index i of a symbolic dim is inside its extent (bool true for a concrete dim)
   static UOpRef inside(const UOp& u, size_t i, const UOpRef& idx) {
@@ -8881,11 +8878,17 @@ TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::
 }
 
 // the values a step launches with: each variable's value this replay binds, else its value at the capture
-inline std::vector<int64_t> step_vals(const JitProgram::Step& st, const VarVals& vv) {
-  std::vector<int64_t> v = st.vals;
-  for (size_t j = 0; j < v.size(); j++)
-    for (auto& [var, x] : vv) if (var == st.k->spec.vars[j].get()) v[j] = x;
-  return v;
+// into v, in place (no allocation a replay once v has its size); false where v changed
+inline bool fill_step_vals(const JitProgram::Step& st, const VarVals& vv, std::vector<int64_t>& v) {
+  bool same = v.size() == st.vals.size();
+  v.resize(st.vals.size());
+  for (size_t j = 0; j < v.size(); j++) {
+    int64_t x = st.vals[j];
+    for (auto& [var, val] : vv) if (var == st.k->spec.vars[j].get()) x = val;
+    same &= v[j] == x;
+    v[j] = x;
+  }
+  return same;
 }
 
 // replay's launches: prepared calls in a loop, or the graph (built on the first replay)
@@ -8898,16 +8901,7 @@ inline void launch_program(JitProgram& p) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
     bool same = a.size() == sl.size();
-    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {  // NOTE: in place, no allocation a replay
-      auto& v = p.vals[s];
-      if (v.size() != st.vals.size()) { v = st.vals; same = false; }
-      for (size_t j = 0; j < v.size(); j++) {
-        int64_t x = st.vals[j];
-        for (auto& [var, val] : p.var_vals) if (var == st.k->spec.vars[j].get()) x = val;
-        same &= v[j] == x;
-        v[j] = x;
-      }
-    }
+    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) same &= fill_step_vals(st, p.var_vals, p.vals[s]);
     a.resize(sl.size());
     for (size_t i = 0; i < sl.size(); i++) {
       void* x = t[size_t(sl[i])]->ptr();
@@ -8969,7 +8963,11 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, cons
   if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
     for (auto& st : p.steps)
-      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false, step_vals(st, p.var_vals));
+      if (st.k) {
+        std::vector<int64_t> v;
+        fill_step_vals(st, p.var_vals, v);
+        run_kernel(st.k, st.slots, t, ptrs, false, v);
+      }
       else copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]);
   } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;

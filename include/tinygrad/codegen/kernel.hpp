@@ -181,7 +181,7 @@ inline UOpRef min_of(const UOpRef& a, const UOpRef& b) { return -alu(Ops::MAX, {
 inline UOpRef outer_part(const OptAxis& a, const Opt& o) {
   if (a.n / o.amt == 1) return const_int(a.dt, 0);
   if (a.r->src.empty()) return make_range(a.n / o.amt, o.axis, a.t, a.dt);
-  return make_uop(Ops::RANGE, a.dt, {idiv(a.r->src[0] + (o.amt - 1), o.amt)}, std::vector<int64_t>{a.n / o.amt, o.axis, int64_t(a.t)});
+  return make_range(a.n / o.amt, o.axis, a.t, a.dt, ceil_div(a.r->src[0], o.amt));
 }
 
 // the outer part becomes the core id; the inner keeps the range's id
@@ -190,9 +190,8 @@ inline UOpRef apply_thread(const UOpRef& sink, const Opt& o, bool) {
   auto core = make_uop(Ops::SPECIAL, dt, {}, std::vector<int64_t>{o.amt, 0});
   if (r->src.empty()) return sub_range(sink, r, core * (n / o.amt) + make_range(n / o.amt, o.axis, t, dt));
   // a symbolic dim: its extent e in chunks of ceil(e / cores), each core's loop to the end of its chunk or of e
-  UOpRef e = r->src[0], chunk = idiv(e + (o.amt - 1), o.amt);
-  UOpRef end = alu(Ops::MAX, {min_of(e - core * chunk, chunk), const_int(dt, 0)});
-  UOpRef in = make_uop(Ops::RANGE, dt, {end}, std::vector<int64_t>{n / o.amt, o.axis, int64_t(t)});
+  UOpRef e = r->src[0], chunk = ceil_div(e, o.amt);
+  UOpRef in = make_range(n / o.amt, o.axis, t, dt, alu(Ops::MAX, {min_of(e - core * chunk, chunk), const_int(dt, 0)}));
   return sub_range(regate(sink, r, in), r, core * chunk + in);
 }
 // the inner part becomes a workgroup axis (codegen's gpudims maps it to a local id)
@@ -256,18 +255,16 @@ inline UOpRef apply_kblock(const UOpRef& sink, const Opt& o, bool) {
   if (auto* why = std::get_if<std::string>(&found)) throw KernelOptError(o.str() + ": " + *why);
   auto& reds = std::get<std::vector<UOpRef>>(found);
   // a symbolic dim (its extent e in src[0]): ceil(e / amt) blocks, the last one the block of e - 1
-  UOpRef nblk = r->src.empty() ? const_int(dt, n / o.amt) : idiv(r->src[0] + (o.amt - 1), o.amt);
-  auto blk = make_uop(Ops::RANGE, dt, r->src.empty() ? std::vector<UOpRef>{} : std::vector<UOpRef>{nblk},
-                      std::vector<int64_t>{n / o.amt, next_range_id(sink), int64_t(AxisType::KBLOCK)});
-  auto inner = r->src.empty() ? make_range(o.amt, o.axis, t, dt)
-                              : make_uop(Ops::RANGE, dt, {min_of(r->src[0] - blk * o.amt, const_int(dt, o.amt))},
-                                         std::vector<int64_t>{o.amt, o.axis, int64_t(t)});  // the last block's rest
+  bool sym = !r->src.empty();
+  UOpRef nblk = sym ? ceil_div(r->src[0], o.amt) : const_int(dt, n / o.amt);
+  auto blk = make_range(n / o.amt, next_range_id(sink), AxisType::KBLOCK, dt, sym ? nblk : nullptr);
+  auto inner = make_range(o.amt, o.axis, t, dt, sym ? min_of(r->src[0] - blk * o.amt, const_int(dt, o.amt)) : nullptr);  // the last block's rest
   auto first = alu(Ops::CMPEQ, {blk, const_int(dt, 0)}), later = alu(Ops::CMPNE, {blk, const_int(dt, 0)});
   auto last = alu(Ops::CMPEQ, {blk, nblk - 1});
   std::vector<UOpRef> stores;
   for (size_t i = 0; i < reds.size(); i++) {
     const UOpRef &st = sink->src[i], &red = reds[i], &idx = st->src[0];
-    std::vector<UOpRef> src{sub_range(r->src.empty() ? red->src[0] : regate(red->src[0], r, inner), r, blk * o.amt + inner)};
+    std::vector<UOpRef> src{sub_range(sym ? regate(red->src[0], r, inner) : red->src[0], r, blk * o.amt + inner)};
     for (size_t j = 1; j < red->src.size(); j++) src.push_back(red->src[j] == r ? inner : red->src[j]);
     auto part = make_uop(Ops::REDUCE, red->dtype, src, red->arg);
     auto prev = make_uop(Ops::LOAD, st->src[1]->dtype, {make_uop(Ops::INDEX, idx->dtype, masked(idx->src, later), idx->arg)});

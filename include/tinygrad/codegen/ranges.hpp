@@ -32,9 +32,11 @@ inline UOpRef find_range(const UOpRef& sink, int64_t id) {
   for (auto& r : ranges_of(sink)) if (r->range_id() == id) return r;
   throw KernelOptError(cat("no range with id ", id));
 }
-inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt) {
-  return make_uop(Ops::RANGE, dt, {}, std::vector<int64_t>{end, id, int64_t(t)});
+// tight (a symbolic dim's range): the loop's end, an expression of variables at most `end`
+inline UOpRef make_range(int64_t end, int64_t id, AxisType t, DType dt, const UOpRef& tight = nullptr) {
+  return make_uop(Ops::RANGE, dt, tight ? std::vector<UOpRef>{tight} : std::vector<UOpRef>{}, std::vector<int64_t>{end, id, int64_t(t)});
 }
+inline UOpRef ceil_div(const UOpRef& e, int64_t d) { return idiv(e + (d - 1), d); }
 inline AxisType axis_type(const UOp* r) { return AxisType(r->varg()[2]); }
 inline AxisType axis_type(const UOpRef& r) { return axis_type(r.get()); }
 inline int64_t next_range_id(const UOpRef& sink) { int64_t m = -1; for (auto& r : ranges_of(sink)) m = std::max(m, r->range_id()); return m + 1; }

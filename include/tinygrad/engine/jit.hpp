@@ -199,11 +199,17 @@ TINYGRAD_API std::shared_ptr<JitProgram> jit_capture_end(const std::vector<std::
 }
 
 // the values a step launches with: each variable's value this replay binds, else its value at the capture
-inline std::vector<int64_t> step_vals(const JitProgram::Step& st, const VarVals& vv) {
-  std::vector<int64_t> v = st.vals;
-  for (size_t j = 0; j < v.size(); j++)
-    for (auto& [var, x] : vv) if (var == st.k->spec.vars[j].get()) v[j] = x;
-  return v;
+// into v, in place (no allocation a replay once v has its size); false where v changed
+inline bool fill_step_vals(const JitProgram::Step& st, const VarVals& vv, std::vector<int64_t>& v) {
+  bool same = v.size() == st.vals.size();
+  v.resize(st.vals.size());
+  for (size_t j = 0; j < v.size(); j++) {
+    int64_t x = st.vals[j];
+    for (auto& [var, val] : vv) if (var == st.k->spec.vars[j].get()) x = val;
+    same &= v[j] == x;
+    v[j] = x;
+  }
+  return same;
 }
 
 // replay's launches: prepared calls in a loop, or the graph (built on the first replay)
@@ -216,16 +222,7 @@ inline void launch_program(JitProgram& p) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
     bool same = a.size() == sl.size();
-    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) {  // NOTE: in place, no allocation a replay
-      auto& v = p.vals[s];
-      if (v.size() != st.vals.size()) { v = st.vals; same = false; }
-      for (size_t j = 0; j < v.size(); j++) {
-        int64_t x = st.vals[j];
-        for (auto& [var, val] : p.var_vals) if (var == st.k->spec.vars[j].get()) x = val;
-        same &= v[j] == x;
-        v[j] = x;
-      }
-    }
+    if (auto& st = p.steps[s]; st.k && !st.k->spec.vars.empty()) same &= fill_step_vals(st, p.var_vals, p.vals[s]);
     a.resize(sl.size());
     for (size_t i = 0; i < sl.size(); i++) {
       void* x = t[size_t(sl[i])]->ptr();
@@ -287,7 +284,11 @@ TINYGRAD_API std::vector<std::shared_ptr<Buffer>> jit_replay(JitProgram& p, cons
   if (capturing()) {  // a static plan run while TinyJit captures: each launch recorded (run_kernel), no graph
     std::vector<void*> ptrs;
     for (auto& st : p.steps)
-      if (st.k) run_kernel(st.k, st.slots, t, ptrs, false, step_vals(st, p.var_vals));
+      if (st.k) {
+        std::vector<int64_t> v;
+        fill_step_vals(st, p.var_vals, v);
+        run_kernel(st.k, st.slots, t, ptrs, false, v);
+      }
       else copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]);
   } else launch_program(p);
   std::vector<std::shared_ptr<Buffer>> out;

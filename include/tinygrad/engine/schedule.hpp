@@ -285,9 +285,7 @@ class Scheduler {
   // the range over dim i of u, id `id`: a symbolic dim's runs to its bound with its extent as src[0] (the loop's end where
   // the range stays whole; the gate `inside` keeps it correct where an opt splits it)
   static UOpRef dim_range(const UOp& u, size_t i, int64_t id, AxisType t, DType dt) {
-    std::vector<UOpRef> src;
-    if (!u.dyn.empty() && u.dyn[i]) src.push_back(unbind(u.dyn[i], dt));
-    return make_uop(Ops::RANGE, dt, std::move(src), std::vector<int64_t>{u.shape[i], id, int64_t(t)});
+    return make_range(u.shape[i], id, t, dt, !u.dyn.empty() && u.dyn[i] ? unbind(u.dyn[i], dt) : nullptr);
   }
   // index i of a symbolic dim is inside its extent (bool true for a concrete dim)
   static UOpRef inside(const UOp& u, size_t i, const UOpRef& idx) {
