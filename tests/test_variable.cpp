@@ -249,10 +249,9 @@ TEST_CASE("symbolic dims: a jitted decode step attends over a cache prefix of sy
     return (q.matmul(k.transpose(-1, -2)) / std::sqrt(double(D))).softmax(-1).matmul(v).reshape({H * D});
   };
   auto step_fn = [&](Tensor& kc, Tensor& vc, const Tensor& q, const Tensor& k, const Tensor& v, const BoundVariable& p) {
-    Tensor at = Tensor::arange(L).reshape({1, L, 1});
-    kc.assign((at == Tensor(p)).where(k.reshape({H, 1, D}), kc));  // the KV-cache update: one kernel for every position
-    vc.assign((at == Tensor(p)).where(v.reshape({H, 1, D}), vc));
     SInt n = SInt(p) + 1;
+    kc.shrink({{0, H}, {p, n}, {0, D}}).assign(k.reshape({H, 1, D}));  // the KV-cache update: writes the row in place
+    vc.shrink({{0, H}, {p, n}, {0, D}}).assign(v.reshape({H, 1, D}));
     return attend(q.reshape({H, 1, D}), kc.shrink({{0, H}, {0, n}, {0, D}}), vc.shrink({{0, H}, {0, n}, {0, D}}));
   };
   Tensor kc = Tensor::zeros({H, L, D}).contiguous().realize(), vc = Tensor::zeros({H, L, D}).contiguous().realize();
@@ -276,4 +275,66 @@ TEST_CASE("symbolic dims: a jitted decode step attends over a cache prefix of sy
     check_close(got.to_vector<float>(), want);
   }
   CHECK(step.captured());
+}
+
+TEST_CASE("assign into a view writes the buffer in place: concrete and symbolic views, one kernel for every position",
+          "[variable][cl]") {
+  auto iota = [](int64_t r, int64_t c) {
+    std::vector<float> v(size_t(r * c));
+    for (size_t i = 0; i < v.size(); i++) v[i] = float(i);
+    return v;
+  };
+  SECTION("a window of a matrix, a transposed window, and a value that reads the buffer it overwrites") {
+    Tensor x = Tensor(iota(4, 6), {4, 6}).contiguous().realize();
+    Tensor other = x;  // another handle of the same tensor
+    std::vector<float> want = iota(4, 6);
+    x.shrink({{1, 3}, {2, 5}}).assign(Tensor::full({2, 3}, 7.0));
+    for (int r = 1; r < 3; r++) for (int c = 2; c < 5; c++) want[size_t(r * 6 + c)] = 7;
+    CHECK(other.to_vector<float>() == want);
+    x.transpose().shrink({{0, 2}, {0, 1}}).assign(Tensor(std::vector<float>{-1, -2}, {2, 1}));  // x[0, 0:2]
+    want[0] = -1; want[1] = -2;
+    CHECK(x.to_vector<float>() == want);
+    x.shrink({{0, 2}, {0, 6}}).assign(x.shrink({{2, 4}, {0, 6}}) * 2);  // rows 0..1 = 2 * rows 2..3
+    for (int i = 0; i < 12; i++) want[size_t(i)] = 2 * want[size_t(12 + i)];
+    CHECK(x.to_vector<float>() == want);
+    x.reshape({24}).shrink({{23, 24}}).assign(Tensor(std::vector<float>{100}, {1}));
+    want[23] = 100;
+    CHECK(other.to_vector<float>() == want);
+  }
+  SECTION("the errors: a broadcast or padded view, a shape that differs") {
+    Tensor x = Tensor::zeros({4, 6}).contiguous().realize();
+    CHECK_THROWS_WITH(x.shrink({{0, 1}, {0, 6}}).expand({3, 6}).assign(Tensor::ones({3, 6})), Contains("EXPAND view"));
+    CHECK_THROWS_WITH(x.pad({{1, 0}, {0, 0}}).assign(Tensor::ones({5, 6})), Contains("PAD view"));
+    CHECK_THROWS_AS(x.shrink({{0, 2}, {0, 6}}).assign(Tensor::ones({3, 6})), tinygrad::ShapeError);
+    CHECK(x.to_vector<float>() == std::vector<float>(24, 0.0f));  // untouched, still usable
+  }
+  SECTION("a KV-cache row at a symbolic position, and a chunk of symbolic length at it") {
+    constexpr int64_t H = 2, L = 40, D = 4;
+    Variable pos("asg_pos", 0, L - 1), len("asg_len", 1, 8);
+    Tensor cache = Tensor::zeros({H, L, D}).contiguous().realize();
+    std::vector<float> want(size_t(H * L * D), 0.0f);
+    int64_t before = 0;
+    for (int64_t p : {0, 1, 5, 17, 38, 39}) {
+      std::vector<float> row(size_t(H * D));
+      for (size_t i = 0; i < row.size(); i++) row[i] = float(p * 10 + int64_t(i));
+      auto bp = pos.bind(p);
+      cache.shrink({{0, H}, {bp, SInt(bp) + 1}, {0, D}}).assign(Tensor(row, {H, 1, D}));
+      if (p == 1) before = run_stats().kernels_compiled;
+      if (p > 1) CHECK(run_stats().kernels_compiled == before);
+      for (int64_t h = 0; h < H; h++) for (int64_t d = 0; d < D; d++) want[size_t((h * L + p) * D + d)] = row[size_t(h * D + d)];
+      CHECK(cache.to_vector<float>() == want);
+    }
+    Variable at("asg_at", 0, L - 8);  // a chunk of up to 8 rows starts at L - 8 at most (the end must stay in the cache)
+    Tensor src = Tensor(iota(H * 8, D), {H, 8, D}).realize();
+    for (auto [p, n] : std::vector<std::pair<int64_t, int64_t>>{{3, 1}, {9, 8}, {32, 8}, {30, 5}}) {
+      auto bp = at.bind(p), bn = len.bind(n);
+      Tensor chunk = src.shrink({{0, H}, {0, bn}, {0, D}}) + 1000;
+      cache.shrink({{0, H}, {bp, SInt(bp) + bn}, {0, D}}).assign(chunk);
+      for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < n; i++)
+          for (int64_t d = 0; d < D; d++) want[size_t((h * L + p + i) * D + d)] = float((h * 8 + i) * D + d) + 1000;
+      INFO("p = " << p << ", n = " << n);
+      CHECK(cache.to_vector<float>() == want);
+    }
+  }
 }

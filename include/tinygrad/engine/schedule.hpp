@@ -95,6 +95,14 @@ class Scheduler {
  private:
   int make_root(const UOpRef& u) {
     if (auto it = slot_.find(u.get()); it != slot_.end()) return it->second;
+    if (u->op == Ops::ASSIGN) {  // writes the buffer below its view: that buffer's slot
+      const UOp* b = u->src[0].get();
+      while (!is_leaf(b)) b = b->src[0].get();
+      int s = slot_[u.get()] = slot_.at(b);
+      kroots_.push_back(u);
+      by_ptr_[u.get()] = u;
+      return s;
+    }
     int s = n_inputs_ + int(spec_.new_slots.size());
     spec_.new_slots.emplace_back(u->dtype, prod(u->shape));
     bool outer = !u->dyn.empty() && u->dyn[0] && std::none_of(u->dyn.begin() + 1, u->dyn.end(), [](const UOpRef& d) { return bool(d); });
@@ -467,9 +475,18 @@ class Scheduler {
       valid = logical_and(valid, inside(*k, i, idx.back()));
     }
     valid = simplify(valid);
-    UOpRef v = lower(c, k, idx, valid);
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     std::vector<UOpRef> isrc{g, flat_index(idx, k->shape)};
+    UOpRef v;
+    if (k->op == Ops::ASSIGN) {
+      // the address: the view lowered as a load of its buffer (the kernel's output, param 0) at idx
+      UOpRef at = lower(c, k->src[0], idx, valid);
+      if (at->op != Ops::LOAD || at->src[0]->src[0] != g) throw Error("tinygrad::assign: the view cannot be written through (a padded view?)");
+      isrc[1] = at->src[0]->src[1];
+      v = lower(c, k->src[1], idx, valid);
+    } else {
+      v = lower(c, k, idx, valid);
+    }
     if (!valid->is_const(1)) isrc.push_back(valid);
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, std::move(isrc)), v});
     // NOTE: the pieces of a long chain lower to one AST: simplify it once

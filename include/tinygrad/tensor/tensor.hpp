@@ -218,8 +218,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
   // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
   Tensor& assign(const Tensor& v) TINYGRAD_MEMBER_DEF({
-    if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
+    if (v.shape() != shape() || v.sym_str() != sym_str()) throw ShapeError("tinygrad::assign: shape " + v.sym_str() + " does not match " + sym_str());
     same_device(device(), v.device(), "assign");
+    if (write_view(v)) return *this;
     if (auto* r = detail::jit_recorder()) r->assigned(*this);
     Tensor nv = v.cast(dtype());
     UOpRef u = nv.uop();
@@ -769,6 +770,25 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<UOpRef> src{b};  // a symbolic value keeps its extents
     for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
     return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
+  })
+  // assign() to a view of a realized buffer (shrinks, reshapes, permutes and flips of it: each element of the view
+  // one element of the buffer) writes v into those elements now, in place: the KV-cache update
+  // `cache.shrink({{0, H}, {p, p + 1}, {0, D}}).assign(kv)` costs the row, not the cache. Every tensor over the buffer
+  // sees the new values, also a lazy one made before (realize it first to keep the old). False: not such a view.
+  bool write_view(const Tensor& v) TINYGRAD_MEMBER_DEF({
+    const UOp* b = impl_->uop.get();
+    if (detail::is_leaf(b) || impl_->requires_grad) return false;
+    for (; !detail::is_leaf(b); b = b->src[0].get()) {
+      if (b->op == Ops::EXPAND || b->op == Ops::PAD) throw ShapeError("tinygrad::assign: cannot write through a " + std::string(op_name(b->op)) + " view " + sym_str());
+      if (!detail::is_movement(b->op)) return false;
+    }
+    if (b->op != Ops::BUFFER && !b->realized) return false;
+    Tensor nv = v.cast(dtype()).detach();
+    // a value that reads the buffer it overwrites is computed first (one kernel must not read what it writes)
+    for (auto& x : detail::toposort(nv.uop(), [](const UOp* y) { return !detail::is_leaf(y); }))
+      if (detail::is_leaf(x.get()) && x->leaf_buffer() == b->leaf_buffer()) { nv = nv.contiguous().realize(); break; }
+    tinygrad::realize({make_uop(Ops::ASSIGN, dtype(), {impl_->uop, nv.uop()})});
+    return true;
   })
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
   UOpRef param_node(const UOpRef& u) const TINYGRAD_MEMBER_DEF({

@@ -117,6 +117,14 @@ inline Why cast(const UOp& u, Stage) {
 }
 // tensor-graph ops that pass their source's values through
 inline Why same_as_src(const UOp& u, Stage) { return same_dtype(u, 0); }
+// ASSIGN(view, value): the value written in place through the view's movement ops into the buffer below them
+inline Why assign(const UOp& u, Stage) {
+  const UOp* b = u.src[0].get();
+  while (is_movement(b->op) && !is_leaf(b)) b = b->src[0].get();
+  if (!is_leaf(b)) return "an ASSIGN writes through movement ops into a buffer";
+  if (u.src[0]->shape != u.shape || u.src[1]->shape != u.shape) return "an ASSIGN's view and value have its shape";
+  return first({same_dtype(u, 0), same_dtype(u, 1)});
+}
 // movement ops: the arg fits the source's rank (and shape)
 inline Why movement(const UOp& u, Stage) {
   const Shape& in = u.src[0]->shape;
@@ -275,7 +283,8 @@ struct OpSpec {
 constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
   const OpSpec rows[] = {
       {Ops::SINK, ALL & ~L, 0, -1, ArgKind::NONE, sink},
-      {Ops::NOOP}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::NOOP}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::ASSIGN, T, 2, 2, ArgKind::NONE, assign},
       {Ops::DEFINE_VAR, ALL, 0, 0, ArgKind::VEC, define_var},
       {Ops::BIND, T, 3, 3, ArgKind::NONE, bind},  // realize lowers it to its variable
       // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
