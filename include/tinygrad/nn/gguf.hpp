@@ -18,7 +18,8 @@
 // checked (ggml does not: they are bytes).
 //
 // NOTE: plain inline functions, not TINYGRAD_API/TINYGRAD_DEF: the header is opt-in, so the library's implementation
-// TU (impl.hpp) does not include it and could not define them for a separate-compilation program.
+// TU (impl.hpp) does not include it and could not define them for a separate-compilation program. It needs nothing of
+// the tensor engine (json.hpp for StateError, ggml_types.hpp), so including it alone is cheap.
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -33,7 +34,7 @@
 #include <span>
 #include <utility>
 #include <variant>
-#include "../../tinygrad.hpp"
+#include "../json.hpp"  // nn::StateError
 #include "ggml_types.hpp"
 
 namespace tinygrad::nn {
@@ -51,6 +52,13 @@ inline std::string to_string(GGUFType t) {
 
 namespace detail {
 inline constexpr uint32_t gguf_type_count = 13;
+// a key or name from a file, quoted for a message: at most ~100 bytes of it, not cut inside a UTF-8 sequence
+inline std::string gguf_quoted(const std::string& s) {
+  if (s.size() <= 100) return "'" + s + "'";
+  size_t n = 100;
+  while (n > 0 && (uint8_t(s[n]) & 0xC0) == 0x80) n--;
+  return "'" + s.substr(0, n) + "...' (" + std::to_string(s.size()) + " bytes)";
+}
 // bytes of a scalar of type t in the file (0 for STRING and ARRAY, which have a length)
 constexpr uint64_t gguf_scalar_size(GGUFType t) {
   switch (t) {
@@ -380,7 +388,7 @@ class GGUFFile {
   }
   const GGUFValue& at(const std::string& key) const {
     if (auto* v = find(key)) return *v;
-    throw StateError("tinygrad::gguf: " + name_ + ": no metadata key " + detail::quoted(key));
+    throw StateError("tinygrad::gguf: " + name_ + ": no metadata key " + detail::gguf_quoted(key));
   }
   int64_t get_int(const std::string& key) const { return at(key).as_int(what(key)); }
   uint64_t get_uint(const std::string& key) const { return at(key).as_uint(what(key)); }
@@ -399,7 +407,7 @@ class GGUFFile {
   // a tensor's bytes in the file (a tensor of this file, or one with the same offset and size)
   std::span<const uint8_t> data(const GGUFTensor& t) const {
     if (t.offset > bytes_.size() || t.nbytes > bytes_.size() - t.offset)
-      throw StateError("tinygrad::gguf: " + name_ + ": tensor " + detail::quoted(t.name) + " is not in this file");
+      throw StateError("tinygrad::gguf: " + name_ + ": tensor " + detail::gguf_quoted(t.name) + " is not in this file");
     return bytes_.subspan(size_t(t.offset), size_t(t.nbytes));
   }
 
@@ -413,7 +421,7 @@ class GGUFFile {
   std::map<std::string, size_t> keys_, tensor_index_;
   std::vector<GGUFTensor> tensors_;
 
-  std::string what(const std::string& key) const { return name_ + ": key " + detail::quoted(key); }
+  std::string what(const std::string& key) const { return name_ + ": key " + detail::gguf_quoted(key); }
 
   void parse_header() {
     detail::GGUFCursor c{bytes_, name_, 0, {}};
@@ -438,7 +446,7 @@ class GGUFFile {
       c.ctx = "key " + std::to_string(i);
       std::string key = c.str("key length");
       if (key.empty()) c.fail("the key is empty");
-      c.ctx = "key " + detail::quoted(key);
+      c.ctx = "key " + detail::gguf_quoted(key);
       if (keys_.count(key)) c.fail("duplicate key");
       GGUFValue v = detail::gguf_read_value(c);
       keys_.emplace(key, metadata_.size());
@@ -456,7 +464,7 @@ class GGUFFile {
       GGUFTensor t;
       c.ctx = "tensor " + std::to_string(i);
       t.name = c.str("name length");
-      c.ctx = "tensor " + detail::quoted(t.name);
+      c.ctx = "tensor " + detail::gguf_quoted(t.name);
       if (t.name.size() >= detail::gguf_max_name)
         c.fail("the name is " + std::to_string(t.name.size()) + " bytes, ggml allows at most " + std::to_string(detail::gguf_max_name - 1));
       if (tensor_index_.count(t.name)) c.fail("duplicate tensor name");
@@ -491,10 +499,10 @@ class GGUFFile {
     uint64_t expect = 0, file_left = bytes_.size() - data_offset_;
     for (size_t i = 0; i < tensors_.size(); i++) {
       GGUFTensor& t = tensors_[i];
-      c.ctx = "tensor " + detail::quoted(t.name);
+      c.ctx = "tensor " + detail::gguf_quoted(t.name);
       auto range = [](uint64_t b, uint64_t n) { return "[" + std::to_string(b) + ", " + std::to_string(b + n) + ")"; };
       if (t.offset < expect)
-        c.fail("data at " + range(t.offset, t.nbytes) + " overlaps tensor " + detail::quoted(tensors_[i - 1].name) + " at " +
+        c.fail("data at " + range(t.offset, t.nbytes) + " overlaps tensor " + detail::gguf_quoted(tensors_[i - 1].name) + " at " +
                range(tensors_[i - 1].offset - data_offset_, tensors_[i - 1].nbytes) + " (offsets are relative to the data section)");
       if (t.offset > expect)
         c.fail("data offset " + std::to_string(t.offset) + " leaves a gap: ggml requires the tensors dense and in order, so it must be " +
@@ -614,7 +622,7 @@ inline std::vector<uint8_t> gguf_header(const GGUFMetadata& metadata, const std:
   w.uint(metadata.size(), 8);
   std::map<std::string, int> seen;
   for (auto& [key, v] : metadata) {
-    std::string what = "key " + quoted(key);
+    std::string what = "key " + gguf_quoted(key);
     if (key.empty()) gguf_write_fail("an empty key");
     if (key.size() > gguf_max_string) gguf_write_fail(what + ": longer than 2^30 bytes");
     if (seen[key]++) gguf_write_fail(what + " appears twice");
@@ -630,7 +638,7 @@ inline std::vector<uint8_t> gguf_header(const GGUFMetadata& metadata, const std:
   std::map<std::string, int> names;
   uint64_t off = 0;
   for (auto& t : tensors) {
-    std::string what = "tensor " + quoted(t.name);
+    std::string what = "tensor " + gguf_quoted(t.name);
     if (t.name.size() >= gguf_max_name) gguf_write_fail(what + ": the name is longer than ggml's 63 bytes");
     if (names[t.name]++) gguf_write_fail(what + " appears twice");
     if (t.ne.size() > gguf_max_dims) gguf_write_fail(what + ": " + std::to_string(t.ne.size()) + " dimensions, ggml allows at most 4");
