@@ -112,11 +112,11 @@ struct GGUFValue {
   // as_int: any integer type whose value fits int64; as_uint: any integer type whose value is >= 0; as_float: FLOAT32
   // or FLOAT64 (not integers: a float key stored as an integer is a malformed file).
   int64_t as_int(const std::string& what = "value") const {
-    if (type == GGUFType::ARRAY || !(detail::gguf_is_signed(type) || detail::gguf_is_unsigned(type))) throw mismatch(what, "an integer");
+    if (!detail::gguf_is_signed(type) && !detail::gguf_is_unsigned(type)) throw mismatch(what, "an integer");
     return to_int(scalar_int(), what);
   }
   uint64_t as_uint(const std::string& what = "value") const {
-    if (type == GGUFType::ARRAY || !(detail::gguf_is_signed(type) || detail::gguf_is_unsigned(type))) throw mismatch(what, "an integer");
+    if (!detail::gguf_is_signed(type) && !detail::gguf_is_unsigned(type)) throw mismatch(what, "an integer");
     auto v = scalar_int();
     if (auto* i = std::get_if<int64_t>(&v); i && *i < 0)
       throw StateError("tinygrad::gguf: " + what + " is " + std::to_string(*i) + ", not an unsigned integer");
