@@ -211,19 +211,19 @@ inline bool can_dequantize(GGMLType type) {
 // (a float dtype) holding the values of raw: the blocks exactly as stored, a uint8 tensor of any shape with the right
 // byte count. Elementwise over the output: nothing is realized or copied here.
 inline Tensor dequantize(const Tensor& raw, GGMLType type, const std::vector<int64_t>& shape, DType out = DType::Float32) {
-  const char* fn = "tinygrad::nn::dequantize: ";
-  if (!can_dequantize(type)) throw DTypeError(fn + std::string("unsupported ggml type ") + detail::quant_desc(type, shape));
-  if (raw.dtype() != DType::UInt8) throw DTypeError(fn + std::string("raw must be uint8, got ") + to_string(raw.dtype()) + " for " + detail::quant_desc(type, shape));
-  if (!is_float(out)) throw DTypeError(fn + std::string("out must be a float dtype, got ") + to_string(out) + " for " + detail::quant_desc(type, shape));
+  const std::string fn = "tinygrad::nn::dequantize(" + detail::quant_desc(type, shape) + "): ";
+  if (!can_dequantize(type)) throw DTypeError(fn + "unsupported ggml type " + to_string(type));
+  if (raw.dtype() != DType::UInt8) throw DTypeError(fn + "raw must be uint8, got " + to_string(raw.dtype()));
+  if (!is_float(out)) throw DTypeError(fn + "out must be a float dtype, got " + to_string(out));
   int64_t n = tinygrad::detail::checked_prod(shape, "nn::dequantize");
   auto info = ggml_type_info(type);
   if (shape.empty() || shape.back() % info.block != 0)
-    throw ShapeError(fn + std::string("the last dim of ") + detail::quant_desc(type, shape) + " must be a multiple of the block size " + std::to_string(info.block));
-  if (raw.is_symbolic()) throw ShapeError(fn + std::string("raw has a symbolic shape ") + raw.sym_str() + " for " + detail::quant_desc(type, shape));
-  int64_t nblocks = n / info.block;
-  if (raw.numel() != tinygrad::detail::size_mul(nblocks, info.bytes, "nn::dequantize"))
-    throw ShapeError(fn + detail::quant_desc(type, shape) + " needs " + std::to_string(nblocks * info.bytes) + " bytes, raw has " +
-                     std::to_string(raw.numel()) + " (shape " + tinygrad::to_string(raw.shape()) + ")");
+    throw ShapeError(fn + "the last dim must be a multiple of the block size " + std::to_string(info.block));
+  if (raw.is_symbolic()) throw ShapeError(fn + "raw has a symbolic shape " + raw.sym_str());
+  int64_t nblocks = n / info.block, nbytes = tinygrad::detail::size_mul(nblocks, info.bytes, "nn::dequantize");
+  if (raw.numel() != nbytes)
+    throw ShapeError(fn + "needs " + std::to_string(nbytes) + " bytes, raw has " + std::to_string(raw.numel()) + " (shape " +
+                     tinygrad::to_string(raw.shape()) + ")");
   Tensor y = detail::dequantize_blocks(raw.reshape({nblocks, info.bytes}), type).reshape(shape);
   return out == DType::Float32 ? y : y.cast(out);
 }
