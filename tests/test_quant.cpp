@@ -353,3 +353,21 @@ TEST_CASE("quant: bitcast between 16-bit ints and half / bfloat16", "[quant][cl]
   CHECK((Tensor::ones({2}, DType::Float16) * 2.0).bitcast(DType::UInt16).to_vector<uint16_t>() == std::vector<uint16_t>{0x4000, 0x4000});
   CHECK((Tensor::ones({2}, DType::BFloat16) * 2.0).bitcast(DType::Int16).to_vector<int16_t>() == std::vector<int16_t>{0x4000, 0x4000});
 }
+
+TEST_CASE("quant: fp16 fields decode every class of half (zero, subnormal, normal, inf, NaN)", "[quant][cl]") {
+  std::vector<uint16_t> bits{0x0000, 0x8000, 0x0001, 0x83ff, 0x0400, 0x3c00, 0xc000, 0x7bff, 0x7c00, 0xfc00, 0x7e00, 0x1234};
+  std::vector<uint8_t> raw;
+  for (uint16_t b : bits) { raw.push_back(uint8_t(b & 0xff)); raw.push_back(uint8_t(b >> 8)); }
+  auto got = dequantize(raw_tensor(raw), GGMLType::F16, {int64_t(bits.size())}).to_vector<float>();
+  for (size_t i = 0; i < bits.size(); i++) {
+    INFO("half bits " << bits[i]);
+    float want = tinygrad::detail::f16_to_f32(bits[i]);
+    if (std::isnan(want)) CHECK(std::isnan(got[i]));
+    else CHECK((got[i] == want && std::signbit(got[i]) == std::signbit(want)));
+  }
+  // as a block scale: Q8_0 with d = the smallest subnormal and q = -127
+  std::vector<uint8_t> q8(34, 0);
+  q8[0] = 1;
+  q8[2] = uint8_t(int8_t(-127));
+  CHECK(dequantize(raw_tensor(q8), GGMLType::Q8_0, {32}).to_vector<float>()[0] == -127 * std::ldexp(1.0f, -24));
+}
