@@ -200,6 +200,9 @@ class CStyleRenderer : public Renderer {
     if (dt == DType::Float64) c.uses_double = true;
     return vc == 1 ? scalar_type(dt) : vector_type(dt, vc, c);
   }
+  static bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+  // a scalar bitcast to or from a half or bfloat16 (held as a float where lang.half_as_float)
+  bool half_bits(const UOp& x) const { return lang.half_as_float && x.vcount == 1 && (is_half(x.dtype) || is_half(x.src[0]->dtype)); }
   std::string load_value(DType dt, const std::string& e) const {
     if (dt == DType::Bool) return "(" + e + "!=0)";
     if (dt == DType::Float16) return "tg_h2f(" + e + ")";
@@ -511,6 +514,11 @@ inline CStyleRenderer::CStyleRenderer() {
     {Ops::BITCAST, [this, S](Ctx& c, const UOp& x) {
        std::string T = value_type(x.dtype, x.vcount, c), a = S(c, x, 0), v = c.r[&x] = c.name("alu");
        if (x.dtype == DType::Bool) return c.line(cat(T, " ", v, " = (", a, "!=0);"));  // NOTE: a bool's byte must be 0 or 1: any other byte is true
+       if (half_bits(x)) {  // NOTE: a half or bfloat16 is held as a float: reinterpret its 16 storage bits, not the float's
+         value_type(x.src[0]->dtype, 1, c);  // (marks the conversion helpers as used)
+         std::string bits = cat("((unsigned short)", store_value(x.src[0]->dtype, a), ")");
+         return c.line(cat(T, " ", v, " = ", is_half(x.dtype) ? load_value(x.dtype, bits) : cat("((", T, ")", bits, ")"), ";"));
+       }
        c.line(cat(T, " ", v, ";"));
        c.line(cat("{ ", value_type(x.src[0]->dtype, x.vcount, c), " tmp = ", a, "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }"));
      }},
@@ -540,7 +548,7 @@ class GPURenderer : public CStyleRenderer {
     whole_vector = {};  // arithmetic runs per lane (CUDA has no vector operators)
     // a bitcast through a union
     rules[size_t(Ops::BITCAST)] = [this, base = rules[size_t(Ops::BITCAST)]](Ctx& c, const UOp& x) {
-      if (x.dtype == DType::Bool) return base(c, x);
+      if (x.dtype == DType::Bool || half_bits(x)) return base(c, x);
       std::string T = value_type(x.dtype, x.vcount, c), a = get(c, *x.src[0]), v = c.r[&x] = c.name("alu");
       c.line(cat(T, " ", v, ";"));
       c.line(cat("{ union { ", value_type(x.src[0]->dtype, x.vcount, c), " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }"));
