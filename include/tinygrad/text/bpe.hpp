@@ -276,7 +276,8 @@ class BPETokenizer {
   // (smollm); Split(the Llama 3 regex, Isolated) + ByteLevel without its regex (llama-bpe)
   Pre json_family(const tinygrad::detail::Json* pre) const {
     using tinygrad::detail::Json;
-    static const std::string llama3 = R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    static const std::string llama3 = std::string(R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|)") +
+                                      R"( ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
     std::vector<const Json*> steps;
     if (str_of(pre, "type") == "Sequence") {
       const Json* s = member(pre, "pretokenizers");
