@@ -224,5 +224,8 @@ TEST_CASE("bpe: bad vocabularies and files are StateErrors that name the problem
                  "decoder \"BPEDecoder\""));
   CHECK(contains(msg([&] { BPETokenizer::from_json(edit("\"id\":0,", "\"id\":9000,")); }), "past the vocabulary"));
   CHECK(contains(msg([&] { BPETokenizer::from_json(edit("\"Ġt\":", "\"zz\":600,\"Ġt\":")); }), "token \"zz\" has no id in [0, 501)"));
+  CHECK(contains(msg([&] { BPETokenizer::from_json(edit("\"post_processor\":{\"type\":\"ByteLevel\"",
+                                                        "\"post_processor\":{\"type\":\"RobertaProcessing\"")); }),
+                 "post_processor \"RobertaProcessing\" is not supported"));
   CHECK_THROWS_AS(BPETokenizer::from_file("/nonexistent/tokenizer.json"), StateError);
 }

@@ -91,7 +91,8 @@ def tiny(family):
     tok.train_from_iterator([CORPUS] * 3, trainer=trainer)
     if family == "llama":
         tok.add_tokens([AddedToken("<tool>", special=False, normalized=False)])  # user-defined: matched always
-        tok.post_processor = processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", 0)])
+        tok.post_processor = processors.Sequence([processors.ByteLevel(trim_offsets=False),  # as Llama 3's
+                                                  processors.TemplateProcessing(single="<|begin_of_text|> $A", special_tokens=[("<|begin_of_text|>", 0)])])
     else:
         tok.post_processor = processors.ByteLevel(trim_offsets=False)
     return tok

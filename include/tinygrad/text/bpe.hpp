@@ -374,10 +374,19 @@ class BPETokenizer {
       } else fail(where + " is neither \"a b\" nor [\"a\", \"b\"]");
     }
     set_merges(pairs);
-    // post-processor: ByteLevel (offsets only), or a template with one special token before the sequence (bos)
-    const Json* post = find(root, "post_processor");
-    std::string post_type = post && post->kind != Json::Null ? str_of(post, "type") : "none";
-    if (post_type == "TemplateProcessing") {
+    // post-processor: ByteLevel (offsets only), a template with one special token before the sequence (bos), or a
+    // Sequence of those (Llama 3)
+    std::vector<const Json*> posts;
+    if (const Json* post = find(root, "post_processor"); str_of(post, "type") == "Sequence") {
+      const Json* ps = find(*post, "processors");
+      if (!ps || ps->kind != Json::Arr) fail("post_processor Sequence has no \"processors\" array");
+      for (auto& p : ps->arr) posts.push_back(&p);
+    } else if (post && post->kind != Json::Null) posts.push_back(post);
+    for (const Json* post : posts) {
+      std::string post_type = str_of(post, "type");
+      if (post_type == "ByteLevel") continue;
+      if (post_type != "TemplateProcessing")
+        fail("post_processor \"" + post_type + "\" is not supported (only ByteLevel, TemplateProcessing, a Sequence of them)");
       const Json* single = find(*post, "single");
       if (!single || single->kind != Json::Arr) fail("post_processor has no \"single\" template");
       std::vector<std::string> before;
@@ -385,18 +394,17 @@ class BPETokenizer {
       for (auto& p : single->arr) {
         if (find(p, "Sequence")) { seen = true; continue; }
         std::string id = str_of(find(p, "SpecialToken"), "id");
-        if (seen || id == "none") fail("post_processor: only a template of one special token before the sequence is supported");
+        if (seen || id == "none" || !before.empty())
+          fail("post_processor: only a template of at most one special token before the sequence is supported");
         before.push_back(id);
       }
-      if (before.size() > 1) fail("post_processor: only a template of one special token before the sequence is supported");
       if (before.size() == 1) {
         int32_t bos = token_to_id(before[0]);
         if (bos < 0) fail("post_processor: token \"" + before[0] + "\" is not in the vocabulary");
         if (special.bos < 0) special.bos = bos;
         special.add_bos = true;
       }
-    } else if (post_type != "ByteLevel" && post_type != "none")
-      fail("post_processor \"" + post_type + "\" is not supported (only ByteLevel, TemplateProcessing)");
+    }
     set_special(special);
   }
 
