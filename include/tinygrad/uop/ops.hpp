@@ -280,6 +280,7 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   u->key = h;
   u->shape = detail::infer_shape(*u);
   u->dyn = detail::infer_dyn(*u);
+  if (std::none_of(u->dyn.begin(), u->dyn.end(), [](const UOpRef& d) { return bool(d); })) u->dyn.clear();  // no symbolic dim left
   detail::compute_vrange(*u);
   // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
   if (is_float(dtype)) {
