@@ -6,8 +6,12 @@
 #include <tinygrad.hpp>
 #include <tinygrad/models/llama.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include "smollm2.hpp"
@@ -78,4 +82,108 @@ TEST_CASE("llama: SmolLM2's logits agree with a float64 reference, and its greed
     if (k == 0) compiled = tinygrad::run_stats().kernels_compiled;
   }
   CHECK(tinygrad::run_stats().kernels_compiled == compiled);  // the third prompt replays the captured steps: nothing compiles
+}
+
+namespace {
+namespace nn = tinygrad::nn;
+// GPT-2's byte-to-unicode spelling of byte b (printable bytes as themselves, the rest from U+0100 on), as UTF-8
+std::string byte_token(int b) {
+  auto printable = [](int c) { return (c >= '!' && c <= '~') || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE; };
+  int cp = b, next = 256;
+  if (!printable(b)) for (int c = 0; c < b; c++) if (!printable(c)) next++;
+  if (!printable(b)) cp = next;
+  std::string s;
+  if (cp < 0x80) s += char(cp);
+  else { s += char(0xC0 | cp >> 6); s += char(0x80 | (cp & 0x3F)); }
+  return s;
+}
+
+// a small random Llama (2 blocks, width 256, 4 query and 2 kv heads, FFN 512, 260 tokens: the 256 bytes and four
+// specials) with its matrices in `type` -- and, in `f32`, the same model with those matrices as their dequantized values
+void write_tiny_llama(const std::string& path, const std::string& f32, nn::GGMLType type) {
+  constexpr int64_t L = 2, D = 256, H = 4, KV = 2, F = 512;
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; b++) tokens.push_back(byte_token(b));
+  for (const char* s : {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<pad>"}) tokens.push_back(s);
+  std::vector<int64_t> types(256, 1);
+  types.insert(types.end(), 4, 3);
+  const int64_t V = int64_t(tokens.size());
+  nn::GGUFMetadata meta = {
+      {"general.architecture", nn::GGUFValue::str("llama")},
+      {"llama.block_count", nn::GGUFValue::u32(L)},
+      {"llama.context_length", nn::GGUFValue::u32(256)},
+      {"llama.embedding_length", nn::GGUFValue::u32(D)},
+      {"llama.feed_forward_length", nn::GGUFValue::u32(F)},
+      {"llama.attention.head_count", nn::GGUFValue::u32(H)},
+      {"llama.attention.head_count_kv", nn::GGUFValue::u32(KV)},
+      {"llama.rope.freq_base", nn::GGUFValue::f32(10000)},
+      {"llama.attention.layer_norm_rms_epsilon", nn::GGUFValue::f32(1e-5f)},
+      {"tokenizer.ggml.model", nn::GGUFValue::str("gpt2")},
+      {"tokenizer.ggml.pre", nn::GGUFValue::str("gpt2")},
+      {"tokenizer.ggml.tokens", nn::GGUFValue::strings(tokens)},
+      {"tokenizer.ggml.token_type", nn::GGUFValue::array(nn::GGUFType::INT32, types)},
+      {"tokenizer.ggml.merges", nn::GGUFValue::strings({})},
+      {"tokenizer.ggml.eos_token_id", nn::GGUFValue::u32(258)},
+  };
+  std::mt19937 rng(uint32_t(type) + 7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<std::vector<uint8_t>> store, store32;
+  std::vector<nn::GGUFTensorData> q, f;
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, bool matrix) {
+    int64_t n = 1;
+    for (auto s : shape) n *= s;
+    std::vector<float> v(static_cast<size_t>(n));
+    float scale = matrix ? 1.0f / std::sqrt(float(shape.back())) : 0.1f;
+    for (auto& x : v) x = (matrix ? 0.0f : 1.0f) + scale * normal(rng);
+    std::vector<int64_t> ne(shape.rbegin(), shape.rend());
+    nn::GGMLType t = matrix ? type : nn::GGMLType::F32;
+    store.push_back(nn::quantize(v, t));
+    q.push_back({name, ne, t, store.back()});
+    // the dequantized values, as float32
+    std::vector<float> back = t == nn::GGMLType::F32 ? v
+        : nn::dequantize(Tensor::from_bytes(store.back().data(), tinygrad::DType::UInt8, {int64_t(store.back().size())}), t, shape).to_vector<float>();
+    store32.emplace_back(reinterpret_cast<const uint8_t*>(back.data()), reinterpret_cast<const uint8_t*>(back.data() + back.size()));
+    f.push_back({name, ne, nn::GGMLType::F32, store32.back()});
+  };
+  store.reserve(64), store32.reserve(64);
+  add("token_embd.weight", {V, D}, true);
+  add("output_norm.weight", {D}, false);
+  for (int64_t i = 0; i < L; i++) {
+    std::string b = "blk." + std::to_string(i) + ".";
+    add(b + "attn_norm.weight", {D}, false);
+    add(b + "attn_q.weight", {D, D}, true);
+    add(b + "attn_k.weight", {KV * D / H, D}, true);
+    add(b + "attn_v.weight", {KV * D / H, D}, true);
+    add(b + "attn_output.weight", {D, D}, true);
+    add(b + "ffn_norm.weight", {D}, false);
+    add(b + "ffn_gate.weight", {F, D}, true);
+    add(b + "ffn_up.weight", {F, D}, true);
+    add(b + "ffn_down.weight", {D, F}, true);
+  }
+  nn::gguf_write(path, meta, q);
+  nn::gguf_write(f32, meta, f);
+}
+}  // namespace
+
+TEST_CASE("llama: a small random model in every weight type runs as its float32 twin, jitted and not", "[llama][cl]") {
+  auto dir = std::filesystem::temp_directory_path() / ("tg_llama_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (auto type : {nn::GGMLType::F32, nn::GGMLType::F16, nn::GGMLType::BF16, nn::GGMLType::Q4_0, nn::GGMLType::Q4_1,
+                    nn::GGMLType::Q8_0, nn::GGMLType::Q4_K, nn::GGMLType::Q6_K}) {
+    INFO(nn::to_string(type));
+    std::string pq = (dir / "q.gguf").string(), pf = (dir / "f.gguf").string();
+    write_tiny_llama(pq, pf, type);
+    models::Llama a(pq, {.max_context = 64, .chunk = 8}), b(pf, {.max_context = 64, .chunk = 8});
+    std::vector<int32_t> ids = a.tokenizer().encode("<|im_start|>Hello, world! 123 <|im_end|>", true);
+    REQUIRE(ids.size() == 20);  // 18 bytes, the two specials whole
+    auto la = a.logits(ids).to_vector<float>(), lb = b.logits(ids).to_vector<float>();
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < la.size(); i++) err += std::pow(double(la[i]) - lb[i], 2), norm += double(lb[i]) * lb[i];
+    CHECK(std::sqrt(err / norm) <= 1e-5);
+    // the jitted path: greedy, 6 new tokens, the same as the twin's
+    a.reset(), b.reset();
+    models::GenerateOptions g{.max_tokens = 6, .sampling = {}, .stop_at_eos = false};
+    CHECK(a.generate(ids, g) == b.generate(ids, g));
+  }
+  std::filesystem::remove_all(dir);
 }
