@@ -39,7 +39,7 @@ std::vector<int32_t> ints(const Json& a) {
 TEST_CASE("llama: SmolLM2's logits agree with a float64 reference, and its greedy continuation is the reference's", "[llama]") {
   TG_REQUIRE_SMOLLM2(path);
   Json ref = reference();
-  models::Llama lm(*path, {.max_context = 512, .chunk = 64});
+  models::SmolLM2_135M lm(*path, {.max_context = 512, .chunk = 64});  // its sizes checked against the file
   const auto& c = lm.config();
   REQUIRE((c.n_layers == 30 && c.dim == 576 && c.n_heads == 9 && c.n_kv_heads == 3 && c.hidden == 1536 && c.vocab == 49152));
   REQUIRE(c.rope_base == 100000);
@@ -100,7 +100,7 @@ std::string byte_token(int b) {
 
 // a small random Llama (2 blocks, width 256, 4 query and 2 kv heads, FFN 512, 260 tokens: the 256 bytes and four
 // specials) with its matrices in `type` -- and, in `f32`, the same model with those matrices as their dequantized values
-void write_tiny_llama(const std::string& path, const std::string& f32, nn::GGMLType type) {
+void write_tiny_llama(const std::string& path, const std::string& f32, nn::GGMLType type, const std::string& skip = "") {
   constexpr int64_t L = 2, D = 256, H = 4, KV = 2, F = 512;
   std::vector<std::string> tokens;
   for (int b = 0; b < 256; b++) tokens.push_back(byte_token(b));
@@ -138,7 +138,7 @@ void write_tiny_llama(const std::string& path, const std::string& f32, nn::GGMLT
     std::vector<int64_t> ne(shape.rbegin(), shape.rend());
     nn::GGMLType t = matrix ? type : nn::GGMLType::F32;
     store.push_back(nn::quantize(v, t));
-    q.push_back({name, ne, t, store.back()});
+    if (name != skip) q.push_back({name, ne, t, store.back()});
     // the dequantized values, as float32
     std::vector<float> back = t == nn::GGMLType::F32 ? v
         : nn::dequantize(Tensor::from_bytes(store.back().data(), tinygrad::DType::UInt8, {int64_t(store.back().size())}), t, shape).to_vector<float>();
@@ -184,6 +184,11 @@ TEST_CASE("llama: a small random model in every weight type runs as its float32 
     a.reset(), b.reset();
     models::GenerateOptions g{.max_tokens = 6, .sampling = {}, .stop_at_eos = false};
     CHECK(a.generate(ids, g) == b.generate(ids, g));
+    if (type == nn::GGMLType::Q8_0) {  // a program compiled for other sizes refuses the file, naming the setting
+      CHECK_THROWS_WITH(models::SmolLM2_135M(pq), Catch::Matchers::Contains("block_count is 2, the program is compiled for 30"));
+      write_tiny_llama(pq, pf, type, "blk.1.ffn_up.weight");  // and a file without one of the tensors
+      CHECK_THROWS_WITH(models::Llama(pq), Catch::Matchers::Contains("has no tensor 'blk.1.ffn_up.weight'"));
+    }
   }
   std::filesystem::remove_all(dir);
 }

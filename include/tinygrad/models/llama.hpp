@@ -187,6 +187,7 @@ class Llama {
 
   // the logits (vocab,) after the tokens, which go to positions position().. (unjitted: tests; generate() uses the jits)
   Tensor logits(const std::vector<int32_t>& tokens) {
+    if (tokens.empty()) throw Error("tinygrad::models::Llama::logits: no tokens");
     check_room(int64_t(tokens.size()));
     Tensor out;
     for (size_t at = 0; at < tokens.size(); at += size_t(opts_.chunk)) {
@@ -376,5 +377,31 @@ class Llama {
   std::optional<TinyJit<DecodeFn>> decode_;
   GenerateStats stats_;
 };
+
+// A Llama whose sizes are known at compile time: loading checks the file against them (a ShapeError naming the
+// setting), and the sizes are constants of the program (static_asserts check that they fit together).
+template <int64_t Layers, int64_t Dim, int64_t Heads, int64_t KVHeads, int64_t Hidden, int64_t Vocab>
+class LlamaOf : public Llama {
+  static_assert(Layers > 0 && Dim > 0 && Heads > 0 && KVHeads > 0 && Hidden > 0 && Vocab > 0, "sizes are positive");
+  static_assert(Dim % Heads == 0, "the heads divide the width");
+  static_assert(Heads % KVHeads == 0, "the kv heads divide the query heads");
+  static_assert((Dim / Heads) % 2 == 0, "RoPE rotates pairs: the head size is even");
+
+ public:
+  static constexpr int64_t layers = Layers, dim = Dim, heads = Heads, kv_heads = KVHeads, hidden = Hidden, vocab = Vocab;
+  explicit LlamaOf(const std::string& path, LlamaOptions opts = {}) : Llama(path, std::move(opts)) {
+    const LlamaConfig& c = config();
+    auto check = [&](const char* what, int64_t want, int64_t got) {
+      if (want != got)
+        throw ShapeError("tinygrad::models::LlamaOf: " + path + ": " + what + " is " + std::to_string(got) + ", the program is compiled for " +
+                         std::to_string(want));
+    };
+    check("block_count", Layers, c.n_layers), check("embedding_length", Dim, c.dim), check("attention.head_count", Heads, c.n_heads);
+    check("attention.head_count_kv", KVHeads, c.n_kv_heads), check("feed_forward_length", Hidden, c.hidden);
+    check("the vocabulary", Vocab, c.vocab);
+  }
+};
+// SmolLM2-135M(-Instruct): 30 blocks of width 576, 9 query and 3 kv heads, FFN 1536, 49152 tokens
+using SmolLM2_135M = LlamaOf<30, 576, 9, 3, 1536, 49152>;
 
 }  // namespace tinygrad::models
