@@ -1,8 +1,8 @@
 // Matvecs on quantized weights (nn/quant.hpp) on DEV (default CPU): y = x W^T with x float32 {1, K} and W {N, K}
-// dequantized inside the matvec's one kernel from Q4_1 and Q4_K blocks, against the same matvec on a float32 W.
+// dequantized inside the matvec's one kernel from Q4_1, Q8_0 and Q4_K blocks, against the same matvec on a float32 W.
 // Prints the best of REPS runs (default 5) as the weight's bytes read per second: quantized GB/s counts the packed
-// bytes (5 bits per weight for Q4_1, 4.5 for Q4_K), float32 GB/s 32 bits per weight; "Mw/s" is millions of weights
-// per second, the figure that compares the three.
+// bytes (5 bits per weight for Q4_1, 8.5 for Q8_0, 4.5 for Q4_K), float32 GB/s 32 bits per weight; "Mw/s" is millions
+// of weights per second, the figure that compares them.
 #include <tinygrad.hpp>
 #include <tinygrad/nn/quant.hpp>
 #include <algorithm>
@@ -31,8 +31,9 @@ double best_of(const std::string& dev, int reps, F f) {
 int main() {
   const std::string dev = default_device();
   const int reps = int(detail::getenv_int("REPS", 5));
-  std::printf("device %s, best of %d\n%6s %6s | %-10s %8s %8s | %-10s %8s %8s | %-10s %8s %8s\n", dev.c_str(), reps, "K", "N", "Q4_1 ms",
-              "GB/s", "Mw/s", "Q4_K ms", "GB/s", "Mw/s", "F32 ms", "GB/s", "Mw/s");
+  std::printf("device %s, best of %d\n%6s %6s", dev.c_str(), reps, "K", "N");
+  for (const char* t : {"Q4_1 ms", "Q8_0 ms", "Q4_K ms", "F32 ms"}) std::printf(" | %-10s %8s %8s", t, "GB/s", "Mw/s");
+  std::printf("\n");
   std::mt19937 g(1);
   std::normal_distribution<float> nd(0, 1);
   for (auto [k, n] : {std::pair<int64_t, int64_t>{576, 1536}, {576, 49152}, {1536, 576}, {1536, 1536}, {1536, 8192}}) {
@@ -41,7 +42,7 @@ int main() {
     for (auto& v : xv) v = nd(g);
     Tensor x = Tensor(xv, {1, k}).realize();
     std::printf("%6lld %6lld", (long long)k, (long long)n);
-    for (GGMLType t : {GGMLType::Q4_1, GGMLType::Q4_K, GGMLType::F32}) {
+    for (GGMLType t : {GGMLType::Q4_1, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::F32}) {
       if (k % nn::ggml_type_info(t).block != 0) {  // 576 is no multiple of 256 (llama.cpp stores such rows in other types)
         std::printf(" | %10s %8s %8s", "-", "-", "-");
         continue;
