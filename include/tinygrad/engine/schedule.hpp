@@ -550,7 +550,12 @@ class Scheduler {
     // reduces of different lengths stay apart: one kernel's opts would have to serve both loops (a conv's input
     // gradient, 576 terms, joined to the max-pool's 4-term count of maxima, lost its GEMM tile: 399 us on an H100)
     if (ji.reduce && ji.terms != gi.terms) return std::nullopt;
-    bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; });
+    // NOTE: sharing means j's reduce walks nothing g does not: q, k and v of one input each walk their own weight, and
+    // side by side in one kernel the three loops lost the opts each gets alone (a quantized matvec's block unroll)
+    bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; }) &&
+                 std::all_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) {
+                   return gi.reduce_reads.count(s) > 0 || std::find(gi.writes.begin(), gi.writes.end(), s) != gi.writes.end();
+                 });
     bool reads_g = std::any_of(gi.writes.begin(), gi.writes.end(), [&](int s) { return ji.reads.count(s) > 0; });
     if (!share && !reads_g) return std::nullopt;
     // j's loop ranges renamed to g's (a loop's id is its dim: outputs of shape (1,C,1,1) and (C,) run the same loop)

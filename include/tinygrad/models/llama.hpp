@@ -259,12 +259,14 @@ class Llama {
       // NOTE: realized at each block: the cache write below realizes this block's keys and values now, which would
       // otherwise compute every block before it again
       x = x.realize();
-      x = x + attention(b, rms(x, b.attn_norm), cos, sin, start, n, mask);
-      Tensor h = rms(x, b.ffn_norm);
-      x = x + linear(linear(h, b.w_gate).silu() * linear(h, b.w_up), b.w_down);
+      // NOTE: the inputs of the matmuls are computed first (contiguous): fused in, a norm or the attention would be
+      // computed again for every output of the matmul, and a matmul of quantized weights alone gets its block opts
+      x = x + attention(b, rms(x, b.attn_norm).contiguous(), cos, sin, start, n, mask);
+      Tensor h = rms(x, b.ffn_norm).contiguous();
+      x = x + linear((linear(h, b.w_gate).contiguous().silu() * linear(h, b.w_up).contiguous()).contiguous(), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
-    Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({n, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_);
+    Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({n, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_).contiguous();
     return linear(last, out_).reshape({cfg_.vocab});
   }
 
@@ -321,8 +323,9 @@ class Llama {
   Tensor attention(Block& b, const Tensor& h, const Tensor& cos, const Tensor& sin, const SInt& start, const SInt& n,
                    const std::optional<Tensor>& mask) {
     int64_t H = cfg_.n_heads, KV = cfg_.n_kv_heads, D = cfg_.head_dim, G = H / KV;
-    Tensor q = rotate(linear(h, b.wq).reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
-    Tensor k = rotate(linear(h, b.wk).reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
+    // NOTE: the products first (contiguous): RoPE fused into them would run each pair's two rows per output
+    Tensor q = rotate(linear(h, b.wq).contiguous().reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
+    Tensor k = rotate(linear(h, b.wk).contiguous().reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
     Tensor v = linear(h, b.wv).reshape({n, SInt(KV), SInt(D)});
     SInt total = start + n;
     // this chunk's keys and values into the cache at start..start+n, in place
@@ -333,7 +336,7 @@ class Llama {
     Tensor s = qh.matmul(keys.transpose(-1, -2)) * (1.0 / std::sqrt(double(D)));  // (KV, G, n, total)
     if (mask) s = mask->where(s, -INFINITY);
     Tensor o = s.softmax(-1).matmul(vals);  // (KV, G, n, D)
-    return linear(o.reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)}), b.wo);
+    return linear(o.reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)}).contiguous(), b.wo);
   }
   // the sampled next token (1,) int32 from the logits (vocab,)
   Tensor sample(const Tensor& logits, const SamplingOptions& s) const {
