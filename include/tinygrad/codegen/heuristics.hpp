@@ -475,8 +475,8 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // super-block scale, gathered per lane: 10x slower): a lane's bytes are gathered or, contiguous in the block, loaded
   // as one vector; the block's scales are the same for every lane (a Q4_1 matvec: 2x faster than scalar)
   UOpRef raxis;
-  bool quant = has_reduce && f.loops.size() == 1 && !nested &&
-               std::any_of(f.loads.begin(), f.loads.end(), [&](auto& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); });
+  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
+  bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
   auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
     const UOpRef& r = f.red_rngs.back();
@@ -484,7 +484,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
     for (auto& l : f.loads) {
       int c = f.stride(l, r);
-      if (is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt) && qblock % lanes == 0 && qmost <= qblock) continue;
+      if (narrow_int(l) && qblock % lanes == 0 && qmost <= qblock) continue;
       ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
       any |= c == 1;
     }
