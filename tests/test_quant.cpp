@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 #include <tinygrad/nn/quant.hpp>
+#include "one_kernel.hpp"
 
 #include <cmath>
 #include <cstring>
@@ -310,6 +311,71 @@ TEST_CASE("quant: a matvec on quantized weights is one kernel over the raw bytes
         mag += std::fabs(double(xv[j]) * w[i * size_t(k) + j].v);
       }
       CHECK(std::fabs(got[i] - want) <= 1e-5 * mag);
+    }
+  }
+}
+
+// y's one kernel on the CPU with opts (not the heuristic's), its output
+std::vector<float> run_with_opts(const Tensor& y, const std::vector<tinygrad::Opt>& opts) {
+  auto s = one_kernel_schedule(y);
+  auto& kern = s.spec.kernels[0];
+  auto& d = tinygrad::detail::get_device("CPU");
+  auto prog = tinygrad::detail::to_program(kern.ast, *d.renderer, opts);
+  INFO(prog.src);
+  auto bin = d.rt.compiler->compile_many({prog.src})[0];
+  auto bufs = s.bufs;
+  for (auto& [dt, n] : s.spec.new_slots) bufs.push_back(std::make_shared<tinygrad::Buffer>("CPU", dt, n));
+  std::vector<void*> ptrs;
+  for (int slot : kern.slots) ptrs.push_back(bufs[size_t(slot)]->ptr());
+  d.rt.load(prog.fn, bin, prog.launch)->call(ptrs, {}, true);
+  auto& out = *bufs[size_t(kern.slots[0])];
+  std::vector<float> r(size_t(out.size));
+  out.copyout(r.data());
+  return r;
+}
+
+TEST_CASE("quant: the CPU heuristic decodes a block's scales once a block; vector lanes gather the bytes", "[quant]") {
+  using tinygrad::Opt;
+  using tinygrad::OptOp;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
+  int64_t lanes = ren.vector_lanes(DType::Float32);
+  int64_t n = 24, k = 512;
+  std::vector<float> xv = random_values(size_t(k), 256, 5);
+  Tensor x = Tensor(xv, {1, k}).realize();
+  for (GGMLType t : {GGMLType::Q4_1, GGMLType::Q4_0, GGMLType::Q8_0, GGMLType::Q4_K, GGMLType::Q6_K}) {
+    INFO(tinygrad::nn::to_string(t));
+    auto raw = quantize(random_values(size_t(n * k), 256, 12), t);
+    Tensor r = raw_tensor(raw);
+    Tensor y = x.matmul(dequantize(r, t, {n, k}).transpose());
+    auto ast = one_kernel_schedule(y).spec.kernels[0].ast;
+    auto opts = tinygrad::detail::hand_coded_optimizations(ast, ren);
+    std::string s;
+    for (auto& o : opts) s += o.str() + " ";
+    INFO(s);
+    // the reduce unrolled over the rest of the block: 32 in all; the legacy types' lanes on it too (a K type's
+    // super-block scale would be gathered per lane)
+    int64_t unroll = 1, red_lanes = 1;
+    tinygrad::Kernel kern(ast, ren);
+    int64_t red = -1;
+    for (auto& rr : kern.ranges()) if (tinygrad::detail::axis_type(rr) == tinygrad::detail::AxisType::REDUCE) red = rr->range_id();
+    for (auto& o : opts) {
+      if (o.op == OptOp::UNROLL && o.axis == red) unroll *= o.amt;
+      if (o.op == OptOp::VECTOR && o.axis == red) red_lanes *= o.amt;
+    }
+    bool legacy = t == GGMLType::Q4_1 || t == GGMLType::Q4_0 || t == GGMLType::Q8_0;
+    if (lanes > 1) CHECK(red_lanes == (legacy ? lanes : 1));
+    CHECK(unroll * red_lanes == 32);
+    // lanes forced on a K type (as BEAM may try): the super-block's fp16 scales are gathered per lane and decoded per lane
+    if (lanes > 1 && !legacy) {
+      auto w = ref_dequantize(t, raw);
+      std::vector<double> want(static_cast<size_t>(n));
+      for (size_t i = 0; i < size_t(n); i++)
+        for (size_t j = 0; j < size_t(k); j++) want[i] += double(xv[j]) * w[i * size_t(k) + j].v;
+      for (auto& os : {std::vector<Opt>{{OptOp::VECTOR, red, lanes}}, std::vector<Opt>{{OptOp::VECTOR, red, lanes}, {OptOp::UNROLL, red, 4}}}) {
+        auto got = run_with_opts(y, os);
+        REQUIRE(got.size() >= want.size());
+        for (size_t i = 0; i < want.size(); i++) CHECK(std::fabs(got[i] - want[i]) <= 1e-4 * (1 + std::fabs(want[i])));
+      }
     }
   }
 }

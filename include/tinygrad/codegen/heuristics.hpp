@@ -422,16 +422,18 @@ struct CpuTile {
 };
 
 // the block of a quantized operand along the reduce range r: the largest divisor of r's size up to 32 by which some
-// address divides an expression of r (a ggml Q4_1 weight's scales at (k / 32) * 20, its nibbles at k % 16), else 1
-inline int64_t quant_block(const KernelFacts& f, const UOpRef& r) {
+// address divides an expression of r (a ggml Q4_1 weight's scales at (k / 32) * 20, its nibbles at k % 16), else 1;
+// and the largest divisor of all (a K type's super-block of 256)
+inline std::pair<int64_t, int64_t> quant_block(const KernelFacts& f, const UOpRef& r) {
   auto dep = depends_on(f.sink, r);
-  int64_t n = r->range_end(), best = 1;
+  int64_t n = r->range_end(), best = 1, most = 1;
   for (auto& u : f.topo)
     if (u->op == Ops::IDIV && u->src[1]->op == Ops::CONST && dep.count(u->src[0].get())) {
       auto c = int64_t(u->src[1]->const_value());
+      most = std::max(most, c);
       if (c > best && c <= 32 && n % c == 0) best = c;
     }
-  return best;
+  return {best, most};
 }
 // the hand-written heuristic for the CPU (C renderer)
 inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Renderer& ren) {
@@ -468,26 +470,34 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // else the lanes on the innermost reduce axis, when every load walks it contiguously or not at all (x @ W.T, where
   // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
   // output of the register tile, its lanes added after the loop (x @ W.T on a Zen 4: 6x, past Eigen's)
+  // Quantized bytes (loads narrower than the result whose addresses divide the reduce index by a block: ggml's
+  // Q4_0, Q4_1, Q8_0) may take the lanes too where they divide the block and no larger block is read (a K type's
+  // super-block scale, gathered per lane: 10x slower): a lane's bytes are gathered or, contiguous in the block, loaded
+  // as one vector; the block's scales are the same for every lane (a Q4_1 matvec: 2x faster than scalar)
   UOpRef raxis;
+  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
+  bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
+  auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
     const UOpRef& r = f.red_rngs.back();
     bool ok = r->range_end() % lanes == 0 && r->range_end() >= 2 * lanes, any = false;
     for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
     for (auto& l : f.loads) {
       int c = f.stride(l, r);
+      if (narrow_int(l) && qblock % lanes == 0 && qmost <= qblock) continue;
       ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
       any |= c == 1;
     }
     if (ok && any && try_apply(k, {OptOp::VECTOR, r->range_id(), lanes})) raxis = r;
   }
   if (has_reduce && f.reduce_size >= 16) CpuTile{.f = f, .k = k, .vaxis = vaxis, .raxis = raxis, .lanes = lanes}.run();
-  // a reduce over quantized bytes (loads narrower than the result, no vector lanes): the reduce unrolled by its block,
-  // so the block's scales are loaded and decoded once per block, not per element (a Q4_1 matvec on the CPU: ~20x)
-  if (has_reduce && !vaxis && !raxis && f.loops.size() == 1 && !nested &&
-      std::any_of(f.loads.begin(), f.loads.end(), [&](auto& l) { return itemsize(l->src[0]->dtype) < itemsize(out_dt); })) {
+  // a reduce over quantized bytes: the rest of its block (past the lanes) unrolled, so the block's scales are loaded
+  // and decoded once per block, not per element (a Q4_1 matvec on the CPU: ~20x)
+  if (qblock > 1 && !vaxis) {
     const UOpRef& rr = f.red_rngs.back();
-    for (int64_t b = quant_block(f, rr); b > 4; b /= 2)
-      if (size_left(k, rr) == rr->range_end() && try_apply(k, {OptOp::UNROLL, rr->range_id(), b})) break;
+    int64_t n = size_left(k, rr), split = rr->range_end() / n;  // lanes (or an unroll) already taken from it
+    for (int64_t b = qblock % split == 0 ? qblock / split : 1; b >= 2; b /= 2)
+      if (n % b == 0 && try_apply(k, {OptOp::UNROLL, rr->range_id(), b})) break;
   }
   // threads: split the outermost loop axis that divides, when each core gets enough work (applied first)
   int th = ren.threads;

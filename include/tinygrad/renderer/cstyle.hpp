@@ -177,8 +177,11 @@ class CStyleRenderer : public Renderer {
   }
   // a vector's element type (bools are held as ints) and its name: float4, uint4, long2
   std::string vector_elem(DType dt) const { return dt == DType::Bool ? "int" : scalar_type(dt); }
+  // one word (a C typedef's name), as OpenCL spells them: uchar8, char8, ushort8, uint8, long4, ulong4
   static std::string vector_name(const std::string& elem, int vc) {
-    return cat(elem == "unsigned int" ? "uint" : elem == "long long" ? "long" : elem == "unsigned long long" ? "ulong" : elem, vc);
+    std::string e = elem == "signed char" ? "char" : elem == "long long" ? "long" : elem == "unsigned long long" ? "ulong" : elem;
+    if (e.rfind("unsigned ", 0) == 0) e = "u" + e.substr(9);
+    return cat(e, vc);
   }
   // C declares its vector types as GCC vectors; the GPU languages have them built in
   virtual std::string vector_type(DType dt, int vc, Ctx& c) const {
@@ -207,8 +210,8 @@ class CStyleRenderer : public Renderer {
     return vc == 1 ? scalar_type(dt) : vector_type(dt, vc, c);
   }
   static bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
-  // a scalar bitcast to or from a half or bfloat16 (held as a float where lang.half_as_float)
-  bool half_bits(const UOp& x) const { return lang.half_as_float && x.vcount == 1 && (is_half(x.dtype) || is_half(x.src[0]->dtype)); }
+  // a bitcast to or from a half or bfloat16 (held as a float where lang.half_as_float)
+  bool half_bits(const UOp& x) const { return lang.half_as_float && (is_half(x.dtype) || is_half(x.src[0]->dtype)); }
   std::string load_value(DType dt, const std::string& e) const {
     if (dt == DType::Bool) return "(" + e + "!=0)";
     if (dt == DType::Float16) return "tg_h2f(" + e + ")";
@@ -521,9 +524,13 @@ inline CStyleRenderer::CStyleRenderer() {
        std::string T = value_type(x.dtype, x.vcount, c), a = S(c, x, 0), v = c.r[&x] = c.name("alu");
        if (x.dtype == DType::Bool) return c.line(cat(T, " ", v, " = (", a, "!=0);"));  // NOTE: a bool's byte must be 0 or 1: any other byte is true
        if (half_bits(x)) {  // NOTE: a half or bfloat16 is held as a float: reinterpret its 16 storage bits, not the float's
-         value_type(x.src[0]->dtype, 1, c);  // (marks the conversion helpers as used)
-         std::string bits = cat("((unsigned short)", store_value(x.src[0]->dtype, a), ")");
-         return c.line(cat(T, " ", v, " = ", is_half(x.dtype) ? load_value(x.dtype, bits) : cat("((", T, ")", bits, ")"), ";"));
+         value_type(x.src[0]->dtype, 1, c), value_type(x.dtype, 1, c);  // (marks the conversion helpers as used)
+         std::vector<std::string> xs;  // per lane (a vector's: a gathered fp16 field)
+         for (int i = 0; i < x.vcount; i++) {
+           std::string bits = cat("((unsigned short)", store_value(x.src[0]->dtype, x.vcount == 1 ? a : lane(a, i)), ")");
+           xs.push_back(is_half(x.dtype) ? load_value(x.dtype, bits) : cat("((", scalar_type(x.dtype), ")", bits, ")"));
+         }
+         return c.line(cat(T, " ", v, " = ", x.vcount == 1 ? xs[0] : vec(T, xs), ";"));
        }
        c.line(cat(T, " ", v, ";"));
        c.line(cat("{ ", value_type(x.src[0]->dtype, x.vcount, c), " tmp = ", a, "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }"));
