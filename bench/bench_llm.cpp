@@ -46,7 +46,10 @@ double copy_gbs(int threads) {
     double t0 = seconds();
     std::vector<std::thread> ts;
     for (int i = 0; i < threads; i++)
-      ts.emplace_back([&, i] { size_t lo = n * size_t(i) / size_t(threads), hi = n * size_t(i + 1) / size_t(threads); std::memcpy(b.data() + lo, a.data() + lo, hi - lo); });
+      ts.emplace_back([&, i] {
+        size_t lo = n * size_t(i) / size_t(threads), hi = n * size_t(i + 1) / size_t(threads);
+        std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
+      });
     for (auto& t : ts) t.join();
     best = std::max(best, 2.0 * double(n) / (seconds() - t0) / 1e9);
   }

@@ -2922,6 +2922,7 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   u->key = h;
   u->shape = detail::infer_shape(*u);
   u->dyn = detail::infer_dyn(*u);
+  if (std::none_of(u->dyn.begin(), u->dyn.end(), [](const UOpRef& d) { return bool(d); })) u->dyn.clear();  // no symbolic dim left
   detail::compute_vrange(*u);
   // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
   if (is_float(dtype)) {
@@ -3847,12 +3848,18 @@ class CStyleRenderer : public Renderer {
   static bool raw_local(const UOp& buf) { return buf.op == Ops::DEFINE_LOCAL && buf.varg().size() > 2 && buf.varg()[2]; }
   // the dynamic workgroup memory a raw buffer takes (GPU renderers place raw buffers there, 16-byte aligned)
   static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
-  // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix)
+  // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix); half to float by the
+  // compiler's _Float16 where the CPU converts in hardware (x86 F16C: vcvtph2ps, exact for every half, also vectorised;
+  // AArch64: fcvt): a dequantized fp16 scale took ~20 branchy ops and a loop for subnormals
   static constexpr const char* kHalfC =
+      "#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))\n"
+      "TG_FN float tg_h2f(unsigned short h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n"
+      "#else\n"
       "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
       "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
       "  else if (e == 31) r = s | 0x7f800000u | (m << 13); else r = s | ((e + 112) << 23) | (m << 13);\n"
       "  return tg_u2f(r); }\n"
+      "#endif\n"
       "TG_FN unsigned short tg_f2h(float f) { unsigned int x = tg_f2u(f);\n"
       "  unsigned int s = (x >> 16) & 0x8000u, m = x & 0x7fffffu; int e = (int)((x >> 23) & 0xffu) - 112;\n"
       "  if (((x >> 23) & 0xffu) == 0xffu) return (unsigned short)(s | 0x7c00u | (m ? 0x200u : 0u));\n"
@@ -3987,8 +3994,11 @@ class CStyleRenderer : public Renderer {
   }
   // a vector's element type (bools are held as ints) and its name: float4, uint4, long2
   std::string vector_elem(DType dt) const { return dt == DType::Bool ? "int" : scalar_type(dt); }
+  // one word (a C typedef's name), as OpenCL spells them: uchar8, char8, ushort8, uint8, long4, ulong4
   static std::string vector_name(const std::string& elem, int vc) {
-    return cat(elem == "unsigned int" ? "uint" : elem == "long long" ? "long" : elem == "unsigned long long" ? "ulong" : elem, vc);
+    std::string e = elem == "signed char" ? "char" : elem == "long long" ? "long" : elem == "unsigned long long" ? "ulong" : elem;
+    if (e.rfind("unsigned ", 0) == 0) e = "u" + e.substr(9);
+    return cat(e, vc);
   }
   // C declares its vector types as GCC vectors; the GPU languages have them built in
   virtual std::string vector_type(DType dt, int vc, Ctx& c) const {
@@ -4016,6 +4026,9 @@ class CStyleRenderer : public Renderer {
     if (dt == DType::Float64) c.uses_double = true;
     return vc == 1 ? scalar_type(dt) : vector_type(dt, vc, c);
   }
+  static bool is_half(DType dt) { return dt == DType::Float16 || dt == DType::BFloat16; }
+  // a bitcast to or from a half or bfloat16 (held as a float where lang.half_as_float)
+  bool half_bits(const UOp& x) const { return lang.half_as_float && (is_half(x.dtype) || is_half(x.src[0]->dtype)); }
   std::string load_value(DType dt, const std::string& e) const {
     if (dt == DType::Bool) return "(" + e + "!=0)";
     if (dt == DType::Float16) return "tg_h2f(" + e + ")";
@@ -4327,6 +4340,15 @@ inline CStyleRenderer::CStyleRenderer() {
     {Ops::BITCAST, [this, S](Ctx& c, const UOp& x) {
        std::string T = value_type(x.dtype, x.vcount, c), a = S(c, x, 0), v = c.r[&x] = c.name("alu");
        if (x.dtype == DType::Bool) return c.line(cat(T, " ", v, " = (", a, "!=0);"));  // NOTE: a bool's byte must be 0 or 1: any other byte is true
+       if (half_bits(x)) {  // NOTE: a half or bfloat16 is held as a float: reinterpret its 16 storage bits, not the float's
+         value_type(x.src[0]->dtype, 1, c), value_type(x.dtype, 1, c);  // (marks the conversion helpers as used)
+         std::vector<std::string> xs;  // per lane (a vector's: a gathered fp16 field)
+         for (int i = 0; i < x.vcount; i++) {
+           std::string bits = cat("((unsigned short)", store_value(x.src[0]->dtype, x.vcount == 1 ? a : lane(a, i)), ")");
+           xs.push_back(is_half(x.dtype) ? load_value(x.dtype, bits) : cat("((", scalar_type(x.dtype), ")", bits, ")"));
+         }
+         return c.line(cat(T, " ", v, " = ", x.vcount == 1 ? xs[0] : vec(T, xs), ";"));
+       }
        c.line(cat(T, " ", v, ";"));
        c.line(cat("{ ", value_type(x.src[0]->dtype, x.vcount, c), " tmp = ", a, "; __builtin_memcpy(&", v, ", &tmp, sizeof(", T, ")); }"));
      }},
@@ -4356,7 +4378,7 @@ class GPURenderer : public CStyleRenderer {
     whole_vector = {};  // arithmetic runs per lane (CUDA has no vector operators)
     // a bitcast through a union
     rules[size_t(Ops::BITCAST)] = [this, base = rules[size_t(Ops::BITCAST)]](Ctx& c, const UOp& x) {
-      if (x.dtype == DType::Bool) return base(c, x);
+      if (x.dtype == DType::Bool || half_bits(x)) return base(c, x);
       std::string T = value_type(x.dtype, x.vcount, c), a = get(c, *x.src[0]), v = c.r[&x] = c.name("alu");
       c.line(cat(T, " ", v, ";"));
       c.line(cat("{ union { ", value_type(x.src[0]->dtype, x.vcount, c), " a; ", T, " b; } tmp; tmp.a = ", a, "; ", v, " = tmp.b; }"));
@@ -5689,8 +5711,10 @@ inline void check_vector(const OptCheck& c) {
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
   if (lanes <= 1 || (c.o.amt != lanes && c.o.amt * 2 != lanes)) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+  // NOTE: on a reduce axis, narrower integer loads (a quantized weight's bytes) may be gathered per lane
   for (auto& u : toposort(sink))
-    if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)))
+    if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&
+        !(axis_type(r) == AxisType::REDUCE && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
       c.fail("a load walks the axis with a stride, or has another element size");
   check_expand(c);
 }
@@ -6178,6 +6202,20 @@ struct CpuTile {
   }
 };
 
+// the block of a quantized operand along the reduce range r: the largest divisor of r's size up to 32 by which some
+// address divides an expression of r (a ggml Q4_1 weight's scales at (k / 32) * 20, its nibbles at k % 16), else 1;
+// and the largest divisor of all (a K type's super-block of 256)
+inline std::pair<int64_t, int64_t> quant_block(const KernelFacts& f, const UOpRef& r) {
+  auto dep = depends_on(f.sink, r);
+  int64_t n = r->range_end(), best = 1, most = 1;
+  for (auto& u : f.topo)
+    if (u->op == Ops::IDIV && u->src[1]->op == Ops::CONST && dep.count(u->src[0].get())) {
+      auto c = int64_t(u->src[1]->const_value());
+      most = std::max(most, c);
+      if (c > best && c <= 32 && n % c == 0) best = c;
+    }
+  return {best, most};
+}
 // the hand-written heuristic for the CPU (C renderer)
 inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Renderer& ren) {
   if (ren.has_local) return gpu_optimizations(sink, ren);
@@ -6213,19 +6251,35 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // else the lanes on the innermost reduce axis, when every load walks it contiguously or not at all (x @ W.T, where
   // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
   // output of the register tile, its lanes added after the loop (x @ W.T on a Zen 4: 6x, past Eigen's)
+  // Quantized bytes (loads narrower than the result whose addresses divide the reduce index by a block: ggml's
+  // Q4_0, Q4_1, Q8_0) may take the lanes too where they divide the block and no larger block is read (a K type's
+  // super-block scale, gathered per lane: 10x slower): a lane's bytes are gathered or, contiguous in the block, loaded
+  // as one vector; the block's scales are the same for every lane (a Q4_1 matvec: 2x faster than scalar)
   UOpRef raxis;
+  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
+  bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
+  auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
     const UOpRef& r = f.red_rngs.back();
     bool ok = r->range_end() % lanes == 0 && r->range_end() >= 2 * lanes, any = false;
     for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
     for (auto& l : f.loads) {
       int c = f.stride(l, r);
+      if (narrow_int(l) && qblock % lanes == 0 && qmost <= qblock) continue;
       ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
       any |= c == 1;
     }
     if (ok && any && try_apply(k, {OptOp::VECTOR, r->range_id(), lanes})) raxis = r;
   }
   if (has_reduce && f.reduce_size >= 16) CpuTile{.f = f, .k = k, .vaxis = vaxis, .raxis = raxis, .lanes = lanes}.run();
+  // a reduce over quantized bytes: the rest of its block (past the lanes) unrolled, so the block's scales are loaded
+  // and decoded once per block, not per element (a Q4_1 matvec on the CPU: ~20x)
+  if (qblock > 1 && !vaxis) {
+    const UOpRef& rr = f.red_rngs.back();
+    int64_t n = size_left(k, rr), split = rr->range_end() / n;  // lanes (or an unroll) already taken from it
+    for (int64_t b = qblock % split == 0 ? qblock / split : 1; b >= 2; b /= 2)
+      if (n % b == 0 && try_apply(k, {OptOp::UNROLL, rr->range_id(), b})) break;
+  }
   // threads: split the outermost loop axis that divides, when each core gets enough work (applied first)
   int th = ren.threads;
   int64_t work = f.reduce_size * f.total;
@@ -6595,6 +6649,14 @@ inline Why cast(const UOp& u, Stage) {
 }
 // tensor-graph ops that pass their source's values through
 inline Why same_as_src(const UOp& u, Stage) { return same_dtype(u, 0); }
+// ASSIGN(view, value): the value written in place through the view's movement ops into the buffer below them
+inline Why assign(const UOp& u, Stage) {
+  const UOp* b = u.src[0].get();
+  while (is_movement(b->op) && !is_leaf(b)) b = b->src[0].get();
+  if (!is_leaf(b)) return "an ASSIGN writes through movement ops into a buffer";
+  if (u.src[0]->shape != u.shape || u.src[1]->shape != u.shape) return "an ASSIGN's view and value have its shape";
+  return first({same_dtype(u, 0), same_dtype(u, 1)});
+}
 // movement ops: the arg fits the source's rank (and shape)
 inline Why movement(const UOp& u, Stage) {
   const Shape& in = u.src[0]->shape;
@@ -6753,7 +6815,8 @@ struct OpSpec {
 constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
   const OpSpec rows[] = {
       {Ops::SINK, ALL & ~L, 0, -1, ArgKind::NONE, sink},
-      {Ops::NOOP}, {Ops::ASSIGN}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::NOOP}, {Ops::IF}, {Ops::ENDIF},  // no pass makes them yet
+      {Ops::ASSIGN, T, 2, 2, ArgKind::NONE, assign},
       {Ops::DEFINE_VAR, ALL, 0, 0, ArgKind::VEC, define_var},
       {Ops::BIND, T, 3, 3, ArgKind::NONE, bind},  // realize lowers it to its variable
       // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
@@ -7305,6 +7368,14 @@ class Scheduler {
  private:
   int make_root(const UOpRef& u) {
     if (auto it = slot_.find(u.get()); it != slot_.end()) return it->second;
+    if (u->op == Ops::ASSIGN) {  // writes the buffer below its view: that buffer's slot
+      const UOp* b = u->src[0].get();
+      while (!is_leaf(b)) b = b->src[0].get();
+      int s = slot_[u.get()] = slot_.at(b);
+      kroots_.push_back(u);
+      by_ptr_[u.get()] = u;
+      return s;
+    }
     int s = n_inputs_ + int(spec_.new_slots.size());
     spec_.new_slots.emplace_back(u->dtype, prod(u->shape));
     bool outer = !u->dyn.empty() && u->dyn[0] && std::none_of(u->dyn.begin() + 1, u->dyn.end(), [](const UOpRef& d) { return bool(d); });
@@ -7677,9 +7748,18 @@ class Scheduler {
       valid = logical_and(valid, inside(*k, i, idx.back()));
     }
     valid = simplify(valid);
-    UOpRef v = lower(c, k, idx, valid);
     auto g = make_uop(Ops::DEFINE_GLOBAL, k->dtype, {}, int64_t(0));
     std::vector<UOpRef> isrc{g, flat_index(idx, k->shape)};
+    UOpRef v;
+    if (k->op == Ops::ASSIGN) {
+      // the address: the view lowered as a load of its buffer (the kernel's output, param 0) at idx
+      UOpRef at = lower(c, k->src[0], idx, valid);
+      if (at->op != Ops::LOAD || at->src[0]->src[0] != g) throw Error("tinygrad::assign: the view cannot be written through (a padded view?)");
+      isrc[1] = at->src[0]->src[1];
+      v = lower(c, k->src[1], idx, valid);
+    } else {
+      v = lower(c, k, idx, valid);
+    }
     if (!valid->is_const(1)) isrc.push_back(valid);
     auto st = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, k->dtype, std::move(isrc)), v});
     // NOTE: the pieces of a long chain lower to one AST: simplify it once
@@ -7743,7 +7823,12 @@ class Scheduler {
     // reduces of different lengths stay apart: one kernel's opts would have to serve both loops (a conv's input
     // gradient, 576 terms, joined to the max-pool's 4-term count of maxima, lost its GEMM tile: 399 us on an H100)
     if (ji.reduce && ji.terms != gi.terms) return std::nullopt;
-    bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; });
+    // NOTE: sharing means j's reduce walks nothing g does not: q, k and v of one input each walk their own weight, and
+    // side by side in one kernel the three loops lost the opts each gets alone (a quantized matvec's block unroll)
+    bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; }) &&
+                 std::all_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) {
+                   return gi.reduce_reads.count(s) > 0 || std::find(gi.writes.begin(), gi.writes.end(), s) != gi.writes.end();
+                 });
     bool reads_g = std::any_of(gi.writes.begin(), gi.writes.end(), [&](int s) { return ji.reads.count(s) > 0; });
     if (!share && !reads_g) return std::nullopt;
     // j's loop ranges renamed to g's (a loop's id is its dim: outputs of shape (1,C,1,1) and (C,) run the same loop)
@@ -11359,6 +11444,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
+  // an int or an expression of bound variables (p + 1), as an int32 scalar
+  explicit Tensor(const SInt& v, const std::string& device = "") : Tensor(of_sint(v, device)) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
   Tensor(const std::vector<T>& data, Shape shape = {}, std::string device = "") : Tensor(from_vector(data, std::move(shape), std::move(device))) {}
@@ -11532,8 +11619,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
   // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
   Tensor& assign(const Tensor& v) TINYGRAD_MEMBER_DEF({
-    if (v.shape() != shape()) throw ShapeError("tinygrad::assign: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
+    if (v.shape() != shape() || v.sym_str() != sym_str()) throw ShapeError("tinygrad::assign: shape " + v.sym_str() + " does not match " + sym_str());
     same_device(device(), v.device(), "assign");
+    if (write_view(v)) return *this;
     if (auto* r = detail::jit_recorder()) r->assigned(*this);
     Tensor nv = v.cast(dtype());
     UOpRef u = nv.uop();
@@ -12072,6 +12160,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   })
+  static Tensor of_sint(const SInt& v, const std::string& device) TINYGRAD_MEMBER_DEF({
+    std::string dev = device.empty() ? default_device() : device;
+    return Tensor(detail::sym_node(v, dev), dev);
+  })
   static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({
     return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER);
   })
@@ -12083,6 +12175,26 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<UOpRef> src{b};  // a symbolic value keeps its extents
     for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
     return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
+  })
+  // assign() to a view of a realized buffer (shrinks, reshapes, permutes and flips of it: each element of the view
+  // one element of the buffer) writes v into those elements now, in place: the KV-cache update
+  // `cache.shrink({{0, H}, {p, p + 1}, {0, D}}).assign(kv)` costs the row, not the cache. Every tensor over the buffer
+  // sees the new values, also a lazy one made before (realize it first to keep the old). False: not such a view.
+  bool write_view(const Tensor& v) TINYGRAD_MEMBER_DEF({
+    const UOp* b = impl_->uop.get();
+    if (detail::is_leaf(b) || impl_->requires_grad) return false;
+    for (; !detail::is_leaf(b); b = b->src[0].get()) {
+      if (b->op == Ops::EXPAND || b->op == Ops::PAD)
+        throw ShapeError("tinygrad::assign: cannot write through a " + std::string(op_name(b->op)) + " view " + sym_str());
+      if (!detail::is_movement(b->op)) return false;
+    }
+    if (b->op != Ops::BUFFER && !b->realized) return false;
+    Tensor nv = v.cast(dtype()).detach();
+    // a value that reads the buffer it overwrites is computed first (one kernel must not read what it writes)
+    for (auto& x : detail::toposort(nv.uop(), [](const UOp* y) { return !detail::is_leaf(y); }))
+      if (detail::is_leaf(x.get()) && x->leaf_buffer() == b->leaf_buffer()) { nv = nv.contiguous().realize(); break; }
+    tinygrad::realize({make_uop(Ops::ASSIGN, dtype(), {impl_->uop, nv.uop()})});
+    return true;
   })
   // a parameter node for this tensor over value u; a realized u lends it its buffer (no copy: buffers are never written twice)
   UOpRef param_node(const UOpRef& u) const TINYGRAD_MEMBER_DEF({

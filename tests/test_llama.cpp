@@ -140,8 +140,8 @@ void write_tiny_llama(const std::string& path, const std::string& f32, nn::GGMLT
     store.push_back(nn::quantize(v, t));
     if (name != skip) q.push_back({name, ne, t, store.back()});
     // the dequantized values, as float32
-    std::vector<float> back = t == nn::GGMLType::F32 ? v
-        : nn::dequantize(Tensor::from_bytes(store.back().data(), tinygrad::DType::UInt8, {int64_t(store.back().size())}), t, shape).to_vector<float>();
+    Tensor raw = Tensor::from_bytes(store.back().data(), tinygrad::DType::UInt8, {int64_t(store.back().size())});
+    std::vector<float> back = t == nn::GGMLType::F32 ? v : nn::dequantize(raw, t, shape).to_vector<float>();
     store32.emplace_back(reinterpret_cast<const uint8_t*>(back.data()), reinterpret_cast<const uint8_t*>(back.data() + back.size()));
     f.push_back({name, ne, nn::GGMLType::F32, store32.back()});
   };

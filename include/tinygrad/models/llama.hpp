@@ -47,7 +47,8 @@ struct LlamaConfig {
     auto positive = [&](int64_t v, const char* k) { if (v < 1 || v > (int64_t(1) << 24)) throw bad(c.arch + "." + k + " is " + std::to_string(v)); };
     positive(c.n_layers, "block_count"); positive(c.dim, "embedding_length"); positive(c.n_heads, "attention.head_count");
     positive(c.n_kv_heads, "attention.head_count_kv"); positive(c.hidden, "feed_forward_length"); positive(c.context, "context_length");
-    if (c.dim % c.n_heads != 0) throw bad("embedding_length " + std::to_string(c.dim) + " is not a multiple of head_count " + std::to_string(c.n_heads));
+    if (c.dim % c.n_heads != 0)
+      throw bad("embedding_length " + std::to_string(c.dim) + " is not a multiple of head_count " + std::to_string(c.n_heads));
     if (c.n_heads % c.n_kv_heads != 0)
       throw bad("head_count " + std::to_string(c.n_heads) + " is not a multiple of head_count_kv " + std::to_string(c.n_kv_heads));
     c.head_dim = c.dim / c.n_heads;
@@ -94,7 +95,8 @@ struct GenerateStats {
 inline text::BPETokenizer gguf_tokenizer(const nn::GGUFFile& f) {
   std::string model = f.get_string("tokenizer.ggml.model");
   if (model != "gpt2")
-    throw nn::StateError("tinygrad::models::gguf_tokenizer: " + f.name() + ": tokenizer.ggml.model is '" + model + "'; only byte-level BPE ('gpt2') is supported");
+    throw nn::StateError("tinygrad::models::gguf_tokenizer: " + f.name() + ": tokenizer.ggml.model is '" + model +
+                         "'; only byte-level BPE ('gpt2') is supported");
   auto id = [&](const char* k) { return f.has(k) ? int32_t(f.get_int(k)) : -1; };
   text::BPESpecial sp;
   sp.bos = id("tokenizer.ggml.bos_token_id");
@@ -103,7 +105,8 @@ inline text::BPETokenizer gguf_tokenizer(const nn::GGUFFile& f) {
   sp.unk = id("tokenizer.ggml.unknown_token_id");
   sp.add_bos = f.has("tokenizer.ggml.add_bos_token") && f.get_bool("tokenizer.ggml.add_bos_token");
   std::vector<int32_t> types;
-  if (f.has("tokenizer.ggml.token_type")) for (auto t : f.at("tokenizer.ggml.token_type").as_ints("tokenizer.ggml.token_type")) types.push_back(int32_t(t));
+  if (f.has("tokenizer.ggml.token_type"))
+    for (auto t : f.at("tokenizer.ggml.token_type").as_ints("tokenizer.ggml.token_type")) types.push_back(int32_t(t));
   std::string pre = f.has("tokenizer.ggml.pre") ? f.get_string("tokenizer.ggml.pre") : "gpt2";
   return text::BPETokenizer::from_vocab(f.at("tokenizer.ggml.tokens").as_strings("tokenizer.ggml.tokens"),
                                         f.at("tokenizer.ggml.merges").as_strings("tokenizer.ggml.merges"), std::move(types), pre, sp);
@@ -172,7 +175,9 @@ class Llama {
                               weight(b + "ffn_down.weight", {cfg_.dim, cfg_.hidden}),
                               // keys and values of every position: (2, kv heads, positions, head size), plus a chunk of room
                               // (a chunk's rows are written whole: the last may run past the context by its padding)
-                              Tensor::zeros({2, cfg_.n_kv_heads, ctx_ + opts_.chunk, cfg_.head_dim}, DType::Float32, opts_.device).contiguous().realize()});
+                              Tensor::zeros({2, cfg_.n_kv_heads, ctx_ + opts_.chunk, cfg_.head_dim}, DType::Float32, opts_.device)
+                                  .contiguous()
+                                  .realize()});
     }
   }
   Llama(const Llama&) = delete;
@@ -290,13 +295,17 @@ class Llama {
     Shape got = t->shape();
     bool ok = got.size() == want.size();
     for (size_t i = 0; ok && i < got.size(); i++) ok = want[i] < 0 || want[i] == got[i];
-    if (!ok) throw ShapeError("tinygrad::models::Llama: " + file_.name() + ": tensor '" + name + "' is " + to_string(got) + ", the config says " + to_string(want));
+    if (!ok)
+      throw ShapeError("tinygrad::models::Llama: " + file_.name() + ": tensor '" + name + "' is " + to_string(got) + ", the config says " +
+                       to_string(want));
     if (t->type != nn::GGMLType::F32 && !nn::can_dequantize(t->type))
-      throw nn::StateError("tinygrad::models::Llama: " + file_.name() + ": tensor '" + name + "' is " + nn::to_string(t->type) + ", which is not supported");
+      throw nn::StateError("tinygrad::models::Llama: " + file_.name() + ": tensor '" + name + "' is " + nn::to_string(t->type) +
+                           ", which is not supported");
     auto bytes = file_.data(*t);
     // NOTE: the file's pages are the weights on the host device (no copy: resident as they are read); copied elsewhere
     void* p = const_cast<uint8_t*>(bytes.data());
-    Tensor raw = t->type == nn::GGMLType::F32 ? Tensor::from_blob(p, got, DType::Float32) : Tensor::from_blob(p, {int64_t(bytes.size())}, DType::UInt8);
+    Tensor raw = t->type == nn::GGMLType::F32 ? Tensor::from_blob(p, got, DType::Float32)
+                                              : Tensor::from_blob(p, {int64_t(bytes.size())}, DType::UInt8);
     if (opts_.device != host_device()) raw = raw.to(opts_.device).realize();
     return Weight{raw, t->type, got};
   }

@@ -785,7 +785,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOp* b = impl_->uop.get();
     if (detail::is_leaf(b) || impl_->requires_grad) return false;
     for (; !detail::is_leaf(b); b = b->src[0].get()) {
-      if (b->op == Ops::EXPAND || b->op == Ops::PAD) throw ShapeError("tinygrad::assign: cannot write through a " + std::string(op_name(b->op)) + " view " + sym_str());
+      if (b->op == Ops::EXPAND || b->op == Ops::PAD)
+        throw ShapeError("tinygrad::assign: cannot write through a " + std::string(op_name(b->op)) + " view " + sym_str());
       if (!detail::is_movement(b->op)) return false;
     }
     if (b->op != Ops::BUFFER && !b->realized) return false;

@@ -15,51 +15,15 @@
 #include <filesystem>
 #include <unordered_map>
 #include "../../tinygrad.hpp"
-#include "unicode_data.hpp"
+#include "unicode.hpp"
 
 namespace tinygrad::text {
 
 namespace detail {
-using namespace tinygrad::text::detail::unicode;
-
-template <size_t N>
-bool in(const Range (&t)[N], char32_t c) {
-  auto it = std::upper_bound(t, t + N, c, [](char32_t x, const Range& r) { return x < r.lo; });
-  return it != t && c <= it[-1].hi;
-}
-
 inline char32_t lower1(char32_t c) {
   auto it = std::upper_bound(lower, lower + std::size(lower), c, [](char32_t x, const Lower& r) { return x < r.lo; });
   if (it == lower || c > it[-1].hi || (c - it[-1].lo) % char32_t(it[-1].stride)) return c;
   return char32_t(int32_t(c) + it[-1].delta);
-}
-
-// the code points of s; invalid UTF-8 as from_utf8_lossy: one U+FFFD per maximal invalid subpart
-inline std::u32string decode_utf8(std::string_view s) {
-  std::u32string r;
-  for (size_t i = 0; i < s.size();) {
-    uint8_t c = uint8_t(s[i]);
-    if (c < 0x80) { r += char32_t(c); i++; continue; }
-    size_t n = c >= 0xC2 && c <= 0xDF ? 1 : c >= 0xE0 && c <= 0xEF ? 2 : c >= 0xF0 && c <= 0xF4 ? 3 : 0;  // continuation bytes
-    uint8_t lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80, hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;  // of the 2nd byte
-    char32_t cp = c & (0x7Fu >> (n + 1));
-    size_t k = 1;
-    for (; k <= n && i + k < s.size(); k++) {
-      uint8_t b = uint8_t(s[i + k]);
-      if (b < (k == 1 ? lo : 0x80) || b > (k == 1 ? hi : 0xBF)) break;
-      cp = cp << 6 | (b & 0x3Fu);
-    }
-    r += n && k == n + 1 ? cp : U'\uFFFD';
-    i += k;
-  }
-  return r;
-}
-
-inline void append_utf8(std::string& r, char32_t c) {
-  if (c < 0x80) r += char(c);
-  else if (c < 0x800) { r += char(0xC0 | c >> 6); r += char(0x80 | (c & 0x3F)); }
-  else if (c < 0x10000) { r += char(0xE0 | c >> 12); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
-  else { r += char(0xF0 | c >> 18); r += char(0x80 | (c >> 12 & 0x3F)); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
 }
 }  // namespace detail
 
