@@ -99,7 +99,7 @@ TEST_CASE("bpe: tiny gpt2 and llama-bpe tokenizers give the Hugging Face ids", "
   }
 }
 
-TEST_CASE("bpe: llama-bpe's template gives bos; user-defined tokens match always, control ones with parse_special", "[bpe]") {
+TEST_CASE("bpe: llama-bpe's template gives bos, user-defined tokens match always, control ones with parse_special", "[bpe]") {
   auto tok = BPETokenizer::from_file(data_path("bpe_tiny_llama.json"));
   CHECK(tok.add_bos());
   CHECK(tok.bos_id() == 0);
@@ -118,7 +118,7 @@ TEST_CASE("bpe: llama-bpe's template gives bos; user-defined tokens match always
   CHECK(gpt2.vocab_size() == 500);
 }
 
-TEST_CASE("bpe: any bytes encode and decode back, invalid UTF-8 included; streaming keeps characters whole", "[bpe]") {
+TEST_CASE("bpe: any bytes encode and decode back, invalid UTF-8 included, and streaming keeps characters whole", "[bpe]") {
   auto tok = BPETokenizer::from_file(data_path("bpe_tiny_gpt2.json"));
   std::mt19937 rng(39);
   for (int k = 0; k < 200; k++) {
@@ -178,7 +178,7 @@ TEST_CASE("bpe: SmolLM2 gives the Hugging Face ids exactly, from tokenizer.json 
   CHECK(tok.decode(ids) == mb);
 }
 
-TEST_CASE("bpe: bad vocabularies and files are StateErrors that name the problem; bad ids IndexErrors", "[bpe]") {
+TEST_CASE("bpe: bad vocabularies and files are StateErrors that name the problem, bad ids IndexErrors", "[bpe]") {
   using tinygrad::nn::StateError;
   auto msg = [](auto&& f) {
     try { f(); } catch (const tinygrad::Error& e) { return std::string(e.what()); }

@@ -777,19 +777,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
     return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
   })
-  // assign() to a view of a realized buffer (shrinks, reshapes, permutes and flips of it: each element of the view
-  // one element of the buffer) writes v into those elements now, in place: the KV-cache update
+  // assign() to a part of a realized buffer (a shrink of it, with reshapes, permutes and flips: each element of the
+  // view one element of the buffer) writes v into those elements now, in place: the KV-cache update
   // `cache.shrink({{0, H}, {p, p + 1}, {0, D}}).assign(kv)` costs the row, not the cache. Every tensor over the buffer
   // sees the new values, also a lazy one made before (realize it first to keep the old). False: not such a view.
   bool write_view(const Tensor& v) TINYGRAD_MEMBER_DEF({
     const UOp* b = impl_->uop.get();
     if (detail::is_leaf(b) || impl_->requires_grad) return false;
+    bool part = false;  // a shrink: a part of the buffer (a whole-buffer view, a reshape or permute of it, is rebound)
     for (; !detail::is_leaf(b); b = b->src[0].get()) {
+      if (!detail::is_movement(b->op)) return false;
       if (b->op == Ops::EXPAND || b->op == Ops::PAD)
         throw ShapeError("tinygrad::assign: cannot write through a " + std::string(op_name(b->op)) + " view " + sym_str());
-      if (!detail::is_movement(b->op)) return false;
+      part |= b->op == Ops::SHRINK;
     }
-    if (b->op != Ops::BUFFER && !b->realized) return false;
+    if (!part || (b->op != Ops::BUFFER && !b->realized)) return false;
     Tensor nv = v.cast(dtype()).detach();
     // a value that reads the buffer it overwrites is computed first (one kernel must not read what it writes)
     for (auto& x : detail::toposort(nv.uop(), [](const UOp* y) { return !detail::is_leaf(y); }))
