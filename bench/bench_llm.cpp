@@ -5,14 +5,13 @@
 // to the first token, and the resident memory against the file's tensor bytes + the KV cache.
 //
 //   bench_llm [--model FILE.gguf] [-t THREADS]      LLAMA_BENCH=/path/to/llama-bench runs the peer (else skipped)
-// The model is --model, else $SMOLLM2_DIR/..., else ~/.cache/tinygrad/smollm2/ (tools/fetch_model smollm2).
+// The model is --model, else where tools/fetch_model smollm2 puts it (examples/smollm2.hpp).
 // DEV picks our device (CPU default); THREADS (or -t) our CPU threads and llama-bench's -t.
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,14 +20,13 @@
 #include <tinygrad.hpp>
 #include <tinygrad/models/llama.hpp>
 
+#include "../examples/smollm2.hpp"
 #include "peer.hpp"
 
 extern char** environ;
 using namespace tinygrad;
 
 namespace {
-double seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
 int64_t rss_bytes() {  // VmRSS of this process
   std::ifstream f("/proc/self/status");
   std::string line;
@@ -43,7 +41,7 @@ double copy_gbs(int threads) {
   std::vector<char> a(n, 1), b(n, 2);
   double best = 0;
   for (int rep = 0; rep < 5; rep++) {
-    double t0 = seconds();
+    double t0 = detail::now_s();
     std::vector<std::thread> ts;
     for (int i = 0; i < threads; i++)
       ts.emplace_back([&, i] {
@@ -51,7 +49,7 @@ double copy_gbs(int threads) {
         std::memcpy(b.data() + lo, a.data() + lo, hi - lo);
       });
     for (auto& t : ts) t.join();
-    best = std::max(best, 2.0 * double(n) / (seconds() - t0) / 1e9);
+    best = std::max(best, 2.0 * double(n) / (detail::now_s() - t0) / 1e9);
   }
   return best;
 }
@@ -98,7 +96,7 @@ double peer_ts(const std::string& json, int64_t p, int64_t g) {
 
 int main(int argc, char** argv) {
   pin_device("CPU");
-  const double t_start = seconds();
+  const double t_start = detail::now_s();
   std::string model;
   int threads = cpu_threads();
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -106,12 +104,7 @@ int main(int argc, char** argv) {
     if (a == "--model") model = argv[i + 1];
     else if (a == "-t") threads = std::stoi(argv[i + 1]), flags().threads = threads;
   }
-  if (model.empty()) {
-    std::filesystem::path dir;
-    if (const char* d = std::getenv("SMOLLM2_DIR"); d && *d) dir = d;
-    else if (const char* h = std::getenv("HOME"); h && *h) dir = std::filesystem::path(h) / ".cache" / "tinygrad" / "smollm2";
-    model = (dir / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
-  }
+  if (model.empty()) model = smollm2_path();
   if (!std::filesystem::exists(model)) { std::fprintf(stderr, "%s not found: tools/fetch_model smollm2\n", model.c_str()); return 1; }
   const int64_t P = detail::getenv_int("PP", 512), G = detail::getenv_int("TG", 128);
   models::Llama lm(model, {.max_context = P + G + 64, .chunk = detail::getenv_int("CHUNK", 64)});
@@ -122,7 +115,7 @@ int main(int argc, char** argv) {
   models::GenerateOptions one{.max_tokens = 1, .sampling = {}, .stop_at_eos = false}, gen{.max_tokens = G, .sampling = {}, .stop_at_eos = false};
   // the first run captures the jits (and compiles, on a cold kernel cache); the figures are the best of the runs after
   lm.generate({1, 2, 3, 4}, one);
-  double ttft = seconds() - t_start;
+  double ttft = detail::now_s() - t_start;
   double pp = 0, tg = 0;
   for (int rep = 0; rep < 3; rep++) {
     lm.reset();

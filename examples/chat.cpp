@@ -19,19 +19,13 @@
 #include <tinygrad.hpp>
 #include <tinygrad/models/llama.hpp>
 
+#include "smollm2.hpp"
+
 using namespace tinygrad;
 
 namespace {
 double seconds() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 const double t_start = seconds();  // NOTE: set before main(): time to first token counts loading the model
-
-std::string default_model() {
-  std::filesystem::path dir;
-  if (const char* d = std::getenv("SMOLLM2_DIR"); d && *d) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::filesystem::path(x) / "tinygrad" / "smollm2";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::filesystem::path(h) / ".cache" / "tinygrad" / "smollm2";
-  return (dir / "SmolLM2-135M-Instruct.Q4_1.gguf").string();
-}
 
 int usage(const char* argv0) {
   std::fprintf(stderr,
@@ -43,7 +37,7 @@ int usage(const char* argv0) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = default_model(), prompt, system;
+  std::string model = smollm2_path(), prompt, system;
   models::GenerateOptions gen;
   int64_t ctx = 2048;
   uint64_t seed = 0;

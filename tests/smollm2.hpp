@@ -5,14 +5,12 @@
 #include <optional>
 #include <string>
 
-// $SMOLLM2_DIR, else ${XDG_CACHE_HOME:-$HOME/.cache}/tinygrad/smollm2, when it holds the file
+#include "../examples/smollm2.hpp"
+
+// the file, when it is there
 inline std::optional<std::string> smollm2_file() {
-  std::filesystem::path dir;
-  if (const char* d = std::getenv("SMOLLM2_DIR"); d && *d) dir = d;
-  else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) dir = std::filesystem::path(x) / "tinygrad" / "smollm2";
-  else if (const char* h = std::getenv("HOME"); h && *h) dir = std::filesystem::path(h) / ".cache" / "tinygrad" / "smollm2";
-  auto f = dir / "SmolLM2-135M-Instruct.Q4_1.gguf";
-  if (!dir.empty() && std::filesystem::exists(f)) return f.string();
+  std::string f = smollm2_path();
+  if (std::filesystem::exists(f)) return f;
   return std::nullopt;
 }
 

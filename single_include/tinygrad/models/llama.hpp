@@ -115,31 +115,6 @@ inline text::BPETokenizer gguf_tokenizer(const nn::GGUFFile& f) {
                                         f.at("tokenizer.ggml.merges").as_strings("tokenizer.ggml.merges"), std::move(types), pre, sp);
 }
 
-// bytes of tokens to text a whole UTF-8 character at a time: put() returns what is complete, holding back a character
-// whose bytes continue in the next token
-class Utf8Stream {
- public:
-  std::string put(std::string_view bytes) {
-    held_ += bytes;
-    size_t cut = held_.size();
-    // the start of the last character, if its bytes are not all there yet
-    for (size_t back = 1; back <= 4 && back <= held_.size(); back++) {
-      auto c = uint8_t(held_[held_.size() - back]);
-      if ((c & 0xC0) == 0x80) continue;  // a continuation byte
-      size_t len = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 1;
-      if (len > back) cut = held_.size() - back;
-      break;
-    }
-    std::string out = held_.substr(0, cut);
-    held_.erase(0, cut);
-    return out;
-  }
-  std::string flush() { return std::exchange(held_, {}); }
-
- private:
-  std::string held_;
-};
-
 class Llama {
  public:
   // a weight as the file stores it: its blocks on the device, dequantized lazily where it is used
@@ -223,14 +198,14 @@ class Llama {
       pos_ += n;
     }
     std::vector<int32_t> out;
-    Utf8Stream stream;
+    text::Utf8Stream stream;
     int32_t id = next.item<int32_t>();
     stats_.prefill_s = stats_.first_token_s = now() - t0;
     double t1 = now();
     while (true) {
       out.push_back(id);
       bool eos = o.stop_at_eos && is_eog(id);
-      if (on_token && !on_token(id, eos ? stream.flush() : stream.put(tok_.piece(id)))) break;
+      if (on_token && !on_token(id, eos ? stream.flush() : stream.push(tok_.piece(id)))) break;
       if (eos || int64_t(out.size()) >= o.max_tokens || pos_ >= ctx_) break;
       next = (*decode_)(next, start_->bind(pos_));
       pos_ += 1;
@@ -279,6 +254,7 @@ class Llama {
   }
 
  private:
+  // NOTE: not detail::now_s: an opt-in header sees only the public API in a separate-compilation program
   static double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
   void check_room(int64_t n) const {
     if (pos_ + n > ctx_)
