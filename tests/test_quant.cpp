@@ -437,3 +437,28 @@ TEST_CASE("quant: fp16 fields decode every class of half (zero, subnormal, norma
   q8[2] = uint8_t(int8_t(-127));
   CHECK(dequantize(raw_tensor(q8), GGMLType::Q8_0, {32}).to_vector<float>()[0] == -127 * std::ldexp(1.0f, -24));
 }
+
+TEST_CASE("quant: the CPU heuristic dequantizes a weight into floats a block at a time in vector lanes", "[quant]") {
+  using tinygrad::OptOp;
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
+  int64_t lanes = ren.vector_lanes(DType::Float32);
+  int64_t n = 24, k = 512;
+  for (GGMLType t : {GGMLType::Q4_1, GGMLType::Q4_0, GGMLType::Q8_0}) {
+    INFO(tinygrad::nn::to_string(t));
+    auto raw = quantize(random_values(size_t(n * k), 256, 13), t);
+    Tensor w = dequantize(raw_tensor(raw), t, {n, k});
+    auto ast = one_kernel_schedule(w).spec.kernels[0].ast;
+    auto opts = tinygrad::detail::hand_coded_optimizations(ast, ren);
+    std::string s;
+    for (auto& o : opts) s += o.str() + " ";
+    INFO(s);
+    // the store's axis: vector lanes, the rest of the block upcast (the block's scales decoded once)
+    int64_t per_block = 1;
+    for (auto& o : opts) if (o.op == OptOp::VECTOR || o.op == OptOp::UPCAST) per_block *= o.amt;
+    if (lanes > 1) CHECK(per_block == 32);
+    auto want = ref_dequantize(t, raw);
+    auto got = w.to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); i++) REQUIRE(double(got[i]) == want[i].v);
+  }
+}

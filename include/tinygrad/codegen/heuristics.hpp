@@ -453,20 +453,28 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   }
   DType out_dt = sink->src[0]->src[1]->dtype;
   int64_t lanes = ren.vector_lanes(out_dt);
-  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
+  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
+  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it.
+  // Elementwise, quantized bytes (a weight dequantized into floats) may take them too where the lanes divide the
+  // block (as the reduce below): the block's scales are the same for every lane
   UOpRef vaxis;
+  int64_t eblock = 1;
   if (lanes > 1) {
     for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
       // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
       int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
+      auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
-      for (auto& l : f.loads) ok &= f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
-      if (ok) { vaxis = r; lanes = amt; }
+      for (auto& l : f.loads)
+        ok &= (narrow_int(l) && qb % amt == 0 && qm <= qb) || (f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt));
+      if (ok) { vaxis = r; lanes = amt; eblock = qb; }
     }
   }
   if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
+  // and the rest of the block unrolled, so its scales are decoded once a block (a Q4_1 weight into floats: ~10x)
+  if (vaxis && eblock > lanes && size_left(k, vaxis) % (eblock / lanes) == 0) try_apply(k, {OptOp::UPCAST, vaxis->range_id(), eblock / lanes});
   // else the lanes on the innermost reduce axis, when every load walks it contiguously or not at all (x @ W.T, where
   // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
   // output of the register tile, its lanes added after the loop (x @ W.T on a Zen 4: 6x, past Eigen's)
@@ -475,7 +483,6 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // super-block scale, gathered per lane: 10x slower): a lane's bytes are gathered or, contiguous in the block, loaded
   // as one vector; the block's scales are the same for every lane (a Q4_1 matvec: 2x faster than scalar)
   UOpRef raxis;
-  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
   auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {

@@ -503,10 +503,10 @@ inline void check_vector(const OptCheck& c) {
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
   if (lanes <= 1 || (c.o.amt != lanes && c.o.amt * 2 != lanes)) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-  // NOTE: on a reduce axis, narrower integer loads (a quantized weight's bytes) may be gathered per lane
+  // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&
-        !(axis_type(r) == AxisType::REDUCE && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
+        !(!c.k.renderer().has_local && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
       c.fail("a load walks the axis with a stride, or has another element size");
   check_expand(c);
 }
