@@ -19,6 +19,11 @@ int main() {
   Tensor z = bn(conv(img)).max_pool2d().flatten(1).sum() + lin(x).sum();
   z.backward();
   opt.step();
+  nn::optim::OneCycleLR sched(opt, 0.01, 10);
+  sched.step();
+  nn::eval(bn);
+  nn::train(lin, std::nullopt);
+  Tensor ce = lin(x).cross_entropy(Tensor::zeros({4}, DType::Int32), Tensor::ones({3}), -100, "mean", 0.1);
   nn::safe_save(nn::get_state_dict(lin), "/tmp/never-run.safetensors");
 
   namespace snn = tinygrad::static_nn;

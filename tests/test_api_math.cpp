@@ -802,11 +802,11 @@ TEST_CASE("api losses vs loops", "[api][loss]") {
         per.push_back(l);
       }
       double tot = per[0] + per[1] + per[2] + per[3];
-      check(x.cross_entropy(y, "mean", ls), {}, {tot / N}, 1e-5, 1e-5);
-      check(x.cross_entropy(y, "none", ls), {N}, per, 1e-5, 1e-5);
-      check(x.cross_entropy(mk(hot, {N, C}), "sum", ls), {}, {tot}, 1e-5, 1e-5);
+      check(x.cross_entropy(y, nullopt, -100, "mean", ls), {}, {tot / N}, 1e-5, 1e-5);
+      check(x.cross_entropy(y, nullopt, -100, "none", ls), {N}, per, 1e-5, 1e-5);
+      check(x.cross_entropy(mk(hot, {N, C}), nullopt, -100, "sum", ls), {}, {tot}, 1e-5, 1e-5);
       // (1, C, N): classes on dim 1
-      check(x.T().unsqueeze(0).cross_entropy(y.unsqueeze(0), "none", ls), {1, N}, per, 1e-5, 1e-5);
+      check(x.T().unsqueeze(0).cross_entropy(y.unsqueeze(0), nullopt, -100, "none", ls), {1, N}, per, 1e-5, 1e-5);
     }
     check(x[1].cross_entropy(Tensor::full({}, 0.0, DType::Int32)), {}, {-logp(1, 0)}, 1e-5, 1e-5);
   }
@@ -860,9 +860,9 @@ TEST_CASE("api losses: gradients, numeric and analytic", "[api][loss][gradient]"
   SECTION("finite differences") {
     check_grad([&](auto& x) { return x[0].sparse_categorical_crossentropy(y, -1, 0.1); }, {{3, 4}});
     check_grad([&](auto& x) { return x[0].sparse_categorical_crossentropy(y, 0, 0.0, "sum"); }, {{3, 4}});
-    check_grad([&](auto& x) { return x[0].cross_entropy(y, "mean", 0.2); }, {{3, 4}});
+    check_grad([&](auto& x) { return x[0].cross_entropy(y, nullopt, -100, "mean", 0.2); }, {{3, 4}});
     check_grad([&](auto& x) { return x[0].cross_entropy(y3); }, {{2, 3, 2}});
-    check_grad([&](auto& x) { return x[0].cross_entropy(x[1].softmax(1), "sum"); }, {{3, 4}, {3, 4}});
+    check_grad([&](auto& x) { return x[0].cross_entropy(x[1].softmax(1), nullopt, -100, "sum"); }, {{3, 4}, {3, 4}});
     check_grad([&](auto& x) { return x[0].log_softmax(1).nll_loss(y, x[1].abs() + 0.5, 1); }, {{3, 4}, {4}});
     check_grad([&](auto& x) { return x[0].sigmoid().binary_crossentropy(x[1].sigmoid()); }, {{2, 3}, {2, 3}});
     check_grad([&](auto& x) { return x[0].binary_crossentropy_logits(x[1].sigmoid(), "sum", x[2].abs()); }, {{2, 3}, {2, 3}, {3}});
@@ -1106,8 +1106,8 @@ TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.cross_entropy(Tensor({0, 1, 2})); }), Contains("cross_entropy") && Contains("(3,)"));
   CHECK_THAT(thrown<DTypeError>([&] { (void)f.cross_entropy(Tensor({0.0, 1.0})); }), Contains("cross_entropy"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)Tensor::full({}, 1.0).cross_entropy(lab); }), Contains("cross_entropy"));
-  CHECK_THAT(thrown<Error>([&] { (void)f.cross_entropy(lab, "max"); }), Contains("cross_entropy") && Contains("reduction"));
-  CHECK_THAT(thrown<Error>([&] { (void)f.cross_entropy(lab, "mean", -0.1); }), Contains("label_smoothing"));
+  CHECK_THAT(thrown<Error>([&] { (void)f.cross_entropy(lab, nullopt, -100, "max"); }), Contains("cross_entropy") && Contains("reduction"));
+  CHECK_THAT(thrown<Error>([&] { (void)f.cross_entropy(lab, nullopt, -100, "mean", -0.1); }), Contains("label_smoothing"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.nll_loss(Tensor({0, 1, 2})); }), Contains("nll_loss") && Contains("(3,)"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)f.nll_loss(lab, Tensor({1.0, 2.0})); }), Contains("nll_loss") && Contains("weight"));
   CHECK_THAT(thrown<DTypeError>([&] { (void)f.nll_loss(Tensor({0.0, 1.0})); }), Contains("nll_loss"));

@@ -121,6 +121,8 @@ struct BatchNorm {
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
+  std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
+  bool is_training() const TINYGRAD_MEMBER_DEF({ return training.value_or(tinygrad::training()); })
   BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
       : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
@@ -132,11 +134,11 @@ struct BatchNorm {
     for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
     Tensor mean, var;
     auto [xa, dt] = detail::stat_input(x);  // normalized in float32 for half types, rounded once at the end
-    if (training() || !track_running_stats) {
+    if (is_training() || !track_running_stats) {
       mean = xa.mean(axes);
       Tensor y = xa - detail::channel(mean.detach(), xa);  // d(var)/d(mean) = 0
       var = (y * y).mean(axes);
-      if (track_running_stats && training()) {
+      if (track_running_stats && is_training()) {
         double n = double(x.numel()), c = double(x.shape(1));
         Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;  // handles share the layer's tensors
         rm.assign(((1 - momentum) * running_mean + momentum * mean.detach()).cast(running_mean.dtype()));
@@ -231,10 +233,12 @@ struct Embedding {
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
+  std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
   explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
+    TrainingScope mode(training.value_or(tinygrad::training()));
     return x.dropout(p);
   })
 };

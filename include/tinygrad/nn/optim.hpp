@@ -53,12 +53,19 @@ class Optimizer {
   static Tensor state_like(const Tensor& p) TINYGRAD_MEMBER_DEF({ return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); })
 };
 
-// SGD with momentum (torch's: b = momentum * b + g), nesterov and L2 weight decay
+// torch.optim.SGD (its positional order): L2 weight decay (g += wd * p), momentum b = momentum * b + (1 - dampening) * g
+// (the first step b = g), nesterov g += momentum * b
 class SGD : public Optimizer {
  public:
-  SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
-      : Optimizer(tensors, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
+  SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double dampening = 0, double weight_decay = 0,
+      bool nesterov = false)
+      : Optimizer(tensors, lr), momentum_(momentum), dampening_(dampening), wd_(weight_decay), nesterov_(nesterov) {
+    if (nesterov_ && (momentum_ <= 0 || dampening_ != 0))
+      throw Error("tinygrad::optim::SGD: nesterov needs momentum > 0 and dampening 0, got momentum " + std::to_string(momentum_) +
+                  ", dampening " + std::to_string(dampening_));
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
+    // NOTE: torch's first step takes b = g undamped: the factor on g lives in a buffer, 1 until the first step
+    if (momentum_ != 0 && dampening_ != 0) damp_ = Tensor::ones({}, DType::Float32).contiguous().realize();
   }
 
  protected:
@@ -66,21 +73,27 @@ class SGD : public Optimizer {
     for (size_t i = 0; i < params.size(); i++) {
       Tensor g = grads[i] + wd_ * params[i].detach();
       if (momentum_ != 0) {
-        b_[i].assign(momentum_ * b_[i] + g);
+        b_[i].assign(momentum_ * b_[i] + (damp_ ? *damp_ * g : g));
         g = nesterov_ ? g + momentum_ * b_[i] : b_[i];
       }
       params[i].assign(params[i].detach() - g * lr_);
     }
-    return b_;
+    if (!damp_) return b_;
+    damp_->assign(Tensor::full({}, 1 - dampening_, DType::Float32));
+    std::vector<Tensor> state = b_;
+    state.push_back(*damp_);
+    return state;
   }
 
  private:
-  double momentum_, wd_;
+  double momentum_, dampening_, wd_;
   bool nesterov_;
   std::vector<Tensor> b_;
+  std::optional<Tensor> damp_;
 };
 
-// LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
+// LAMB (layer-wise trust ratio); with adam = true it is AdamW (decoupled weight decay: p -= lr * wd * p, as
+// torch.optim.AdamW); Adam sets l2_ (weight decay added to the gradient, as torch.optim.Adam)
 class LAMB : public Optimizer {
  public:
   LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
@@ -95,11 +108,12 @@ class LAMB : public Optimizer {
     b1_t_.assign(b1_t_ * b1_);
     b2_t_.assign(b2_t_ * b2_);
     for (size_t i = 0; i < params.size(); i++) {
-      const Tensor& g = grads[i];
+      Tensor g = l2_ && wd_ != 0 ? grads[i] + wd_ * params[i].detach() : grads[i];
       m_[i].assign(b1_ * m_[i] + (1.0 - b1_) * g);
       v_[i].assign(b2_ * v_[i] + (1.0 - b2_) * (g * g));
       Tensor m_hat = m_[i] / (1.0 - b1_t_), v_hat = v_[i] / (1.0 - b2_t_);
-      Tensor up = m_hat / (v_hat.sqrt() + eps_) + wd_ * params[i].detach();
+      Tensor up = m_hat / (v_hat.sqrt() + eps_);
+      if (!l2_) up = up + wd_ * params[i].detach();
       Tensor step = lr_ * up;
       if (!adam_) {
         Tensor r1 = params[i].detach().square().sum().sqrt(), r2 = up.square().sum().sqrt();
@@ -113,6 +127,9 @@ class LAMB : public Optimizer {
     return state;
   }
 
+ protected:
+  bool l2_ = false;
+
  private:
   double b1_, b2_, eps_, wd_;
   bool adam_;
@@ -120,10 +137,12 @@ class LAMB : public Optimizer {
   std::vector<Tensor> m_, v_;
 };
 
+// torch.optim.Adam: weight_decay is L2 (added to the gradient before the moments)
 struct Adam : LAMB {
   Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
-      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) { l2_ = true; }
 };
+// torch.optim.AdamW: decoupled weight decay
 struct AdamW : LAMB {
   AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
       : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
@@ -155,7 +174,7 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
-// lr * gamma^(number of milestones passed)
+// lr * gamma^(number of milestones <= epoch; a repeated milestone counts each time, as torch's)
 class MultiStepLR : public LRScheduler {
  public:
   MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1)
@@ -169,7 +188,7 @@ class MultiStepLR : public LRScheduler {
   double gamma_;
 };
 
-// cosine from lr down to eta_min over t_max epochs
+// cosine from lr down to eta_min over t_max epochs, then back up (torch's closed form: the cosine goes on past t_max)
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0) : LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {}
@@ -180,24 +199,45 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min_;
 };
 
-// warm up linearly to max_lr over pct_start of the steps, then anneal (cosine) to max_lr / div / final_div
+// torch's OneCycleLR: from max_lr / div_factor up to max_lr by step pct_start * total_steps - 1, then down to
+// max_lr / div_factor / final_div_factor at step total_steps - 1 (three_phase: up, back down to the start by step
+// 2 * pct_start * total_steps - 2, then to the end); anneal_strategy "cos" or "linear". Stepping past total_steps is an
+// Error, as in torch. NOTE: torch also cycles the optimizer's momentum (cycle_momentum); here momentum stays fixed.
 class OneCycleLR : public LRScheduler {
  public:
-  OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.25, double div_factor = 25, double final_div_factor = 1e4)
-      : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor) {
+  OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.3, std::string anneal_strategy = "cos",
+             double div_factor = 25, double final_div_factor = 1e4, bool three_phase = false)
+      : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor),
+        linear_(anneal_strategy == "linear"), three_phase_(three_phase) {
+    if (total_ <= 0) throw Error("tinygrad::optim::OneCycleLR: total_steps must be positive, got " + std::to_string(total_));
+    if (!(pct_ >= 0 && pct_ <= 1)) throw Error("tinygrad::optim::OneCycleLR: pct_start must be in [0, 1], got " + std::to_string(pct_));
+    if (!linear_ && anneal_strategy != "cos")
+      throw Error("tinygrad::optim::OneCycleLR: anneal_strategy must be \"cos\" or \"linear\", got \"" + anneal_strategy + "\"");
     opt.set_lr(lr_at(0));
   }
   double lr_at(int64_t e) const override {
-    double init = max_lr_ / div_, lo = init / final_div_, warm = pct_ * double(total_);
-    auto cosine = [](double a, double b, double t) { return b + (a - b) * (1 + std::cos(M_PI * t)) / 2; };
-    if (double(e) < warm) return init + (max_lr_ - init) * double(e) / warm;
-    return cosine(max_lr_, lo, std::min(1.0, (double(e) - warm) / std::max(1.0, double(total_) - warm)));
+    if (e > total_)
+      throw Error("tinygrad::optim::OneCycleLR: tried to step " + std::to_string(e) + " times; total_steps is " + std::to_string(total_));
+    double init = max_lr_ / div_, lo = init / final_div_, w = pct_ * double(total_), last = double(total_ - 1);
+    struct Phase { double end, from, to; };
+    std::vector<Phase> phases{{w - 1, init, max_lr_}, {last, max_lr_, lo}};
+    if (three_phase_) phases = {{w - 1, init, max_lr_}, {2 * w - 2, max_lr_, init}, {last, init, lo}};
+    double start = 0;
+    for (size_t i = 0;; i++) {
+      const Phase& p = phases[i];
+      if (double(e) <= p.end || i + 1 == phases.size()) {
+        double t = (double(e) - start) / (p.end - start);
+        return linear_ ? (p.to - p.from) * t + p.from : p.to + (p.from - p.to) / 2 * (std::cos(M_PI * t) + 1);
+      }
+      start = p.end;
+    }
   }
 
  private:
   double max_lr_;
   int64_t total_;
   double pct_, div_, final_div_;
+  bool linear_, three_phase_;
 };
 
 }  // namespace tinygrad::nn::optim

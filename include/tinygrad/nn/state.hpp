@@ -63,6 +63,7 @@ template <class F, class T> void visit(const std::string& name, std::vector<T>& 
 }
 template <class F, class S>
 void visit(const std::string& name, S& s, F& f) {
+  if constexpr (std::is_invocable_v<F&, const std::string&, S&>) f(name, s);  // a walk over modules (nn::train) sees the structs
   auto member = [&](const char* n, auto& m) { visit(join(name, n), m, f); };
   if constexpr (members<std::remove_cv_t<S>>::adapted) members<std::remove_cv_t<S>>::each(s, member);
   else if constexpr (requires { S::tinygrad_members(s, member); }) S::tinygrad_members(s, member);
@@ -90,6 +91,19 @@ std::vector<Tensor> get_parameters(M& model) {
   detail::visit("", model, f);
   return v;
 }
+
+// PyTorch's model.train(mode) / model.eval(): sets the `training` member of every layer reachable through TINYGRAD_STATE
+// (Dropout, BatchNorm; list them in the model's TINYGRAD_STATE even though Dropout holds no tensor). A layer's own
+// setting wins over TrainingScope; nullopt makes the layers follow the scope again (the default).
+template <class M>
+void train(M& model, std::optional<bool> mode = true) {
+  auto f = [&](const std::string&, auto& m) {
+    if constexpr (requires { m.training = mode; }) m.training = mode;
+  };
+  detail::visit("", model, f);
+}
+template <class M>
+void eval(M& model) { train(model, false); }
 
 // copy values into the model's tensors (cast to each tensor's dtype, moved to its device); strict: missing and
 // unexpected keys are errors. Shape mismatches are always errors. Everything is checked before anything is

@@ -54,7 +54,7 @@ struct Conv2d {
   std::vector<Tensor> parameters() const { return {weight.tensor(), bias.tensor()}; }
 };
 
-// batch norm over channel dim 1 of (N, C, ...): nn::BatchNorm underneath (running statistics follow TrainingScope)
+// batch norm over channel dim 1 of (N, C, ...): nn::BatchNorm underneath (running statistics follow bn.training, else TrainingScope)
 template <int64_t C>
 struct BatchNorm {
   nn::BatchNorm bn{C};
@@ -68,7 +68,7 @@ struct BatchNorm {
     // inference on images: the running statistics are leaves of a static expression, so one plan serves every batch
     if constexpr (X::shape_type::rank == 4 && X::dtype == DType::Float32) {
       auto f32 = [](const std::optional<Tensor>& t) { return t && t->dtype() == DType::Float32; };
-      if (!tinygrad::training() && bn.track_running_stats && f32(bn.weight) && f32(bn.bias) && f32(bn.running_mean) && f32(bn.running_var)) {
+      if (!bn.is_training() && bn.track_running_stats && f32(bn.weight) && f32(bn.bias) && f32(bn.running_mean) && f32(bn.running_var)) {
         using V = static_tensor<float, C>;
         auto ch = [](const Tensor& t) { return V(t, V::unchecked).template reshape<C, 1, 1>(); };
         return R((x - ch(bn.running_mean)) * ((ch(bn.running_var) + float(bn.eps)).rsqrt() * ch(*bn.weight)) + ch(*bn.bias));

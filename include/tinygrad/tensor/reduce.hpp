@@ -193,6 +193,7 @@ struct ReduceOps {
                        "binary_crossentropy_logits");
   })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
+  // NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
   T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0,
                                     std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -212,52 +213,34 @@ struct ReduceOps {
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
   })
-  // self: logits (C) or (N, C, ...); y: class indices (shape without C) or class probabilities (same shape)
-  T cross_entropy(const T& y, std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
+  // F.cross_entropy. self: logits (C) or (N, C, d1, ...); y: class indices of that shape without C, or class
+  // probabilities of its shape. weight: per class (C). With class indices, targets equal to ignore_index count
+  // nothing and "mean" divides by the summed weight of the other targets; with probabilities, "mean" divides by
+  // the number of samples (ignore_index does not apply). label_smoothing mixes in the uniform distribution, as torch
+  T cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
+                  std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_smoothing(label_smoothing, "cross_entropy");
+    check_reduction(reduction, "cross_entropy");
     if (x.ndim() == 0) throw ShapeError("tinygrad::cross_entropy: logits need a class dim, got shape " + to_string(x.shape()));
     int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
     T logp = x.log_softmax(cd);
     // as torch: probabilities weight every log-probability (0 * -inf is NaN there too), class indices pick one,
     // and the smoothing term is only there when smoothing is on
     if (y.shape() == x.shape()) {
+      std::optional<T> w = class_weight(weight, x, cd, "cross_entropy");
       T p = label_smoothing > 0 ? (1.0 - label_smoothing) * y + label_smoothing / double(c) : y;
-      return reduce_loss(-(logp * p).sum(cd), reduction, "cross_entropy");
+      return reduce_loss(-(w ? logp * p * *w : logp * p).sum(cd), reduction, "cross_entropy");
     }
-    Shape want = x.shape();
-    want.erase(want.begin() + cd);
-    if (y.shape() != want)
-      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) +
-                       " (probabilities) nor " + to_string(want) + " (class indices)");
-    check_labels(y, "cross_entropy");
-    T nll = -label_mask(y.unsqueeze(cd), c, cd).where(logp, 0.0).sum(cd);
-    if (label_smoothing > 0) nll = (1.0 - label_smoothing) * nll - label_smoothing / double(c) * logp.sum(cd);
-    return reduce_loss(nll, reduction, "cross_entropy");
+    return class_nll(logp, y, weight, ignore_index, reduction, label_smoothing, "cross_entropy");
   })
-  // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
-  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt,
+  // F.nll_loss. self: log-probabilities (C) or (N, C, d1, ...); y: class indices; weight and ignore_index as cross_entropy
+  // (nullopt: nothing ignored)
+  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
              std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
-    auto& x = self();
     check_reduction(reduction, "nll_loss");
-    if (x.ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(x.shape()));
-    int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
-    Shape want = x.shape();
-    want.erase(want.begin() + cd);
-    if (y.shape() != want)
-      throw ShapeError("tinygrad::nll_loss: target of shape " + to_string(y.shape()) + " does not fit input " + to_string(x.shape()) +
-                       " (want " + to_string(want) + ")");
-    check_labels(y, "nll_loss");
-    if (weight && weight->shape() != Shape{c})
-      throw ShapeError("tinygrad::nll_loss: weight of shape " + to_string(weight->shape()) + " needs one value per class (" +
-                       std::to_string(c) + ")");
-    T hot = label_mask(y.unsqueeze(cd), c, cd);
-    Shape ws(x.ndim(), 1);
-    ws[size_t(cd)] = c;
-    T w = weight ? hot.where(weight->fl().reshape(ws), 0.0).sum(cd) : T::ones(y.shape(), x.fl().dtype(), x.device());
-    if (ignore_index) w = (y != double(*ignore_index)).where(w, 0.0);
-    T nll = -hot.where(x, 0.0).sum(cd) * w;
-    return reduction == "mean" ? nll.sum() / w.sum() : reduction == "sum" ? nll.sum() : nll;
+    if (self().ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(self().shape()));
+    return class_nll(self(), y, weight, ignore_index, reduction, 0, "nll_loss");
   })
 
  private:
@@ -365,6 +348,41 @@ struct ReduceOps {
     Shape rs(y.ndim(), 1);
     rs[size_t(dim)] = c;
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
+  })
+  // weight (C) shaped to broadcast over x's class dim cd
+  static std::optional<T> class_weight(const std::optional<T>& weight, const T& x, int64_t cd, const char* op) TINYGRAD_MEMBER_DEF({
+    if (!weight) return std::nullopt;
+    int64_t c = x.shape()[size_t(cd)];
+    if (weight->shape() != Shape{c})
+      throw ShapeError(std::string("tinygrad::") + op + ": weight of shape " + to_string(weight->shape()) + " needs one value per class (" +
+                       std::to_string(c) + ")");
+    Shape ws(x.ndim(), 1);
+    ws[size_t(cd)] = c;
+    return weight->fl().reshape(ws);
+  })
+  // torch's weighted nll of log-probabilities logp (C) or (N, C, ...) at class indices y, with its label smoothing:
+  // (1 - ls) * nll + ls / C * (-sum_c w_c logp_c), both zero at ignored targets; "mean" divides by the summed w[y]
+  static T class_nll(const T& logp, const T& y, const std::optional<T>& weight, std::optional<int64_t> ignore_index,
+                     std::string_view reduction, double ls, const char* op) TINYGRAD_MEMBER_DEF({
+    int64_t cd = logp.ndim() == 1 ? 0 : 1, c = logp.shape()[size_t(cd)];
+    Shape want = logp.shape();
+    want.erase(want.begin() + cd);
+    if (y.shape() != want)
+      throw ShapeError(std::string("tinygrad::") + op + ": target of shape " + to_string(y.shape()) + " fits neither input " +
+                       to_string(logp.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
+    check_labels(y, op);
+    std::optional<T> w = class_weight(weight, logp, cd, op);
+    T hot = label_mask(y.unsqueeze(cd), c, cd);
+    T wy = w ? hot.where(*w, 0.0).sum(cd) : T::ones(y.shape(), logp.fl().dtype(), logp.device());
+    std::optional<T> keep;
+    if (ignore_index) keep = y != double(*ignore_index);
+    if (keep) wy = keep->where(wy, 0.0);
+    T l = -hot.where(logp, 0.0).sum(cd) * wy;
+    if (ls > 0) {
+      T smooth = -(w ? logp * *w : logp).sum(cd);
+      l = (1.0 - ls) * l + ls / double(c) * (keep ? keep->where(smooth, 0.0) : smooth);
+    }
+    return reduction == "mean" ? l.sum() / wy.sum() : reduction == "sum" ? l.sum() : l;
   })
   static void same_shape(const T& a, const T& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a.shape() != b.shape())
