@@ -147,10 +147,10 @@ TEST_CASE("static: matmul, conv2d, pooling and losses match Tensor", "[static]")
   auto kb = data<F<4>>();
   Tensor IMG = img, K = k, KB = kb;
   same(conv2d(img, k), IMG.conv2d(K), 1e-4);
-  same(conv2d<2, 1>(img, k, kb), IMG.conv2d(K, KB, 1, {2}, {1}, {1}), 1e-4);
-  same(conv2d<1, 0, 2>(img, k), IMG.conv2d(K, std::nullopt, 1, {1}, {2}, {0}), 1e-4);
+  same(conv2d<2, 1>(img, k, kb), IMG.conv2d(K, KB, 2, 1), 1e-4);
+  same(conv2d<1, 0, 2>(img, k), IMG.conv2d(K, std::nullopt, 1, 0, 2), 1e-4);
   auto kg = data<F<4, 1, 3, 3>>();
-  same(conv2d<1, 0, 1, 2>(img, kg), IMG.conv2d(Tensor(kg), std::nullopt, 2), 1e-4);
+  same(conv2d<1, 0, 1, 2>(img, kg), IMG.conv2d(Tensor(kg), {.groups = 2}), 1e-4);
   same(max_pool2d(img), IMG.max_pool2d({2, 2}));
   same(max_pool2d<3, 2>(img), IMG.max_pool2d({3, 3}, {2, 2}));
   same(avg_pool2d<3>(img), IMG.avg_pool2d({3, 3}), 1e-5);
@@ -233,7 +233,7 @@ TEST_CASE("static: gradients match the dynamic path and keep the static type", "
   loss.backward();
   F<3, 1, 3, 3> gk = k.grad();
   Tensor K = Tensor(k).detach();
-  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, {1}, {1}, {1}).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5)
+  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, 1).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5)
                      .square().mean(), {K});
   same(gk, dg[0], 1e-5);
 }

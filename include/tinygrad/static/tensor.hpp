@@ -329,7 +329,7 @@ struct conv2d {
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) {
     return st::conv2d(x, w, Stride, Padding, Dilation, Groups);
   }
-  static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Groups, {Stride}, {Dilation}, {Padding}); }
+  static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Stride, Padding, Dilation, Groups); }
 };
 #define TG_POOL(NAME)                                                                                                        \
   template <int64_t K, int64_t Stride>                                                                                       \
