@@ -249,7 +249,12 @@ struct ProcessingOps {
       }
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
-    return qk.softmax(-1).matmul(value);
+    if (!m || is_causal) return qk.softmax(-1).matmul(value);  // NOTE: every row keeps a key: the plain softmax
+    // a query row whose keys are all masked (all -inf) gives 0, as torch's (bool or float mask), not exp(-inf + inf) / 0 = NaN;
+    // the guarded max and sum keep its gradient 0 too
+    T mx = qk.reduce(Ops::MAX, {int64_t(qk.ndim()) - 1}, true, op).detach();
+    T e = (qk - (mx == -std::numeric_limits<double>::infinity()).where(0.0, mx)).exp(), s = e.sum(-1, true);
+    return (e / (s == 0.0).where(1.0, s)).matmul(value);
   })
 
   // ---- misc ----
