@@ -260,7 +260,7 @@ TEST_CASE("api activations vs formulas", "[api][unary][activation]") {
   check_unary("celu", [](auto& x) { return x.celu(0.5); },
               [](double x) { return std::max(0.0, x) + std::min(0.0, 0.5 * (std::exp(x / 0.5) - 1)); }, -3, 3);
   check_unary("selu", [](auto& x) { return x.selu(); }, [](double x) { return 1.0507 * (x >= 0 ? x : 1.67326 * (std::exp(x) - 1)); }, -3, 3);
-  check_unary("gelu", [](auto& x) { return x.gelu(); },
+  check_unary("gelu tanh", [](auto& x) { return x.gelu("tanh"); },
               [](double x) { return 0.5 * x * (1 + std::tanh(std::sqrt(2 / M_PI) * (x + 0.044715 * x * x * x))); }, -4, 4);
   check_unary("quick_gelu", [](auto& x) { return x.quick_gelu(); }, [](double x) { return x * sigm(1.702 * x); }, -4, 4);
   check_unary("silu", [](auto& x) { return x.silu(); }, [](double x) { return x * sigm(x); }, -4, 4);
@@ -1137,10 +1137,10 @@ TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
 
 // erf and the exact GELU keep a relative error of a few ulp at every magnitude (the Abramowitz-Stegun form they
 // replace had an absolute bound: erf(1e-8) was 0), and so do their gradients; the reference is long double.
-// Measured on x86-64 CPU: float32 erf 2.0 ulp, gradient 3.9; gelu_erf 3.5, gradient 5.1 (of the larger of its terms
-// Phi(x) and x phi(x), which cancel near x = -0.75); float64 erf 1.2, gradient 3.3, gelu_erf 3.4, gradient 5.3.
+// Measured on x86-64 CPU: float32 erf 2.0 ulp, gradient 3.9; gelu 3.5, gradient 5.1 (of the larger of its terms
+// Phi(x) and x phi(x), which cancel near x = -0.75); float64 erf 1.2, gradient 3.3, gelu 3.4, gradient 5.3.
 // Results below the normal range (gradients past |x| ~ 9.2 in float32) are checked in steps of the smallest denormal.
-TEST_CASE("api: erf and gelu_erf and their gradients within a few ulp from 1e-30 to 30, float32 and float64", "[api][math][erf]") {
+TEST_CASE("api: erf and gelu and their gradients within a few ulp from 1e-30 to 30, float32 and float64", "[api][math][erf]") {
   V xs;
   for (int e = -30; e <= 1; e++) for (double m : {1.0, 1.37, 2.5, 4.9, 7.3}) xs.push_back(m * std::pow(10.0, e));
   for (double v = 0.01; v < 30; v *= 1.013) xs.push_back(v);
@@ -1158,11 +1158,11 @@ TEST_CASE("api: erf and gelu_erf and their gradients within a few ulp from 1e-30
       long double u = std::ldexp(1.0L, (aw == 0 ? lo : std::max(std::ilogb(aw), lo)) - mant);
       return double(std::fabs((long double)got - want) / u);
     };
-    int bound = tinygrad::default_device() == "CPU" ? 4 : 6;  // NOTE: CUDA's exp2: 4.1 ulp measured for float32 gelu_erf on an H200
+    int bound = tinygrad::default_device() == "CPU" ? 4 : 6;  // NOTE: CUDA's exp2: 4.1 ulp measured for float32 gelu on an H200
     for (int gelu = 0; gelu < 2; gelu++) {
-      INFO((f64 ? "float64 " : "float32 ") << (gelu ? "gelu_erf" : "erf"));
+      INFO((f64 ? "float64 " : "float32 ") << (gelu ? "gelu" : "erf"));
       Tensor x = Tensor(in, {int64_t(in.size())}).cast(dt).realize().requires_grad_();
-      Tensor y = gelu ? x.gelu_erf() : x.erf();
+      Tensor y = gelu ? x.gelu() : x.erf();
       y.sum().backward();
       V got = y.to_vector<double>(), g = x.grad()->to_vector<double>();
       double worst = 0, worst_g = 0;
@@ -1197,7 +1197,7 @@ TEST_CASE("api: erf and gelu_erf and their gradients within a few ulp from 1e-30
   CHECK(std::isnan(ev[6]));
   CHECK(eg[2] == Approx(2 / std::sqrt(M_PI)));
   CHECK((eg[4] == 0 && eg[5] == 0 && std::isnan(eg[6])));
-  V gv = t.gelu_erf().to_vector<double>();
+  V gv = t.gelu().to_vector<double>();
   CHECK(gv[4] == INFINITY);
   CHECK(std::isnan(gv[5]));
   CHECK(std::isnan(gv[6]));

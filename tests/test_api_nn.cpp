@@ -124,8 +124,8 @@ TEST_CASE("api: max_pool2d", "[api][api_nn]") {
     auto [v, ix] = maxpool_ref(a, c.k, c.s, c.d, c.p, c.ceil);
     std::vector<int64_t> pad{c.p[0].first, c.p[0].second, c.p[1].first, c.p[1].second};
     for (auto& t : layouts(a)) {
-      check(t.max_pool2d(c.k, c.s, c.d, pad, c.ceil), v);
-      auto [tv, ti] = t.max_pool2d_with_indices(c.k, c.s, c.d, pad, c.ceil);
+      check(t.max_pool2d(c.k, c.s, pad, c.d, c.ceil), v);
+      auto [tv, ti] = t.max_pool2d_with_indices(c.k, c.s, pad, c.d, c.ceil);
       check(tv, v);
       check(ti, ix);
     }
@@ -137,8 +137,8 @@ TEST_CASE("api: max_pool2d", "[api][api_nn]") {
   CHECK(i.max_pool2d({3}, {1}).shape() == Shape{1, 1, 2, 2});
   // gradients vs finite differences (no ties in random doubles) and vs the loop's argmax
   check_grad([](auto& x) { return x[0].max_pool2d({2, 2}); }, {rnd({1, 2, 4, 4}, 3, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].max_pool2d({3, 3}, {2, 2}, {1}, {1}, true); }, {rnd({1, 1, 5, 6}, 4, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].max_pool2d({2, 2}, {1, 1}, {2, 1}); }, {rnd({1, 1, 5, 4}, 5, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].max_pool2d({3, 3}, {2, 2}, 1, 1, true); }, {rnd({1, 1, 5, 6}, 4, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].max_pool2d({2, 2}, {1, 1}, 0, {2, 1}); }, {rnd({1, 1, 5, 4}, 5, -2, 2, false)});
   {
     Arr a = rnd({2, 2, 6, 6}, 6, -2, 2, false), gw = rnd({2, 2, 3, 3}, 7);
     Tensor x(a.v, a.s);
@@ -155,9 +155,9 @@ TEST_CASE("api: max_pool2d", "[api][api_nn]") {
   CHECK_THROWS_AS(t.max_pool2d({2, 2, 2, 2, 2, 2}), ShapeError);
   CHECK_THROWS_AS(t.max_pool2d({0}), ShapeError);
   CHECK_THROWS_AS(t.max_pool2d({2}, {0}), ShapeError);
+  CHECK_THROWS_AS(t.max_pool2d({2}, {}, 0, {1, 1, 1}), ShapeError);
   CHECK_THROWS_AS(t.max_pool2d({2}, {}, {1, 1, 1}), ShapeError);
-  CHECK_THROWS_AS(t.max_pool2d({2}, {}, {1}, {1, 1, 1}), ShapeError);
-  CHECK_THROWS_AS(t.max_pool2d({2}, {}, {1}, {-1}), ShapeError);
+  CHECK_THROWS_AS(t.max_pool2d({2}, {}, -1), ShapeError);
   CHECK_THROWS_AS(t.max_pool2d_with_indices({7}), ShapeError);
   CHECK(t.max_pool2d().shape() == Shape{1, 2, 2, 2});
 }
@@ -177,15 +177,15 @@ TEST_CASE("api: avg_pool2d", "[api][api_nn]") {
     INFO("x " << to_string(c.x) << " k " << to_string(c.k) << " s " << to_string(c.s) << " ceil " << c.ceil << " count_include_pad " << c.incl);
     Arr a = rnd(c.x, 22);
     std::vector<int64_t> pad{c.p[0].first, c.p[0].second, c.p[1].first, c.p[1].second};
-    for (auto& t : layouts(a)) check(t.avg_pool2d(c.k, c.s, {1}, pad, c.ceil, c.incl), avgpool_ref(a, c.k, c.s, c.p, c.ceil, c.incl));
+    for (auto& t : layouts(a)) check(t.avg_pool2d(c.k, c.s, pad, c.ceil, c.incl), avgpool_ref(a, c.k, c.s, c.p, c.ceil, c.incl));
   }
   // dilation: the mean of the dilated window
   Arr a = rnd({1, 1, 6, 5}, 23);
-  check(layouts(a)[1].avg_pool2d({2, 2}, {1, 2}, {3, 2}), gen({1, 1, 3, 2}, [&](const Shape& o) {
+  check(layouts(a)[1].avg_pool2d({.kernel = {2, 2}, .stride = {1, 2}, .dilation = {3, 2}}), gen({1, 1, 3, 2}, [&](const Shape& o) {
           return (a({0, 0, o[2], o[3] * 2}) + a({0, 0, o[2] + 3, o[3] * 2}) + a({0, 0, o[2], o[3] * 2 + 2}) + a({0, 0, o[2] + 3, o[3] * 2 + 2})) / 4;
           }));
   check_grad([](auto& x) { return x[0].avg_pool2d({2, 2}); }, {rnd({1, 2, 4, 4}, 3, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].avg_pool2d({3, 3}, {2, 2}, {1}, {1}, true, false); }, {rnd({1, 1, 5, 6}, 4, -2, 2, false)});
+  check_grad([](auto& x) { return x[0].avg_pool2d({3, 3}, {2, 2}, 1, true, false); }, {rnd({1, 1, 5, 6}, 4, -2, 2, false)});
   Tensor t = Tensor::zeros({1, 2, 5, 5});
   CHECK(has(thrown<ShapeError>([&] { (void)t.avg_pool2d({6, 6}); }), "avg_pool2d"));
   CHECK_THROWS_AS(t.avg_pool2d({2}, {-1}), ShapeError);
@@ -210,17 +210,17 @@ TEST_CASE("api: conv1d, conv2d, conv3d", "[api][api_nn]") {
     auto lx = layouts(x), lw = layouts(w);
     for (size_t k = 0; k < lx.size(); k++) {
       Tensor tb(b.v, b.s);
-      Tensor r = c.x.size() == 3 ? lx[k].conv1d(lw[(k + 1) % 3], tb.cast(DType::Float32), c.g, c.st, c.dl, pad)
-               : c.x.size() == 5 ? lx[k].conv3d(lw[(k + 1) % 3], tb.cast(DType::Float32), c.g, c.st, c.dl, pad)
-                                  : lx[k].conv2d(lw[(k + 1) % 3], tb.cast(DType::Float32), c.g, c.st, c.dl, pad);
+      Tensor r = c.x.size() == 3 ? lx[k].conv1d(lw[(k + 1) % 3], tb.cast(DType::Float32), c.st, pad, c.dl, c.g)
+               : c.x.size() == 5 ? lx[k].conv3d(lw[(k + 1) % 3], tb.cast(DType::Float32), c.st, pad, c.dl, c.g)
+                                  : lx[k].conv2d(lw[(k + 1) % 3], tb.cast(DType::Float32), c.st, pad, c.dl, c.g);
       check(r, want, kTol, kTol);
     }
   }
-  check_grad([](auto& x) { return x[0].conv1d(x[1], x[2], 2, {2}, {1}, {1}); },
+  check_grad([](auto& x) { return x[0].conv1d(x[1], x[2], 2, 1, 1, 2); },
              {rnd({1, 4, 6}, 1, -2, 2, false), rnd({2, 2, 3}, 2, -2, 2, false), rnd({2}, 3, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].conv3d(x[1], nullopt, 1, {1}, {1}, {1}); },
+  check_grad([](auto& x) { return x[0].conv3d(x[1], nullopt, 1, 1); },
              {rnd({1, 1, 3, 3, 3}, 1, -2, 2, false), rnd({2, 1, 2, 2, 2}, 2, -2, 2, false)});
-  check_grad([](auto& x) { return x[0].conv2d(x[1], nullopt, 1, {2}, {1}, {1}); },
+  check_grad([](auto& x) { return x[0].conv2d(x[1], nullopt, 2, 1); },
              {rnd({1, 2, 5, 5}, 1, -2, 2, false), rnd({2, 2, 3, 3}, 2, -2, 2, false)});
   // conv2d backward vs loops: dL/dw[co,ci,k] = sum x[...] * g[...]; dL/dx is conv_transpose of g
   {
@@ -241,7 +241,7 @@ TEST_CASE("api: conv1d, conv2d, conv3d", "[api][api_nn]") {
   CHECK(has(thrown<ShapeError>([&] { (void)t.conv3d(Tensor::zeros({3, 2, 2})); }), "conv3d"));
   CHECK_THROWS_AS(t.conv1d(Tensor::zeros({3, 3, 2})), ShapeError);
   CHECK_THROWS_AS(t.conv1d(Tensor::zeros({3, 2, 6})), ShapeError);
-  CHECK_THROWS_AS(t.conv1d(Tensor::zeros({3, 1, 2}), nullopt, 2), ShapeError);  // 3 out channels, 2 groups
+  CHECK_THROWS_AS(t.conv1d(Tensor::zeros({3, 1, 2}), {.groups = 2}), ShapeError);  // 3 out channels, 2 groups
 }
 
 TEST_CASE("api: conv_transpose2d", "[api][api_nn]") {
@@ -259,23 +259,23 @@ TEST_CASE("api: conv_transpose2d", "[api][api_nn]") {
     for (auto& [pb, pa] : c.p) { pad.push_back(pb); pad.push_back(pa); }
     Arr want = conv_transpose_ref(x, w, c.g, c.st, c.dl, c.p, c.op);
     auto lx = layouts(x), lw = layouts(w);
-    for (size_t k = 0; k < lx.size(); k++) check(lx[k].conv_transpose2d(lw[(k + 2) % 3], nullopt, c.g, c.st, c.dl, pad, c.op), want, kTol, kTol);
+    for (size_t k = 0; k < lx.size(); k++) check(lx[k].conv_transpose2d(lw[(k + 2) % 3], nullopt, c.st, pad, c.op, c.g, c.dl), want, kTol, kTol);
   }
   // bias
   Arr x = rnd({1, 2, 3, 3}, 53), w = rnd({2, 2, 2, 2}, 54);
   Arr want = conv_transpose_ref(x, w, 1, {2, 2}, {1, 1}, {{0, 0}, {0, 0}}, {0, 0});
   for (int64_t i = 0; i < want.numel(); i++) want.v[size_t(i)] += unravel(i, want.s)[1] ? -1.0 : 0.5;
-  check(Tensor(x.v, x.s).conv_transpose2d(Tensor(w.v, w.s), Tensor({0.5, -1.0}), 1, {2}), want, kTol, kTol);
-  check_grad([](auto& x) { return x[0].conv_transpose2d(x[1], nullopt, 1, {2}, {1}, {1}, {1}); },
+  check(Tensor(x.v, x.s).conv_transpose2d(Tensor(w.v, w.s), Tensor({0.5, -1.0}), 2), want, kTol, kTol);
+  check_grad([](auto& x) { return x[0].conv_transpose2d(x[1], nullopt, 2, 1, 1); },
              {rnd({1, 2, 3, 3}, 1, -2, 2, false), rnd({2, 2, 3, 3}, 2, -2, 2, false)});
   CHECK(thrown<ShapeError>([] { (void)Tensor::zeros({1, 2, 5, 5}).conv_transpose2d(Tensor::zeros({4, 3, 3, 3})); }) ==
         "tinygrad::conv_transpose2d: weight (4, 3, 3, 3) needs 4 input channels, input has shape (1, 2, 5, 5)");
   Tensor t = Tensor::zeros({1, 4, 5, 5});
   CHECK_THROWS_AS(t.conv_transpose2d(Tensor::zeros({4, 3, 3})), ShapeError);
-  CHECK_THROWS_AS(t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), nullopt, 3), ShapeError);
-  CHECK(has(thrown<ShapeError>([&] { (void)t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), nullopt, 1, {2}, {1}, {0}, {2}); }), "output_padding"));
+  CHECK_THROWS_AS(t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), {.groups = 3}), ShapeError);
+  CHECK(has(thrown<ShapeError>([&] { (void)t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), nullopt, 2, 0, 2); }), "output_padding"));
+  CHECK_THROWS_AS(t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), nullopt, {1, 1, 1}), ShapeError);
   CHECK_THROWS_AS(t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), nullopt, 1, {1, 1, 1}), ShapeError);
-  CHECK_THROWS_AS(t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3}), nullopt, 1, {1}, {1}, {1, 1, 1}), ShapeError);
   CHECK(t.conv_transpose2d(Tensor::zeros({4, 3, 3, 3})).shape() == Shape{1, 3, 7, 7});
 }
 
@@ -525,11 +525,11 @@ TEST_CASE("api: kernel counts", "[api][api_nn]") {
   auto in = [](const Shape& s) { Arr a = rnd(s, 7); Tensor t(std::vector<float>(a.v.begin(), a.v.end()), s); REQUIRE(t.is_realized()); return t; };
   auto kernels = [](std::vector<Tensor> ts) { int64_t b = run_stats().kernels_run; Tensor::realize_all(ts); return run_stats().kernels_run - b; };
   CHECK(kernels({in({2, 3, 8, 8}).max_pool2d()}) == 1);
-  CHECK(kernels({in({2, 3, 8, 8}).max_pool2d({3}, {1}, {1}, {1})}) == 1);
+  CHECK(kernels({in({2, 3, 8, 8}).max_pool2d({3}, {1}, 1)}) == 1);
   CHECK(kernels({in({2, 3, 8, 8}).avg_pool2d()}) == 1);
   CHECK(kernels({in({2, 3, 8, 8}).conv2d(in({4, 3, 3, 3}), in({4}))}) == 1);
   CHECK(kernels({in({2, 3, 8}).conv1d(in({4, 3, 3}))}) == 1);
-  CHECK(kernels({in({2, 3, 8, 8}).conv_transpose2d(in({3, 4, 3, 3}), nullopt, 1, {2})}) == 1);
+  CHECK(kernels({in({2, 3, 8, 8}).conv_transpose2d(in({3, 4, 3, 3}), nullopt, 2)}) == 1);
   CHECK(kernels({Tensor::cat({in({2, 3}), in({2, 4}), in({2, 1})}, 1)}) == 1);
   CHECK(kernels({in({4, 5}).gather(1, Tensor(std::vector<int>{0, 1, 4, 3}, {4, 1}))}) == 1);
   CHECK(kernels({in({4, 5})[Tensor({3, 1, 2})]}) == 1);

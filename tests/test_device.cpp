@@ -600,7 +600,7 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
     Tensor::manual_seed(11);
     auto rnd = [&](const tinygrad::Shape& s) { return (Tensor::rand(s, DType::Float32, "CPU") - 0.5).cast(dt).to(dev).realize(); };
     Tensor x = rnd(c.x).requires_grad_(), w = rnd(c.w).requires_grad_();
-    Tensor y = x.conv2d(w, std::nullopt, 1, {c.stride}, {1}, {c.pad}), g = rnd(y.shape());
+    Tensor y = x.conv2d(w, std::nullopt, c.stride, c.pad), g = rnd(y.shape());
     auto grads = tinygrad::gradient((y * g).sum(), {x, w});
     return std::tuple{x, w, g, std::vector<Tensor>{y, grads[0], grads[1]}};
   };

@@ -141,11 +141,11 @@ TEST_CASE("errors: conv2d shape mismatches", "[errors]") {
   CHECK_THAT(m, Contains("conv2d") && Contains("(1, 3, 5, 5)") && Contains("(2, 4, 3, 3)") && Contains("channels"));
   m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 3})); });
   CHECK_THAT(m, Contains("conv2d") && Contains("(1, 3, 5, 5)") && Contains("(2, 3, 3)"));
-  m = thrown<tinygrad::ShapeError>([&] { (void)f32({1, 4, 5, 5}).conv2d(f32({3, 2, 3, 3}), std::nullopt, 2); });
+  m = thrown<tinygrad::ShapeError>([&] { (void)f32({1, 4, 5, 5}).conv2d(f32({3, 2, 3, 3}), {.groups = 2}); });
   CHECK_THAT(m, Contains("conv2d") && Contains("groups"));
   m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 7, 7})); });
   CHECK_THAT(m, Contains("conv2d") && Contains("(7, 7)") && Contains("(1, 3, 5, 5)"));
-  m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 3, 3}), std::nullopt, 1, {1, 1, 1}); });
+  m = thrown<tinygrad::ShapeError>([&] { (void)x.conv2d(f32({2, 3, 3, 3}), std::nullopt, {1, 1, 1}); });
   CHECK_THAT(m, Contains("conv2d") && Contains("stride"));
   still_works();
 }

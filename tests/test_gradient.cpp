@@ -61,7 +61,7 @@ TEST_CASE("gradient: broadcasting, movement and reductions", "[gradient]") {
 
 TEST_CASE("gradient: matmul, conv2d, softmax", "[gradient]") {
   check_grad([](auto& x) { return x[0].matmul(x[1]); }, {{3, 5}, {5, 2}});
-  check_grad([](auto& x) { return x[0].conv2d(x[1], std::nullopt, 1, {1}, {1}, {1}); }, {{1, 2, 4, 4}, {3, 2, 3, 3}});
+  check_grad([](auto& x) { return x[0].conv2d(x[1], std::nullopt, 1, 1); }, {{1, 2, 4, 4}, {3, 2, 3, 3}});
   check_grad([](auto& x) { return x[0].softmax(-1) * x[1]; }, {{2, 5}, {2, 5}});
   check_grad([](auto& x) { return x[0].log_softmax(0) * x[1]; }, {{4, 3}, {4, 3}});
 }

@@ -154,8 +154,8 @@ TEST_CASE("limits: slice steps and pool strides beyond a dim work, zero or negat
   CHECK(m.pool({2, 2}, {P62, P62}, {1, 1}).flatten().to_vector<float>() == std::vector<float>{0, 1, 4, 5});
   // a zero stride divided by zero (SIGFPE) in the window arithmetic
   Tensor w = Tensor::ones({1, 1, 2, 2});
-  CHECK_THROWS_AS(m.conv2d(w, std::nullopt, 1, {0}), ShapeError);
-  CHECK_THROWS_AS(m.conv2d(w, std::nullopt, 1, {1}, {0}), ShapeError);
+  CHECK_THROWS_AS(m.conv2d(w, std::nullopt, 0), ShapeError);
+  CHECK_THROWS_AS(m.conv2d(w, {.dilation = 0}), ShapeError);
   CHECK_THROWS_AS(m.pool({2, 2}, {1, -1}, {1, 1}), ShapeError);
   CHECK_THROWS_AS(m.pool({2, 2}, {1, 1}, {INT64_MAX, 1}), ShapeError);
   CHECK(m.conv2d(w).shape() == Shape{1, 1, 3, 3});

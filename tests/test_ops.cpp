@@ -1250,7 +1250,7 @@ TEST_CASE("conv2d against a plain-loop reference", "[ops][conv]") {
       Ref x = rnd(c.x, -1, 1, seed), w = rnd(c.w, -1, 1, seed + 1), b = rnd({c.w[0]}, -1, 1, seed + 2);
       std::optional<Tensor> tb;
       if (c.bias) tb = T(b);
-      Tensor y = T(x).conv2d(T(w), tb, c.groups, c.stride, c.dilation, c.padding);
+      Tensor y = T(x).conv2d(T(w), tb, c.stride, c.padding, c.dilation, c.groups);
       check(y, conv_ref(x, w, c.bias ? &b : nullptr, c), kSumA, kSumR);
     }
     seed += 3;
@@ -1264,7 +1264,7 @@ TEST_CASE("conv2d against a plain-loop reference", "[ops][conv]") {
   SECTION("conv2d + relu") {
     ConvCase c{"relu", {2, 3, 6, 6}, {4, 3, 3, 3}, 1, {1}, {1}, {1}, true};
     Ref x = rnd(c.x, -1, 1, 792), w = rnd(c.w, -1, 1, 793), b = rnd({4}, -1, 1, 794);
-    check(T(x).conv2d(T(w), T(b), 1, {1}, {1}, {1}).relu(), conv_ref(x, w, &b, c).map([](double v) { return std::max(v, 0.0); }), kSumA, kSumR);
+    check(T(x).conv2d(T(w), T(b), 1, 1).relu(), conv_ref(x, w, &b, c).map([](double v) { return std::max(v, 0.0); }), kSumA, kSumR);
   }
 }
 

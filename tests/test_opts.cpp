@@ -460,7 +460,7 @@ TEST_CASE("opts: MERGE joins two loop or two reduce axes, a conv's merges (gemm_
     return r;
   };
   const auto LOOP = tinygrad::detail::AxisType::LOOP, REDUCE = tinygrad::detail::AxisType::REDUCE;
-  for (auto [name, y] : {std::pair{"conv", img.conv2d(w)}, std::pair{"conv, padding 1, stride 2", img.conv2d(w, std::nullopt, 1, {2}, {1}, {1})},
+  for (auto [name, y] : {std::pair{"conv", img.conv2d(w)}, std::pair{"conv, padding 1, stride 2", img.conv2d(w, std::nullopt, 2, 1)},
                          std::pair{"conv with a bias and relu", (img.conv2d(w) + rnd({1, 4, 1, 1}, 33)).relu()}}) {
     INFO(name);
     auto g = guarded(y);

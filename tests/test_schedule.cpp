@@ -155,7 +155,7 @@ TEST_CASE("schedule: conv2d + relu is 1 kernel", "[schedule]") {
   Tensor x = input({2, 3, 10, 10}, 31), w = input({4, 3, 3, 3}, 32), b = input({4}, 33);
   Tensor y = x.conv2d(w).relu();
   CHECK(kernels_to_realize(y) == 1);
-  Tensor yb = x.conv2d(w, b, 1, {2}, {1}, {1}).relu();
+  Tensor yb = x.conv2d(w, b, 2, 1).relu();
   CHECK(kernels_to_realize(yb) == 1);
   CHECK(yb.shape() == Shape{2, 4, 5, 5});
   // spot-check one output against a direct sum

@@ -76,7 +76,7 @@ TEST_CASE("spec: every stage accepts what the pipeline makes", "[spec]") {
       ((a + b) * a - 1).relu().exp() / (b + 2), a + v + v.reshape({64, 1}), (a * b).sum(1), a.sum(0), (a * b).sum(), big.max(1), (big > 0).any(1),
       a.softmax(-1), a.log_softmax(0), a.var(1), a.layernorm(), a.argmax(1), a.matmul(b), a.matmul(b.T()), h.matmul(h2),
       h.matmul(h2).cast(DType::Float32), (a.cast(DType::Float16) * 2).cast(DType::BFloat16), img.conv2d(w).relu(), img.max_pool2d(),
-      img.avg_pool2d({3, 3}, {1}, {1}, {1}), a.pad({{1, 2}, {3, 0}}) * 2, a.flip({0}) + a, a.shrink({{1, 33}, {2, 62}}).exp(), v.cumsum(0),
+      img.avg_pool2d({3, 3}, 1, 1), a.pad({{1, 2}, {3, 0}}) * 2, a.flip({0}) + a, a.shrink({{1, 33}, {2, 62}}).exp(), v.cumsum(0),
       i32 / 3 + (i32 % 7) * (i32 < 5).cast(DType::Int32), a.cast(DType::Int64) / 3, (a < 0).where(a, INFINITY), lng.sum(),
       lng.shrink({{1, (1 << 16) - 3}}) * 2, a.sum(1) + a.max(1), (a - a.mean(1, true)).square().mean(1), Tensor::cat({a, b}, 1) + 1,
       E({0, 3}).sum(0)};  // a reduce over an empty dim: a loop of 0

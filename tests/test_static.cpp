@@ -147,10 +147,10 @@ TEST_CASE("static: matmul, conv2d, pooling and losses match Tensor", "[static]")
   auto kb = data<F<4>>();
   Tensor IMG = img, K = k, KB = kb;
   same(conv2d(img, k), IMG.conv2d(K), 1e-4);
-  same(conv2d<2, 1>(img, k, kb), IMG.conv2d(K, KB, 1, {2}, {1}, {1}), 1e-4);
-  same(conv2d<1, 0, 2>(img, k), IMG.conv2d(K, std::nullopt, 1, {1}, {2}, {0}), 1e-4);
+  same(conv2d<2, 1>(img, k, kb), IMG.conv2d(K, KB, 2, 1), 1e-4);
+  same(conv2d<1, 0, 2>(img, k), IMG.conv2d(K, std::nullopt, 1, 0, 2), 1e-4);
   auto kg = data<F<4, 1, 3, 3>>();
-  same(conv2d<1, 0, 1, 2>(img, kg), IMG.conv2d(Tensor(kg), std::nullopt, 2), 1e-4);
+  same(conv2d<1, 0, 1, 2>(img, kg), IMG.conv2d(Tensor(kg), {.groups = 2}), 1e-4);
   same(max_pool2d(img), IMG.max_pool2d({2, 2}));
   same(max_pool2d<3, 2>(img), IMG.max_pool2d({3, 3}, {2, 2}));
   same(avg_pool2d<3>(img), IMG.avg_pool2d({3, 3}), 1e-5);
@@ -233,7 +233,7 @@ TEST_CASE("static: gradients match the dynamic path and keep the static type", "
   loss.backward();
   F<3, 1, 3, 3> gk = k.grad();
   Tensor K = Tensor(k).detach();
-  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, {1}, {1}, {1}).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5)
+  auto dg = gradient((Tensor(img).conv2d(K, std::nullopt, 1, 1).max_pool2d({2, 2}).flatten(1).permute({1, 0}).pad({{1, 0}, {0, 0}}) * 0.5)
                      .square().mean(), {K});
   same(gk, dg[0], 1e-5);
 }
@@ -338,7 +338,7 @@ TEST_CASE("static: nn layers chained with seq match the dynamic model", "[static
   same(model(x), X.conv2d(c1.weight, Tensor(c1.bias)).relu().max_pool2d({2, 2}).flatten(1).matmul(Tensor(l1.weight).T()), 1e-4);
 }
 
-TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding match Tensor", "[static]") {
+TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu and Embedding match Tensor", "[static]") {
   auto x = data<F<dyn, dyn, 24>>(2, 5);
   const Tensor& xt = x.tensor();
   // unflatten keeps the other dims dyn; one dyn target extent is inferred
@@ -365,10 +365,10 @@ TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu_erf and Embedding
   // erf and the exact GELU, values and gradient (d/dx x Phi(x) = Phi(x) + x phi(x))
   same(x.erf(), xt.erf());
   auto g = static_tensor<float, 7>(Tensor(std::vector<float>{-3, -1, -0.5f, 0, 0.5f, 1, 3}));
-  auto gv = g.gelu_erf().to_vector<double>();
+  auto gv = g.gelu().to_vector<double>();
   auto gx = g.to_vector<double>();
   Tensor gt = g.tensor().detach().requires_grad_();
-  gt.gelu_erf().sum().backward();
+  gt.gelu().sum().backward();
   auto dg = gt.grad()->to_vector<double>();
   for (size_t i = 0; i < 7; i++) {
     double v = gx[i], phi = std::exp(-v * v / 2) / std::sqrt(2 * M_PI), Phi = 0.5 * std::erfc(-v / std::sqrt(2.0));

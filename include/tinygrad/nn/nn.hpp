@@ -68,7 +68,7 @@ struct ConvNd {
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) +
                        "-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(1) * groups, "Conv");
-    return x.conv2d(weight, bias, groups, stride, dilation, padding);
+    return x.conv2d(weight, bias, {.stride = stride, .padding = padding, .dilation = dilation, .groups = groups});
   })
 };
 struct Conv1d : ConvNd {
@@ -111,7 +111,8 @@ struct ConvTranspose2d {
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
-    return x.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding);
+    return x.conv_transpose2d(weight, bias,
+                              {.stride = stride, .padding = padding, .dilation = dilation, .groups = groups, .output_padding = output_padding});
   })
 };
 

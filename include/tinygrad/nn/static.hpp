@@ -160,7 +160,7 @@ struct Flatten {
     std::vector<Tensor> parameters() const { return {}; }                                   \
   };                                                                                        \
   inline constexpr NAME##_t NAME{};
-TG_ACT(relu) TG_ACT(sigmoid) TG_ACT(tanh) TG_ACT(gelu) TG_ACT(silu)
+TG_ACT(relu) TG_ACT(sigmoid) TG_ACT(tanh) TG_ACT(gelu) TG_ACT(gelu_tanh) TG_ACT(silu)
 #undef TG_ACT
 
 // layers applied in order; layer I must accept what layer I-1 returns

@@ -115,9 +115,13 @@ struct same_shape {  // unary: any shape
     static Tensor lower(const auto&, const Tensor& a) { return a.NAME(); }                      \
   };
 TG_UNARY(neg) TG_UNARY(exp) TG_UNARY(log) TG_UNARY(exp2) TG_UNARY(log2) TG_UNARY(sqrt) TG_UNARY(rsqrt) TG_UNARY(reciprocal)
-TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu) TG_UNARY(erf) TG_UNARY(gelu_erf)
+TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu) TG_UNARY(erf)
 TG_UNARY(relu) TG_UNARY(abs) TG_UNARY(square) TG_UNARY(trunc) TG_UNARY(floor) TG_UNARY(ceil)
 #undef TG_UNARY
+struct gelu_tanh : same_shape<gelu_tanh> {
+  static constexpr const char* name = "gelu_tanh";
+  static Tensor lower(const auto&, const Tensor& a) { return a.gelu("tanh"); }
+};
 template <DType D>
 struct cast : same_shape<cast<D>> {
   static constexpr const char* name = "cast";
@@ -329,7 +333,7 @@ struct conv2d {
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) {
     return st::conv2d(x, w, Stride, Padding, Dilation, Groups);
   }
-  static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Groups, {Stride}, {Dilation}, {Padding}); }
+  static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Stride, Padding, Dilation, Groups); }
 };
 #define TG_POOL(NAME)                                                                                                        \
   template <int64_t K, int64_t Stride>                                                                                       \
@@ -447,7 +451,7 @@ struct static_ops {
   TG_UNARY(trunc, Derived::dtype) TG_UNARY(floor, Derived::dtype) TG_UNARY(ceil, Derived::dtype)
 #define TG_F(NAME) TG_UNARY(NAME, detail::st::float_of(Derived::dtype))
   TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu)
-  TG_F(silu) TG_F(erf) TG_F(gelu_erf)
+  TG_F(silu) TG_F(erf) TG_F(gelu_tanh)  // gelu: exact, like torch; gelu_tanh: gelu(approximate="tanh")
 #undef TG_F
 #undef TG_UNARY
   template <class U> auto cast() const { return detail::st::make<op::cast<static_dtype<U>>, static_dtype<U>>({}, self()); }

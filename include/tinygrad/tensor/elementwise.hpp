@@ -215,14 +215,18 @@ struct ElementwiseOps {
   T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({
     return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0));
   })
-  // tanh approximation
-  T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
-  // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
-  // Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it keeps its relative accuracy where 1 + erf
-  // cancels to 0
-  T gelu_erf() const TINYGRAD_MEMBER_DEF({
+  // torch's F.gelu: the exact x * Phi(x) (Hugging Face's "gelu"), or with approximate = "tanh" the tanh approximation
+  // (tinygrad's default, Hugging Face's "gelu_new"). Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it
+  // keeps its relative accuracy where 1 + erf cancels to 0
+  T gelu(std::string_view approximate = "none") const TINYGRAD_MEMBER_DEF({
+    if (approximate == "tanh") {
+      auto& x = self();
+      return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh());
+    }
+    if (approximate != "none")
+      throw Error("tinygrad::gelu: approximate must be \"none\" or \"tanh\", got \"" + std::string(approximate) + "\"");
     auto x = self().fl();
-    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu_erf().cast(x.dtype());
+    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu().cast(x.dtype());
     auto tail = x * M_SQRT1_2 < -kErfSmall;
     return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
   })

@@ -49,7 +49,7 @@ TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor&
   // NOTE: the padded g is materialized: the conv reads it k*k*cin times, gated loads would dominate
   Tensor gd = s2 == g.shape() ? g : g.reshape(s1).pad(dil_pad).reshape(s2).shrink(dil_keep);
   Shape wg = join({Shape{groups, cout / groups, cin}, ks}), wf = join({Shape{groups * cin, cout / groups}, ks});
-  Tensor dx = gd.pad(conv_pad).contiguous().conv2d(w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf), std::nullopt, groups, {1}, dil);
+  Tensor dx = gd.pad(conv_pad).contiguous().conv2d(w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf), {.dilation = dil, .groups = groups});
   // dw: correlate x with g; groups > 1 as a conv of x (channels as batch, batch as channels) with g as the kernel
   Tensor xp = x.pad(xpads);
   if (groups != 1) {
@@ -57,7 +57,7 @@ TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor&
     for (size_t i = 0; i < n; i++) perm.push_back(int64_t(3 + i));
     Shape sp(xp.shape().begin() + 2, xp.shape().end());
     Tensor xt = xp.reshape(join({Shape{bs, groups, cin}, sp})).permute(perm).reshape(join({Shape{cin, groups * bs}, sp}));
-    return {dx, xt.conv2d(g.transpose(0, 1), std::nullopt, groups, dil, stride).transpose(0, 1).shrink(keep)};
+    return {dx, xt.conv2d(g.transpose(0, 1), {.stride = dil, .dilation = stride, .groups = groups}).transpose(0, 1).shrink(keep)};
   }
   // NOTE: laid out (cin, *k', cout) with cout innermost, so the kernel vectorizes over cout like a matmul
   Tensor P = xp.pool(os, dil, stride);  // (bs, cin, *k', *o)

@@ -5,43 +5,92 @@
 #include <map>
 #include "movement.hpp"
 
+namespace tinygrad {
+
+// a size argument of a conv or pool, like torch's int-or-tuple: one value for every spatial dim (2) or one per dim ({2, 1})
+struct Ints : std::vector<int64_t> {
+  Ints() = default;
+  Ints(std::nullopt_t) {}  // torch's None: a pool's stride defaults to its kernel
+  Ints(int64_t v) : std::vector<int64_t>{v} {}
+  Ints(std::initializer_list<int64_t> v) : std::vector<int64_t>(v) {}
+  Ints(std::vector<int64_t> v) : std::vector<int64_t>(std::move(v)) {}
+};
+namespace detail {
+// NOTE: the first member of the options structs: a plain list ({2, 1}) cannot initialize them, so x.max_pool2d({2, 1}) stays a
+// kernel; only designated initializers ({.stride = 2}) select the options overload
+struct DesignatedOnly {};
+}  // namespace detail
+
+// torch's keyword arguments of conv1d/conv2d/conv3d/conv_transpose2d: x.conv2d(w, {.stride = 2, .padding = 1}).
+// padding: one value, one per dim, or (before, after) per dim. output_padding: conv_transpose2d only.
+struct ConvOptions {
+  [[no_unique_address]] detail::DesignatedOnly designated_only{};
+  Ints stride = 1, padding = 0, dilation = 1;
+  int64_t groups = 1;
+  Ints output_padding = 0;
+};
+// torch's keyword arguments of max_pool2d/avg_pool2d: x.max_pool2d({.kernel = 3, .stride = 2, .padding = 1}).
+// stride: empty is the kernel. count_include_pad and divisor_override: avg_pool2d only.
+struct PoolOptions {
+  [[no_unique_address]] detail::DesignatedOnly designated_only{};
+  Ints kernel = 2, stride = {}, padding = 0, dilation = 1;
+  bool ceil_mode = false, count_include_pad = true;
+  std::optional<int64_t> divisor_override = std::nullopt;
+};
+
+}  // namespace tinygrad
+
 namespace tinygrad::detail {
 
 template <class T>
 struct ProcessingOps {
  public:
-  // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank) ----
-  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank). torch's positional order; ConvOptions for keywords ----
+  // NOTE: the positional forms are templates so that a designated list ({.padding = 1}) picks the options form on every compiler
+  template <class = void>
+  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
+    return conv1d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
+  }
+  T conv1d(const T& w, const ConvOptions& o) const { return conv1d(w, std::nullopt, o); }
+  T conv1d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
-    return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
+    return self().conv2d(w, bias, o);
   })
-  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  template <class = void>
+  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
+    return conv3d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
+  }
+  T conv3d(const T& w, const ConvOptions& o) const { return conv3d(w, std::nullopt, o); }
+  T conv3d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
-    return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
+    return self().conv2d(w, bias, o);
   })
   // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
   // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
-  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-                     std::vector<int64_t> dilation = {1},
-                     std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const TINYGRAD_MEMBER_DEF({
+  template <class = void>
+  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints output_padding = 0,
+                     int64_t groups = 1, Ints dilation = 1) const {
+    return conv_transpose2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
+                                      .groups = groups, .output_padding = std::move(output_padding)});
+  }
+  T conv_transpose2d(const T& w, const ConvOptions& o) const { return conv_transpose2d(w, std::nullopt, o); }
+  T conv_transpose2d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
     if (x0.ndim() < 3 || w.ndim() != x0.ndim())
       throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " and input " +
                        to_string(x0.shape()) + " ranks do not fit");
     size_t nsp = x0.ndim() - 2;
-    int64_t cin = w.shape()[0];
+    int64_t cin = w.shape()[0], groups = o.groups;
     if (cin != x0.shape()[1])
       throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " needs " + std::to_string(cin) +
                        " input channels, input has shape " + to_string(x0.shape()));
     if (groups <= 0 || cin % groups)
       throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(cin) + " input channels do not divide into " + std::to_string(groups) +
                        " groups (weight " + to_string(w.shape()) + ")");
-    stride = per_dim(stride, nsp, "stride", op, 1); dilation = per_dim(dilation, nsp, "dilation", op, 1);
-    output_padding = per_dim(output_padding, nsp, "output_padding", op, 0);
-    auto pads = pad_pairs(padding, nsp, op);
+    auto stride = per_dim(o.stride, nsp, "stride", op, 1), dilation = per_dim(o.dilation, nsp, "dilation", op, 1);
+    auto output_padding = per_dim(o.output_padding, nsp, "output_padding", op, 0);
+    auto pads = pad_pairs(o.padding, nsp, op);
     for (size_t i = 0; i < nsp; i++)
       if (output_padding[i] >= std::max(stride[i], dilation[i]))
         throw ShapeError(std::string("tinygrad::") + op + ": output_padding " + to_string(output_padding) +
@@ -67,21 +116,29 @@ struct ProcessingOps {
       cpad.push_back(e - pads[i].first); cpad.push_back(e - pads[i].second + output_padding[i]);
     }
     T wt = w.unflatten(0, {groups, -1}).transpose(1, 2).flip(flips).flatten(0, 1);
-    return x.conv2d(wt, bias, groups, {1}, dilation, cpad);
+    return x.conv2d(wt, bias, {.padding = cpad, .dilation = dilation, .groups = groups});
   })
 
-  // ---- pooling over the last kernel.size() dims (a single value means 2 dims) ----
-  // padding: one value, one per dim, or (before, after) per dim
-  T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-               std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
-    auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
+  // ---- pooling over the last kernel.size() dims (a single value means 2 dims). torch's positional order; PoolOptions for keywords ----
+  // padding: one value, one per dim, or (before, after) per dim; stride: empty (or std::nullopt) is the kernel
+  template <class = void>
+  T max_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
+    return max_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
+                       .ceil_mode = ceil_mode});
+  }
+  T max_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
+    auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
   })
   // {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
-  std::pair<T, T> max_pool2d_with_indices(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-                                          std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
+  template <class = void>
+  std::pair<T, T> max_pool2d_with_indices(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
+    return max_pool2d_with_indices({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding),
+                                    .dilation = std::move(dilation), .ceil_mode = ceil_mode});
+  }
+  std::pair<T, T> max_pool2d_with_indices(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
+    auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
     T p = pooled(a, dtype_min(x.dtype()));
     T mx = p.max(a.axes, true);
     Shape sp(x.shape().end() - int64_t(a.ks.size()), x.shape().end());
@@ -101,15 +158,25 @@ struct ProcessingOps {
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
   })
-  T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-               std::vector<int64_t> padding = {0}, bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
+  // torch's order (no dilation: PoolOptions has one); count_include_pad: padding counts in the divisor; divisor_override: the divisor
+  template <class = void>
+  T avg_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+               std::optional<int64_t> divisor_override = std::nullopt) const {
+    return avg_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .ceil_mode = ceil_mode,
+                       .count_include_pad = count_include_pad, .divisor_override = divisor_override});
+  }
+  T avg_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    auto a = pool_args(kernel, stride, dilation, padding, false, "avg_pool2d");
-    auto c = pool_args(kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
+    auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, false, "avg_pool2d");
+    auto c = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "avg_pool2d");
     auto pool = [&](const T& t, const Pads& p) { return t.pad(p).pool(a.ks, a.st, a.dl, "avg_pool2d").sum(a.axes); };
+    if (o.divisor_override) {
+      if (*o.divisor_override == 0) throw Error("tinygrad::avg_pool2d: divisor_override must not be 0");
+      return pool(x, c.pads) / double(*o.divisor_override);
+    }
     T ones = T::ones(x.shape(), x.dtype(), x.device());
-    if (!count_include_pad) return pool(x, c.pads) / pool(ones, c.pads);
-    if (!ceil_mode) return x.pad(a.pads).pool(a.ks, a.st, a.dl, "avg_pool2d").mean(a.axes);
+    if (!o.count_include_pad) return pool(x, c.pads) / pool(ones, c.pads);
+    if (!o.ceil_mode) return x.pad(a.pads).pool(a.ks, a.st, a.dl, "avg_pool2d").mean(a.axes);
     // ceil_mode: windows hanging over the end count only up to the (regular) padding
     Pads extra;
     for (size_t i = 0; i < a.pads.size(); i++) extra.push_back({c.pads[i].first - a.pads[i].first, c.pads[i].second - a.pads[i].second});
@@ -182,7 +249,12 @@ struct ProcessingOps {
       }
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
-    return qk.softmax(-1).matmul(value);
+    if (!m || is_causal) return qk.softmax(-1).matmul(value);  // NOTE: every row keeps a key: the plain softmax
+    // a query row whose keys are all masked (all -inf) gives 0, as torch's (bool or float mask), not exp(-inf + inf) / 0 = NaN;
+    // the guarded max and sum keep its gradient 0 too
+    T mx = qk.reduce(Ops::MAX, {int64_t(qk.ndim()) - 1}, true, op).detach();
+    T e = (qk - (mx == -std::numeric_limits<double>::infinity()).where(0.0, mx)).exp(), s = e.sum(-1, true);
+    return (e / (s == 0.0).where(1.0, s)).matmul(value);
   })
 
   // ---- misc ----

@@ -578,13 +578,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return b ? x + *b : x;
   })
 
-  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
-  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel.
+  // torch's positional order; x.conv2d(w, {.stride = 2, .padding = 1}) for its keywords (a template: see ProcessingOps::conv1d)
+  template <class = void>
+  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1,
+                int64_t groups = 1) const {
+    return conv2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
+  }
+  Tensor conv2d(const Tensor& w, const ConvOptions& o) const { return conv2d(w, std::nullopt, o); }
+  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
+    if (std::any_of(o.output_padding.begin(), o.output_padding.end(), [](int64_t p) { return p != 0; }))
+      throw ShapeError("tinygrad::conv2d: output_padding is conv_transpose2d's option: " + shapes());
     size_t nsp = ndim() - 2;
-    int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
+    int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1], groups = o.groups;
+    std::vector<int64_t> stride = o.stride, dilation = o.dilation, padding = o.padding;
     if (groups <= 0 || cout % groups)
       throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " +
                        std::to_string(groups) + " groups: " + shapes());
