@@ -231,6 +231,24 @@ struct Embedding {
   Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
+// torch.nn.utils.clip_grad_norm_: total = the norm_type norm of all .grads together (inf: the largest magnitude); each
+// .grad is scaled in place by min(1, max_norm / (total + 1e-6)). Returns total. Lazy, like the grads: realized with the
+// optimizer's step, so it works inside TinyJit. Tensors without a .grad are skipped
+TINYGRAD_API Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2) TINYGRAD_DEF({
+  std::vector<Tensor> grads, norms;
+  for (auto& p : params) if (auto g = p.grad()) grads.push_back(*g);
+  if (grads.empty()) return Tensor::zeros({});
+  for (auto& g : grads) norms.push_back(g.norm(norm_type).cast(grads[0].dtype()));
+  Tensor total = Tensor::stack(norms).norm(norm_type);
+  Tensor coef = (max_norm / (total + 1e-6)).minimum(1.0);
+  for (auto& g : grads) g.assign(g * coef);  // g shares the parameter's .grad: assign rebinds it
+  return total;
+})
+// torch.nn.utils.clip_grad_value_: clamp each .grad to [-clip, clip] in place (lazily, as clip_grad_norm_)
+TINYGRAD_API void clip_grad_value_(const std::vector<Tensor>& params, double clip) TINYGRAD_DEF({
+  for (auto& p : params) if (auto g = p.grad()) g->assign(g->clip(-clip, clip));
+})
+
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;

@@ -11,6 +11,11 @@ namespace tinygrad {
 class Tensor;
 // one entry of t[{...}]: an Index, or an integer Tensor (fancy indexing, lazy: one-hot compare + sum)
 using TensorIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor>;
+// what t.unique() returns: the distinct values, each element's index into them (inverse) and their counts
+template <class T>
+struct UniqueResult {
+  T values, inverse, counts;
+};
 }  // namespace tinygrad
 
 namespace tinygrad::detail {
@@ -642,6 +647,20 @@ struct MovementOps {
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
   })
+  // torch.index_select: the slices index[0], index[1], ... of dim (index: 0-d or 1-d integers in [0, size))
+  T index_select(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (index.ndim() > 1) throw ShapeError("tinygrad::index_select: index must be 0-d or 1-d, got shape " + to_string(index.shape()));
+    check_int_index(index, "index_select");
+    int d = norm_axis(dim, x.ndim(), "index_select");
+    int64_t n = x.shape()[size_t(d)], k = index.numel();
+    check_indices(index, n, false, "index_select", d);
+    Shape rs(x.ndim() + 1, 1);
+    rs[size_t(d)] = k;
+    // a one-hot of each index against dim (moved last), as gather does
+    T xs = x.unsqueeze(-1).transpose(-1, d);
+    return one_hot_last(index.reshape(rs), n).where(xs, 0.0).sum(-1).cast(x.dtype());
+  })
   // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
   T scatter(int64_t dim, const T& index, const T& src) const TINYGRAD_MEMBER_DEF({
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
@@ -691,6 +710,51 @@ struct MovementOps {
     T flat = x.expand(full).flatten();
     if (idx.empty()) return flat.shrink({{0, 0}});
     return flat[T(idx, {int64_t(idx.size())}, x.device())];
+  })
+  // torch.unique: the distinct values in ascending order (sorted or not, as torch on the CPU), with dim the distinct
+  // slices along dim in lexicographic order; inverse (x's shape, or (size of dim,)) and counts are int64 and always
+  // filled (the flags keep torch's argument order). NaNs count as one value.
+  // NOTE: realizes x (the output size depends on the data); values are gathered from x, so they stay differentiable
+  UniqueResult<T> unique(bool sorted = true, bool return_inverse = false, bool return_counts = false,
+                         std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    (void)sorted;
+    (void)return_inverse;
+    (void)return_counts;
+    auto& x = self();
+    int d = dim ? norm_axis(*dim, x.ndim(), "unique") : 0;
+    std::vector<int64_t> order{d};
+    for (int a = 0; a < int(x.ndim()); a++) if (a != d) order.push_back(a);
+    T rows = dim ? x.permute(order) : x.flatten();  // the things to tell apart, along dim 0
+    int64_t n = rows.ndim() ? rows.shape()[0] : 1, w = n ? rows.numel() / n : 0;
+    auto v = rows.template to_vector<double>();
+    auto less = [&](int64_t i, int64_t j) {  // lexicographic, NaN after everything
+      for (int64_t c = 0; c < w; c++) {
+        double a = v[size_t(i * w + c)], b = v[size_t(j * w + c)];
+        bool an = std::isnan(a), bn = std::isnan(b);
+        if (an != bn) return bn;
+        if (!an && a != b) return a < b;
+      }
+      return false;
+    };
+    std::vector<int64_t> perm(size_t(n), 0), first, counts, inverse(size_t(n), 0);
+    for (int64_t i = 0; i < n; i++) perm[size_t(i)] = i;
+    std::stable_sort(perm.begin(), perm.end(), less);
+    for (size_t i = 0; i < perm.size(); i++) {
+      if (i == 0 || less(perm[i - 1], perm[i])) { first.push_back(perm[i]); counts.push_back(0); }
+      counts.back()++;
+      inverse[size_t(perm[i])] = int64_t(first.size()) - 1;
+    }
+    int64_t u = int64_t(first.size());
+    T values = u ? rows[T(first, {u}, x.device())] : rows.shrink({{0, 0}});
+    if (dim) {
+      std::vector<int64_t> back(order.size());
+      for (size_t i = 0; i < order.size(); i++) back[size_t(order[i])] = int64_t(i);
+      values = values.permute(back);
+    }
+    Shape ishape = dim ? Shape{n} : x.shape();
+    T inv = n ? T(inverse, {n}, x.device()).reshape(ishape) : T::zeros(ishape, DType::Int64, x.device());
+    T cnt = u ? T(counts, {u}, x.device()) : T::zeros({0}, DType::Int64, x.device());
+    return {values, inv, cnt};
   })
   // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
   T nonzero() const TINYGRAD_MEMBER_DEF({

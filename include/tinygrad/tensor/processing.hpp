@@ -228,6 +228,21 @@ struct ProcessingOps {
     return bias ? y + fit(*bias, "bias") : y;
   })
 
+  // F.normalize: x / max(norm(x, p, dim), eps)
+  T normalize(double p = 2, int64_t dim = 1, double eps = 1e-12) const TINYGRAD_MEMBER_DEF({
+    return self() / self().norm(p, {dim}, true).maximum(eps);
+  })
+  // F.cosine_similarity with torch's formula: each side over its 2-norm clamped to eps, then the products summed
+  // along dim. The clamp passes the gradient through (torch clamps in place under no_grad)
+  T cosine_similarity(const T& other, int64_t dim = 1, double eps = 1e-8) const TINYGRAD_MEMBER_DEF({
+    auto [a, b] = T::broadcast_pair(self().fl(), other.fl(), "cosine_similarity");
+    auto unit = [&](const T& v) {
+      T n = v.norm(2, {dim}, true);
+      return v / (n + (n.maximum(eps) - n).detach());
+    };
+    return (unit(a) * unit(b)).sum(dim);
+  })
+
   // ---- attention ----
   // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
   T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt,
@@ -270,8 +285,51 @@ struct ProcessingOps {
   T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })
   T triu(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal, "triu").where(self(), zero()); })
 
-  // resize the last size.size() dims. mode: "nearest", "nearest-exact", "linear" (also "bilinear", "trilinear")
-  T interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
+  // resize the last size.size() dims. mode: "nearest" (torch's default), "nearest-exact", "linear" (also "bilinear",
+  // "trilinear")
+  T interpolate(const Shape& size, const std::string& mode = "nearest", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
+    return resize(size, {}, mode, align_corners);
+  })
+  // torch's F.interpolate(x, None, scale_factor, mode): x is (N, C, *spatial), scale_factor one value or one per spatial
+  // dim; the size is floor(in * scale) and, as torch's recompute_scale_factor=None, sampling uses 1 / scale itself
+  // (not in / out) unless align_corners
+  T interpolate(std::nullopt_t, const std::vector<double>& scale_factor, const std::string& mode = "nearest",
+                bool align_corners = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    size_t k = x.ndim() < 3 ? 0 : x.ndim() - 2;
+    std::vector<double> sf = scale_factor.size() == 1 ? std::vector<double>(k, scale_factor[0]) : scale_factor;
+    if (k == 0 || sf.size() != k)
+      throw ShapeError("tinygrad::interpolate: scale_factor of " + std::to_string(scale_factor.size()) + " values does not fit input " +
+                       to_string(x.shape()) + " (N, C, then one per spatial dim)");
+    Shape size;
+    for (size_t i = 0; i < k; i++) {
+      if (!(sf[i] > 0)) throw Error("tinygrad::interpolate: scale_factor must be positive, got " + std::to_string(sf[i]));
+      size.push_back(int64_t(std::floor(double(x.shape()[2 + i]) * sf[i])));
+    }
+    return resize(size, sf, mode, align_corners);
+  })
+
+  // ---- matrix products with torch's strict ranks (matmul broadcasts) ----
+  // (n, m) @ (m, p)
+  T mm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 2, "mm"); return self().matmul(b); })
+  // (B, n, m) @ (B, m, p)
+  T bmm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 3, "bmm"); return self().matmul(b); })
+  // beta * self + alpha * batch1.bmm(batch2), self broadcast to the product; beta 0 ignores self (NaN and inf too, as torch)
+  T baddbmm(const T& batch1, const T& batch2, double beta = 1, double alpha = 1) const TINYGRAD_MEMBER_DEF({
+    check_mm(batch1, batch2, 3, "baddbmm");
+    T p = batch1.matmul(batch2);
+    auto& s = self();
+    bool fits = s.ndim() <= 3;
+    for (size_t i = 1; fits && i <= s.ndim(); i++) fits = s.shape()[s.ndim() - i] == 1 || s.shape()[s.ndim() - i] == p.shape()[3 - i];
+    if (!fits)
+      throw ShapeError("tinygrad::baddbmm: self " + to_string(s.shape()) + " does not broadcast to the product's shape " + to_string(p.shape()));
+    if (alpha != 1) p = p * alpha;
+    return beta == 0 ? p : (beta == 1 ? s : s * beta) + p;
+  })
+
+ private:
+  // the body of interpolate; sf (one per dim of size, or empty) is torch's scale_factor
+  T resize(const Shape& size, const std::vector<double>& sf, const std::string& mode, bool align_corners) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
     if (!linear && mode != "nearest" && mode != "nearest-exact") throw Error("tinygrad::interpolate: unknown mode \"" + mode + "\"");
@@ -284,7 +342,8 @@ struct ProcessingOps {
     for (size_t k = 0; k < size.size(); k++) {
       size_t i = x.ndim() - 1 - k;
       int64_t n = x0.shape()[i], m = size[size.size() - 1 - k];
-      double scale = align_corners ? (m > 1 ? double(n - 1) / double(m - 1) : 0.0) : double(n) / double(m);
+      double scale = align_corners ? (m > 1 ? double(n - 1) / double(m - 1) : 0.0)
+                                   : sf.empty() ? double(n) / double(m) : 1.0 / sf[sf.size() - 1 - k];
       T ar = T::arange(double(m), std::nullopt, 1, DType::Float32, x.device());
       Shape rs(x.ndim(), 1);
       rs[i] = ex[i] = m;
@@ -302,7 +361,16 @@ struct ProcessingOps {
     }
     return x.cast(x0.dtype());
   })
+  static void check_mm(const T& a, const T& b, size_t rank, const char* op) TINYGRAD_MEMBER_DEF({
+    auto bad = [&](const std::string& why) {
+      return ShapeError(std::string("tinygrad::") + op + ": " + why + ", got " + to_string(a.shape()) + " and " + to_string(b.shape()));
+    };
+    if (a.ndim() != rank || b.ndim() != rank) throw bad(rank == 2 ? "needs two 2-d matrices" : "needs two 3-d batches of matrices");
+    if (rank == 3 && a.shape()[0] != b.shape()[0]) throw bad("the batch sizes differ");
+    if (a.shape()[rank - 1] != b.shape()[rank - 2]) throw bad("a.shape[-1] must equal b.shape[-2]");
+  })
 
+ public:
   // einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
   // without "->" the output is the letters seen once, in order
   static T einsum(const std::string& formula, const std::vector<T>& xs) TINYGRAD_MEMBER_DEF({

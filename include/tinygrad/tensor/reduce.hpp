@@ -27,6 +27,33 @@ struct ReduceOps {
     return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
   })
   T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
+  // torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
+  T amax(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(dims, "amax"), keepdim, "amax"); })
+  T amax(std::integral auto dim, bool keepdim = false) const { return amax(Axes{int64_t(dim)}, keepdim); }
+  T amin(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    return inv(inv(self()).reduce(Ops::MAX, nonempty(dims, "amin"), keepdim, "amin"));
+  })
+  T amin(std::integral auto dim, bool keepdim = false) const { return amin(Axes{int64_t(dim)}, keepdim); }
+  // torch.linalg.vector_norm: p = 2, 1, inf (largest |x|), -inf (smallest), 0 (count of nonzeros) or any other p, over
+  // dims (empty: all). Float tensors only (as torch). The gradient at 0 is 0 (as torch), not NaN; inf norms split it
+  // between ties like amax. float16 and bfloat16 accumulate in float32
+  T norm(double p = 2, Axes dim = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (!is_float(x.dtype())) throw DTypeError("tinygrad::norm: needs a float tensor, got " + to_string(x.dtype()));
+    auto ax = x.norm_axes(dim, "norm");
+    T a = acc().abs();
+    if (std::isinf(p)) return (p > 0 ? a.amax(ax, keepdim) : a.amin(ax, keepdim)).cast(x.dtype());
+    if (p == 0) return (a != 0.0).cast(a.dtype()).sum(ax, keepdim).cast(x.dtype());
+    if (p == 1) return a.sum(ax, keepdim).cast(x.dtype());
+    // b^e with b = 0 gives 0 from a base of 1 on the unused branch: its gradient is 0, not 0 * inf
+    auto pow0 = [](const T& b, double e) {
+      T z = b == 0.0, s = z.where(1.0, b);
+      return z.where(0.0, e == 0.5 ? s.sqrt() : s.pow(e));
+    };
+    T s = p == 2 ? a.square().sum(ax, keepdim) : (p > 0 ? pow0(a, p) : a.pow(p)).sum(ax, keepdim);
+    return (p > 0 ? pow0(s, 1 / p) : s.pow(1 / p)).cast(x.dtype());
+  })
+  T norm(double p, std::integral auto dim, bool keepdim = false) const { return norm(p, Axes{int64_t(dim)}, keepdim); }
   // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
@@ -175,6 +202,84 @@ struct ReduceOps {
     std::vector<std::pair<int64_t, int64_t>> sh;
     for (size_t a = 0; a < x.ndim(); a++) sh.push_back({0, int64_t(a) == d ? k : x.shape()[a]});
     return {v.shrink(sh), i.shrink(sh)};
+  })
+
+  // torch.median: the lower of the two middle values of all elements (NaN if there is one); the gradient is split
+  // between the elements equal to it (as torch)
+  T median() const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (x.numel() == 0) throw IndexError("tinygrad::median: the tensor of shape " + to_string(x.shape()) + " is empty");
+    T f = x.flatten().detach();
+    int64_t k = (f.shape()[0] - 1) / 2;
+    T v = f.sort(0).first.shrink({{k, k + 1}}).reshape({});
+    if (is_float(x.dtype())) v = f.isnan().any().where(v.like(NAN), v);
+    // a max over the elements equal to v: its gradient splits between them
+    return same(x, v).where(x, dtype_min(x.dtype())).max();
+  })
+  // along dim: (values, indices); the gradient goes to the element at the index (as torch)
+  std::pair<T, T> median(int64_t dim, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (x.ndim() == 0) return {x, T::zeros({}, DType::Int32, x.device())};
+    int d = norm_axis(dim, x.ndim(), "median");
+    int64_t n = x.shape()[size_t(d)];
+    if (n == 0) throw IndexError("tinygrad::median: cannot reduce the empty dim " + std::to_string(d) + " of shape " + to_string(x.shape()));
+    T si = x.detach().sort(d).second;
+    auto at = [&](int64_t k) {
+      std::vector<std::pair<int64_t, int64_t>> sh;
+      for (size_t a = 0; a < x.ndim(); a++) sh.push_back({0, x.shape()[a]});
+      sh[size_t(d)] = {k, k + 1};
+      return si.shrink(sh);
+    };
+    T idx = at((n - 1) / 2);
+    if (is_float(x.dtype())) idx = x.isnan().any(d, true).where(at(n - 1), idx);  // NaN sorts last
+    T val = x.gather(d, idx);
+    if (keepdim) return {val, idx};
+    return {val.squeeze(d), idx.squeeze(d)};
+  })
+
+  // ---- regression and divergence losses (torch.nn.functional's; target broadcasts against input) ----
+  T mse_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+    return reduce_loss((self() - y).square(), reduction, "mse_loss");
+  })
+  T l1_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+    return reduce_loss((self() - y).abs(), reduction, "l1_loss");
+  })
+  // 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
+  T huber_loss(const T& y, std::string_view reduction = "mean", double delta = 1.0) const TINYGRAD_MEMBER_DEF({
+    if (!(delta > 0)) throw Error("tinygrad::huber_loss: delta must be positive, got " + std::to_string(delta));
+    T d = self() - y, a = d.abs();
+    return reduce_loss((a < delta).where(d.square() * 0.5, (a - 0.5 * delta) * delta), reduction, "huber_loss");
+  })
+  // 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)
+  T smooth_l1_loss(const T& y, std::string_view reduction = "mean", double beta = 1.0) const TINYGRAD_MEMBER_DEF({
+    if (!(beta >= 0)) throw Error("tinygrad::smooth_l1_loss: beta must not be negative, got " + std::to_string(beta));
+    T d = self() - y, a = d.abs();
+    return reduce_loss(beta == 0 ? a : (a < beta).where(d.square() * (0.5 / beta), a - 0.5 * beta), reduction, "smooth_l1_loss");
+  })
+  // self: log-probabilities; y: probabilities (log-probabilities with log_target). "batchmean" divides the sum by the
+  // batch size (dim 0): the KL divergence; torch's default "mean" averages over all elements
+  T kl_div(const T& y, std::string_view reduction = "mean", bool log_target = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    T z = y == 0.0;  // xlogy(y, y): 0 where y is 0, its gradient too
+    T l = log_target ? y.exp() * (y - x) : z.where(0.0, y * z.where(1.0, y).log()) - y * x;
+    if (reduction == "batchmean") return l.sum() / double(x.ndim() ? x.shape()[0] : 1);
+    if (reduction != "mean" && reduction != "sum" && reduction != "none")
+      throw Error("tinygrad::kl_div: reduction must be \"mean\", \"batchmean\", \"sum\" or \"none\", got \"" + std::string(reduction) + "\"");
+    return reduce_loss(l, reduction, "kl_div");
+  })
+  // torch's names and argument order; weight (broadcast) scales each element's loss
+  T binary_cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+    auto& p = self();
+    same_shape(p, y, "binary_cross_entropy");
+    T l = -(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0));
+    return reduce_loss(weight ? l * *weight : l, reduction, "binary_cross_entropy");
+  })
+  T binary_cross_entropy_with_logits(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean",
+                                     const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    same_shape(x, y, "binary_cross_entropy_with_logits");
+    T l = -((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid());
+    return reduce_loss(weight ? l * *weight : l, reduction, "binary_cross_entropy_with_logits");
   })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
