@@ -25,6 +25,7 @@
 #include "tinygrad/engine/jit.hpp"
 #endif
 #include "tinygrad/tensor/tensor.hpp"
+#include "tinygrad/tensor/print.hpp"
 #include "tinygrad/tensor/gradient.hpp"
 #include "tinygrad/tensor/jit.hpp"
 #include "tinygrad/nn/nn.hpp"

@@ -943,7 +943,7 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
   SECTION("determinism: the same seed gives the same tensors, the next draw differs") {
     auto draw = [] {
       return std::vector<std::vector<double>>{Tensor::uniform({50}, -1, 1).to_vector<double>(), Tensor::normal({50}).to_vector<double>(),
-                                              Tensor::randint({50}, 0, 100).to_vector<double>(), Tensor::randperm(20).to_vector<double>(),
+                                              Tensor::randint(0, 100, {50}).to_vector<double>(), Tensor::randperm(20).to_vector<double>(),
                                               Tensor({0.2, 0.3, 0.5}).multinomial(10, true).to_vector<double>(),
                                               Tensor::kaiming_normal({4, 5}).to_vector<double>()};
     };
@@ -968,15 +968,15 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
     auto [nm, ns] = stats(n);
     CHECK(nm == Approx(3).margin(0.02));
     CHECK(ns == Approx(0.5).margin(0.02));
-    Tensor ri = Tensor::randint({3000}, -3, 4);
-    CHECK(ri.dtype() == DType::Int32);
+    Tensor ri = Tensor::randint(-3, 4, {3000});
+    CHECK(ri.dtype() == DType::Int64);
     std::map<int, int> cnt;
     for (int v : ri.to_vector<int>()) cnt[v]++;
     CHECK(cnt.size() == 7);
     CHECK(cnt.begin()->first == -3);
     CHECK(cnt.rbegin()->first == 3);
     for (auto& [k, c] : cnt) CHECK(c == Approx(3000 / 7.0).margin(80));
-    CHECK(Tensor::randint({4}, 0, 5, DType::Int64).dtype() == DType::Int64);
+    CHECK(Tensor::randint(0, 5, {4}, DType::Int32).dtype() == DType::Int32);
     auto su = Tensor::scaled_uniform({100, 100}).to_vector<double>();
     CHECK(*std::max_element(su.begin(), su.end()) <= 0.01);
     CHECK(stats(su).second == Approx(0.01 / std::sqrt(3.0)).margin(3e-4));
@@ -1121,8 +1121,8 @@ TEST_CASE("api errors name the op and the inputs", "[api][errors][cl]") {
   CHECK_THAT(thrown<Error>([&] { (void)Tensor::meshgrid({i, i}, "ji"); }), Contains("meshgrid") && Contains("ji"));
   CHECK_THAT(thrown<Error>([&] { (void)Tensor::from_blob(nullptr, {2}, DType::Float32); }), Contains("from_blob"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)Tensor::from_blob(nullptr, {-1}, DType::Float32); }), Contains("from_blob"));
-  CHECK_THAT(thrown<Error>([&] { (void)Tensor::randint({3}, 5, 5); }), Contains("randint"));
-  CHECK_THAT(thrown<DTypeError>([&] { (void)Tensor::randint({3}, 0, 5, DType::Float32); }), Contains("randint") && Contains("float32"));
+  CHECK_THAT(thrown<Error>([&] { (void)Tensor::randint(5, 5, {3}); }), Contains("randint"));
+  CHECK_THAT(thrown<DTypeError>([&] { (void)Tensor::randint(0, 5, {3}, DType::Float32); }), Contains("randint") && Contains("float32"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)Tensor::glorot_uniform({}); }), Contains("glorot_uniform"));
   CHECK_THAT(thrown<ShapeError>([&] { (void)Tensor::kaiming_uniform({}); }), Contains("kaiming_uniform"));
   CHECK_THAT(thrown<Error>([&] { (void)Tensor::randperm(-2); }), Contains("randperm"));

@@ -252,7 +252,8 @@ TEST_CASE("device: kernels render as CUDA and compile with NVRTC", "[device][cud
   tinygrad::detail::NVRTCCompiler nv("compute_90");
   Tensor a = Tensor::empty({16, 32}, DType::Float32, "CPU"), h = Tensor::empty({32}, DType::Float16, "CPU");
   Tensor long_h = Tensor::empty({4, 1024}, DType::Float16, "CPU");  // GROUP reduces: shared memory, barrier
-  for (Tensor t : {(a.exp() * 2 - a.sqrt()).max(1), a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3,
+  for (Tensor t : std::initializer_list<Tensor>{(a.exp() * 2 - a.sqrt()).max(1),
+                   a.matmul(a.T()), (h * h).cast(DType::BFloat16), a.cast(DType::Int64) / 3,
                    (a < 0).where(a, INFINITY), a.sum(), long_h.max(1), (long_h > 0).any(1)})
     for (auto& k : kernels_of(t)) {
       auto p = tinygrad::detail::to_program(k.ast, ren);

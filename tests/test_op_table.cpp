@@ -168,7 +168,8 @@ TEST_CASE("op table: every op that reaches a kernel has a render rule in every l
   Tensor a = Tensor::empty({64, 64}), b = Tensor::empty({64, 64});
   ts.push_back(a.cast(DType::Int32) + a.bitcast(DType::Int32) + a.cast(DType::Bool).cast(DType::Int32));
   // the kernel level: reduces (accumulators), workgroup reduces on the GPU (local memory, barriers), gated loads
-  for (Tensor t : {(a * b).sum(1), (a * b).sum(), a.max(0), a.matmul(b), a.pad({{1, 1}, {0, 0}}).exp2()}) ts.push_back(t);
+  for (Tensor t : std::initializer_list<Tensor>{(a * b).sum(1),
+                   (a * b).sum(), a.max(0), a.matmul(b), a.pad({{1, 1}, {0, 0}}).exp2()}) ts.push_back(t);
   for (auto& t : ts)
     for (auto& k : kernels_of(t))
       for (const tinygrad::Renderer* r : std::initializer_list<const tinygrad::Renderer*>{&c, &cuda, &cl}) {

@@ -374,7 +374,9 @@ TEST_CASE("opts: a padded reduce axis adds the identity: max, prod, exp, broadca
   c[3] = INFINITY; c[5] = -INFINITY; c[7] = NAN;
   Tensor cs = Tensor::from_data(c.data(), {17, 1}, t.device()).realize();
   auto& ren = *tinygrad::detail::get_device("CPU").renderer;
-  for (const Tensor& e : {t.max(1), (-t).max(1), t.exp().sum(1), (x + t).sum(1), (t * cs).sum(1), (t * cs).max(1), (t + 1).prod(1)}) {
+  using L = std::initializer_list<Tensor>;  // NOTE: max(1) is a ValuesIndices, the rest Tensors
+  for (const Tensor& e : L{t.max(1), (-t).max(1),
+                          t.exp().sum(1), (x + t).sum(1), (t * cs).sum(1), (t * cs).max(1), (t + 1).prod(1)}) {
     auto g = guarded(e);
     Kernel k(g.k.ast, ren);
     int64_t r = -1;

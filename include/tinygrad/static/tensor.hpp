@@ -5,6 +5,7 @@
 // expression lowers it to the dynamic Tensor ops; plans are cached per expression type (detail/plan.hpp).
 #include <tuple>
 #include "detail/plan.hpp"
+#include "../tensor/print.hpp"
 
 namespace tinygrad {
 
@@ -526,6 +527,8 @@ TG_OP(+, add) TG_OP(-, sub) TG_OP(*, mul) TG_OP(/, div) TG_OP(<, lt) TG_OP(>, gt
 TG_OP(&, bitwise_and) TG_OP(|, bitwise_or) TG_OP(^, bitwise_xor)
 #undef TG_OP
 template <static_expr A> auto operator-(const A& a) { return a.neg(); }
+// prints the Tensor it evaluates to, as torch does (tensor/print.hpp)
+template <static_expr A> std::ostream& operator<<(std::ostream& os, const A& a) { return os << Tensor(a); }
 
 template <static_expr A, static_expr B> auto matmul(const A& a, const B& b) { return a.matmul(b); }
 template <static_expr C, static_expr A, static_expr B> auto where(const C& c, const A& a, const B& b) { return c.where(a, b); }

@@ -64,12 +64,16 @@ struct CreationOps {
   })
 
   // ---- random ----
-  // integers uniform in [low, high)
-  static T randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dt = DType::Int32, std::string device = "") TINYGRAD_MEMBER_DEF({
+  // integers uniform in [low, high), torch's order and its int64 default; drawn from rand (manual_seed seeds it)
+  static T randint(int64_t low, int64_t high, Shape shape, DType dt = DType::Int64, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (high <= low) throw Error("tinygrad::randint: high (" + std::to_string(high) + ") must be greater than low (" + std::to_string(low) + ")");
     if (!is_int(dt)) throw DTypeError("tinygrad::randint: needs an integer dtype, got " + to_string(dt));
     double n = double(high - low);
     return (T::rand(std::move(shape), DType::Float64, std::move(device)) * n).floor().minimum(n - 1).cast(dt) + double(low);
+  })
+  // torch.randint(high, size): low 0
+  static T randint(int64_t high, Shape shape, DType dt = DType::Int64, std::string device = "") TINYGRAD_MEMBER_DEF({
+    return randint(0, high, std::move(shape), dt, std::move(device));
   })
   static T normal(Shape shape, double mean = 0, double std = 1, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     return (T::randn(std::move(shape), dt, std::move(device)) * std + mean).cast(dt);

@@ -33,4 +33,16 @@ struct TrainingScope {
   TrainingScope& operator=(const TrainingScope&) = delete;
 };
 
+// torch.is_grad_enabled(): while off, every op's result is detached (no gradient flows back through it). Per thread.
+TINYGRAD_API bool& grad_enabled() TINYGRAD_DEF({ static thread_local bool on = true; return on; })
+// RAII, torch.no_grad() (libtorch's NoGradGuard): `{ NoGrad g; y = model(x); }` builds no backward graph; tensors
+// keep requires_grad, and assign() into them works as before
+struct NoGrad {
+  bool prev;
+  NoGrad() : prev(grad_enabled()) { grad_enabled() = false; }
+  ~NoGrad() { grad_enabled() = prev; }
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+};
+
 }  // namespace tinygrad

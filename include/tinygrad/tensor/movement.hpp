@@ -209,6 +209,12 @@ struct MovementOps {
   T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     return pad(std::vector<int64_t>(flat), mode, value);
   })
+  // torch's F.pad(x, flat, value=...): the flat list, constant mode
+  template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
+  T pad(const V& flat, double value = 0) const { return pad(flat, "constant", value); }
+  T pad(std::initializer_list<int64_t> flat, double value = 0) const TINYGRAD_MEMBER_DEF({
+    return pad(std::vector<int64_t>(flat), "constant", value);
+  })
 
   // ---- join and split ----
   static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({

@@ -6,9 +6,29 @@
 #include <bit>
 #include <concepts>
 #include <string_view>
+#include <utility>
 #include "elementwise.hpp"
 
 namespace tinygrad::detail {
+
+// t.max(dim) / t.min(dim): the values, as a T (code that wants the max alone reads it as before), that also unpacks like
+// torch's (values, indices): `auto [values, indices] = t.max(1)`. The indices (argmax/argmin: the first max) are built
+// only when asked for, so a plain max builds no index graph. NOTE: it holds the input tensor until then.
+template <class T>
+struct ValuesIndices : T {
+  ValuesIndices(T values, T in, int64_t dim, bool keepdim, bool min)
+      : T(std::move(values)), in_(std::move(in)), dim_(dim), keepdim_(keepdim), min_(min) {}
+  T values() const { return *this; }
+  T indices() const { return min_ ? in_.argmin(dim_, keepdim_) : in_.argmax(dim_, keepdim_); }
+  template <size_t I>
+    requires(I < 2)
+  T get() const { return I == 0 ? values() : indices(); }
+
+ private:
+  T in_;
+  int64_t dim_;
+  bool keepdim_, min_;
+};
 
 template <class T>
 struct ReduceOps {
@@ -22,11 +42,16 @@ struct ReduceOps {
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
   // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
   T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
-  T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
+  // one dim, as torch: the values, unpacking into (values, indices) (ValuesIndices)
+  ValuesIndices<T> max(std::integral auto axis, bool keepdim = false) const {
+    return {max(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, false};
+  }
   T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
   })
-  T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
+  ValuesIndices<T> min(std::integral auto axis, bool keepdim = false) const {
+    return {min(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, true};
+  }
   // torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
   T amax(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(dims, "amax"), keepdim, "amax"); })
   T amax(std::integral auto dim, bool keepdim = false) const { return amax(Axes{int64_t(dim)}, keepdim); }
@@ -75,6 +100,12 @@ struct ReduceOps {
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return {std(axes, keepdim, correction), mean(axes, keepdim)};
   })
+  std::pair<T, T> var_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
+    return var_mean(Axes{int64_t(axis)}, keepdim, correction);
+  }
+  std::pair<T, T> std_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
+    return std_mean(Axes{int64_t(axis)}, keepdim, correction);
+  }
   T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
@@ -512,3 +543,10 @@ struct ReduceOps {
 };
 
 }  // namespace tinygrad::detail
+
+template <class T>
+struct std::tuple_size<tinygrad::detail::ValuesIndices<T>> : std::integral_constant<size_t, 2> {};
+template <size_t I, class T>
+struct std::tuple_element<I, tinygrad::detail::ValuesIndices<T>> {
+  using type = T;
+};

@@ -40,8 +40,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
+  // NOTE: every op's result passes here: under NoGrad (mixin.hpp) a value a gradient could flow through is detached
   explicit Tensor(UOpRef u, std::string device)
-      : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+      : impl_(std::make_shared<Impl>(Impl{!u->grad_dep || grad_enabled() ? std::move(u) : make_uop(Ops::DETACH, u->dtype, {u}),
+                                          std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
   // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
@@ -368,6 +370,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
         throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
     return r;
   })
+  // torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
+  template <class... D>
+    requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
+  Tensor reshape(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
+  // torch's view(), a reshape: there is no stride to refuse (a lazy view of any tensor is free), so a shape torch's view
+  // rejects as not viable for the strides (x.T().view(-1)) works here as reshape does
+  Tensor view(Shape s) const TINYGRAD_MEMBER_DEF({ return reshape(std::move(s)); })
+  Tensor view(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
+  template <class... D>
+    requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
+  Tensor view(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
+  // x.permute(1, 0)
+  template <std::integral... D>
+    requires(sizeof...(D) > 0)
+  Tensor permute(D... order) const { return permute(std::vector<int64_t>{int64_t(order)...}); }
   Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
@@ -476,6 +493,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   Tensor contiguous() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); })
   Tensor detach() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); })
+  // torch's clone(): a copy of the value in a buffer of its own (computed lazily, differentiable). Copies of a Tensor
+  // alias; a clone does not: assign() into it, or into a slice of it, leaves this tensor (and every other clone) as is.
+  // NOTE: a CONTIGUOUS of its own (its arg a fresh id, so hash-consing never merges two clones into one buffer)
+  Tensor clone() const TINYGRAD_MEMBER_DEF({
+    static std::atomic<int64_t> ids = 0;
+    return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}, std::vector<int64_t>{++ids}), device());
+  })
   // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
   Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;

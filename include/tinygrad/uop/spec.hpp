@@ -34,7 +34,8 @@ inline const char* stage_name(Stage s) { static const char* n[] = {"tensor", "ke
 namespace spec {
 enum Bits : uint8_t { T = 1, K = 2, O = 4, X = 8, L = 16, KOXL = K | O | X | L, OXL = O | X | L, ALL = T | KOXL };
 inline bool at(Stage s, uint8_t bits) { return bits & (1 << int(s)); }
-enum class ArgKind : uint8_t { NONE, INT, VEC, STR, BUF, NUM /* int64 or double */, OPT_INT /* none or int64 */ };
+enum class ArgKind : uint8_t { NONE, INT, VEC, STR, BUF, NUM /* int64 or double */, OPT_INT /* none or int64 */,
+                              ID /* none, int64 or one int64 in a list: a CONTIGUOUS's identity */ };
 inline bool arg_is(const Arg& a, ArgKind k) {
   switch (k) {
     case ArgKind::NONE: return std::holds_alternative<std::monostate>(a);
@@ -44,11 +45,12 @@ inline bool arg_is(const Arg& a, ArgKind k) {
     case ArgKind::BUF: return std::holds_alternative<std::shared_ptr<Buffer>>(a) && std::get<std::shared_ptr<Buffer>>(a);
     case ArgKind::NUM: return std::holds_alternative<int64_t>(a) || std::holds_alternative<double>(a);
     case ArgKind::OPT_INT: return std::holds_alternative<std::monostate>(a) || std::holds_alternative<int64_t>(a);
+    case ArgKind::ID: return arg_is(a, ArgKind::OPT_INT) || (arg_is(a, ArgKind::VEC) && std::get<std::vector<int64_t>>(a).size() == 1);
   }
   return false;
 }
 inline const char* arg_kind_name(ArgKind k) {
-  static const char* n[] = {"no arg", "an int", "a list of ints", "a string", "a buffer", "a number", "no arg or an int"};
+  static const char* n[] = {"no arg", "an int", "a list of ints", "a string", "a buffer", "a number", "no arg or an int", "no arg, an int or {int}"};
   return n[int(k)];
 }
 
@@ -299,7 +301,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::RESHAPE, T, 1, -1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
       {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
       {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::CONTIGUOUS, T, 1, 1, ArgKind::OPT_INT, same_as_src},  // int arg: a parameter's id
+      {Ops::CONTIGUOUS, T, 1, 1, ArgKind::ID, same_as_src},  // int arg: a parameter's id; {int}: a clone's (Tensor::clone)
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
       {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
       {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
