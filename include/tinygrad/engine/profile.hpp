@@ -158,7 +158,6 @@ inline std::string profile_json(Profile& p) {
 // reads; the schedule's inputs in layer 0) as SVG, buffers as edges; a click opens the kernel's details
 inline const char* viz_script() {
   return R"JS(
-window.onerror = function(msg) { var e = document.getElementById('errors'); e.textContent += 'JS error: ' + msg + '\n'; };
 var data = JSON.parse(document.getElementById('data').textContent);
 var NS = 'http://www.w3.org/2000/svg';
 function el(tag, attrs, parent) {
@@ -189,10 +188,14 @@ data.schedules.forEach(function(s, si) {
   var w = 0, h = 0;
   nodes.forEach(function(n) { w = Math.max(w, n.x + 220); h = Math.max(h, n.y + 56); });
   svg.setAttribute('width', w); svg.setAttribute('height', h);
+  var m = el('marker', {id: 'a' + si, viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto'},
+             el('defs', {}, svg));
+  el('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#888'}, m);
   nodes.forEach(function(n) {
     (n.srcs || []).forEach(function(p) {
       var a = p[0], x1 = a.x + 200, y1 = a.y + 18, x2 = n.x, y2 = n.y + 18, mx = (x1 + x2) / 2;
-      var path = el('path', {d: 'M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 + ' ' + x2 + ',' + y2, class: 'edge'}, svg);
+      var d = 'M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 + ' ' + x2 + ',' + y2;
+      var path = el('path', {d: d, class: 'edge', 'marker-end': 'url(#a' + si + ')'}, svg);
       el('title', {}, path).textContent = s.buffers[p[1]];
     });
   });
@@ -247,6 +250,7 @@ text { font: 12px monospace; } .edge { fill: none; stroke: #888; stroke-width: 1
 table.stages { border-collapse: collapse; } .stages td, .stages th { border: 1px solid #ccc; padding: 2px 8px; }
 </style></head><body>
 <h1>tinygrad VIZ</h1><div id="errors"></div>
+<script>window.onerror = function(msg) { document.getElementById('errors').textContent += 'JS error: ' + msg + '\n'; };</script>
 )";
   h += cat("<p>", p.schedules.size(), " schedules (", p.schedules_dropped, " more not kept), ", p.kernels.size(),
            " kernels. Kernels are nodes, the buffers they pass are edges (hover one); click a kernel for its details.</p>\n");

@@ -112,11 +112,12 @@ inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::ve
 
 // the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
 inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
-  double t0 = profiling() ? now_s() : 0;
+  const bool prof = profiling();
+  double t0 = prof ? now_s() : 0;
   if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
-  if (t0 > 0) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
+  if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -392,7 +393,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
     double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2 || prof,
                            ck.spec.vars.empty() ? std::vector<int64_t>{} : launch_vals(ck.spec, var_vals));
     double mem = 0;
-    if (flags().debug >= 2 || prof || viz) for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
+    if (flags().debug >= 2 || prof) for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
     if (prof || viz) profile_kernel(ck.spec, device, start, tm, mem);
     if (flags().debug >= 2) {
       std::fprintf(stderr, "*** %-6s %4lld %-32s arg %2zu mem %7.3f GB tm %9.2fus/%9.2fms (%8.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
