@@ -166,6 +166,12 @@ inline std::string getenv_str(const char* name, std::string dflt = "") {
   return v && *v ? std::string(v) : dflt;
 }
 
+// a flag naming a file: unset or 0 off (""), 1 the default file, anything else the path itself (taken literally)
+inline std::string getenv_path(const char* name, const char* dflt) {
+  std::string v = getenv_str(name);
+  return v == "0" ? "" : v == "1" ? dflt : v;
+}
+
 }  // namespace detail
 
 struct Flags {
@@ -185,6 +191,12 @@ struct Flags {
   // an opt of a heuristic that its kernel refuses (a heuristic's bug) is an error, not skipped (the tests set it)
   bool strict_opts = detail::getenv_int("STRICT_OPTS", 0) != 0;
   std::string dev = detail::getenv_str("DEV");          // default device
+  // PROFILE=1: a Chrome trace (chrome://tracing, Perfetto) of kernel launches, copies and compiles, written at exit to
+  // ./tinygrad_profile.json (PROFILE=path.json: there) and by write_profile(path); kernels are timed (a sync each)
+  std::string profile = detail::getenv_path("PROFILE", "tinygrad_profile.json");
+  // VIZ=1: an HTML page of the schedules, kernels, their sources and rewrites, written at exit to ./tinygrad_viz.html
+  // (VIZ=path.html: there) and by write_viz(path)
+  std::string viz = detail::getenv_path("VIZ", "tinygrad_viz.html");
 };
 inline Flags& flags() { static Flags f; return f; }
 

@@ -14,6 +14,7 @@ struct ProgramSpec {
   std::vector<UOpRef> vars;  // the DEFINE_VARs whose values a launch passes, in order (tensor/variable.hpp)
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
+  std::vector<RewriteStage> stages;  // VIZ=1: the passes that made it from its AST
 };
 
 // float ALU ops times the iterations each runs (for DEBUG=2's GFLOPS)
@@ -241,14 +242,18 @@ inline ProgramSpec to_program(const Kernel& k) {
   p.name = detail::kernel_name(sink, p.opts);
   LowerCtx ctx{ren, p.launch};
   detail::SpecCheck spec(k.ast(), sink);  // each stage against its spec (SPEC=1, DEBUG>=3, the tests)
+  const bool viz = !flags().viz.empty();
   for (auto& pass : lowering_passes()) {
+    int64_t r0 = viz ? rewrites_done() : 0;
     sink = pass.run(sink, ctx);
+    if (viz) p.stages.push_back({pass.name, rewrites_done() - r0, toposort(sink).size()});
     spec.after(pass.name, sink);
     if (flags().debug >= 6) std::fprintf(stderr, "after %s:\n%s", pass.name, print_graph(sink).c_str());
   }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
   spec.linear(lin);
+  if (viz) p.stages.push_back({"linearize", 0, lin.size()});
   for (auto& u : lin) {
     p.launch.smem += CStyleRenderer::dynamic_smem(*u);
     if (u->op == Ops::DEFINE_VAR) p.vars.push_back(u);

@@ -24,6 +24,11 @@ TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 // that fails
 TINYGRAD_API void flush_compile_checks();
 
+// write what PROFILE (a Chrome trace: chrome://tracing, Perfetto) and VIZ (an HTML page) collected so far to `path`
+// (both are also written at exit to the flag's file; see flags().profile and .viz); Error where it cannot
+TINYGRAD_API void write_profile(const std::string& path);
+TINYGRAD_API void write_viz(const std::string& path);
+
 // TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
 namespace detail {
 struct JitProgram;  // the launches of one captured call over a table of buffers

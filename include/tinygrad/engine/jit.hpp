@@ -246,17 +246,30 @@ inline void launch_program(JitProgram& p) {
       p.graph = runtime(dev).graph(l);
     }
   }
+  const bool prof = profiling(), viz = vizzing();
   if (p.graph) {
     for (size_t s : changed) p.graph->set_args(s, p.args[s], p.vals[s]);
+    double start = prof ? now_s() : 0;
     p.graph->launch();
     run_stats().kernels_run += int64_t(p.steps.size());
+    if (prof) {  // one event a replay: the graph's kernels are not timed one by one (JIT_GRAPH=0 times each)
+      const std::string& dev = t[size_t(p.steps[0].slots[0])]->device;
+      runtime(dev).synchronize();
+      profile_event(Profile::Track::kernels, cat("jit graph of ", p.steps.size(), " kernels"), dev, start);
+    }
     return;
   }
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
-    double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2);
+    double start = prof ? now_s() : 0;
+    double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2 || prof);
     run_stats().kernels_run++;
+    if (prof || viz) {
+      double mem = 0;
+      for (int x : st.slots) mem += double(t[size_t(x)]->nbytes());
+      profile_kernel(st.k->spec, t[size_t(st.slots[0])]->device, start, tm, mem);
+    }
     if (flags().debug >= 2)
       std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
                    st.k->spec.flops / std::max(tm, 1e-9) / 1e9);

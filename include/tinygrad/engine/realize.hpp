@@ -3,6 +3,7 @@
 #include <list>
 #include "../renderer/registry.hpp"
 #include "api.hpp"
+#include "profile.hpp"
 #include "schedule.hpp"
 #include "search.hpp"
 
@@ -111,9 +112,12 @@ inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::ve
 
 // the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
 inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
+  const bool prof = profiling();
+  double t0 = prof ? now_s() : 0;
   if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
+  if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -238,6 +242,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   std::vector<ProgramSpec> specs;
   std::unordered_map<const UOp*, size_t> first;  // NOTE: the pieces of a long chain share one AST: one program
   std::vector<std::pair<size_t, size_t>> same;    // (kernel, earlier kernel with its AST)
+  double t_codegen = now_s();
   for (size_t i = 0; i < ks.size(); i++) {
     if (auto* e = cache.get(ks[i].ast.get())) out[i] = e->second;
     else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
@@ -251,7 +256,14 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   std::vector<std::string> srcs;
   for (auto& s : specs) srcs.push_back(s.src);
   double t0 = now_s();
+  if (profiling()) {
+    std::string names;
+    for (auto& s : specs) names += (names.empty() ? "" : " ") + s.name;
+    profile_event(Profile::Track::compiles, cat("codegen ", specs.size(), " kernels"), dev.rt.name, t_codegen, 0, names);
+    t0 = now_s();
+  }
   auto bins = dev.rt.compiler->compile_many(srcs);
+  if (profiling()) profile_event(Profile::Track::compiles, cat("compile ", specs.size(), " kernels"), dev.rt.name, t0);
   compile_checks(dev.rt.name, ks, todo);
   if (flags().debug >= 1) std::fprintf(stderr, "compiled %zu kernels in %.2f ms\n", srcs.size(), (now_s() - t0) * 1e3);
   for (size_t j = 0; j < todo.size(); j++) {
@@ -366,16 +378,24 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
 
   // bind buffers and run
   const ScheduleSpec& sp = plan->spec;
+  const bool prof = profiling(), viz = vizzing();
+  if (viz) {
+    std::vector<const ProgramSpec*> specs;
+    for (auto& ck : plan->kernels) specs.push_back(&ck->spec);
+    viz_schedule(plan, device, sp, specs);
+  }
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
   for (auto& [dt, n] : sp.new_slots) slots.push_back(new_buffer(device, dt, n));
   std::vector<void*> ptrs;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& ck = *plan->kernels[k];
-    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2,
+    double start = prof ? now_s() : 0;
+    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2 || prof,
                            ck.spec.vars.empty() ? std::vector<int64_t>{} : launch_vals(ck.spec, var_vals));
+    double mem = 0;
+    if (flags().debug >= 2 || prof) for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
+    if (prof || viz) profile_kernel(ck.spec, device, start, tm, mem);
     if (flags().debug >= 2) {
-      double mem = 0;
-      for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
       std::fprintf(stderr, "*** %-6s %4lld %-32s arg %2zu mem %7.3f GB tm %9.2fus/%9.2fms (%8.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
                    (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0,
                    ck.spec.flops / std::max(tm, 1e-9) / 1e9, mem / std::max(tm, 1e-9) / 1e9);

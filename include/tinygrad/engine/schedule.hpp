@@ -27,6 +27,7 @@ struct ScheduleSpec {
   // extent x (size / bound) elements for the values a run binds (its layout is the bound's, whose prefix it is)
   std::vector<UOpRef> slot_outer;
   std::vector<int> root_slots;      // where each root ends up
+  std::vector<RewriteStage> stages;  // VIZ=1: the tensor-graph rewrites that formed the kernels
 };
 
 // a kernel's bounds (tinygrad's MAX_KERNEL_BUFFERS): the buffers it reads and writes, and its size, counted as the
@@ -732,9 +733,17 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   const bool spec = spec_enabled();
   auto sink = make_uop(Ops::SINK, DType::Bool, roots);
   if (spec) verify_graph(sink, Stage::TENSOR, "frontend");
+  const bool viz = !flags().viz.empty();
+  int64_t r0 = viz ? rewrites_done() : 0;
   sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
   if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
+  int64_t r1 = viz ? rewrites_done() : 0;
   ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes).spec();
+  if (viz) {
+    size_t nodes = 0;
+    for (auto& k : s.kernels) nodes += toposort(k.ast).size();
+    s.stages = {{"split_reduceop", r1 - r0, toposort(sink).size()}, {"rangeify", rewrites_done() - r1, nodes}};
+  }
   if (spec) for (auto& k : s.kernels) verify_graph(k.ast, Stage::KERNEL, "schedule");
   return s;
 }

@@ -118,6 +118,10 @@ class PatternMatcher {
   std::vector<std::vector<size_t>> by_op_;
 };
 
+// the rewrites graph_rewrite has made on this thread (VIZ=1 counts them per stage); a stage a kernel went through
+inline int64_t& rewrites_done() { static thread_local int64_t n = 0; return n; }
+struct RewriteStage { std::string name; int64_t rewrites = 0; size_t nodes = 0; };  // nodes: the graph's size after it
+
 // rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
 // keep (optional): nodes left as they are, with everything below them (a realized value in a tensor graph).
 // NOTE: iterative (an explicit stack), so a graph of any depth rewrites
@@ -153,6 +157,7 @@ inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* 
       for (auto& s : f.u->src) { src.push_back(*done(s.get())); changed |= src.back() != s; }
       f.x = changed ? make_uop(f.u->op, f.u->dtype, std::move(src), f.u->arg, f.u->vcount) : f.u;
       f.r = pm.rewrite(f.x, ctx);
+      if (f.r) rewrites_done()++;
       if (f.r && !done(f.r.get())) { f.stage = 2; UOpRef r = f.r; stack.push_back({std::move(r), nullptr, nullptr, 0}); continue; }
     }
     UOpRef out = f.r ? *done(f.r.get()) : f.x;
