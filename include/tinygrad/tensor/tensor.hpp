@@ -42,8 +42,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   Tensor() : Tensor(Tensor::zeros({})) {}
   // NOTE: every op's result passes here: under NoGrad (mixin.hpp) a value a gradient could flow through is detached
   explicit Tensor(UOpRef u, std::string device)
-      : impl_(std::make_shared<Impl>(Impl{!u->grad_dep || grad_enabled() ? std::move(u) : make_uop(Ops::DETACH, u->dtype, {u}),
-                                          std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+      : impl_(std::make_shared<Impl>(Impl{grad_scope(std::move(u)), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+  // u, detached under NoGrad where a gradient could flow through it (out of line: UOp is incomplete in a user's TU)
+  static UOpRef grad_scope(UOpRef u) TINYGRAD_MEMBER_DEF({
+    return !u->grad_dep || grad_enabled() ? u : make_uop(Ops::DETACH, u->dtype, {u});
+  })
   // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
