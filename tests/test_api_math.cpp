@@ -591,7 +591,7 @@ TEST_CASE("api any, all, argmax, argmin", "[api][reduce]") {
     check(x.argmax(axis, true), s, wmax);
     check(x.argmin(axis), drop(s, a), wmin);
     check((x - 2.0).argmin(axis, true), s2, wmin);
-    CHECK(x.argmax(axis).dtype() == DType::Int32);
+    CHECK(x.argmax(axis).dtype() == DType::Int64);
   }
   check(x.argmax(), {}, first(true)(v));
   check(x.argmin(nullopt, true), {1, 1}, first(false)(v));
@@ -666,7 +666,7 @@ TEST_CASE("api cumsum, cumprod, cummax, cummin", "[api][reduce][scan]") {
     check(Tensor(std::vector<uint8_t>{3, 1, 4, 1, 5}).cummin(), {5}, {3, 1, 1, 1, 1});
     check(Tensor(std::vector<uint8_t>{3, 1, 4, 1, 5}).cummax(), {5}, {3, 3, 4, 4, 5});
     Tensor bs = Tensor(std::vector<bool>{true, false, true});
-    CHECK(bs.cumsum().dtype() == DType::Int32);
+    CHECK(bs.cumsum().dtype() == DType::Int64);
     check(bs.cumsum(), {3}, {1, 1, 2});
     check(Tensor::full({}, 2.5).cumsum(), {}, {2.5});
     check(mk({1, 2, 3}, {3, 1}).cumsum(1), {3, 1}, {1, 2, 3});
