@@ -723,7 +723,7 @@ TEST_CASE("api sort, argsort, topk", "[api][reduce][sort]") {
         auto [sv, si] = x.sort(1, desc);
         check(sv, {3, n}, along(v, {3, int64_t(n)}, 1, vals(desc)).second);
         check(si, {3, n}, along(v, {3, int64_t(n)}, 1, inds(desc)).second);
-        CHECK(si.dtype() == DType::Int32);
+        CHECK(si.dtype() == DType::Int64);
         check(x.argsort(0, desc), {3, n}, along(v, {3, int64_t(n)}, 0, inds(desc)).second);
         auto [tv, ti] = x.topk(2, -1, !desc);
         auto tvw = along(v, {3, int64_t(n)}, 1, [&](const V& l) { auto r = vals(!desc)(l); return V(r.begin(), r.begin() + 2); });
@@ -1010,7 +1010,7 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
     Tensor w = Tensor({1.0, 0.0, 3.0, 6.0});  // unnormalised
     Tensor s = w.multinomial(5000, true);
     CHECK(s.shape() == Shape{5000});
-    CHECK(s.dtype() == DType::Int32);
+    CHECK(s.dtype() == DType::Int64);
     std::vector<int> cnt(4);
     for (int v : s.to_vector<int>()) cnt[size_t(v)]++;
     CHECK(cnt[1] == 0);
