@@ -7,9 +7,11 @@
 //      core (both operands contiguous along K) vs Eigen's A * B.transpose()
 //   3. host overhead of realizing a small graph whose kernel is already compiled (us)
 //   4. first-kernel latency, cold (empty CACHEDIR) and warm (disk cache hit), vs one bare `cc -shared`
+//   5. a long float sum: 1e8 floats (GB/s) vs Eigen's sum, and its relative error (random values; 1e9 x 0.1)
 //
 // Usage: bench_core            run everything (each part in a child process of this binary) and print the table
-//        bench_core --ew | --matmul [N] | --matmul-all [N] | --linear | --overhead | --first-kernel SRC_OUT   one part; prints "@R key value" lines
+//        bench_core --ew | --matmul [N] | --matmul-all [N] | --linear | --overhead | --sum | --first-kernel SRC_OUT
+//                                   one part; prints "@R key value" lines
 //
 // The number of CPU threads a kernel uses is baked in when the device opens (THREADS env / flags().threads), so
 // every part runs in its own process with its own THREADS. Always exits 0: it is a report; misses are marked.
@@ -273,6 +275,36 @@ void run_overhead() {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 5. a long sum, read once: 1e8 random floats (400 MB) vs Eigen's vectorized sum on 1 thread; the errors are relative
+// to a float64 sum (of |x|: the values have both signs). The sum splits into stages (engine/schedule.hpp, kSumTerms)
+void run_sum() {
+  constexpr int64_t n = 100000000;
+  auto h = random_floats(size_t(n), 4);
+  Tensor a = Tensor(h);
+  a.realize();
+  Eigen::Map<const Eigen::VectorXf> m(h.data(), n);
+  double ref = 0, mag = 0;
+  for (float f : h) { ref += double(f); mag += std::fabs(double(f)); }
+  float tg = a.sum().item<float>(), eg = m.sum();  // warm: compile, fault in the partials
+  std::vector<double> t_tg, t_eg;
+  for (int r = 0; r < 10; r++) {  // interleaved so machine noise hits both alike
+    double t0 = now();
+    tg = a.sum().item<float>();
+    t_tg.push_back(now() - t0);
+    t0 = now();
+    eg = m.sum();
+    keep(&eg);
+    t_eg.push_back(now() - t0);
+  }
+  result("sum.threads", tinygrad::cpu_threads());
+  result("sum.tg_gbs", 4.0 * double(n) / best(t_tg) / 1e9);
+  result("sum.eigen_gbs", 4.0 * double(n) / best(t_eg) / 1e9);
+  result("sum.tg_err", std::fabs(double(tg) - ref) / mag);
+  result("sum.eigen_err", std::fabs(double(eg) - ref) / mag);
+  result("sum.const_err", std::fabs(Tensor::full({1000000000}, 0.1).sum().item<double>() / (double(0.1f) * 1e9) - 1));
+}
+
+// ---------------------------------------------------------------------------------------------
 // 4. first kernel in a fresh process: the child times from the start of its work to the result on the host
 int run_first_kernel(const char* src_out, double t_main) {
   double t0 = now();
@@ -427,6 +459,9 @@ int driver() {
   Child lin = run_child({"-u", "BEAM", "-u", "THREADS", "CACHEDIR=" + cache}, {"--linear"});
   std::fprintf(stderr, "[3/4] small-graph overhead...\n");
   Child oh = run_child({"-u", "THREADS", "CACHEDIR=" + cache}, {"--overhead"});
+  std::fprintf(stderr, "[5/5] long sums...\n");
+  Child sum1 = run_child({"THREADS=1", "CACHEDIR=" + cache}, {"--sum"});
+  Child sumd = run_child({"-u", "THREADS", "CACHEDIR=" + cache}, {"--sum"});
   std::fprintf(stderr, "[4/4] first-kernel latency...\n");
   std::vector<double> cold_in, cold_wall, warm_in, warm_wall, cold_compile_ms;
   std::string src = tmp + "/kernel.c";
@@ -504,6 +539,14 @@ int driver() {
   add("first kernel warm (disk cache), ms", fmt("%.2f", warm * 1e3), fmt("%.1f", cc_s * 1e3) + " bare " + cc + " -shared", warm / cc_s,
       "(info)", NAN, NAN, false);
 
+  for (auto* c : {&sum1, &sumd}) {
+    double tg = get(*c, "sum.tg_gbs"), eg = get(*c, "sum.eigen_gbs");
+    add("sum 1e8 f32 " + fmt("%.0f", get(*c, "sum.threads")) + " thr, GB/s", fmt("%.1f", tg), fmt("%.1f", eg) + " Eigen 1 thr", tg / eg,
+        c == &sum1 ? ">= 0.80x" : "(info)", tg / eg, c == &sum1 ? 0.8 : NAN, true);
+  }
+  add("sum rel. error: 1e8 random / 1e9 x 0.1", fmt("%.1e", get(sum1, "sum.tg_err")) + " / " + fmt("%.1e", get(sum1, "sum.const_err")),
+      fmt("%.1e", get(sum1, "sum.eigen_err")) + " Eigen", NAN, "<= 1e-5", std::max(get(sum1, "sum.tg_err"), get(sum1, "sum.const_err")), 1e-5,
+      false);
   size_t w[6] = {6, 12, 4, 5, 6, 6};
   for (auto& r : rows) {
     w[0] = std::max(w[0], r.metric.size()); w[1] = std::max(w[1], r.tg.size()); w[2] = std::max(w[2], r.peer.size());
@@ -573,6 +616,7 @@ int main(int argc, char** argv) {
     else if (mode == "--linear") run_linear();
     else if (mode == "--matmul") run_matmul(argc > 2 ? std::vector<int64_t>{std::atoll(argv[2])} : std::vector<int64_t>{256, 512, 1024, 2048});
     else if (mode == "--overhead") run_overhead();
+    else if (mode == "--sum") run_sum();
     else if (mode == "--first-kernel") return run_first_kernel(argc > 2 ? argv[2] : nullptr, t_main);
     else return driver();
   } catch (const std::exception& e) {

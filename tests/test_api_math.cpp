@@ -591,7 +591,7 @@ TEST_CASE("api any, all, argmax, argmin", "[api][reduce]") {
     check(x.argmax(axis, true), s, wmax);
     check(x.argmin(axis), drop(s, a), wmin);
     check((x - 2.0).argmin(axis, true), s2, wmin);
-    CHECK(x.argmax(axis).dtype() == DType::Int32);
+    CHECK(x.argmax(axis).dtype() == DType::Int64);
   }
   check(x.argmax(), {}, first(true)(v));
   check(x.argmin(nullopt, true), {1, 1}, first(false)(v));
@@ -666,7 +666,7 @@ TEST_CASE("api cumsum, cumprod, cummax, cummin", "[api][reduce][scan]") {
     check(Tensor(std::vector<uint8_t>{3, 1, 4, 1, 5}).cummin(), {5}, {3, 1, 1, 1, 1});
     check(Tensor(std::vector<uint8_t>{3, 1, 4, 1, 5}).cummax(), {5}, {3, 3, 4, 4, 5});
     Tensor bs = Tensor(std::vector<bool>{true, false, true});
-    CHECK(bs.cumsum().dtype() == DType::Int32);
+    CHECK(bs.cumsum().dtype() == DType::Int64);
     check(bs.cumsum(), {3}, {1, 1, 2});
     check(Tensor::full({}, 2.5).cumsum(), {}, {2.5});
     check(mk({1, 2, 3}, {3, 1}).cumsum(1), {3, 1}, {1, 2, 3});
@@ -723,7 +723,7 @@ TEST_CASE("api sort, argsort, topk", "[api][reduce][sort]") {
         auto [sv, si] = x.sort(1, desc);
         check(sv, {3, n}, along(v, {3, int64_t(n)}, 1, vals(desc)).second);
         check(si, {3, n}, along(v, {3, int64_t(n)}, 1, inds(desc)).second);
-        CHECK(si.dtype() == DType::Int32);
+        CHECK(si.dtype() == DType::Int64);
         check(x.argsort(0, desc), {3, n}, along(v, {3, int64_t(n)}, 0, inds(desc)).second);
         auto [tv, ti] = x.topk(2, -1, !desc);
         auto tvw = along(v, {3, int64_t(n)}, 1, [&](const V& l) { auto r = vals(!desc)(l); return V(r.begin(), r.begin() + 2); });
@@ -1010,7 +1010,7 @@ TEST_CASE("api random: determinism per seed, statistics", "[api][random]") {
     Tensor w = Tensor({1.0, 0.0, 3.0, 6.0});  // unnormalised
     Tensor s = w.multinomial(5000, true);
     CHECK(s.shape() == Shape{5000});
-    CHECK(s.dtype() == DType::Int32);
+    CHECK(s.dtype() == DType::Int64);
     std::vector<int> cnt(4);
     for (int v : s.to_vector<int>()) cnt[size_t(v)]++;
     CHECK(cnt[1] == 0);

@@ -393,7 +393,7 @@ TEST_CASE("api: one_hot, tril, triu", "[api][api_nn]") {
   Tensor y = Tensor({2, 0, 1, 2, 3, 0}).reshape({2, 3});
   check(y.one_hot(), gen({2, 3, 4}, [](const Shape& i) { int v[2][3]{{2, 0, 1}, {2, 3, 0}}; return double(v[i[0]][i[1]] == i[2]); }));
   CHECK(y.one_hot(5).shape() == Shape{2, 3, 5});
-  CHECK(y.one_hot().dtype() == dtypes::default_int);
+  CHECK(y.one_hot().dtype() == DType::Int64);  // as torch
   CHECK(y.T().one_hot(4).to_vector<int>()[0 * 4 + 2] == 1);
   CHECK(Tensor::zeros({0}, DType::Int32).one_hot().shape() == Shape{0, 0});
   CHECK(has(thrown<DTypeError>([] { (void)Tensor({1.0f}).one_hot(); }), "one_hot"));

@@ -906,15 +906,15 @@ TEST_CASE("reductions: zero-size inputs", "[ops][reduce]") {
 }
 
 TEST_CASE("reductions: accumulation dtypes", "[ops][reduce][dtype]") {
-  // small ints and bools accumulate (and return) in 32 bits, like tinygrad's sum_acc_dtype
+  // ints and bools sum in int64 (as torch; tinygrad keeps 32 bits): the [parity] tests below
   Tensor i8 = Tensor::full({1000}, 100, DType::Int8);
-  CHECK(i8.sum().dtype() == DType::Int32);
+  CHECK(i8.sum().dtype() == DType::Int64);
   CHECK(i8.sum().item<int>() == 100000);
   Tensor u8 = Tensor::full({1000}, 200, DType::UInt8);
-  CHECK(u8.sum().dtype() == DType::UInt32);
+  CHECK(u8.sum().dtype() == DType::Int64);
   CHECK(u8.sum().item<uint32_t>() == 200000u);
   Tensor b(std::vector<bool>{true, true, false, true});
-  CHECK(b.sum().dtype() == DType::Int32);
+  CHECK(b.sum().dtype() == DType::Int64);
   CHECK(b.sum().item<int>() == 3);
   // max keeps the dtype
   CHECK(i8.max().dtype() == DType::Int8);
@@ -932,6 +932,55 @@ TEST_CASE("reductions: accumulation dtypes", "[ops][reduce][dtype]") {
 // ============================================================================================
 // movement
 // ============================================================================================
+
+// reference values from torch 2.15 (CPU)
+TEST_CASE("parity: integer sums, products and scans are int64", "[ops][reduce][dtype][parity]") {
+  Tensor i = Tensor(std::vector<int32_t>{2000000000, 2000000000});
+  CHECK(i.sum().dtype() == DType::Int64);
+  CHECK(i.sum().item<int64_t>() == 4000000000);  // int32 wrapped to -294967296
+  CHECK(i.cumsum().dtype() == DType::Int64);
+  CHECK(i.cumsum().to_vector<int64_t>() == std::vector<int64_t>{2000000000, 4000000000});
+  CHECK(i.prod().item<int64_t>() == 4000000000000000000);
+  CHECK(Tensor(std::vector<int32_t>{100000, 100000}).cumprod().to_vector<int64_t>() == std::vector<int64_t>{100000, 10000000000});
+  CHECK(Tensor(std::vector<uint8_t>{200, 200}).sum().item<int64_t>() == 400);
+  CHECK(Tensor(std::vector<int8_t>{100, 100, 100}).prod().item<int64_t>() == 1000000);
+  CHECK(Tensor(std::vector<uint32_t>{4000000000u, 4000000000u}).sum().item<int64_t>() == 8000000000);
+  CHECK(Tensor(std::vector<int64_t>{3000000000, 3000000000}).sum().item<int64_t>() == 6000000000);
+  Tensor b(std::vector<bool>{true, true, false});
+  CHECK(b.cumsum().to_vector<int64_t>() == std::vector<int64_t>{1, 2, 2});
+  for (DType d : {DType::Bool, DType::Int8, DType::UInt8, DType::Int16, DType::UInt16, DType::Int32, DType::UInt32, DType::Int64, DType::UInt64}) {
+    Tensor x = Tensor::ones({3}, d);
+    for (const Tensor& r : {x.sum(), x.prod(), x.cumsum(), x.cumprod()}) CHECK(r.dtype() == DType::Int64);
+    CHECK(x.max().dtype() == d);
+    // NOTE: torch's mean of ints and bools is an error; ours is the float mean (as tinygrad and numpy)
+    CHECK(x.mean().dtype() == DType::Float32);
+  }
+}
+
+TEST_CASE("parity: indices are int64", "[ops][reduce][dtype][parity]") {
+  Tensor x = Tensor::from_data(std::vector<float>{3, 1, 4, 1, 5, 9, 2, 6}.data(), {2, 4});
+  auto i64 = [](const Tensor& t) { REQUIRE(t.dtype() == DType::Int64); return t.to_vector<int64_t>(); };
+  using V = std::vector<int64_t>;
+  CHECK(i64(x.argmax(1)) == V{2, 1});
+  CHECK(i64(x.argmin()) == V{1});
+  CHECK(i64(x.topk(2, 1).second) == V{2, 0, 1, 3});
+  CHECK(i64(x.sort(1).second) == V{1, 3, 0, 2, 2, 0, 3, 1});
+  CHECK(i64(x.argsort(1, true)) == V{2, 0, 1, 3, 1, 3, 0, 2});
+  CHECK(i64(x.cummax_indices(1).second) == V{0, 0, 2, 2, 0, 1, 1, 1});
+  CHECK(i64(Tensor(std::vector<int64_t>{0, 2}).one_hot(3)) == V{1, 0, 0, 0, 0, 1});
+  CHECK(i64(Tensor::from_data(std::vector<int32_t>{0, 1, 2, 0}.data(), {2, 2}).nonzero()) == V{0, 1, 1, 0});
+  CHECK(i64(Tensor(std::vector<float>{0, 1}).multinomial()) == V{1});
+}
+
+// float sums: the error stays bounded as the length grows (the scheduler splits a long sum into stages)
+TEST_CASE("parity: long float sums", "[ops][reduce][parity]") {
+  auto rel = [](double n) { return std::abs(Tensor::full({int64_t(n)}, 0.1).sum().item<double>() / (double(0.1f) * n) - 1); };
+  CHECK(rel(1e7) < 1e-6);  // torch: 999999.56 (4e-7); was 999904.31 (1e-4)
+  CHECK(rel(1e8) < 1e-6);  // torch: 9999992 (8e-7); was 1.6e-4
+  CHECK(rel(1e9) < 1e-5);  // torch: 99999680 (3e-6); was 3.8% low
+  double ones = Tensor::ones({int64_t(1e10)}).sum().item<double>();  // was 4294967296: each partial stuck at 2^24
+  CHECK(std::abs(ones / 1e10 - 1) < 1e-5);
+}
 
 TEST_CASE("movement: reshape", "[ops][movement]") {
   Ref a = rnd({2, 3, 4}, -1, 1, 501);

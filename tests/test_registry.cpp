@@ -10,6 +10,7 @@
 #include "one_kernel.hpp"
 
 using Catch::Matchers::Contains;
+using tinygrad::DType;
 using tinygrad::Ops;
 using tinygrad::Tensor;
 
@@ -110,7 +111,8 @@ TEST_CASE("registry: an unknown device is a DeviceError naming it and the known 
 }
 
 TEST_CASE("registry: split_reduceop runs in the scheduler with the device's parallelism", "[schedule][registry]") {
-  Tensor v(ramp(1 << 20), {1 << 20}), s(ramp(1000), {1000});
+  // NOTE: int sums: a float sum also splits for accuracy, whatever the device (below)
+  Tensor v = Tensor(ramp(1 << 20), {1 << 20}).cast(DType::Int32), s = Tensor(ramp(1000), {1000}).cast(DType::Int32);
   Tensor t = v.sum(), u = s.sum();
   // the tensor graph holds one plain REDUCE_AXIS: the split is the scheduler's
   CHECK(count_ops(t.uop(), Ops::REDUCE_AXIS) == 1);
@@ -123,12 +125,16 @@ TEST_CASE("registry: split_reduceop runs in the scheduler with the device's para
   for (float x : h) want += x;
   CHECK(t.item<float>() == Approx(want));
   // the same graph on a device that one output keeps busy: not split
-  Tensor w(ramp(1 << 20), {1 << 20}, test_device());
+  Tensor w = Tensor(ramp(1 << 20), {1 << 20}, test_device()).cast(DType::Int32);
   Tensor tw = w.sum();
   CHECK(kernels_to_realize(tw) == 1);
   CHECK(tw.item<float>() == Approx(want));
+  // a float sum splits until each stage adds at most kSumTerms terms an output: 2^20 = 16 x 256 x 256, 3 kernels
+  Tensor fw = Tensor(ramp(1 << 20), {1 << 20}, test_device()).sum();
+  CHECK(kernels_to_realize(fw) == 3);
+  CHECK(fw.item<float>() == Approx(want));
   // the rule itself: a long reduce into fewer outputs than `busy` becomes REDUCE(CONTIGUOUS(REDUCE(RESHAPE))), reshaped
-  auto r = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 16}).uop()},
+  auto r = tinygrad::make_uop(Ops::REDUCE_AXIS, DType::Int32, {Tensor::empty({4, 1 << 16}, DType::Int32).uop()},
                               std::vector<int64_t>{int64_t(Ops::ADD), 1});
   CHECK(tinygrad::detail::split_reduceop(r, 4) == nullptr);  // 4 outputs keep 4 cores busy
   auto split = tinygrad::detail::split_reduceop(r, 8);
@@ -137,6 +143,12 @@ TEST_CASE("registry: split_reduceop runs in the scheduler with the device's para
   CHECK(split->shape == r->shape);
   CHECK(count_ops(split, Ops::REDUCE_AXIS) == 2);
   CHECK(count_ops(split, Ops::CONTIGUOUS) == 1);
+  // a float sum splits on any device, in stages: 2^20 = 16 x 256 x 256, 16 terms an output first
+  auto rf = tinygrad::make_uop(Ops::REDUCE_AXIS, DType::Float32, {Tensor::empty({4, 1 << 20}).uop()}, std::vector<int64_t>{int64_t(Ops::ADD), 1});
+  auto fsplit = tinygrad::detail::split_reduceop(rf, 4);
+  REQUIRE(fsplit != nullptr);
+  CHECK(count_ops(fsplit, Ops::REDUCE_AXIS) == 3);
+  CHECK(count_ops(fsplit, Ops::CONTIGUOUS) == 2);
   // 8192 terms an output: split on a GPU (many outputs to be busy), not on a CPU's cores
   auto r8 = tinygrad::make_uop(Ops::REDUCE_AXIS, tinygrad::DType::Float32, {Tensor::empty({4, 1 << 13}).uop()},
                                std::vector<int64_t>{int64_t(Ops::ADD), 1});

@@ -100,7 +100,7 @@ TEST_CASE("static: reductions match Tensor", "[static]") {
   same(d.sum<0>(), Tensor(d).sum(0));
   same(d.mean<0>(), Tensor(d).mean(0));
   auto i = static_tensor<int8_t, 3>::from(std::vector<int>{100, 100, 100});
-  same(i.sum<>(), Tensor(i).sum());  // accumulates in int32
+  same(i.sum<>(), Tensor(i).sum());  // accumulates in int64
 }
 
 TEST_CASE("static: movement ops match Tensor", "[static]") {

@@ -33,7 +33,7 @@ static_assert(decltype(val<static_tensor<int32_t, 2>>() * 2)::dtype == DType::In
 static_assert(decltype(val<static_tensor<bool, 2>>() + 1)::dtype == DType::Int32);
 static_assert(decltype(val<static_tensor<half_t, 2>>() * 2.0)::dtype == DType::Float16);
 static_assert(decltype(val<F<2>>() < val<F<2>>())::dtype == DType::Bool);
-static_assert(decltype(val<static_tensor<int8_t, 2>>().sum<>())::dtype == DType::Int32);
+static_assert(decltype(val<static_tensor<int8_t, 2>>().sum<>())::dtype == DType::Int64);  // as torch
 static_assert(decltype(val<static_tensor<int32_t, 2>>().exp())::dtype == DType::Float32);
 static_assert(decltype(val<static_tensor<int32_t, 2>>() / val<static_tensor<int32_t, 2>>())::dtype == DType::Float32);
 static_assert(decltype(val<F<2>>().cast<int64_t>())::dtype == DType::Int64);
@@ -49,7 +49,7 @@ static_assert(st::reduce<false, 1>(D<2>{2, 3}, std::array<int64_t, 1>{2}).code =
 static_assert(is<decltype(val<F<2, 3, 4>>().argmax<1>()), shape<2, 4>>);
 static_assert(is<decltype(val<F<dyn, 10>>().argmin<-1>()), shape<-1>>);
 static_assert(is<decltype(val<F<2, 3, 4>>().argmax()), shape<>>);                 // no axis: of the flattened tensor
-static_assert(decltype(val<F<dyn, 10>>().argmax<1>())::dtype == DType::Int32);
+static_assert(decltype(val<F<dyn, 10>>().argmax<1>())::dtype == DType::Int64);
 
 // ---- movement ----
 static_assert(is<decltype(val<F<2, 3>>().reshape<3, 2>()), shape<3, 2>>);

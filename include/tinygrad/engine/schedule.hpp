@@ -677,7 +677,11 @@ class Scheduler {
 // becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read
 // neighbouring addresses), the second reduces the d partials. The first reduce is split again where it still
 // qualifies (graph_rewrite rewrites what a rule returns).
-inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
+// A long float sum splits whatever the outputs, and again (`chain`) until every stage adds at most kSumTerms terms an
+// output: a float accumulator's error grows with the terms it adds (1e7 x 0.1 in 250 partials of 40000 terms was 1e-4
+// low, 1e10 ones in 256 partials gave 2^32: each stuck at 2^24). Then the error grows with the stages, log(n).
+inline constexpr int64_t kSumTerms = 1024;
+inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) {
   const UOpRef& x = r->src[0];
   if (!x->dyn.empty()) return nullptr;  // NOTE: a symbolic dim cannot be split (its extent varies)
   const Shape& sh = x->shape;
@@ -687,7 +691,11 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   // NOTE: a GPU (thousands of outputs to be busy) splits from 8192 on: BatchNorm's statistics over 512x6x6 pixels into 64
   // channels ran as one workgroup (674 us on an H100), a conv's weight gradient over them as 18 tile blocks (1667 us)
   int64_t threshold = busy >= 4096 ? 8192 : 32768;
-  if (outs == 0 || in / outs < threshold || outs >= busy) return nullptr;
+  if (outs == 0 || in / outs < (chain ? kSumTerms + 1 : threshold)) return nullptr;
+  if (!chain) {
+    chain = is_float(r->dtype) && r->reduce_op() == Ops::ADD;
+    if (!chain && outs >= busy) return nullptr;
+  }
   for (auto a : ax) {
     int64_t n = sh[size_t(a)];
     for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
@@ -697,7 +705,10 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
       s.insert(s.begin() + a + 1, d);
       std::vector<int64_t> first{int64_t(r->reduce_op())};
       for (auto b : ax) first.push_back(b <= a ? b : b + 1);
-      auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {x}, s)}, first)});
+      auto red = make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {x}, s)}, first);
+      if (chain)
+        if (auto more = split_reduceop(red, busy, true)) red = more;
+      auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {red});
       if (is_leaf(part.get())) return nullptr;  // NOTE: realized by someone before: not an input this schedule knows
       auto second = make_uop(Ops::REDUCE_AXIS, r->dtype, {part}, std::vector<int64_t>{int64_t(r->reduce_op()), a + 1});
       return make_uop(Ops::RESHAPE, r->dtype, {second}, std::vector<int64_t>(r->shape));

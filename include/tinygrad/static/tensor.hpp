@@ -394,8 +394,7 @@ struct assign {
 namespace detail::st {
 constexpr DType promote(DType a, DType b) { return least_upper_dtype(a, b); }
 constexpr DType sum_dtype(DType d) {
-  if (d == DType::Bool || (kind(d) != 'f' && kDTypeInfo[size_t(d)].itemsize < 4)) return kind(d) == 'u' ? DType::UInt32 : DType::Int32;
-  return d;
+  return kind(d) == 'f' ? d : DType::Int64;  // bools and ints sum in int64, as Tensor::sum (and torch)
 }
 // the dtype a C++ number takes next to a tensor of dtype d (weak, like tinygrad's python scalars)
 template <class S> constexpr DType weak(DType d) {
@@ -469,12 +468,12 @@ struct static_ops {
   template <int64_t... Ax> auto mean_keepdim() const {
     return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self());
   }
-  // int32 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
+  // int64 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
   template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const {
-    return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self());
+    return detail::st::make<op::argmax<false, Ax...>, DType::Int64>({}, self());
   }
   template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const {
-    return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self());
+    return detail::st::make<op::argmin<false, Ax...>, DType::Int64>({}, self());
   }
   template <int64_t Ax = -1> auto softmax() const { return detail::st::make<op::softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
   template <int64_t Ax = -1> auto log_softmax() const {

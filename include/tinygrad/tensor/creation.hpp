@@ -126,7 +126,7 @@ struct CreationOps {
       T u = T::rand({b, k}, DType::Float64, x.device()) + std::ldexp(1.0, -25);
       r = (w.fl().cast(DType::Float64).log() - (-u.log()).log()).topk(num_samples, 1).second;
     }
-    return (x.ndim() == 1 ? r.reshape({num_samples}) : r).cast(DType::Int32);
+    return (x.ndim() == 1 ? r.reshape({num_samples}) : r).cast(DType::Int64);  // int64, as torch
   })
   // zero each element with probability p and scale the rest by 1/(1-p); identity unless training
   T dropout(double p = 0.5) const TINYGRAD_MEMBER_DEF({

@@ -766,7 +766,7 @@ struct MovementOps {
   T nonzero() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto v = x.template to_vector<double>();
-    std::vector<int32_t> out;
+    std::vector<int64_t> out;  // int64, as torch
     int64_t cnt = 0;
     for (size_t i = 0; i < v.size(); i++) {
       if (v[i] == 0) continue;
@@ -776,7 +776,7 @@ struct MovementOps {
       for (size_t k = x.ndim(); k-- > 0;) { ix[k] = r % x.shape()[k]; r /= x.shape()[k]; }
       out.insert(out.end(), ix.begin(), ix.end());
     }
-    if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int32, x.device());
+    if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int64, x.device());
     return T(out, {cnt, int64_t(x.ndim())}, x.device());
   })
 

@@ -273,13 +273,13 @@ struct ProcessingOps {
   })
 
   // ---- misc ----
-  // integer classes -> (..., num_classes) ints; num_classes -1 reads max+1 (realizes x)
+  // integer classes -> (..., num_classes) int64 (as torch); num_classes -1 reads max+1 (realizes x)
   T one_hot(int64_t num_classes = -1) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
     if (num_classes < 0) num_classes = x.numel() ? int64_t(x.max().template item<double>()) + 1 : 0;
     check_indices(x, std::max<int64_t>(num_classes, 0), false, "one_hot");
-    return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(dtypes::default_int);
+    return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(DType::Int64);
   })
   // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
   T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })

@@ -114,20 +114,22 @@ struct ReduceOps {
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>();
   })
-  // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
+  // index of the first maximum along axis (of the flattened tensor without one), int64 (as torch). NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
     int a = norm_axis(*axis, x.ndim(), "argmax");
-    if (x.ndim() == 0) return T::zeros({}, DType::Int32, x.device());
+    if (x.ndim() == 0) return T::zeros({}, DType::Int64, x.device());
     int64_t n = x.shape()[size_t(a)];
     if (n == 0)
       throw IndexError("tinygrad::argmax: cannot take the argmax of an empty dim " + std::to_string(a) + " of shape " + to_string(x.shape()));
-    // first maximum = largest reversed index n - i among the maxima
+    // first maximum = largest reversed index n - i among the maxima. NOTE: int32 index math where it fits (GPUs are
+    // slower in int64), one cast to int64 at the end
     Shape rs(x.ndim() - size_t(a), 1);
     rs[0] = n;
-    auto rev = T::arange(double(n), 0.0, -1, DType::Int32, x.device()).reshape(rs);
-    return (double(n) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
+    DType it = n > INT32_MAX ? DType::Int64 : DType::Int32;
+    auto rev = T::arange(double(n), 0.0, -1, it, x.device()).reshape(rs);
+    return (T::scalar(double(n), it, x.device()) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int64);
   })
   T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(self()).argmax(axis, keepdim); })
   // log(sum(exp(x))), shifted by the (detached) max for stability
@@ -158,20 +160,20 @@ struct ReduceOps {
   T cumprod(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MUL, "cumprod"); })
   T cummax(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MAX, "cummax"); })
   T cummin(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).cummax(axis)); })
-  // (values, int32 index of the last occurrence of each running max along axis), like torch.cummax
+  // (values, int64 index of the last occurrence of each running max along axis), like torch.cummax
   std::pair<T, T> cummax_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummax(axis), axis, "cummax_indices"); })
   std::pair<T, T> cummin_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummin(axis), axis, "cummin_indices"); })
 
   // ---- sorting ----
-  // (values, int32 indices) along dim. Equal values keep their original order (the k-th equal value in the
+  // (values, int64 indices, as torch) along dim. Equal values keep their original order (the k-th equal value in the
   // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
   // descending), as torch.
   std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
-    if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int32, x0.device())};
+    if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int64, x0.device())};
     int d = norm_axis(dim, x0.ndim(), "sort");
     int64_t n = x0.shape()[size_t(d)];
-    if (n <= 1) return {x0, T::zeros(x0.shape(), DType::Int32, x0.device())};
+    if (n <= 1) return {x0, T::zeros(x0.shape(), DType::Int64, x0.device())};
     T y = x0.transpose(d, -1);  // the sorted dim last
     Shape lead(y.shape().begin(), y.shape().end() - 1);
     int s = int(std::bit_width(uint64_t(n - 1)));
@@ -215,11 +217,11 @@ struct ReduceOps {
     auto occ = [&](const T& t) { return (same(t.unsqueeze(-1), t.unsqueeze(-2)) & tri).sum(-1); };
     T yd = y.detach(), sd = ys.detach();
     T cond = same(sd.unsqueeze(-1), yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
-    T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int32);
+    T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int64);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
   })
   T argsort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({ return sort(dim, descending).second; })
-  // the k largest (or smallest) along dim, as (values, int32 indices); always sorted
+  // the k largest (or smallest) along dim, as (values, int64 indices); always sorted
   std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
     auto& x = self();
@@ -471,13 +473,13 @@ struct ReduceOps {
   })
   // index of the last j <= i with x[j] == v[i] (NaN == NaN: torch gives the last NaN so far)
   static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) TINYGRAD_MEMBER_DEF({
-    if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int32, x0.device())};
+    if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int64, x0.device())};
     int a = norm_axis(axis, x0.ndim(), name);
     T x = x0.transpose(a, -1).detach(), v = v0.transpose(a, -1).detach();
     int64_t n = x.shape().back();
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
     T hit = same(x.unsqueeze(-2), v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
-    return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int32).transpose(a, -1)};
+    return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int64).transpose(a, -1)};
   })
   // bool (..., C at dim, ...) from labels y (..., 1 at dim, ...)
   static T label_mask(const T& y, int64_t c, int64_t dim) TINYGRAD_MEMBER_DEF({

@@ -994,9 +994,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto ax = norm_axes(axes, name);
     Tensor x = *this;
     DType out_dt = dtype();
-    // accumulate small ints in 32 bits and half floats in float32 (like tinygrad's sum_acc_dtype)
+    // sum and prod of bools and ints are int64 (as torch: no wrap at 2^31; tinygrad keeps int32), half floats accumulate in float32
     if (op != Ops::MAX) {
-      if (is_bool(dtype()) || (is_int(dtype()) && itemsize(dtype()) < 4)) out_dt = is_unsigned(dtype()) ? DType::UInt32 : DType::Int32;
+      if (is_bool(dtype()) || is_int(dtype())) out_dt = DType::Int64;
       if (dtype() == DType::Float16 || dtype() == DType::BFloat16) x = x.cast(DType::Float32);
       else x = x.cast(out_dt);
     }
