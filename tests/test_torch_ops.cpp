@@ -215,7 +215,8 @@ TEST_CASE("parity: mm, bmm, baddbmm, index_select, median, norm and the losses s
   CHECK(has(thrown<tinygrad::ShapeError>([&] { (void)b3.bmm(Tensor::ones({3, 4, 2})); }), "the batch sizes differ"));
   CHECK(has(thrown<tinygrad::ShapeError>([&] { (void)Tensor::ones({3, 3, 2}).baddbmm(b3, Tensor::ones({2, 4, 2})); }), "baddbmm: self (3, 3, 2)"));
   Tensor idx = Tensor(std::vector<int64_t>{0, 3});
-  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)m.index_select(1, idx).to_vector<double>(); }), "index_select: index 3 is out of bounds for dim 1"));
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)m.index_select(1, idx).to_vector<double>(); }),
+            "index_select: index 3 is out of bounds for dim 1"));
   CHECK(has(thrown<tinygrad::DTypeError>([&] { (void)m.index_select(1, f32({0.f})); }), "index_select"));
   CHECK(has(thrown<tinygrad::ShapeError>([&] { (void)m.index_select(1, Tensor(std::vector<int64_t>{0, 1}, {1, 2})); }), "0-d or 1-d"));
   CHECK(has(thrown<tinygrad::DTypeError>([&] { (void)Tensor(std::vector<int32_t>{1, 2}).norm(); }), "norm: needs a float tensor"));
