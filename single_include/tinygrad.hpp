@@ -180,6 +180,12 @@ inline std::string getenv_str(const char* name, std::string dflt = "") {
   return v && *v ? std::string(v) : dflt;
 }
 
+// a flag naming a file: unset or 0 off (""), 1 the default file, anything else the path itself (taken literally)
+inline std::string getenv_path(const char* name, const char* dflt) {
+  std::string v = getenv_str(name);
+  return v == "0" ? "" : v == "1" ? dflt : v;
+}
+
 }  // namespace detail
 
 struct Flags {
@@ -199,6 +205,12 @@ struct Flags {
   // an opt of a heuristic that its kernel refuses (a heuristic's bug) is an error, not skipped (the tests set it)
   bool strict_opts = detail::getenv_int("STRICT_OPTS", 0) != 0;
   std::string dev = detail::getenv_str("DEV");          // default device
+  // PROFILE=1: a Chrome trace (chrome://tracing, Perfetto) of kernel launches, copies and compiles, written at exit to
+  // ./tinygrad_profile.json (PROFILE=path.json: there) and by write_profile(path); kernels are timed (a sync each)
+  std::string profile = detail::getenv_path("PROFILE", "tinygrad_profile.json");
+  // VIZ=1: an HTML page of the schedules, kernels, their sources and rewrites, written at exit to ./tinygrad_viz.html
+  // (VIZ=path.html: there) and by write_viz(path)
+  std::string viz = detail::getenv_path("VIZ", "tinygrad_viz.html");
 };
 inline Flags& flags() { static Flags f; return f; }
 
@@ -3226,6 +3238,11 @@ TINYGRAD_API void set_cache_limits(size_t programs, size_t schedule_kernels);
 // that fails
 TINYGRAD_API void flush_compile_checks();
 
+// write what PROFILE (a Chrome trace: chrome://tracing, Perfetto) and VIZ (an HTML page) collected so far to `path`
+// (both are also written at exit to the flag's file; see flags().profile and .viz); Error where it cannot
+TINYGRAD_API void write_profile(const std::string& path);
+TINYGRAD_API void write_viz(const std::string& path);
+
 // TinyJit's engine half (engine/jit.hpp; the Tensor half is tensor/jit.hpp)
 namespace detail {
 struct JitProgram;  // the launches of one captured call over a table of buffers
@@ -3369,6 +3386,10 @@ class PatternMatcher {
   std::vector<std::vector<size_t>> by_op_;
 };
 
+// the rewrites graph_rewrite has made on this thread (VIZ=1 counts them per stage); a stage a kernel went through
+inline int64_t& rewrites_done() { static thread_local int64_t n = 0; return n; }
+struct RewriteStage { std::string name; int64_t rewrites = 0; size_t nodes = 0; };  // nodes: the graph's size after it
+
 // rewrite bottom-up until no rule applies: a node's sources first, then the node, then whatever it became.
 // keep (optional): nodes left as they are, with everything below them (a realized value in a tensor graph).
 // NOTE: iterative (an explicit stack), so a graph of any depth rewrites
@@ -3404,6 +3425,7 @@ inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* 
       for (auto& s : f.u->src) { src.push_back(*done(s.get())); changed |= src.back() != s; }
       f.x = changed ? make_uop(f.u->op, f.u->dtype, std::move(src), f.u->arg, f.u->vcount) : f.u;
       f.r = pm.rewrite(f.x, ctx);
+      if (f.r) rewrites_done()++;
       if (f.r && !done(f.r.get())) { f.stage = 2; UOpRef r = f.r; stack.push_back({std::move(r), nullptr, nullptr, 0}); continue; }
     }
     UOpRef out = f.r ? *done(f.r.get()) : f.x;
@@ -4250,9 +4272,13 @@ inline CStyleRenderer::CStyleRenderer() {
                          }},
                         {Ops::CAST,
                          [this](const Alu& x) {
-                           return (is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool
-                                      ? ""
-                                      : "__builtin_convertvector(" + x.a[0] + ", " + value_type(x.dt, x.vc, x.c) + ")";
+                           if ((is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool) return std::string();
+                           // NOTE: gcc turns 8- and 16-bit lanes to floats one lane at a time (an extract and a convert each:
+                           // quantized matvecs ran 40x slower than clang's); through int32 lanes it is a widen and one convert
+                           std::string v = x.a[0];
+                           if (is_float(x.dt) && is_int(x.dts[0]) && itemsize(x.dts[0]) < 4)
+                             v = cat("__builtin_convertvector(", v, ", ", value_type(DType::Int32, x.vc, x.c), ")");
+                           return cat("__builtin_convertvector(", v, ", ", value_type(x.dt, x.vc, x.c), ")");
                          }},
                     });
   set(rules, {
@@ -5711,10 +5737,10 @@ inline void check_vector(const OptCheck& c) {
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
   if (lanes <= 1 || (c.o.amt != lanes && c.o.amt * 2 != lanes)) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-  // NOTE: on a reduce axis, narrower integer loads (a quantized weight's bytes) may be gathered per lane
+  // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&
-        !(axis_type(r) == AxisType::REDUCE && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
+        !(!c.k.renderer().has_local && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
       c.fail("a load walks the axis with a stride, or has another element size");
   check_expand(c);
 }
@@ -6234,20 +6260,28 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   }
   DType out_dt = sink->src[0]->src[1]->dtype;
   int64_t lanes = ren.vector_lanes(out_dt);
-  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it
+  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
+  // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it.
+  // Elementwise, quantized bytes (a weight dequantized into floats) may take them too where the lanes divide the
+  // block (as the reduce below): the block's scales are the same for every lane
   UOpRef vaxis;
+  int64_t eblock = 1;
   if (lanes > 1) {
     for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
       // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
       int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
+      auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
-      for (auto& l : f.loads) ok &= f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
-      if (ok) { vaxis = r; lanes = amt; }
+      for (auto& l : f.loads)
+        ok &= (narrow_int(l) && qb % amt == 0 && qm <= qb) || (f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt));
+      if (ok) { vaxis = r; lanes = amt; eblock = qb; }
     }
   }
   if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
+  // and the rest of the block unrolled, so its scales are decoded once a block (a Q4_1 weight into floats: ~10x)
+  if (vaxis && eblock > lanes && size_left(k, vaxis) % (eblock / lanes) == 0) try_apply(k, {OptOp::UPCAST, vaxis->range_id(), eblock / lanes});
   // else the lanes on the innermost reduce axis, when every load walks it contiguously or not at all (x @ W.T, where
   // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
   // output of the register tile, its lanes added after the loop (x @ W.T on a Zen 4: 6x, past Eigen's)
@@ -6256,7 +6290,6 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // super-block scale, gathered per lane: 10x slower): a lane's bytes are gathered or, contiguous in the block, loaded
   // as one vector; the block's scales are the same for every lane (a Q4_1 matvec: 2x faster than scalar)
   UOpRef raxis;
-  auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
   auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
@@ -6566,7 +6599,8 @@ inline const char* stage_name(Stage s) { static const char* n[] = {"tensor", "ke
 namespace spec {
 enum Bits : uint8_t { T = 1, K = 2, O = 4, X = 8, L = 16, KOXL = K | O | X | L, OXL = O | X | L, ALL = T | KOXL };
 inline bool at(Stage s, uint8_t bits) { return bits & (1 << int(s)); }
-enum class ArgKind : uint8_t { NONE, INT, VEC, STR, BUF, NUM /* int64 or double */, OPT_INT /* none or int64 */ };
+enum class ArgKind : uint8_t { NONE, INT, VEC, STR, BUF, NUM /* int64 or double */, OPT_INT /* none or int64 */,
+                              ID /* none, int64 or one int64 in a list: a CONTIGUOUS's identity */ };
 inline bool arg_is(const Arg& a, ArgKind k) {
   switch (k) {
     case ArgKind::NONE: return std::holds_alternative<std::monostate>(a);
@@ -6576,11 +6610,12 @@ inline bool arg_is(const Arg& a, ArgKind k) {
     case ArgKind::BUF: return std::holds_alternative<std::shared_ptr<Buffer>>(a) && std::get<std::shared_ptr<Buffer>>(a);
     case ArgKind::NUM: return std::holds_alternative<int64_t>(a) || std::holds_alternative<double>(a);
     case ArgKind::OPT_INT: return std::holds_alternative<std::monostate>(a) || std::holds_alternative<int64_t>(a);
+    case ArgKind::ID: return arg_is(a, ArgKind::OPT_INT) || (arg_is(a, ArgKind::VEC) && std::get<std::vector<int64_t>>(a).size() == 1);
   }
   return false;
 }
 inline const char* arg_kind_name(ArgKind k) {
-  static const char* n[] = {"no arg", "an int", "a list of ints", "a string", "a buffer", "a number", "no arg or an int"};
+  static const char* n[] = {"no arg", "an int", "a list of ints", "a string", "a buffer", "a number", "no arg or an int", "no arg, an int or {int}"};
   return n[int(k)];
 }
 
@@ -6831,7 +6866,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::RESHAPE, T, 1, -1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
       {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
       {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::CONTIGUOUS, T, 1, 1, ArgKind::OPT_INT, same_as_src},  // int arg: a parameter's id
+      {Ops::CONTIGUOUS, T, 1, 1, ArgKind::ID, same_as_src},  // int arg: a parameter's id; {int}: a clone's (Tensor::clone)
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
       {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
       {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
@@ -7000,6 +7035,7 @@ struct ProgramSpec {
   std::vector<UOpRef> vars;  // the DEFINE_VARs whose values a launch passes, in order (tensor/variable.hpp)
   double flops = 0;     // estimated, for DEBUG=2
   UOpRef ast;
+  std::vector<RewriteStage> stages;  // VIZ=1: the passes that made it from its AST
 };
 
 // float ALU ops times the iterations each runs (for DEBUG=2's GFLOPS)
@@ -7227,14 +7263,18 @@ inline ProgramSpec to_program(const Kernel& k) {
   p.name = detail::kernel_name(sink, p.opts);
   LowerCtx ctx{ren, p.launch};
   detail::SpecCheck spec(k.ast(), sink);  // each stage against its spec (SPEC=1, DEBUG>=3, the tests)
+  const bool viz = !flags().viz.empty();
   for (auto& pass : lowering_passes()) {
+    int64_t r0 = viz ? rewrites_done() : 0;
     sink = pass.run(sink, ctx);
+    if (viz) p.stages.push_back({pass.name, rewrites_done() - r0, toposort(sink).size()});
     spec.after(pass.name, sink);
     if (flags().debug >= 6) std::fprintf(stderr, "after %s:\n%s", pass.name, print_graph(sink).c_str());
   }
   p.flops = detail::estimate_flops(k.ast());
   auto lin = linearize(sink);
   spec.linear(lin);
+  if (viz) p.stages.push_back({"linearize", 0, lin.size()});
   for (auto& u : lin) {
     p.launch.smem += CStyleRenderer::dynamic_smem(*u);
     if (u->op == Ops::DEFINE_VAR) p.vars.push_back(u);
@@ -7300,6 +7340,7 @@ struct ScheduleSpec {
   // extent x (size / bound) elements for the values a run binds (its layout is the bound's, whose prefix it is)
   std::vector<UOpRef> slot_outer;
   std::vector<int> root_slots;      // where each root ends up
+  std::vector<RewriteStage> stages;  // VIZ=1: the tensor-graph rewrites that formed the kernels
 };
 
 // a kernel's bounds (tinygrad's MAX_KERNEL_BUFFERS): the buffers it reads and writes, and its size, counted as the
@@ -7949,7 +7990,24 @@ class Scheduler {
 // becomes (n/d, d), the first kernel reduces the n/d part into d partials per output (neighbouring partials read
 // neighbouring addresses), the second reduces the d partials. The first reduce is split again where it still
 // qualifies (graph_rewrite rewrites what a rule returns).
-inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
+// A long float sum splits whatever the outputs, and again (`chain`) until every stage adds at most kSumTerms terms an
+// output: a float accumulator's error grows with the terms it adds (1e7 x 0.1 in 250 partials of 40000 terms was 1e-4
+// low, 1e10 ones in 256 partials gave 2^32: each stuck at 2^24). Then the error grows with the stages, log(n).
+inline constexpr int64_t kSumTerms = 1024;
+// a sum of where(a == b, x, 0) (a one-hot select: an embedding's rows, a gather): lowering folds it into one read an
+// output (fold_onehot_reduce), which a split would undo (an embedding of 49152 rows then read all of them per token)
+inline bool onehot_select(const UOpRef& r) {
+  auto bare = [](UOpRef u) {
+    while (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::CAST) u = u->src[0];
+    return u;
+  };
+  UOpRef v = bare(r->src[0]);
+  if (r->reduce_op() != Ops::ADD || v->op != Ops::WHERE) return false;
+  UOpRef c = bare(v->src[0]);
+  bool eq = c->op == Ops::CMPEQ;
+  return (eq || c->op == Ops::CMPNE) && bare(v->src[eq ? 2 : 1])->is_const(0);
+}
+inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) {
   const UOpRef& x = r->src[0];
   if (!x->dyn.empty()) return nullptr;  // NOTE: a symbolic dim cannot be split (its extent varies)
   const Shape& sh = x->shape;
@@ -7959,7 +8017,11 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
   // NOTE: a GPU (thousands of outputs to be busy) splits from 8192 on: BatchNorm's statistics over 512x6x6 pixels into 64
   // channels ran as one workgroup (674 us on an H100), a conv's weight gradient over them as 18 tile blocks (1667 us)
   int64_t threshold = busy >= 4096 ? 8192 : 32768;
-  if (outs == 0 || in / outs < threshold || outs >= busy) return nullptr;
+  if (outs == 0 || in / outs < (chain ? kSumTerms + 1 : threshold) || onehot_select(r)) return nullptr;
+  if (!chain) {
+    chain = is_float(r->dtype) && r->reduce_op() == Ops::ADD;
+    if (!chain && outs >= busy) return nullptr;
+  }
   for (auto a : ax) {
     int64_t n = sh[size_t(a)];
     for (int64_t d = std::min<int64_t>(256, (int64_t(1) << 22) / outs); d >= 8; d--) {
@@ -7969,7 +8031,10 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy) {
       s.insert(s.begin() + a + 1, d);
       std::vector<int64_t> first{int64_t(r->reduce_op())};
       for (auto b : ax) first.push_back(b <= a ? b : b + 1);
-      auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {x}, s)}, first)});
+      auto red = make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {x}, s)}, first);
+      if (chain)
+        if (auto more = split_reduceop(red, busy, true)) red = more;
+      auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {red});
       if (is_leaf(part.get())) return nullptr;  // NOTE: realized by someone before: not an input this schedule knows
       auto second = make_uop(Ops::REDUCE_AXIS, r->dtype, {part}, std::vector<int64_t>{int64_t(r->reduce_op()), a + 1});
       return make_uop(Ops::RESHAPE, r->dtype, {second}, std::vector<int64_t>(r->shape));
@@ -8005,9 +8070,17 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   const bool spec = spec_enabled();
   auto sink = make_uop(Ops::SINK, DType::Bool, roots);
   if (spec) verify_graph(sink, Stage::TENSOR, "frontend");
+  const bool viz = !flags().viz.empty();
+  int64_t r0 = viz ? rewrites_done() : 0;
   sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
   if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
+  int64_t r1 = viz ? rewrites_done() : 0;
   ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes).spec();
+  if (viz) {
+    size_t nodes = 0;
+    for (auto& k : s.kernels) nodes += toposort(k.ast).size();
+    s.stages = {{"split_reduceop", r1 - r0, toposort(sink).size()}, {"rangeify", rewrites_done() - r1, nodes}};
+  }
   if (spec) for (auto& k : s.kernels) verify_graph(k.ast, Stage::KERNEL, "schedule");
   return s;
 }
@@ -8347,6 +8420,495 @@ inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const Dev
 
 }  // namespace tinygrad
 // end include/tinygrad/renderer/registry.hpp
+// begin include/tinygrad/engine/profile.hpp
+// PROFILE=1 and VIZ=1 (helpers.hpp's flags): what ran, collected only while a flag is on (else one bool check per
+// realize, launch or copy), written at exit and by write_profile / write_viz. PROFILE: a Chrome trace (trace-event
+// JSON) with one process per device and a thread each for its kernels, copies and compiles. VIZ: one HTML page, no
+// network, of each schedule's kernels (nodes) and buffers (edges), with each kernel's opts, source, time and stages.
+#include <cstdlib>
+#include <cstring>
+// begin include/tinygrad/json.hpp
+// A small JSON reader (safetensors headers, tokenizer.json) and string quoting for the writer.
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tinygrad::nn {
+// a malformed or unsupported file of saved state: safetensors, tokenizer.json
+struct StateError : Error { using Error::Error; };
+}  // namespace tinygrad::nn
+
+namespace tinygrad::detail {
+
+struct JsonMember;
+// one JSON value; numbers without fraction or exponent are Int (they must fit int64), the others Float
+struct Json {
+  enum Kind { Null, Bool, Int, Float, Str, Arr, Obj } kind = Null;
+  bool b = false;
+  int64_t i = 0;
+  double f = 0;
+  std::string s;
+  std::vector<Json> arr;
+  std::vector<JsonMember> obj;  // NOTE: not std::pair<std::string, Json>: a pair needs Json complete here (clang)
+};
+struct JsonMember {
+  std::string key;
+  Json value;
+};
+
+// the member `key` of an object (the first one), or nullptr when `j` is not an object or has no such key
+TINYGRAD_API const Json* find(const Json& j, std::string_view key) TINYGRAD_DEF({
+  if (j.kind != Json::Obj) return nullptr;
+  for (auto& m : j.obj) if (m.key == key) return &m.value;
+  return nullptr;
+})
+
+// recursive descent, nesting limited to 64; errors are StateErrors "<prefix><what> at byte N"
+struct JsonParser {
+  std::string_view t;
+  std::string prefix;  // e.g. "tinygrad::safe_load: FILE: malformed header: "
+  size_t p = 0;
+  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({
+    throw nn::StateError(prefix + what + " at byte " + std::to_string(p));
+  })
+  void ws() TINYGRAD_MEMBER_DEF({ while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; })
+  char peek() TINYGRAD_MEMBER_DEF({ ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; })
+  void expect(char c) TINYGRAD_MEMBER_DEF({ if (peek() != c) fail(std::string("expected '") + c + "'"); p++; })
+  bool digit() const TINYGRAD_MEMBER_DEF({ return p < t.size() && t[p] >= '0' && t[p] <= '9'; })
+  std::string str() TINYGRAD_MEMBER_DEF({
+    expect('"');
+    std::string r;
+    while (true) {
+      if (p >= t.size()) fail("unterminated string");
+      char c = t[p++];
+      if (c == '"') return r;
+      if (c == '\\') {
+        if (p >= t.size()) fail("unterminated escape");
+        char e = t[p++];
+        if (e == 'u') utf8(r, hex4());
+        else if (e && std::strchr("\"\\/", e)) r += e;
+        else if (e && std::strchr("bfnrt", e)) r += "\b\f\n\r\t"[std::strchr("bfnrt", e) - "bfnrt"];
+        else fail(std::string("bad escape '\\") + e + "'");
+      } else r += c;
+    }
+  })
+  uint32_t hex4() TINYGRAD_MEMBER_DEF({
+    if (p + 4 > t.size()) fail("bad \\u escape");
+    uint32_t v = 0;
+    for (int k = 0; k < 4; k++, p++) {
+      char h = t[p];
+      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+      if (d < 0) fail("bad \\u escape");
+      v = v * 16 + uint32_t(d);
+    }
+    return v;
+  })
+  void utf8(std::string& r, uint32_t c) TINYGRAD_MEMBER_DEF({
+    if (c >= 0xD800 && c < 0xDC00 && p + 6 <= t.size() && t[p] == '\\' && t[p + 1] == 'u') {  // surrogate pair
+      size_t save = p;
+      p += 2;
+      uint32_t lo = hex4();
+      if (lo >= 0xDC00 && lo < 0xE000) c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
+      else p = save;
+    }
+    if (c < 0x80) r += char(c);
+    else if (c < 0x800) { r += char(0xC0 | c >> 6); r += char(0x80 | (c & 0x3F)); }
+    else if (c < 0x10000) { r += char(0xE0 | c >> 12); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
+    else { r += char(0xF0 | c >> 18); r += char(0x80 | (c >> 12 & 0x3F)); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
+  })
+  Json number() TINYGRAD_MEMBER_DEF({
+    Json j;
+    size_t start = p;
+    bool neg = t[p] == '-';
+    if (neg) p++;
+    if (!digit()) fail("bad number");
+    uint64_t v = 0;
+    bool big = false;
+    for (; digit(); p++) {
+      uint64_t d = uint64_t(t[p] - '0');
+      if (v > (uint64_t(INT64_MAX) - d) / 10) big = true;
+      else v = v * 10 + d;
+    }
+    bool frac = p < t.size() && (t[p] == '.' || t[p] == 'e' || t[p] == 'E');
+    if (!frac) {
+      if (big) fail("integer too large");
+      j.kind = Json::Int;
+      j.i = neg ? -int64_t(v) : int64_t(v);
+      return j;
+    }
+    if (t[p] == '.') { p++; if (!digit()) fail("bad number"); while (digit()) p++; }
+    if (p < t.size() && (t[p] == 'e' || t[p] == 'E')) {
+      p++;
+      if (p < t.size() && (t[p] == '+' || t[p] == '-')) p++;
+      if (!digit()) fail("bad number");
+      while (digit()) p++;
+    }
+    // NOTE: from_chars is exact (correctly rounded) and ignores the locale; out of range is an error
+    auto [end, ec] = std::from_chars(t.data() + start, t.data() + p, j.f);
+    if (ec != std::errc() || end != t.data() + p) fail("number out of range");
+    j.kind = Json::Float;
+    return j;
+  })
+  Json value(int depth = 0) TINYGRAD_MEMBER_DEF({
+    if (depth > 64) fail("nesting too deep");
+    Json j;
+    char c = peek();
+    if (c == '{') {
+      p++; j.kind = Json::Obj;
+      if (peek() == '}') { p++; return j; }
+      while (true) {
+        std::string k = str();
+        expect(':');
+        j.obj.push_back(JsonMember{std::move(k), value(depth + 1)});
+        if (peek() == ',') { p++; continue; }
+        expect('}'); return j;
+      }
+    }
+    if (c == '[') {
+      p++; j.kind = Json::Arr;
+      if (peek() == ']') { p++; return j; }
+      while (true) {
+        j.arr.push_back(value(depth + 1));
+        if (peek() == ',') { p++; continue; }
+        expect(']'); return j;
+      }
+    }
+    if (c == '"') { j.kind = Json::Str; j.s = str(); return j; }
+    if (c == '-' || std::isdigit(uint8_t(c))) return number();
+    for (const char* w : {"true", "false", "null"})
+      if (t.compare(p, std::strlen(w), w) == 0) {
+        p += std::strlen(w);
+        if (w[0] != 'n') { j.kind = Json::Bool; j.b = w[0] == 't'; }
+        return j;
+      }
+    fail(std::string("unexpected character '") + c + "'");
+  })
+};
+
+// a whole document: one value and nothing after it but whitespace
+TINYGRAD_API Json parse_json(std::string_view text, std::string prefix) TINYGRAD_DEF({
+  JsonParser jp{text, std::move(prefix)};
+  Json j = jp.value();
+  jp.ws();
+  if (jp.p != text.size()) jp.fail("trailing characters after the JSON value");
+  return j;
+})
+// a JSON file; its errors are StateErrors "<who>: <path>: cannot open the file" or "<who>: <path>: malformed JSON: ..."
+TINYGRAD_API Json parse_json_file(const std::string& path, const std::string& who) TINYGRAD_DEF({
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw nn::StateError(who + ": " + path + ": cannot open the file");
+  return parse_json(std::string(std::istreambuf_iterator<char>(in), {}), who + ": " + path + ": malformed JSON: ");
+})
+
+TINYGRAD_API std::string json_str(const std::string& s) TINYGRAD_DEF({
+  std::string r = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') { r += '\\'; r += c; }
+    else if (uint8_t(c) < 0x20) { char u[8]; std::snprintf(u, sizeof(u), "\\u%04x", unsigned(uint8_t(c))); r += u; }
+    else r += c;
+  }
+  return r + "\"";
+})
+}  // namespace tinygrad::detail
+// end include/tinygrad/json.hpp
+
+namespace tinygrad::detail {
+
+inline bool profiling() { return !flags().profile.empty(); }
+inline bool vizzing() { return !flags().viz.empty(); }
+
+// NOTE: bounded: at most 2^20 trace events (40 bytes each) and 1000 schedules are kept; the rest are counted
+inline constexpr size_t max_profile_events = size_t(1) << 20, max_viz_schedules = 1000;
+
+struct Profile {
+  enum class Track : uint8_t { kernels, copies, compiles };
+  struct Event { uint32_t name, device, note; Track track; double ts, dur, bytes, flops; };  // times in seconds
+  struct KernelInfo {
+    std::string name, device, src, opts;
+    std::vector<RewriteStage> stages;
+    double time = 0;
+    int64_t runs = 0, timed = 0;
+  };
+  struct ScheduleInfo {
+    std::shared_ptr<const void> plan;  // held: its address stays its key
+    std::string device;
+    std::vector<size_t> kernels;       // into `kernels`
+    std::vector<std::vector<int>> slots;
+    int n_inputs = 0;
+    std::vector<std::string> buffers;  // per slot: dtype[size]
+    std::vector<RewriteStage> stages;
+    int64_t runs = 0;
+  };
+  std::mutex mu;
+  double t0 = now_s();
+  std::vector<Event> events;
+  size_t events_dropped = 0, schedules_dropped = 0;
+  std::vector<std::string> strings;  // event names, devices and notes, interned
+  std::unordered_map<std::string, uint32_t> string_id;
+  std::vector<KernelInfo> kernels;
+  std::unordered_map<std::string, size_t> kernel_of;  // by the program's symbol (name + source hash)
+  std::vector<ScheduleInfo> schedules;
+  std::unordered_map<const void*, size_t> schedule_of;
+
+  static Profile& get();
+  void clear() {  // what was collected so far (tests)
+    std::lock_guard lk(mu);
+    events.clear(), kernels.clear(), kernel_of.clear(), schedules.clear(), schedule_of.clear();
+    events_dropped = schedules_dropped = 0;
+    t0 = now_s();
+  }
+  uint32_t intern(const std::string& s) {
+    auto [it, fresh] = string_id.try_emplace(s, uint32_t(strings.size()));
+    if (fresh) strings.push_back(s);
+    return it->second;
+  }
+  size_t kernel(const ProgramSpec& k, const std::string& device) {
+    auto [it, fresh] = kernel_of.try_emplace(k.fn, kernels.size());
+    if (!fresh) return it->second;
+    std::string opts;
+    for (auto& o : k.opts) opts += (opts.empty() ? "" : " ") + o.str();
+    kernels.push_back({k.name, device, k.src, opts, k.stages, 0, 0, 0});
+    return it->second;
+  }
+  void event(Track t, const std::string& name, const std::string& device, double start, double dur, double bytes, double flops,
+             const std::string& note = "") {
+    if (events.size() >= max_profile_events) { events_dropped++; return; }
+    events.push_back({intern(name), intern(device), intern(note), t, start - t0, dur, bytes, flops});
+  }
+};
+
+// a kernel's run (start: when it was launched; tm: its time, 0 when not timed): its trace event, its VIZ time
+inline void profile_kernel(const ProgramSpec& k, const std::string& device, double start, double tm, double bytes) {
+  auto& p = Profile::get();
+  std::lock_guard lk(p.mu);
+  if (profiling()) p.event(Profile::Track::kernels, k.name, device, start, tm, bytes, k.flops);
+  if (!vizzing()) return;
+  auto& ki = p.kernels[p.kernel(k, device)];
+  ki.runs++;
+  if (tm > 0) { ki.time += tm; ki.timed++; }
+}
+inline void profile_event(Profile::Track t, const std::string& name, const std::string& device, double start, double bytes = 0,
+                          const std::string& note = "") {
+  double dur = now_s() - start;
+  auto& p = Profile::get();
+  std::lock_guard lk(p.mu);
+  p.event(t, name, device, start, dur, bytes, 0, note);
+}
+// a schedule that runs (VIZ): recorded once per plan, counted on each run
+inline void viz_schedule(const std::shared_ptr<const void>& plan, const std::string& device, const ScheduleSpec& sp,
+                         const std::vector<const ProgramSpec*>& ks) {
+  auto& p = Profile::get();
+  std::lock_guard lk(p.mu);
+  if (auto it = p.schedule_of.find(plan.get()); it != p.schedule_of.end()) { p.schedules[it->second].runs++; return; }
+  if (p.schedules.size() >= max_viz_schedules) { p.schedules_dropped++; return; }
+  Profile::ScheduleInfo s{plan, device, {}, {}, sp.n_inputs, {}, sp.stages, 1};
+  for (size_t k = 0; k < ks.size(); k++) { s.kernels.push_back(p.kernel(*ks[k], device)); s.slots.push_back(sp.kernels[k].slots); }
+  for (int i = 0; i < sp.n_inputs; i++) s.buffers.push_back(cat("input ", i));
+  for (auto& [dt, n] : sp.new_slots) s.buffers.push_back(cat(to_string(dt), "[", n, "]"));
+  p.schedule_of[plan.get()] = p.schedules.size();
+  p.schedules.push_back(std::move(s));
+}
+
+inline std::string html_escape(const std::string& s) {
+  std::string r;
+  for (char c : s) r += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : c == '"' ? "&quot;" : std::string(1, c);
+  return r;
+}
+inline std::string fmt_num(double x, const char* f = "%.3f") {
+  char b[64];
+  std::snprintf(b, sizeof(b), f, x);
+  return b;
+}
+inline void write_file(const std::string& path, const std::string& text, const char* who) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw Error(cat("tinygrad::", who, ": cannot open ", path, " for writing: ", std::strerror(errno)));
+  bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  ok &= std::fclose(f) == 0;
+  if (!ok) throw Error(cat("tinygrad::", who, ": cannot write ", path));
+}
+
+// the Chrome trace: one process (pid) per device, threads 0 kernels, 1 copies, 2 compiles; times in microseconds
+inline std::string profile_json(Profile& p) {
+  static const char* track_names[] = {"kernels", "copies", "compiles"};
+  std::unordered_map<uint32_t, size_t> pid;
+  std::vector<std::string> meta, evs;
+  for (auto& e : p.events) {
+    auto [it, fresh] = pid.try_emplace(e.device, pid.size());
+    if (fresh) {
+      meta.push_back(cat("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":", it->second, ",\"tid\":0,\"args\":{\"name\":",
+                         json_str(p.strings[e.device]), "}}"));
+      for (size_t t = 0; t < 3; t++)
+        meta.push_back(cat("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":", it->second, ",\"tid\":", t, ",\"args\":{\"name\":\"",
+                           track_names[t], "\"}}"));
+    }
+    double dur = std::max(e.dur, 0.0);
+    std::string ev = cat("{\"ph\":\"X\",\"cat\":\"", track_names[size_t(e.track)], "\",\"name\":", json_str(p.strings[e.name]), ",\"pid\":",
+                         it->second, ",\"tid\":", size_t(e.track), ",\"ts\":", fmt_num(e.ts * 1e6), ",\"dur\":", fmt_num(dur * 1e6),
+                         ",\"args\":{\"bytes\":", fmt_num(e.bytes, "%.0f"), ",\"flops\":", fmt_num(e.flops, "%.0f"));
+    if (dur > 0 && e.track != Profile::Track::compiles)
+      ev += cat(",\"GB/s\":", fmt_num(e.bytes / dur / 1e9), ",\"GFLOPS\":", fmt_num(e.flops / dur / 1e9));
+    if (!p.strings[e.note].empty()) ev += ",\"note\":" + json_str(p.strings[e.note]);
+    evs.push_back(ev + "}}");
+  }
+  meta.insert(meta.end(), evs.begin(), evs.end());
+  std::string out = cat("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"dropped_events\":", p.events_dropped, ",\"max_events\":",
+                        max_profile_events, "},\"traceEvents\":[\n");
+  for (size_t i = 0; i < meta.size(); i++) out += (i ? ",\n" : "") + meta[i];
+  return out + "\n]}\n";
+}
+
+// the page's script: lays each schedule's kernels out in layers (a kernel one right of the last writer of what it
+// reads; the schedule's inputs in layer 0) as SVG, buffers as edges; a click opens the kernel's details
+inline const char* viz_script() {
+  return R"JS(
+var data = JSON.parse(document.getElementById('data').textContent);
+var NS = 'http://www.w3.org/2000/svg';
+function el(tag, attrs, parent) {
+  var e = document.createElementNS(NS, tag);
+  for (var k in attrs) e.setAttribute(k, attrs[k]);
+  parent.appendChild(e);
+  return e;
+}
+data.schedules.forEach(function(s, si) {
+  var svg = document.getElementById('g' + si), writer = {}, nodes = [], layers = [];
+  function place(node, layer) {
+    layers[layer] = layers[layer] || 0;
+    node.x = 20 + layer * 240; node.y = 20 + layers[layer]++ * 56;
+    nodes.push(node);
+    return node;
+  }
+  var inputs = {};
+  s.kernels.forEach(function(k, i) {
+    var layer = 1, srcs = [];
+    s.slots[i].slice(1).forEach(function(slot) {
+      var from = writer[slot];
+      if (!from && slot < s.n_inputs) from = inputs[slot] = inputs[slot] || place({label: s.buffers[slot], cls: 'bnode', layer: 0}, 0);
+      if (from) { layer = Math.max(layer, from.layer + 1); srcs.push([from, slot]); }
+    });
+    var n = place({label: data.kernels[k].name, cls: 'knode', kernel: k, layer: layer, srcs: srcs}, layer);
+    writer[s.slots[i][0]] = n;
+  });
+  var w = 0, h = 0;
+  nodes.forEach(function(n) { w = Math.max(w, n.x + 220); h = Math.max(h, n.y + 56); });
+  svg.setAttribute('width', w); svg.setAttribute('height', h);
+  var m = el('marker', {id: 'a' + si, viewBox: '0 0 10 10', refX: 10, refY: 5, markerWidth: 8, markerHeight: 8, orient: 'auto'},
+             el('defs', {}, svg));
+  el('path', {d: 'M0,0 L10,5 L0,10 z', fill: '#888'}, m);
+  nodes.forEach(function(n) {
+    (n.srcs || []).forEach(function(p) {
+      var a = p[0], x1 = a.x + 200, y1 = a.y + 18, x2 = n.x, y2 = n.y + 18, mx = (x1 + x2) / 2;
+      var d = 'M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 + ' ' + x2 + ',' + y2;
+      var path = el('path', {d: d, class: 'edge', 'marker-end': 'url(#a' + si + ')'}, svg);
+      el('title', {}, path).textContent = s.buffers[p[1]];
+    });
+  });
+  nodes.forEach(function(n) {
+    var g = el('g', {class: n.cls, transform: 'translate(' + n.x + ',' + n.y + ')'}, svg);
+    el('rect', {width: 200, height: 36, rx: 6}, g);
+    el('text', {x: 8, y: 23}, g).textContent = n.label;
+    if (n.kernel === undefined) return;
+    g.setAttribute('data-kernel', data.kernels[n.kernel].name);
+    g.addEventListener('click', function() {
+      var d = document.getElementById('k' + n.kernel);
+      d.open = true; d.scrollIntoView();
+    });
+  });
+});
+document.body.setAttribute('data-rendered', document.querySelectorAll('g.knode').length);
+)JS";
+}
+
+inline std::string viz_html(Profile& p) {
+  std::string data = "{\"kernels\":[";
+  for (size_t k = 0; k < p.kernels.size(); k++) data += cat(k ? "," : "", "{\"name\":", json_str(p.kernels[k].name), "}");
+  data += "],\"schedules\":[";
+  for (size_t i = 0; i < p.schedules.size(); i++) {
+    auto& s = p.schedules[i];
+    data += cat(i ? "," : "", "{\"n_inputs\":", s.n_inputs, ",\"kernels\":[");
+    for (size_t k = 0; k < s.kernels.size(); k++) data += cat(k ? "," : "", s.kernels[k]);
+    data += "],\"slots\":[";
+    for (size_t k = 0; k < s.slots.size(); k++) {
+      data += k ? ",[" : "[";
+      for (size_t j = 0; j < s.slots[k].size(); j++) data += cat(j ? "," : "", s.slots[k][j]);
+      data += "]";
+    }
+    data += "],\"buffers\":[";
+    for (size_t b = 0; b < s.buffers.size(); b++) data += (b ? "," : "") + json_str(s.buffers[b]);
+    data += "]}";
+  }
+  data += "]}";
+  // NOTE: "</" inside a script element would end it; "<\/" is the same JSON string
+  for (size_t at = 0; (at = data.find("</", at)) != std::string::npos; at += 3) data.replace(at, 2, "<\\/");
+  auto stages = [](const std::vector<RewriteStage>& st) {
+    std::string r = "<table class=\"stages\"><tr><th>stage</th><th>rewrites</th><th>nodes after</th></tr>";
+    for (auto& s : st) r += cat("<tr><td>", html_escape(s.name), "</td><td>", s.rewrites, "</td><td>", s.nodes, "</td></tr>");
+    return r + "</table>";
+  };
+  std::string h = R"(<!DOCTYPE html>
+<html><head><meta charset="utf-8"><title>tinygrad VIZ</title><style>
+body { font: 14px sans-serif; margin: 20px; } pre { background: #f4f4f4; padding: 8px; overflow-x: auto; }
+#errors { color: #b00; white-space: pre; } svg { border: 1px solid #ddd; display: block; }
+.knode rect { fill: #dbe9ff; stroke: #36c; cursor: pointer; } .bnode rect { fill: #eee; stroke: #999; }
+text { font: 12px monospace; } .edge { fill: none; stroke: #888; stroke-width: 1.5; }
+table.stages { border-collapse: collapse; } .stages td, .stages th { border: 1px solid #ccc; padding: 2px 8px; }
+</style></head><body>
+<h1>tinygrad VIZ</h1><div id="errors"></div>
+<script>window.onerror = function(msg) { document.getElementById('errors').textContent += 'JS error: ' + msg + '\n'; };</script>
+)";
+  h += cat("<p>", p.schedules.size(), " schedules (", p.schedules_dropped, " more not kept), ", p.kernels.size(),
+           " kernels. Kernels are nodes, the buffers they pass are edges (hover one); click a kernel for its details.</p>\n");
+  for (size_t i = 0; i < p.schedules.size(); i++) {
+    auto& s = p.schedules[i];
+    h += cat("<section class=\"schedule\"><h2>schedule ", i, " on ", html_escape(s.device), ": ", s.kernels.size(), " kernels, ran ", s.runs,
+             " times</h2>\n", stages(s.stages), "\n<svg class=\"graph\" id=\"g", i, "\"></svg></section>\n");
+  }
+  h += "<h2>kernels</h2>\n";
+  for (size_t k = 0; k < p.kernels.size(); k++) {
+    auto& ki = p.kernels[k];
+    std::string tm = ki.timed ? cat(fmt_num(ki.time / double(ki.timed) * 1e6, "%.2f"), " us a run (", ki.timed, " timed)")
+                              : "not timed (PROFILE=1 or DEBUG=2 times it)";
+    h += cat("<details class=\"kernel\" id=\"k", k, "\"><summary><b>", html_escape(ki.name), "</b> on ", html_escape(ki.device), ": ran ", ki.runs,
+             " times, ", tm, "</summary>\n<p>opts: [", html_escape(ki.opts), "]</p>\n", stages(ki.stages), "\n<pre class=\"src\">",
+             html_escape(ki.src), "</pre></details>\n");
+  }
+  h += "<script type=\"application/json\" id=\"data\">" + data + "</script>\n<script>" + viz_script() + "</script>\n</body></html>\n";
+  return h;
+}
+
+inline void write_at_exit() {
+  try {
+    if (profiling()) write_profile(flags().profile);
+    if (vizzing()) write_viz(flags().viz);
+  } catch (const std::exception& e) { std::fprintf(stderr, "%s\n", e.what()); }
+}
+inline Profile& Profile::get() {
+  static Profile* p = [] { std::atexit(write_at_exit); return new Profile(); }();  // NOTE: leaked on purpose, read at exit
+  return *p;
+}
+
+}  // namespace tinygrad::detail
+
+namespace tinygrad {
+#if TINYGRAD_DEFINE_API
+TINYGRAD_API void write_profile(const std::string& path) {
+  auto& p = detail::Profile::get();
+  std::lock_guard lk(p.mu);
+  detail::write_file(path, detail::profile_json(p), "write_profile");
+}
+TINYGRAD_API void write_viz(const std::string& path) {
+  auto& p = detail::Profile::get();
+  std::lock_guard lk(p.mu);
+  detail::write_file(path, detail::viz_html(p), "write_viz");
+}
+#endif
+}  // namespace tinygrad
+// end include/tinygrad/engine/profile.hpp
 
 namespace tinygrad::detail {
 
@@ -8453,9 +9015,12 @@ inline double run_kernel(const std::shared_ptr<CompiledKernel>& k, const std::ve
 
 // the one way a buffer is copied (a COPY between devices, TinyJit's replay of one), recorded like a launch
 inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr<Buffer>& from) {
+  const bool prof = profiling();
+  double t0 = prof ? now_s() : 0;
   if (from->device == to->device) runtime(to->device).allocator->copy(to->ptr(), from->ptr(), to->nbytes());
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
+  if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -8580,6 +9145,7 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   std::vector<ProgramSpec> specs;
   std::unordered_map<const UOp*, size_t> first;  // NOTE: the pieces of a long chain share one AST: one program
   std::vector<std::pair<size_t, size_t>> same;    // (kernel, earlier kernel with its AST)
+  double t_codegen = now_s();
   for (size_t i = 0; i < ks.size(); i++) {
     if (auto* e = cache.get(ks[i].ast.get())) out[i] = e->second;
     else if (auto [f, fresh] = first.try_emplace(ks[i].ast.get(), i); !fresh) same.push_back({i, f->second});
@@ -8593,7 +9159,14 @@ inline std::vector<std::shared_ptr<CompiledKernel>> get_programs(Device& dev, co
   std::vector<std::string> srcs;
   for (auto& s : specs) srcs.push_back(s.src);
   double t0 = now_s();
+  if (profiling()) {
+    std::string names;
+    for (auto& s : specs) names += (names.empty() ? "" : " ") + s.name;
+    profile_event(Profile::Track::compiles, cat("codegen ", specs.size(), " kernels"), dev.rt.name, t_codegen, 0, names);
+    t0 = now_s();
+  }
   auto bins = dev.rt.compiler->compile_many(srcs);
+  if (profiling()) profile_event(Profile::Track::compiles, cat("compile ", specs.size(), " kernels"), dev.rt.name, t0);
   compile_checks(dev.rt.name, ks, todo);
   if (flags().debug >= 1) std::fprintf(stderr, "compiled %zu kernels in %.2f ms\n", srcs.size(), (now_s() - t0) * 1e3);
   for (size_t j = 0; j < todo.size(); j++) {
@@ -8708,16 +9281,24 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
 
   // bind buffers and run
   const ScheduleSpec& sp = plan->spec;
+  const bool prof = profiling(), viz = vizzing();
+  if (viz) {
+    std::vector<const ProgramSpec*> specs;
+    for (auto& ck : plan->kernels) specs.push_back(&ck->spec);
+    viz_schedule(plan, device, sp, specs);
+  }
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
   for (auto& [dt, n] : sp.new_slots) slots.push_back(new_buffer(device, dt, n));
   std::vector<void*> ptrs;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& ck = *plan->kernels[k];
-    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2,
+    double start = prof ? now_s() : 0;
+    double tm = run_kernel(plan->kernels[k], sp.kernels[k].slots, slots, ptrs, flags().debug >= 2 || prof,
                            ck.spec.vars.empty() ? std::vector<int64_t>{} : launch_vals(ck.spec, var_vals));
+    double mem = 0;
+    if (flags().debug >= 2 || prof) for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
+    if (prof || viz) profile_kernel(ck.spec, device, start, tm, mem);
     if (flags().debug >= 2) {
-      double mem = 0;
-      for (int s : sp.kernels[k].slots) mem += double(slots[size_t(s)]->nbytes());
       std::fprintf(stderr, "*** %-6s %4lld %-32s arg %2zu mem %7.3f GB tm %9.2fus/%9.2fms (%8.2f GFLOPS %7.2f GB/s)\n", device.c_str(),
                    (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0,
                    ck.spec.flops / std::max(tm, 1e-9) / 1e9, mem / std::max(tm, 1e-9) / 1e9);
@@ -9010,17 +9591,30 @@ inline void launch_program(JitProgram& p) {
       p.graph = runtime(dev).graph(l);
     }
   }
+  const bool prof = profiling(), viz = vizzing();
   if (p.graph) {
     for (size_t s : changed) p.graph->set_args(s, p.args[s], p.vals[s]);
+    double start = prof ? now_s() : 0;
     p.graph->launch();
     run_stats().kernels_run += int64_t(p.steps.size());
+    if (prof) {  // one event a replay: the graph's kernels are not timed one by one (JIT_GRAPH=0 times each)
+      const std::string& dev = t[size_t(p.steps[0].slots[0])]->device;
+      runtime(dev).synchronize();
+      profile_event(Profile::Track::kernels, cat("jit graph of ", p.steps.size(), " kernels"), dev, start);
+    }
     return;
   }
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
-    double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2);
+    double start = prof ? now_s() : 0;
+    double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2 || prof);
     run_stats().kernels_run++;
+    if (prof || viz) {
+      double mem = 0;
+      for (int x : st.slots) mem += double(t[size_t(x)]->nbytes());
+      profile_kernel(st.k->spec, t[size_t(st.slots[0])]->device, start, tm, mem);
+    }
     if (flags().debug >= 2)
       std::fprintf(stderr, "*** jit %4zu %-32s arg %2zu tm %9.2fus (%8.2f GFLOPS)\n", s, st.k->spec.name.c_str(), st.slots.size(), tm * 1e6,
                    st.k->spec.flops / std::max(tm, 1e-9) / 1e9);
@@ -9131,6 +9725,18 @@ struct TrainingScope {
   TrainingScope& operator=(const TrainingScope&) = delete;
 };
 
+// torch.is_grad_enabled(): while off, every op's result is detached (no gradient flows back through it). Per thread.
+TINYGRAD_API bool& grad_enabled() TINYGRAD_DEF({ static thread_local bool on = true; return on; })
+// RAII, torch.no_grad() (libtorch's NoGradGuard): `{ NoGrad g; y = model(x); }` builds no backward graph; tensors
+// keep requires_grad, and assign() into them works as before
+struct NoGrad {
+  bool prev;
+  NoGrad() : prev(grad_enabled()) { grad_enabled() = false; }
+  ~NoGrad() { grad_enabled() = prev; }
+  NoGrad(const NoGrad&) = delete;
+  NoGrad& operator=(const NoGrad&) = delete;
+};
+
 }  // namespace tinygrad
 // end include/tinygrad/tensor/mixin.hpp
 
@@ -9192,12 +9798,16 @@ struct CreationOps {
   })
 
   // ---- random ----
-  // integers uniform in [low, high)
-  static T randint(Shape shape, int64_t low = 0, int64_t high = 10, DType dt = DType::Int32, std::string device = "") TINYGRAD_MEMBER_DEF({
+  // integers uniform in [low, high), torch's order and its int64 default; drawn from rand (manual_seed seeds it)
+  static T randint(int64_t low, int64_t high, Shape shape, DType dt = DType::Int64, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (high <= low) throw Error("tinygrad::randint: high (" + std::to_string(high) + ") must be greater than low (" + std::to_string(low) + ")");
     if (!is_int(dt)) throw DTypeError("tinygrad::randint: needs an integer dtype, got " + to_string(dt));
     double n = double(high - low);
     return (T::rand(std::move(shape), DType::Float64, std::move(device)) * n).floor().minimum(n - 1).cast(dt) + double(low);
+  })
+  // torch.randint(high, size): low 0
+  static T randint(int64_t high, Shape shape, DType dt = DType::Int64, std::string device = "") TINYGRAD_MEMBER_DEF({
+    return randint(0, high, std::move(shape), dt, std::move(device));
   })
   static T normal(Shape shape, double mean = 0, double std = 1, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     return (T::randn(std::move(shape), dt, std::move(device)) * std + mean).cast(dt);
@@ -9250,7 +9860,7 @@ struct CreationOps {
       T u = T::rand({b, k}, DType::Float64, x.device()) + std::ldexp(1.0, -25);
       r = (w.fl().cast(DType::Float64).log() - (-u.log()).log()).topk(num_samples, 1).second;
     }
-    return (x.ndim() == 1 ? r.reshape({num_samples}) : r).cast(DType::Int32);
+    return (x.ndim() == 1 ? r.reshape({num_samples}) : r).cast(DType::Int64);  // int64, as torch
   })
   // zero each element with probability p and scale the rest by 1/(1-p); identity unless training
   T dropout(double p = 0.5) const TINYGRAD_MEMBER_DEF({
@@ -9487,14 +10097,18 @@ struct ElementwiseOps {
   T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({
     return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0));
   })
-  // tanh approximation
-  T gelu() const TINYGRAD_MEMBER_DEF({ auto& x = self(); return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh()); })
-  // the exact GELU, x * Phi(x): torch's default F.gelu, Hugging Face's "gelu" (gelu() is tinygrad's tanh approximation)
-  // Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it keeps its relative accuracy where 1 + erf
-  // cancels to 0
-  T gelu_erf() const TINYGRAD_MEMBER_DEF({
+  // torch's F.gelu: the exact x * Phi(x) (Hugging Face's "gelu"), or with approximate = "tanh" the tanh approximation
+  // (tinygrad's default, Hugging Face's "gelu_new"). Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it
+  // keeps its relative accuracy where 1 + erf cancels to 0
+  T gelu(std::string_view approximate = "none") const TINYGRAD_MEMBER_DEF({
+    if (approximate == "tanh") {
+      auto& x = self();
+      return 0.5 * x * (1.0 + (std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x)).tanh());
+    }
+    if (approximate != "none")
+      throw Error("tinygrad::gelu: approximate must be \"none\" or \"tanh\", got \"" + std::string(approximate) + "\"");
     auto x = self().fl();
-    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu_erf().cast(x.dtype());
+    if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu().cast(x.dtype());
     auto tail = x * M_SQRT1_2 < -kErfSmall;
     return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
   })
@@ -9619,6 +10233,11 @@ namespace tinygrad {
 class Tensor;
 // one entry of t[{...}]: an Index, or an integer Tensor (fancy indexing, lazy: one-hot compare + sum)
 using TensorIndex = std::variant<int64_t, Slice, NewAxis, Ellipsis, Tensor>;
+// what t.unique() returns: the distinct values, each element's index into them (inverse) and their counts
+template <class T>
+struct UniqueResult {
+  T values, inverse, counts;
+};
 }  // namespace tinygrad
 
 namespace tinygrad::detail {
@@ -9811,6 +10430,12 @@ struct MovementOps {
   }
   T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     return pad(std::vector<int64_t>(flat), mode, value);
+  })
+  // torch's F.pad(x, flat, value=...): the flat list, constant mode
+  template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
+  T pad(const V& flat, double value = 0) const { return pad(flat, "constant", value); }
+  T pad(std::initializer_list<int64_t> flat, double value = 0) const TINYGRAD_MEMBER_DEF({
+    return pad(std::vector<int64_t>(flat), "constant", value);
   })
 
   // ---- join and split ----
@@ -10250,6 +10875,20 @@ struct MovementOps {
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
   })
+  // torch.index_select: the slices index[0], index[1], ... of dim (index: 0-d or 1-d integers in [0, size))
+  T index_select(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (index.ndim() > 1) throw ShapeError("tinygrad::index_select: index must be 0-d or 1-d, got shape " + to_string(index.shape()));
+    check_int_index(index, "index_select");
+    int d = norm_axis(dim, x.ndim(), "index_select");
+    int64_t n = x.shape()[size_t(d)], k = index.numel();
+    check_indices(index, n, false, "index_select", d);
+    Shape rs(x.ndim() + 1, 1);
+    rs[size_t(d)] = k;
+    // a one-hot of each index against dim (moved last), as gather does
+    T xs = x.unsqueeze(-1).transpose(-1, d);
+    return one_hot_last(index.reshape(rs), n).where(xs, 0.0).sum(-1).cast(x.dtype());
+  })
   // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
   T scatter(int64_t dim, const T& index, const T& src) const TINYGRAD_MEMBER_DEF({
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
@@ -10300,11 +10939,56 @@ struct MovementOps {
     if (idx.empty()) return flat.shrink({{0, 0}});
     return flat[T(idx, {int64_t(idx.size())}, x.device())];
   })
+  // torch.unique: the distinct values in ascending order (sorted or not, as torch on the CPU), with dim the distinct
+  // slices along dim in lexicographic order; inverse (x's shape, or (size of dim,)) and counts are int64 and always
+  // filled (the flags keep torch's argument order). NaNs count as one value.
+  // NOTE: realizes x (the output size depends on the data); values are gathered from x, so they stay differentiable
+  UniqueResult<T> unique(bool sorted = true, bool return_inverse = false, bool return_counts = false,
+                         std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    (void)sorted;
+    (void)return_inverse;
+    (void)return_counts;
+    auto& x = self();
+    int d = dim ? norm_axis(*dim, x.ndim(), "unique") : 0;
+    std::vector<int64_t> order{d};
+    for (int a = 0; a < int(x.ndim()); a++) if (a != d) order.push_back(a);
+    T rows = dim ? x.permute(order) : x.flatten();  // the things to tell apart, along dim 0
+    int64_t n = rows.ndim() ? rows.shape()[0] : 1, w = n ? rows.numel() / n : 0;
+    auto v = rows.template to_vector<double>();
+    auto less = [&](int64_t i, int64_t j) {  // lexicographic, NaN after everything
+      for (int64_t c = 0; c < w; c++) {
+        double a = v[size_t(i * w + c)], b = v[size_t(j * w + c)];
+        bool an = std::isnan(a), bn = std::isnan(b);
+        if (an != bn) return bn;
+        if (!an && a != b) return a < b;
+      }
+      return false;
+    };
+    std::vector<int64_t> perm(size_t(n), 0), first, counts, inverse(size_t(n), 0);
+    for (int64_t i = 0; i < n; i++) perm[size_t(i)] = i;
+    std::stable_sort(perm.begin(), perm.end(), less);
+    for (size_t i = 0; i < perm.size(); i++) {
+      if (i == 0 || less(perm[i - 1], perm[i])) { first.push_back(perm[i]); counts.push_back(0); }
+      counts.back()++;
+      inverse[size_t(perm[i])] = int64_t(first.size()) - 1;
+    }
+    int64_t u = int64_t(first.size());
+    T values = u ? rows[T(first, {u}, x.device())] : rows.shrink({{0, 0}});
+    if (dim) {
+      std::vector<int64_t> back(order.size());
+      for (size_t i = 0; i < order.size(); i++) back[size_t(order[i])] = int64_t(i);
+      values = values.permute(back);
+    }
+    Shape ishape = dim ? Shape{n} : x.shape();
+    T inv = n ? T(inverse, {n}, x.device()).reshape(ishape) : T::zeros(ishape, DType::Int64, x.device());
+    T cnt = u ? T(counts, {u}, x.device()) : T::zeros({0}, DType::Int64, x.device());
+    return {values, inv, cnt};
+  })
   // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
   T nonzero() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto v = x.template to_vector<double>();
-    std::vector<int32_t> out;
+    std::vector<int64_t> out;  // int64, as torch
     int64_t cnt = 0;
     for (size_t i = 0; i < v.size(); i++) {
       if (v[i] == 0) continue;
@@ -10314,7 +10998,7 @@ struct MovementOps {
       for (size_t k = x.ndim(); k-- > 0;) { ix[k] = r % x.shape()[k]; r /= x.shape()[k]; }
       out.insert(out.end(), ix.begin(), ix.end());
     }
-    if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int32, x.device());
+    if (out.empty()) return T::zeros({0, int64_t(x.ndim())}, DType::Int64, x.device());
     return T(out, {cnt, int64_t(x.ndim())}, x.device());
   })
 
@@ -10423,43 +11107,92 @@ struct MovementOps {
 // Tensor methods: convolutions, pooling, normalization, attention, einsum.
 // A CRTP mixin of Tensor (see tensor.hpp): T is Tensor, every method is composed from Tensor's primitives.
 
+namespace tinygrad {
+
+// a size argument of a conv or pool, like torch's int-or-tuple: one value for every spatial dim (2) or one per dim ({2, 1})
+struct Ints : std::vector<int64_t> {
+  Ints() = default;
+  Ints(std::nullopt_t) {}  // torch's None: a pool's stride defaults to its kernel
+  Ints(int64_t v) : std::vector<int64_t>{v} {}
+  Ints(std::initializer_list<int64_t> v) : std::vector<int64_t>(v) {}
+  Ints(std::vector<int64_t> v) : std::vector<int64_t>(std::move(v)) {}
+};
+namespace detail {
+// NOTE: the first member of the options structs: a plain list ({2, 1}) cannot initialize them, so x.max_pool2d({2, 1}) stays a
+// kernel; only designated initializers ({.stride = 2}) select the options overload
+struct DesignatedOnly {};
+}  // namespace detail
+
+// torch's keyword arguments of conv1d/conv2d/conv3d/conv_transpose2d: x.conv2d(w, {.stride = 2, .padding = 1}).
+// padding: one value, one per dim, or (before, after) per dim. output_padding: conv_transpose2d only.
+struct ConvOptions {
+  [[no_unique_address]] detail::DesignatedOnly designated_only{};
+  Ints stride = 1, padding = 0, dilation = 1;
+  int64_t groups = 1;
+  Ints output_padding = 0;
+};
+// torch's keyword arguments of max_pool2d/avg_pool2d: x.max_pool2d({.kernel = 3, .stride = 2, .padding = 1}).
+// stride: empty is the kernel. count_include_pad and divisor_override: avg_pool2d only.
+struct PoolOptions {
+  [[no_unique_address]] detail::DesignatedOnly designated_only{};
+  Ints kernel = 2, stride = {}, padding = 0, dilation = 1;
+  bool ceil_mode = false, count_include_pad = true;
+  std::optional<int64_t> divisor_override = std::nullopt;
+};
+
+}  // namespace tinygrad
+
 namespace tinygrad::detail {
 
 template <class T>
 struct ProcessingOps {
  public:
-  // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank) ----
-  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank). torch's positional order; ConvOptions for keywords ----
+  // NOTE: the positional forms are templates so that a designated list ({.padding = 1}) picks the options form on every compiler
+  template <class = void>
+  T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
+    return conv1d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
+  }
+  T conv1d(const T& w, const ConvOptions& o) const { return conv1d(w, std::nullopt, o); }
+  T conv1d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
-    return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
+    return self().conv2d(w, bias, o);
   })
-  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-           std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  template <class = void>
+  T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
+    return conv3d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
+  }
+  T conv3d(const T& w, const ConvOptions& o) const { return conv3d(w, std::nullopt, o); }
+  T conv3d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
-    return self().conv2d(w, bias, groups, std::move(stride), std::move(dilation), std::move(padding));
+    return self().conv2d(w, bias, o);
   })
   // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
   // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
-  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-                     std::vector<int64_t> dilation = {1},
-                     std::vector<int64_t> padding = {0}, std::vector<int64_t> output_padding = {0}) const TINYGRAD_MEMBER_DEF({
+  template <class = void>
+  T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints output_padding = 0,
+                     int64_t groups = 1, Ints dilation = 1) const {
+    return conv_transpose2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
+                                      .groups = groups, .output_padding = std::move(output_padding)});
+  }
+  T conv_transpose2d(const T& w, const ConvOptions& o) const { return conv_transpose2d(w, std::nullopt, o); }
+  T conv_transpose2d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
     if (x0.ndim() < 3 || w.ndim() != x0.ndim())
       throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " and input " +
                        to_string(x0.shape()) + " ranks do not fit");
     size_t nsp = x0.ndim() - 2;
-    int64_t cin = w.shape()[0];
+    int64_t cin = w.shape()[0], groups = o.groups;
     if (cin != x0.shape()[1])
       throw ShapeError(std::string("tinygrad::") + op + ": weight " + to_string(w.shape()) + " needs " + std::to_string(cin) +
                        " input channels, input has shape " + to_string(x0.shape()));
     if (groups <= 0 || cin % groups)
       throw ShapeError(std::string("tinygrad::") + op + ": " + std::to_string(cin) + " input channels do not divide into " + std::to_string(groups) +
                        " groups (weight " + to_string(w.shape()) + ")");
-    stride = per_dim(stride, nsp, "stride", op, 1); dilation = per_dim(dilation, nsp, "dilation", op, 1);
-    output_padding = per_dim(output_padding, nsp, "output_padding", op, 0);
-    auto pads = pad_pairs(padding, nsp, op);
+    auto stride = per_dim(o.stride, nsp, "stride", op, 1), dilation = per_dim(o.dilation, nsp, "dilation", op, 1);
+    auto output_padding = per_dim(o.output_padding, nsp, "output_padding", op, 0);
+    auto pads = pad_pairs(o.padding, nsp, op);
     for (size_t i = 0; i < nsp; i++)
       if (output_padding[i] >= std::max(stride[i], dilation[i]))
         throw ShapeError(std::string("tinygrad::") + op + ": output_padding " + to_string(output_padding) +
@@ -10485,21 +11218,29 @@ struct ProcessingOps {
       cpad.push_back(e - pads[i].first); cpad.push_back(e - pads[i].second + output_padding[i]);
     }
     T wt = w.unflatten(0, {groups, -1}).transpose(1, 2).flip(flips).flatten(0, 1);
-    return x.conv2d(wt, bias, groups, {1}, dilation, cpad);
+    return x.conv2d(wt, bias, {.padding = cpad, .dilation = dilation, .groups = groups});
   })
 
-  // ---- pooling over the last kernel.size() dims (a single value means 2 dims) ----
-  // padding: one value, one per dim, or (before, after) per dim
-  T max_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-               std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
-    auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
+  // ---- pooling over the last kernel.size() dims (a single value means 2 dims). torch's positional order; PoolOptions for keywords ----
+  // padding: one value, one per dim, or (before, after) per dim; stride: empty (or std::nullopt) is the kernel
+  template <class = void>
+  T max_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
+    return max_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
+                       .ceil_mode = ceil_mode});
+  }
+  T max_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
+    auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
   })
   // {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
-  std::pair<T, T> max_pool2d_with_indices(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-                                          std::vector<int64_t> padding = {0}, bool ceil_mode = false) const TINYGRAD_MEMBER_DEF({
+  template <class = void>
+  std::pair<T, T> max_pool2d_with_indices(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
+    return max_pool2d_with_indices({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding),
+                                    .dilation = std::move(dilation), .ceil_mode = ceil_mode});
+  }
+  std::pair<T, T> max_pool2d_with_indices(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    auto a = pool_args(kernel, stride, dilation, padding, ceil_mode, "max_pool2d");
+    auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
     T p = pooled(a, dtype_min(x.dtype()));
     T mx = p.max(a.axes, true);
     Shape sp(x.shape().end() - int64_t(a.ks.size()), x.shape().end());
@@ -10519,15 +11260,25 @@ struct ProcessingOps {
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
   })
-  T avg_pool2d(std::vector<int64_t> kernel = {2, 2}, std::vector<int64_t> stride = {}, std::vector<int64_t> dilation = {1},
-               std::vector<int64_t> padding = {0}, bool ceil_mode = false, bool count_include_pad = true) const TINYGRAD_MEMBER_DEF({
+  // torch's order (no dilation: PoolOptions has one); count_include_pad: padding counts in the divisor; divisor_override: the divisor
+  template <class = void>
+  T avg_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, bool ceil_mode = false, bool count_include_pad = true,
+               std::optional<int64_t> divisor_override = std::nullopt) const {
+    return avg_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .ceil_mode = ceil_mode,
+                       .count_include_pad = count_include_pad, .divisor_override = divisor_override});
+  }
+  T avg_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    auto a = pool_args(kernel, stride, dilation, padding, false, "avg_pool2d");
-    auto c = pool_args(kernel, stride, dilation, padding, ceil_mode, "avg_pool2d");
+    auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, false, "avg_pool2d");
+    auto c = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "avg_pool2d");
     auto pool = [&](const T& t, const Pads& p) { return t.pad(p).pool(a.ks, a.st, a.dl, "avg_pool2d").sum(a.axes); };
+    if (o.divisor_override) {
+      if (*o.divisor_override == 0) throw Error("tinygrad::avg_pool2d: divisor_override must not be 0");
+      return pool(x, c.pads) / double(*o.divisor_override);
+    }
     T ones = T::ones(x.shape(), x.dtype(), x.device());
-    if (!count_include_pad) return pool(x, c.pads) / pool(ones, c.pads);
-    if (!ceil_mode) return x.pad(a.pads).pool(a.ks, a.st, a.dl, "avg_pool2d").mean(a.axes);
+    if (!o.count_include_pad) return pool(x, c.pads) / pool(ones, c.pads);
+    if (!o.ceil_mode) return x.pad(a.pads).pool(a.ks, a.st, a.dl, "avg_pool2d").mean(a.axes);
     // ceil_mode: windows hanging over the end count only up to the (regular) padding
     Pads extra;
     for (size_t i = 0; i < a.pads.size(); i++) extra.push_back({c.pads[i].first - a.pads[i].first, c.pads[i].second - a.pads[i].second});
@@ -10579,6 +11330,21 @@ struct ProcessingOps {
     return bias ? y + fit(*bias, "bias") : y;
   })
 
+  // F.normalize: x / max(norm(x, p, dim), eps)
+  T normalize(double p = 2, int64_t dim = 1, double eps = 1e-12) const TINYGRAD_MEMBER_DEF({
+    return self() / self().norm(p, {dim}, true).maximum(eps);
+  })
+  // F.cosine_similarity with torch's formula: each side over its 2-norm clamped to eps, then the products summed
+  // along dim. The clamp passes the gradient through (torch clamps in place under no_grad)
+  T cosine_similarity(const T& other, int64_t dim = 1, double eps = 1e-8) const TINYGRAD_MEMBER_DEF({
+    auto [a, b] = T::broadcast_pair(self().fl(), other.fl(), "cosine_similarity");
+    auto unit = [&](const T& v) {
+      T n = v.norm(2, {dim}, true);
+      return v / (n + (n.maximum(eps) - n).detach());
+    };
+    return (unit(a) * unit(b)).sum(dim);
+  })
+
   // ---- attention ----
   // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
   T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt,
@@ -10600,24 +11366,72 @@ struct ProcessingOps {
       }
       qk = qk + (is_bool(m->dtype()) ? m->where(0.0, -std::numeric_limits<double>::infinity()).cast(qk.dtype()) : *m);
     }
-    return qk.softmax(-1).matmul(value);
+    if (!m || is_causal) return qk.softmax(-1).matmul(value);  // NOTE: every row keeps a key: the plain softmax
+    // a query row whose keys are all masked (all -inf) gives 0, as torch's (bool or float mask), not exp(-inf + inf) / 0 = NaN;
+    // the guarded max and sum keep its gradient 0 too
+    T mx = qk.reduce(Ops::MAX, {int64_t(qk.ndim()) - 1}, true, op).detach();
+    T e = (qk - (mx == -std::numeric_limits<double>::infinity()).where(0.0, mx)).exp(), s = e.sum(-1, true);
+    return (e / (s == 0.0).where(1.0, s)).matmul(value);
   })
 
   // ---- misc ----
-  // integer classes -> (..., num_classes) ints; num_classes -1 reads max+1 (realizes x)
+  // integer classes -> (..., num_classes) int64 (as torch); num_classes -1 reads max+1 (realizes x)
   T one_hot(int64_t num_classes = -1) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
     if (num_classes < 0) num_classes = x.numel() ? int64_t(x.max().template item<double>()) + 1 : 0;
     check_indices(x, std::max<int64_t>(num_classes, 0), false, "one_hot");
-    return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(dtypes::default_int);
+    return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(DType::Int64);
   })
   // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
   T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })
   T triu(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal, "triu").where(self(), zero()); })
 
-  // resize the last size.size() dims. mode: "nearest", "nearest-exact", "linear" (also "bilinear", "trilinear")
-  T interpolate(const Shape& size, const std::string& mode = "linear", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
+  // resize the last size.size() dims. mode: "nearest" (torch's default), "nearest-exact", "linear" (also "bilinear",
+  // "trilinear")
+  T interpolate(const Shape& size, const std::string& mode = "nearest", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
+    return resize(size, {}, mode, align_corners);
+  })
+  // torch's F.interpolate(x, None, scale_factor, mode): x is (N, C, *spatial), scale_factor one value or one per spatial
+  // dim; the size is floor(in * scale) and, as torch's recompute_scale_factor=None, sampling uses 1 / scale itself
+  // (not in / out) unless align_corners
+  T interpolate(std::nullopt_t, const std::vector<double>& scale_factor, const std::string& mode = "nearest",
+                bool align_corners = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    size_t k = x.ndim() < 3 ? 0 : x.ndim() - 2;
+    std::vector<double> sf = scale_factor.size() == 1 ? std::vector<double>(k, scale_factor[0]) : scale_factor;
+    if (k == 0 || sf.size() != k)
+      throw ShapeError("tinygrad::interpolate: scale_factor of " + std::to_string(scale_factor.size()) + " values does not fit input " +
+                       to_string(x.shape()) + " (N, C, then one per spatial dim)");
+    Shape size;
+    for (size_t i = 0; i < k; i++) {
+      if (!(sf[i] > 0)) throw Error("tinygrad::interpolate: scale_factor must be positive, got " + std::to_string(sf[i]));
+      size.push_back(int64_t(std::floor(double(x.shape()[2 + i]) * sf[i])));
+    }
+    return resize(size, sf, mode, align_corners);
+  })
+
+  // ---- matrix products with torch's strict ranks (matmul broadcasts) ----
+  // (n, m) @ (m, p)
+  T mm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 2, "mm"); return self().matmul(b); })
+  // (B, n, m) @ (B, m, p)
+  T bmm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 3, "bmm"); return self().matmul(b); })
+  // beta * self + alpha * batch1.bmm(batch2), self broadcast to the product; beta 0 ignores self (NaN and inf too, as torch)
+  T baddbmm(const T& batch1, const T& batch2, double beta = 1, double alpha = 1) const TINYGRAD_MEMBER_DEF({
+    check_mm(batch1, batch2, 3, "baddbmm");
+    T p = batch1.matmul(batch2);
+    auto& s = self();
+    bool fits = s.ndim() <= 3;
+    for (size_t i = 1; fits && i <= s.ndim(); i++) fits = s.shape()[s.ndim() - i] == 1 || s.shape()[s.ndim() - i] == p.shape()[3 - i];
+    if (!fits)
+      throw ShapeError("tinygrad::baddbmm: self " + to_string(s.shape()) + " does not broadcast to the product's shape " + to_string(p.shape()));
+    if (alpha != 1) p = p * alpha;
+    return beta == 0 ? p : (beta == 1 ? s : s * beta) + p;
+  })
+
+ private:
+  // the body of interpolate; sf (one per dim of size, or empty) is torch's scale_factor
+  T resize(const Shape& size, const std::vector<double>& sf, const std::string& mode, bool align_corners) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
     if (!linear && mode != "nearest" && mode != "nearest-exact") throw Error("tinygrad::interpolate: unknown mode \"" + mode + "\"");
@@ -10630,7 +11444,8 @@ struct ProcessingOps {
     for (size_t k = 0; k < size.size(); k++) {
       size_t i = x.ndim() - 1 - k;
       int64_t n = x0.shape()[i], m = size[size.size() - 1 - k];
-      double scale = align_corners ? (m > 1 ? double(n - 1) / double(m - 1) : 0.0) : double(n) / double(m);
+      double scale = align_corners ? (m > 1 ? double(n - 1) / double(m - 1) : 0.0)
+                                   : sf.empty() ? double(n) / double(m) : 1.0 / sf[sf.size() - 1 - k];
       T ar = T::arange(double(m), std::nullopt, 1, DType::Float32, x.device());
       Shape rs(x.ndim(), 1);
       rs[i] = ex[i] = m;
@@ -10648,7 +11463,16 @@ struct ProcessingOps {
     }
     return x.cast(x0.dtype());
   })
+  static void check_mm(const T& a, const T& b, size_t rank, const char* op) TINYGRAD_MEMBER_DEF({
+    auto bad = [&](const std::string& why) {
+      return ShapeError(std::string("tinygrad::") + op + ": " + why + ", got " + to_string(a.shape()) + " and " + to_string(b.shape()));
+    };
+    if (a.ndim() != rank || b.ndim() != rank) throw bad(rank == 2 ? "needs two 2-d matrices" : "needs two 3-d batches of matrices");
+    if (rank == 3 && a.shape()[0] != b.shape()[0]) throw bad("the batch sizes differ");
+    if (a.shape()[rank - 1] != b.shape()[rank - 2]) throw bad("a.shape[-1] must equal b.shape[-2]");
+  })
 
+ public:
   // einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
   // without "->" the output is the letters seen once, in order
   static T einsum(const std::string& formula, const std::vector<T>& xs) TINYGRAD_MEMBER_DEF({
@@ -10867,8 +11691,28 @@ struct ProcessingOps {
 // reductions over a padded view (as tinygrad), sort is a bitonic network of compare-and-swaps.
 #include <bit>
 #include <concepts>
+#include <utility>
 
 namespace tinygrad::detail {
+
+// t.max(dim) / t.min(dim): the values, as a T (code that wants the max alone reads it as before), that also unpacks like
+// torch's (values, indices): `auto [values, indices] = t.max(1)`. The indices (argmax/argmin: the first max) are built
+// only when asked for, so a plain max builds no index graph. NOTE: it holds the input tensor until then.
+template <class T>
+struct ValuesIndices : T {
+  ValuesIndices(T values, T in, int64_t dim, bool keepdim, bool min)
+      : T(std::move(values)), in_(std::move(in)), dim_(dim), keepdim_(keepdim), min_(min) {}
+  T values() const { return *this; }
+  T indices() const { return min_ ? in_.argmin(dim_, keepdim_) : in_.argmax(dim_, keepdim_); }
+  template <size_t I>
+    requires(I < 2)
+  T get() const { return I == 0 ? values() : indices(); }
+
+ private:
+  T in_;
+  int64_t dim_;
+  bool keepdim_, min_;
+};
 
 template <class T>
 struct ReduceOps {
@@ -10882,11 +11726,43 @@ struct ReduceOps {
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
   // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
   T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
-  T max(std::integral auto axis, bool keepdim = false) const { return max(Axes{int64_t(axis)}, keepdim); }
+  // one dim, as torch: the values, unpacking into (values, indices) (ValuesIndices)
+  ValuesIndices<T> max(std::integral auto axis, bool keepdim = false) const {
+    return {max(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, false};
+  }
   T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
   })
-  T min(std::integral auto axis, bool keepdim = false) const { return min(Axes{int64_t(axis)}, keepdim); }
+  ValuesIndices<T> min(std::integral auto axis, bool keepdim = false) const {
+    return {min(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, true};
+  }
+  // torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
+  T amax(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(dims, "amax"), keepdim, "amax"); })
+  T amax(std::integral auto dim, bool keepdim = false) const { return amax(Axes{int64_t(dim)}, keepdim); }
+  T amin(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    return inv(inv(self()).reduce(Ops::MAX, nonempty(dims, "amin"), keepdim, "amin"));
+  })
+  T amin(std::integral auto dim, bool keepdim = false) const { return amin(Axes{int64_t(dim)}, keepdim); }
+  // torch.linalg.vector_norm: p = 2, 1, inf (largest |x|), -inf (smallest), 0 (count of nonzeros) or any other p, over
+  // dims (empty: all). Float tensors only (as torch). The gradient at 0 is 0 (as torch), not NaN; inf norms split it
+  // between ties like amax. float16 and bfloat16 accumulate in float32
+  T norm(double p = 2, Axes dim = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (!is_float(x.dtype())) throw DTypeError("tinygrad::norm: needs a float tensor, got " + to_string(x.dtype()));
+    auto ax = x.norm_axes(dim, "norm");
+    T a = acc().abs();
+    if (std::isinf(p)) return (p > 0 ? a.amax(ax, keepdim) : a.amin(ax, keepdim)).cast(x.dtype());
+    if (p == 0) return (a != 0.0).cast(a.dtype()).sum(ax, keepdim).cast(x.dtype());
+    if (p == 1) return a.sum(ax, keepdim).cast(x.dtype());
+    // b^e with b = 0 gives 0 from a base of 1 on the unused branch: its gradient is 0, not 0 * inf
+    auto pow0 = [](const T& b, double e) {
+      T z = b == 0.0, s = z.where(1.0, b);
+      return z.where(0.0, e == 0.5 ? s.sqrt() : s.pow(e));
+    };
+    T s = p == 2 ? a.square().sum(ax, keepdim) : (p > 0 ? pow0(a, p) : a.pow(p)).sum(ax, keepdim);
+    return (p > 0 ? pow0(s, 1 / p) : s.pow(1 / p)).cast(x.dtype());
+  })
+  T norm(double p, std::integral auto dim, bool keepdim = false) const { return norm(p, Axes{int64_t(dim)}, keepdim); }
   // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
@@ -10908,6 +11784,12 @@ struct ReduceOps {
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return {std(axes, keepdim, correction), mean(axes, keepdim)};
   })
+  std::pair<T, T> var_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
+    return var_mean(Axes{int64_t(axis)}, keepdim, correction);
+  }
+  std::pair<T, T> std_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
+    return std_mean(Axes{int64_t(axis)}, keepdim, correction);
+  }
   T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
   T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
@@ -10916,20 +11798,22 @@ struct ReduceOps {
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>();
   })
-  // index of the first maximum along axis (of the flattened tensor without one), int32. NaN is the maximum (as torch).
+  // index of the first maximum along axis (of the flattened tensor without one), int64 (as torch). NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
     int a = norm_axis(*axis, x.ndim(), "argmax");
-    if (x.ndim() == 0) return T::zeros({}, DType::Int32, x.device());
+    if (x.ndim() == 0) return T::zeros({}, DType::Int64, x.device());
     int64_t n = x.shape()[size_t(a)];
     if (n == 0)
       throw IndexError("tinygrad::argmax: cannot take the argmax of an empty dim " + std::to_string(a) + " of shape " + to_string(x.shape()));
-    // first maximum = largest reversed index n - i among the maxima
+    // first maximum = largest reversed index n - i among the maxima. NOTE: int32 index math where it fits (GPUs are
+    // slower in int64), one cast to int64 at the end
     Shape rs(x.ndim() - size_t(a), 1);
     rs[0] = n;
-    auto rev = T::arange(double(n), 0.0, -1, DType::Int32, x.device()).reshape(rs);
-    return (double(n) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int32);
+    DType it = n > INT32_MAX ? DType::Int64 : DType::Int32;
+    auto rev = T::arange(double(n), 0.0, -1, it, x.device()).reshape(rs);
+    return (T::scalar(double(n), it, x.device()) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int64);
   })
   T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(self()).argmax(axis, keepdim); })
   // log(sum(exp(x))), shifted by the (detached) max for stability
@@ -10960,20 +11844,20 @@ struct ReduceOps {
   T cumprod(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MUL, "cumprod"); })
   T cummax(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MAX, "cummax"); })
   T cummin(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).cummax(axis)); })
-  // (values, int32 index of the last occurrence of each running max along axis), like torch.cummax
+  // (values, int64 index of the last occurrence of each running max along axis), like torch.cummax
   std::pair<T, T> cummax_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummax(axis), axis, "cummax_indices"); })
   std::pair<T, T> cummin_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummin(axis), axis, "cummin_indices"); })
 
   // ---- sorting ----
-  // (values, int32 indices) along dim. Equal values keep their original order (the k-th equal value in the
+  // (values, int64 indices, as torch) along dim. Equal values keep their original order (the k-th equal value in the
   // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
   // descending), as torch.
   std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
-    if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int32, x0.device())};
+    if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int64, x0.device())};
     int d = norm_axis(dim, x0.ndim(), "sort");
     int64_t n = x0.shape()[size_t(d)];
-    if (n <= 1) return {x0, T::zeros(x0.shape(), DType::Int32, x0.device())};
+    if (n <= 1) return {x0, T::zeros(x0.shape(), DType::Int64, x0.device())};
     T y = x0.transpose(d, -1);  // the sorted dim last
     Shape lead(y.shape().begin(), y.shape().end() - 1);
     int s = int(std::bit_width(uint64_t(n - 1)));
@@ -11017,11 +11901,11 @@ struct ReduceOps {
     auto occ = [&](const T& t) { return (same(t.unsqueeze(-1), t.unsqueeze(-2)) & tri).sum(-1); };
     T yd = y.detach(), sd = ys.detach();
     T cond = same(sd.unsqueeze(-1), yd.unsqueeze(-2)) & (occ(sd).unsqueeze(-1) == occ(yd).unsqueeze(-2));
-    T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int32);
+    T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int64);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
   })
   T argsort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({ return sort(dim, descending).second; })
-  // the k largest (or smallest) along dim, as (values, int32 indices); always sorted
+  // the k largest (or smallest) along dim, as (values, int64 indices); always sorted
   std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
     auto& x = self();
@@ -11035,6 +11919,84 @@ struct ReduceOps {
     std::vector<std::pair<int64_t, int64_t>> sh;
     for (size_t a = 0; a < x.ndim(); a++) sh.push_back({0, int64_t(a) == d ? k : x.shape()[a]});
     return {v.shrink(sh), i.shrink(sh)};
+  })
+
+  // torch.median: the lower of the two middle values of all elements (NaN if there is one); the gradient is split
+  // between the elements equal to it (as torch)
+  T median() const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (x.numel() == 0) throw IndexError("tinygrad::median: the tensor of shape " + to_string(x.shape()) + " is empty");
+    T f = x.flatten().detach();
+    int64_t k = (f.shape()[0] - 1) / 2;
+    T v = f.sort(0).first.shrink({{k, k + 1}}).reshape({});
+    if (is_float(x.dtype())) v = f.isnan().any().where(v.like(NAN), v);
+    // a max over the elements equal to v: its gradient splits between them
+    return same(x, v).where(x, dtype_min(x.dtype())).max();
+  })
+  // along dim: (values, indices); the gradient goes to the element at the index (as torch)
+  std::pair<T, T> median(int64_t dim, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    if (x.ndim() == 0) return {x, T::zeros({}, DType::Int32, x.device())};
+    int d = norm_axis(dim, x.ndim(), "median");
+    int64_t n = x.shape()[size_t(d)];
+    if (n == 0) throw IndexError("tinygrad::median: cannot reduce the empty dim " + std::to_string(d) + " of shape " + to_string(x.shape()));
+    T si = x.detach().sort(d).second;
+    auto at = [&](int64_t k) {
+      std::vector<std::pair<int64_t, int64_t>> sh;
+      for (size_t a = 0; a < x.ndim(); a++) sh.push_back({0, x.shape()[a]});
+      sh[size_t(d)] = {k, k + 1};
+      return si.shrink(sh);
+    };
+    T idx = at((n - 1) / 2);
+    if (is_float(x.dtype())) idx = x.isnan().any(d, true).where(at(n - 1), idx);  // NaN sorts last
+    T val = x.gather(d, idx);
+    if (keepdim) return {val, idx};
+    return {val.squeeze(d), idx.squeeze(d)};
+  })
+
+  // ---- regression and divergence losses (torch.nn.functional's; target broadcasts against input) ----
+  T mse_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+    return reduce_loss((self() - y).square(), reduction, "mse_loss");
+  })
+  T l1_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+    return reduce_loss((self() - y).abs(), reduction, "l1_loss");
+  })
+  // 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
+  T huber_loss(const T& y, std::string_view reduction = "mean", double delta = 1.0) const TINYGRAD_MEMBER_DEF({
+    if (!(delta > 0)) throw Error("tinygrad::huber_loss: delta must be positive, got " + std::to_string(delta));
+    T d = self() - y, a = d.abs();
+    return reduce_loss((a < delta).where(d.square() * 0.5, (a - 0.5 * delta) * delta), reduction, "huber_loss");
+  })
+  // 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)
+  T smooth_l1_loss(const T& y, std::string_view reduction = "mean", double beta = 1.0) const TINYGRAD_MEMBER_DEF({
+    if (!(beta >= 0)) throw Error("tinygrad::smooth_l1_loss: beta must not be negative, got " + std::to_string(beta));
+    T d = self() - y, a = d.abs();
+    return reduce_loss(beta == 0 ? a : (a < beta).where(d.square() * (0.5 / beta), a - 0.5 * beta), reduction, "smooth_l1_loss");
+  })
+  // self: log-probabilities; y: probabilities (log-probabilities with log_target). "batchmean" divides the sum by the
+  // batch size (dim 0): the KL divergence; torch's default "mean" averages over all elements
+  T kl_div(const T& y, std::string_view reduction = "mean", bool log_target = false) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    T z = y == 0.0;  // xlogy(y, y): 0 where y is 0, its gradient too
+    T l = log_target ? y.exp() * (y - x) : z.where(0.0, y * z.where(1.0, y).log()) - y * x;
+    if (reduction == "batchmean") return l.sum() / double(x.ndim() ? x.shape()[0] : 1);
+    if (reduction != "mean" && reduction != "sum" && reduction != "none")
+      throw Error("tinygrad::kl_div: reduction must be \"mean\", \"batchmean\", \"sum\" or \"none\", got \"" + std::string(reduction) + "\"");
+    return reduce_loss(l, reduction, "kl_div");
+  })
+  // torch's names and argument order; weight (broadcast) scales each element's loss
+  T binary_cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
+    auto& p = self();
+    same_shape(p, y, "binary_cross_entropy");
+    T l = -(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0));
+    return reduce_loss(weight ? l * *weight : l, reduction, "binary_cross_entropy");
+  })
+  T binary_cross_entropy_with_logits(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean",
+                                     const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
+    auto& x = self();
+    same_shape(x, y, "binary_cross_entropy_with_logits");
+    T l = -((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid());
+    return reduce_loss(weight ? l * *weight : l, reduction, "binary_cross_entropy_with_logits");
   })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
@@ -11053,6 +12015,7 @@ struct ReduceOps {
                        "binary_crossentropy_logits");
   })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
+  // NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
   T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0,
                                     std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -11072,52 +12035,34 @@ struct ReduceOps {
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
   })
-  // self: logits (C) or (N, C, ...); y: class indices (shape without C) or class probabilities (same shape)
-  T cross_entropy(const T& y, std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
+  // F.cross_entropy. self: logits (C) or (N, C, d1, ...); y: class indices of that shape without C, or class
+  // probabilities of its shape. weight: per class (C). With class indices, targets equal to ignore_index count
+  // nothing and "mean" divides by the summed weight of the other targets; with probabilities, "mean" divides by
+  // the number of samples (ignore_index does not apply). label_smoothing mixes in the uniform distribution, as torch
+  T cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
+                  std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     check_smoothing(label_smoothing, "cross_entropy");
+    check_reduction(reduction, "cross_entropy");
     if (x.ndim() == 0) throw ShapeError("tinygrad::cross_entropy: logits need a class dim, got shape " + to_string(x.shape()));
     int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
     T logp = x.log_softmax(cd);
     // as torch: probabilities weight every log-probability (0 * -inf is NaN there too), class indices pick one,
     // and the smoothing term is only there when smoothing is on
     if (y.shape() == x.shape()) {
+      std::optional<T> w = class_weight(weight, x, cd, "cross_entropy");
       T p = label_smoothing > 0 ? (1.0 - label_smoothing) * y + label_smoothing / double(c) : y;
-      return reduce_loss(-(logp * p).sum(cd), reduction, "cross_entropy");
+      return reduce_loss(-(w ? logp * p * *w : logp * p).sum(cd), reduction, "cross_entropy");
     }
-    Shape want = x.shape();
-    want.erase(want.begin() + cd);
-    if (y.shape() != want)
-      throw ShapeError("tinygrad::cross_entropy: target of shape " + to_string(y.shape()) + " fits neither logits " + to_string(x.shape()) +
-                       " (probabilities) nor " + to_string(want) + " (class indices)");
-    check_labels(y, "cross_entropy");
-    T nll = -label_mask(y.unsqueeze(cd), c, cd).where(logp, 0.0).sum(cd);
-    if (label_smoothing > 0) nll = (1.0 - label_smoothing) * nll - label_smoothing / double(c) * logp.sum(cd);
-    return reduce_loss(nll, reduction, "cross_entropy");
+    return class_nll(logp, y, weight, ignore_index, reduction, label_smoothing, "cross_entropy");
   })
-  // self: log-probabilities (C) or (N, C, ...); y: class indices; weight: per class (C)
-  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = std::nullopt,
+  // F.nll_loss. self: log-probabilities (C) or (N, C, d1, ...); y: class indices; weight and ignore_index as cross_entropy
+  // (nullopt: nothing ignored)
+  T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
              std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
-    auto& x = self();
     check_reduction(reduction, "nll_loss");
-    if (x.ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(x.shape()));
-    int64_t cd = x.ndim() == 1 ? 0 : 1, c = x.shape()[size_t(cd)];
-    Shape want = x.shape();
-    want.erase(want.begin() + cd);
-    if (y.shape() != want)
-      throw ShapeError("tinygrad::nll_loss: target of shape " + to_string(y.shape()) + " does not fit input " + to_string(x.shape()) +
-                       " (want " + to_string(want) + ")");
-    check_labels(y, "nll_loss");
-    if (weight && weight->shape() != Shape{c})
-      throw ShapeError("tinygrad::nll_loss: weight of shape " + to_string(weight->shape()) + " needs one value per class (" +
-                       std::to_string(c) + ")");
-    T hot = label_mask(y.unsqueeze(cd), c, cd);
-    Shape ws(x.ndim(), 1);
-    ws[size_t(cd)] = c;
-    T w = weight ? hot.where(weight->fl().reshape(ws), 0.0).sum(cd) : T::ones(y.shape(), x.fl().dtype(), x.device());
-    if (ignore_index) w = (y != double(*ignore_index)).where(w, 0.0);
-    T nll = -hot.where(x, 0.0).sum(cd) * w;
-    return reduction == "mean" ? nll.sum() / w.sum() : reduction == "sum" ? nll.sum() : nll;
+    if (self().ndim() == 0) throw ShapeError("tinygrad::nll_loss: input needs a class dim, got shape " + to_string(self().shape()));
+    return class_nll(self(), y, weight, ignore_index, reduction, 0, "nll_loss");
   })
 
  private:
@@ -11212,19 +12157,54 @@ struct ReduceOps {
   })
   // index of the last j <= i with x[j] == v[i] (NaN == NaN: torch gives the last NaN so far)
   static std::pair<T, T> cum_indices(const T& x0, const T& v0, int64_t axis, const char* name) TINYGRAD_MEMBER_DEF({
-    if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int32, x0.device())};
+    if (x0.ndim() == 0) return {v0, T::zeros({}, DType::Int64, x0.device())};
     int a = norm_axis(axis, x0.ndim(), name);
     T x = x0.transpose(a, -1).detach(), v = v0.transpose(a, -1).detach();
     int64_t n = x.shape().back();
     T idx = T::arange(double(n), std::nullopt, 1, DType::Int32, x.device());
     T hit = same(x.unsqueeze(-2), v.unsqueeze(-1)) & (idx.reshape({1, n}) <= idx.reshape({n, 1}));  // [i, j]
-    return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int32).transpose(a, -1)};
+    return {v0, (hit * idx.reshape({1, n})).reduce(Ops::MAX, {-1}, false, name).cast(DType::Int64).transpose(a, -1)};
   })
   // bool (..., C at dim, ...) from labels y (..., 1 at dim, ...)
   static T label_mask(const T& y, int64_t c, int64_t dim) TINYGRAD_MEMBER_DEF({
     Shape rs(y.ndim(), 1);
     rs[size_t(dim)] = c;
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
+  })
+  // weight (C) shaped to broadcast over x's class dim cd
+  static std::optional<T> class_weight(const std::optional<T>& weight, const T& x, int64_t cd, const char* op) TINYGRAD_MEMBER_DEF({
+    if (!weight) return std::nullopt;
+    int64_t c = x.shape()[size_t(cd)];
+    if (weight->shape() != Shape{c})
+      throw ShapeError(std::string("tinygrad::") + op + ": weight of shape " + to_string(weight->shape()) + " needs one value per class (" +
+                       std::to_string(c) + ")");
+    Shape ws(x.ndim(), 1);
+    ws[size_t(cd)] = c;
+    return weight->fl().reshape(ws);
+  })
+  // torch's weighted nll of log-probabilities logp (C) or (N, C, ...) at class indices y, with its label smoothing:
+  // (1 - ls) * nll + ls / C * (-sum_c w_c logp_c), both zero at ignored targets; "mean" divides by the summed w[y]
+  static T class_nll(const T& logp, const T& y, const std::optional<T>& weight, std::optional<int64_t> ignore_index,
+                     std::string_view reduction, double ls, const char* op) TINYGRAD_MEMBER_DEF({
+    int64_t cd = logp.ndim() == 1 ? 0 : 1, c = logp.shape()[size_t(cd)];
+    Shape want = logp.shape();
+    want.erase(want.begin() + cd);
+    if (y.shape() != want)
+      throw ShapeError(std::string("tinygrad::") + op + ": target of shape " + to_string(y.shape()) + " fits neither input " +
+                       to_string(logp.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
+    check_labels(y, op);
+    std::optional<T> w = class_weight(weight, logp, cd, op);
+    T hot = label_mask(y.unsqueeze(cd), c, cd);
+    T wy = w ? hot.where(*w, 0.0).sum(cd) : T::ones(y.shape(), logp.fl().dtype(), logp.device());
+    std::optional<T> keep;
+    if (ignore_index) keep = y != double(*ignore_index);
+    if (keep) wy = keep->where(wy, 0.0);
+    T l = -hot.where(logp, 0.0).sum(cd) * wy;
+    if (ls > 0) {
+      T smooth = -(w ? logp * *w : logp).sum(cd);
+      l = (1.0 - ls) * l + ls / double(c) * (keep ? keep->where(smooth, 0.0) : smooth);
+    }
+    return reduction == "mean" ? l.sum() / wy.sum() : reduction == "sum" ? l.sum() : l;
   })
   static void same_shape(const T& a, const T& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a.shape() != b.shape())
@@ -11249,6 +12229,13 @@ struct ReduceOps {
 };
 
 }  // namespace tinygrad::detail
+
+template <class T>
+struct std::tuple_size<tinygrad::detail::ValuesIndices<T>> : std::integral_constant<size_t, 2> {};
+template <size_t I, class T>
+struct std::tuple_element<I, tinygrad::detail::ValuesIndices<T>> {
+  using type = T;
+};
 // end include/tinygrad/tensor/reduce.hpp
 // begin include/tinygrad/tensor/variable.hpp
 // Variables (tinygrad's Variable): an integer a kernel takes as an argument, so one compiled kernel, one schedule and
@@ -11439,8 +12426,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
  public:
   // ---- construction ----
   Tensor() : Tensor(Tensor::zeros({})) {}
+  // NOTE: every op's result passes here: under NoGrad (mixin.hpp) a value a gradient could flow through is detached
   explicit Tensor(UOpRef u, std::string device)
-      : impl_(std::make_shared<Impl>(Impl{std::move(u), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+      : impl_(std::make_shared<Impl>(Impl{grad_scope(std::move(u)), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
+  // u, detached under NoGrad where a gradient could flow through it (out of line: UOp is incomplete in a user's TU)
+  static UOpRef grad_scope(UOpRef u) TINYGRAD_MEMBER_DEF({
+    return !u->grad_dep || grad_enabled() ? u : make_uop(Ops::DETACH, u->dtype, {u});
+  })
   // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
@@ -11767,6 +12759,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
         throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
     return r;
   })
+  // torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
+  template <class... D>
+    requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
+  Tensor reshape(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
+  // torch's view(), a reshape: there is no stride to refuse (a lazy view of any tensor is free), so a shape torch's view
+  // rejects as not viable for the strides (x.T().view(-1)) works here as reshape does
+  Tensor view(Shape s) const TINYGRAD_MEMBER_DEF({ return reshape(std::move(s)); })
+  Tensor view(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
+  template <class... D>
+    requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
+  Tensor view(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
+  // x.permute(1, 0)
+  template <std::integral... D>
+    requires(sizeof...(D) > 0)
+  Tensor permute(D... order) const { return permute(std::vector<int64_t>{int64_t(order)...}); }
   Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
@@ -11875,6 +12882,13 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   Tensor contiguous() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); })
   Tensor detach() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); })
+  // torch's clone(): a copy of the value in a buffer of its own (computed lazily, differentiable). Copies of a Tensor
+  // alias; a clone does not: assign() into it, or into a slice of it, leaves this tensor (and every other clone) as is.
+  // NOTE: a CONTIGUOUS of its own (its arg a fresh id, so hash-consing never merges two clones into one buffer)
+  Tensor clone() const TINYGRAD_MEMBER_DEF({
+    static std::atomic<int64_t> ids = 0;
+    return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}, std::vector<int64_t>{++ids}), device());
+  })
   // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
   Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
@@ -11977,13 +12991,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return b ? x + *b : x;
   })
 
-  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel
-  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, int64_t groups = 1, std::vector<int64_t> stride = {1},
-                std::vector<int64_t> dilation = {1}, std::vector<int64_t> padding = {0}) const TINYGRAD_MEMBER_DEF({
+  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel.
+  // torch's positional order; x.conv2d(w, {.stride = 2, .padding = 1}) for its keywords (a template: see ProcessingOps::conv1d)
+  template <class = void>
+  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1,
+                int64_t groups = 1) const {
+    return conv2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
+  }
+  Tensor conv2d(const Tensor& w, const ConvOptions& o) const { return conv2d(w, std::nullopt, o); }
+  Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
+    if (std::any_of(o.output_padding.begin(), o.output_padding.end(), [](int64_t p) { return p != 0; }))
+      throw ShapeError("tinygrad::conv2d: output_padding is conv_transpose2d's option: " + shapes());
     size_t nsp = ndim() - 2;
-    int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1];
+    int64_t bs = shape()[0], cin_total = shape()[1], cout = w.shape()[0], cin = w.shape()[1], groups = o.groups;
+    std::vector<int64_t> stride = o.stride, dilation = o.dilation, padding = o.padding;
     if (groups <= 0 || cout % groups)
       throw ShapeError("tinygrad::conv2d: out channels " + std::to_string(cout) + " do not divide into " +
                        std::to_string(groups) + " groups: " + shapes());
@@ -12357,9 +13380,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto ax = norm_axes(axes, name);
     Tensor x = *this;
     DType out_dt = dtype();
-    // accumulate small ints in 32 bits and half floats in float32 (like tinygrad's sum_acc_dtype)
+    // sum and prod of bools and ints are int64 (as torch: no wrap at 2^31; tinygrad keeps int32), half floats accumulate in float32
     if (op != Ops::MAX) {
-      if (is_bool(dtype()) || (is_int(dtype()) && itemsize(dtype()) < 4)) out_dt = is_unsigned(dtype()) ? DType::UInt32 : DType::Int32;
+      if (is_bool(dtype()) || is_int(dtype())) out_dt = DType::Int64;
       if (dtype() == DType::Float16 || dtype() == DType::BFloat16) x = x.cast(DType::Float32);
       else x = x.cast(out_dt);
     }
@@ -12426,6 +13449,135 @@ TINYGRAD_MIXIN_INSTANCE detail::ReduceOps<Tensor>;
 
 }  // namespace tinygrad
 // end include/tinygrad/tensor/tensor.hpp
+// begin include/tinygrad/tensor/print.hpp
+// Printing a tensor the way PyTorch does: `std::cout << t` prints `tensor([[1., 2.],\n        [3., 4.]])`.
+// torch/_tensor_str.py with its default print options: precision 4, more than 1000 elements summarised to the first
+// and last 3 of each dim, lines of at most 80 columns, dtype= for all but float32, int64 and bool.
+#include <ostream>
+
+namespace tinygrad {
+
+namespace detail {
+// the elements of a tensor as torch prints them: one width for all, chosen from the elements shown
+class TensorFormat {
+ public:
+  explicit TensorFormat(const Tensor& t) TINYGRAD_MEMBER_DEF(: shape_(t.shape()), dt_(t.dtype()) {
+    int64_t n = prod(shape_);
+    summarize_ = n > 1000;
+    if (is_int(dt_)) ints_ = t.to_vector<int64_t>();
+    else vals_ = t.to_vector<double>();
+    strides_ = strides_for(shape_);
+    std::vector<int64_t> shown;
+    walk(0, 0, [&](int64_t i) { shown.push_back(i); });
+    if (!is_float(dt_)) {
+      for (auto i : shown) width_ = std::max(width_, elem(i).size());
+      return;
+    }
+    double mn = INFINITY, mx = 0;
+    bool ints = true, any = false;
+    for (auto i : shown) {
+      double v = vals_[size_t(i)];
+      if (!std::isfinite(v) || v == 0) continue;
+      any = true;
+      mn = std::min(mn, std::abs(v)), mx = std::max(mx, std::abs(v));
+      ints &= v == std::ceil(v);
+    }
+    if (!any) return;
+    int_mode_ = ints;
+    sci_ = mx / mn > 1000.0 || mx > 1.0e8 || (!ints && mn < 1.0e-4);
+    for (auto i : shown) {
+      double v = vals_[size_t(i)];
+      if (std::isfinite(v) && v != 0) width_ = std::max(width_, elem(i).size());
+    }
+  })
+  // the tensor's values between "tensor(" and the suffixes
+  std::string body() const TINYGRAD_MEMBER_DEF({
+    if (prod(shape_) == 0) return "[]";
+    return shape_.empty() ? pad(elem(0)) : rec(0, 0, 7);
+  })
+
+ private:
+  static constexpr int64_t kEdge = 3;
+  Shape shape_, strides_;
+  DType dt_;
+  std::vector<double> vals_;
+  std::vector<int64_t> ints_;
+  bool summarize_ = false, sci_ = false, int_mode_ = true;
+  size_t width_ = 1;
+
+  // the indices shown along dim d: all, or the first and last kEdge with -1 for the "..." between
+  std::vector<int64_t> rows(size_t d) const TINYGRAD_MEMBER_DEF({
+    int64_t n = shape_[d];
+    std::vector<int64_t> r;
+    for (int64_t i = 0; i < n; i++) {
+      if (summarize_ && n > 2 * kEdge && i == kEdge) { r.push_back(-1); i = n - kEdge; }
+      r.push_back(i);
+    }
+    return r;
+  })
+  template <class F>
+  void walk(size_t d, int64_t off, F&& f) const {
+    if (d == shape_.size()) return f(off);
+    for (auto i : rows(d))
+      if (i >= 0) walk(d + 1, off + i * strides_[d], f);
+  }
+  std::string elem(int64_t i) const TINYGRAD_MEMBER_DEF({
+    if (dt_ == DType::Bool) return vals_[size_t(i)] != 0 ? "True" : "False";
+    if (is_int(dt_)) return std::to_string(ints_[size_t(i)]);
+    double v = vals_[size_t(i)];
+    if (std::isnan(v)) return "nan";  // NOTE: printf writes "-nan" for a NaN with its sign bit set, Python never does
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    char buf[64];
+    std::snprintf(buf, sizeof buf, sci_ ? "%.4e" : int_mode_ ? "%.0f." : "%.4f", v);
+    return buf;
+  })
+  std::string pad(std::string s) const TINYGRAD_MEMBER_DEF({ return std::string(width_ - std::min(width_, s.size()), ' ') + s; })
+  // torch's _tensor_str_with_formatter: dim d of the element at off, its text starting at column indent
+  std::string rec(size_t d, int64_t off, size_t indent) const TINYGRAD_MEMBER_DEF({
+    std::vector<std::string> parts;
+    if (d + 1 == shape_.size()) {
+      for (auto i : rows(d)) parts.push_back(i < 0 ? " ..." : pad(elem(off + i * strides_[d])));
+      size_t per_line = std::max<size_t>(1, (80 - std::min<size_t>(80, indent)) / (width_ + 2));
+      std::string r = "[";
+      for (size_t i = 0; i < parts.size(); i++) r += (i == 0 ? "" : i % per_line ? ", " : ",\n" + std::string(indent + 1, ' ')) + parts[i];
+      return r + "]";
+    }
+    for (auto i : rows(d)) parts.push_back(i < 0 ? "..." : rec(d + 1, off + i * strides_[d], indent + 1));
+    std::string sep = "," + std::string(shape_.size() - d - 1, '\n') + std::string(indent + 1, ' '), r = "[";
+    for (size_t i = 0; i < parts.size(); i++) r += (i ? sep : "") + parts[i];
+    return r + "]";
+  })
+};
+}  // namespace detail
+
+// what `std::cout << t` prints (realizes t): torch's repr, `tensor([1., 2.])`, `tensor([1, 2], dtype=torch.int32)`
+TINYGRAD_API std::string to_string(const Tensor& t) TINYGRAD_DEF({
+  if (t.is_symbolic()) throw ShapeError("tinygrad::to_string: cannot print a tensor of symbolic shape " + t.sym_str());
+  std::string s = "tensor(" + detail::TensorFormat(t).body();
+  std::vector<std::string> suffixes;
+  // NOTE: the default device, not the CPU: torch names a device other than its default one (set_default_device)
+  if (t.device() != default_device()) suffixes.push_back("device='" + t.device() + "'");
+  if (t.numel() == 0 && t.ndim() != 1) {
+    std::string sz = "(";
+    for (size_t i = 0; i < t.ndim(); i++) sz += (i ? ", " : "") + std::to_string(t.shape()[i]);
+    suffixes.push_back("size=" + sz + ")");
+  }
+  DType dt = t.dtype();
+  if (dt != DType::Float32 && (t.numel() == 0 || (dt != DType::Int64 && dt != DType::Bool)))
+    suffixes.push_back("dtype=torch." + to_string(dt).substr(7));
+  if (t.requires_grad()) suffixes.push_back("requires_grad=True");
+  // torch's _add_suffixes: a suffix that would pass column 80 starts a line of its own
+  size_t nl = s.rfind('\n'), last = nl == std::string::npos ? s.size() + 2 : s.size() - nl + 1;  // (sic) torch's count
+  for (auto& x : suffixes) {
+    if (last + x.size() + 2 > 80) { s += ",\n       " + x; last = 7 + x.size(); }
+    else { s += ", " + x; last += x.size() + 2; }
+  }
+  return s + ")";
+})
+TINYGRAD_API std::ostream& operator<<(std::ostream& os, const Tensor& t) TINYGRAD_DEF({ return os << to_string(t); })
+
+}  // namespace tinygrad
+// end include/tinygrad/tensor/print.hpp
 // begin include/tinygrad/tensor/gradient.hpp
 // autograd: one gradient rule per primitive op, applied in reverse over the UOp graph.
 // Every composed op (sub, div, exp, softmax, matmul, conv2d, ...) is differentiable through them.
@@ -12476,7 +13628,7 @@ TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor&
   // NOTE: the padded g is materialized: the conv reads it k*k*cin times, gated loads would dominate
   Tensor gd = s2 == g.shape() ? g : g.reshape(s1).pad(dil_pad).reshape(s2).shrink(dil_keep);
   Shape wg = join({Shape{groups, cout / groups, cin}, ks}), wf = join({Shape{groups * cin, cout / groups}, ks});
-  Tensor dx = gd.pad(conv_pad).contiguous().conv2d(w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf), std::nullopt, groups, {1}, dil);
+  Tensor dx = gd.pad(conv_pad).contiguous().conv2d(w.reshape(wg).transpose(1, 2).flip(flips).reshape(wf), {.dilation = dil, .groups = groups});
   // dw: correlate x with g; groups > 1 as a conv of x (channels as batch, batch as channels) with g as the kernel
   Tensor xp = x.pad(xpads);
   if (groups != 1) {
@@ -12484,7 +13636,7 @@ TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor&
     for (size_t i = 0; i < n; i++) perm.push_back(int64_t(3 + i));
     Shape sp(xp.shape().begin() + 2, xp.shape().end());
     Tensor xt = xp.reshape(join({Shape{bs, groups, cin}, sp})).permute(perm).reshape(join({Shape{cin, groups * bs}, sp}));
-    return {dx, xt.conv2d(g.transpose(0, 1), std::nullopt, groups, dil, stride).transpose(0, 1).shrink(keep)};
+    return {dx, xt.conv2d(g.transpose(0, 1), {.stride = dil, .dilation = stride, .groups = groups}).transpose(0, 1).shrink(keep)};
   }
   // NOTE: laid out (cin, *k', cout) with cout innermost, so the kernel vectorizes over cout like a matmul
   Tensor P = xp.pool(os, dil, stride);  // (bs, cin, *k', *o)
@@ -13048,191 +14200,6 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
 #include <filesystem>
 #include <fstream>
 #endif
-// begin include/tinygrad/json.hpp
-// A small JSON reader (safetensors headers, tokenizer.json) and string quoting for the writer.
-#include <charconv>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
-
-namespace tinygrad::nn {
-// a malformed or unsupported file of saved state: safetensors, tokenizer.json
-struct StateError : Error { using Error::Error; };
-}  // namespace tinygrad::nn
-
-namespace tinygrad::detail {
-
-struct JsonMember;
-// one JSON value; numbers without fraction or exponent are Int (they must fit int64), the others Float
-struct Json {
-  enum Kind { Null, Bool, Int, Float, Str, Arr, Obj } kind = Null;
-  bool b = false;
-  int64_t i = 0;
-  double f = 0;
-  std::string s;
-  std::vector<Json> arr;
-  std::vector<JsonMember> obj;  // NOTE: not std::pair<std::string, Json>: a pair needs Json complete here (clang)
-};
-struct JsonMember {
-  std::string key;
-  Json value;
-};
-
-// the member `key` of an object (the first one), or nullptr when `j` is not an object or has no such key
-TINYGRAD_API const Json* find(const Json& j, std::string_view key) TINYGRAD_DEF({
-  if (j.kind != Json::Obj) return nullptr;
-  for (auto& m : j.obj) if (m.key == key) return &m.value;
-  return nullptr;
-})
-
-// recursive descent, nesting limited to 64; errors are StateErrors "<prefix><what> at byte N"
-struct JsonParser {
-  std::string_view t;
-  std::string prefix;  // e.g. "tinygrad::safe_load: FILE: malformed header: "
-  size_t p = 0;
-  [[noreturn]] void fail(const std::string& what) const TINYGRAD_MEMBER_DEF({
-    throw nn::StateError(prefix + what + " at byte " + std::to_string(p));
-  })
-  void ws() TINYGRAD_MEMBER_DEF({ while (p < t.size() && std::isspace(uint8_t(t[p]))) p++; })
-  char peek() TINYGRAD_MEMBER_DEF({ ws(); if (p >= t.size()) fail("unexpected end"); return t[p]; })
-  void expect(char c) TINYGRAD_MEMBER_DEF({ if (peek() != c) fail(std::string("expected '") + c + "'"); p++; })
-  bool digit() const TINYGRAD_MEMBER_DEF({ return p < t.size() && t[p] >= '0' && t[p] <= '9'; })
-  std::string str() TINYGRAD_MEMBER_DEF({
-    expect('"');
-    std::string r;
-    while (true) {
-      if (p >= t.size()) fail("unterminated string");
-      char c = t[p++];
-      if (c == '"') return r;
-      if (c == '\\') {
-        if (p >= t.size()) fail("unterminated escape");
-        char e = t[p++];
-        if (e == 'u') utf8(r, hex4());
-        else if (e && std::strchr("\"\\/", e)) r += e;
-        else if (e && std::strchr("bfnrt", e)) r += "\b\f\n\r\t"[std::strchr("bfnrt", e) - "bfnrt"];
-        else fail(std::string("bad escape '\\") + e + "'");
-      } else r += c;
-    }
-  })
-  uint32_t hex4() TINYGRAD_MEMBER_DEF({
-    if (p + 4 > t.size()) fail("bad \\u escape");
-    uint32_t v = 0;
-    for (int k = 0; k < 4; k++, p++) {
-      char h = t[p];
-      int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
-      if (d < 0) fail("bad \\u escape");
-      v = v * 16 + uint32_t(d);
-    }
-    return v;
-  })
-  void utf8(std::string& r, uint32_t c) TINYGRAD_MEMBER_DEF({
-    if (c >= 0xD800 && c < 0xDC00 && p + 6 <= t.size() && t[p] == '\\' && t[p + 1] == 'u') {  // surrogate pair
-      size_t save = p;
-      p += 2;
-      uint32_t lo = hex4();
-      if (lo >= 0xDC00 && lo < 0xE000) c = 0x10000 + ((c - 0xD800) << 10) + (lo - 0xDC00);
-      else p = save;
-    }
-    if (c < 0x80) r += char(c);
-    else if (c < 0x800) { r += char(0xC0 | c >> 6); r += char(0x80 | (c & 0x3F)); }
-    else if (c < 0x10000) { r += char(0xE0 | c >> 12); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
-    else { r += char(0xF0 | c >> 18); r += char(0x80 | (c >> 12 & 0x3F)); r += char(0x80 | (c >> 6 & 0x3F)); r += char(0x80 | (c & 0x3F)); }
-  })
-  Json number() TINYGRAD_MEMBER_DEF({
-    Json j;
-    size_t start = p;
-    bool neg = t[p] == '-';
-    if (neg) p++;
-    if (!digit()) fail("bad number");
-    uint64_t v = 0;
-    bool big = false;
-    for (; digit(); p++) {
-      uint64_t d = uint64_t(t[p] - '0');
-      if (v > (uint64_t(INT64_MAX) - d) / 10) big = true;
-      else v = v * 10 + d;
-    }
-    bool frac = p < t.size() && (t[p] == '.' || t[p] == 'e' || t[p] == 'E');
-    if (!frac) {
-      if (big) fail("integer too large");
-      j.kind = Json::Int;
-      j.i = neg ? -int64_t(v) : int64_t(v);
-      return j;
-    }
-    if (t[p] == '.') { p++; if (!digit()) fail("bad number"); while (digit()) p++; }
-    if (p < t.size() && (t[p] == 'e' || t[p] == 'E')) {
-      p++;
-      if (p < t.size() && (t[p] == '+' || t[p] == '-')) p++;
-      if (!digit()) fail("bad number");
-      while (digit()) p++;
-    }
-    // NOTE: from_chars is exact (correctly rounded) and ignores the locale; out of range is an error
-    auto [end, ec] = std::from_chars(t.data() + start, t.data() + p, j.f);
-    if (ec != std::errc() || end != t.data() + p) fail("number out of range");
-    j.kind = Json::Float;
-    return j;
-  })
-  Json value(int depth = 0) TINYGRAD_MEMBER_DEF({
-    if (depth > 64) fail("nesting too deep");
-    Json j;
-    char c = peek();
-    if (c == '{') {
-      p++; j.kind = Json::Obj;
-      if (peek() == '}') { p++; return j; }
-      while (true) {
-        std::string k = str();
-        expect(':');
-        j.obj.push_back(JsonMember{std::move(k), value(depth + 1)});
-        if (peek() == ',') { p++; continue; }
-        expect('}'); return j;
-      }
-    }
-    if (c == '[') {
-      p++; j.kind = Json::Arr;
-      if (peek() == ']') { p++; return j; }
-      while (true) {
-        j.arr.push_back(value(depth + 1));
-        if (peek() == ',') { p++; continue; }
-        expect(']'); return j;
-      }
-    }
-    if (c == '"') { j.kind = Json::Str; j.s = str(); return j; }
-    if (c == '-' || std::isdigit(uint8_t(c))) return number();
-    for (const char* w : {"true", "false", "null"})
-      if (t.compare(p, std::strlen(w), w) == 0) {
-        p += std::strlen(w);
-        if (w[0] != 'n') { j.kind = Json::Bool; j.b = w[0] == 't'; }
-        return j;
-      }
-    fail(std::string("unexpected character '") + c + "'");
-  })
-};
-
-// a whole document: one value and nothing after it but whitespace
-TINYGRAD_API Json parse_json(std::string_view text, std::string prefix) TINYGRAD_DEF({
-  JsonParser jp{text, std::move(prefix)};
-  Json j = jp.value();
-  jp.ws();
-  if (jp.p != text.size()) jp.fail("trailing characters after the JSON value");
-  return j;
-})
-// a JSON file; its errors are StateErrors "<who>: <path>: cannot open the file" or "<who>: <path>: malformed JSON: ..."
-TINYGRAD_API Json parse_json_file(const std::string& path, const std::string& who) TINYGRAD_DEF({
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw nn::StateError(who + ": " + path + ": cannot open the file");
-  return parse_json(std::string(std::istreambuf_iterator<char>(in), {}), who + ": " + path + ": malformed JSON: ");
-})
-
-TINYGRAD_API std::string json_str(const std::string& s) TINYGRAD_DEF({
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') { r += '\\'; r += c; }
-    else if (uint8_t(c) < 0x20) { char u[8]; std::snprintf(u, sizeof(u), "\\u%04x", unsigned(uint8_t(c))); r += u; }
-    else r += c;
-  }
-  return r + "\"";
-})
-}  // namespace tinygrad::detail
-// end include/tinygrad/json.hpp
 
 // Makes a model's members discoverable by name: TINYGRAD_STATE(Model, conv1, bn1, fc) at global scope (it specializes
 // a template of ours). Members may be Tensors, layers, other adapted structs, std::optional or std::vector of those;
@@ -13287,6 +14254,7 @@ template <class F, class T> void visit(const std::string& name, std::vector<T>& 
 }
 template <class F, class S>
 void visit(const std::string& name, S& s, F& f) {
+  if constexpr (std::is_invocable_v<F&, const std::string&, S&>) f(name, s);  // a walk over modules (nn::train) sees the structs
   auto member = [&](const char* n, auto& m) { visit(join(name, n), m, f); };
   if constexpr (members<std::remove_cv_t<S>>::adapted) members<std::remove_cv_t<S>>::each(s, member);
   else if constexpr (requires { S::tinygrad_members(s, member); }) S::tinygrad_members(s, member);
@@ -13314,6 +14282,19 @@ std::vector<Tensor> get_parameters(M& model) {
   detail::visit("", model, f);
   return v;
 }
+
+// PyTorch's model.train(mode) / model.eval(): sets the `training` member of every layer reachable through TINYGRAD_STATE
+// (Dropout, BatchNorm; list them in the model's TINYGRAD_STATE even though Dropout holds no tensor). A layer's own
+// setting wins over TrainingScope; nullopt makes the layers follow the scope again (the default).
+template <class M>
+void train(M& model, std::optional<bool> mode = true) {
+  auto f = [&](const std::string&, auto& m) {
+    if constexpr (requires { m.training = mode; }) m.training = mode;
+  };
+  detail::visit("", model, f);
+}
+template <class M>
+void eval(M& model) { train(model, false); }
 
 // copy values into the model's tensors (cast to each tensor's dtype, moved to its device); strict: missing and
 // unexpected keys are errors. Shape mismatches are always errors. Everything is checked before anything is
@@ -13692,7 +14673,7 @@ struct ConvNd {
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) +
                        "-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(1) * groups, "Conv");
-    return x.conv2d(weight, bias, groups, stride, dilation, padding);
+    return x.conv2d(weight, bias, {.stride = stride, .padding = padding, .dilation = dilation, .groups = groups});
   })
 };
 struct Conv1d : ConvNd {
@@ -13735,7 +14716,8 @@ struct ConvTranspose2d {
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
-    return x.conv_transpose2d(weight, bias, groups, stride, dilation, padding, output_padding);
+    return x.conv_transpose2d(weight, bias,
+                              {.stride = stride, .padding = padding, .dilation = dilation, .groups = groups, .output_padding = output_padding});
   })
 };
 
@@ -13745,6 +14727,8 @@ struct BatchNorm {
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
+  std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
+  bool is_training() const TINYGRAD_MEMBER_DEF({ return training.value_or(tinygrad::training()); })
   BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
       : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
@@ -13756,11 +14740,11 @@ struct BatchNorm {
     for (size_t i = 2; i < x.ndim(); i++) axes.push_back(int64_t(i));
     Tensor mean, var;
     auto [xa, dt] = detail::stat_input(x);  // normalized in float32 for half types, rounded once at the end
-    if (training() || !track_running_stats) {
+    if (is_training() || !track_running_stats) {
       mean = xa.mean(axes);
       Tensor y = xa - detail::channel(mean.detach(), xa);  // d(var)/d(mean) = 0
       var = (y * y).mean(axes);
-      if (track_running_stats && training()) {
+      if (track_running_stats && is_training()) {
         double n = double(x.numel()), c = double(x.shape(1));
         Tensor rm = running_mean, rv = running_var, nb = num_batches_tracked;  // handles share the layer's tensors
         rm.assign(((1 - momentum) * running_mean + momentum * mean.detach()).cast(running_mean.dtype()));
@@ -13852,13 +14836,33 @@ struct Embedding {
   Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
+// torch.nn.utils.clip_grad_norm_: total = the norm_type norm of all .grads together (inf: the largest magnitude); each
+// .grad is scaled in place by min(1, max_norm / (total + 1e-6)). Returns total. Lazy, like the grads: realized with the
+// optimizer's step, so it works inside TinyJit. Tensors without a .grad are skipped
+TINYGRAD_API Tensor clip_grad_norm_(const std::vector<Tensor>& params, double max_norm, double norm_type = 2) TINYGRAD_DEF({
+  std::vector<Tensor> grads, norms;
+  for (auto& p : params) if (auto g = p.grad()) grads.push_back(*g);
+  if (grads.empty()) return Tensor::zeros({});
+  for (auto& g : grads) norms.push_back(g.norm(norm_type).cast(grads[0].dtype()));
+  Tensor total = Tensor::stack(norms).norm(norm_type);
+  Tensor coef = (max_norm / (total + 1e-6)).minimum(1.0);
+  for (auto& g : grads) g.assign(g * coef);  // g shares the parameter's .grad: assign rebinds it
+  return total;
+})
+// torch.nn.utils.clip_grad_value_: clamp each .grad to [-clip, clip] in place (lazily, as clip_grad_norm_)
+TINYGRAD_API void clip_grad_value_(const std::vector<Tensor>& params, double clip) TINYGRAD_DEF({
+  for (auto& p : params) if (auto g = p.grad()) g->assign(g->clip(-clip, clip));
+})
+
 // zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
+  std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
   explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
+    TrainingScope mode(training.value_or(tinygrad::training()));
     return x.dropout(p);
   })
 };
@@ -13957,12 +14961,19 @@ class Optimizer {
   static Tensor state_like(const Tensor& p) TINYGRAD_MEMBER_DEF({ return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); })
 };
 
-// SGD with momentum (torch's: b = momentum * b + g), nesterov and L2 weight decay
+// torch.optim.SGD (its positional order): L2 weight decay (g += wd * p), momentum b = momentum * b + (1 - dampening) * g
+// (the first step b = g), nesterov g += momentum * b
 class SGD : public Optimizer {
  public:
-  SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double weight_decay = 0, bool nesterov = false)
-      : Optimizer(tensors, lr), momentum_(momentum), wd_(weight_decay), nesterov_(nesterov) {
+  SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double dampening = 0, double weight_decay = 0,
+      bool nesterov = false)
+      : Optimizer(tensors, lr), momentum_(momentum), dampening_(dampening), wd_(weight_decay), nesterov_(nesterov) {
+    if (nesterov_ && (momentum_ <= 0 || dampening_ != 0))
+      throw Error("tinygrad::optim::SGD: nesterov needs momentum > 0 and dampening 0, got momentum " + std::to_string(momentum_) +
+                  ", dampening " + std::to_string(dampening_));
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
+    // NOTE: torch's first step takes b = g undamped: the factor on g lives in a buffer, 1 until the first step
+    if (momentum_ != 0 && dampening_ != 0) damp_ = Tensor::ones({}, DType::Float32).contiguous().realize();
   }
 
  protected:
@@ -13970,21 +14981,27 @@ class SGD : public Optimizer {
     for (size_t i = 0; i < params.size(); i++) {
       Tensor g = grads[i] + wd_ * params[i].detach();
       if (momentum_ != 0) {
-        b_[i].assign(momentum_ * b_[i] + g);
+        b_[i].assign(momentum_ * b_[i] + (damp_ ? *damp_ * g : g));
         g = nesterov_ ? g + momentum_ * b_[i] : b_[i];
       }
       params[i].assign(params[i].detach() - g * lr_);
     }
-    return b_;
+    if (!damp_) return b_;
+    damp_->assign(Tensor::full({}, 1 - dampening_, DType::Float32));
+    std::vector<Tensor> state = b_;
+    state.push_back(*damp_);
+    return state;
   }
 
  private:
-  double momentum_, wd_;
+  double momentum_, dampening_, wd_;
   bool nesterov_;
   std::vector<Tensor> b_;
+  std::optional<Tensor> damp_;
 };
 
-// LAMB (layer-wise trust ratio); with adam = true it is Adam/AdamW with decoupled weight decay
+// LAMB (layer-wise trust ratio); with adam = true it is AdamW (decoupled weight decay: p -= lr * wd * p, as
+// torch.optim.AdamW); Adam sets l2_ (weight decay added to the gradient, as torch.optim.Adam)
 class LAMB : public Optimizer {
  public:
   LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
@@ -13999,11 +15016,12 @@ class LAMB : public Optimizer {
     b1_t_.assign(b1_t_ * b1_);
     b2_t_.assign(b2_t_ * b2_);
     for (size_t i = 0; i < params.size(); i++) {
-      const Tensor& g = grads[i];
+      Tensor g = l2_ && wd_ != 0 ? grads[i] + wd_ * params[i].detach() : grads[i];
       m_[i].assign(b1_ * m_[i] + (1.0 - b1_) * g);
       v_[i].assign(b2_ * v_[i] + (1.0 - b2_) * (g * g));
       Tensor m_hat = m_[i] / (1.0 - b1_t_), v_hat = v_[i] / (1.0 - b2_t_);
-      Tensor up = m_hat / (v_hat.sqrt() + eps_) + wd_ * params[i].detach();
+      Tensor up = m_hat / (v_hat.sqrt() + eps_);
+      if (!l2_) up = up + wd_ * params[i].detach();
       Tensor step = lr_ * up;
       if (!adam_) {
         Tensor r1 = params[i].detach().square().sum().sqrt(), r2 = up.square().sum().sqrt();
@@ -14017,6 +15035,9 @@ class LAMB : public Optimizer {
     return state;
   }
 
+ protected:
+  bool l2_ = false;
+
  private:
   double b1_, b2_, eps_, wd_;
   bool adam_;
@@ -14024,10 +15045,12 @@ class LAMB : public Optimizer {
   std::vector<Tensor> m_, v_;
 };
 
+// torch.optim.Adam: weight_decay is L2 (added to the gradient before the moments)
 struct Adam : LAMB {
   Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
-      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) { l2_ = true; }
 };
+// torch.optim.AdamW: decoupled weight decay
 struct AdamW : LAMB {
   AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
       : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
@@ -14059,7 +15082,7 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
-// lr * gamma^(number of milestones passed)
+// lr * gamma^(number of milestones <= epoch; a repeated milestone counts each time, as torch's)
 class MultiStepLR : public LRScheduler {
  public:
   MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1)
@@ -14073,7 +15096,7 @@ class MultiStepLR : public LRScheduler {
   double gamma_;
 };
 
-// cosine from lr down to eta_min over t_max epochs
+// cosine from lr down to eta_min over t_max epochs, then back up (torch's closed form: the cosine goes on past t_max)
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0) : LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {}
@@ -14084,24 +15107,45 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min_;
 };
 
-// warm up linearly to max_lr over pct_start of the steps, then anneal (cosine) to max_lr / div / final_div
+// torch's OneCycleLR: from max_lr / div_factor up to max_lr by step pct_start * total_steps - 1, then down to
+// max_lr / div_factor / final_div_factor at step total_steps - 1 (three_phase: up, back down to the start by step
+// 2 * pct_start * total_steps - 2, then to the end); anneal_strategy "cos" or "linear". Stepping past total_steps is an
+// Error, as in torch. NOTE: torch also cycles the optimizer's momentum (cycle_momentum); here momentum stays fixed.
 class OneCycleLR : public LRScheduler {
  public:
-  OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.25, double div_factor = 25, double final_div_factor = 1e4)
-      : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor) {
+  OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.3, std::string anneal_strategy = "cos",
+             double div_factor = 25, double final_div_factor = 1e4, bool three_phase = false)
+      : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor),
+        linear_(anneal_strategy == "linear"), three_phase_(three_phase) {
+    if (total_ <= 0) throw Error("tinygrad::optim::OneCycleLR: total_steps must be positive, got " + std::to_string(total_));
+    if (!(pct_ >= 0 && pct_ <= 1)) throw Error("tinygrad::optim::OneCycleLR: pct_start must be in [0, 1], got " + std::to_string(pct_));
+    if (!linear_ && anneal_strategy != "cos")
+      throw Error("tinygrad::optim::OneCycleLR: anneal_strategy must be \"cos\" or \"linear\", got \"" + anneal_strategy + "\"");
     opt.set_lr(lr_at(0));
   }
   double lr_at(int64_t e) const override {
-    double init = max_lr_ / div_, lo = init / final_div_, warm = pct_ * double(total_);
-    auto cosine = [](double a, double b, double t) { return b + (a - b) * (1 + std::cos(M_PI * t)) / 2; };
-    if (double(e) < warm) return init + (max_lr_ - init) * double(e) / warm;
-    return cosine(max_lr_, lo, std::min(1.0, (double(e) - warm) / std::max(1.0, double(total_) - warm)));
+    if (e > total_)
+      throw Error("tinygrad::optim::OneCycleLR: tried to step " + std::to_string(e) + " times; total_steps is " + std::to_string(total_));
+    double init = max_lr_ / div_, lo = init / final_div_, w = pct_ * double(total_), last = double(total_ - 1);
+    struct Phase { double end, from, to; };
+    std::vector<Phase> phases{{w - 1, init, max_lr_}, {last, max_lr_, lo}};
+    if (three_phase_) phases = {{w - 1, init, max_lr_}, {2 * w - 2, max_lr_, init}, {last, init, lo}};
+    double start = 0;
+    for (size_t i = 0;; i++) {
+      const Phase& p = phases[i];
+      if (double(e) <= p.end || i + 1 == phases.size()) {
+        double t = (double(e) - start) / (p.end - start);
+        return linear_ ? (p.to - p.from) * t + p.from : p.to + (p.from - p.to) / 2 * (std::cos(M_PI * t) + 1);
+      }
+      start = p.end;
+    }
   }
 
  private:
   double max_lr_;
   int64_t total_;
   double pct_, div_, final_div_;
+  bool linear_, three_phase_;
 };
 
 }  // namespace tinygrad::nn::optim
@@ -15130,9 +16174,13 @@ struct same_shape {  // unary: any shape
     static Tensor lower(const auto&, const Tensor& a) { return a.NAME(); }                      \
   };
 TG_UNARY(neg) TG_UNARY(exp) TG_UNARY(log) TG_UNARY(exp2) TG_UNARY(log2) TG_UNARY(sqrt) TG_UNARY(rsqrt) TG_UNARY(reciprocal)
-TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu) TG_UNARY(erf) TG_UNARY(gelu_erf)
+TG_UNARY(sin) TG_UNARY(cos) TG_UNARY(tan) TG_UNARY(sigmoid) TG_UNARY(tanh) TG_UNARY(gelu) TG_UNARY(silu) TG_UNARY(erf)
 TG_UNARY(relu) TG_UNARY(abs) TG_UNARY(square) TG_UNARY(trunc) TG_UNARY(floor) TG_UNARY(ceil)
 #undef TG_UNARY
+struct gelu_tanh : same_shape<gelu_tanh> {
+  static constexpr const char* name = "gelu_tanh";
+  static Tensor lower(const auto&, const Tensor& a) { return a.gelu("tanh"); }
+};
 template <DType D>
 struct cast : same_shape<cast<D>> {
   static constexpr const char* name = "cast";
@@ -15344,7 +16392,7 @@ struct conv2d {
   template <size_t A, size_t B> static constexpr auto rule(const dims<A>& x, const dims<B>& w) {
     return st::conv2d(x, w, Stride, Padding, Dilation, Groups);
   }
-  static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Groups, {Stride}, {Dilation}, {Padding}); }
+  static Tensor lower(const auto&, const Tensor& x, const Tensor& w) { return x.conv2d(w, std::nullopt, Stride, Padding, Dilation, Groups); }
 };
 #define TG_POOL(NAME)                                                                                                        \
   template <int64_t K, int64_t Stride>                                                                                       \
@@ -15404,8 +16452,7 @@ struct assign {
 namespace detail::st {
 constexpr DType promote(DType a, DType b) { return least_upper_dtype(a, b); }
 constexpr DType sum_dtype(DType d) {
-  if (d == DType::Bool || (kind(d) != 'f' && kDTypeInfo[size_t(d)].itemsize < 4)) return kind(d) == 'u' ? DType::UInt32 : DType::Int32;
-  return d;
+  return kind(d) == 'f' ? d : DType::Int64;  // bools and ints sum in int64, as Tensor::sum (and torch)
 }
 // the dtype a C++ number takes next to a tensor of dtype d (weak, like tinygrad's python scalars)
 template <class S> constexpr DType weak(DType d) {
@@ -15462,7 +16509,7 @@ struct static_ops {
   TG_UNARY(trunc, Derived::dtype) TG_UNARY(floor, Derived::dtype) TG_UNARY(ceil, Derived::dtype)
 #define TG_F(NAME) TG_UNARY(NAME, detail::st::float_of(Derived::dtype))
   TG_F(exp) TG_F(log) TG_F(exp2) TG_F(log2) TG_F(sqrt) TG_F(rsqrt) TG_F(reciprocal) TG_F(sin) TG_F(cos) TG_F(tan) TG_F(sigmoid) TG_F(tanh) TG_F(gelu)
-  TG_F(silu) TG_F(erf) TG_F(gelu_erf)
+  TG_F(silu) TG_F(erf) TG_F(gelu_tanh)  // gelu: exact, like torch; gelu_tanh: gelu(approximate="tanh")
 #undef TG_F
 #undef TG_UNARY
   template <class U> auto cast() const { return detail::st::make<op::cast<static_dtype<U>>, static_dtype<U>>({}, self()); }
@@ -15479,12 +16526,12 @@ struct static_ops {
   template <int64_t... Ax> auto mean_keepdim() const {
     return detail::st::make<op::mean<true, Ax...>, detail::st::float_of(Derived::dtype)>({}, self());
   }
-  // int32 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
+  // int64 index of the first max (min) along Ax, Ax removed; no Ax: of the flattened tensor, a scalar
   template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmax() const {
-    return detail::st::make<op::argmax<false, Ax...>, DType::Int32>({}, self());
+    return detail::st::make<op::argmax<false, Ax...>, DType::Int64>({}, self());
   }
   template <int64_t... Ax> requires(sizeof...(Ax) <= 1) auto argmin() const {
-    return detail::st::make<op::argmin<false, Ax...>, DType::Int32>({}, self());
+    return detail::st::make<op::argmin<false, Ax...>, DType::Int64>({}, self());
   }
   template <int64_t Ax = -1> auto softmax() const { return detail::st::make<op::softmax<Ax>, detail::st::float_of(Derived::dtype)>({}, self()); }
   template <int64_t Ax = -1> auto log_softmax() const {
@@ -15537,6 +16584,8 @@ TG_OP(+, add) TG_OP(-, sub) TG_OP(*, mul) TG_OP(/, div) TG_OP(<, lt) TG_OP(>, gt
 TG_OP(&, bitwise_and) TG_OP(|, bitwise_or) TG_OP(^, bitwise_xor)
 #undef TG_OP
 template <static_expr A> auto operator-(const A& a) { return a.neg(); }
+// prints the Tensor it evaluates to, as torch does (tensor/print.hpp)
+template <static_expr A> std::ostream& operator<<(std::ostream& os, const A& a) { return os << Tensor(a); }
 
 template <static_expr A, static_expr B> auto matmul(const A& a, const B& b) { return a.matmul(b); }
 template <static_expr C, static_expr A, static_expr B> auto where(const C& c, const A& a, const B& b) { return c.where(a, b); }
@@ -15769,7 +16818,7 @@ struct Conv2d {
   std::vector<Tensor> parameters() const { return {weight.tensor(), bias.tensor()}; }
 };
 
-// batch norm over channel dim 1 of (N, C, ...): nn::BatchNorm underneath (running statistics follow TrainingScope)
+// batch norm over channel dim 1 of (N, C, ...): nn::BatchNorm underneath (running statistics follow bn.training, else TrainingScope)
 template <int64_t C>
 struct BatchNorm {
   nn::BatchNorm bn{C};
@@ -15783,7 +16832,7 @@ struct BatchNorm {
     // inference on images: the running statistics are leaves of a static expression, so one plan serves every batch
     if constexpr (X::shape_type::rank == 4 && X::dtype == DType::Float32) {
       auto f32 = [](const std::optional<Tensor>& t) { return t && t->dtype() == DType::Float32; };
-      if (!tinygrad::training() && bn.track_running_stats && f32(bn.weight) && f32(bn.bias) && f32(bn.running_mean) && f32(bn.running_var)) {
+      if (!bn.is_training() && bn.track_running_stats && f32(bn.weight) && f32(bn.bias) && f32(bn.running_mean) && f32(bn.running_var)) {
         using V = static_tensor<float, C>;
         auto ch = [](const Tensor& t) { return V(t, V::unchecked).template reshape<C, 1, 1>(); };
         return R((x - ch(bn.running_mean)) * ((ch(bn.running_var) + float(bn.eps)).rsqrt() * ch(*bn.weight)) + ch(*bn.bias));
@@ -15875,7 +16924,7 @@ struct Flatten {
     std::vector<Tensor> parameters() const { return {}; }                                   \
   };                                                                                        \
   inline constexpr NAME##_t NAME{};
-TG_ACT(relu) TG_ACT(sigmoid) TG_ACT(tanh) TG_ACT(gelu) TG_ACT(silu)
+TG_ACT(relu) TG_ACT(sigmoid) TG_ACT(tanh) TG_ACT(gelu) TG_ACT(gelu_tanh) TG_ACT(silu)
 #undef TG_ACT
 
 // layers applied in order; layer I must accept what layer I-1 returns

@@ -334,7 +334,7 @@ std::vector<float> run_with_opts(const Tensor& y, const std::vector<tinygrad::Op
   return r;
 }
 
-TEST_CASE("quant: the CPU heuristic decodes a block's scales once a block and vector lanes gather the bytes", "[quant]") {
+TEST_CASE("quant: the CPU heuristic decodes a block's scales once a block and vector lanes gather the bytes", "[quant][cpu]") {
   using tinygrad::Opt;
   using tinygrad::OptOp;
   auto& ren = *tinygrad::detail::get_device("CPU").renderer;

@@ -87,6 +87,19 @@ TEST_CASE("schedule: a reduce of an elementwise chain is 1 kernel", "[schedule]"
   CHECK(s.item<float>() == Approx(want).epsilon(1e-4));
 }
 
+TEST_CASE("schedule: an embedding over a long vocabulary is one kernel reading its rows (a one-hot sum is not split)", "[schedule]") {
+  // a float sum of 40000 terms an output would be split for accuracy; a one-hot select has one term, and its fold reads
+  // one row an index (it was split, and then summed every row for every token: 1.3 s an LLM prompt chunk)
+  int64_t vocab = 40000, dim = 8;
+  Tensor w = input({vocab, dim}, 7);
+  Tensor idx = Tensor(std::vector<int32_t>{3, 39999, 0, 1234}, {4});
+  Tensor e = tinygrad::nn::embedding(idx, w);
+  CHECK(kernels_to_realize(e) == 1);
+  auto got = host(e), all = host(w);
+  for (size_t i = 0; i < 4; i++)
+    for (size_t j = 0; j < size_t(dim); j++) CHECK(got[i * size_t(dim) + j] == all[size_t(std::vector<int>{3, 39999, 0, 1234}[i]) * size_t(dim) + j]);
+}
+
 TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, same values", "[schedule]") {
   // split when in/out >= 32768 and the outputs alone cannot keep the device busy (CPU: fewer than its cores); a float sum
   // splits whatever the outputs, in stages of at most kSumTerms terms an output (2^17 = 512 x 256: 2 kernels; 2^20: 3)

@@ -681,6 +681,19 @@ class Scheduler {
 // output: a float accumulator's error grows with the terms it adds (1e7 x 0.1 in 250 partials of 40000 terms was 1e-4
 // low, 1e10 ones in 256 partials gave 2^32: each stuck at 2^24). Then the error grows with the stages, log(n).
 inline constexpr int64_t kSumTerms = 1024;
+// a sum of where(a == b, x, 0) (a one-hot select: an embedding's rows, a gather): lowering folds it into one read an
+// output (fold_onehot_reduce), which a split would undo (an embedding of 49152 rows then read all of them per token)
+inline bool onehot_select(const UOpRef& r) {
+  auto bare = [](UOpRef u) {
+    while (u->op == Ops::RESHAPE || u->op == Ops::EXPAND || u->op == Ops::CAST) u = u->src[0];
+    return u;
+  };
+  UOpRef v = bare(r->src[0]);
+  if (r->reduce_op() != Ops::ADD || v->op != Ops::WHERE) return false;
+  UOpRef c = bare(v->src[0]);
+  bool eq = c->op == Ops::CMPEQ;
+  return (eq || c->op == Ops::CMPNE) && bare(v->src[eq ? 2 : 1])->is_const(0);
+}
 inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) {
   const UOpRef& x = r->src[0];
   if (!x->dyn.empty()) return nullptr;  // NOTE: a symbolic dim cannot be split (its extent varies)
@@ -691,7 +704,7 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) 
   // NOTE: a GPU (thousands of outputs to be busy) splits from 8192 on: BatchNorm's statistics over 512x6x6 pixels into 64
   // channels ran as one workgroup (674 us on an H100), a conv's weight gradient over them as 18 tile blocks (1667 us)
   int64_t threshold = busy >= 4096 ? 8192 : 32768;
-  if (outs == 0 || in / outs < (chain ? kSumTerms + 1 : threshold)) return nullptr;
+  if (outs == 0 || in / outs < (chain ? kSumTerms + 1 : threshold) || onehot_select(r)) return nullptr;
   if (!chain) {
     chain = is_float(r->dtype) && r->reduce_op() == Ops::ADD;
     if (!chain && outs >= busy) return nullptr;

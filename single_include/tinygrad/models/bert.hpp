@@ -88,7 +88,7 @@ struct BertLayer {
   // x (B, S, H) -> (B, S, H), realized: each half is one cached plan, shared by every layer of the model
   template <class X, class M> X operator()(const X& x, const M& mask) const {
     X a = attention.output(attention.self(x, mask), x).realize();
-    return output(intermediate.dense(a).gelu_erf(), a).realize();
+    return output(intermediate.dense(a).gelu(), a).realize();
   }
 };
 

@@ -226,17 +226,24 @@ class Llama {
     return s + "<|im_start|>user\n" + std::string(user) + "<|im_end|>\n<|im_start|>assistant\n";
   }
 
-  // tokens (n,) int32 at positions start..start+n -> the logits (vocab,) after the last; n and start may be symbolic
+  // tokens (n,) int32 at positions start..start+n -> the logits (vocab,) after the last; n and start may be symbolic.
+  // A chunk of more than one token computes all its opts_.chunk rows (tokens holds them, padded): its matmuls have a
+  // size known when they are compiled, so each weight is dequantized once a chunk and the products tile over the rows
+  // (a symbolic count of rows ran each row as a matvec that dequantized every weight again: 11 tok/s). The padding's
+  // rows are never read: the causal mask puts them after every real row, and their cache rows are written again (by
+  // the next chunk or decode step) before any query reaches them.
   Tensor forward(const Tensor& tokens, const SInt& start, const SInt& n) {
-    Tensor x = nn::embedding(tokens.shrink({{0, n}}), emb_.value());  // (n, dim)
-    Tensor pos = Tensor::arange(double(opts_.chunk), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, n}}) + Tensor(start, opts_.device);
+    bool one = n.is_int() && n.value() == 1;
+    SInt rows = one ? n : SInt(opts_.chunk);
+    Tensor x = nn::embedding(tokens.shrink({{0, rows}}), emb_.value());  // (rows, dim)
+    Tensor pos = Tensor::arange(double(opts_.chunk), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, rows}}) + Tensor(start, opts_.device);
     auto [cos, sin] = rope(pos);
-    SInt total = start + n;
+    SInt total = start + rows;
     // causal: query i (position start + i) sees keys 0..start + i
     std::optional<Tensor> mask;
-    if (!(n.is_int() && n.value() == 1)) {
+    if (!one) {
       Tensor keys = Tensor::arange(double(ctx_ + opts_.chunk), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, total}});
-      mask = keys.reshape({SInt(1), total}) <= pos.reshape({n, SInt(1)});
+      mask = keys.reshape({SInt(1), total}) <= pos.reshape({rows, SInt(1)});
     }
     for (auto& b : blocks_) {
       // NOTE: realized at each block: the cache write below realizes this block's keys and values now, which would
@@ -244,12 +251,12 @@ class Llama {
       x = x.realize();
       // NOTE: the inputs of the matmuls are computed first (contiguous): fused in, a norm or the attention would be
       // computed again for every output of the matmul, and a matmul of quantized weights alone gets its block opts
-      x = x + attention(b, rms(x, b.attn_norm).contiguous(), cos, sin, start, n, mask);
+      x = x + attention(b, rms(x, b.attn_norm).contiguous(), cos, sin, start, rows, mask);
       Tensor h = rms(x, b.ffn_norm).contiguous();
       x = x + linear((linear(h, b.w_gate).contiguous().silu() * linear(h, b.w_up).contiguous()).contiguous(), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
-    Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({n, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_).contiguous();
+    Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({rows, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_).contiguous();
     return linear(last, out_).reshape({cfg_.vocab});
   }
 
@@ -288,7 +295,12 @@ class Llama {
     if (opts_.device != host_device()) raw = raw.to(opts_.device).realize();
     return Weight{raw, t->type, got};
   }
-  Tensor linear(const Tensor& x, const Weight& w) const { return x.matmul(w.value().transpose()); }
+  // x (rows, in) @ w.T: one kernel reading the blocks for one row (a decode step reads each weight byte once); for a
+  // chunk the weight dequantized first, once, then an ordinary matmul that tiles over the rows
+  Tensor linear(const Tensor& x, const Weight& w) const {
+    bool many = !x.shape().empty() && x.shape()[0] > 1;
+    return x.matmul((many && w.type != nn::GGMLType::F32 ? w.value().contiguous() : w.value()).transpose());
+  }
   Tensor rms(const Tensor& x, const Weight& w) const {
     return x * (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt() * w.value();
   }
