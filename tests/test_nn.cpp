@@ -1488,7 +1488,7 @@ struct DropNet {
 }  // namespace
 TINYGRAD_STATE(DropNet, fc, bn, drop, more);
 
-TEST_CASE("nn: train(model) / eval(model) set each layer's mode; a layer's own mode wins over TrainingScope", "[nn][parity]") {
+TEST_CASE("nn: train(model) / eval(model) set each layer's mode, a layer's own mode wins over TrainingScope", "[nn][parity]") {
   Tensor::manual_seed(21);
   DropNet m;
   Tensor x = f32({8, 3}, 40);
