@@ -12,6 +12,7 @@
 #include "tinygrad/runtime/device.hpp"  // and, where the library is compiled, the built-in devices (devices.hpp)
 #include "tinygrad/uop/ops.hpp"
 #include "tinygrad/engine/api.hpp"
+#include "tinygrad/json.hpp"  // NOTE: before the internals (engine/profile.hpp includes it too): single_include inlines it once
 #if TINYGRAD_WITH_INTERNALS  // header-only, the implementation TU, or TINYGRAD_INTERNALS: the whole pipeline
 #include "tinygrad/uop/upat.hpp"
 #include "tinygrad/uop/symbolic.hpp"
