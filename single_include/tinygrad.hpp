@@ -11982,33 +11982,22 @@ struct ReduceOps {
   })
   // torch's names and argument order; weight (broadcast) scales each element's loss
   T binary_cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
-    auto& p = self();
-    same_shape(p, y, "binary_cross_entropy");
-    T l = -(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0));
-    return reduce_loss(weight ? l * *weight : l, reduction, "binary_cross_entropy");
+    return bce(self(), y, weight, std::nullopt, false, reduction, "binary_cross_entropy");
   })
   T binary_cross_entropy_with_logits(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean",
                                      const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
-    auto& x = self();
-    same_shape(x, y, "binary_cross_entropy_with_logits");
-    T l = -((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid());
-    return reduce_loss(weight ? l * *weight : l, reduction, "binary_cross_entropy_with_logits");
+    return bce(self(), y, weight, pos_weight, true, reduction, "binary_cross_entropy_with_logits");
   })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
   // self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
   T binary_crossentropy(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
-    auto& p = self();
-    same_shape(p, y, "binary_crossentropy");
-    return reduce_loss(-(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0)), reduction, "binary_crossentropy");
+    return bce(self(), y, std::nullopt, std::nullopt, false, reduction, "binary_crossentropy");
   })
   // self: logits; pos_weight scales the positive term
   T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean",
                                const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
-    auto& x = self();
-    same_shape(x, y, "binary_crossentropy_logits");
-    return reduce_loss(-((pos_weight ? *pos_weight * y : y) * x.logsigmoid() + (1.0 - y) * (-x).logsigmoid()), reduction,
-                       "binary_crossentropy_logits");
+    return bce(self(), y, std::nullopt, pos_weight, true, reduction, "binary_crossentropy_logits");
   })
   // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
   // NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
@@ -12166,6 +12155,15 @@ struct ReduceOps {
     Shape rs(y.ndim(), 1);
     rs[size_t(dim)] = c;
     return y == T::arange(double(c), std::nullopt, 1, y.dtype(), y.device()).reshape(rs);
+  })
+  // binary cross-entropy of probabilities p (log clamped at -100, as torch) or of logits; pos_weight scales the positive
+  // term (logits), weight each element's loss
+  static T bce(const T& p, const T& y, const std::optional<T>& weight, const std::optional<T>& pos_weight, bool logits,
+               std::string_view reduction, const char* op) TINYGRAD_MEMBER_DEF({
+    same_shape(p, y, op);
+    T l = logits ? -((pos_weight ? *pos_weight * y : y) * p.logsigmoid() + (1.0 - y) * (-p).logsigmoid())
+                 : -(y * p.log().maximum(-100.0) + (1.0 - y) * (1.0 - p).log().maximum(-100.0));
+    return reduce_loss(weight ? l * *weight : l, reduction, op);
   })
   // weight (C) shaped to broadcast over x's class dim cd
   static std::optional<T> class_weight(const std::optional<T>& weight, const T& x, int64_t cd, const char* op) TINYGRAD_MEMBER_DEF({
