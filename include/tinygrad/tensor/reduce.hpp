@@ -252,7 +252,7 @@ struct ReduceOps {
   // along dim: (values, indices); the gradient goes to the element at the index (as torch)
   std::pair<T, T> median(int64_t dim, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
-    if (x.ndim() == 0) return {x, T::zeros({}, DType::Int32, x.device())};
+    if (x.ndim() == 0) return {x, T::zeros({}, DType::Int64, x.device())};
     int d = norm_axis(dim, x.ndim(), "median");
     int64_t n = x.shape()[size_t(d)];
     if (n == 0) throw IndexError("tinygrad::median: cannot reduce the empty dim " + std::to_string(d) + " of shape " + to_string(x.shape()));
