@@ -222,6 +222,8 @@ struct LaunchLimits {
   int64_t max_threads = 1024;
 };
 
+struct Communicator;  // collective.hpp
+
 // an opened device: allocator, compiler, program loader, and what code generation needs to know of it
 struct DeviceRuntime {
   std::string name;  // the instance: "CPU", "CUDA:1"
@@ -253,6 +255,9 @@ struct DeviceSpec {
   // optional: a compiler for this device's code that needs no device, or nullptr when none is wanted; with one, every
   // kernel compiled for another device is also rendered and compiled for this one (CUDA_COMPILE_CHECK=1)
   std::function<std::unique_ptr<Compiler>()> check_compiler;
+  // optional: the collectives of a group of this device's instances ({"CUDA:0", "CUDA:1"}) through the device's own
+  // library (NCCL), or nullptr when it cannot (a missing library): the group then reduces through the host
+  std::function<std::unique_ptr<Communicator>(const std::vector<std::string>& instances)> communicator;
 };
 
 namespace detail {
@@ -634,5 +639,6 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 
 }  // namespace tinygrad
 
+#include "collective.hpp"
 #include "devices.hpp"  // NOTE: last: the built-in devices' headers build on everything above
 #endif
