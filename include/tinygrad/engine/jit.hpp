@@ -10,9 +10,12 @@ namespace tinygrad::detail {
 
 struct JitProgram {
   struct Step {
-    std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]
+    std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]; or a collective (coll >= 0)
     std::vector<int> slots;
     std::vector<int64_t> vals;          // its variables' values (k->spec.vars) at the capture; a replay may bind others
+    int coll = -1;                      // a collective's ReduceKind, dtype, count; slots: the n results, then the n parts
+    DType coll_dt = DType::Float32;
+    int64_t coll_n = 0;
   };
   std::vector<Step> steps;
   // the table: inputs [0, n_in), then `fixed`, then `pool` (the planned intermediates), then `fresh` (the outputs
@@ -155,7 +158,7 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
     if (auto it = sym->find(b); it != sym->end()) std::tie(p->fresh.back().outer, p->fresh.back().inner) = it->second;
   }
   for (auto& l : cap.launches) {
-    JitProgram::Step st{l.k, {}, l.vals};
+    JitProgram::Step st{l.k, {}, l.vals, l.coll, l.coll_dt, l.coll_n};
     for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
     p->steps.push_back(std::move(st));
   }
@@ -261,6 +264,13 @@ inline void launch_program(JitProgram& p) {
   }
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
+    if (!st.k && st.coll >= 0) {
+      size_t n = st.slots.size() / 2;
+      std::vector<std::shared_ptr<Buffer>> recv, send;
+      for (size_t i = 0; i < n; i++) recv.push_back(t[size_t(st.slots[i])]), send.push_back(t[size_t(st.slots[n + i])]);
+      run_collective(recv, send, ReduceKind(st.coll), st.coll_dt, st.coll_n);
+      continue;
+    }
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double start = prof ? now_s() : 0;
     double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2 || prof);

@@ -3,6 +3,7 @@
 #include <list>
 #include "../renderer/registry.hpp"
 #include "api.hpp"
+#include "multi.hpp"
 #include "profile.hpp"
 #include "schedule.hpp"
 #include "search.hpp"
@@ -37,9 +38,13 @@ struct CompiledKernel {
 // TinyJit's capture (engine/jit.hpp): while a thread captures, every launch and copy it runs is recorded with its
 // buffers, and every buffer the engine allocates for it
 struct CapturedLaunch {
-  std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]
+  std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]; or a collective (coll)
   std::vector<std::shared_ptr<Buffer>> bufs;
   std::vector<int64_t> vals;          // its variables' values (k->spec.vars)
+  // a collective: its ReduceKind, dtype and count; bufs are the n results, then the n parts
+  int coll = -1;
+  DType coll_dt = DType::Float32;
+  int64_t coll_n = 0;
 };
 struct Capture {
   std::vector<CapturedLaunch> launches;
@@ -118,6 +123,28 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
   if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
+}
+
+// the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
+// reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
+inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op, DType dt,
+                           int64_t n) {
+  const bool prof = profiling();
+  double t0 = prof ? now_s() : 0;
+  std::vector<std::unique_ptr<Buffer>> views;
+  std::vector<Buffer*> s, r;
+  std::vector<std::string> devs;
+  for (size_t i = 0; i < send.size(); i++) {
+    s.push_back(views.emplace_back(std::make_unique<Buffer>(send[i]->device, dt, n, send[i]->ptr())).get());
+    r.push_back(views.emplace_back(std::make_unique<Buffer>(recv[i]->device, dt, n, recv[i]->ptr())).get());
+    devs.push_back(send[i]->device);
+  }
+  communicator(devs).all_reduce(s, r, op);
+  if (Capture* c = capturing()) {
+    auto& l = c->launches.emplace_back(CapturedLaunch{nullptr, recv, {}, int(op), dt, n});
+    l.bufs.insert(l.bufs.end(), send.begin(), send.end());
+  }
+  if (prof) profile_event(Profile::Track::copies, cat("all-reduce of ", devs.size(), " devices"), devs[0], t0, double(n * itemsize(dt)));
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -300,7 +327,58 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
   }
 }
 
+// an ALLREDUCE: realize each device's part on its device, then run the collective; every device's ALLREDUCE node
+// becomes a leaf holding its result
+inline void realize_collectives(const std::vector<UOpRef>& roots) {
+  for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    if (u->op != Ops::ALLREDUCE || is_leaf(u.get())) continue;
+    std::vector<std::shared_ptr<Buffer>> send, recv;
+    for (auto s : u->src) {
+      if (s->op == Ops::RESHAPE && is_leaf(s->src[0].get()) && prod(s->src[0]->shape) == prod(s->shape)) s = s->src[0];
+      if (!is_leaf(s.get())) realize_locked({s});
+      send.push_back(s->leaf_buffer());
+      recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
+    }
+    Ops op = Ops(u->varg()[0]);
+    ReduceKind k = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
+    run_collective(recv, send, k, u->dtype, prod(u->shape));
+    for (size_t i = 0; i < recv.size(); i++) make_uop(Ops::ALLREDUCE, u->dtype, u->src, std::vector<int64_t>{int64_t(op), int64_t(i)})->realized.set(recv[i]);
+  }
+}
+
+// a graph of several devices: lowered to each device's graph (engine/multi.hpp), realized device by device; a root
+// keeps its devices' values in multi_value (one device's: in realized)
+inline void realize_multi(const std::vector<UOpRef>& roots) {
+  MultiLowering L;
+  std::string g = multi_group(roots);
+  L.devs = split_devices(g);
+  L.device_node = make_uop(Ops::DEVICE, DType::Bool, {}, g);
+  std::vector<Lowered> low;
+  for (auto& r : roots) low.push_back(L.lower(r));
+  std::vector<std::vector<UOpRef>> per(L.devs.size());
+  for (auto& l : low) {
+    if (l.single()) realize_locked({l.per[0]});
+    else for (size_t i = 0; i < l.per.size(); i++) per[i].push_back(l.per[i]);
+  }
+  for (auto& p : per) if (!p.empty()) realize_locked(p);
+  for (size_t i = 0; i < roots.size(); i++) {
+    if (low[i].single()) { roots[i]->realized.set(low[i].per[0]->leaf_buffer()); continue; }
+    if (roots[i]->op == Ops::MULTI) continue;  // its parts are realized nodes now
+    std::vector<UOpRef> src{L.device_node};
+    for (auto& p : low[i].per) {  // each part as its buffer, not the graph that computed it
+      auto b = make_uop(Ops::BUFFER, p->dtype, {}, p->leaf_buffer());
+      src.push_back(b->shape == p->shape ? b : make_uop(Ops::RESHAPE, p->dtype, {b}, std::vector<int64_t>(p->shape)));
+    }
+    roots[i]->multi_value.set(make_uop(Ops::MULTI, roots[i]->dtype, src, low[i].axis));
+  }
+}
+
 inline void realize_locked(const std::vector<UOpRef>& roots_in) {
+  if (std::any_of(roots_in.begin(), roots_in.end(), [](const UOpRef& r) { return r->multi; })) {
+    std::vector<UOpRef> todo;
+    for (auto& r : roots_in) if (r->multi ? !multi_done(r.get()) : !is_leaf(r.get())) todo.push_back(r);
+    return todo.empty() ? void() : realize_multi(todo);
+  }
   auto& st = EngineState::get();
   std::vector<UOpRef> roots;
   for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
@@ -320,6 +398,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
       if (topo_id.count(u)) { stack.pop_back(); continue; }
       // a COPY not done yet: do the copies first (they become leaves), then start over
       if (u->op == Ops::COPY && !is_leaf(u)) { realize_copies(roots); return realize_locked(roots_in); }
+      if (u->op == Ops::ALLREDUCE && !is_leaf(u)) { realize_collectives(roots); return realize_locked(roots_in); }
       // a bound variable: its value is no part of the key (one plan for every value), it is passed to the kernels
       if (u->op == Ops::BIND && i == 1) {
         i++;

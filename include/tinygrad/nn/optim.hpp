@@ -9,7 +9,7 @@ namespace tinygrad::nn::optim {
 class Optimizer {
  public:
   // tensors that require grad are trained; the others (running statistics) are realized with each step
-  Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(Tensor::full({}, lr, DType::Float32).contiguous().realize()) {
+  Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(scalar_on(tensors, lr)) {
     for (auto& t : tensors) (t.requires_grad() ? params : buffers).push_back(t);
     if (params.empty()) throw Error("tinygrad::optim: none of the " + std::to_string(tensors.size()) + " tensors requires grad");
   }
@@ -41,7 +41,7 @@ class Optimizer {
   // writes the device buffer in place: the next step reads it, nothing recompiles
   void set_lr(double v) TINYGRAD_MEMBER_DEF({
     float f = float(v);
-    lr_.buffer()->copyin(&f);
+    for (auto& b : lr_.buffers()) b->copyin(&f);
   })
 
   std::vector<Tensor> params, buffers;
@@ -50,6 +50,10 @@ class Optimizer {
   // assign the new parameters (and state); return the state tensors to realize
   virtual std::vector<Tensor> update(const std::vector<Tensor>& grads) = 0;
   Tensor lr_;
+  // a float32 scalar buffer on the tensors' device(s)
+  static Tensor scalar_on(const std::vector<Tensor>& ts, double v) TINYGRAD_MEMBER_DEF({
+    return Tensor::full({}, v, DType::Float32, ts.empty() ? "" : ts[0].device()).contiguous().realize();
+  })
   static Tensor state_like(const Tensor& p) TINYGRAD_MEMBER_DEF({ return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); })
 };
 
@@ -65,7 +69,7 @@ class SGD : public Optimizer {
                   ", dampening " + std::to_string(dampening_));
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
     // NOTE: torch's first step takes b = g undamped: the factor on g lives in a buffer, 1 until the first step
-    if (momentum_ != 0 && dampening_ != 0) damp_ = Tensor::ones({}, DType::Float32).contiguous().realize();
+    if (momentum_ != 0 && dampening_ != 0) damp_ = scalar_on(this->params, 1);
   }
 
  protected:
@@ -79,7 +83,7 @@ class SGD : public Optimizer {
       params[i].assign(params[i].detach() - g * lr_);
     }
     if (!damp_) return b_;
-    damp_->assign(Tensor::full({}, 1 - dampening_, DType::Float32));
+    damp_->assign(Tensor::full({}, 1 - dampening_, DType::Float32, damp_->device()));
     std::vector<Tensor> state = b_;
     state.push_back(*damp_);
     return state;
@@ -99,7 +103,7 @@ class LAMB : public Optimizer {
   LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
        double weight_decay = 0, bool adam = false)
       : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
-        b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
+        b1_t_(scalar_on(tensors, 1)), b2_t_(scalar_on(tensors, 1)) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
   }
 

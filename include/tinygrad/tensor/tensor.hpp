@@ -98,6 +98,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
+    if (dev.find(',') != std::string::npos) return empty(shape, dt, detail::split_devices(dev)[0]).to(dev);
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
@@ -206,6 +207,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
+    if (on_many()) return detail::multi_done(u);
     return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
   })
 
@@ -251,6 +253,17 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
     return u->leaf_buffer();
   })
+  // each device's buffer (one per device of a sharded or copied tensor), realizing first
+  std::vector<std::shared_ptr<Buffer>> buffers() const TINYGRAD_MEMBER_DEF({
+    if (!on_many()) return {buffer()};
+    Tensor t = *this;
+    t.realize();
+    UOpRef m = t.uop()->is_param() ? t.uop()->src[0] : t.uop();
+    if (m->multi_value) m = m->multi_value.get();
+    std::vector<std::shared_ptr<Buffer>> r;
+    for (size_t i = 1; i < m->src.size(); i++) r.push_back((detail::is_leaf(m->src[i].get()) ? m->src[i] : m->src[i]->src[0])->leaf_buffer());
+    return r;
+  })
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<char> host = host_bytes();
@@ -264,6 +277,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
   std::vector<char> host_bytes() const TINYGRAD_MEMBER_DEF({
+    if (on_many()) return to(devices()[0]).host_bytes();  // the parts gathered on one device
     auto buf = buffer();
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
@@ -506,8 +520,37 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
   Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
+    if (dev.find(',') != std::string::npos && !on_many()) {  // each device a copy
+      std::vector<UOpRef> src{make_uop(Ops::DEVICE, DType::Bool, {}, dev)};
+      for (auto& d : detail::split_devices(dev)) src.push_back(to(d).uop());
+      return Tensor(make_uop(Ops::MULTI, dtype(), std::move(src), int64_t(-1)), dev);
+    }
     return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
   })
+
+  // several devices: "CPU:0,CPU:1" (engine/multi.hpp). to(devices) puts a copy on each; shard(devices, axis) splits
+  // the tensor along axis, a part a device (the first size % n parts one longer: 10 over 4 is 3, 3, 2, 2). Every op
+  // works on the result as on one tensor; a reduce over the split axis combines the parts (an all-reduce)
+  Tensor to(const std::vector<std::string>& devices) const TINYGRAD_MEMBER_DEF({ return to(join_devices(devices, "to")); })
+  Tensor shard(const std::vector<std::string>& devices, int64_t axis) const TINYGRAD_MEMBER_DEF({
+    std::string g = join_devices(devices, "shard");
+    if (devices.size() == 1) return to(devices[0]);
+    if (on_many()) return to(devices[0]).shard(devices, axis);
+    if (is_symbolic()) throw ShapeError("tinygrad::shard: the shape " + sym_str() + " is symbolic");
+    int64_t a = detail::norm_axis(axis, ndim(), "shard"), n = shape(a), k = int64_t(devices.size());
+    if (n < k) throw ShapeError(detail::cat("tinygrad::shard: dim ", a, " of ", sym_str(), " has ", n, " elements, fewer than the ", k, " devices"));
+    std::vector<UOpRef> src{make_uop(Ops::DEVICE, DType::Bool, {}, g)};
+    for (int64_t i = 0, at = 0; i < k; i++) {
+      int64_t len = n / k + (i < n % k ? 1 : 0);
+      std::vector<std::pair<int64_t, int64_t>> sl;
+      for (size_t d = 0; d < ndim(); d++) sl.push_back(int64_t(d) == a ? std::pair{at, at + len} : std::pair<int64_t, int64_t>{0, shape()[d]});
+      src.push_back(shrink(sl).to(devices[size_t(i)]).uop());
+      at += len;
+    }
+    return Tensor(make_uop(Ops::MULTI, dtype(), std::move(src), a), g);
+  })
+  // the devices the value lives on: one, or each of a sharded or copied tensor's
+  std::vector<std::string> devices() const TINYGRAD_MEMBER_DEF({ return detail::split_devices(device()); })
 
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
@@ -787,6 +830,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (size_t(check_shape(shape, "Tensor")) != n)
       throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
+    if (dev.find(',') != std::string::npos) return from_host(data, src_dt, n, shape, detail::split_devices(dev)[0]).to(dev);  // each device a copy
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
     return of_buffer(std::move(buf), shape);
@@ -849,6 +893,17 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // read it as an input); anything else becomes its buffer.
   void adopt_realized() TINYGRAD_MEMBER_DEF({
     const UOpRef& u = impl_->uop;
+    if (on_many()) {  // each device's part a buffer view
+      UOpRef m = u->multi_value ? u->multi_value.get() : u->is_param() ? u->src[0]->multi_value.get() : nullptr;
+      if (!m) m = u->is_param() ? u->src[0] : u;
+      if (m->op != Ops::MULTI) return;
+      std::vector<UOpRef> src{m->src[0]};
+      for (size_t i = 1; i < m->src.size(); i++) src.push_back(buffer_view(m->src[i]));
+      UOpRef v = make_uop(Ops::MULTI, u->dtype, std::move(src), m->arg);
+      if (impl_->requires_grad) { if (!(u->is_param() && u->src[0] == v)) impl_->uop = param_node(v); }
+      else if (!u->grad_dep) impl_->uop = v;
+      return;
+    }
     if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
       if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
     } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
@@ -938,6 +993,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape s(n - ndim(), 1);
     s.insert(s.end(), shape().begin(), shape().end());
     return reshape(s);
+  })
+  bool on_many() const { return impl_->device.find(',') != std::string::npos; }
+  static std::string join_devices(const std::vector<std::string>& devices, const char* op) TINYGRAD_MEMBER_DEF({
+    std::string g;
+    for (auto& d : devices) {
+      if (d.empty() || d.find(',') != std::string::npos) throw DeviceError(std::string("tinygrad::") + op + ": bad device name '" + d + "'");
+      if (g.find(d) != std::string::npos && std::count(devices.begin(), devices.end(), d) > 1)
+        throw DeviceError(std::string("tinygrad::") + op + ": device " + d + " is listed twice");
+      g += (g.empty() ? "" : ",") + d;
+    }
+    if (g.empty()) throw DeviceError(std::string("tinygrad::") + op + ": needs at least one device");
+    return g;
   })
   static std::string same_device(const std::string& a, const std::string& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a != b)

@@ -58,6 +58,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(REDUCE_AXIS, OTHER, EXPENSIVE)  /* recomputed per use, its whole loop would run again */                        \
   X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
   X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
+  X(MULTI) X(ALLREDUCE)  /* many devices (engine/multi.hpp) */                                                      \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
 
@@ -150,6 +151,21 @@ class RealizedBuffer {
   explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
   Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
 };
+// the same for a value of several devices: the MULTI node of its devices' buffers
+class RealizedMulti {
+  std::atomic<const UOp*> ptr_{nullptr};
+  std::shared_ptr<const UOp> own_;
+  static std::mutex& set_mutex() { static std::mutex m; return m; }
+ public:
+  std::shared_ptr<const UOp> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
+  void set(std::shared_ptr<const UOp> m) {
+    std::lock_guard lk(set_mutex());
+    if (ptr_.load(std::memory_order_relaxed) || !m) return;
+    own_ = std::move(m);
+    ptr_.store(own_.get(), std::memory_order_release);
+  }
+  explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
+};
 }  // namespace detail
 
 struct UOp : std::enable_shared_from_this<UOp> {
@@ -167,6 +183,10 @@ struct UOp : std::enable_shared_from_this<UOp> {
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
   mutable detail::RealizedBuffer realized;  // set once this node's value lives in a buffer
   bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
+  // a value of several devices (engine/multi.hpp): a MULTI, a DEVICE of several ("CPU:0,CPU:1"), or a node above one
+  bool multi = false;
+  // a multi value once realized: MULTI(DEVICE, each device's realized node), set once under the engine's lock
+  mutable detail::RealizedMulti multi_value;
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
   ~UOp();
@@ -285,8 +305,10 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
   if (is_float(dtype)) {
     u->grad_dep = u->is_param();
-    if (op != Ops::DETACH) for (auto& s : u->src) u->grad_dep |= s->grad_dep;
+    if (op != Ops::DETACH && op != Ops::MULTI) for (auto& s : u->src) u->grad_dep |= s->grad_dep;  // NOTE: shard() and to(devices) start a new value
   }
+  u->multi = op == Ops::MULTI || (op == Ops::DEVICE && std::get<std::string>(u->arg).find(',') != std::string::npos);
+  if (op != Ops::MULTI) for (auto& s : u->src) u->multi |= s->multi;
   t.map.emplace(h, u.get());
   return u;
 }
@@ -461,6 +483,11 @@ inline Shape detail::infer_shape(const UOp& u) {
       return s;
     }
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
+    case Ops::MULTI: {  // src[0] the DEVICE of all, then one part per device; arg the axis they split (-1: each holds all)
+      Shape s = u.src[1]->shape;
+      if (u.iarg() >= 0) { s[size_t(u.iarg())] = 0; for (size_t i = 1; i < u.src.size(); i++) s[size_t(u.iarg())] += u.src[i]->shape[size_t(u.iarg())]; }
+      return s;
+    }
     case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
     case Ops::DEFINE_VAR: case Ops::BIND:
       return {};

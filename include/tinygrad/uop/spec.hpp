@@ -291,6 +291,8 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::BIND, T, 3, 3, ArgKind::NONE, bind},  // realize lowers it to its variable
       // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
       {Ops::COPY},
+      // lowered before the scheduler (engine/multi.hpp: realize_multi, realize_collectives), as COPY is
+      {Ops::MULTI}, {Ops::ALLREDUCE},
       {Ops::CONST, ALL, 0, 1, ArgKind::NUM, const_},
       {Ops::BUFFER, T, 0, 0, ArgKind::BUF, buffer},
       {Ops::DEVICE, T, 0, 0, ArgKind::STR},
