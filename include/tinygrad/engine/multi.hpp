@@ -187,6 +187,7 @@ class MultiLowering {
     auto part_arg = [&](size_t i) -> std::vector<int64_t> {
       std::vector<int64_t> arg = u->op == Ops::PERMUTE || u->op == Ops::FLIP || u->op == Ops::PAD || u->op == Ops::SHRINK ? u->varg() : u->shape;
       if (u->op == Ops::EXPAND) arg[a] = b[i + 1] - b[i];
+      if (u->op == Ops::SHRINK) arg[2 * a + 1] = b[i + 1] - b[i];  // the whole part
       return arg;
     };
     switch (u->op) {

@@ -58,7 +58,8 @@ class JitCore : JitRecorder {
     Shape shape;
     DType dtype;
     std::string device;
-    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device()}; })
+    std::pair<int64_t, std::vector<Shape>> split;  // of a tensor of several devices (realized)
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device(), t.split()}; })
     bool operator==(const Sig&) const = default;
   };
   // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
@@ -66,9 +67,9 @@ class JitCore : JitRecorder {
   // tensor's graph changed)
   struct Bound {
     Tensor t;
-    std::shared_ptr<Buffer> captured;
+    std::vector<std::shared_ptr<Buffer>> captured;  // one per device
     const UOp* seen = nullptr;
-    std::shared_ptr<Buffer> buf;
+    std::vector<std::shared_ptr<Buffer>> buf;
   };
   // one recorded call: the tensors it assigned and read, and the random keys it drew
   struct Record {
@@ -83,7 +84,7 @@ class JitCore : JitRecorder {
   TINYGRAD_API void assigned(const Tensor& t) override;
   TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
   Bound made_before(const Tensor& t);
-  std::shared_ptr<Buffer> bind(Bound& b, const char* how);
+  std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
@@ -208,7 +209,7 @@ TINYGRAD_API JitCore::Bound JitCore::made_before(const Tensor& t) {
     realize_uncaptured({v.impl_->uop});
     v.adopt_realized();
   }
-  auto b = v.buffer();
+  auto b = v.buffers();
   return Bound{v, b, v.impl_->uop.get(), b};
 }
 
@@ -240,14 +241,16 @@ TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
 }
 
 // the buffer that holds b's tensor's value now, checked against the one it was captured with
-TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> JitCore::bind(Bound& b, const char* how) {
   if (b.t.impl_->uop.get() == b.seen) return b.buf;
-  auto buf = b.t.buffer();
-  auto& c = *b.captured;
-  if (buf->device != c.device || buf->dtype != c.dtype || buf->size != c.size)
-    throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()),
-                       ") is on ", buf->device, " now; it was on ", c.device,
-                       " when the function was captured. Make a new TinyJit for tensors that moved"));
+  auto buf = b.t.buffers();
+  for (size_t i = 0; i < std::max(buf.size(), b.captured.size()); i++) {
+    auto &x = *buf[std::min(i, buf.size() - 1)], &c = *b.captured[std::min(i, b.captured.size() - 1)];
+    if (buf.size() != b.captured.size() || x.device != c.device || x.dtype != c.dtype || x.size != c.size)
+      throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()), ") is on ",
+                         b.t.device(), " now, split ", x.size, "; it was on ", c.device, ", split ", c.size,
+                         " when the function was captured. Make a new TinyJit for tensors that moved"));
+  }
   b.seen = b.t.impl_->uop.get();
   return b.buf = std::move(buf);
 }
@@ -257,6 +260,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
   if (n == 1) {
+    Tensor::realize_all(args);
     for (auto& a : args) in_sig_.push_back(Sig::of(a));
     for (auto& v : vars) var_sig_.push_back(v.var());
   }
@@ -265,14 +269,14 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     if (!(vars[i].var() == var_sig_[i]))
       throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
+  Tensor::realize_all(args);  // NOTE: first: a tensor of several devices shows its split once realized
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
       throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
                          ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
-                         in_sig_[i].device));
+                         in_sig_[i].device, in_sig_[i].split != s.split ? " (split otherwise)" : ""));
   }
-  Tensor::realize_all(args);
   return prog_ ? replay(args, vars) : record(args, run);
 }
 
@@ -281,9 +285,10 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   // own, the later ones over a copy, so that the capture tells them apart
   std::vector<Tensor> use = args;
   for (size_t i = 0; i < use.size(); i++) {
-    auto b = use[i].buffer();
+    auto b = use[i].buffers()[0];
     for (size_t j = 0; j < i; j++) {
-      if (use[j].buffer() != b) continue;
+      if (use[j].buffers()[0] != b) continue;
+      if (use[i].devices().size() > 1) throw JitError(where() + ": a tensor of several devices is passed twice");
       auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
       copy_buffer(c, b);
       use[i] = Tensor::of_buffer(c, use[i].shape());
@@ -291,7 +296,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
     }
   }
   std::vector<std::shared_ptr<Buffer>> in, out;
-  for (auto& a : use) in.push_back(a.buffer());  // NOTE: before the call, which may assign an argument
+  for (auto& a : use) for (auto& b : a.buffers()) in.push_back(b);  // NOTE: before the call, which may assign an argument
   static std::atomic<uint64_t> ids{0};
   cur_ = Record{};
   heard_.clear();
@@ -313,9 +318,9 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   for (auto& s : r.states) all.push_back(s.t);
   for (size_t i : r.assigned_args) all.push_back(use[i]);
   Tensor::realize_all(all);
-  for (auto* bs : {&r.states, &r.reads}) for (auto& b : *bs) in.push_back(b.captured);
-  for (auto& k : r.keys) in.push_back(k.buffer());
-  for (auto& t : all) out.push_back(t.buffer());
+  for (auto* bs : {&r.states, &r.reads}) for (auto& b : *bs) in.insert(in.end(), b.captured.begin(), b.captured.end());
+  for (auto& k : r.keys) for (auto& b : k.buffers()) in.push_back(b);
+  for (auto& t : all) for (auto& b : t.buffers()) out.push_back(b);
   g.done = true;
   auto prog = jit_capture_end(in, out);
 
@@ -346,23 +351,31 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
 TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars) {
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
-  for (auto& a : args) in.push_back(a.buffer());
-  for (auto& s : rec_.states) in.push_back(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
-  for (auto& s : rec_.reads) in.push_back(bind(s, "reads"));
-  for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
+  auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
+  for (auto& a : args) add(a.buffers());
+  for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
+  for (auto& s : rec_.reads) add(bind(s, "reads"));
+  for (size_t i = 0; i < rec_.draws.size(); i++) add(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffers());
   std::vector<std::pair<const UOp*, int64_t>> vv;
   for (auto& v : vars) vv.push_back({v.var().uop().get(), v.value()});
   auto out = jit_replay(*prog_, in, vv);
+  // the outputs in order, each device's buffer of a tensor of several devices
+  size_t o = 0;
+  auto next = [&](const Shape& shape, const std::string& dev, const std::pair<int64_t, std::vector<Shape>>& sp) {
+    size_t n = std::count(dev.begin(), dev.end(), ',') + size_t(1);
+    std::vector<std::shared_ptr<Buffer>> bs(out.begin() + int64_t(o), out.begin() + int64_t(o + n));
+    o += n;
+    return std::pair{Tensor::of_buffers(bs, shape, dev, sp), bs};
+  };
   std::vector<Tensor> r;
-  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
-  for (size_t j = 0; j < rec_.states.size(); j++) {
-    auto& s = rec_.states[j];
-    s.t.assign(Tensor::of_buffer(out[out_sig_.size() + j], s.t.shape()));
+  for (auto& sg : out_sig_) r.push_back(next(sg.shape, sg.device, sg.split).first);
+  for (auto& s : rec_.states) {
+    auto [v, bs] = next(s.t.shape(), s.t.device(), s.t.split());
+    s.t.assign(v);
     s.seen = s.t.impl_->uop.get();
-    s.buf = out[out_sig_.size() + j];
+    s.buf = bs;
   }
-  size_t o = out_sig_.size() + rec_.states.size();
-  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(Tensor::of_buffer(out[o++], args[i].shape()));
+  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(next(args[i].shape(), args[i].device(), args[i].split()).first);
   return r;
 }
 

@@ -257,9 +257,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   std::vector<std::shared_ptr<Buffer>> buffers() const TINYGRAD_MEMBER_DEF({
     if (!on_many()) return {buffer()};
     Tensor t = *this;
-    t.realize();
-    UOpRef m = t.uop()->is_param() ? t.uop()->src[0] : t.uop();
-    if (m->multi_value) m = m->multi_value.get();
+    UOpRef m = t.realize().parts_node();
     std::vector<std::shared_ptr<Buffer>> r;
     for (size_t i = 1; i < m->src.size(); i++) r.push_back((detail::is_leaf(m->src[i].get()) ? m->src[i] : m->src[i]->src[0])->leaf_buffer());
     return r;
@@ -995,6 +993,27 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return reshape(s);
   })
   bool on_many() const { return impl_->device.find(',') != std::string::npos; }
+  // a realized tensor of several devices: the MULTI of its parts
+  UOpRef parts_node() const TINYGRAD_MEMBER_DEF({
+    UOpRef m = impl_->uop->is_param() ? impl_->uop->src[0] : impl_->uop;
+    return m->multi_value ? m->multi_value.get() : m;
+  })
+  // how a realized tensor is split: the axis (-1: copies) and each part's shape; none for one device
+  std::pair<int64_t, std::vector<Shape>> split() const TINYGRAD_MEMBER_DEF({
+    if (!on_many()) return {-1, {}};
+    UOpRef m = parts_node();
+    std::vector<Shape> parts;
+    for (size_t i = 1; i < m->src.size(); i++) parts.push_back(m->src[i]->shape);
+    return {m->iarg(), parts};
+  })
+  // a tensor over buffers (one per device of `device`) split as `sp`
+  static Tensor of_buffers(const std::vector<std::shared_ptr<Buffer>>& bufs, const Shape& shape, const std::string& device,
+                           const std::pair<int64_t, std::vector<Shape>>& sp) TINYGRAD_MEMBER_DEF({
+    if (device.find(',') == std::string::npos) return of_buffer(bufs[0], shape);
+    std::vector<UOpRef> src{make_uop(Ops::DEVICE, DType::Bool, {}, device)};
+    for (size_t i = 0; i < bufs.size(); i++) src.push_back(of_buffer(bufs[i], sp.second[i]).uop());
+    return Tensor(make_uop(Ops::MULTI, bufs[0]->dtype, std::move(src), sp.first), device);
+  })
   static std::string join_devices(const std::vector<std::string>& devices, const char* op) TINYGRAD_MEMBER_DEF({
     std::string g;
     for (auto& d : devices) {
