@@ -9,12 +9,14 @@
 
 using namespace tinygrad;
 
-int main() {
-  std::string dev = pin_device("CPU");
-  const int64_t bs = detail::getenv_int("BS", 512), warm = detail::getenv_int("WARM", 3), steps = detail::getenv_int("STEPS", 5);
+// the median seconds of a jitted step at batch bs per device, data-parallel over gpus (none: one device)
+static double measure(const std::vector<std::string>& gpus, int64_t bs, int64_t warm, int64_t steps) {
   fashion::Model model;
+  int64_t n = std::max<int64_t>(int64_t(gpus.size()), 1);
+  fashion::replicate(model, gpus);
   nn::optim::Adam opt(nn::get_parameters(model));
-  Tensor x = Tensor::rand({bs, 1, 28, 28}).realize(), y = (Tensor::rand({bs}) * 10).cast(DType::Int32).realize();
+  Tensor x = fashion::place(Tensor::rand({bs * n, 1, 28, 28}), gpus).realize();
+  Tensor y = fashion::place((Tensor::rand({bs * n}) * 10).cast(DType::Int32), gpus).realize();
   TinyJit step([&](const Tensor& xs, const Tensor& ys) {
     TrainingScope train;
     opt.zero_grad();
@@ -30,9 +32,23 @@ int main() {
     if (i >= warm) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
-  double ours = times[times.size() / 2];
+  return times[times.size() / 2];
+}
+
+int main() {
+  std::string dev = pin_device("CPU");
+  const int64_t bs = detail::getenv_int("BS", 512), warm = detail::getenv_int("WARM", 3), steps = detail::getenv_int("STEPS", 5);
+  auto gpus = fashion::gpus();  // GPUS=n: data-parallel, batch BS per device, against one device at batch BS
+  double ours = measure({}, bs, warm, steps);
   std::printf("tinygrad.hpp  %.4f s/step (jitted) on %s (batch %lld, %d CPU threads, median of %lld)\n", ours, dev.c_str(), (long long)bs,
               cpu_threads(), (long long)steps);
+  if (!gpus.empty()) {
+    double many = measure(gpus, bs, warm, steps);
+    std::printf("tinygrad.hpp  %.4f s/step on %zu devices (%s, batch %lld each)\nscaling       %.1f%% efficiency (one device's time / theirs at "
+                "the same batch per device; target >= 90%% on 2, 85%% on 4)\n",
+                many, gpus.size(), gpus[0].c_str(), (long long)bs, 100 * ours / many);
+    return 0;
+  }
 
   ::setenv("THREADS", std::to_string(cpu_threads()).c_str(), 1);  // the peers use as many threads as we do, and our device
   ::setenv("DEV", dev.c_str(), 1);

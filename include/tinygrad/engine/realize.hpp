@@ -327,22 +327,62 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
   }
 }
 
-// an ALLREDUCE: realize each device's part on its device, then run the collective; every device's ALLREDUCE node
-// becomes a leaf holding its result
+// ALLREDUCEs, in waves: those whose parts need no other collective first. Each device realizes its parts of a wave in
+// one schedule, together with every value of that schedule the rest of the graph reads too (a forward activation the
+// backward pass reads again): those stay buffers, never computed twice. Then the wave's collectives run; every
+// device's ALLREDUCE node becomes a leaf holding its result
 inline void realize_collectives(const std::vector<UOpRef>& roots) {
-  for (auto& u : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
-    if (u->op != Ops::ALLREDUCE || is_leaf(u.get())) continue;
-    std::vector<std::shared_ptr<Buffer>> send, recv;
-    for (auto s : u->src) {
-      if (s->op == Ops::RESHAPE && is_leaf(s->src[0].get()) && prod(s->src[0]->shape) == prod(s->shape)) s = s->src[0];
-      if (!is_leaf(s.get())) realize_locked({s});
-      send.push_back(s->leaf_buffer());
-      recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
+  for (;;) {
+    auto topo = toposort_all(roots, [](const UOp* x) { return !is_leaf(x); });
+    std::unordered_map<const UOp*, bool> waits;  // a collective not done yet at or below the node
+    std::unordered_map<const UOp*, std::string> dev;
+    std::vector<UOpRef> wave;
+    for (auto& u : topo) {
+      bool w = u->op == Ops::ALLREDUCE && !is_leaf(u.get()), below = false;
+      for (auto& s : u->src) below |= waits[s.get()];
+      waits[u.get()] = w || below;
+      if (w && !below) wave.push_back(u);
+      const std::string* d = node_device(u.get());
+      dev[u.get()] = d ? *d : u->op == Ops::COPY ? std::get<std::string>(u->src[1]->arg) : u->src.empty() ? "" : dev[u->src[0].get()];
+      if (u->op != Ops::COPY) for (auto& s : u->src) if (dev[u.get()].empty()) dev[u.get()] = dev[s.get()];
     }
-    Ops op = Ops(u->varg()[0]);
-    ReduceKind k = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
-    run_collective(recv, send, k, u->dtype, prod(u->shape));
-    for (size_t i = 0; i < recv.size(); i++) make_uop(Ops::ALLREDUCE, u->dtype, u->src, std::vector<int64_t>{int64_t(op), int64_t(i)})->realized.set(recv[i]);
+    if (wave.empty()) return;
+    // the wave's parts and what they compute on the way, and of that what the rest reads too
+    std::unordered_set<const UOp*> in_wave, wave_ar;
+    std::vector<UOpRef> stack;
+    for (auto& a : wave) { wave_ar.insert(a.get()); for (auto& s : a->src) stack.push_back(s); }
+    while (!stack.empty()) {
+      UOpRef x = stack.back();
+      stack.pop_back();
+      if (is_leaf(x.get()) || !in_wave.insert(x.get()).second) continue;
+      for (auto& s : x->src) stack.push_back(s);
+    }
+    std::map<std::string, std::vector<UOpRef>> todo;
+    auto add = [&](UOpRef x) {
+      while (is_movement(x->op) && !is_leaf(x.get())) x = x->src[0];
+      auto& v = todo[dev[x.get()]];
+      bool value = x->op != Ops::CONST && x->op != Ops::DEVICE && x->op != Ops::BIND && x->op != Ops::DEFINE_VAR;
+      if (!is_leaf(x.get()) && value && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    };
+    for (auto& a : wave) for (auto& s : a->src) add(s);
+    for (auto& u : topo)
+      if (!in_wave.count(u.get()) && !wave_ar.count(u.get()))
+        for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) add(s);
+    for (auto& [d, r] : todo) realize_locked(r);
+    for (auto& u : wave) {
+      if (is_leaf(u.get())) continue;  // a sibling of one done before
+      std::vector<std::shared_ptr<Buffer>> send, recv;
+      for (auto s : u->src) {
+        while (!is_leaf(s.get())) s = s->src[0];  // a movement op of a realized part (a reshape): its buffer
+        send.push_back(s->leaf_buffer());
+        recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
+      }
+      Ops op = Ops(u->varg()[0]);
+      ReduceKind k = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
+      run_collective(recv, send, k, u->dtype, prod(u->shape));
+      for (size_t i = 0; i < recv.size(); i++)
+        make_uop(Ops::ALLREDUCE, u->dtype, u->src, std::vector<int64_t>{int64_t(op), int64_t(i)})->realized.set(recv[i]);
+    }
   }
 }
 
