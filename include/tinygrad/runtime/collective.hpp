@@ -32,12 +32,23 @@ void host_reduce(std::vector<char>& acc, const std::vector<char>& x, ReduceKind 
     } else if constexpr (std::is_same_v<T, bool>) {
       a = op == ReduceKind::Sum || op == ReduceKind::Max ? (a || b) : (a && b);
     } else if constexpr (std::is_integral_v<T>) {
-      using U = std::make_unsigned_t<T>;  // NOTE: wraps, never signed overflow
-      a = op == ReduceKind::Sum ? T(U(a) + U(b)) : op == ReduceKind::Prod ? T(U(a) * U(b)) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
+      // NOTE: wraps, never signed overflow: W is at least unsigned int (uint16_t * uint16_t would promote to int)
+      using W = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+      W x = W(std::make_unsigned_t<T>(a)), y = W(std::make_unsigned_t<T>(b));
+      a = op == ReduceKind::Sum ? T(x + y) : op == ReduceKind::Prod ? T(x * y) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
     } else {
       a = op == ReduceKind::Sum ? a + b : op == ReduceKind::Prod ? a * b : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
     }
     std::memcpy(acc.data() + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// the same for a dtype known at run time (the host fallback, dist.hpp's reduction through rank 0)
+inline void host_reduce(DType dt, std::vector<char>& acc, const std::vector<char>& x, ReduceKind op) {
+  switch (dt) {
+#define TG_X(n, t, sz, k, c) case DType::n: host_reduce<t, DType::n>(acc, x, op); break;
+    TG_DTYPES(TG_X)
+#undef TG_X
   }
 }
 
@@ -47,14 +58,7 @@ struct HostCommunicator : Communicator {
     if (send.empty()) return;
     std::vector<char> acc(send[0]->nbytes()), x(acc.size());
     send[0]->copyout(acc.data());
-    for (size_t j = 1; j < send.size(); j++) {
-      send[j]->copyout(x.data());
-      switch (send[0]->dtype) {
-#define TG_X(n, t, sz, k, c) case DType::n: host_reduce<t, DType::n>(acc, x, op); break;
-        TG_DTYPES(TG_X)
-#undef TG_X
-      }
-    }
+    for (size_t j = 1; j < send.size(); j++) send[j]->copyout(x.data()), host_reduce(send[0]->dtype, acc, x, op);
     for (Buffer* r : recv) r->copyin(acc.data());
   }
 };
@@ -68,7 +72,8 @@ inline Communicator& communicator(const std::vector<std::string>& devices) {
   std::lock_guard lk(mu);
   auto& c = (*groups)[devices];
   if (c) return *c;
-  bool one_kind = !devices.empty() && std::all_of(devices.begin(), devices.end(), [&](auto& d) { return detail::device_base(d) == detail::device_base(devices[0]); });
+  bool one_kind = !devices.empty() &&
+      std::all_of(devices.begin(), devices.end(), [&](auto& d) { return detail::device_base(d) == detail::device_base(devices[0]); });
   if (one_kind && detail::getenv_str("COLLECTIVE") != "host")
     if (auto make = device_spec(devices[0]).communicator) c = make(devices);
   if (!c) c = std::make_unique<detail::HostCommunicator>();

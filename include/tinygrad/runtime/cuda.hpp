@@ -147,6 +147,9 @@ struct CudaApi {
   int (*cuEventElapsedTime)(float*, H, H);
   int (*cuEventDestroy)(H);
   int (*cuGetErrorString)(int, const char**);
+  int (*cuStreamCreate)(H*, unsigned);  // NCCL's streams (nccl.hpp)
+  int (*cuStreamSynchronize)(H);
+  int (*cuStreamDestroy)(H);
   // CUDA graphs (optional: nullptr on a driver without them). NOTE: the _v1 parameter struct, which the unsuffixed
   // symbols take in every driver since 10.0
   struct KernelNode { H func; unsigned grid[3], block[3], shared; void** params; void** extra; };
@@ -178,6 +181,8 @@ struct CudaApi {
     cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
     load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
+    load_sym(l, cuStreamCreate, "cuStreamCreate", lib); load_sym(l, cuStreamSynchronize, "cuStreamSynchronize", lib);
+    load_sym(l, cuStreamDestroy, "cuStreamDestroy_v2", lib);
     auto opt = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(l, name)); };
     opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode");
     opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
@@ -331,6 +336,9 @@ struct CUDAAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
 };
 
+// a group of CUDA instances through NCCL, or nullptr without libnccl (nccl.hpp)
+inline std::unique_ptr<Communicator> nccl_communicator(const std::vector<std::string>& instances);
+
 // the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
 inline DeviceSpec cuda_device() {
   DeviceSpec d;
@@ -364,6 +372,7 @@ inline DeviceSpec cuda_device() {
     try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
     catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
   };
+  d.communicator = nccl_communicator;
   return d;
 }
 }  // namespace tinygrad::detail

@@ -642,3 +642,4 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 #include "collective.hpp"
 #include "devices.hpp"  // NOTE: last: the built-in devices' headers build on everything above
 #endif
+#include "dist.hpp"  // one process per device: its API is declared for every TU, its internals come with them

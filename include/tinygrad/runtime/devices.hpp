@@ -4,6 +4,7 @@
 #include "device.hpp"
 #include "cpu.hpp"
 #include "cuda.hpp"
+#include "nccl.hpp"
 #include "opencl.hpp"
 
 namespace tinygrad::detail {
