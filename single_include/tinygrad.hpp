@@ -675,6 +675,8 @@ struct LaunchLimits {
   int64_t max_threads = 1024;
 };
 
+struct Communicator;  // collective.hpp
+
 // an opened device: allocator, compiler, program loader, and what code generation needs to know of it
 struct DeviceRuntime {
   std::string name;  // the instance: "CPU", "CUDA:1"
@@ -706,6 +708,9 @@ struct DeviceSpec {
   // optional: a compiler for this device's code that needs no device, or nullptr when none is wanted; with one, every
   // kernel compiled for another device is also rendered and compiled for this one (CUDA_COMPILE_CHECK=1)
   std::function<std::unique_ptr<Compiler>()> check_compiler;
+  // optional: the collectives of a group of this device's instances ({"CUDA:0", "CUDA:1"}) through the device's own
+  // library (NCCL), or nullptr when it cannot (a missing library): the group then reduces through the host
+  std::function<std::unique_ptr<Communicator>(const std::vector<std::string>& instances)> communicator;
 };
 
 namespace detail {
@@ -1087,6 +1092,89 @@ inline void write_file_atomic(const std::filesystem::path& p, const std::string&
 
 }  // namespace tinygrad
 
+// begin include/tinygrad/runtime/collective.hpp
+// Collectives: the members of a group (one buffer on each of several devices) reduce together. A device may bring
+// its own library (NCCL on CUDA: DeviceSpec::communicator); any other group reduces through the host, which is
+// how several CPU devices ("CPU:0", "CPU:1") run the same logic in CI. Groups are made once and kept.
+
+namespace tinygrad {
+
+enum class ReduceKind : uint8_t { Sum, Prod, Max, Min };
+
+// a group of devices that reduce together
+struct Communicator {
+  virtual ~Communicator() = default;
+  // recv[i] = op over every member j of send[j], elementwise, for each member i (one buffer per member in the group's
+  // order, all of one dtype and size; recv[i] may be send[i]). Queued on the devices' streams like a kernel
+  virtual void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) = 0;
+};
+
+namespace detail {
+// one element-wise reduction on the host, in the dtype's own arithmetic (ints wrap as on a device; halves through float)
+template <class T, DType D>
+void host_reduce(std::vector<char>& acc, const std::vector<char>& x, ReduceKind op) {
+  size_t n = acc.size() / sizeof(T);
+  for (size_t i = 0; i < n; i++) {
+    T a, b;
+    std::memcpy(&a, acc.data() + i * sizeof(T), sizeof(T));
+    std::memcpy(&b, x.data() + i * sizeof(T), sizeof(T));
+    if constexpr (D == DType::Float16 || D == DType::BFloat16) {
+      float fa = float(elem_to_double<D>(a)), fb = float(elem_to_double<D>(b));
+      float r = op == ReduceKind::Sum ? fa + fb : op == ReduceKind::Prod ? fa * fb : op == ReduceKind::Max ? std::max(fa, fb) : std::min(fa, fb);
+      a = D == DType::Float16 ? f32_to_f16(r) : f32_to_bf16(r);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      a = op == ReduceKind::Sum || op == ReduceKind::Max ? (a || b) : (a && b);
+    } else if constexpr (std::is_integral_v<T>) {
+      // NOTE: wraps, never signed overflow: W is at least unsigned int (uint16_t * uint16_t would promote to int)
+      using W = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
+      W x = W(std::make_unsigned_t<T>(a)), y = W(std::make_unsigned_t<T>(b));
+      a = op == ReduceKind::Sum ? T(x + y) : op == ReduceKind::Prod ? T(x * y) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
+    } else {
+      a = op == ReduceKind::Sum ? a + b : op == ReduceKind::Prod ? a * b : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
+    }
+    std::memcpy(acc.data() + i * sizeof(T), &a, sizeof(T));
+  }
+}
+
+// the same for a dtype known at run time (the host fallback, dist.hpp's reduction through rank 0)
+inline void host_reduce(DType dt, std::vector<char>& acc, const std::vector<char>& x, ReduceKind op) {
+  switch (dt) {
+#define TG_X(n, t, sz, k, c) case DType::n: host_reduce<t, DType::n>(acc, x, op); break;
+    TG_DTYPES(TG_X)
+#undef TG_X
+  }
+}
+
+// the fallback: every member's buffer to the host, reduced there, the result back to every member
+struct HostCommunicator : Communicator {
+  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
+    if (send.empty()) return;
+    std::vector<char> acc(send[0]->nbytes()), x(acc.size());
+    send[0]->copyout(acc.data());
+    for (size_t j = 1; j < send.size(); j++) send[j]->copyout(x.data()), host_reduce(send[0]->dtype, acc, x, op);
+    for (Buffer* r : recv) r->copyin(acc.data());
+  }
+};
+}  // namespace detail
+
+// the communicator of a group of device instances, made on first use and kept: the devices' own library when they
+// are of one kind that has one (COLLECTIVE=host forces the host), else the host
+inline Communicator& communicator(const std::vector<std::string>& devices) {
+  static std::mutex mu;
+  static auto* groups = new std::map<std::vector<std::string>, std::unique_ptr<Communicator>>();  // NOTE: leaked (static destruction order)
+  std::lock_guard lk(mu);
+  auto& c = (*groups)[devices];
+  if (c) return *c;
+  bool one_kind = !devices.empty() &&
+      std::all_of(devices.begin(), devices.end(), [&](auto& d) { return detail::device_base(d) == detail::device_base(devices[0]); });
+  if (one_kind && detail::getenv_str("COLLECTIVE") != "host")
+    if (auto make = device_spec(devices[0]).communicator) c = make(devices);
+  if (!c) c = std::make_unique<detail::HostCommunicator>();
+  return *c;
+}
+
+}  // namespace tinygrad
+// end include/tinygrad/runtime/collective.hpp
 // begin include/tinygrad/runtime/devices.hpp
 // The built-in devices, added to the registry on its first use rather than by static objects: a program that
 // includes the library and opens no device has none of their code compiled in (nothing runs before main, either).
@@ -2035,6 +2123,9 @@ struct CudaApi {
   int (*cuEventElapsedTime)(float*, H, H);
   int (*cuEventDestroy)(H);
   int (*cuGetErrorString)(int, const char**);
+  int (*cuStreamCreate)(H*, unsigned);  // NCCL's streams (nccl.hpp)
+  int (*cuStreamSynchronize)(H);
+  int (*cuStreamDestroy)(H);
   // CUDA graphs (optional: nullptr on a driver without them). NOTE: the _v1 parameter struct, which the unsuffixed
   // symbols take in every driver since 10.0
   struct KernelNode { H func; unsigned grid[3], block[3], shared; void** params; void** extra; };
@@ -2066,6 +2157,8 @@ struct CudaApi {
     cuEventElapsedTime = reinterpret_cast<decltype(cuEventElapsedTime)>(::dlsym(l, "cuEventElapsedTime_v2"));
     if (!cuEventElapsedTime) load_sym(l, cuEventElapsedTime, "cuEventElapsedTime", lib);
     load_sym(l, cuEventDestroy, "cuEventDestroy_v2", lib); load_sym(l, cuGetErrorString, "cuGetErrorString", lib);
+    load_sym(l, cuStreamCreate, "cuStreamCreate", lib); load_sym(l, cuStreamSynchronize, "cuStreamSynchronize", lib);
+    load_sym(l, cuStreamDestroy, "cuStreamDestroy_v2", lib);
     auto opt = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(::dlsym(l, name)); };
     opt(cuGraphCreate, "cuGraphCreate"); opt(cuGraphAddKernelNode, "cuGraphAddKernelNode");
     opt(cuGraphInstantiateWithFlags, "cuGraphInstantiateWithFlags");
@@ -2219,6 +2312,9 @@ struct CUDAAllocator : Allocator {
   void copy(void* dst, const void* src, size_t n) override { d->current(); d->api->check(d->api->cuMemcpyDtoD(P(dst), P(src), n), "cuMemcpyDtoD"); }
 };
 
+// a group of CUDA instances through NCCL, or nullptr without libnccl (nccl.hpp)
+inline std::unique_ptr<Communicator> nccl_communicator(const std::vector<std::string>& instances);
+
 // the descriptor (nothing opens before first use); RuntimeRegistry adds it on first use (runtime/devices.hpp)
 inline DeviceSpec cuda_device() {
   DeviceSpec d;
@@ -2252,10 +2348,209 @@ inline DeviceSpec cuda_device() {
     try { return std::make_unique<NVRTCCompiler>(getenv_str("CUDA_COMPILE_ARCH", "compute_90")); }
     catch (const DeviceError& e) { std::fprintf(stderr, "CUDA_COMPILE_CHECK skipped: %s\n", e.what()); return nullptr; }
   };
+  d.communicator = nccl_communicator;
   return d;
 }
 }  // namespace tinygrad::detail
 // end include/tinygrad/runtime/cuda.hpp
+// begin include/tinygrad/runtime/nccl.hpp
+// NCCL, NVIDIA's collectives, loaded with dlopen like the rest of CUDA: no NCCL headers at build time, the few ABI types
+// below are nccl.h's (checked against NCCL 2.32's). A group of one process's CUDA instances reduces through one
+// ncclCommInitAll (the CUDA spec's communicator); dist.hpp joins one process per GPU through ncclCommInitRank.
+// NOTE: NVLink multicast (NVLS) stays off: NCCL_NVLS_ENABLE=0 is set before NCCL loads (on some hosts it can take the
+// GPUs out of service), and nothing here calls cuMulticastCreate.
+
+namespace tinygrad::detail {
+
+// the NCCL entry points we use (ncclComm_t and cudaStream_t are void*, the enums int)
+struct NcclApi {
+  using Comm = void*;
+  struct UniqueId { char internal[128]; };  // ncclUniqueId (NCCL_UNIQUE_ID_BYTES)
+  // ncclConfig_t as NCCL 2.14 laid it out (version 21400): NCCL copies `size` bytes and defaults every later field
+  struct Config {
+    size_t size = sizeof(Config);
+    unsigned magic = 0xcafebeef, version = 21400;  // NCCL_API_MAGIC, NCCL_VERSION(2, 14, 0)
+    int blocking = INT32_MIN, cga_cluster_size = INT32_MIN, min_ctas = INT32_MIN, max_ctas = INT32_MIN;  // NCCL_CONFIG_UNDEF_INT
+    const char* net_name = nullptr;
+    int split_share = INT32_MIN;
+  };
+  static constexpr int kSuccess = 0, kInProgress = 7;  // ncclResult_t
+  int (*ncclGetVersion)(int*);
+  int (*ncclGetUniqueId)(UniqueId*);
+  int (*ncclCommInitAll)(Comm*, int, const int*);
+  int (*ncclCommInitRankConfig)(Comm*, int, UniqueId, int, Config*);
+  int (*ncclCommGetAsyncError)(Comm, int*);
+  int (*ncclCommAbort)(Comm);
+  int (*ncclCommDestroy)(Comm);
+  int (*ncclAllReduce)(const void*, void*, size_t, int, int, Comm, void*);
+  int (*ncclGroupStart)();
+  int (*ncclGroupEnd)();
+  const char* (*ncclGetErrorString)(int);
+  const char* (*ncclGetLastError)(Comm);
+  int version = 0;
+  explicit NcclApi(void* l) {
+#define TG_NC(f) load_sym(l, f, #f, "libnccl")
+    TG_NC(ncclGetVersion); TG_NC(ncclGetUniqueId); TG_NC(ncclCommInitAll); TG_NC(ncclCommInitRankConfig); TG_NC(ncclCommGetAsyncError);
+    TG_NC(ncclCommAbort); TG_NC(ncclCommDestroy); TG_NC(ncclAllReduce); TG_NC(ncclGroupStart); TG_NC(ncclGroupEnd);
+    TG_NC(ncclGetErrorString); TG_NC(ncclGetLastError);
+#undef TG_NC
+    ncclGetVersion(&version);
+  }
+  // a failed call's message: NCCL's name for the result and its last error's text
+  std::string message(int r, const char* what, Comm c = nullptr) const {
+    const char* s = ncclGetErrorString(r);
+    const char* last = ncclGetLastError(c);
+    return cat("tinygrad: NCCL ", what, " failed: ", s ? s : "error", " (", r, ")", last && *last ? cat(": ", last) : "");
+  }
+  void check(int r, const char* what, Comm c = nullptr) const { if (r != kSuccess) throw DeviceError(message(r, what, c)); }
+};
+
+// where libnccl may be: TINYGRAD_NCCL (a path) first, then the loader's search path, then the nvidia-nccl wheels
+// (pip's nvidia/nccl/lib) of the usual Python prefixes, found by listing folders: PyTorch's machines often have NCCL
+// only there
+inline std::vector<std::string> nccl_candidates() {
+  std::vector<std::string> r;
+  if (std::string p = getenv_str("TINYGRAD_NCCL"); !p.empty()) r.push_back(p);
+  r.insert(r.end(), {"libnccl.so.2", "libnccl.so"});
+  std::vector<std::string> roots{"/usr/local/lib", "/usr/lib", "/opt/conda/lib"};
+  for (const char* v : {"VIRTUAL_ENV", "CONDA_PREFIX"}) if (std::string p = getenv_str(v); !p.empty()) roots.push_back(p + "/lib");
+  if (std::string h = getenv_str("HOME"); !h.empty()) roots.push_back(h + "/.local/lib");
+  namespace fs = std::filesystem;
+  for (auto& root : roots) {
+    std::error_code ec;
+    std::vector<fs::path> pys;
+    for (fs::directory_iterator it(root, ec), e; !ec && it != e; it.increment(ec))
+      if (it->path().filename().string().rfind("python3", 0) == 0) pys.push_back(it->path());
+    std::sort(pys.begin(), pys.end());
+    for (auto& py : pys)
+      for (const char* sp : {"site-packages", "dist-packages"})
+        if (auto p = py / sp / "nvidia/nccl/lib/libnccl.so.2"; fs::exists(p, ec)) r.push_back(p.string());
+  }
+  return r;
+}
+// NCCL, loaded once; nullptr when no libnccl loads (nccl_missing() says why)
+inline std::string& nccl_missing() { static std::string why; return why; }
+inline NcclApi* nccl() {
+  static NcclApi* api = []() -> NcclApi* {
+    // NOTE: overwrites a user's NCCL_NVLS_ENABLE=1 too (issue 41): NVLS stays off in every process the library runs in
+    ::setenv("NCCL_NVLS_ENABLE", "0", 1);
+    auto names = nccl_candidates();
+    for (auto& n : names)
+      if (void* l = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) {
+        try { return new NcclApi(l); }  // NOTE: leaked on purpose
+        catch (const DeviceError& e) { nccl_missing() = e.what(); return nullptr; }
+      }
+    std::string tried;
+    for (auto& n : names) tried += (tried.empty() ? "" : ", ") + n;
+    nccl_missing() = cat("no libnccl loads (tried ", tried, "; TINYGRAD_NCCL=/path/libnccl.so.2 names one)");
+    return nullptr;
+  }();
+  return api;
+}
+
+// ncclDataType_t of a dtype, or -1 where NCCL has none (bool, int16, uint16 reduce through the host)
+inline int nccl_dtype(DType d) {
+  switch (d) {
+    case DType::Int8: return 0;
+    case DType::UInt8: return 1;
+    case DType::Int32: return 2;
+    case DType::UInt32: return 3;
+    case DType::Int64: return 4;
+    case DType::UInt64: return 5;
+    case DType::Float16: return 6;
+    case DType::Float32: return 7;
+    case DType::Float64: return 8;
+    case DType::BFloat16: return 9;
+    default: return -1;
+  }
+}
+// ncclRedOp_t
+inline int nccl_op(ReduceKind op) {
+  return op == ReduceKind::Sum ? 0 : op == ReduceKind::Prod ? 1 : op == ReduceKind::Max ? 2 : 3;
+}
+// the ordinal of "CUDA" or "CUDA:n"
+inline int cuda_ordinal(const std::string& instance) {
+  auto p = instance.find(':');
+  return p == std::string::npos ? 0 : std::stoi(instance.substr(p + 1));
+}
+// every member's buffer: one dtype and size
+inline void check_members(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, size_t n, const char* who) {
+  if (send.size() != n || recv.size() != n)
+    throw DeviceError(cat("tinygrad: ", who, ".all_reduce takes one send and one recv buffer per member (", n, "), got ", send.size(), " and ",
+                          recv.size()));
+  for (size_t i = 0; i < n; i++)
+    if (send[i]->dtype != send[0]->dtype || recv[i]->dtype != send[0]->dtype || send[i]->size != send[0]->size || recv[i]->size != send[0]->size)
+      throw DeviceError(cat("tinygrad: ", who, ".all_reduce needs buffers of one dtype and size"));
+}
+
+// a blocking stream in a device's primary context: it orders with the legacy NULL stream our kernels run on
+struct CudaStream {
+  std::shared_ptr<CudaDevice> dev;
+  void* s = nullptr;
+  explicit CudaStream(int ordinal) : dev(std::make_shared<CudaDevice>(ordinal)) {
+    dev->current();
+    dev->api->check(dev->api->cuStreamCreate(&s, 0), "cuStreamCreate");
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream() {
+    dev->current();
+    dev->api->cuStreamSynchronize(s);
+    dev->api->cuStreamDestroy(s);
+  }
+};
+
+// one process's CUDA instances as one NCCL group (ncclCommInitAll): an all-reduce is one ncclAllReduce per member in
+// one ncclGroupStart/End, queued on each member's stream
+class NcclCommunicator : public Communicator {
+ public:
+  NcclCommunicator(NcclApi& api, const std::vector<std::string>& instances) : api_(api) {
+    std::vector<int> ords;
+    for (auto& i : instances) ords.push_back(cuda_ordinal(i)), streams_.push_back(std::make_unique<CudaStream>(ords.back()));
+    comms_.resize(ords.size());
+    api_.check(api_.ncclCommInitAll(comms_.data(), int(ords.size()), ords.data()), "ncclCommInitAll");
+  }
+  ~NcclCommunicator() override {
+    for (size_t i = 0; i < comms_.size(); i++) streams_[i]->dev->current(), api_.ncclCommDestroy(comms_[i]);
+  }
+  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
+    check_members(send, recv, comms_.size(), "the NCCL group");
+    int dt = nccl_dtype(send[0]->dtype);
+    if (dt < 0) return host_.all_reduce(send, recv, op);
+    if (send[0]->size == 0) return;
+    api_.check(api_.ncclGroupStart(), "ncclGroupStart");
+    int r = NcclApi::kSuccess;
+    size_t failed = 0;
+    for (size_t i = 0; i < comms_.size() && r == NcclApi::kSuccess; i++) {
+      streams_[i]->dev->current();
+      r = api_.ncclAllReduce(send[i]->ptr(), recv[i]->ptr(), size_t(send[i]->size), dt, nccl_op(op), comms_[i], streams_[i]->s);
+      failed = i;
+    }
+    int end = api_.ncclGroupEnd();  // NOTE: also after a failed call: the group must be closed
+    api_.check(r, "ncclAllReduce", comms_[failed]);
+    api_.check(end, "ncclGroupEnd");
+  }
+
+ private:
+  NcclApi& api_;
+  std::vector<std::unique_ptr<CudaStream>> streams_;
+  std::vector<NcclApi::Comm> comms_;
+  HostCommunicator host_;
+};
+
+inline std::unique_ptr<Communicator> nccl_communicator(const std::vector<std::string>& instances) {
+  NcclApi* api = nccl();
+  if (!api) {
+    if (flags().debug >= 1) std::fprintf(stderr, "CUDA: collectives through the host: %s\n", nccl_missing().c_str());
+    return nullptr;
+  }
+  std::set<int> ords;
+  for (auto& i : instances) ords.insert(cuda_ordinal(i));
+  if (ords.size() != instances.size()) return nullptr;  // one GPU twice: NCCL refuses it, the host does not
+  return std::make_unique<NcclCommunicator>(*api, instances);
+}
+}  // namespace tinygrad::detail
+// end include/tinygrad/runtime/nccl.hpp
 // begin include/tinygrad/runtime/opencl.hpp
 // OpenCL device: libOpenCL.so.1 loaded with dlopen (no headers needed); program binaries cached on disk.
 // Device choice: CL_DEVICE (an index over all devices), else the first GPU, else the first device.
@@ -2654,6 +2949,363 @@ TINYGRAD_API RuntimeRegistry& RuntimeRegistry::get() {
 }  // namespace tinygrad::detail
 // end include/tinygrad/runtime/devices.hpp
 #endif
+// begin include/tinygrad/runtime/dist.hpp
+// One process per device (torchrun's way), on one machine or several. Each process of the group is started with the
+// variables torchrun sets:
+//   RANK          this process's rank, 0 .. WORLD_SIZE-1
+//   WORLD_SIZE    the processes in the group (all machines)
+//   LOCAL_RANK    its rank among the processes of its machine: the GPU it drives ("CUDA:" + LOCAL_RANK)
+//   MASTER_ADDR   the address of rank 0's machine, as the other machines reach it (127.0.0.1 on one machine)
+//   MASTER_PORT   a free TCP port there: rank 0 listens on it
+//   DIST_TIMEOUT  seconds any step waits for another rank (default 300); past it a DeviceError, never a hang
+// dist::init() joins the group over TCP (rank 0 listens, the others connect). dist::world(device) is this process's
+// member of the group: NCCL (ncclCommInitRank, rank 0's unique id sent over those sockets) on CUDA where every rank
+// loads libnccl, else the host: each rank's buffer to rank 0, reduced there, the result sent back. Across machines
+// NCCL picks its own transports (NCCL_SOCKET_IFNAME, NCCL_IB_HCA... as NCCL documents).
+
+namespace tinygrad::dist {
+// joins the group the environment names (above); a second call does nothing. An Error names a variable that is missing
+// or bad, a DeviceError the ranks that did not join within DIST_TIMEOUT
+TINYGRAD_API void init();
+// whether init() has joined the group
+TINYGRAD_API bool initialized();
+// this process's rank, the group's size, its rank on its machine (0, 1, 0 before init)
+TINYGRAD_API int rank();
+TINYGRAD_API int world_size();
+TINYGRAD_API int local_rank();
+}  // namespace tinygrad::dist
+
+#if TINYGRAD_WITH_INTERNALS
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <charconv>
+#include <cmath>
+
+namespace tinygrad::detail {
+
+// a socket, closed with its owner
+struct Fd {
+  int fd = -1;
+  Fd() = default;
+  explicit Fd(int f) : fd(f) {}
+  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  Fd& operator=(Fd&& o) noexcept { std::swap(fd, o.fd); return *this; }
+  ~Fd() { if (fd >= 0) ::close(fd); }
+};
+
+// every blocking step of the group is a poll() bounded by DIST_TIMEOUT
+inline void sock_wait(int fd, short events, int ms, const std::string& what) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    int r = ::poll(&p, 1, ms);
+    if (r > 0) return;
+    if (r == 0) throw DeviceError(cat("tinygrad::dist: ", what, ": nothing within ", double(ms) / 1000, " s (DIST_TIMEOUT)"));
+    if (errno != EINTR) throw DeviceError(cat("tinygrad::dist: ", what, ": poll: ", std::strerror(errno)));
+  }
+}
+inline void send_all(int fd, const void* data, size_t n, int ms, const std::string& what) {
+  auto* p = static_cast<const char*>(data);
+  while (n) {
+    ssize_t k = ::send(fd, p, n, MSG_NOSIGNAL);
+    if (k > 0) { p += k, n -= size_t(k); continue; }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) sock_wait(fd, POLLOUT, ms, what);
+    else if (errno != EINTR) throw DeviceError(cat("tinygrad::dist: ", what, ": ", std::strerror(errno)));
+  }
+}
+inline void recv_all(int fd, void* data, size_t n, int ms, const std::string& what) {
+  auto* p = static_cast<char*>(data);
+  while (n) {
+    ssize_t k = ::recv(fd, p, n, 0);
+    if (k > 0) { p += k, n -= size_t(k); continue; }
+    if (k == 0) throw DeviceError(cat("tinygrad::dist: ", what, ": the other side closed the connection (its process ended?)"));
+    if (errno == EAGAIN || errno == EWOULDBLOCK) sock_wait(fd, POLLIN, ms, what);
+    else if (errno != EINTR) throw DeviceError(cat("tinygrad::dist: ", what, ": ", std::strerror(errno)));
+  }
+}
+
+// this process's place in the group
+struct DistGroup {
+  std::mutex mu;
+  bool ready = false;
+  int rank = 0, world = 1, local = 0;
+  double timeout = 300;
+  std::vector<Fd> peers;  // rank 0: rank r's socket at [r]; the others: rank 0's at [0]
+  std::map<std::string, std::unique_ptr<Communicator>> worlds;
+  int ms() const { return int(std::min(timeout * 1000, 2e9)); }
+};
+inline DistGroup& dist_group() {
+  static auto* g = new DistGroup();  // NOTE: leaked (static destruction order), like the communicators
+  return *g;
+}
+
+// an integer variable, strictly: all of it decimal digits, within [lo, hi]
+inline int dist_env_int(const char* name, int lo, int hi) {
+  std::string v = getenv_str(name);
+  if (v.empty())
+    throw Error(cat("tinygrad::dist::init: ", name, " is not set (set RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR and MASTER_PORT, as torchrun does)"));
+  int r = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), r);
+  if (ec != std::errc() || end != v.data() + v.size() || r < lo || r > hi)
+    throw Error(cat("tinygrad::dist::init: ", name, "='", v, "' is not an integer in [", lo, ", ", hi, "]"));
+  return r;
+}
+inline double dist_timeout() {
+  std::string v = getenv_str("DIST_TIMEOUT");
+  if (v.empty()) return 300;
+  char* end = nullptr;
+  double t = std::strtod(v.c_str(), &end);
+  if (end != v.c_str() + v.size() || !std::isfinite(t) || t <= 0 || t > 1e6)
+    throw Error(cat("tinygrad::dist::init: DIST_TIMEOUT='", v, "' is not a number of seconds in (0, 1e6]"));
+  return t;
+}
+
+constexpr uint32_t kDistMagic = 0x54474431;  // "TGD1": a hello from one of ours, not a stray connection
+using DistClock = std::chrono::steady_clock;
+inline int ms_left(DistClock::time_point deadline) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - DistClock::now()).count();
+  return int(std::clamp<int64_t>(ms, 0, 2000000000));
+}
+inline Fd tcp_socket(const addrinfo* ai) {
+  Fd s(::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+  if (s.fd < 0) throw DeviceError(cat("tinygrad::dist::init: socket: ", std::strerror(errno)));
+  int one = 1;
+  ::setsockopt(s.fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);  // NOTE: the headers and verdicts are small messages
+  return s;
+}
+
+// rank 0: every other rank's connection, by rank; a DeviceError names the ranks missing at the deadline
+inline std::vector<Fd> dist_listen(const addrinfo* ai, int world, double timeout, const std::string& where) {
+  auto deadline = DistClock::now() + std::chrono::duration_cast<DistClock::duration>(std::chrono::duration<double>(timeout));
+  Fd l = tcp_socket(ai);
+  int one = 1;
+  ::setsockopt(l.fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (::bind(l.fd, ai->ai_addr, ai->ai_addrlen) != 0 || ::listen(l.fd, world) != 0)
+    throw DeviceError(cat("tinygrad::dist::init: rank 0 cannot listen on ", where, ": ", std::strerror(errno)));
+  std::vector<Fd> peers(static_cast<size_t>(world));
+  for (int joined = 1; joined < world;) {
+    pollfd p{l.fd, POLLIN, 0};
+    int left = ms_left(deadline);
+    if (left == 0 || ::poll(&p, 1, left) == 0) break;
+    Fd c(::accept4(l.fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+    if (c.fd < 0) continue;
+    int32_t hello[3] = {0, 0, 0};  // magic, rank, world
+    try { recv_all(c.fd, hello, sizeof hello, std::max(ms_left(deadline), 1), "rank 0 reading a rank's hello"); }
+    catch (const DeviceError&) { continue; }  // not one of ours
+    if (uint32_t(hello[0]) != kDistMagic) continue;
+    if (hello[2] != world) throw DeviceError(cat("tinygrad::dist::init: rank ", hello[1], " has WORLD_SIZE=", hello[2], ", rank 0 ", world));
+    if (hello[1] < 1 || hello[1] >= world || peers[size_t(hello[1])].fd >= 0)
+      throw DeviceError(cat("tinygrad::dist::init: a second process has RANK=", hello[1]));
+    int one_nd = 1;
+    ::setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &one_nd, sizeof one_nd);
+    peers[size_t(hello[1])] = std::move(c);
+    joined++;
+  }
+  std::string missing;
+  for (int r = 1; r < world; r++) if (peers[size_t(r)].fd < 0) missing += cat(missing.empty() ? "" : ", ", r);
+  if (!missing.empty())
+    throw DeviceError(cat("tinygrad::dist::init: rank(s) ", missing, " did not join rank 0 at ", where, " within ", timeout, " s (DIST_TIMEOUT)"));
+  char ok = 1;
+  for (int r = 1; r < world; r++) send_all(peers[size_t(r)].fd, &ok, 1, std::max(ms_left(deadline), 1000), cat("rank 0 answering rank ", r));
+  return peers;
+}
+
+// another rank: its connection to rank 0, retried until the deadline, and rank 0's word that every rank joined
+inline std::vector<Fd> dist_connect(const addrinfo* ai, int rank, int world, double timeout, const std::string& where) {
+  auto deadline = DistClock::now() + std::chrono::duration_cast<DistClock::duration>(std::chrono::duration<double>(timeout));
+  std::string last = "no attempt";
+  for (;;) {
+    Fd s = tcp_socket(ai);
+    if (::connect(s.fd, ai->ai_addr, ai->ai_addrlen) == 0 || errno == EINPROGRESS) {
+      pollfd p{s.fd, POLLOUT, 0};
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (::poll(&p, 1, ms_left(deadline)) > 0 && ::getsockopt(s.fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+        int32_t hello[3] = {int32_t(kDistMagic), rank, world};
+        send_all(s.fd, hello, sizeof hello, std::max(ms_left(deadline), 1000), cat("rank ", rank, " greeting rank 0 at ", where));
+        char ok = 0;
+        try { recv_all(s.fd, &ok, 1, std::max(ms_left(deadline), 1), cat("rank ", rank, " waiting for the group at ", where)); }
+        catch (const DeviceError& e) {
+          throw DeviceError(cat(e.what(), " (rank 0 answers once every rank has joined, within DIST_TIMEOUT=", timeout, " s)"));
+        }
+        std::vector<Fd> r;
+        r.push_back(std::move(s));
+        return r;
+      }
+      last = err ? std::strerror(err) : "no answer";
+    } else {
+      last = std::strerror(errno);
+    }
+    if (ms_left(deadline) == 0)
+      throw DeviceError(cat("tinygrad::dist::init: rank ", rank, " could not reach rank 0 at ", where, " within ", timeout,
+                            " s (DIST_TIMEOUT): ", last));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(50, ms_left(deadline))));
+  }
+}
+
+// the group's all-reduce through rank 0: a header and the buffer from each rank, reduced there in rank order, a
+// verdict and the result back
+struct DistTcp : Communicator {
+  DistGroup& g;
+  explicit DistTcp(DistGroup& grp) : g(grp) {}
+  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
+    check_members(send, recv, 1, "tinygrad::dist::world(device)");
+    std::vector<char> acc(send[0]->nbytes());
+    send[0]->copyout(acc.data());
+    uint64_t head[3] = {acc.size(), uint64_t(send[0]->dtype), uint64_t(op)};
+    char verdict = 0;  // 0: the result follows; 1: the ranks' calls differ
+    if (g.rank == 0) {
+      std::vector<char> x(acc.size());
+      std::string bad;
+      for (int r = 1; r < g.world && bad.empty(); r++) {
+        uint64_t h[3];
+        recv_all(g.peers[size_t(r)].fd, h, sizeof h, g.ms(), cat("rank 0 waiting for rank ", r, "'s all-reduce"));
+        if (h[0] != head[0] || h[1] != head[1] || h[2] != head[2]) {
+          bad = cat("rank ", r, " all-reduces ", h[0], " bytes (dtype ", h[1], ", op ", h[2], "), rank 0 ", head[0], " (dtype ", head[1],
+                    ", op ", head[2], ")");
+          break;
+        }
+        recv_all(g.peers[size_t(r)].fd, x.data(), x.size(), g.ms(), cat("rank 0 receiving rank ", r, "'s buffer"));
+        host_reduce(send[0]->dtype, acc, x, op);
+      }
+      verdict = bad.empty() ? 0 : 1;
+      for (int r = 1; r < g.world; r++) {
+        send_all(g.peers[size_t(r)].fd, &verdict, 1, g.ms(), cat("rank 0 answering rank ", r));
+        if (!verdict) send_all(g.peers[size_t(r)].fd, acc.data(), acc.size(), g.ms(), cat("rank 0 sending the result to rank ", r));
+      }
+      if (verdict) throw DeviceError("tinygrad::dist: the ranks' all-reduces differ: " + bad);
+    } else {
+      int fd = g.peers[0].fd;
+      send_all(fd, head, sizeof head, g.ms(), cat("rank ", g.rank, " sending its all-reduce to rank 0"));
+      send_all(fd, acc.data(), acc.size(), g.ms(), cat("rank ", g.rank, " sending its buffer to rank 0"));
+      recv_all(fd, &verdict, 1, g.ms(), cat("rank ", g.rank, " waiting for rank 0's result"));
+      if (verdict) throw DeviceError(cat("tinygrad::dist: rank ", g.rank, ": the ranks' all-reduces differ (rank 0 says which)"));
+      recv_all(fd, acc.data(), acc.size(), g.ms(), cat("rank ", g.rank, " receiving the result"));
+    }
+    recv[0]->copyin(acc.data());
+  }
+};
+
+// the group's all-reduce through NCCL: a communicator made with the non-blocking config (so a rank that never comes
+// is a timeout, not a hang), an all-reduce on this device's blocking stream; dtypes NCCL lacks go through rank 0
+class DistNccl : public Communicator {
+ public:
+  DistNccl(NcclApi& api, DistGroup& g, const std::string& device, const NcclApi::UniqueId& id)
+      : api_(api), g_(g), tcp_(g), stream_(cuda_ordinal(device)) {
+    stream_.dev->current();
+    NcclApi::Config cfg;
+    cfg.blocking = 0;
+    int r = api_.ncclCommInitRankConfig(&comm_, g.world, id, g.rank, &cfg);
+    if (r != NcclApi::kInProgress) api_.check(r, "ncclCommInitRankConfig", comm_);
+    wait("ncclCommInitRankConfig");
+  }
+  ~DistNccl() override { if (comm_) stream_.dev->current(), api_.ncclCommDestroy(comm_); }
+  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
+    check_members(send, recv, 1, "tinygrad::dist::world(device)");
+    int dt = nccl_dtype(send[0]->dtype);
+    if (dt < 0) return tcp_.all_reduce(send, recv, op);
+    if (send[0]->size == 0) return;
+    stream_.dev->current();
+    int r = api_.ncclAllReduce(send[0]->ptr(), recv[0]->ptr(), size_t(send[0]->size), dt, nccl_op(op), comm_, stream_.s);
+    if (r != NcclApi::kInProgress) api_.check(r, "ncclAllReduce", comm_);
+    wait("ncclAllReduce");
+  }
+
+ private:
+  // a non-blocking communicator's call is done when its state leaves ncclInProgress; past DIST_TIMEOUT it is aborted
+  void wait(const char* what) {
+    auto deadline = DistClock::now() + std::chrono::duration_cast<DistClock::duration>(std::chrono::duration<double>(g_.timeout));
+    for (;;) {
+      int st = NcclApi::kInProgress;
+      api_.check(api_.ncclCommGetAsyncError(comm_, &st), "ncclCommGetAsyncError", comm_);
+      if (st == NcclApi::kSuccess) return;
+      std::string err;
+      if (st != NcclApi::kInProgress) err = api_.message(st, what, comm_);
+      else if (DistClock::now() > deadline)
+        err = cat("tinygrad::dist: NCCL ", what, " on rank ", g_.rank, " did not finish within ", g_.timeout,
+                  " s (DIST_TIMEOUT): a rank did not join");
+      if (!err.empty()) {
+        api_.ncclCommAbort(comm_);
+        comm_ = nullptr;
+        throw DeviceError(err);
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  NcclApi& api_;
+  DistGroup& g_;
+  DistTcp tcp_;
+  CudaStream stream_;
+  NcclApi::Comm comm_ = nullptr;
+};
+}  // namespace tinygrad::detail
+
+namespace tinygrad::dist {
+TINYGRAD_API void init() TINYGRAD_DEF({
+  auto& g = detail::dist_group();
+  std::lock_guard lk(g.mu);
+  if (g.ready) return;
+  int world = detail::dist_env_int("WORLD_SIZE", 1, 1 << 20);
+  int rank = detail::dist_env_int("RANK", 0, world - 1), local = detail::dist_env_int("LOCAL_RANK", 0, world - 1);
+  std::string addr = detail::getenv_str("MASTER_ADDR");
+  if (addr.empty()) throw Error("tinygrad::dist::init: MASTER_ADDR is not set (the address of rank 0's machine)");
+  int port = detail::dist_env_int("MASTER_PORT", 1, 65535);
+  double timeout = detail::dist_timeout();
+  std::string where = detail::cat(addr, ":", port);
+  if (world > 1) {
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_NUMERICSERV;
+    addrinfo* res = nullptr;
+    if (int e = ::getaddrinfo(addr.c_str(), std::to_string(port).c_str(), &hints, &res); e != 0 || !res)
+      throw Error(detail::cat("tinygrad::dist::init: MASTER_ADDR='", addr, "' does not resolve: ", ::gai_strerror(e)));
+    std::unique_ptr<addrinfo, void (*)(addrinfo*)> hold(res, ::freeaddrinfo);
+    g.peers = rank == 0 ? detail::dist_listen(res, world, timeout, where) : detail::dist_connect(res, rank, world, timeout, where);
+  }
+  g.rank = rank, g.world = world, g.local = local, g.timeout = timeout, g.ready = true;
+})
+TINYGRAD_API bool initialized() TINYGRAD_DEF({ auto& g = detail::dist_group(); std::lock_guard lk(g.mu); return g.ready; })
+TINYGRAD_API int rank() TINYGRAD_DEF({ auto& g = detail::dist_group(); std::lock_guard lk(g.mu); return g.rank; })
+TINYGRAD_API int world_size() TINYGRAD_DEF({ auto& g = detail::dist_group(); std::lock_guard lk(g.mu); return g.world; })
+TINYGRAD_API int local_rank() TINYGRAD_DEF({ auto& g = detail::dist_group(); std::lock_guard lk(g.mu); return g.local; })
+
+// this process's member of the group on `device`, made on first use: all_reduce({b}, {r}, op) reduces its one buffer
+// with every rank's (each rank calls it in the same order). Through NCCL on CUDA where every rank loads libnccl
+// (COLLECTIVE=host forces the host), else through rank 0
+TINYGRAD_API Communicator& world(const std::string& device) TINYGRAD_DEF({
+  auto& g = detail::dist_group();
+  std::lock_guard lk(g.mu);
+  if (!g.ready) throw Error("tinygrad::dist::world: call tinygrad::dist::init() first");
+  auto& c = g.worlds[device];
+  if (c) return *c;
+  detail::NcclApi* api = detail::device_base(device) == "CUDA" && detail::getenv_str("COLLECTIVE") != "host" ? detail::nccl() : nullptr;
+  if (!api && detail::device_base(device) == "CUDA" && flags().debug >= 1)
+    std::fprintf(stderr, "tinygrad::dist: collectives through rank 0's host: %s\n", detail::nccl_missing().c_str());
+  // NCCL only where every rank has it: rank 0 gathers a yes or no from each, then sends the verdict and its unique id
+  struct { char all; detail::NcclApi::UniqueId id; } v{char(api != nullptr), {}};
+  if (g.rank == 0) {
+    for (int r = 1; r < g.world; r++) {
+      char has = 0;
+      detail::recv_all(g.peers[size_t(r)].fd, &has, 1, g.ms(), detail::cat("rank 0 asking rank ", r, " for NCCL"));
+      v.all = char(v.all && has);
+    }
+    if (v.all) api->check(api->ncclGetUniqueId(&v.id), "ncclGetUniqueId");
+    for (int r = 1; r < g.world; r++)
+      detail::send_all(g.peers[size_t(r)].fd, &v, sizeof v, g.ms(), detail::cat("rank 0 sending NCCL's id to rank ", r));
+  } else {
+    detail::send_all(g.peers[0].fd, &v.all, 1, g.ms(), detail::cat("rank ", g.rank, " telling rank 0 whether it has NCCL"));
+    detail::recv_all(g.peers[0].fd, &v, sizeof v, g.ms(), detail::cat("rank ", g.rank, " waiting for NCCL's id"));
+  }
+  if (v.all) c = std::make_unique<detail::DistNccl>(*api, g, device, v.id);
+  else c = std::make_unique<detail::DistTcp>(g);
+  return *c;
+})
+}  // namespace tinygrad::dist
+#endif
+// end include/tinygrad/runtime/dist.hpp
 // end include/tinygrad/runtime/device.hpp
 // begin include/tinygrad/uop/ops.hpp
 // UOp: the one IR. Immutable (op, dtype, src, arg), hash-consed: building the same node twice
@@ -2712,6 +3364,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(REDUCE_AXIS, OTHER, EXPENSIVE)  /* recomputed per use, its whole loop would run again */                        \
   X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
   X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
+  X(MULTI) X(ALLREDUCE)  /* many devices (engine/multi.hpp) */                                                      \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
 
@@ -2804,6 +3457,21 @@ class RealizedBuffer {
   explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
   Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
 };
+// the same for a value of several devices: the MULTI node of its devices' buffers
+class RealizedMulti {
+  std::atomic<const UOp*> ptr_{nullptr};
+  std::shared_ptr<const UOp> own_;
+  static std::mutex& set_mutex() { static std::mutex m; return m; }
+ public:
+  std::shared_ptr<const UOp> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
+  void set(std::shared_ptr<const UOp> m) {
+    std::lock_guard lk(set_mutex());
+    if (ptr_.load(std::memory_order_relaxed) || !m) return;
+    own_ = std::move(m);
+    ptr_.store(own_.get(), std::memory_order_release);
+  }
+  explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
+};
 }  // namespace detail
 
 struct UOp : std::enable_shared_from_this<UOp> {
@@ -2821,6 +3489,10 @@ struct UOp : std::enable_shared_from_this<UOp> {
   int64_t vmin = 0, vmax = 0;  // value range of integer/bool nodes
   mutable detail::RealizedBuffer realized;  // set once this node's value lives in a buffer
   bool grad_dep = false;     // a float value a gradient can flow through to a parameter (see is_param)
+  // a value of several devices (engine/multi.hpp): a MULTI, a DEVICE of several ("CPU:0,CPU:1"), or a node above one
+  bool multi = false;
+  // a multi value once realized: MULTI(DEVICE, each device's realized node), set once under the engine's lock
+  mutable detail::RealizedMulti multi_value;
 
   UOp(Ops o, DType d, int vc, std::vector<UOpRef> s, Arg a) : op(o), dtype(d), vcount(vc), src(std::move(s)), arg(std::move(a)) {}
   ~UOp();
@@ -2939,8 +3611,10 @@ inline UOpRef make_uop(Ops op, DType dtype, std::vector<UOpRef> src = {}, Arg ar
   // NOTE: non-float values carry no gradient (comparisons, int casts): reading them needs no graph
   if (is_float(dtype)) {
     u->grad_dep = u->is_param();
-    if (op != Ops::DETACH) for (auto& s : u->src) u->grad_dep |= s->grad_dep;
+    if (op != Ops::DETACH && op != Ops::MULTI) for (auto& s : u->src) u->grad_dep |= s->grad_dep;  // NOTE: shard() and to(devices) start a new value
   }
+  u->multi = op == Ops::MULTI || (op == Ops::DEVICE && std::get<std::string>(u->arg).find(',') != std::string::npos);
+  if (op != Ops::MULTI) for (auto& s : u->src) u->multi |= s->multi;
   t.map.emplace(h, u.get());
   return u;
 }
@@ -3115,6 +3789,12 @@ inline Shape detail::infer_shape(const UOp& u) {
       return s;
     }
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
+    case Ops::MULTI: {  // src[0] the DEVICE of all, then one part per device; arg the axis they split (-1: each holds all)
+      Shape s = u.src[1]->shape;
+      size_t a = size_t(u.iarg());
+      if (u.iarg() >= 0) { s[a] = 0; for (size_t i = 1; i < u.src.size(); i++) s[a] += u.src[i]->shape[a]; }
+      return s;
+    }
     case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
     case Ops::DEFINE_VAR: case Ops::BIND:
       return {};
@@ -7042,6 +7722,8 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::BIND, T, 3, 3, ArgKind::NONE, bind},  // realize lowers it to its variable
       // realized first (realize_copies): never reaches the scheduler unrealized, whose walk stops at realized nodes
       {Ops::COPY},
+      // lowered before the scheduler (engine/multi.hpp: realize_multi, realize_collectives), as COPY is
+      {Ops::MULTI}, {Ops::ALLREDUCE},
       {Ops::CONST, ALL, 0, 1, ArgKind::NUM, const_},
       {Ops::BUFFER, T, 0, 0, ArgKind::BUF, buffer},
       {Ops::DEVICE, T, 0, 0, ArgKind::STR},
@@ -8606,6 +9288,270 @@ inline std::unique_ptr<Renderer> make_renderer(const DeviceSpec& spec, const Dev
 
 }  // namespace tinygrad
 // end include/tinygrad/renderer/registry.hpp
+// begin include/tinygrad/engine/multi.hpp
+// Many devices. A tensor of several devices is a logical graph: its leaves are MULTI nodes (src[0] the DEVICE of all,
+// "CPU:0,CPU:1", then one part per device; arg the axis the parts split, -1 where each holds the whole value) and
+// constants of a multi DEVICE; the ops above them are the ordinary ops at the logical shape, so autograd and the
+// Tensor API see one tensor. realize() lowers that graph into one graph per device: each op runs on each device's
+// part, a part is shrunk where an op meets a sharded operand with a replicated one, gathered (copies) where the
+// sharding cannot follow an op, and a reduce over the sharded axis ends in an ALLREDUCE, the collective of the
+// devices' communicator (runtime/collective.hpp: NCCL on CUDA, else through the host).
+//   ALLREDUCE(part_0, ..., part_n-1; arg {reduce op, i}): device i's copy of the reduction of every device's part
+
+namespace tinygrad::detail {
+
+inline std::vector<std::string> split_devices(const std::string& d) {
+  std::vector<std::string> r;
+  for (size_t at = 0; at <= d.size();) {
+    size_t c = std::min(d.find(',', at), d.size());
+    r.push_back(d.substr(at, c - at));
+    at = c + 1;
+  }
+  return r;
+}
+
+// a logical node, lowered: one node per device (axis -1: each the whole value, >= 0: the parts along that axis), or
+// one node of one device or of none (axis -2: a single-device value, a variable)
+struct Lowered {
+  int64_t axis = -2;
+  std::vector<UOpRef> per;
+  bool single() const { return axis == -2; }
+  Shape bounds() const {  // where each part starts along the axis, then the end
+    Shape b{0};
+    for (auto& p : per) b.push_back(b.back() + p->shape[size_t(axis)]);
+    return b;
+  }
+};
+
+class MultiLowering {
+ public:
+  std::vector<std::string> devs;
+  UOpRef device_node;  // DEVICE "a,b"
+
+  Lowered lower(const UOpRef& root) {
+    for (auto& u : toposort(root, [](const UOp* x) { return x->multi && x->op != Ops::MULTI && !x->multi_value; })) {
+      if (memo_.count(u.get())) continue;
+      memo_[u.get()] = u->multi ? lower_node(u) : Lowered{-2, {u}};
+    }
+    return memo_.at(root.get());
+  }
+
+  // each device's node of a value at the wanted split: shrunk from a replicated one, gathered where the split differs
+  std::vector<UOpRef> to_split(const Lowered& x, int64_t axis, const Shape& b) {
+    if (x.single()) return std::vector<UOpRef>(devs.size(), x.per[0]);
+    if (x.axis == axis && (axis < 0 || x.bounds() == b)) return x.per;
+    std::vector<UOpRef> full = x.axis < 0 ? x.per : gather(x);
+    if (axis < 0) return full;
+    for (size_t i = 0; i < full.size(); i++) {
+      std::vector<int64_t> arg;
+      for (size_t d = 0; d < full[i]->shape.size(); d++) {
+        bool a = int64_t(d) == axis;
+        arg.insert(arg.end(), {a ? b[i] : 0, a ? b[i + 1] : full[i]->shape[d]});
+      }
+      full[i] = make_uop(Ops::SHRINK, full[i]->dtype, {full[i]}, arg);
+    }
+    return full;
+  }
+
+ private:
+  std::unordered_map<const UOp*, Lowered> memo_;
+
+  UOpRef dev(size_t i) { return make_uop(Ops::DEVICE, DType::Bool, {}, devs[i]); }
+  UOpRef copy_to(const UOpRef& x, size_t from, size_t to) { return from == to ? x : make_uop(Ops::COPY, x->dtype, {x, dev(to)}); }
+  // the whole value on one device (index `to`, or `target`): the parts copied there, padded to place, added
+  UOpRef gather_one(const Lowered& x, const UOpRef& target, size_t to) {
+    if (to == devs.size()) to = size_t(std::find(devs.begin(), devs.end(), std::get<std::string>(target->arg)) - devs.begin());
+    if (x.axis < 0) return to < devs.size() ? x.per[to] : make_uop(Ops::COPY, x.per[0]->dtype, {x.per[0], target});
+    Shape b = x.bounds();
+    UOpRef r;
+    for (size_t i = 0; i < x.per.size(); i++) {
+      UOpRef p = to < devs.size() ? copy_to(x.per[i], i, to) : make_uop(Ops::COPY, x.per[i]->dtype, {x.per[i], target});
+      std::vector<int64_t> pad;
+      for (size_t d = 0; d < p->shape.size(); d++) {
+        bool a = int64_t(d) == x.axis;
+        pad.insert(pad.end(), {a ? b[i] : 0, a ? b.back() - b[i + 1] : 0});
+      }
+      p = make_uop(Ops::PAD, p->dtype, {p}, pad);
+      r = r ? alu(p->dtype == DType::Bool ? Ops::OR : Ops::ADD, {r, p}) : p;
+    }
+    return r;
+  }
+  std::vector<UOpRef> gather(const Lowered& x) {
+    std::vector<UOpRef> r;
+    for (size_t j = 0; j < devs.size(); j++) r.push_back(gather_one(x, nullptr, j));
+    return r;
+  }
+
+  static ShapeError refuse(const UOpRef& u, const std::string& why) {
+    return ShapeError(cat("tinygrad::", op_name(u->op), " of a sharded tensor ", to_string(u->src[0]->shape), ": ", why));
+  }
+
+  Lowered lower_node(const UOpRef& u) {
+    if (!u->dyn.empty()) throw ShapeError("tinygrad: symbolic shapes on several devices are not supported (" + to_string(u->shape) + ")");
+    if (u->multi_value) return lower_multi(u->multi_value.get());
+    switch (u->op) {
+      case Ops::MULTI: return lower_multi(u);
+      case Ops::DEVICE: {
+        Lowered r{-1, {}};
+        for (size_t i = 0; i < devs.size(); i++) r.per.push_back(dev(i));
+        return r;
+      }
+      case Ops::COPY: {  // to one device: the parts gathered there; to several: each gets the whole
+        const Lowered& x = memo_.at(u->src[0].get());
+        if (!u->src[1]->multi) return {-2, {gather_one(x, u->src[1], devs.size())}};
+        if (x.single()) {
+          Lowered r{-1, {}};
+          for (size_t i = 0; i < devs.size(); i++) r.per.push_back(make_uop(Ops::COPY, u->dtype, {x.per[0], dev(i)}));
+          return r;
+        }
+        return {-1, to_split(x, -1, {})};
+      }
+      case Ops::CONTIGUOUS: case Ops::DETACH:  // a parameter's node, a clone: each part is a buffer of its own already
+        if (u->src[0]->op == Ops::MULTI || u->src[0]->multi_value || u->op == Ops::DETACH || u->is_param()) return memo_.at(u->src[0].get());
+        break;
+      case Ops::CONV: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
+      case Ops::REDUCE_AXIS: return lower_reduce(u);
+      default: if (is_movement(u->op)) return lower_movement(u);
+    }
+    return lower_elementwise(u);
+  }
+
+  Lowered lower_multi(const UOpRef& m) {
+    if (split_devices(std::get<std::string>(m->src[0]->arg)) != devs)
+      throw DeviceError("tinygrad: one graph mixes the device groups " + std::get<std::string>(m->src[0]->arg) + " and " +
+                        std::get<std::string>(device_node->arg));
+    return {m->iarg(), std::vector<UOpRef>(m->src.begin() + 1, m->src.end())};
+  }
+
+  // an op on each device's part; the operands follow the first sharded one's split (an ASSIGN's target's)
+  Lowered lower_elementwise(const UOpRef& u) {
+    const Lowered* lead = nullptr;
+    for (auto& s : u->src) {
+      const Lowered& x = memo_.at(s.get());
+      if (!x.single() && (!lead || (lead->axis < 0 && x.axis >= 0))) lead = &x;
+      if (u->op == Ops::ASSIGN) break;
+    }
+    if (!lead) { std::vector<UOpRef> src; for (auto& s : u->src) src.push_back(memo_.at(s.get()).per[0]); return {-2, {rebuild(u, src)}}; }
+    Lowered r{lead->axis, {}};
+    Shape b = lead->axis >= 0 ? lead->bounds() : Shape{};
+    std::vector<std::vector<UOpRef>> parts;
+    for (auto& s : u->src) parts.push_back(to_split(memo_.at(s.get()), r.axis, b));
+    for (size_t i = 0; i < devs.size(); i++) {
+      std::vector<UOpRef> src;
+      for (auto& p : parts) src.push_back(p[i]);
+      r.per.push_back(rebuild(u, src));
+    }
+    return r;
+  }
+  static UOpRef rebuild(const UOpRef& u, const std::vector<UOpRef>& src) {
+    return src == u->src ? u : make_uop(u->op, u->dtype, src, u->arg, u->vcount);
+  }
+
+  Lowered lower_reduce(const UOpRef& u) {
+    const Lowered& x = memo_.at(u->src[0].get());
+    if (x.single()) return {-2, {rebuild(u, {x.per[0]})}};
+    Lowered r{x.axis, {}};
+    for (auto& p : x.per) r.per.push_back(rebuild(u, {p}));
+    auto ax = u->reduce_axes();
+    if (x.axis < 0 || std::find(ax.begin(), ax.end(), x.axis) == ax.end()) return r;
+    // the sharded axis is reduced: each device reduces its part, the collective combines them
+    std::vector<UOpRef> parts = r.per;
+    r.axis = -1;
+    for (size_t i = 0; i < devs.size(); i++)
+      r.per[i] = make_uop(Ops::ALLREDUCE, u->dtype, parts, std::vector<int64_t>{int64_t(u->reduce_op()), int64_t(i)});
+    return r;
+  }
+
+  Lowered lower_movement(const UOpRef& u) {
+    const Lowered& x = memo_.at(u->src[0].get());
+    if (x.single() || x.axis < 0) {
+      Lowered r{x.axis, {}};
+      for (auto& p : x.per) r.per.push_back(rebuild(u, {p}));
+      return r;
+    }
+    const Shape& in = u->src[0]->shape;
+    size_t a = size_t(x.axis);
+    Shape b = x.bounds();
+    int64_t axis = x.axis;
+    auto part_arg = [&](size_t i) -> std::vector<int64_t> {
+      std::vector<int64_t> arg = u->op == Ops::PERMUTE || u->op == Ops::FLIP || u->op == Ops::PAD || u->op == Ops::SHRINK ? u->varg() : u->shape;
+      if (u->op == Ops::EXPAND) arg[a] = b[i + 1] - b[i];
+      if (u->op == Ops::SHRINK) arg[2 * a + 1] = b[i + 1] - b[i];  // the whole part
+      return arg;
+    };
+    switch (u->op) {
+      case Ops::PERMUTE: axis = std::find(u->varg().begin(), u->varg().end(), x.axis) - u->varg().begin(); break;
+      case Ops::EXPAND: break;  // the sharded axis is never one of size 1 that grows
+      case Ops::PAD: case Ops::SHRINK:
+        if (u->varg()[2 * a] != 0 || u->varg()[2 * a + 1] != (u->op == Ops::PAD ? 0 : in[a]))
+          return regather(u, x, "pad and shrink along the sharded axis gather it on every device first");
+        break;
+      case Ops::FLIP: if (u->varg()[a]) return regather(u, x, "a flip along the sharded axis gathers it on every device first"); break;
+      case Ops::RESHAPE: {
+        // the dim of the result that starts where the sharded axis starts, and splits at the parts' bounds
+        int64_t before = prod(Shape(in.begin(), in.begin() + int64_t(a))), inner = prod(Shape(in.begin() + int64_t(a) + 1, in.end()));
+        const Shape& out = u->shape;
+        axis = -1;
+        int64_t acc = 1;
+        for (size_t k = 0; k < out.size() && acc <= before; acc *= out[k], k++) {
+          if (acc != before || out[k] == 1) continue;
+          int64_t rest = prod(Shape(out.begin() + int64_t(k) + 1, out.end()));
+          bool ok = true;
+          for (size_t i = 0; i + 1 < b.size(); i++) ok &= ((b[i + 1] - b[i]) * inner) % rest == 0;
+          if (ok) { axis = int64_t(k); break; }
+        }
+        if (axis < 0) return regather(u, x, "the reshape to " + to_string(out) + " splits its parts");
+        Lowered r{axis, {}};
+        for (size_t i = 0; i < x.per.size(); i++) {
+          Shape s = out;
+          s[size_t(axis)] = (b[i + 1] - b[i]) * inner / prod(Shape(out.begin() + axis + 1, out.end()));
+          r.per.push_back(make_uop(Ops::RESHAPE, u->dtype, {x.per[i]}, std::vector<int64_t>(s)));
+        }
+        return r;
+      }
+      default: break;
+    }
+    Lowered r{axis, {}};
+    for (size_t i = 0; i < x.per.size(); i++) r.per.push_back(make_uop(u->op, u->dtype, {x.per[i]}, part_arg(i)));
+    return r;
+  }
+  // the op on the whole value, gathered on every device (DEBUG>=2 says so: it moves the tensor)
+  Lowered regather(const UOpRef& u, const Lowered& x, const std::string& why) {
+    if (flags().debug >= 2) std::fprintf(stderr, "multi: %s %s: %s\n", op_name(u->op), to_string(u->src[0]->shape).c_str(), why.c_str());
+    Lowered r{-1, {}};
+    for (auto& p : gather(x)) r.per.push_back(rebuild(u, {p}));
+    return r;
+  }
+};
+
+// a multi value whose devices' parts are computed
+inline bool multi_done(const UOp* u) {
+  if (u->multi_value) return true;
+  if (u->is_param()) return multi_done(u->src[0].get());
+  if (u->op != Ops::MULTI) return false;
+  for (size_t i = 1; i < u->src.size(); i++) {
+    const UOp* p = u->src[i].get();
+    if (!is_leaf(p) && !(p->op == Ops::RESHAPE && is_leaf(p->src[0].get()))) return false;
+  }
+  return true;
+}
+
+// the device group of a multi graph: its DEVICE nodes of several devices (all one group)
+inline std::string multi_group(const std::vector<UOpRef>& roots) {
+  std::string g;
+  for (auto& r : roots)
+    for (auto& u : toposort(r, [](const UOp* x) { return x->multi && x->op != Ops::MULTI && !x->multi_value; }))
+      if ((u->op == Ops::DEVICE && u->multi) || u->op == Ops::MULTI || u->multi_value) {
+        const UOp* m = u->multi_value ? u->multi_value.get().get() : u.get();
+        const std::string& d = std::get<std::string>(m->op == Ops::DEVICE ? m->arg : m->src[0]->arg);
+        if (g.empty()) g = d;
+        else if (g != d) throw DeviceError("tinygrad: one graph mixes the device groups " + g + " and " + d);
+      }
+  return g;
+}
+
+}  // namespace tinygrad::detail
+// end include/tinygrad/engine/multi.hpp
 // begin include/tinygrad/engine/profile.hpp
 // PROFILE=1 and VIZ=1 (helpers.hpp's flags): what ran, collected only while a flag is on (else one bool check per
 // realize, launch or copy), written at exit and by write_profile / write_viz. PROFILE: a Chrome trace (trace-event
@@ -8936,9 +9882,13 @@ struct CompiledKernel {
 // TinyJit's capture (engine/jit.hpp): while a thread captures, every launch and copy it runs is recorded with its
 // buffers, and every buffer the engine allocates for it
 struct CapturedLaunch {
-  std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]
+  std::shared_ptr<CompiledKernel> k;  // null: a copy, bufs[0] <- bufs[1]; or a collective (coll)
   std::vector<std::shared_ptr<Buffer>> bufs;
   std::vector<int64_t> vals;          // its variables' values (k->spec.vars)
+  // a collective: its ReduceKind, dtype and count; bufs are the n results, then the n parts
+  int coll = -1;
+  DType coll_dt = DType::Float32;
+  int64_t coll_n = 0;
 };
 struct Capture {
   std::vector<CapturedLaunch> launches;
@@ -9017,6 +9967,29 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
   else { std::vector<char> host(to->nbytes()); from->copyout(host.data()); to->copyin(host.data()); }
   if (Capture* c = capturing()) c->launches.push_back({nullptr, {to, from}, {}});
   if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
+}
+
+// the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
+// reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
+inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op,
+                           DType dt,
+                           int64_t n) {
+  const bool prof = profiling();
+  double t0 = prof ? now_s() : 0;
+  std::vector<std::unique_ptr<Buffer>> views;
+  std::vector<Buffer*> s, r;
+  std::vector<std::string> devs;
+  for (size_t i = 0; i < send.size(); i++) {
+    s.push_back(views.emplace_back(std::make_unique<Buffer>(send[i]->device, dt, n, send[i]->ptr())).get());
+    r.push_back(views.emplace_back(std::make_unique<Buffer>(recv[i]->device, dt, n, recv[i]->ptr())).get());
+    devs.push_back(send[i]->device);
+  }
+  communicator(devs).all_reduce(s, r, op);
+  if (Capture* c = capturing()) {
+    auto& l = c->launches.emplace_back(CapturedLaunch{nullptr, recv, {}, int(op), dt, n});
+    l.bufs.insert(l.bufs.end(), send.begin(), send.end());
+  }
+  if (prof) profile_event(Profile::Track::copies, cat("all-reduce of ", devs.size(), " devices"), devs[0], t0, double(n * itemsize(dt)));
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -9199,7 +10172,98 @@ inline void realize_copies(const std::vector<UOpRef>& roots) {
   }
 }
 
+// ALLREDUCEs, in waves: those whose parts need no other collective first. Each device realizes its parts of a wave in
+// one schedule, together with every value of that schedule the rest of the graph reads too (a forward activation the
+// backward pass reads again): those stay buffers, never computed twice. Then the wave's collectives run; every
+// device's ALLREDUCE node becomes a leaf holding its result
+inline void realize_collectives(const std::vector<UOpRef>& roots) {
+  for (;;) {
+    auto topo = toposort_all(roots, [](const UOp* x) { return !is_leaf(x); });
+    std::unordered_map<const UOp*, bool> waits;  // a collective not done yet at or below the node
+    std::unordered_map<const UOp*, std::string> dev;
+    std::vector<UOpRef> wave;
+    for (auto& u : topo) {
+      bool w = u->op == Ops::ALLREDUCE && !is_leaf(u.get()), below = false;
+      for (auto& s : u->src) below |= waits[s.get()];
+      waits[u.get()] = w || below;
+      if (w && !below) wave.push_back(u);
+      const std::string* d = node_device(u.get());
+      dev[u.get()] = d ? *d : u->op == Ops::COPY ? std::get<std::string>(u->src[1]->arg) : u->src.empty() ? "" : dev[u->src[0].get()];
+      if (u->op != Ops::COPY) for (auto& s : u->src) if (dev[u.get()].empty()) dev[u.get()] = dev[s.get()];
+    }
+    if (wave.empty()) return;
+    // the wave's parts and what they compute on the way, and of that what the rest reads too
+    std::unordered_set<const UOp*> in_wave, wave_ar;
+    std::vector<UOpRef> stack;
+    for (auto& a : wave) { wave_ar.insert(a.get()); for (auto& s : a->src) stack.push_back(s); }
+    while (!stack.empty()) {
+      UOpRef x = stack.back();
+      stack.pop_back();
+      if (is_leaf(x.get()) || !in_wave.insert(x.get()).second) continue;
+      for (auto& s : x->src) stack.push_back(s);
+    }
+    std::map<std::string, std::vector<UOpRef>> todo;
+    auto add = [&](UOpRef x) {
+      while (is_movement(x->op) && !is_leaf(x.get())) x = x->src[0];
+      auto& v = todo[dev[x.get()]];
+      bool value = x->op != Ops::CONST && x->op != Ops::DEVICE && x->op != Ops::BIND && x->op != Ops::DEFINE_VAR;
+      if (!is_leaf(x.get()) && value && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    };
+    for (auto& a : wave) for (auto& s : a->src) add(s);
+    for (auto& u : topo)
+      if (!in_wave.count(u.get()) && !wave_ar.count(u.get()))
+        for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) add(s);
+    for (auto& [d, r] : todo) realize_locked(r);
+    for (auto& u : wave) {
+      if (is_leaf(u.get())) continue;  // a sibling of one done before
+      std::vector<std::shared_ptr<Buffer>> send, recv;
+      for (auto s : u->src) {
+        while (!is_leaf(s.get())) s = s->src[0];  // a movement op of a realized part (a reshape): its buffer
+        send.push_back(s->leaf_buffer());
+        recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
+      }
+      Ops op = Ops(u->varg()[0]);
+      ReduceKind k = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
+      run_collective(recv, send, k, u->dtype, prod(u->shape));
+      for (size_t i = 0; i < recv.size(); i++)
+        make_uop(Ops::ALLREDUCE, u->dtype, u->src, std::vector<int64_t>{int64_t(op), int64_t(i)})->realized.set(recv[i]);
+    }
+  }
+}
+
+// a graph of several devices: lowered to each device's graph (engine/multi.hpp), realized device by device; a root
+// keeps its devices' values in multi_value (one device's: in realized)
+inline void realize_multi(const std::vector<UOpRef>& roots) {
+  MultiLowering L;
+  std::string g = multi_group(roots);
+  L.devs = split_devices(g);
+  L.device_node = make_uop(Ops::DEVICE, DType::Bool, {}, g);
+  std::vector<Lowered> low;
+  for (auto& r : roots) low.push_back(L.lower(r));
+  std::vector<std::vector<UOpRef>> per(L.devs.size());
+  for (auto& l : low) {
+    if (l.single()) realize_locked({l.per[0]});
+    else for (size_t i = 0; i < l.per.size(); i++) per[i].push_back(l.per[i]);
+  }
+  for (auto& p : per) if (!p.empty()) realize_locked(p);
+  for (size_t i = 0; i < roots.size(); i++) {
+    if (low[i].single()) { roots[i]->realized.set(low[i].per[0]->leaf_buffer()); continue; }
+    if (roots[i]->op == Ops::MULTI) continue;  // its parts are realized nodes now
+    std::vector<UOpRef> src{L.device_node};
+    for (auto& p : low[i].per) {  // each part as its buffer, not the graph that computed it
+      auto b = make_uop(Ops::BUFFER, p->dtype, {}, p->leaf_buffer());
+      src.push_back(b->shape == p->shape ? b : make_uop(Ops::RESHAPE, p->dtype, {b}, std::vector<int64_t>(p->shape)));
+    }
+    roots[i]->multi_value.set(make_uop(Ops::MULTI, roots[i]->dtype, src, low[i].axis));
+  }
+}
+
 inline void realize_locked(const std::vector<UOpRef>& roots_in) {
+  if (std::any_of(roots_in.begin(), roots_in.end(), [](const UOpRef& r) { return r->multi; })) {
+    std::vector<UOpRef> todo;
+    for (auto& r : roots_in) if (r->multi ? !multi_done(r.get()) : !is_leaf(r.get())) todo.push_back(r);
+    return todo.empty() ? void() : realize_multi(todo);
+  }
   auto& st = EngineState::get();
   std::vector<UOpRef> roots;
   for (auto& r : roots_in) if (!is_leaf(r.get()) && std::find(roots.begin(), roots.end(), r) == roots.end()) roots.push_back(r);
@@ -9219,6 +10283,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
       if (topo_id.count(u)) { stack.pop_back(); continue; }
       // a COPY not done yet: do the copies first (they become leaves), then start over
       if (u->op == Ops::COPY && !is_leaf(u)) { realize_copies(roots); return realize_locked(roots_in); }
+      if (u->op == Ops::ALLREDUCE && !is_leaf(u)) { realize_collectives(roots); return realize_locked(roots_in); }
       // a bound variable: its value is no part of the key (one plan for every value), it is passed to the kernels
       if (u->op == Ops::BIND && i == 1) {
         i++;
@@ -9351,9 +10416,12 @@ namespace tinygrad::detail {
 
 struct JitProgram {
   struct Step {
-    std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]
+    std::shared_ptr<CompiledKernel> k;  // null: a copy, slots[0] <- slots[1]; or a collective (coll >= 0)
     std::vector<int> slots;
     std::vector<int64_t> vals;          // its variables' values (k->spec.vars) at the capture; a replay may bind others
+    int coll = -1;                      // a collective's ReduceKind, dtype, count; slots: the n results, then the n parts
+    DType coll_dt = DType::Float32;
+    int64_t coll_n = 0;
   };
   std::vector<Step> steps;
   // the table: inputs [0, n_in), then `fixed`, then `pool` (the planned intermediates), then `fresh` (the outputs
@@ -9496,7 +10564,7 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
     if (auto it = sym->find(b); it != sym->end()) std::tie(p->fresh.back().outer, p->fresh.back().inner) = it->second;
   }
   for (auto& l : cap.launches) {
-    JitProgram::Step st{l.k, {}, l.vals};
+    JitProgram::Step st{l.k, {}, l.vals, l.coll, l.coll_dt, l.coll_n};
     for (auto& b : l.bufs) st.slots.push_back(slot.at(b.get()));
     p->steps.push_back(std::move(st));
   }
@@ -9602,6 +10670,13 @@ inline void launch_program(JitProgram& p) {
   }
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& st = p.steps[s];
+    if (!st.k && st.coll >= 0) {
+      size_t n = st.slots.size() / 2;
+      std::vector<std::shared_ptr<Buffer>> recv, send;
+      for (size_t i = 0; i < n; i++) recv.push_back(t[size_t(st.slots[i])]), send.push_back(t[size_t(st.slots[n + i])]);
+      run_collective(recv, send, ReduceKind(st.coll), st.coll_dt, st.coll_n);
+      continue;
+    }
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
     double start = prof ? now_s() : 0;
     double tm = st.k->prg->call(p.args[s], p.vals[s], flags().debug >= 2 || prof);
@@ -12477,6 +13552,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
+    if (dev.find(',') != std::string::npos) return empty(shape, dt, detail::split_devices(dev)[0]).to(dev);
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
@@ -12585,6 +13661,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
+    if (on_many()) return detail::multi_done(u);
     return detail::is_leaf(u) || (u->op == Ops::RESHAPE && detail::is_leaf(u->src[0].get()));
   })
 
@@ -12630,6 +13707,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
     return u->leaf_buffer();
   })
+  // each device's buffer (one per device of a sharded or copied tensor), realizing first
+  std::vector<std::shared_ptr<Buffer>> buffers() const TINYGRAD_MEMBER_DEF({
+    if (!on_many()) return {buffer()};
+    Tensor t = *this;
+    UOpRef m = t.realize().parts_node();
+    std::vector<std::shared_ptr<Buffer>> r;
+    for (size_t i = 1; i < m->src.size(); i++) r.push_back((detail::is_leaf(m->src[i].get()) ? m->src[i] : m->src[i]->src[0])->leaf_buffer());
+    return r;
+  })
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<char> host = host_bytes();
@@ -12643,6 +13729,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
   // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
   std::vector<char> host_bytes() const TINYGRAD_MEMBER_DEF({
+    if (on_many()) return to(devices()[0]).host_bytes();  // the parts gathered on one device
     auto buf = buffer();
     std::vector<char> host(buf->nbytes());
     buf->copyout(host.data());
@@ -12885,8 +13972,37 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
   Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
+    if (dev.find(',') != std::string::npos && !on_many()) {  // each device a copy
+      std::vector<UOpRef> src{make_uop(Ops::DEVICE, DType::Bool, {}, dev)};
+      for (auto& d : detail::split_devices(dev)) src.push_back(to(d).uop());
+      return Tensor(make_uop(Ops::MULTI, dtype(), std::move(src), int64_t(-1)), dev);
+    }
     return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
   })
+
+  // several devices: "CPU:0,CPU:1" (engine/multi.hpp). to(devices) puts a copy on each; shard(devices, axis) splits
+  // the tensor along axis, a part a device (the first size % n parts one longer: 10 over 4 is 3, 3, 2, 2). Every op
+  // works on the result as on one tensor; a reduce over the split axis combines the parts (an all-reduce)
+  Tensor to(const std::vector<std::string>& devices) const TINYGRAD_MEMBER_DEF({ return to(join_devices(devices, "to")); })
+  Tensor shard(const std::vector<std::string>& devices, int64_t axis) const TINYGRAD_MEMBER_DEF({
+    std::string g = join_devices(devices, "shard");
+    if (devices.size() == 1) return to(devices[0]);
+    if (on_many()) return to(devices[0]).shard(devices, axis);
+    if (is_symbolic()) throw ShapeError("tinygrad::shard: the shape " + sym_str() + " is symbolic");
+    int64_t a = detail::norm_axis(axis, ndim(), "shard"), n = shape(a), k = int64_t(devices.size());
+    if (n < k) throw ShapeError(detail::cat("tinygrad::shard: dim ", a, " of ", sym_str(), " has ", n, " elements, fewer than the ", k, " devices"));
+    std::vector<UOpRef> src{make_uop(Ops::DEVICE, DType::Bool, {}, g)};
+    for (int64_t i = 0, at = 0; i < k; i++) {
+      int64_t len = n / k + (i < n % k ? 1 : 0);
+      std::vector<std::pair<int64_t, int64_t>> sl;
+      for (size_t d = 0; d < ndim(); d++) sl.push_back(int64_t(d) == a ? std::pair{at, at + len} : std::pair<int64_t, int64_t>{0, shape()[d]});
+      src.push_back(shrink(sl).to(devices[size_t(i)]).uop());
+      at += len;
+    }
+    return Tensor(make_uop(Ops::MULTI, dtype(), std::move(src), a), g);
+  })
+  // the devices the value lives on: one, or each of a sharded or copied tensor's
+  std::vector<std::string> devices() const TINYGRAD_MEMBER_DEF({ return detail::split_devices(device()); })
 
   // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
@@ -13166,6 +14282,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (size_t(check_shape(shape, "Tensor")) != n)
       throw ShapeError("tinygrad::Tensor: " + std::to_string(n) + " values do not fill shape " + to_string(shape));
     std::string dev = device.empty() ? default_device() : device;
+    if (dev.find(',') != std::string::npos) return from_host(data, src_dt, n, shape, detail::split_devices(dev)[0]).to(dev);  // each device a copy
     auto buf = std::make_shared<Buffer>(dev, src_dt, int64_t(n));
     buf->copyin(data);
     return of_buffer(std::move(buf), shape);
@@ -13228,6 +14345,17 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // read it as an input); anything else becomes its buffer.
   void adopt_realized() TINYGRAD_MEMBER_DEF({
     const UOpRef& u = impl_->uop;
+    if (on_many()) {  // each device's part a buffer view
+      UOpRef m = u->multi_value ? u->multi_value.get() : u->is_param() ? u->src[0]->multi_value.get() : nullptr;
+      if (!m) m = u->is_param() ? u->src[0] : u;
+      if (m->op != Ops::MULTI) return;
+      std::vector<UOpRef> src{m->src[0]};
+      for (size_t i = 1; i < m->src.size(); i++) src.push_back(buffer_view(m->src[i]));
+      UOpRef v = make_uop(Ops::MULTI, u->dtype, std::move(src), m->arg);
+      if (impl_->requires_grad) { if (!(u->is_param() && u->src[0] == v)) impl_->uop = param_node(v); }
+      else if (!u->grad_dep) impl_->uop = v;
+      return;
+    }
     if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
       if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
     } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
@@ -13317,6 +14445,39 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape s(n - ndim(), 1);
     s.insert(s.end(), shape().begin(), shape().end());
     return reshape(s);
+  })
+  bool on_many() const { return impl_->device.find(',') != std::string::npos; }
+  // a realized tensor of several devices: the MULTI of its parts
+  UOpRef parts_node() const TINYGRAD_MEMBER_DEF({
+    UOpRef m = impl_->uop->is_param() ? impl_->uop->src[0] : impl_->uop;
+    return m->multi_value ? m->multi_value.get() : m;
+  })
+  // how a realized tensor is split: the axis (-1: copies) and each part's shape; none for one device
+  std::pair<int64_t, std::vector<Shape>> split() const TINYGRAD_MEMBER_DEF({
+    if (!on_many()) return {-1, {}};
+    UOpRef m = parts_node();
+    std::vector<Shape> parts;
+    for (size_t i = 1; i < m->src.size(); i++) parts.push_back(m->src[i]->shape);
+    return {m->iarg(), parts};
+  })
+  // a tensor over buffers (one per device of `device`) split as `sp`
+  static Tensor of_buffers(const std::vector<std::shared_ptr<Buffer>>& bufs, const Shape& shape, const std::string& device,
+                           const std::pair<int64_t, std::vector<Shape>>& sp) TINYGRAD_MEMBER_DEF({
+    if (device.find(',') == std::string::npos) return of_buffer(bufs[0], shape);
+    std::vector<UOpRef> src{make_uop(Ops::DEVICE, DType::Bool, {}, device)};
+    for (size_t i = 0; i < bufs.size(); i++) src.push_back(of_buffer(bufs[i], sp.second[i]).uop());
+    return Tensor(make_uop(Ops::MULTI, bufs[0]->dtype, std::move(src), sp.first), device);
+  })
+  static std::string join_devices(const std::vector<std::string>& devices, const char* op) TINYGRAD_MEMBER_DEF({
+    std::string g;
+    for (auto& d : devices) {
+      if (d.empty() || d.find(',') != std::string::npos) throw DeviceError(std::string("tinygrad::") + op + ": bad device name '" + d + "'");
+      if (g.find(d) != std::string::npos && std::count(devices.begin(), devices.end(), d) > 1)
+        throw DeviceError(std::string("tinygrad::") + op + ": device " + d + " is listed twice");
+      g += (g.empty() ? "" : ",") + d;
+    }
+    if (g.empty()) throw DeviceError(std::string("tinygrad::") + op + ": needs at least one device");
+    return g;
   })
   static std::string same_device(const std::string& a, const std::string& b, const char* op) TINYGRAD_MEMBER_DEF({
     if (a != b)
@@ -13870,7 +15031,8 @@ class JitCore : JitRecorder {
     Shape shape;
     DType dtype;
     std::string device;
-    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device()}; })
+    std::pair<int64_t, std::vector<Shape>> split;  // of a tensor of several devices (realized)
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device(), t.split()}; })
     bool operator==(const Sig&) const = default;
   };
   // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
@@ -13878,9 +15040,9 @@ class JitCore : JitRecorder {
   // tensor's graph changed)
   struct Bound {
     Tensor t;
-    std::shared_ptr<Buffer> captured;
+    std::vector<std::shared_ptr<Buffer>> captured;  // one per device
     const UOp* seen = nullptr;
-    std::shared_ptr<Buffer> buf;
+    std::vector<std::shared_ptr<Buffer>> buf;
   };
   // one recorded call: the tensors it assigned and read, and the random keys it drew
   struct Record {
@@ -13895,7 +15057,7 @@ class JitCore : JitRecorder {
   TINYGRAD_API void assigned(const Tensor& t) override;
   TINYGRAD_API void drew(const Tensor& key, int64_t n) override;
   Bound made_before(const Tensor& t);
-  std::shared_ptr<Buffer> bind(Bound& b, const char* how);
+  std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
@@ -14020,7 +15182,7 @@ TINYGRAD_API JitCore::Bound JitCore::made_before(const Tensor& t) {
     realize_uncaptured({v.impl_->uop});
     v.adopt_realized();
   }
-  auto b = v.buffer();
+  auto b = v.buffers();
   return Bound{v, b, v.impl_->uop.get(), b};
 }
 
@@ -14052,14 +15214,16 @@ TINYGRAD_API void JitCore::drew(const Tensor& key, int64_t n) {
 }
 
 // the buffer that holds b's tensor's value now, checked against the one it was captured with
-TINYGRAD_API std::shared_ptr<Buffer> JitCore::bind(Bound& b, const char* how) {
+TINYGRAD_API std::vector<std::shared_ptr<Buffer>> JitCore::bind(Bound& b, const char* how) {
   if (b.t.impl_->uop.get() == b.seen) return b.buf;
-  auto buf = b.t.buffer();
-  auto& c = *b.captured;
-  if (buf->device != c.device || buf->dtype != c.dtype || buf->size != c.size)
-    throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()),
-                       ") is on ", buf->device, " now; it was on ", c.device,
-                       " when the function was captured. Make a new TinyJit for tensors that moved"));
+  auto buf = b.t.buffers();
+  for (size_t i = 0; i < std::max(buf.size(), b.captured.size()); i++) {
+    auto &x = *buf[std::min(i, buf.size() - 1)], &c = *b.captured[std::min(i, b.captured.size() - 1)];
+    if (buf.size() != b.captured.size() || x.device != c.device || x.dtype != c.dtype || x.size != c.size)
+      throw JitError(cat(where(), ": a tensor the function ", how, " (", to_string(b.t.dtype()), " ", to_string(b.t.shape()), ") is on ",
+                         b.t.device(), " now, split ", x.size, "; it was on ", c.device, ", split ", c.size,
+                         " when the function was captured. Make a new TinyJit for tensors that moved"));
+  }
   b.seen = b.t.impl_->uop.get();
   return b.buf = std::move(buf);
 }
@@ -14069,6 +15233,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
   if (n == 1) {
+    Tensor::realize_all(args);
     for (auto& a : args) in_sig_.push_back(Sig::of(a));
     for (auto& v : vars) var_sig_.push_back(v.var());
   }
@@ -14077,14 +15242,14 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     if (!(vars[i].var() == var_sig_[i]))
       throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
+  Tensor::realize_all(args);  // NOTE: first: a tensor of several devices shows its split once realized
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
       throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
                          ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
-                         in_sig_[i].device));
+                         in_sig_[i].device, in_sig_[i].split != s.split ? " (split otherwise)" : ""));
   }
-  Tensor::realize_all(args);
   return prog_ ? replay(args, vars) : record(args, run);
 }
 
@@ -14093,9 +15258,10 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   // own, the later ones over a copy, so that the capture tells them apart
   std::vector<Tensor> use = args;
   for (size_t i = 0; i < use.size(); i++) {
-    auto b = use[i].buffer();
+    auto b = use[i].buffers()[0];
     for (size_t j = 0; j < i; j++) {
-      if (use[j].buffer() != b) continue;
+      if (use[j].buffers()[0] != b) continue;
+      if (use[i].devices().size() > 1) throw JitError(where() + ": a tensor of several devices is passed twice");
       auto c = std::make_shared<Buffer>(b->device, b->dtype, b->size);
       copy_buffer(c, b);
       use[i] = Tensor::of_buffer(c, use[i].shape());
@@ -14103,7 +15269,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
     }
   }
   std::vector<std::shared_ptr<Buffer>> in, out;
-  for (auto& a : use) in.push_back(a.buffer());  // NOTE: before the call, which may assign an argument
+  for (auto& a : use) for (auto& b : a.buffers()) in.push_back(b);  // NOTE: before the call, which may assign an argument
   static std::atomic<uint64_t> ids{0};
   cur_ = Record{};
   heard_.clear();
@@ -14125,9 +15291,9 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   for (auto& s : r.states) all.push_back(s.t);
   for (size_t i : r.assigned_args) all.push_back(use[i]);
   Tensor::realize_all(all);
-  for (auto* bs : {&r.states, &r.reads}) for (auto& b : *bs) in.push_back(b.captured);
-  for (auto& k : r.keys) in.push_back(k.buffer());
-  for (auto& t : all) out.push_back(t.buffer());
+  for (auto* bs : {&r.states, &r.reads}) for (auto& b : *bs) in.insert(in.end(), b.captured.begin(), b.captured.end());
+  for (auto& k : r.keys) for (auto& b : k.buffers()) in.push_back(b);
+  for (auto& t : all) for (auto& b : t.buffers()) out.push_back(b);
   g.done = true;
   auto prog = jit_capture_end(in, out);
 
@@ -14158,23 +15324,31 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
 TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars) {
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
-  for (auto& a : args) in.push_back(a.buffer());
-  for (auto& s : rec_.states) in.push_back(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
-  for (auto& s : rec_.reads) in.push_back(bind(s, "reads"));
-  for (size_t i = 0; i < rec_.draws.size(); i++) in.push_back(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffer());
+  auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
+  for (auto& a : args) add(a.buffers());
+  for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
+  for (auto& s : rec_.reads) add(bind(s, "reads"));
+  for (size_t i = 0; i < rec_.draws.size(); i++) add(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffers());
   std::vector<std::pair<const UOp*, int64_t>> vv;
   for (auto& v : vars) vv.push_back({v.var().uop().get(), v.value()});
   auto out = jit_replay(*prog_, in, vv);
+  // the outputs in order, each device's buffer of a tensor of several devices
+  size_t o = 0;
+  auto next = [&](const Shape& shape, const std::string& dev, const std::pair<int64_t, std::vector<Shape>>& sp) {
+    size_t n = std::count(dev.begin(), dev.end(), ',') + size_t(1);
+    std::vector<std::shared_ptr<Buffer>> bs(out.begin() + int64_t(o), out.begin() + int64_t(o + n));
+    o += n;
+    return std::pair{Tensor::of_buffers(bs, shape, dev, sp), bs};
+  };
   std::vector<Tensor> r;
-  for (size_t i = 0; i < out_sig_.size(); i++) r.push_back(Tensor::of_buffer(out[i], out_sig_[i].shape));
-  for (size_t j = 0; j < rec_.states.size(); j++) {
-    auto& s = rec_.states[j];
-    s.t.assign(Tensor::of_buffer(out[out_sig_.size() + j], s.t.shape()));
+  for (auto& sg : out_sig_) r.push_back(next(sg.shape, sg.device, sg.split).first);
+  for (auto& s : rec_.states) {
+    auto [v, bs] = next(s.t.shape(), s.t.device(), s.t.split());
+    s.t.assign(v);
     s.seen = s.t.impl_->uop.get();
-    s.buf = out[out_sig_.size() + j];
+    s.buf = bs;
   }
-  size_t o = out_sig_.size() + rec_.states.size();
-  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(Tensor::of_buffer(out[o++], args[i].shape()));
+  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(next(args[i].shape(), args[i].device(), args[i].split()).first);
   return r;
 }
 
@@ -14910,7 +16084,7 @@ namespace tinygrad::nn::optim {
 class Optimizer {
  public:
   // tensors that require grad are trained; the others (running statistics) are realized with each step
-  Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(Tensor::full({}, lr, DType::Float32).contiguous().realize()) {
+  Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(scalar_on(tensors, lr)) {
     for (auto& t : tensors) (t.requires_grad() ? params : buffers).push_back(t);
     if (params.empty()) throw Error("tinygrad::optim: none of the " + std::to_string(tensors.size()) + " tensors requires grad");
   }
@@ -14942,7 +16116,7 @@ class Optimizer {
   // writes the device buffer in place: the next step reads it, nothing recompiles
   void set_lr(double v) TINYGRAD_MEMBER_DEF({
     float f = float(v);
-    lr_.buffer()->copyin(&f);
+    for (auto& b : lr_.buffers()) b->copyin(&f);
   })
 
   std::vector<Tensor> params, buffers;
@@ -14951,6 +16125,10 @@ class Optimizer {
   // assign the new parameters (and state); return the state tensors to realize
   virtual std::vector<Tensor> update(const std::vector<Tensor>& grads) = 0;
   Tensor lr_;
+  // a float32 scalar buffer on the tensors' device(s)
+  static Tensor scalar_on(const std::vector<Tensor>& ts, double v) TINYGRAD_MEMBER_DEF({
+    return Tensor::full({}, v, DType::Float32, ts.empty() ? "" : ts[0].device()).contiguous().realize();
+  })
   static Tensor state_like(const Tensor& p) TINYGRAD_MEMBER_DEF({ return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); })
 };
 
@@ -14966,7 +16144,7 @@ class SGD : public Optimizer {
                   ", dampening " + std::to_string(dampening_));
     if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
     // NOTE: torch's first step takes b = g undamped: the factor on g lives in a buffer, 1 until the first step
-    if (momentum_ != 0 && dampening_ != 0) damp_ = Tensor::ones({}, DType::Float32).contiguous().realize();
+    if (momentum_ != 0 && dampening_ != 0) damp_ = scalar_on(this->params, 1);
   }
 
  protected:
@@ -14980,7 +16158,7 @@ class SGD : public Optimizer {
       params[i].assign(params[i].detach() - g * lr_);
     }
     if (!damp_) return b_;
-    damp_->assign(Tensor::full({}, 1 - dampening_, DType::Float32));
+    damp_->assign(Tensor::full({}, 1 - dampening_, DType::Float32, damp_->device()));
     std::vector<Tensor> state = b_;
     state.push_back(*damp_);
     return state;
@@ -15000,7 +16178,7 @@ class LAMB : public Optimizer {
   LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
        double weight_decay = 0, bool adam = false)
       : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
-        b1_t_(Tensor::ones({}, DType::Float32).contiguous().realize()), b2_t_(Tensor::ones({}, DType::Float32).contiguous().realize()) {
+        b1_t_(scalar_on(tensors, 1)), b2_t_(scalar_on(tensors, 1)) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
   }
 

@@ -176,7 +176,9 @@ TEST_CASE("multi: the host collective reduces every dtype as plain loops do", "[
       uint32_t want = uint32_t(v[0][j]);
       for (size_t i = 1; i < 3; i++) {
         int32_t a = int32_t(want), b = v[i][j];
-        want = k == ReduceKind::Sum ? want + uint32_t(b) : k == ReduceKind::Prod ? want * uint32_t(b) : uint32_t(k == ReduceKind::Max ? std::max(a, b) : std::min(a, b));
+        want = k == ReduceKind::Sum    ? want + uint32_t(b)
+               : k == ReduceKind::Prod ? want * uint32_t(b)
+                                       : uint32_t(k == ReduceKind::Max ? std::max(a, b) : std::min(a, b));
       }
       for (auto& b : bufs) {
         std::vector<int32_t> got(3);

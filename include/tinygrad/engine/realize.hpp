@@ -127,7 +127,8 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
 
 // the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
 // reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
-inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op, DType dt,
+inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op,
+                           DType dt,
                            int64_t n) {
   const bool prof = profiling();
   double t0 = prof ? now_s() : 0;

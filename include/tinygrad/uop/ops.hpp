@@ -485,7 +485,8 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::REDUCE_AXIS: { Shape s = u.src[0]->shape; for (auto a : u.reduce_axes()) s[size_t(a)] = 1; return s; }
     case Ops::MULTI: {  // src[0] the DEVICE of all, then one part per device; arg the axis they split (-1: each holds all)
       Shape s = u.src[1]->shape;
-      if (u.iarg() >= 0) { s[size_t(u.iarg())] = 0; for (size_t i = 1; i < u.src.size(); i++) s[size_t(u.iarg())] += u.src[i]->shape[size_t(u.iarg())]; }
+      size_t a = size_t(u.iarg());
+      if (u.iarg() >= 0) { s[a] = 0; for (size_t i = 1; i < u.src.size(); i++) s[a] += u.src[i]->shape[a]; }
       return s;
     }
     case Ops::CONST: case Ops::DEVICE: case Ops::DEFINE_GLOBAL: case Ops::RANGE: case Ops::SPECIAL: case Ops::LANE: case Ops::SINK:
