@@ -14453,7 +14453,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return m->multi_value ? m->multi_value.get() : m;
   })
   // how a realized tensor is split: the axis (-1: copies) and each part's shape; none for one device
-  std::pair<int64_t, std::vector<Shape>> split() const TINYGRAD_MEMBER_DEF({
+  std::pair<int64_t, std::vector<Shape>> device_split() const TINYGRAD_MEMBER_DEF({
     if (!on_many()) return {-1, {}};
     UOpRef m = parts_node();
     std::vector<Shape> parts;
@@ -15032,7 +15032,7 @@ class JitCore : JitRecorder {
     DType dtype;
     std::string device;
     std::pair<int64_t, std::vector<Shape>> split;  // of a tensor of several devices (realized)
-    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device(), t.split()}; })
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device(), t.device_split()}; })
     bool operator==(const Sig&) const = default;
   };
   // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
@@ -15343,12 +15343,12 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   std::vector<Tensor> r;
   for (auto& sg : out_sig_) r.push_back(next(sg.shape, sg.device, sg.split).first);
   for (auto& s : rec_.states) {
-    auto [v, bs] = next(s.t.shape(), s.t.device(), s.t.split());
+    auto [v, bs] = next(s.t.shape(), s.t.device(), s.t.device_split());
     s.t.assign(v);
     s.seen = s.t.impl_->uop.get();
     s.buf = bs;
   }
-  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(next(args[i].shape(), args[i].device(), args[i].split()).first);
+  for (size_t i : rec_.assigned_args) Tensor(args[i]).assign(next(args[i].shape(), args[i].device(), args[i].device_split()).first);
   return r;
 }
 

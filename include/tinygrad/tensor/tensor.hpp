@@ -999,7 +999,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return m->multi_value ? m->multi_value.get() : m;
   })
   // how a realized tensor is split: the axis (-1: copies) and each part's shape; none for one device
-  std::pair<int64_t, std::vector<Shape>> split() const TINYGRAD_MEMBER_DEF({
+  std::pair<int64_t, std::vector<Shape>> device_split() const TINYGRAD_MEMBER_DEF({
     if (!on_many()) return {-1, {}};
     UOpRef m = parts_node();
     std::vector<Shape> parts;
