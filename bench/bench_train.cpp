@@ -47,6 +47,11 @@ int main() {
     std::printf("tinygrad.hpp  %.4f s/step on %zu devices (%s, batch %lld each)\nscaling       %.1f%% efficiency (one device's time / theirs at "
                 "the same batch per device; target >= 90%% on 2, 85%% on 4)\n",
                 many, gpus.size(), gpus[0].c_str(), (long long)bs, 100 * ours / many);
+    ::setenv("GPUS", std::to_string(gpus.size()).c_str(), 1);
+    double ddp = dev.rfind("CUDA", 0) == 0 ? peer_value("torch_ddp_peer.py", "s_per_step") : NAN;
+    if (std::isnan(ddp)) std::printf("PyTorch DDP   (not run: CUDA devices and pip install torch)\n");
+    else std::printf("PyTorch DDP   %.4f s/step on %zu GPUs (one process each, NCCL)\nratio         %.2fx DDP's time (target <= 1x)\n", ddp,
+                     gpus.size(), many / ddp);
     return 0;
   }
 

@@ -34,7 +34,7 @@ void check_close(const Tensor& a, const Tensor& b, double tol = 1e-5) {
 }
 }  // namespace
 
-TEST_CASE("multi: shard splits along an axis (uneven parts), to(devices) copies; both read back whole", "[multi]") {
+TEST_CASE("multi: shard splits along an axis (uneven parts), to(devices) copies, both read back whole", "[multi]") {
   auto D = devs(3);
   Tensor a = data(1, {7, 5});
   Tensor s = a.shard(D, 0);

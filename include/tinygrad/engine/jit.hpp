@@ -32,7 +32,9 @@ struct JitProgram {
   std::vector<std::vector<void*>> args;    // per step, the pointers last launched with
   std::vector<std::vector<int64_t>> vals;  // per step, the variables' values last launched with
   VarVals var_vals;                        // the values this replay binds (TinyJit's variable arguments)
-  std::unique_ptr<GraphExec> graph;
+  // the graphs: runs of two or more kernel steps of one device that has them, [begin, end) (built on the first replay)
+  struct Segment { size_t begin, end; std::unique_ptr<GraphExec> graph; };
+  std::vector<Segment> graphs;
   bool graph_tried = false;
 };
 
@@ -215,12 +217,35 @@ inline bool fill_step_vals(const JitProgram::Step& st, const VarVals& vv, std::v
   return same;
 }
 
-// replay's launches: prepared calls in a loop, or the graph (built on the first replay)
+// the device of a kernel step ("" for a copy or a collective)
+inline const std::string& step_device(const JitProgram& p, const JitProgram::Step& st) {
+  static const std::string none;
+  return st.k && !st.slots.empty() ? p.table[size_t(st.slots[0])]->device : none;
+}
+
+// the graphs of a program: each run of two or more kernels of one device that has graphs (JIT_GRAPH=0: none). A step
+// of one device is one graph; a step of several is a graph per device between its collectives
+inline void build_graphs(JitProgram& p) {
+  p.graph_tried = true;
+  if (getenv_int("JIT_GRAPH", 1) == 0) return;
+  for (size_t b = 0, e; b < p.steps.size(); b = e) {
+    const std::string& dev = step_device(p, p.steps[b]);
+    for (e = b + 1; !dev.empty() && e < p.steps.size() && step_device(p, p.steps[e]) == dev; e++) {}
+    bool one = !dev.empty() && e - b >= 2;
+    for (size_t s = b; s < e && one; s++) for (int x : p.steps[s].slots) one &= p.table[size_t(x)]->device == dev;
+    if (!one || !runtime(dev).graph) continue;
+    std::vector<GraphLaunch> l;
+    for (size_t s = b; s < e; s++) l.push_back({p.steps[s].k->prg.get(), p.args[s], p.vals[s]});
+    p.graphs.push_back({b, e, runtime(dev).graph(l)});
+  }
+}
+
+// replay's launches: prepared calls, the graphs where there are some
 inline void launch_program(JitProgram& p) {
   auto& t = p.table;
   // the pointers each step launches with, updated in place; a graph updates only the steps whose pointers changed
   if (p.args.empty()) p.args.resize(p.steps.size()), p.vals.resize(p.steps.size());
-  std::vector<size_t> changed;
+  std::vector<bool> changed(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
@@ -232,37 +257,26 @@ inline void launch_program(JitProgram& p) {
       same &= a[i] == x;
       a[i] = x;
     }
-    if (!same && p.graph) changed.push_back(s);
+    changed[s] = !same;
   }
-  if (!p.graph_tried) {
-    p.graph_tried = true;
-    // one graph when every step (two or more) is a kernel of one device that has graphs (JIT_GRAPH=0 turns them off)
-    bool one = p.steps.size() >= 2 && getenv_int("JIT_GRAPH", 1) != 0;
-    std::string dev = one && p.steps[0].k && !p.steps[0].slots.empty() ? t[size_t(p.steps[0].slots[0])]->device : "";
-    for (auto& st : p.steps) {
-      one &= st.k != nullptr && !dev.empty();
-      if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
-    }
-    if (one && runtime(dev).graph) {
-      std::vector<GraphLaunch> l;
-      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s], p.vals[s]});
-      p.graph = runtime(dev).graph(l);
-    }
-  }
+  if (!p.graph_tried) build_graphs(p);
   const bool prof = profiling(), viz = vizzing();
-  if (p.graph) {
-    for (size_t s : changed) p.graph->set_args(s, p.args[s], p.vals[s]);
-    double start = prof ? now_s() : 0;
-    p.graph->launch();
-    run_stats().kernels_run += int64_t(p.steps.size());
-    if (prof) {  // one event a replay: the graph's kernels are not timed one by one (JIT_GRAPH=0 times each)
-      const std::string& dev = t[size_t(p.steps[0].slots[0])]->device;
-      runtime(dev).synchronize();
-      profile_event(Profile::Track::kernels, cat("jit graph of ", p.steps.size(), " kernels"), dev, start);
-    }
-    return;
-  }
+  size_t g = 0;
   for (size_t s = 0; s < p.steps.size(); s++) {
+    if (g < p.graphs.size() && p.graphs[g].begin == s) {
+      auto& seg = p.graphs[g++];
+      for (size_t i = seg.begin; i < seg.end; i++) if (changed[i]) seg.graph->set_args(i - seg.begin, p.args[i], p.vals[i]);
+      double start = prof ? now_s() : 0;
+      seg.graph->launch();
+      run_stats().kernels_run += int64_t(seg.end - seg.begin);
+      if (prof) {  // one event a graph: its kernels are not timed one by one (JIT_GRAPH=0 times each)
+        const std::string& dev = step_device(p, p.steps[s]);
+        runtime(dev).synchronize();
+        profile_event(Profile::Track::kernels, cat("jit graph of ", seg.end - seg.begin, " kernels"), dev, start);
+      }
+      s = seg.end - 1;
+      continue;
+    }
     auto& st = p.steps[s];
     if (!st.k && st.coll >= 0) {
       size_t n = st.slots.size() / 2;

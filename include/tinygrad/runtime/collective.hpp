@@ -34,8 +34,8 @@ void host_reduce(std::vector<char>& acc, const std::vector<char>& x, ReduceKind 
     } else if constexpr (std::is_integral_v<T>) {
       // NOTE: wraps, never signed overflow: W is at least unsigned int (uint16_t * uint16_t would promote to int)
       using W = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
-      W x = W(std::make_unsigned_t<T>(a)), y = W(std::make_unsigned_t<T>(b));
-      a = op == ReduceKind::Sum ? T(x + y) : op == ReduceKind::Prod ? T(x * y) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
+      W wa = W(std::make_unsigned_t<T>(a)), wb = W(std::make_unsigned_t<T>(b));
+      a = op == ReduceKind::Sum ? T(wa + wb) : op == ReduceKind::Prod ? T(wa * wb) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
     } else {
       a = op == ReduceKind::Sum ? a + b : op == ReduceKind::Prod ? a * b : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
     }

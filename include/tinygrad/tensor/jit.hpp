@@ -260,7 +260,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
   if (n == 1) {
-    Tensor::realize_all(args);
+    for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();
     for (auto& a : args) in_sig_.push_back(Sig::of(a));
     for (auto& v : vars) var_sig_.push_back(v.var());
   }
@@ -269,7 +269,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     if (!(vars[i].var() == var_sig_[i]))
       throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
-  Tensor::realize_all(args);  // NOTE: first: a tensor of several devices shows its split once realized
+  for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();  // NOTE: first: its split shows once realized
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
@@ -277,6 +277,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
                          ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
                          in_sig_[i].device, in_sig_[i].split != s.split ? " (split otherwise)" : ""));
   }
+  Tensor::realize_all(args);
   return prog_ ? replay(args, vars) : record(args, run);
 }
 
@@ -362,7 +363,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   // the outputs in order, each device's buffer of a tensor of several devices
   size_t o = 0;
   auto next = [&](const Shape& shape, const std::string& dev, const std::pair<int64_t, std::vector<Shape>>& sp) {
-    size_t n = std::count(dev.begin(), dev.end(), ',') + size_t(1);
+    size_t n = size_t(std::count(dev.begin(), dev.end(), ',')) + 1;
     std::vector<std::shared_ptr<Buffer>> bs(out.begin() + int64_t(o), out.begin() + int64_t(o + n));
     o += n;
     return std::pair{Tensor::of_buffers(bs, shape, dev, sp), bs};
