@@ -1127,8 +1127,8 @@ void host_reduce(std::vector<char>& acc, const std::vector<char>& x, ReduceKind 
     } else if constexpr (std::is_integral_v<T>) {
       // NOTE: wraps, never signed overflow: W is at least unsigned int (uint16_t * uint16_t would promote to int)
       using W = std::common_type_t<std::make_unsigned_t<T>, unsigned>;
-      W x = W(std::make_unsigned_t<T>(a)), y = W(std::make_unsigned_t<T>(b));
-      a = op == ReduceKind::Sum ? T(x + y) : op == ReduceKind::Prod ? T(x * y) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
+      W wa = W(std::make_unsigned_t<T>(a)), wb = W(std::make_unsigned_t<T>(b));
+      a = op == ReduceKind::Sum ? T(wa + wb) : op == ReduceKind::Prod ? T(wa * wb) : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
     } else {
       a = op == ReduceKind::Sum ? a + b : op == ReduceKind::Prod ? a * b : op == ReduceKind::Max ? std::max(a, b) : std::min(a, b);
     }
@@ -10438,7 +10438,9 @@ struct JitProgram {
   std::vector<std::vector<void*>> args;    // per step, the pointers last launched with
   std::vector<std::vector<int64_t>> vals;  // per step, the variables' values last launched with
   VarVals var_vals;                        // the values this replay binds (TinyJit's variable arguments)
-  std::unique_ptr<GraphExec> graph;
+  // the graphs: runs of two or more kernel steps of one device that has them, [begin, end) (built on the first replay)
+  struct Segment { size_t begin, end; std::unique_ptr<GraphExec> graph; };
+  std::vector<Segment> graphs;
   bool graph_tried = false;
 };
 
@@ -10621,12 +10623,35 @@ inline bool fill_step_vals(const JitProgram::Step& st, const VarVals& vv, std::v
   return same;
 }
 
-// replay's launches: prepared calls in a loop, or the graph (built on the first replay)
+// the device of a kernel step ("" for a copy or a collective)
+inline const std::string& step_device(const JitProgram& p, const JitProgram::Step& st) {
+  static const std::string none;
+  return st.k && !st.slots.empty() ? p.table[size_t(st.slots[0])]->device : none;
+}
+
+// the graphs of a program: each run of two or more kernels of one device that has graphs (JIT_GRAPH=0: none). A step
+// of one device is one graph; a step of several is a graph per device between its collectives
+inline void build_graphs(JitProgram& p) {
+  p.graph_tried = true;
+  if (getenv_int("JIT_GRAPH", 1) == 0) return;
+  for (size_t b = 0, e; b < p.steps.size(); b = e) {
+    const std::string& dev = step_device(p, p.steps[b]);
+    for (e = b + 1; !dev.empty() && e < p.steps.size() && step_device(p, p.steps[e]) == dev; e++) {}
+    bool one = !dev.empty() && e - b >= 2;
+    for (size_t s = b; s < e && one; s++) for (int x : p.steps[s].slots) one &= p.table[size_t(x)]->device == dev;
+    if (!one || !runtime(dev).graph) continue;
+    std::vector<GraphLaunch> l;
+    for (size_t s = b; s < e; s++) l.push_back({p.steps[s].k->prg.get(), p.args[s], p.vals[s]});
+    p.graphs.push_back({b, e, runtime(dev).graph(l)});
+  }
+}
+
+// replay's launches: prepared calls, the graphs where there are some
 inline void launch_program(JitProgram& p) {
   auto& t = p.table;
   // the pointers each step launches with, updated in place; a graph updates only the steps whose pointers changed
   if (p.args.empty()) p.args.resize(p.steps.size()), p.vals.resize(p.steps.size());
-  std::vector<size_t> changed;
+  std::vector<bool> changed(p.steps.size());
   for (size_t s = 0; s < p.steps.size(); s++) {
     auto& a = p.args[s];
     const auto& sl = p.steps[s].slots;
@@ -10638,37 +10663,26 @@ inline void launch_program(JitProgram& p) {
       same &= a[i] == x;
       a[i] = x;
     }
-    if (!same && p.graph) changed.push_back(s);
+    changed[s] = !same;
   }
-  if (!p.graph_tried) {
-    p.graph_tried = true;
-    // one graph when every step (two or more) is a kernel of one device that has graphs (JIT_GRAPH=0 turns them off)
-    bool one = p.steps.size() >= 2 && getenv_int("JIT_GRAPH", 1) != 0;
-    std::string dev = one && p.steps[0].k && !p.steps[0].slots.empty() ? t[size_t(p.steps[0].slots[0])]->device : "";
-    for (auto& st : p.steps) {
-      one &= st.k != nullptr && !dev.empty();
-      if (one) for (int x : st.slots) one &= t[size_t(x)]->device == dev;
-    }
-    if (one && runtime(dev).graph) {
-      std::vector<GraphLaunch> l;
-      for (size_t s = 0; s < p.steps.size(); s++) l.push_back({p.steps[s].k->prg.get(), p.args[s], p.vals[s]});
-      p.graph = runtime(dev).graph(l);
-    }
-  }
+  if (!p.graph_tried) build_graphs(p);
   const bool prof = profiling(), viz = vizzing();
-  if (p.graph) {
-    for (size_t s : changed) p.graph->set_args(s, p.args[s], p.vals[s]);
-    double start = prof ? now_s() : 0;
-    p.graph->launch();
-    run_stats().kernels_run += int64_t(p.steps.size());
-    if (prof) {  // one event a replay: the graph's kernels are not timed one by one (JIT_GRAPH=0 times each)
-      const std::string& dev = t[size_t(p.steps[0].slots[0])]->device;
-      runtime(dev).synchronize();
-      profile_event(Profile::Track::kernels, cat("jit graph of ", p.steps.size(), " kernels"), dev, start);
-    }
-    return;
-  }
+  size_t g = 0;
   for (size_t s = 0; s < p.steps.size(); s++) {
+    if (g < p.graphs.size() && p.graphs[g].begin == s) {
+      auto& seg = p.graphs[g++];
+      for (size_t i = seg.begin; i < seg.end; i++) if (changed[i]) seg.graph->set_args(i - seg.begin, p.args[i], p.vals[i]);
+      double start = prof ? now_s() : 0;
+      seg.graph->launch();
+      run_stats().kernels_run += int64_t(seg.end - seg.begin);
+      if (prof) {  // one event a graph: its kernels are not timed one by one (JIT_GRAPH=0 times each)
+        const std::string& dev = step_device(p, p.steps[s]);
+        runtime(dev).synchronize();
+        profile_event(Profile::Track::kernels, cat("jit graph of ", seg.end - seg.begin, " kernels"), dev, start);
+      }
+      s = seg.end - 1;
+      continue;
+    }
     auto& st = p.steps[s];
     if (!st.k && st.coll >= 0) {
       size_t n = st.slots.size() / 2;
@@ -15233,7 +15247,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
   if (n == 1) {
-    Tensor::realize_all(args);
+    for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();
     for (auto& a : args) in_sig_.push_back(Sig::of(a));
     for (auto& v : vars) var_sig_.push_back(v.var());
   }
@@ -15242,7 +15256,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     if (!(vars[i].var() == var_sig_[i]))
       throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
-  Tensor::realize_all(args);  // NOTE: first: a tensor of several devices shows its split once realized
+  for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();  // NOTE: first: its split shows once realized
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
@@ -15250,6 +15264,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
                          ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
                          in_sig_[i].device, in_sig_[i].split != s.split ? " (split otherwise)" : ""));
   }
+  Tensor::realize_all(args);
   return prog_ ? replay(args, vars) : record(args, run);
 }
 
@@ -15335,7 +15350,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   // the outputs in order, each device's buffer of a tensor of several devices
   size_t o = 0;
   auto next = [&](const Shape& shape, const std::string& dev, const std::pair<int64_t, std::vector<Shape>>& sp) {
-    size_t n = std::count(dev.begin(), dev.end(), ',') + size_t(1);
+    size_t n = size_t(std::count(dev.begin(), dev.end(), ',')) + 1;
     std::vector<std::shared_ptr<Buffer>> bs(out.begin() + int64_t(o), out.begin() + int64_t(o + n));
     o += n;
     return std::pair{Tensor::of_buffers(bs, shape, dev, sp), bs};
