@@ -3438,40 +3438,29 @@ enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LO
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
 namespace detail {
-// Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
+// Where a node's value lives once it is realized: a buffer (RealizedBuffer), or for a value of several devices the
+// MULTI node of its devices' buffers (RealizedMulti). Written once, by the thread that realizes the node (under the
 // engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
 // published with release and read with acquire, so a reader that sees it also sees the owner, which never
-// changes afterwards. A second set() keeps the first buffer (both hold the same value).
-class RealizedBuffer {
-  std::atomic<Buffer*> ptr_{nullptr};
-  std::shared_ptr<Buffer> own_;
+// changes afterwards. A second set() keeps the first value (both hold the same value).
+template <class T>
+class Realized {
+  std::atomic<T*> ptr_{nullptr};
+  std::shared_ptr<T> own_;
   static std::mutex& set_mutex() { static std::mutex m; return m; }
  public:
-  std::shared_ptr<Buffer> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
-  void set(std::shared_ptr<Buffer> b) {
+  std::shared_ptr<T> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
+  void set(std::shared_ptr<T> b) {
     std::lock_guard lk(set_mutex());
     if (ptr_.load(std::memory_order_relaxed) || !b) return;
     own_ = std::move(b);
     ptr_.store(own_.get(), std::memory_order_release);
   }
   explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
-  Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
+  T* operator->() const { return ptr_.load(std::memory_order_acquire); }
 };
-// the same for a value of several devices: the MULTI node of its devices' buffers
-class RealizedMulti {
-  std::atomic<const UOp*> ptr_{nullptr};
-  std::shared_ptr<const UOp> own_;
-  static std::mutex& set_mutex() { static std::mutex m; return m; }
- public:
-  std::shared_ptr<const UOp> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
-  void set(std::shared_ptr<const UOp> m) {
-    std::lock_guard lk(set_mutex());
-    if (ptr_.load(std::memory_order_relaxed) || !m) return;
-    own_ = std::move(m);
-    ptr_.store(own_.get(), std::memory_order_release);
-  }
-  explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
-};
+using RealizedBuffer = Realized<Buffer>;
+using RealizedMulti = Realized<const UOp>;
 }  // namespace detail
 
 struct UOp : std::enable_shared_from_this<UOp> {
@@ -3631,6 +3620,16 @@ inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD || op ==
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
 // a concrete extent among symbolic ones (a movement op's src[1..]): int32 where it fits, as variables are
 inline UOpRef size_const(int64_t n) { return const_int(n > INT32_MAX ? DType::Int64 : DType::Int32, n); }
+inline bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+// a BUFFER (reshaped) over a realized node's value (a leaf, or a RESHAPE of one); a symbolic value keeps its extents
+inline UOpRef buffer_view(const UOpRef& u) {
+  if (is_buffer_view(u.get())) return u;
+  auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());
+  if (b->shape == u->shape && u->dyn.empty()) return b;
+  std::vector<UOpRef> src{b};
+  for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : size_const(u->shape[i]));
+  return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
+}
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
   if (is_comparison(op)) return DType::Bool;
@@ -9325,8 +9324,8 @@ struct Lowered {
 
 class MultiLowering {
  public:
-  std::vector<std::string> devs;
-  UOpRef device_node;  // DEVICE "a,b"
+  std::vector<std::string> devs;  // the group, from the first MULTI or DEVICE of several met (a graph has one group)
+  UOpRef device_node;             // DEVICE "a,b"
 
   Lowered lower(const UOpRef& root) {
     for (auto& u : toposort(root, [](const UOp* x) { return x->multi && x->op != Ops::MULTI && !x->multi_value; })) {
@@ -9382,16 +9381,13 @@ class MultiLowering {
     return r;
   }
 
-  static ShapeError refuse(const UOpRef& u, const std::string& why) {
-    return ShapeError(cat("tinygrad::", op_name(u->op), " of a sharded tensor ", to_string(u->src[0]->shape), ": ", why));
-  }
-
   Lowered lower_node(const UOpRef& u) {
     if (!u->dyn.empty()) throw ShapeError("tinygrad: symbolic shapes on several devices are not supported (" + to_string(u->shape) + ")");
     if (u->multi_value) return lower_multi(u->multi_value.get());
     switch (u->op) {
       case Ops::MULTI: return lower_multi(u);
       case Ops::DEVICE: {
+        group(u);
         Lowered r{-1, {}};
         for (size_t i = 0; i < devs.size(); i++) r.per.push_back(dev(i));
         return r;
@@ -9406,8 +9402,9 @@ class MultiLowering {
         }
         return {-1, to_split(x, -1, {})};
       }
-      case Ops::CONTIGUOUS: case Ops::DETACH:  // a parameter's node, a clone: each part is a buffer of its own already
-        if (u->src[0]->op == Ops::MULTI || u->src[0]->multi_value || u->op == Ops::DETACH || u->is_param()) return memo_.at(u->src[0].get());
+      case Ops::DETACH: return memo_.at(u->src[0].get());
+      case Ops::CONTIGUOUS:  // a parameter's node, a contiguous of a realized value: each part is a buffer of its own already
+        if (u->is_param() || u->src[0]->op == Ops::MULTI || u->src[0]->multi_value) return memo_.at(u->src[0].get());
         break;
       case Ops::CONV: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
       case Ops::REDUCE_AXIS: return lower_reduce(u);
@@ -9417,10 +9414,15 @@ class MultiLowering {
   }
 
   Lowered lower_multi(const UOpRef& m) {
-    if (split_devices(std::get<std::string>(m->src[0]->arg)) != devs)
-      throw DeviceError("tinygrad: one graph mixes the device groups " + std::get<std::string>(m->src[0]->arg) + " and " +
-                        std::get<std::string>(device_node->arg));
+    group(m->src[0]);
     return {m->iarg(), std::vector<UOpRef>(m->src.begin() + 1, m->src.end())};
+  }
+  // the group of a DEVICE of several devices: the graph's first, or the same as it
+  void group(const UOpRef& d) {
+    if (!device_node) { device_node = d; devs = split_devices(std::get<std::string>(d->arg)); }
+    else if (d != device_node)
+      throw DeviceError("tinygrad: one graph mixes the device groups " + std::get<std::string>(device_node->arg) + " and " +
+                        std::get<std::string>(d->arg));
   }
 
   // an op on each device's part; the operands follow the first sharded one's split (an ASSIGN's target's)
@@ -9534,20 +9536,6 @@ inline bool multi_done(const UOp* u) {
     if (!is_leaf(p) && !(p->op == Ops::RESHAPE && is_leaf(p->src[0].get()))) return false;
   }
   return true;
-}
-
-// the device group of a multi graph: its DEVICE nodes of several devices (all one group)
-inline std::string multi_group(const std::vector<UOpRef>& roots) {
-  std::string g;
-  for (auto& r : roots)
-    for (auto& u : toposort(r, [](const UOp* x) { return x->multi && x->op != Ops::MULTI && !x->multi_value; }))
-      if ((u->op == Ops::DEVICE && u->multi) || u->op == Ops::MULTI || u->multi_value) {
-        const UOp* m = u->multi_value ? u->multi_value.get().get() : u.get();
-        const std::string& d = std::get<std::string>(m->op == Ops::DEVICE ? m->arg : m->src[0]->arg);
-        if (g.empty()) g = d;
-        else if (g != d) throw DeviceError("tinygrad: one graph mixes the device groups " + g + " and " + d);
-      }
-  return g;
 }
 
 }  // namespace tinygrad::detail
@@ -9972,8 +9960,7 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
 // the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
 // reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
 inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op,
-                           DType dt,
-                           int64_t n) {
+                           DType dt, int64_t n) {
   const bool prof = profiling();
   double t0 = prof ? now_s() : 0;
   std::vector<std::unique_ptr<Buffer>> views;
@@ -10180,16 +10167,16 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
   for (;;) {
     auto topo = toposort_all(roots, [](const UOp* x) { return !is_leaf(x); });
     std::unordered_map<const UOp*, bool> waits;  // a collective not done yet at or below the node
-    std::unordered_map<const UOp*, std::string> dev;
+    std::unordered_map<const UOp*, const std::string*> dev;  // where a node runs: its leaf's device, a COPY's target
     std::vector<UOpRef> wave;
     for (auto& u : topo) {
       bool w = u->op == Ops::ALLREDUCE && !is_leaf(u.get()), below = false;
       for (auto& s : u->src) below |= waits[s.get()];
       waits[u.get()] = w || below;
       if (w && !below) wave.push_back(u);
-      const std::string* d = node_device(u.get());
-      dev[u.get()] = d ? *d : u->op == Ops::COPY ? std::get<std::string>(u->src[1]->arg) : u->src.empty() ? "" : dev[u->src[0].get()];
-      if (u->op != Ops::COPY) for (auto& s : u->src) if (dev[u.get()].empty()) dev[u.get()] = dev[s.get()];
+      const std::string* d = u->op == Ops::COPY ? &std::get<std::string>(u->src[1]->arg) : node_device(u.get());
+      for (size_t i = 0; !d && i < u->src.size(); i++) d = dev[u->src[i].get()];
+      dev[u.get()] = d;
     }
     if (wave.empty()) return;
     // the wave's parts and what they compute on the way, and of that what the rest reads too
@@ -10205,7 +10192,7 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
     std::map<std::string, std::vector<UOpRef>> todo;
     auto add = [&](UOpRef x) {
       while (is_movement(x->op) && !is_leaf(x.get())) x = x->src[0];
-      auto& v = todo[dev[x.get()]];
+      auto& v = todo[dev[x.get()] ? *dev[x.get()] : ""];
       bool value = x->op != Ops::CONST && x->op != Ops::DEVICE && x->op != Ops::BIND && x->op != Ops::DEFINE_VAR;
       if (!is_leaf(x.get()) && value && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
     };
@@ -10217,8 +10204,7 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
     for (auto& u : wave) {
       if (is_leaf(u.get())) continue;  // a sibling of one done before
       std::vector<std::shared_ptr<Buffer>> send, recv;
-      for (auto s : u->src) {
-        while (!is_leaf(s.get())) s = s->src[0];  // a movement op of a realized part (a reshape): its buffer
+      for (auto& s : u->src) {  // each device's REDUCE_AXIS (lower_reduce), realized above
         send.push_back(s->leaf_buffer());
         recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
       }
@@ -10235,9 +10221,6 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
 // keeps its devices' values in multi_value (one device's: in realized)
 inline void realize_multi(const std::vector<UOpRef>& roots) {
   MultiLowering L;
-  std::string g = multi_group(roots);
-  L.devs = split_devices(g);
-  L.device_node = make_uop(Ops::DEVICE, DType::Bool, {}, g);
   std::vector<Lowered> low;
   for (auto& r : roots) low.push_back(L.lower(r));
   std::vector<std::vector<UOpRef>> per(L.devs.size());
@@ -10250,10 +10233,7 @@ inline void realize_multi(const std::vector<UOpRef>& roots) {
     if (low[i].single()) { roots[i]->realized.set(low[i].per[0]->leaf_buffer()); continue; }
     if (roots[i]->op == Ops::MULTI) continue;  // its parts are realized nodes now
     std::vector<UOpRef> src{L.device_node};
-    for (auto& p : low[i].per) {  // each part as its buffer, not the graph that computed it
-      auto b = make_uop(Ops::BUFFER, p->dtype, {}, p->leaf_buffer());
-      src.push_back(b->shape == p->shape ? b : make_uop(Ops::RESHAPE, p->dtype, {b}, std::vector<int64_t>(p->shape)));
-    }
+    for (auto& p : low[i].per) src.push_back(buffer_view(p));  // each part as its buffer, not the graph that computed it
     roots[i]->multi_value.set(make_uop(Ops::MULTI, roots[i]->dtype, src, low[i].axis));
   }
 }
@@ -13633,7 +13613,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOpRef& u = uop();
     bool mine = u->is_param() && u->iarg() == impl_->param;
     if (r && !mine) impl_->uop = param_node(u);
-    if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
+    if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : detail::buffer_view(u);
     return *this;
   })
   bool requires_grad() const TINYGRAD_MEMBER_DEF({ return impl_->requires_grad; })
@@ -13701,7 +13681,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (auto* r = detail::jit_recorder()) r->assigned(*this);
     Tensor nv = v.cast(dtype());
     UOpRef u = nv.uop();
-    if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
+    if (u->grad_dep) u = nv.is_realized() ? detail::buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   })
@@ -14311,18 +14291,6 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     return Tensor(detail::sym_node(v, dev), dev);
   })
-  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({
-    return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER);
-  })
-  // BUFFER (reshaped) of a realized node
-  static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
-    if (is_buffer_view(u.get())) return u;
-    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
-    if (b->shape == u->shape && u->dyn.empty()) return b;
-    std::vector<UOpRef> src{b};  // a symbolic value keeps its extents
-    for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
-    return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
-  })
   // assign() to a part of a realized buffer (a shrink of it, with reshapes, permutes and flips: each element of the
   // view one element of the buffer) writes v into those elements now, in place: the KV-cache update
   // `cache.shrink({{0, H}, {p, p + 1}, {0, D}}).assign(kv)` costs the row, not the cache. Every tensor over the buffer
@@ -14360,20 +14328,19 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   void adopt_realized() TINYGRAD_MEMBER_DEF({
     const UOpRef& u = impl_->uop;
     if (on_many()) {  // each device's part a buffer view
-      UOpRef m = u->multi_value ? u->multi_value.get() : u->is_param() ? u->src[0]->multi_value.get() : nullptr;
-      if (!m) m = u->is_param() ? u->src[0] : u;
+      UOpRef m = parts_node();
       if (m->op != Ops::MULTI) return;
       std::vector<UOpRef> src{m->src[0]};
-      for (size_t i = 1; i < m->src.size(); i++) src.push_back(buffer_view(m->src[i]));
+      for (size_t i = 1; i < m->src.size(); i++) src.push_back(detail::buffer_view(m->src[i]));
       UOpRef v = make_uop(Ops::MULTI, u->dtype, std::move(src), m->arg);
       if (impl_->requires_grad) { if (!(u->is_param() && u->src[0] == v)) impl_->uop = param_node(v); }
       else if (!u->grad_dep) impl_->uop = v;
       return;
     }
     if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
-      if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
-    } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
-    else if (!u->grad_dep) impl_->uop = buffer_view(u);
+      if (!u->src[0]->grad_dep && !detail::is_buffer_view(u->src[0].get())) impl_->uop = param_node(detail::buffer_view(u));
+    } else if (impl_->requires_grad) impl_->uop = param_node(detail::buffer_view(u));
+    else if (!u->grad_dep) impl_->uop = detail::buffer_view(u);
   })
   Tensor fl() const TINYGRAD_MEMBER_DEF({ return is_float(dtype()) ? *this : cast(dtypes::default_float); })
   // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
@@ -14463,7 +14430,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   bool on_many() const { return impl_->device.find(',') != std::string::npos; }
   // a realized tensor of several devices: the MULTI of its parts
   UOpRef parts_node() const TINYGRAD_MEMBER_DEF({
-    UOpRef m = impl_->uop->is_param() ? impl_->uop->src[0] : impl_->uop;
+    UOpRef m = impl_->uop;
+    if (!m->multi_value && m->is_param()) m = m->src[0];  // a parameter's value: its node's, or the one below it
     return m->multi_value ? m->multi_value.get() : m;
   })
   // how a realized tensor is split: the axis (-1: copies) and each part's shape; none for one device
@@ -15246,8 +15214,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
+  for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();  // NOTE: first: its split shows once realized
   if (n == 1) {
-    for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();
     for (auto& a : args) in_sig_.push_back(Sig::of(a));
     for (auto& v : vars) var_sig_.push_back(v.var());
   }
@@ -15256,7 +15224,6 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     if (!(vars[i].var() == var_sig_[i]))
       throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
-  for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();  // NOTE: first: its split shows once realized
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))

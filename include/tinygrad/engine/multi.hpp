@@ -36,8 +36,8 @@ struct Lowered {
 
 class MultiLowering {
  public:
-  std::vector<std::string> devs;
-  UOpRef device_node;  // DEVICE "a,b"
+  std::vector<std::string> devs;  // the group, from the first MULTI or DEVICE of several met (a graph has one group)
+  UOpRef device_node;             // DEVICE "a,b"
 
   Lowered lower(const UOpRef& root) {
     for (auto& u : toposort(root, [](const UOp* x) { return x->multi && x->op != Ops::MULTI && !x->multi_value; })) {
@@ -93,16 +93,13 @@ class MultiLowering {
     return r;
   }
 
-  static ShapeError refuse(const UOpRef& u, const std::string& why) {
-    return ShapeError(cat("tinygrad::", op_name(u->op), " of a sharded tensor ", to_string(u->src[0]->shape), ": ", why));
-  }
-
   Lowered lower_node(const UOpRef& u) {
     if (!u->dyn.empty()) throw ShapeError("tinygrad: symbolic shapes on several devices are not supported (" + to_string(u->shape) + ")");
     if (u->multi_value) return lower_multi(u->multi_value.get());
     switch (u->op) {
       case Ops::MULTI: return lower_multi(u);
       case Ops::DEVICE: {
+        group(u);
         Lowered r{-1, {}};
         for (size_t i = 0; i < devs.size(); i++) r.per.push_back(dev(i));
         return r;
@@ -117,8 +114,9 @@ class MultiLowering {
         }
         return {-1, to_split(x, -1, {})};
       }
-      case Ops::CONTIGUOUS: case Ops::DETACH:  // a parameter's node, a clone: each part is a buffer of its own already
-        if (u->src[0]->op == Ops::MULTI || u->src[0]->multi_value || u->op == Ops::DETACH || u->is_param()) return memo_.at(u->src[0].get());
+      case Ops::DETACH: return memo_.at(u->src[0].get());
+      case Ops::CONTIGUOUS:  // a parameter's node, a contiguous of a realized value: each part is a buffer of its own already
+        if (u->is_param() || u->src[0]->op == Ops::MULTI || u->src[0]->multi_value) return memo_.at(u->src[0].get());
         break;
       case Ops::CONV: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
       case Ops::REDUCE_AXIS: return lower_reduce(u);
@@ -128,10 +126,15 @@ class MultiLowering {
   }
 
   Lowered lower_multi(const UOpRef& m) {
-    if (split_devices(std::get<std::string>(m->src[0]->arg)) != devs)
-      throw DeviceError("tinygrad: one graph mixes the device groups " + std::get<std::string>(m->src[0]->arg) + " and " +
-                        std::get<std::string>(device_node->arg));
+    group(m->src[0]);
     return {m->iarg(), std::vector<UOpRef>(m->src.begin() + 1, m->src.end())};
+  }
+  // the group of a DEVICE of several devices: the graph's first, or the same as it
+  void group(const UOpRef& d) {
+    if (!device_node) { device_node = d; devs = split_devices(std::get<std::string>(d->arg)); }
+    else if (d != device_node)
+      throw DeviceError("tinygrad: one graph mixes the device groups " + std::get<std::string>(device_node->arg) + " and " +
+                        std::get<std::string>(d->arg));
   }
 
   // an op on each device's part; the operands follow the first sharded one's split (an ASSIGN's target's)
@@ -245,20 +248,6 @@ inline bool multi_done(const UOp* u) {
     if (!is_leaf(p) && !(p->op == Ops::RESHAPE && is_leaf(p->src[0].get()))) return false;
   }
   return true;
-}
-
-// the device group of a multi graph: its DEVICE nodes of several devices (all one group)
-inline std::string multi_group(const std::vector<UOpRef>& roots) {
-  std::string g;
-  for (auto& r : roots)
-    for (auto& u : toposort(r, [](const UOp* x) { return x->multi && x->op != Ops::MULTI && !x->multi_value; }))
-      if ((u->op == Ops::DEVICE && u->multi) || u->op == Ops::MULTI || u->multi_value) {
-        const UOp* m = u->multi_value ? u->multi_value.get().get() : u.get();
-        const std::string& d = std::get<std::string>(m->op == Ops::DEVICE ? m->arg : m->src[0]->arg);
-        if (g.empty()) g = d;
-        else if (g != d) throw DeviceError("tinygrad: one graph mixes the device groups " + g + " and " + d);
-      }
-  return g;
 }
 
 }  // namespace tinygrad::detail

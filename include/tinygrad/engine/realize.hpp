@@ -128,8 +128,7 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
 // the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
 // reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
 inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op,
-                           DType dt,
-                           int64_t n) {
+                           DType dt, int64_t n) {
   const bool prof = profiling();
   double t0 = prof ? now_s() : 0;
   std::vector<std::unique_ptr<Buffer>> views;
@@ -336,16 +335,16 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
   for (;;) {
     auto topo = toposort_all(roots, [](const UOp* x) { return !is_leaf(x); });
     std::unordered_map<const UOp*, bool> waits;  // a collective not done yet at or below the node
-    std::unordered_map<const UOp*, std::string> dev;
+    std::unordered_map<const UOp*, const std::string*> dev;  // where a node runs: its leaf's device, a COPY's target
     std::vector<UOpRef> wave;
     for (auto& u : topo) {
       bool w = u->op == Ops::ALLREDUCE && !is_leaf(u.get()), below = false;
       for (auto& s : u->src) below |= waits[s.get()];
       waits[u.get()] = w || below;
       if (w && !below) wave.push_back(u);
-      const std::string* d = node_device(u.get());
-      dev[u.get()] = d ? *d : u->op == Ops::COPY ? std::get<std::string>(u->src[1]->arg) : u->src.empty() ? "" : dev[u->src[0].get()];
-      if (u->op != Ops::COPY) for (auto& s : u->src) if (dev[u.get()].empty()) dev[u.get()] = dev[s.get()];
+      const std::string* d = u->op == Ops::COPY ? &std::get<std::string>(u->src[1]->arg) : node_device(u.get());
+      for (size_t i = 0; !d && i < u->src.size(); i++) d = dev[u->src[i].get()];
+      dev[u.get()] = d;
     }
     if (wave.empty()) return;
     // the wave's parts and what they compute on the way, and of that what the rest reads too
@@ -361,7 +360,7 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
     std::map<std::string, std::vector<UOpRef>> todo;
     auto add = [&](UOpRef x) {
       while (is_movement(x->op) && !is_leaf(x.get())) x = x->src[0];
-      auto& v = todo[dev[x.get()]];
+      auto& v = todo[dev[x.get()] ? *dev[x.get()] : ""];
       bool value = x->op != Ops::CONST && x->op != Ops::DEVICE && x->op != Ops::BIND && x->op != Ops::DEFINE_VAR;
       if (!is_leaf(x.get()) && value && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
     };
@@ -373,8 +372,7 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
     for (auto& u : wave) {
       if (is_leaf(u.get())) continue;  // a sibling of one done before
       std::vector<std::shared_ptr<Buffer>> send, recv;
-      for (auto s : u->src) {
-        while (!is_leaf(s.get())) s = s->src[0];  // a movement op of a realized part (a reshape): its buffer
+      for (auto& s : u->src) {  // each device's REDUCE_AXIS (lower_reduce), realized above
         send.push_back(s->leaf_buffer());
         recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
       }
@@ -391,9 +389,6 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
 // keeps its devices' values in multi_value (one device's: in realized)
 inline void realize_multi(const std::vector<UOpRef>& roots) {
   MultiLowering L;
-  std::string g = multi_group(roots);
-  L.devs = split_devices(g);
-  L.device_node = make_uop(Ops::DEVICE, DType::Bool, {}, g);
   std::vector<Lowered> low;
   for (auto& r : roots) low.push_back(L.lower(r));
   std::vector<std::vector<UOpRef>> per(L.devs.size());
@@ -406,10 +401,7 @@ inline void realize_multi(const std::vector<UOpRef>& roots) {
     if (low[i].single()) { roots[i]->realized.set(low[i].per[0]->leaf_buffer()); continue; }
     if (roots[i]->op == Ops::MULTI) continue;  // its parts are realized nodes now
     std::vector<UOpRef> src{L.device_node};
-    for (auto& p : low[i].per) {  // each part as its buffer, not the graph that computed it
-      auto b = make_uop(Ops::BUFFER, p->dtype, {}, p->leaf_buffer());
-      src.push_back(b->shape == p->shape ? b : make_uop(Ops::RESHAPE, p->dtype, {b}, std::vector<int64_t>(p->shape)));
-    }
+    for (auto& p : low[i].per) src.push_back(buffer_view(p));  // each part as its buffer, not the graph that computed it
     roots[i]->multi_value.set(make_uop(Ops::MULTI, roots[i]->dtype, src, low[i].axis));
   }
 }

@@ -259,8 +259,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   if (jit_recorder()) throw JitError(where() + ": called while another jitted function is recorded; jitted functions do not nest");
   std::lock_guard lk(mu_);
   int64_t n = ++calls_;
+  for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();  // NOTE: first: its split shows once realized
   if (n == 1) {
-    for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();
     for (auto& a : args) in_sig_.push_back(Sig::of(a));
     for (auto& v : vars) var_sig_.push_back(v.var());
   }
@@ -269,7 +269,6 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
     if (!(vars[i].var() == var_sig_[i]))
       throw JitError(cat(where(), ": variable argument ", i, " is ", vars[i].var().str(), ", captured with ", var_sig_[i].str()));
   if (args.size() != in_sig_.size()) throw JitError(cat(where(), ": called with ", args.size(), " arguments, captured with ", in_sig_.size()));
-  for (auto& a : args) if (a.devices().size() > 1) Tensor(a).realize();  // NOTE: first: its split shows once realized
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))

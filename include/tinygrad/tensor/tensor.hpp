@@ -165,7 +165,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOpRef& u = uop();
     bool mine = u->is_param() && u->iarg() == impl_->param;
     if (r && !mine) impl_->uop = param_node(u);
-    if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : buffer_view(u);
+    if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : detail::buffer_view(u);
     return *this;
   })
   bool requires_grad() const TINYGRAD_MEMBER_DEF({ return impl_->requires_grad; })
@@ -233,7 +233,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (auto* r = detail::jit_recorder()) r->assigned(*this);
     Tensor nv = v.cast(dtype());
     UOpRef u = nv.uop();
-    if (u->grad_dep) u = nv.is_realized() ? buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
+    if (u->grad_dep) u = nv.is_realized() ? detail::buffer_view(u) : nv.detach().uop();  // a read value: its buffer, no copy
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   })
@@ -843,18 +843,6 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     return Tensor(detail::sym_node(v, dev), dev);
   })
-  static bool is_buffer_view(const UOp* u) TINYGRAD_MEMBER_DEF({
-    return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER);
-  })
-  // BUFFER (reshaped) of a realized node
-  static UOpRef buffer_view(const UOpRef& u) TINYGRAD_MEMBER_DEF({
-    if (is_buffer_view(u.get())) return u;
-    auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());  // a leaf or RESHAPE(leaf)
-    if (b->shape == u->shape && u->dyn.empty()) return b;
-    std::vector<UOpRef> src{b};  // a symbolic value keeps its extents
-    for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : detail::size_const(u->shape[i]));
-    return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
-  })
   // assign() to a part of a realized buffer (a shrink of it, with reshapes, permutes and flips: each element of the
   // view one element of the buffer) writes v into those elements now, in place: the KV-cache update
   // `cache.shrink({{0, H}, {p, p + 1}, {0, D}}).assign(kv)` costs the row, not the cache. Every tensor over the buffer
@@ -892,20 +880,19 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   void adopt_realized() TINYGRAD_MEMBER_DEF({
     const UOpRef& u = impl_->uop;
     if (on_many()) {  // each device's part a buffer view
-      UOpRef m = u->multi_value ? u->multi_value.get() : u->is_param() ? u->src[0]->multi_value.get() : nullptr;
-      if (!m) m = u->is_param() ? u->src[0] : u;
+      UOpRef m = parts_node();
       if (m->op != Ops::MULTI) return;
       std::vector<UOpRef> src{m->src[0]};
-      for (size_t i = 1; i < m->src.size(); i++) src.push_back(buffer_view(m->src[i]));
+      for (size_t i = 1; i < m->src.size(); i++) src.push_back(detail::buffer_view(m->src[i]));
       UOpRef v = make_uop(Ops::MULTI, u->dtype, std::move(src), m->arg);
       if (impl_->requires_grad) { if (!(u->is_param() && u->src[0] == v)) impl_->uop = param_node(v); }
       else if (!u->grad_dep) impl_->uop = v;
       return;
     }
     if (impl_->requires_grad && u->is_param() && u->iarg() == impl_->param) {
-      if (!u->src[0]->grad_dep && !is_buffer_view(u->src[0].get())) impl_->uop = param_node(buffer_view(u));
-    } else if (impl_->requires_grad) impl_->uop = param_node(buffer_view(u));
-    else if (!u->grad_dep) impl_->uop = buffer_view(u);
+      if (!u->src[0]->grad_dep && !detail::is_buffer_view(u->src[0].get())) impl_->uop = param_node(detail::buffer_view(u));
+    } else if (impl_->requires_grad) impl_->uop = param_node(detail::buffer_view(u));
+    else if (!u->grad_dep) impl_->uop = detail::buffer_view(u);
   })
   Tensor fl() const TINYGRAD_MEMBER_DEF({ return is_float(dtype()) ? *this : cast(dtypes::default_float); })
   // NOTE: two overloads, not an optional DType: valgrind saw the empty optional's payload reach make_uop's hash at -O2
@@ -995,7 +982,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   bool on_many() const { return impl_->device.find(',') != std::string::npos; }
   // a realized tensor of several devices: the MULTI of its parts
   UOpRef parts_node() const TINYGRAD_MEMBER_DEF({
-    UOpRef m = impl_->uop->is_param() ? impl_->uop->src[0] : impl_->uop;
+    UOpRef m = impl_->uop;
+    if (!m->multi_value && m->is_param()) m = m->src[0];  // a parameter's value: its node's, or the one below it
     return m->multi_value ? m->multi_value.get() : m;
   })
   // how a realized tensor is split: the axis (-1: copies) and each part's shape; none for one device

@@ -132,40 +132,29 @@ enum class AxisType : int64_t { LOOP = 0, REDUCE = 1, THREAD = 2, GLOBAL = 3, LO
 using Arg = std::variant<std::monostate, int64_t, double, std::vector<int64_t>, std::string, std::shared_ptr<Buffer>>;
 
 namespace detail {
-// Where a node's value lives once it is realized. Written once, by the thread that realizes the node (under the
+// Where a node's value lives once it is realized: a buffer (RealizedBuffer), or for a value of several devices the
+// MULTI node of its devices' buffers (RealizedMulti). Written once, by the thread that realizes the node (under the
 // engine's lock), and read without a lock by every thread that builds the same hash-consed node: the pointer is
 // published with release and read with acquire, so a reader that sees it also sees the owner, which never
-// changes afterwards. A second set() keeps the first buffer (both hold the same value).
-class RealizedBuffer {
-  std::atomic<Buffer*> ptr_{nullptr};
-  std::shared_ptr<Buffer> own_;
+// changes afterwards. A second set() keeps the first value (both hold the same value).
+template <class T>
+class Realized {
+  std::atomic<T*> ptr_{nullptr};
+  std::shared_ptr<T> own_;
   static std::mutex& set_mutex() { static std::mutex m; return m; }
  public:
-  std::shared_ptr<Buffer> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
-  void set(std::shared_ptr<Buffer> b) {
+  std::shared_ptr<T> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
+  void set(std::shared_ptr<T> b) {
     std::lock_guard lk(set_mutex());
     if (ptr_.load(std::memory_order_relaxed) || !b) return;
     own_ = std::move(b);
     ptr_.store(own_.get(), std::memory_order_release);
   }
   explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
-  Buffer* operator->() const { return ptr_.load(std::memory_order_acquire); }
+  T* operator->() const { return ptr_.load(std::memory_order_acquire); }
 };
-// the same for a value of several devices: the MULTI node of its devices' buffers
-class RealizedMulti {
-  std::atomic<const UOp*> ptr_{nullptr};
-  std::shared_ptr<const UOp> own_;
-  static std::mutex& set_mutex() { static std::mutex m; return m; }
- public:
-  std::shared_ptr<const UOp> get() const { return ptr_.load(std::memory_order_acquire) ? own_ : nullptr; }
-  void set(std::shared_ptr<const UOp> m) {
-    std::lock_guard lk(set_mutex());
-    if (ptr_.load(std::memory_order_relaxed) || !m) return;
-    own_ = std::move(m);
-    ptr_.store(own_.get(), std::memory_order_release);
-  }
-  explicit operator bool() const { return ptr_.load(std::memory_order_acquire) != nullptr; }
-};
+using RealizedBuffer = Realized<Buffer>;
+using RealizedMulti = Realized<const UOp>;
 }  // namespace detail
 
 struct UOp : std::enable_shared_from_this<UOp> {
@@ -325,6 +314,16 @@ inline double reduce_identity(Ops op, DType dt) { return op == Ops::ADD || op ==
 inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Ops::CONST, dt, {}, double(v)) : make_uop(Ops::CONST, dt, {}, v); }
 // a concrete extent among symbolic ones (a movement op's src[1..]): int32 where it fits, as variables are
 inline UOpRef size_const(int64_t n) { return const_int(n > INT32_MAX ? DType::Int64 : DType::Int32, n); }
+inline bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+// a BUFFER (reshaped) over a realized node's value (a leaf, or a RESHAPE of one); a symbolic value keeps its extents
+inline UOpRef buffer_view(const UOpRef& u) {
+  if (is_buffer_view(u.get())) return u;
+  auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());
+  if (b->shape == u->shape && u->dyn.empty()) return b;
+  std::vector<UOpRef> src{b};
+  for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : size_const(u->shape[i]));
+  return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
+}
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
   if (is_comparison(op)) return DType::Bool;
