@@ -278,11 +278,15 @@ inline void launch_program(JitProgram& p) {
       continue;
     }
     auto& st = p.steps[s];
-    if (!st.k && st.coll >= 0) {
-      size_t n = st.slots.size() / 2;
-      std::vector<std::shared_ptr<Buffer>> recv, send;
-      for (size_t i = 0; i < n; i++) recv.push_back(t[size_t(st.slots[i])]), send.push_back(t[size_t(st.slots[n + i])]);
-      run_collective(recv, send, ReduceKind(st.coll), st.coll_dt, st.coll_n);
+    if (!st.k && st.coll >= 0) {  // this and the collectives right after it, as one batch
+      std::vector<Collective> batch;
+      for (; s < p.steps.size() && !p.steps[s].k && p.steps[s].coll >= 0; s++) {
+        auto& c = batch.emplace_back(Collective{{}, {}, ReduceKind(p.steps[s].coll), p.steps[s].coll_dt, p.steps[s].coll_n});
+        size_t n = p.steps[s].slots.size() / 2;
+        for (size_t i = 0; i < n; i++) c.recv.push_back(t[size_t(p.steps[s].slots[i])]), c.send.push_back(t[size_t(p.steps[s].slots[n + i])]);
+      }
+      s--;
+      run_collectives(batch);
       continue;
     }
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }

@@ -125,26 +125,41 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
   if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
 }
 
-// the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
-// reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
-inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op,
-                           DType dt, int64_t n) {
+// an all-reduce to run: recv[i] = the reduction of every send, as `n` elements of dt (a replay's buffers are planned
+// memory of another dtype)
+struct Collective {
+  std::vector<std::shared_ptr<Buffer>> recv, send;
+  ReduceKind op;
+  DType dt;
+  int64_t n;
+};
+
+// the one way collectives run (a wave of ALLREDUCEs, TinyJit's replay of them), each recorded like a launch: those of
+// one group of devices go to its communicator as one batch
+inline void run_collectives(const std::vector<Collective>& batch) {
   const bool prof = profiling();
-  double t0 = prof ? now_s() : 0;
+  double t0 = prof ? now_s() : 0, bytes = 0;
   std::vector<std::unique_ptr<Buffer>> views;
-  std::vector<Buffer*> s, r;
-  std::vector<std::string> devs;
-  for (size_t i = 0; i < send.size(); i++) {
-    s.push_back(views.emplace_back(std::make_unique<Buffer>(send[i]->device, dt, n, send[i]->ptr())).get());
-    r.push_back(views.emplace_back(std::make_unique<Buffer>(recv[i]->device, dt, n, recv[i]->ptr())).get());
-    devs.push_back(send[i]->device);
+  std::map<std::vector<std::string>, std::vector<AllReduce>> groups;
+  for (auto& c : batch) {
+    AllReduce a{{}, {}, c.op};
+    std::vector<std::string> devs;
+    for (size_t i = 0; i < c.send.size(); i++) {
+      a.send.push_back(views.emplace_back(std::make_unique<Buffer>(c.send[i]->device, c.dt, c.n, c.send[i]->ptr())).get());
+      a.recv.push_back(views.emplace_back(std::make_unique<Buffer>(c.recv[i]->device, c.dt, c.n, c.recv[i]->ptr())).get());
+      devs.push_back(c.send[i]->device);
+    }
+    groups[devs].push_back(std::move(a));
+    bytes += double(c.n * itemsize(c.dt));
   }
-  communicator(devs).all_reduce(s, r, op);
-  if (Capture* c = capturing()) {
-    auto& l = c->launches.emplace_back(CapturedLaunch{nullptr, recv, {}, int(op), dt, n});
-    l.bufs.insert(l.bufs.end(), send.begin(), send.end());
-  }
-  if (prof) profile_event(Profile::Track::copies, cat("all-reduce of ", devs.size(), " devices"), devs[0], t0, double(n * itemsize(dt)));
+  for (auto& [devs, g] : groups) communicator(devs).all_reduce(g);
+  if (Capture* cap = capturing())
+    for (auto& c : batch) {
+      auto& l = cap->launches.emplace_back(CapturedLaunch{nullptr, c.recv, {}, int(c.op), c.dt, c.n});
+      l.bufs.insert(l.bufs.end(), c.send.begin(), c.send.end());
+    }
+  if (prof && !batch.empty())
+    profile_event(Profile::Track::copies, cat(batch.size(), " all-reduces of ", batch[0].send.size(), " devices"), batch[0].send[0]->device, t0, bytes);
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -369,19 +384,25 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
       if (!in_wave.count(u.get()) && !wave_ar.count(u.get()))
         for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) add(s);
     for (auto& [d, r] : todo) realize_locked(r);
+    std::vector<Collective> batch;
+    std::vector<const UOp*> done;
     for (auto& u : wave) {
-      if (is_leaf(u.get())) continue;  // a sibling of one done before
-      std::vector<std::shared_ptr<Buffer>> send, recv;
+      auto same = [&](const UOp* d) { return d->src == u->src && d->varg()[0] == u->varg()[0]; };
+      if (std::any_of(done.begin(), done.end(), same)) continue;  // another device's node of an all-reduce already here
+      done.push_back(u.get());
+      Collective c{{}, {}, ReduceKind::Sum, u->dtype, prod(u->shape)};
       for (auto& s : u->src) {  // each device's REDUCE_AXIS (lower_reduce), realized above
-        send.push_back(s->leaf_buffer());
-        recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
+        c.send.push_back(s->leaf_buffer());
+        c.recv.push_back(new_buffer(c.send.back()->device, u->dtype, prod(u->shape)));
       }
       Ops op = Ops(u->varg()[0]);
-      ReduceKind k = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
-      run_collective(recv, send, k, u->dtype, prod(u->shape));
-      for (size_t i = 0; i < recv.size(); i++)
-        make_uop(Ops::ALLREDUCE, u->dtype, u->src, std::vector<int64_t>{int64_t(op), int64_t(i)})->realized.set(recv[i]);
+      c.op = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
+      batch.push_back(std::move(c));
     }
+    run_collectives(batch);  // the whole wave at once: a model's gradients reduce as one NCCL group
+    for (size_t b = 0; b < batch.size(); b++)
+      for (size_t i = 0; i < batch[b].recv.size(); i++)
+        make_uop(Ops::ALLREDUCE, done[b]->dtype, done[b]->src, std::vector<int64_t>{done[b]->varg()[0], int64_t(i)})->realized.set(batch[b].recv[i]);
   }
 }
 

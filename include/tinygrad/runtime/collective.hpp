@@ -8,12 +8,24 @@ namespace tinygrad {
 
 enum class ReduceKind : uint8_t { Sum, Prod, Max, Min };
 
+// one all-reduce: recv[i] = op over every member j of send[j], elementwise, for each member i (one buffer per member in
+// the group's order, all of one dtype and size; recv[i] may be send[i])
+struct AllReduce {
+  std::vector<Buffer*> send, recv;
+  ReduceKind op;
+};
+
 // a group of devices that reduce together
 struct Communicator {
   virtual ~Communicator() = default;
-  // recv[i] = op over every member j of send[j], elementwise, for each member i (one buffer per member in the group's
-  // order, all of one dtype and size; recv[i] may be send[i]). Queued on the devices' streams like a kernel
-  virtual void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) = 0;
+  // one all-reduce, queued on the devices' streams like a kernel
+  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) { reduce({AllReduce{send, recv, op}}); }
+  // several at once, as one group: NCCL runs a group of small all-reduces (a model's gradients) as few kernels, at
+  // nearly the cost of one
+  void all_reduce(const std::vector<AllReduce>& batch) { if (!batch.empty()) reduce(batch); }
+
+ protected:
+  virtual void reduce(const std::vector<AllReduce>& batch) = 0;
 };
 
 namespace detail {
@@ -54,12 +66,14 @@ inline void host_reduce(DType dt, std::vector<char>& acc, const std::vector<char
 
 // the fallback: every member's buffer to the host, reduced there, the result back to every member
 struct HostCommunicator : Communicator {
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
-    if (send.empty()) return;
-    std::vector<char> acc(send[0]->nbytes()), x(acc.size());
-    send[0]->copyout(acc.data());
-    for (size_t j = 1; j < send.size(); j++) send[j]->copyout(x.data()), host_reduce(send[0]->dtype, acc, x, op);
-    for (Buffer* r : recv) r->copyin(acc.data());
+  void reduce(const std::vector<AllReduce>& batch) override {
+    for (auto& [send, recv, op] : batch) {
+      if (send.empty()) continue;
+      std::vector<char> acc(send[0]->nbytes()), x(acc.size());
+      send[0]->copyout(acc.data());
+      for (size_t j = 1; j < send.size(); j++) send[j]->copyout(x.data()), host_reduce(send[0]->dtype, acc, x, op);
+      for (Buffer* r : recv) r->copyin(acc.data());
+    }
   }
 };
 }  // namespace detail

@@ -201,7 +201,8 @@ inline std::vector<Fd> dist_connect(const addrinfo* ai, int rank, int world, dou
 struct DistTcp : Communicator {
   DistGroup& g;
   explicit DistTcp(DistGroup& grp) : g(grp) {}
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
+  void reduce(const std::vector<AllReduce>& batch) override { for (auto& a : batch) one(a.send, a.recv, a.op); }
+  void one(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) {
     check_members(send, recv, 1, "tinygrad::dist::world(device)");
     std::vector<char> acc(send[0]->nbytes());
     send[0]->copyout(acc.data());
@@ -253,14 +254,25 @@ class DistNccl : public Communicator {
     wait("ncclCommInitRankConfig");
   }
   ~DistNccl() override { if (comm_) stream_.dev->current(), api_.ncclCommDestroy(comm_); }
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
-    check_members(send, recv, 1, "tinygrad::dist::world(device)");
-    int dt = nccl_dtype(send[0]->dtype);
-    if (dt < 0) return tcp_.all_reduce(send, recv, op);
-    if (send[0]->size == 0) return;
+  void reduce(const std::vector<AllReduce>& batch) override {
+    std::vector<const AllReduce*> mine;
+    for (auto& a : batch) {
+      check_members(a.send, a.recv, 1, "tinygrad::dist::world(device)");
+      if (nccl_dtype(a.send[0]->dtype) < 0) tcp_.one(a.send, a.recv, a.op);
+      else if (a.send[0]->size > 0) mine.push_back(&a);
+    }
+    if (mine.empty()) return;
     stream_.dev->current();
-    int r = api_.ncclAllReduce(send[0]->ptr(), recv[0]->ptr(), size_t(send[0]->size), dt, nccl_op(op), comm_, stream_.s);
+    api_.check(api_.ncclGroupStart(), "ncclGroupStart");
+    int r = NcclApi::kSuccess;
+    for (size_t i = 0; i < mine.size() && (r == NcclApi::kSuccess || r == NcclApi::kInProgress); i++) {
+      const AllReduce& a = *mine[i];
+      r = api_.ncclAllReduce(a.send[0]->ptr(), a.recv[0]->ptr(), size_t(a.send[0]->size), nccl_dtype(a.send[0]->dtype), nccl_op(a.op), comm_,
+                             stream_.s);
+    }
+    int end = api_.ncclGroupEnd();  // NOTE: also after a failed call: the group must be closed
     if (r != NcclApi::kInProgress) api_.check(r, "ncclAllReduce", comm_);
+    if (end != NcclApi::kInProgress) api_.check(end, "ncclGroupEnd", comm_);
     wait("ncclAllReduce");
   }
 

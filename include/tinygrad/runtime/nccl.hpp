@@ -147,8 +147,8 @@ struct CudaStream {
   }
 };
 
-// one process's CUDA instances as one NCCL group (ncclCommInitAll): an all-reduce is one ncclAllReduce per member in
-// one ncclGroupStart/End, queued on each member's stream
+// one process's CUDA instances as one NCCL group (ncclCommInitAll): a batch of all-reduces is one ncclAllReduce per
+// member and all-reduce in one ncclGroupStart/End, queued on each member's stream
 class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(NcclApi& api, const std::vector<std::string>& instances) : api_(api) {
@@ -160,19 +160,26 @@ class NcclCommunicator : public Communicator {
   ~NcclCommunicator() override {
     for (size_t i = 0; i < comms_.size(); i++) streams_[i]->dev->current(), api_.ncclCommDestroy(comms_[i]);
   }
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
-    check_members(send, recv, comms_.size(), "the NCCL group");
-    int dt = nccl_dtype(send[0]->dtype);
-    if (dt < 0) return host_.all_reduce(send, recv, op);
-    if (send[0]->size == 0) return;
+  void reduce(const std::vector<AllReduce>& batch) override {
+    std::vector<AllReduce> host;
+    std::vector<const AllReduce*> mine;
+    for (auto& a : batch) {
+      check_members(a.send, a.recv, comms_.size(), "the NCCL group");
+      if (nccl_dtype(a.send[0]->dtype) < 0) host.push_back(a);
+      else if (a.send[0]->size > 0) mine.push_back(&a);
+    }
+    if (!host.empty()) host_.all_reduce(host);
+    if (mine.empty()) return;
     api_.check(api_.ncclGroupStart(), "ncclGroupStart");
     int r = NcclApi::kSuccess;
     size_t failed = 0;
-    for (size_t i = 0; i < comms_.size() && r == NcclApi::kSuccess; i++) {
-      streams_[i]->dev->current();
-      r = api_.ncclAllReduce(send[i]->ptr(), recv[i]->ptr(), size_t(send[i]->size), dt, nccl_op(op), comms_[i], streams_[i]->s);
-      failed = i;
-    }
+    for (const AllReduce* a : mine)
+      for (size_t i = 0; i < comms_.size() && r == NcclApi::kSuccess; i++) {
+        streams_[i]->dev->current();
+        r = api_.ncclAllReduce(a->send[i]->ptr(), a->recv[i]->ptr(), size_t(a->send[i]->size), nccl_dtype(a->send[i]->dtype), nccl_op(a->op),
+                               comms_[i], streams_[i]->s);
+        failed = i;
+      }
     int end = api_.ncclGroupEnd();  // NOTE: also after a failed call: the group must be closed
     api_.check(r, "ncclAllReduce", comms_[failed]);
     api_.check(end, "ncclGroupEnd");
