@@ -5,6 +5,7 @@
 // more, CUDA:0, CUDA:1, ... (NCCL where libnccl loads).
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
+#include <tinygrad/models/bert.hpp>
 
 #include <random>
 
@@ -98,6 +99,24 @@ TEST_CASE("multi: tensor-parallel matmuls (the Megatron split) equal one device"
   Tensor y = h.matmul(w2.shard(D, 0));
   check_close(y, want, 1e-4);
   check_close(y.to(D[0]), want, 1e-4);
+}
+
+TEST_CASE("multi: BERT with its weights split over 2 and 4 devices (tensor parallel) equals one device", "[multi]") {
+  using Small = models::Bert<32, 4, 64, 2, float, 50, 16>;
+  Small one;
+  std::vector<int32_t> ids{3, 17, 42, 8, 1, 0, 5, 49, 30, 2}, mask{1, 1, 1, 1, 1, 1, 1, 1, 0, 0};
+  Tensor ti(ids, {2, 5}), tm(mask, {2, 5});
+  Tensor want = one(Small::ids_t(ti), Small::ids_t(tm)).tensor();
+  for (size_t n : {2, 4}) {
+    auto D = devs(n);
+    Small many;
+    nn::load_state_dict(many, nn::get_state_dict(one));
+    many.shard(D);
+    CHECK(many.encoder.layer[0].attention.self.query.weight.tensor().device() == detail::cat(D[0], ",", D[1], n == 4 ? detail::cat(",", D[2], ",", D[3]) : ""));
+    Tensor got = many(Small::ids_t(ti.to(D)), Small::ids_t(tm.to(D))).tensor();
+    CHECK(got.devices() == D);
+    check_close(got, want, 1e-4);
+  }
 }
 
 TEST_CASE("multi: gradients through sharded and copied tensors equal one device's", "[multi]") {

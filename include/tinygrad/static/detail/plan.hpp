@@ -142,6 +142,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   dv.ones_concrete();
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
+  plannable &= dev.find(',') == std::string::npos;  // a tensor of several devices runs lazily: realize lowers it per device
   if (!plannable || dv.overflow) {
     count_static(false, false);
     Tensor t = lower_root(e, leaves.data(), dev);
