@@ -159,7 +159,7 @@ struct Bert {
   // features, so each device computes its own heads and its part of the feed-forward layer; the attention output and
   // the output dense split by input features, each device's partial product summed by one all-reduce (two a layer);
   // the rest copied to each device. Heads and Intermediate should divide by the device count (uneven parts work, a
-  // head cut in two is gathered). Token ids then go in on the same devices: ids.to(devices)
+  // head cut in two is gathered); one device: the model moves there. Token ids then go in on the same devices: ids.to(devices)
   void shard(const std::vector<std::string>& devices) {
     auto ends = [](const std::string& n, std::string_view e) { return n.size() >= e.size() && n.compare(n.size() - e.size(), e.size(), e) == 0; };
     std::vector<Tensor> all;
