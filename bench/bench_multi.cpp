@@ -93,7 +93,7 @@ TINYGRAD_STATE(encoder::Encoder, layers);
 namespace {
 
 // the median seconds of a jitted training step at bs sequences per device over devs (one: that device)
-double dp_step(const std::vector<std::string>& devs, int64_t bs, int64_t S, int64_t warm, int64_t iters) {
+std::pair<double, size_t> dp_step(const std::vector<std::string>& devs, int64_t bs, int64_t S, int64_t warm, int64_t iters) {
   encoder::Encoder model;
   for (auto& [name, t] : nn::get_state_dict(model)) t.replace(devs.size() > 1 ? t.to(devs) : t.to(devs[0]));
   nn::optim::Adam opt(nn::get_parameters(model), 1e-4);
@@ -113,7 +113,7 @@ double dp_step(const std::vector<std::string>& devs, int64_t bs, int64_t S, int6
     if (i >= warm) t.push_back(detail::now_s() - t0);
   }
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return std::pair{t[t.size() / 2], step.kernel_count()};
 }
 
 void data_parallel(const std::string& dev) {
@@ -122,12 +122,13 @@ void data_parallel(const std::string& dev) {
   std::string kind = detail::device_base(dev) == "CUDA" ? "CUDA:" : "CPU:";
   std::vector<std::string> many;
   for (int64_t i = 0; i < n; i++) many.push_back(kind + std::to_string(i));
-  double one = dp_step({kind + "0"}, bs, S, warm, iters), all = dp_step(many, bs, S, warm, iters);
+  auto [one, k1] = dp_step({kind + "0"}, bs, S, warm, iters);
+  auto [all, kn] = dp_step(many, bs, S, warm, iters);
   std::printf("data parallel: BERT-base-sized encoder training step (Adam, float32), %lld x %lld tokens per device, median of %lld\n",
               (long long)bs, (long long)S, (long long)iters);
-  std::printf("  1 device                    %8.2f ms\n  %lld devices                   %8.2f ms  (scaling efficiency %.1f%%: one device's time / "
-              "theirs at the same batch per device; target >= 90%% on 2, 85%% on 4)\n",
-              one * 1e3, (long long)n, all * 1e3, 100 * one / all);
+  std::printf("  1 device                    %8.2f ms  (%zu kernels)\n  %lld devices                   %8.2f ms  (%zu kernels and collectives)\n"
+              "  scaling efficiency          %8.1f%%  (one device's time / theirs at the same batch per device; target >= 90%% on 2, 85%% on 4)\n",
+              one * 1e3, k1, (long long)n, all * 1e3, kn, 100 * one / all);
   ::setenv("GPUS", std::to_string(n).c_str(), 1);
   ::setenv("BS", std::to_string(bs).c_str(), 1);
   ::setenv("SEQ", std::to_string(S).c_str(), 1);

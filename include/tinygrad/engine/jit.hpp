@@ -120,9 +120,16 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
   std::unordered_map<const Buffer*, int> in_index, out_index;
   for (size_t i = inputs.size(); i-- > 0;) in_index[inputs[i].get()] = int(i);
   for (size_t i = 0; i < outputs.size(); i++) out_index.try_emplace(outputs[i].get(), int(i));
+  // a run of collectives replays as one batch (launch_program): each of their buffers lives through the whole run, so
+  // the memory plan never gives a later one's result the memory an earlier one still reads
+  size_t n_l = cap.launches.size();
+  std::vector<size_t> lo(n_l + 1), hi(n_l + 1);
+  auto coll = [&](size_t s) { return !cap.launches[s].k && cap.launches[s].coll >= 0; };
+  for (size_t s = 0; s <= n_l; s++) lo[s] = s < n_l && s > 0 && coll(s) && coll(s - 1) ? lo[s - 1] : s;
+  for (size_t s = n_l + 1; s-- > 0;) hi[s] = s + 1 < n_l && coll(s) && coll(s + 1) ? hi[s + 1] : s;
   auto touch = [&](const std::shared_ptr<Buffer>& b, size_t step) {
-    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, step, step, b});
-    it->second.last = step;
+    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, lo[step], hi[step], b});
+    it->second.last = std::max(it->second.last, hi[step]);
     if (!fresh) return;
     seen.push_back(b.get());
     if (in_index.count(b.get())) it->second.kind = Input;
