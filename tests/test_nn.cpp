@@ -1033,14 +1033,15 @@ TEST_CASE("optim: a step runs a fixed small number of kernels, the second step c
   using namespace nn::optim;
   struct Case { const char* name; std::function<std::unique_ptr<Optimizer>(std::vector<Tensor>)> make; int64_t kernels; };
   // per parameter: SGD 1 (the new value), momentum 2 (buffer, value); Adam 3 (m, v, value), LAMB 4 (m, v, the two norms,
-  // value); plus 2 for Adam's and LAMB's bias-correction scalars
+  // value); plus 3 for Adam's and LAMB's bias-correction scalars (the step count, b2^t, and beta1^step, computed from the
+  // current beta1 as torch's, since OneCycleLR changes it)
   std::vector<Case> cases{
       {"SGD", [](auto ps) { return std::make_unique<SGD>(ps, 0.1); }, 2},
       {"SGD momentum", [](auto ps) { return std::make_unique<SGD>(ps, 0.1, 0.9); }, 4},
       {"SGD nesterov wd", [](auto ps) { return std::make_unique<SGD>(ps, 0.1, 0.9, 0, 0.1, true); }, 4},
-      {"Adam", [](auto ps) { return std::make_unique<Adam>(ps, 0.01); }, 8},
-      {"AdamW", [](auto ps) { return std::make_unique<AdamW>(ps, 0.01); }, 8},
-      {"LAMB", [](auto ps) { return std::make_unique<LAMB>(ps, 0.01); }, 10},
+      {"Adam", [](auto ps) { return std::make_unique<Adam>(ps, 0.01); }, 9},
+      {"AdamW", [](auto ps) { return std::make_unique<AdamW>(ps, 0.01); }, 9},
+      {"LAMB", [](auto ps) { return std::make_unique<LAMB>(ps, 0.01); }, 11},
   };
   for (auto& c : cases) {
     INFO(c.name);
@@ -1105,7 +1106,7 @@ TEST_CASE("optim: set_lr changes the update without recompiling, LR schedules fo
   }
   SECTION("OneCycleLR: cosine up to max_lr at step pct_start * total - 1, cosine down to max_lr / div / final_div at total - 1") {
     SGD o({f.p1}, 0.1);
-    OneCycleLR s(o, 0.4, 20, 0.25, "cos", 10, 100);
+    OneCycleLR s(o, 0.4, 20, 0.25, "cos", true, 0.85, 0.95, 10, 100);
     CHECK(o.lr() == Approx(0.04).epsilon(1e-6));  // set at construction: max_lr / div_factor
     for (int e = 1; e <= 20; e++) {
       s.step();
@@ -1384,9 +1385,10 @@ TEST_CASE("optim: SGD (momentum, dampening, nesterov, L2), Adam (L2 weight decay
     Tensor w1 = f32(nums(at(o, "w1")), {2, 3}).requires_grad_(), w2 = f32(nums(at(o, "w2")), {4}).requires_grad_();
     std::unique_ptr<Optimizer> opt;
     std::vector<Tensor> ps{w1, w2};
-    if (kind == "SGD") opt = std::make_unique<SGD>(ps, a[0], a[1], a[2], a[3], a[4] != 0);
-    else if (kind == "Adam") opt = std::make_unique<Adam>(ps, a[0], a[1], a[2], a[3], a[4]);
-    else opt = std::make_unique<AdamW>(ps, a[0], a[1], a[2], a[3], a[4]);
+    auto flag = [&](size_t i) { return a.size() > i && a[i] != 0; };  // SGD's maximize; Adam's amsgrad, maximize
+    if (kind == "SGD") opt = std::make_unique<SGD>(ps, a[0], a[1], a[2], a[3], a[4] != 0, flag(5));
+    else if (kind == "Adam") opt = std::make_unique<Adam>(ps, a[0], a[1], a[2], a[3], a[4], flag(5), flag(6));
+    else opt = std::make_unique<AdamW>(ps, a[0], a[1], a[2], a[3], a[4], flag(5), flag(6));
     Tensor C1 = f32(c1, {2, 3}), C2 = f32(c2, {4});
     for (auto& want : at(c, "steps").arr) {
       opt->zero_grad();
@@ -1420,14 +1422,21 @@ TEST_CASE("optim: SGD with dampening in a TinyJit step matches eager steps (the 
   check_close(run(true), run(false), 1e-6);
 }
 
-TEST_CASE("optim: StepLR, MultiStepLR, CosineAnnealingLR, OneCycleLR match torch.optim.lr_scheduler", "[nn][parity]") {
+TEST_CASE("optim: StepLR, MultiStepLR, CosineAnnealingLR, OneCycleLR (lr and momentum / beta1) match torch.optim.lr_scheduler",
+          "[nn][parity]") {
   using namespace nn::optim;
   for (auto& c : at(torch_ref(), "sched").arr) {
     std::string kind = at(c, "kind").s;
     auto& a = at(c, "args").arr;
     Vec want = nums(at(c, "lrs"));
-    INFO(kind << " case with " << want.size() - 1 << " steps, first arg " << num(a[0]));
-    SGD o({f32({2}, 1).requires_grad_()}, num(at(c, "base_lr")));
+    bool sgd = at(c, "opt").s == "SGD";
+    INFO(kind << " case with " << want.size() - 1 << " steps, first arg " << num(a[0]) << (sgd ? ", SGD" : ", Adam"));
+    // as the script's: SGD with momentum 0.9, Adam with its defaults; one step runs per epoch, as torch's scheduler wants
+    Tensor w = f32(Vec{1, 1}, {2}).requires_grad_();
+    std::unique_ptr<Optimizer> opt;
+    if (sgd) opt = std::make_unique<SGD>(std::vector<Tensor>{w}, num(at(c, "base_lr")), 0.9);
+    else opt = std::make_unique<Adam>(std::vector<Tensor>{w}, num(at(c, "base_lr")));
+    Optimizer& o = *opt;
     std::unique_ptr<LRScheduler> s;
     if (kind == "StepLR") s = std::make_unique<StepLR>(o, a[0].i, num(a[1]));
     else if (kind == "MultiStepLR") {
@@ -1435,15 +1444,25 @@ TEST_CASE("optim: StepLR, MultiStepLR, CosineAnnealingLR, OneCycleLR match torch
       for (auto& m : a[0].arr) ms.push_back(m.i);
       s = std::make_unique<MultiStepLR>(o, ms, num(a[1]));
     } else if (kind == "CosineAnnealingLR") s = std::make_unique<CosineAnnealingLR>(o, a[0].i, num(a[1]));
-    else s = std::make_unique<OneCycleLR>(o, num(a[0]), a[1].i, num(a[2]), a[3].s, num(a[4]), num(a[5]), a[6].b);
+    else s = std::make_unique<OneCycleLR>(o, num(a[0]), a[1].i, num(a[2]), a[3].s, a[4].b, num(a[5]), num(a[6]), num(a[7]), num(a[8]), a[9].b);
+    Vec mom = kind == "OneCycleLR" ? nums(at(c, "momentum")) : Vec{};
     for (size_t e = 0; e < want.size(); e++) {
       INFO("epoch " << e);
-      if (e) s->step();
+      if (e) {
+        o.zero_grad();
+        (w * w).sum().backward();
+        o.step();
+        s->step();
+      }
       CHECK(o.lr() == Approx(want[e]).epsilon(1e-6).margin(1e-9));  // the rate lives in a float32 buffer
+      if (!mom.empty()) CHECK(o.momentum() == Approx(mom[e]).epsilon(1e-6));
     }
+    check_close(vals(w), nums(at(c, "w")), 1e-5);  // the cycled momentum / beta1 reaches the updates
     if (kind == "OneCycleLR") CHECK_THROWS_AS(s->step(), Error);  // past total_steps, as torch
   }
   SGD o({f32({2}, 1).requires_grad_()}, 0.1);
+  OneCycleLR(o, 0.1, 20);
+  CHECK(o.momentum() == Approx(0.95));  // as torch's: an SGD built without momentum gets the cycled one
   CHECK_THROWS_AS(OneCycleLR(o, 0.1, 20, 0.3, "cosine"), Error);
   CHECK_THROWS_AS(OneCycleLR(o, 0.1, 20, 1.5), Error);
 }

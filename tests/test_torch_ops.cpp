@@ -233,3 +233,28 @@ TEST_CASE("parity: mm, bmm, baddbmm, index_select, median, norm and the losses s
   Tensor x = f32({1.f, 2.f}, {1, 1, 2});
   CHECK(x.interpolate({4}).to_vector<double>() == V{1, 1, 2, 2});
 }
+
+TEST_CASE("parity: a class label out of [0, C) that is not ignore_index is an IndexError, as torch's \"Target 7 is out of bounds\"",
+          "[parity]") {
+  Tensor logits = Tensor::ones({3, 5});
+  auto labels = [](std::vector<int64_t> v) { return Tensor(v); };
+  const char* bad7 = "index 7 is out of bounds for size 5 (valid indices are 0..4)";
+  // the IndexError comes when the loss is built where the labels are known on the host, else at the next sync (item)
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)logits.cross_entropy(labels({0, 7, 1})).item<float>(); }), "cross_entropy target: index 7"));
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)logits.cross_entropy(labels({0, 7, 1})).item<float>(); }), bad7));
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)logits.nll_loss(labels({0, -3, 1})).item<float>(); }), "nll_loss target: index -3"));
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)logits.sparse_categorical_crossentropy(labels({5, 0, 1})).item<float>(); }),
+            "sparse_categorical_crossentropy target: index 5"));
+  // ignore_index is no error, elsewhere too (torch: F.cross_entropy(ones(3, 5), [0, -100, 1]) = 1.6094379)
+  CHECK(logits.cross_entropy(labels({0, -100, 1})).item<float>() == Approx(1.6094379));
+  CHECK(logits.cross_entropy(labels({0, 9, 1}), std::nullopt, 9).item<float>() == Approx(1.6094379));
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)logits.cross_entropy(labels({0, -100, 7})).item<float>(); }), bad7));
+  auto no_ignore = [&] { (void)logits.nll_loss(labels({0, -100, 1}), std::nullopt, std::nullopt).item<float>(); };
+  CHECK(has(thrown<tinygrad::IndexError>(no_ignore), "index -100"));
+  // labels computed on the device
+  Tensor lazy = labels({0, 3, 1}) + 4;
+  Tensor loss = logits.cross_entropy(lazy);
+  CHECK(has(thrown<tinygrad::IndexError>([&] { (void)loss.item<float>(); }), bad7));
+  Tensor ok = logits.cross_entropy(labels({0, 3, 1}) + 1, std::nullopt, 5);  // 1, 4, 2: in range
+  CHECK(ok.item<float>() == Approx(1.6094379));
+}

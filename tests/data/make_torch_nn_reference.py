@@ -4,9 +4,10 @@ tinygrad.hpp against, since CI has no torch.
 
     python3 tests/data/make_torch_nn_reference.py
 
-- optim: parameters after each of 5 steps of SGD / Adam / AdamW on a fixed loss, per configuration
-- sched: the learning rate at epochs 0..n of StepLR, MultiStepLR, CosineAnnealingLR, OneCycleLR (and the momentum
-  torch's OneCycleLR would set, for the record)
+- optim: parameters after each of 5 steps of SGD / Adam / AdamW on a fixed loss, per configuration (maximize, amsgrad)
+- sched: the learning rate at epochs 0..n of StepLR, MultiStepLR, CosineAnnealingLR, OneCycleLR; for OneCycleLR also
+  the momentum (SGD) or beta1 (Adam) it cycles, with the optimizer named by "opt"; "w": the parameter (from [1, 1],
+  loss (w * w).sum()) after the last step
 - loss: F.cross_entropy and F.nll_loss forward values and gradients (of sum(out * r)) for weight / ignore_index /
   label_smoothing / reduction / spatial / probability-target configurations
 Inputs are float32 values, stored exactly; the arguments are in tinygrad.hpp's positional order.
@@ -51,6 +52,17 @@ configs = [
     ("AdamW", [0.1, 0.9, 0.999, 1e-8, 0.01], lambda p: torch.optim.AdamW(p, lr=0.1)),
     ("AdamW", [0.1, 0.9, 0.999, 1e-8, 0.5], lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.5)),
     ("AdamW", [0.05, 0.5, 0.75, 1e-3, 0.1], lambda p: torch.optim.AdamW(p, lr=0.05, betas=(0.5, 0.75), eps=1e-3, weight_decay=0.1)),
+    # args 5, 6 (Adam, AdamW: amsgrad, maximize) and 5 (SGD: maximize)
+    ("SGD", [0.1, 0.9, 0.3, 0.1, False, True], lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9, dampening=0.3, weight_decay=0.1,
+                                                                      maximize=True)),
+    ("SGD", [0.05, 0.5, 0, 0, True, True], lambda p: torch.optim.SGD(p, lr=0.05, momentum=0.5, nesterov=True, maximize=True)),
+    ("Adam", [0.1, 0.9, 0.999, 1e-8, 0, True, False], lambda p: torch.optim.Adam(p, lr=0.1, amsgrad=True)),
+    ("Adam", [0.05, 0.5, 0.75, 1e-3, 0.1, True, True], lambda p: torch.optim.Adam(p, lr=0.05, betas=(0.5, 0.75), eps=1e-3, weight_decay=0.1,
+                                                                                amsgrad=True, maximize=True)),
+    ("Adam", [0.1, 0.9, 0.999, 1e-8, 0.5, False, True], lambda p: torch.optim.Adam(p, lr=0.1, weight_decay=0.5, maximize=True)),
+    ("AdamW", [0.1, 0.9, 0.999, 1e-8, 0.5, True, False], lambda p: torch.optim.AdamW(p, lr=0.1, weight_decay=0.5, amsgrad=True)),
+    ("AdamW", [0.05, 0.5, 0.75, 1e-3, 0.1, True, True], lambda p: torch.optim.AdamW(p, lr=0.05, betas=(0.5, 0.75), eps=1e-3,
+                                                                                 weight_decay=0.1, amsgrad=True, maximize=True)),
 ]
 for kind, args, make in configs:
     w1, w2 = W1.clone().requires_grad_(), W2.clone().requires_grad_()
@@ -67,17 +79,20 @@ for kind, args, make in configs:
 sched_cases = []
 
 
-def sched(kind, args, make, n, base_lr=0.1):
-    p = torch.zeros(1, requires_grad=True)
-    opt = torch.optim.SGD([p], lr=base_lr)
+def sched(kind, args, make, n, base_lr=0.1, opt_kind="SGD"):
+    p = torch.ones(2, requires_grad=True)
+    opt = torch.optim.SGD([p], lr=base_lr, momentum=0.9) if opt_kind == "SGD" else torch.optim.Adam([p], lr=base_lr)
     s = make(opt)
-    lrs, moms = [s.get_last_lr()[0]], [opt.param_groups[0]["momentum"]]
+    mom = (lambda: opt.param_groups[0]["momentum"]) if opt_kind == "SGD" else (lambda: opt.param_groups[0]["betas"][0])
+    lrs, moms = [s.get_last_lr()[0]], [mom()]
     for _ in range(n):
+        opt.zero_grad()
+        (p * p).sum().backward()
         opt.step()
         s.step()
         lrs.append(s.get_last_lr()[0])
-        moms.append(opt.param_groups[0]["momentum"])
-    case = {"kind": kind, "base_lr": base_lr, "args": args, "lrs": lrs}
+        moms.append(mom())
+    case = {"kind": kind, "base_lr": base_lr, "args": args, "lrs": lrs, "opt": opt_kind, "w": vals(p)}
     if kind == "OneCycleLR":
         case["momentum"] = moms
     sched_cases.append(case)
@@ -90,11 +105,16 @@ sched("MultiStepLR", [[2, 5, 5, 11], 0.1], lambda o: S.MultiStepLR(o, [2, 5, 5, 
 sched("MultiStepLR", [[10, 20], 0.5], lambda o: S.MultiStepLR(o, [10, 20], 0.5), 35)
 sched("CosineAnnealingLR", [10, 0.001], lambda o: S.CosineAnnealingLR(o, 10, 0.001), 35)
 sched("CosineAnnealingLR", [7, 0], lambda o: S.CosineAnnealingLR(o, 7), 35, 0.3)
-# OneCycleLR args: max_lr, total_steps, pct_start, anneal_strategy, div_factor, final_div_factor, three_phase
-for a in [[0.1, 20, 0.25, "cos", 25, 1e4, False], [0.1, 40, 0.3, "cos", 25, 1e4, False], [0.4, 36, 0.3, "linear", 10, 100, False],
-          [0.1, 35, 0.3, "cos", 25, 1e4, True], [0.2, 33, 0.4, "linear", 25, 1e4, True], [0.05, 31, 0.1, "cos", 5, 50, False]]:
-    sched("OneCycleLR", a, lambda o, a=a: S.OneCycleLR(o, a[0], total_steps=a[1], pct_start=a[2], anneal_strategy=a[3],
-                                                       div_factor=a[4], final_div_factor=a[5], three_phase=a[6]), a[1])
+# OneCycleLR args: max_lr, total_steps, pct_start, anneal_strategy, cycle_momentum, base_momentum, max_momentum, div_factor,
+# final_div_factor, three_phase
+for a in [[0.1, 20, 0.25, "cos", True, 0.85, 0.95, 25, 1e4, False], [0.1, 40, 0.3, "cos", True, 0.85, 0.95, 25, 1e4, False],
+          [0.4, 36, 0.3, "linear", True, 0.8, 0.9, 10, 100, False], [0.1, 35, 0.3, "cos", True, 0.85, 0.95, 25, 1e4, True],
+          [0.2, 33, 0.4, "linear", True, 0.7, 0.99, 25, 1e4, True], [0.05, 31, 0.1, "cos", False, 0.85, 0.95, 5, 50, False]]:
+    for opt_kind in ["SGD", "Adam"]:
+        sched("OneCycleLR", a, lambda o, a=a: S.OneCycleLR(o, a[0], total_steps=a[1], pct_start=a[2], anneal_strategy=a[3],
+                                                           cycle_momentum=a[4], base_momentum=a[5], max_momentum=a[6],
+                                                           div_factor=a[7], final_div_factor=a[8], three_phase=a[9]), a[1],
+              opt_kind=opt_kind)
 
 # ---- losses ----
 loss_cases = []

@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: axis_out_of_range<tinygrad::op::argmax<false, 2>, tinygrad::shape<2, 3>
+// FAIL-FIRST-REGEX: axis_out_of_range<tinygrad::op::argmax<false, 2>, tinygrad::error::shape<2, 3>
 // static: argmax along axis 2 of a rank-2 tensor
 #include <tinygrad.hpp>
 using namespace tinygrad;

@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: shapes_differ<tinygrad::op::assign, tinygrad::shape<3, 2>, tinygrad::shape<2, 3>
+// FAIL-FIRST-REGEX: shapes_differ<tinygrad::op::assign, tinygrad::error::shape<3, 2>, tinygrad::error::shape<2, 3>
 // static: the result is (2,3), the tensor it goes into (3,2)
 #include <tinygrad.hpp>
 using namespace tinygrad;

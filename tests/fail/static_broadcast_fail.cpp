@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: shapes_not_broadcastable<tinygrad::op::add, tinygrad::shape<2, 3>, tinygrad::shape<4>
+// FAIL-FIRST-REGEX: shapes_not_broadcastable<tinygrad::op::add, tinygrad::error::shape<2, 3>, tinygrad::error::shape<4>
 // static: adding a (2,3) and a (4) tensor: trailing dims 3 and 4 do not broadcast
 #include <tinygrad.hpp>
 using namespace tinygrad;

@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: shapes_differ<tinygrad::op::cat<0>, tinygrad::shape<2, 3>, tinygrad::shape<2, 4>
+// FAIL-FIRST-REGEX: shapes_differ<tinygrad::op::cat<0>, tinygrad::error::shape<2, 3>, tinygrad::error::shape<2, 4>
 // static: stacking rows of 3 and rows of 4
 #include <tinygrad.hpp>
 using namespace tinygrad;

@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: channels_differ<tinygrad::op::conv2d<1, 0, 1, 1>, tinygrad::shape<8, 3, 28, 28>, tinygrad::shape<16, 1, 5, 5>
+// FAIL-FIRST-REGEX: channels_differ<tinygrad::op::conv2d<1, 0, 1, 1>, tinygrad::error::shape<8, 3, 28, 28>, tinygrad::error::shape<16, 1, 5, 5>
 // static: an RGB input (3 channels) against a weight made for 1 channel
 #include <tinygrad.hpp>
 using namespace tinygrad;

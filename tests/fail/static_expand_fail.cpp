@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: expand_does_not_fit<tinygrad::op::expand<4, 3>, tinygrad::shape<2, 3>, tinygrad::shape<4, 3>
+// FAIL-FIRST-REGEX: expand_does_not_fit<tinygrad::op::expand<4, 3>, tinygrad::error::shape<2, 3>, tinygrad::error::shape<4, 3>
 // static: only extents of 1 can be expanded
 #include <tinygrad.hpp>
 using namespace tinygrad;

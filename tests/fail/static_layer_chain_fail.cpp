@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: layer_does_not_fit<tinygrad::layer<2>, tinygrad::static_nn::Linear<100, 10(, float)?>, tinygrad::shape<-1, 128>
+// FAIL-FIRST-REGEX: layer_does_not_fit<tinygrad::layer<2>, tinygrad::static_nn::Linear<100, 10(, float)?>, tinygrad::error::shape<tinygrad::dyn, 128>
 // static: the third layer (index 2) expects 100 features, the one before it gives 128
 #include <tinygrad.hpp>
 using namespace tinygrad;

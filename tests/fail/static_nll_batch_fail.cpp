@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: batch_sizes_differ<tinygrad::op::nll_loss, tinygrad::shape<8, 10>, tinygrad::shape<6>
+// FAIL-FIRST-REGEX: batch_sizes_differ<tinygrad::op::nll_loss, tinygrad::error::shape<8, 10>, tinygrad::error::shape<6>
 // static: nll_loss of (8,10) log-probabilities with 6 labels: 8 != 6
 #include <tinygrad.hpp>
 using namespace tinygrad;

@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: needs_two_values_per_dim<tinygrad::op::pad<1, 1>, tinygrad::shape<2, 3>
+// FAIL-FIRST-REGEX: needs_two_values_per_dim<tinygrad::op::pad<1, 1>, tinygrad::error::shape<2, 3>
 // static: pad needs (before, after) for every dim
 #include <tinygrad.hpp>
 using namespace tinygrad;

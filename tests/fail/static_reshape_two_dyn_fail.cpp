@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: reshape_can_infer_only_one_dyn<tinygrad::op::reshape<-1, -1>, tinygrad::shape<-1, 6>
+// FAIL-FIRST-REGEX: reshape_can_infer_only_one_dyn<tinygrad::op::reshape<-1, -1>, tinygrad::error::shape<tinygrad::dyn, 6>
 // static: only one extent of a reshape target can be inferred
 #include <tinygrad.hpp>
 using namespace tinygrad;

@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: shrink_out_of_bounds<tinygrad::op::shrink<0, 3, 0, 5>, tinygrad::shape<2, 5>
+// FAIL-FIRST-REGEX: shrink_out_of_bounds<tinygrad::op::shrink<0, 3, 0, 5>, tinygrad::error::shape<2, 5>
 // static: rows [0, 3) of a tensor with 2 rows
 #include <tinygrad.hpp>
 using namespace tinygrad;

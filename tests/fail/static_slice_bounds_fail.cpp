@@ -1,4 +1,4 @@
-// FAIL-FIRST-REGEX: slice_out_of_bounds<tinygrad::op::slice<1, 2, 7>, tinygrad::shape<4, 5>
+// FAIL-FIRST-REGEX: slice_out_of_bounds<tinygrad::op::slice<1, 2, 7>, tinygrad::error::shape<4, 5>
 // static: columns [2, 7) of a tensor with 5 columns
 #include <tinygrad.hpp>
 using namespace tinygrad;

@@ -30,13 +30,14 @@ TINYGRAD_API std::pair<Tensor, DType> stat_input(const Tensor& x) TINYGRAD_DEF({
 })
 }  // namespace detail
 
-// y = x @ weight.T + bias; weight (out, in)
+/// y = x @ weight.T + bias; weight (out, in)
 struct Linear {
   Tensor weight;
   std::optional<Tensor> bias;
   Linear(int64_t in, int64_t out, bool has_bias = true) : weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
     if (has_bias) bias = detail::uniform_param({out}, 1.0 / std::sqrt(double(in)));
   }
+  /// y = x W^T + b over the last dim
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
       throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) +
@@ -45,7 +46,7 @@ struct Linear {
   })
 };
 
-// n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
+/// n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
 struct ConvNd {
   Tensor weight;
   std::optional<Tensor> bias;
@@ -63,6 +64,7 @@ struct ConvNd {
     weight = detail::uniform_param(ws, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
+  /// the convolution of x (N, C_in, ...), torch's padding / stride / dilation / groups
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) +
@@ -71,11 +73,13 @@ struct ConvNd {
     return x.conv2d(weight, bias, {.stride = stride, .padding = padding, .dilation = dilation, .groups = groups});
   })
 };
+/// torch.nn.Conv1d (its positional order)
 struct Conv1d : ConvNd {
   Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
          int64_t groups_ = 1, bool bias_ = true)
       : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
+/// torch.nn.Conv2d (its positional order)
 struct Conv2d : ConvNd {
   Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
          int64_t groups_ = 1, bool bias_ = true)
@@ -85,9 +89,9 @@ struct Conv2d : ConvNd {
       : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {}
 };
 
-// transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
-// out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1. PyTorch's init: fan_in is
-// weight.shape(1) * kh * kw, bound 1/sqrt(fan_in) for weight and bias.
+/// transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
+/// out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1. PyTorch's init: fan_in is
+/// weight.shape(1) * kh * kw, bound 1/sqrt(fan_in) for weight and bias.
 struct ConvTranspose2d {
   Tensor weight;
   std::optional<Tensor> bias;
@@ -108,6 +112,7 @@ struct ConvTranspose2d {
   ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0,
                   int64_t output_padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
       : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
+  /// the transposed convolution of x (N, C_in, H, W)
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
@@ -116,19 +121,21 @@ struct ConvTranspose2d {
   })
 };
 
-// batch normalisation over dim 1; in training uses batch statistics and updates the running ones
+/// batch normalisation over dim 1; in training uses batch statistics and updates the running ones
 struct BatchNorm {
   std::optional<Tensor> weight, bias;
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
   std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
+  /// this layer's mode if set (train / eval), else the TrainingScope's
   bool is_training() const TINYGRAD_MEMBER_DEF({ return training.value_or(tinygrad::training()); })
   BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
       : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
   }
+  /// normalize x (N, C, ...) over all dims but 1
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, running_mean.numel(), "BatchNorm");
     std::vector<int64_t> axes{0};
@@ -158,7 +165,7 @@ struct BatchNorm {
 using BatchNorm1d = BatchNorm;
 using BatchNorm2d = BatchNorm;
 
-// normalise over the last normalized_shape.size() dims
+/// normalise over the last normalized_shape.size() dims
 struct LayerNorm {
   Shape normalized_shape;
   std::optional<Tensor> weight, bias;
@@ -167,6 +174,7 @@ struct LayerNorm {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
   }
   LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
+  /// normalize x over its trailing normalized_shape dims, then scale and shift
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
@@ -175,11 +183,12 @@ struct LayerNorm {
   })
 };
 
-// x / rms(x) * weight over the last dim
+/// x / rms(x) * weight over the last dim
 struct RMSNorm {
   Tensor weight;
   double eps;
   RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
+  /// x / sqrt(mean(x^2) + eps) * weight
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) +
@@ -190,7 +199,7 @@ struct RMSNorm {
   })
 };
 
-// normalise each group of channels of each sample
+/// normalise each group of channels of each sample
 struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
@@ -202,6 +211,7 @@ struct GroupNorm {
                        std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
   }
+  /// normalize x (N, C, ...) per group of channels, then scale and shift
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, num_channels, "GroupNorm");
     Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
@@ -209,7 +219,7 @@ struct GroupNorm {
   })
 };
 
-// GroupNorm with one group per channel
+/// GroupNorm with one group per channel
 struct InstanceNorm : GroupNorm {
   InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
@@ -225,9 +235,11 @@ TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_
   Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
   return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
 })
+/// torch.nn.Embedding: a (vocab, dim) table looked up by index
 struct Embedding {
   Tensor weight;
   Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
+  /// the rows of weight at idx (any shape of integers)
   Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
@@ -249,20 +261,21 @@ TINYGRAD_API void clip_grad_value_(const std::vector<Tensor>& params, double cli
   for (auto& p : params) if (auto g = p.grad()) g->assign(g->clip(-clip, clip));
 })
 
-// zeroes elements with probability p in training, scaling the rest by 1/(1-p)
+/// zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
   std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
   explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
+  /// x with elements zeroed with probability p and the rest scaled by 1 / (1 - p) in training; x itself in eval
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     TrainingScope mode(training.value_or(tinygrad::training()));
     return x.dropout(p);
   })
 };
 
-// one step of an LSTM: (x, (h, c)) -> (h', c')
+/// one step of an LSTM: (x, (h, c)) -> (h', c')
 struct LSTMCell {
   Tensor weight_ih, weight_hh;
   std::optional<Tensor> bias_ih, bias_hh;
@@ -274,6 +287,7 @@ struct LSTMCell {
       bias_hh = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
     }
   }
+  /// (h', c') from x (N, input_size) and (h, c) (zeros when not given)
   std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const TINYGRAD_MEMBER_DEF({
     int64_t hs = weight_hh.shape(1);
     if (x.ndim() != 2 || x.shape(1) != weight_ih.shape(1))

@@ -14,25 +14,36 @@ template <class T>
 struct ElementwiseOps {
  public:
   // ---- unary ----
+  /// -x (logical not for bools)
   T neg() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? logical_not() : self().unary(Ops::NEG); })
+  /// !x as a bool tensor
   T logical_not() const TINYGRAD_MEMBER_DEF({ auto b = self().cast(DType::Bool); return T(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), b.device()); })
-  // ~x: ints and bools only (x ^ -1 for signed; -(x + 1) wraps to the same bits for unsigned)
+  /// ~x: ints and bools only (x ^ -1 for signed; -(x + 1) wraps to the same bits for unsigned)
   T bitwise_not() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (is_float(x.dtype())) throw DTypeError("tinygrad::bitwise_not: needs an integer or bool tensor, got " + to_string(x.dtype()));
     if (x.dtype() == DType::Bool) return logical_not();
     return is_unsigned(x.dtype()) ? (x + x.like(1)).unary(Ops::NEG) : x ^ x.like(-1);
   })
+  /// 2^x (ints become the default float)
   T exp2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::EXP2); })
+  /// log base 2
   T log2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::LOG2); })
+  /// e^x
   T exp() const TINYGRAD_MEMBER_DEF({ return (self().fl() * (1.0 / std::log(2.0))).exp2(); })
+  /// natural log
   T log() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log(2.0); })
+  /// log base 10
   T log10() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log10(2.0); })
+  /// square root
   T sqrt() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SQRT); })
+  /// 1 / sqrt(x)
   T rsqrt() const TINYGRAD_MEMBER_DEF({ return sqrt().reciprocal(); })
+  /// 1 / x
   T reciprocal() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::RECIPROCAL); })
+  /// x * x
   T square() const TINYGRAD_MEMBER_DEF({ return self() * self(); })
-  // -1, 0 or 1 (NaN stays NaN); the gradient is 0
+  /// -1, 0 or 1 (NaN stays NaN); the gradient is 0
   T sign() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.dtype() == DType::Bool) return x;
@@ -40,28 +51,39 @@ struct ElementwiseOps {
     auto s = (x != 0.0).where((x < 0.0).where(x.like(-1), x.like(1)), x.like(0));
     return is_float(x.dtype()) ? isnan().where(x, s) : s;
   })
+  /// |x|
   T abs() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? self() : self() * sign(); })
+  /// sine
   T sin() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SIN); })
+  /// cosine
   T cos() const TINYGRAD_MEMBER_DEF({ return (M_PI / 2 - self().fl()).sin(); })
+  /// tangent
   T tan() const TINYGRAD_MEMBER_DEF({ return sin() / cos(); })
-  // Abramowitz-Stegun 4.4.46 (|error| <= 2e-8), as tinygrad
+  /// Abramowitz-Stegun 4.4.46 (|error| <= 2e-8), as tinygrad
   T asin() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl(), a = x.abs();
     auto p = poly(a, {-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810, -0.0501743046, 0.0889789874, -0.2145988016, 1.5707963050});
     return x.sign() * (M_PI / 2 - (1.0 - a).sqrt() * p);
   })
+  /// arccosine
   T acos() const TINYGRAD_MEMBER_DEF({ return M_PI / 2 - asin(); })
+  /// arctangent
   T atan() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x / (1.0 + x * x).sqrt()).asin(); })
+  /// hyperbolic sine
   T sinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() - (-x).exp()) * 0.5; })
+  /// hyperbolic cosine
   T cosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() + (-x).exp()) * 0.5; })
+  /// hyperbolic tangent
   T tanh() const TINYGRAD_MEMBER_DEF({ return 2.0 * (2.0 * self().fl()).sigmoid() - 1.0; })
-  // odd, so compute on |x| (no cancellation for large negative x)
+  /// odd, so compute on |x| (no cancellation for large negative x)
   T asinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); })
+  /// inverse hyperbolic cosine
   T acosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); })
+  /// inverse hyperbolic tangent
   T atanh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; })
-  // relative error of a few ulp over the whole range, float64 too: x * P(x^2) below 0.75, +-(1 - erfc(|x|)) above
-  // (the erfc in erfc_of). Coefficients: relative least-squares fits, one set for float32 and one for float64;
-  // float16 and bfloat16 compute in float32.
+  /// relative error of a few ulp over the whole range, float64 too: x * P(x^2) below 0.75, +-(1 - erfc(|x|)) above
+  /// (the erfc in erfc_of). Coefficients: relative least-squares fits, one set for float32 and one for float64;
+  /// float16 and bfloat16 compute in float32.
   T erf() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).erf().cast(x.dtype());
@@ -78,31 +100,43 @@ struct ElementwiseOps {
     auto big = 1.0 - erfc_of(a, false);
     return small.where(xs * p, (x < 0.0).where(-big, big));
   })
+  /// round toward zero
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
+  /// round down
   T floor() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); })
+  /// round up
   T ceil() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x > t).where(t + 1.0, t); })
-  // half to even (like torch and tinygrad); x - trunc(x) and t / 2 are exact, so ties are found exactly
+  /// half to even (like torch and tinygrad); x - trunc(x) and t / 2 are exact, so ties are found exactly
   T round() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_float(x.dtype())) return x;
     auto t = trunc(), d = (x - t).abs(), odd = (t * 0.5).trunc() * 2.0 != t;
     return ((d > 0.5) | ((d == 0.5) & odd)).where(t + (x > 0.0).where(x.like(1), x.like(-1)), t);
   })
+  /// x is +-inf (or only +inf / -inf)
   T isinf(bool detect_positive = true, bool detect_negative = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     return ((x == INFINITY) & x.like(detect_positive).cast(DType::Bool)) | ((x == -INFINITY) & x.like(detect_negative).cast(DType::Bool));
   })
+  /// x is NaN
   T isnan() const TINYGRAD_MEMBER_DEF({ return self() != self(); })
+  /// x is neither inf nor NaN
   T isfinite() const TINYGRAD_MEMBER_DEF({ return (isinf() | isnan()).logical_not(); })
 
   // ---- binary (Tensor or weak scalar) ----
+  /// x + o (broadcast, torch's type promotion)
   T add(const T& o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  /// x + scalar
   T add(double o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  /// x - o (broadcast)
   T sub(const T& o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  /// x - scalar
   T sub(double o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  /// x * o (broadcast)
   T mul(const T& o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
+  /// x * scalar
   T mul(double o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
-  // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
+  /// true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
   T div(const T& o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "div");
     if (rounding_mode.empty()) {
@@ -119,26 +153,29 @@ struct ElementwiseOps {
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
   })
+  /// x / scalar (rounding_mode as the tensor overload)
   T div(double o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({ return div(self().like(o, true), rounding_mode); })
-  // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
+  /// integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
   T idiv(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::IDIV, o, "idiv"); })
-  // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
+  /// remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
   T mod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "mod");
     if (is_float(a.dtype())) return a - a.div(b, "floor") * b;
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(r + b, r);
   })
+  /// x % scalar (Python's sign, as torch.remainder)
   T mod(double o) const TINYGRAD_MEMBER_DEF({ return mod(self().like(o, true)); })
-  // remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
+  /// remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
   T fmod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "fmod");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::fmod: needs numbers, got " + to_string(a.dtype()));
     if (is_float(a.dtype())) return a - a.div(b, "trunc") * b;
     return T(alu(Ops::MOD, {a.uop(), b.uop()}), a.device());
   })
+  /// torch.fmod with a scalar
   T fmod(double o) const TINYGRAD_MEMBER_DEF({ return fmod(self().like(o, true)); })
-  // x ** e; negative bases with integer exponents keep their sign; int ** int stays int (computed in float64, rounded)
+  /// x ** e; negative bases with integer exponents keep their sign; int ** int stays int (computed in float64, rounded)
   T pow(const T& e) const TINYGRAD_MEMBER_DEF({
     DType rd = least_upper_dtype(self().dtype(), e.dtype());
     if (!is_float(rd)) return self().cast(DType::Float64).pow(e.cast(DType::Float64)).round().cast(rd);
@@ -149,75 +186,108 @@ struct ElementwiseOps {
     auto signed_mag = (b < 0.0).where(odd.where(-mag, isint.where(mag, b.like(NAN))), mag);
     return (x == 0.0).where(b.like(1), signed_mag);
   })
+  /// x ^ scalar
   T pow(double e) const TINYGRAD_MEMBER_DEF({ return pow(self().like(e, true)); })
+  /// torch.maximum (NaN propagates)
   T maximum(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::MAX, o, "maximum"); })
+  /// torch.maximum with a scalar
   T maximum(double o) const TINYGRAD_MEMBER_DEF({ return maximum(self().like(o, true)); })
-  // through the order-reversing inverse, so unsigned and bool work too
+  /// through the order-reversing inverse, so unsigned and bool work too
   T minimum(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "minimum");
     return a.order_inverse().maximum(b.order_inverse()).order_inverse();
   })
+  /// torch.minimum with a scalar
   T minimum(double o) const TINYGRAD_MEMBER_DEF({ return minimum(self().like(o, true)); })
 #define TG_CMP(NAME, OP)                                             \
   T NAME(const T& o) const { return self() OP o; }                 \
   T NAME(double o) const { return self() OP o; }
+  /// torch.eq, ne, lt, le, gt, ge: a bool tensor (o broadcast, or a scalar)
+  ///@{
   TG_CMP(eq, ==) TG_CMP(ne, !=) TG_CMP(lt, <) TG_CMP(le, <=) TG_CMP(gt, >) TG_CMP(ge, >=)
+  ///@}
 #undef TG_CMP
+  /// x & o (ints and bools)
   T bitwise_and(const T& o) const TINYGRAD_MEMBER_DEF({ return self() & o; })
+  /// x | o (ints and bools)
   T bitwise_or(const T& o) const TINYGRAD_MEMBER_DEF({ return self() | o; })
+  /// x ^ o (ints and bools)
   T bitwise_xor(const T& o) const TINYGRAD_MEMBER_DEF({ return self() ^ o; })
+  /// x & scalar
   T bitwise_and(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() & int_scalar(o); })
+  /// x | scalar
   T bitwise_or(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() | int_scalar(o); })
+  /// x ^ scalar
   T bitwise_xor(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() ^ int_scalar(o); })
+  /// x << o
   T lshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHL, o, "lshift"); })
+  /// x >> o (arithmetic for signed)
   T rshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHR, o, "rshift"); })
+  /// x << bits
   T lshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return lshift(int_scalar(o)); })
+  /// x >> bits
   T rshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return rshift(int_scalar(o)); })
-  // |x| with the sign of o (o == -0.0 counts as positive)
+  /// |x| with the sign of o (o == -0.0 counts as positive)
   T copysign(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign");
     return (b < 0.0).where(-a.abs(), a.abs());
   })
+  /// torch.copysign with a scalar
   T copysign(double o) const TINYGRAD_MEMBER_DEF({ return copysign(self().like(o, true)); })
+  /// log(e^x + e^o), stable
   T logaddexp(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "logaddexp");
     auto m = a.maximum(b);
     return m + ((a - m).exp() + (b - m).exp()).log();
   })
+  /// log(e^x + e^o) with a scalar
   T logaddexp(double o) const TINYGRAD_MEMBER_DEF({ return logaddexp(self().like(o, true)); })
-  // |x - o| <= atol + rtol * |o|, or equal (infs); NaNs are close only with equal_nan
+  /// |x - o| <= atol + rtol * |o|, or equal (infs); NaNs are close only with equal_nan
   T isclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "isclose");
     auto r = (a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= (b.abs() * rtol + atol)));
     return equal_nan ? r | (a.isnan() & b.isnan()) : r;
   })
+  /// x + weight * (end - x)
   T lerp(const T& end, const T& weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
+  /// x + weight * (end - x), scalar weight
   T lerp(const T& end, double weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
-  // clip to [lo, hi]; either bound may be absent
+  /// clip to [lo, hi]; either bound may be absent
   T clip(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (!lo && !hi) throw Error("tinygrad::clip: needs at least one of min and max");
     T x = self();
     if (lo) x = x.maximum(*lo);
     return hi ? x.minimum(*hi) : x;
   })
+  /// alias of clamp with tensor bounds
   T clip(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return maximum(lo).minimum(hi); })
+  /// torch.clamp with scalar bounds (either may be unset)
   T clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  /// torch.clamp with tensor bounds
   T clamp(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  /// value where mask is true, else x
   T masked_fill(const T& mask, const T& value) const TINYGRAD_MEMBER_DEF({ return mask.where(value, self()); })
+  /// value where mask is true, else x (scalar value)
   T masked_fill(const T& mask, double value) const TINYGRAD_MEMBER_DEF({ return mask.where(self().like(value, true), self()); })
 
   // ---- activations (tinygrad's formulas) ----
+  /// max(x, 0)
   T relu() const TINYGRAD_MEMBER_DEF({ return maximum(0.0); })
+  /// min(max(x, 0), 6)
   T relu6() const TINYGRAD_MEMBER_DEF({ return relu().minimum(6.0); })
+  /// x where positive, else neg_slope * x
   T leaky_relu(double neg_slope = 0.01) const TINYGRAD_MEMBER_DEF({ return (self() < 0.0).where(self() * neg_slope, self()); })
+  /// torch.nn.functional.elu
   T elu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return relu() - alpha * (1.0 - self().exp()).relu(); })
+  /// torch.nn.functional.celu
   T celu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); })
+  /// torch.nn.functional.selu
   T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({
     return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0));
   })
-  // torch's F.gelu: the exact x * Phi(x) (Hugging Face's "gelu"), or with approximate = "tanh" the tanh approximation
-  // (tinygrad's default, Hugging Face's "gelu_new"). Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it
-  // keeps its relative accuracy where 1 + erf cancels to 0
+  /// torch's F.gelu: the exact x * Phi(x) (Hugging Face's "gelu"), or with approximate = "tanh" the tanh approximation
+  /// (tinygrad's default, Hugging Face's "gelu_new"). Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it
+  /// keeps its relative accuracy where 1 + erf cancels to 0
   T gelu(std::string_view approximate = "none") const TINYGRAD_MEMBER_DEF({
     if (approximate == "tanh") {
       auto& x = self();
@@ -230,30 +300,51 @@ struct ElementwiseOps {
     auto tail = x * M_SQRT1_2 < -kErfSmall;
     return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
   })
+  /// x * sigmoid(1.702 x)
   T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
+  /// 1 / (1 + e^-x)
   T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
+  /// x * sigmoid(x)
   T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
+  /// alias of silu
   T swish() const TINYGRAD_MEMBER_DEF({ return silu(); })
+  /// torch's hardsigmoid: clamp(alpha x + beta, 0, 1)
   T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({
     return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu();
   })
+  /// x * hardsigmoid(x)
   T hardswish() const TINYGRAD_MEMBER_DEF({ return self() * (self() + 3.0).relu6() * (1.0 / 6); })
+  /// clamp(x, min_val, max_val)
   T hardtanh(double min_val = -1, double max_val = 1) const TINYGRAD_MEMBER_DEF({ return clip(min_val, max_val); })
+  /// log(1 + e^(beta x)) / beta
   T softplus(double beta = 1.0) const TINYGRAD_MEMBER_DEF({ return (self() * beta).logaddexp(0.0) * (1.0 / beta); })
+  /// log(sigmoid(x)), stable
   T logsigmoid() const TINYGRAD_MEMBER_DEF({ return -(-self()).softplus(); })
+  /// x * tanh(softplus(x))
   T mish() const TINYGRAD_MEMBER_DEF({ return self() * softplus().tanh(); })
+  /// x / (1 + |x|)
   T softsign() const TINYGRAD_MEMBER_DEF({ return self() / (1.0 + abs()); })
 
   // ---- dtype shorthands ----
+  /// cast to float32
   T float_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float32); })
+  /// cast to float16
   T half() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float16); })
+  /// cast to bfloat16
   T bfloat16() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::BFloat16); })
+  /// cast to float64
   T double_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float64); })
+  /// cast to int16
   T short_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int16); })
+  /// cast to int32
   T int_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int32); })
+  /// cast to int64
   T long_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int64); })
+  /// cast to bool
   T bool_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Bool); })
+  /// whether the dtype is a float type
   bool is_floating_point() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()); })
+  /// bytes per element
   int64_t element_size() const TINYGRAD_MEMBER_DEF({ return itemsize(self().dtype()); })
 
   // ---- operators (C++ scalars are weak) ----
@@ -272,12 +363,20 @@ struct ElementwiseOps {
 #define TG_COMPOUND(OP)                                                             \
   T& operator OP##=(const T& o) { return mut() = self() OP o; }                      \
   T& operator OP##=(double o) { return mut() = self() OP o; }
+  /// x op= o: rebinds this handle to x op o (other handles keep the old value; assign() updates all)
+  ///@{
   TG_COMPOUND(+) TG_COMPOUND(-) TG_COMPOUND(*) TG_COMPOUND(/) TG_COMPOUND(%)
+  ///@}
 #undef TG_COMPOUND
+  /// x &= o (rebinds this handle, as the arithmetic ones)
   T& operator&=(const T& o) { return mut() = self() & o; }
+  /// x |= o
   T& operator|=(const T& o) { return mut() = self() | o; }
+  /// x ^= o
   T& operator^=(const T& o) { return mut() = self() ^ o; }
+  /// x <<= bits
   T& operator<<=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() << o; })
+  /// x >>= bits (rebinds this handle)
   T& operator>>=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() >> o; })
 
  private:

@@ -116,9 +116,9 @@ struct MovementOps {
   using TI = std::variant<int64_t, Slice, NewAxis, Ellipsis, T>;  // = TensorIndex, spelled dependent so T may be incomplete here
 
  public:
-  // alias of reshape
+  /// alias of reshape
   T view(Shape s) const TINYGRAD_MEMBER_DEF({ return self().reshape(std::move(s)); })
-  // split dim into sizes (one may be -1)
+  /// split dim into sizes (one may be -1)
   T unflatten(int64_t dim, const Shape& sizes) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unflatten");
@@ -129,7 +129,7 @@ struct MovementOps {
   })
 
   // ---- pad ----
-  // pad with (before, after) per dim; negative amounts shrink
+  /// pad with (before, after) per dim; negative amounts shrink
   T pad(Pads p, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
@@ -161,7 +161,7 @@ struct MovementOps {
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
     return mask.where(r, value);
   })
-  // mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
+  /// mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
   T pad(Pads p, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (mode == "constant") return pad(std::move(p), value);
@@ -195,8 +195,8 @@ struct MovementOps {
     }
     return x;
   })
-  // torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
-  // NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
+  /// torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
+  /// NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
   T pad(const V& flat, const std::string& mode, double value = 0) const {
     auto& t = self();
@@ -206,17 +206,20 @@ struct MovementOps {
     for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
     return pad(p, mode, value);
   }
+  /// torch.nn.functional.pad(x, flat, mode, value): pairs from the last dim
   T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     return pad(std::vector<int64_t>(flat), mode, value);
   })
-  // torch's F.pad(x, flat, value=...): the flat list, constant mode
+  /// torch's F.pad(x, flat, value=...): the flat list, constant mode
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
   T pad(const V& flat, double value = 0) const { return pad(flat, "constant", value); }
+  /// torch.nn.functional.pad(x, flat, value) in "constant" mode
   T pad(std::initializer_list<int64_t> flat, double value = 0) const TINYGRAD_MEMBER_DEF({
     return pad(std::vector<int64_t>(flat), "constant", value);
   })
 
   // ---- join and split ----
+  /// torch.cat along dim
   static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::cat: needs at least one tensor");
     auto& t0 = ts[0];
@@ -246,6 +249,7 @@ struct MovementOps {
     }
     return *r;
   })
+  /// torch.stack along a new dim
   static T stack(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
     for (auto& t : ts)
@@ -256,7 +260,7 @@ struct MovementOps {
     for (auto& t : ts) us.push_back(t.unsqueeze(d));
     return cat(us, d);
   })
-  // pieces of the given sizes along dim (they must add up to the dim)
+  /// pieces of the given sizes along dim (they must add up to the dim)
   std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
@@ -277,7 +281,7 @@ struct MovementOps {
     }
     return out;
   })
-  // pieces of `size` along dim; the last may be smaller
+  /// pieces of `size` along dim; the last may be smaller
   std::vector<T> split(int64_t size, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
@@ -287,6 +291,7 @@ struct MovementOps {
     if (sizes.empty()) sizes.push_back(0);
     return split(sizes, d);
   })
+  /// torch.chunk: up to chunks pieces along dim
   std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "chunk");
@@ -297,7 +302,7 @@ struct MovementOps {
   })
 
   // ---- repeat, roll, windows, diagonals ----
-  // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
+  /// tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
   T repeat(const std::vector<int64_t>& repeats) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (repeats.size() < x.ndim())
@@ -313,7 +318,7 @@ struct MovementOps {
     for (size_t i = 0; i < repeats.size(); i++) fin.push_back(ex[2 * i] * ex[2 * i + 1]);
     return b.reshape(un).expand(ex).reshape(fin);
   })
-  // each element `repeats` times in a row along dim (flattened when dim is not given)
+  /// each element `repeats` times in a row along dim (flattened when dim is not given)
   T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (repeats < 0) throw ShapeError("tinygrad::repeat_interleave: negative repeats " + std::to_string(repeats));
     T x = dim ? self() : self().flatten();
@@ -325,7 +330,7 @@ struct MovementOps {
     f[size_t(d)] *= repeats;
     return x.reshape(s).expand(e).reshape(f);
   })
-  // shift elements along dims, wrapping around (flattened when dims are empty)
+  /// shift elements along dims, wrapping around (flattened when dims are empty)
   T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (dims.empty()) {
@@ -346,10 +351,11 @@ struct MovementOps {
     }
     return x.repeat(reps).slice(sl);
   })
+  /// torch.roll by shift along dim (none: flattened)
   T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{});
   })
-  // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
+  /// sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
   T unfold(int64_t dim, int64_t size, int64_t step) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unfold");
@@ -370,7 +376,7 @@ struct MovementOps {
     }
     return x.permute(to_last).pool({size}, {step}, {1}, "unfold").permute(back);
   })
-  // a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
+  /// a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
   T diag(int64_t offset = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() == 2) return diagonal(offset);
@@ -381,7 +387,7 @@ struct MovementOps {
     int64_t a = std::abs(offset);
     return offset >= 0 ? m.pad({{0, a}, {a, 0}}) : m.pad({{a, 0}, {0, a}});
   })
-  // the diagonal of dims (dim1, dim2), moved to the last dim
+  /// the diagonal of dims (dim1, dim2), moved to the last dim
   T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() < 2) throw ShapeError("tinygrad::diagonal: needs at least 2 dims, got shape " + to_string(x0.shape()));
@@ -411,7 +417,7 @@ struct MovementOps {
     return f.pad(pp).reshape(s2).shrink(keep).reshape([&] { Shape s = lead; s.push_back(n); return s; }());
   })
 
-  // einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
+  /// einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
   T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
@@ -515,11 +521,13 @@ struct MovementOps {
   })
 
   // ---- indexing ----
+  /// x[i] along dim 0 (negative counts from the end)
   T operator[](int64_t i) const TINYGRAD_MEMBER_DEF({ return self().slice({i}); })
   // NOTE: a template so that t[{1, 2}] (ints) is not ambiguous with a Tensor built from the braces
+  /// x[idx] with an int, slice, tensor or {...} list of them, as torch indexing
   template <class U, class = std::enable_if_t<std::is_same_v<U, T>>>
   T operator[](const U& idx) const { return (*this)[std::vector<TI>{idx}]; }
-  // ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
+  /// ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
   T operator[](const std::vector<TI>& idx) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto [basic, tdims] = split_index(idx, "getitem");
@@ -568,7 +576,7 @@ struct MovementOps {
     }
     return out;
   })
-  // setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
+  /// setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
   T& set(const std::vector<TI>& idx, const T& value) TINYGRAD_MEMBER_DEF({
     T& x = mself();
     T v = value.cast(x.dtype());
@@ -635,7 +643,7 @@ struct MovementOps {
     return x.assign(mask.where(scatter_back(v), x));
   })
 
-  // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
+  /// out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
   T gather(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (index.ndim() != x.ndim())
@@ -653,7 +661,7 @@ struct MovementOps {
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
   })
-  // torch.index_select: the slices index[0], index[1], ... of dim (index: 0-d or 1-d integers in [0, size))
+  /// torch.index_select: the slices index[0], index[1], ... of dim (index: 0-d or 1-d integers in [0, size))
   T index_select(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (index.ndim() > 1) throw ShapeError("tinygrad::index_select: index must be 0-d or 1-d, got shape " + to_string(index.shape()));
@@ -667,7 +675,7 @@ struct MovementOps {
     T xs = x.unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.reshape(rs), n).where(xs, 0.0).sum(-1).cast(x.dtype());
   })
-  // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
+  /// a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
   T scatter(int64_t dim, const T& index, const T& src) const TINYGRAD_MEMBER_DEF({
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
     if (mask.shape().back() == 0) return self();  // no sources: nothing written
@@ -680,10 +688,11 @@ struct MovementOps {
     T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
     return (top.squeeze(-1) > 0).where(val, self());
   })
+  /// torch.scatter with a scalar value
   T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({
     return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device()));
   })
-  // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
+  /// reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
   T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
@@ -704,8 +713,8 @@ struct MovementOps {
     // torch: integer means round down
     return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
   })
-  // the elements where mask (broadcast to x) is true, as a 1-D tensor.
-  // NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
+  /// the elements where mask (broadcast to x) is true, as a 1-D tensor.
+  /// NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
   T masked_select(const T& mask) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_bool(mask.dtype())) throw DTypeError("tinygrad::masked_select: mask must be bool, got " + to_string(mask.dtype()));
@@ -717,10 +726,10 @@ struct MovementOps {
     if (idx.empty()) return flat.shrink({{0, 0}});
     return flat[T(idx, {int64_t(idx.size())}, x.device())];
   })
-  // torch.unique: the distinct values in ascending order (sorted or not, as torch on the CPU), with dim the distinct
-  // slices along dim in lexicographic order; inverse (x's shape, or (size of dim,)) and counts are int64 and always
-  // filled (the flags keep torch's argument order). NaNs count as one value.
-  // NOTE: realizes x (the output size depends on the data); values are gathered from x, so they stay differentiable
+  /// torch.unique: the distinct values in ascending order (sorted or not, as torch on the CPU), with dim the distinct
+  /// slices along dim in lexicographic order; inverse (x's shape, or (size of dim,)) and counts are int64 and always
+  /// filled (the flags keep torch's argument order). NaNs count as one value.
+  /// NOTE: realizes x (the output size depends on the data); values are gathered from x, so they stay differentiable
   UniqueResult<T> unique(bool sorted = true, bool return_inverse = false, bool return_counts = false,
                          std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
@@ -762,7 +771,7 @@ struct MovementOps {
     T cnt = u ? T(counts, {u}, x.device()) : T::zeros({0}, DType::Int64, x.device());
     return {values, inv, cnt};
   })
-  // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
+  /// indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
   T nonzero() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto v = x.template to_vector<double>();

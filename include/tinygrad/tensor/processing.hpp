@@ -47,33 +47,41 @@ struct ProcessingOps {
  public:
   // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank). torch's positional order; ConvOptions for keywords ----
   // NOTE: the positional forms are templates so that a designated list ({.padding = 1}) picks the options form on every compiler
+  /// torch.nn.functional.conv1d (its positional order)
   template <class = void>
   T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
     return conv1d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
   }
+  /// conv1d with options: x.conv1d(w, {.stride = 2})
   T conv1d(const T& w, const ConvOptions& o) const { return conv1d(w, std::nullopt, o); }
+  /// conv1d with a bias and options
   T conv1d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
     return self().conv2d(w, bias, o);
   })
+  /// torch.nn.functional.conv3d (its positional order)
   template <class = void>
   T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
     return conv3d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
   }
+  /// conv3d with options
   T conv3d(const T& w, const ConvOptions& o) const { return conv3d(w, std::nullopt, o); }
+  /// conv3d with a bias and options
   T conv3d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
     return self().conv2d(w, bias, o);
   })
-  // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
-  // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
+  /// x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
+  /// The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
   template <class = void>
   T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints output_padding = 0,
                      int64_t groups = 1, Ints dilation = 1) const {
     return conv_transpose2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
                                       .groups = groups, .output_padding = std::move(output_padding)});
   }
+  /// conv_transpose2d with options
   T conv_transpose2d(const T& w, const ConvOptions& o) const { return conv_transpose2d(w, std::nullopt, o); }
+  /// conv_transpose2d with a bias and options
   T conv_transpose2d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
@@ -120,22 +128,24 @@ struct ProcessingOps {
   })
 
   // ---- pooling over the last kernel.size() dims (a single value means 2 dims). torch's positional order; PoolOptions for keywords ----
-  // padding: one value, one per dim, or (before, after) per dim; stride: empty (or std::nullopt) is the kernel
+  /// padding: one value, one per dim, or (before, after) per dim; stride: empty (or std::nullopt) is the kernel
   template <class = void>
   T max_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
     return max_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
                        .ceil_mode = ceil_mode});
   }
+  /// max_pool2d with options: x.max_pool2d({.kernel = 3, .stride = 2, .padding = 1})
   T max_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
   })
-  // {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
+  /// {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
   template <class = void>
   std::pair<T, T> max_pool2d_with_indices(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
     return max_pool2d_with_indices({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding),
                                     .dilation = std::move(dilation), .ceil_mode = ceil_mode});
   }
+  /// max_pool2d with options, with indices
   std::pair<T, T> max_pool2d_with_indices(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
@@ -158,13 +168,14 @@ struct ProcessingOps {
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
   })
-  // torch's order (no dilation: PoolOptions has one); count_include_pad: padding counts in the divisor; divisor_override: the divisor
+  /// torch's order (no dilation: PoolOptions has one); count_include_pad: padding counts in the divisor; divisor_override: the divisor
   template <class = void>
   T avg_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                std::optional<int64_t> divisor_override = std::nullopt) const {
     return avg_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .ceil_mode = ceil_mode,
                        .count_include_pad = count_include_pad, .divisor_override = divisor_override});
   }
+  /// avg_pool2d with options
   T avg_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, false, "avg_pool2d");
@@ -184,12 +195,12 @@ struct ProcessingOps {
   })
 
   // ---- normalization ----
-  // (x - mean) / sqrt(var + eps) over axes (biased variance)
-  // float16 and bfloat16 are normalized in float32 and rounded once (as torch): their squares overflow past 256
+  /// (x - mean) / sqrt(var + eps) over axes (biased variance)
+  /// float16 and bfloat16 are normalized in float32 and rounded once (as torch): their squares overflow past 256
   T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     return layernorm_acc(axes, eps).cast(self().fl().dtype());
   })
-  // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
+  /// torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
   T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt,
                double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -209,7 +220,7 @@ struct ProcessingOps {
     if (bias) { y = y + *bias; dt = least_upper_dtype(dt, bias->dtype()); }
     return y.cast(dt);
   })
-  // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
+  /// (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
   T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd,
               std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -228,12 +239,12 @@ struct ProcessingOps {
     return bias ? y + fit(*bias, "bias") : y;
   })
 
-  // F.normalize: x / max(norm(x, p, dim), eps)
+  /// F.normalize: x / max(norm(x, p, dim), eps)
   T normalize(double p = 2, int64_t dim = 1, double eps = 1e-12) const TINYGRAD_MEMBER_DEF({
     return self() / self().norm(p, {dim}, true).maximum(eps);
   })
-  // F.cosine_similarity with torch's formula: each side over its 2-norm clamped to eps, then the products summed
-  // along dim. The clamp passes the gradient through (torch clamps in place under no_grad)
+  /// F.cosine_similarity with torch's formula: each side over its 2-norm clamped to eps, then the products summed
+  /// along dim. The clamp passes the gradient through (torch clamps in place under no_grad)
   T cosine_similarity(const T& other, int64_t dim = 1, double eps = 1e-8) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), other.fl(), "cosine_similarity");
     auto unit = [&](const T& v) {
@@ -244,7 +255,7 @@ struct ProcessingOps {
   })
 
   // ---- attention ----
-  // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
+  /// softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
   T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt,
                                  bool is_causal = false) const TINYGRAD_MEMBER_DEF({
     auto& q = self();
@@ -273,7 +284,7 @@ struct ProcessingOps {
   })
 
   // ---- misc ----
-  // integer classes -> (..., num_classes) int64 (as torch); num_classes -1 reads max+1 (realizes x)
+  /// integer classes -> (..., num_classes) int64 (as torch); num_classes -1 reads max+1 (realizes x)
   T one_hot(int64_t num_classes = -1) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
@@ -281,18 +292,19 @@ struct ProcessingOps {
     check_indices(x, std::max<int64_t>(num_classes, 0), false, "one_hot");
     return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(DType::Int64);
   })
-  // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
+  /// lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
   T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })
+  /// torch.triu: zeros below the diagonal
   T triu(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal, "triu").where(self(), zero()); })
 
-  // resize the last size.size() dims. mode: "nearest" (torch's default), "nearest-exact", "linear" (also "bilinear",
-  // "trilinear")
+  /// resize the last size.size() dims. mode: "nearest" (torch's default), "nearest-exact", "linear" (also "bilinear",
+  /// "trilinear")
   T interpolate(const Shape& size, const std::string& mode = "nearest", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
     return resize(size, {}, mode, align_corners);
   })
-  // torch's F.interpolate(x, None, scale_factor, mode): x is (N, C, *spatial), scale_factor one value or one per spatial
-  // dim; the size is floor(in * scale) and, as torch's recompute_scale_factor=None, sampling uses 1 / scale itself
-  // (not in / out) unless align_corners
+  /// torch's F.interpolate(x, None, scale_factor, mode): x is (N, C, *spatial), scale_factor one value or one per spatial
+  /// dim; the size is floor(in * scale) and, as torch's recompute_scale_factor=None, sampling uses 1 / scale itself
+  /// (not in / out) unless align_corners
   T interpolate(std::nullopt_t, const std::vector<double>& scale_factor, const std::string& mode = "nearest",
                 bool align_corners = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -310,11 +322,11 @@ struct ProcessingOps {
   })
 
   // ---- matrix products with torch's strict ranks (matmul broadcasts) ----
-  // (n, m) @ (m, p)
+  /// (n, m) @ (m, p)
   T mm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 2, "mm"); return self().matmul(b); })
-  // (B, n, m) @ (B, m, p)
+  /// (B, n, m) @ (B, m, p)
   T bmm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 3, "bmm"); return self().matmul(b); })
-  // beta * self + alpha * batch1.bmm(batch2), self broadcast to the product; beta 0 ignores self (NaN and inf too, as torch)
+  /// beta * self + alpha * batch1.bmm(batch2), self broadcast to the product; beta 0 ignores self (NaN and inf too, as torch)
   T baddbmm(const T& batch1, const T& batch2, double beta = 1, double alpha = 1) const TINYGRAD_MEMBER_DEF({
     check_mm(batch1, batch2, 3, "baddbmm");
     T p = batch1.matmul(batch2);
@@ -371,8 +383,8 @@ struct ProcessingOps {
   })
 
  public:
-  // einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
-  // without "->" the output is the letters seen once, in order
+  /// einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
+  /// without "->" the output is the letters seen once, in order
   static T einsum(const std::string& formula, const std::vector<T>& xs) TINYGRAD_MEMBER_DEF({
     auto fail = [&](const std::string& why) { return ShapeError("tinygrad::einsum(\"" + formula + "\"): " + why); };
     auto arrow = formula.find("->");

@@ -36,39 +36,49 @@ struct ReduceOps {
 
  public:
   // ---- reductions ----
+  /// torch.sum over axes (empty: all)
   T sum(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); })
+  /// sum over one axis
   T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
+  /// torch.prod over axes (empty: all)
   T prod(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); })
+  /// prod over one axis
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
-  // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
+  /// max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
   T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
-  // one dim, as torch: the values, unpacking into (values, indices) (ValuesIndices)
+  /// one dim, as torch: the values, unpacking into (values, indices) (ValuesIndices)
   ValuesIndices<T> max(std::integral auto axis, bool keepdim = false) const {
     return {max(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, false};
   }
+  /// min over axes (empty: all)
   T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
   })
+  /// min over one axis
   ValuesIndices<T> min(std::integral auto axis, bool keepdim = false) const {
     return {min(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, true};
   }
-  // torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
+  /// torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
   T amax(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(dims, "amax"), keepdim, "amax"); })
+  /// amax over one dim
   T amax(std::integral auto dim, bool keepdim = false) const { return amax(Axes{int64_t(dim)}, keepdim); }
+  /// torch.amin: min over dims (empty: all), the gradient split evenly between ties
   T amin(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     return inv(inv(self()).reduce(Ops::MAX, nonempty(dims, "amin"), keepdim, "amin"));
   })
+  /// amin over one dim
   T amin(std::integral auto dim, bool keepdim = false) const { return amin(Axes{int64_t(dim)}, keepdim); }
-  // torch.linalg.vector_norm: p = 2, 1, inf (largest |x|), -inf (smallest), 0 (count of nonzeros) or any other p, over
-  // dims (empty: all). Float tensors only (as torch). The gradient at 0 is 0 (as torch), not NaN; inf norms split it
-  // between ties like amax. float16 and bfloat16 accumulate in float32
+  /// torch.linalg.vector_norm: p = 2, 1, inf (largest |x|), -inf (smallest), 0 (count of nonzeros) or any other p, over
+  /// dims (empty: all). Float tensors only (as torch). The gradient at 0 is 0 (as torch), not NaN; inf norms split it
+  /// between ties like amax. float16 and bfloat16 accumulate in float32
   T norm(double p = 2, Axes dim = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_float(x.dtype())) throw DTypeError("tinygrad::norm: needs a float tensor, got " + to_string(x.dtype()));
     auto ax = x.norm_axes(dim, "norm");
     T a = acc().abs();
     if (std::isinf(p)) return (p > 0 ? a.amax(ax, keepdim) : a.amin(ax, keepdim)).cast(x.dtype());
-    if (p == 0) return (a != 0.0).cast(a.dtype()).sum(ax, keepdim).cast(x.dtype());
+    // NOTE: a (0 where it is picked) keeps the count in the graph: its gradient is 0, as torch's, not "no gradient"
+    if (p == 0) return (a != 0.0).where(1.0, a).sum(ax, keepdim).cast(x.dtype());
     if (p == 1) return a.sum(ax, keepdim).cast(x.dtype());
     // b^e with b = 0 gives 0 from a base of 1 on the unused branch: its gradient is 0, not 0 * inf
     auto pow0 = [](const T& b, double e) {
@@ -78,43 +88,56 @@ struct ReduceOps {
     T s = p == 2 ? a.square().sum(ax, keepdim) : (p > 0 ? pow0(a, p) : a.pow(p)).sum(ax, keepdim);
     return (p > 0 ? pow0(s, 1 / p) : s.pow(1 / p)).cast(x.dtype());
   })
+  /// norm over one dim
   T norm(double p, std::integral auto dim, bool keepdim = false) const { return norm(p, Axes{int64_t(dim)}, keepdim); }
-  // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
+  /// float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
     return mean_acc(ax, keepdim).cast(self().fl().dtype());
   })
+  /// mean over one axis
   T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
-  // sum((x - mean)^2) / (n - correction)
+  /// sum((x - mean)^2) / (n - correction)
   T var(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return var_acc(self().norm_axes(axes, "var"), keepdim, correction).cast(self().fl().dtype());
   })
+  /// var over one axis
   T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
+  /// torch.std: sqrt(var)
   T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return var_acc(self().norm_axes(axes, "std"), keepdim, correction).sqrt().cast(self().fl().dtype());
   })
+  /// std over one axis
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
+  /// torch.var_mean: (var, mean)
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return {var(axes, keepdim, correction), mean(axes, keepdim)};
   })
+  /// torch.std_mean: (std, mean)
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return {std(axes, keepdim, correction), mean(axes, keepdim)};
   })
+  /// var_mean over one axis
   std::pair<T, T> var_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
     return var_mean(Axes{int64_t(axis)}, keepdim, correction);
   }
+  /// std_mean over one axis
   std::pair<T, T> std_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
     return std_mean(Axes{int64_t(axis)}, keepdim, correction);
   }
+  /// torch.any over axes (empty: all)
   T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
+  /// any over one axis
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
+  /// torch.all over axes (empty: all)
   T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
+  /// all over one axis
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
-  // realizes: true when every element isclose
+  /// realizes: true when every element isclose
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>();
   })
-  // index of the first maximum along axis (of the flattened tensor without one), int64 (as torch). NaN is the maximum (as torch).
+  /// index of the first maximum along axis (of the flattened tensor without one), int64 (as torch). NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
@@ -131,8 +154,9 @@ struct ReduceOps {
     auto rev = T::arange(double(n), 0.0, -1, it, x.device()).reshape(rs);
     return (T::scalar(double(n), it, x.device()) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int64);
   })
+  /// torch.argmin
   T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(self()).argmax(axis, keepdim); })
-  // log(sum(exp(x))), shifted by the (detached) max for stability
+  /// log(sum(exp(x))), shifted by the (detached) max for stability
   T logsumexp(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     axes = self().norm_axes(axes, "logsumexp");
     auto x = self().fl();
@@ -141,33 +165,42 @@ struct ReduceOps {
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
   })
+  /// logsumexp over one axis
   T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
+  /// torch.softmax along axis
   T softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "softmax").detach();
     auto e = m.exp();
     return e / e.sum(axis, true);
   })
+  /// torch.log_softmax along axis
   T log_softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "log_softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "log_softmax").detach();
     return m - m.exp().sum(axis, true).log();
   })
+  /// softmax(-x) along axis
   T softmin(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({ return (-self()).softmax(axis); })
 
   // ---- scans (inclusive) ----
+  /// torch.cumsum
   T cumsum(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::ADD, "cumsum"); })
+  /// torch.cumprod
   T cumprod(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MUL, "cumprod"); })
+  /// running max values (torch.cummax's values)
   T cummax(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MAX, "cummax"); })
+  /// running min values (torch.cummin's values)
   T cummin(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).cummax(axis)); })
-  // (values, int64 index of the last occurrence of each running max along axis), like torch.cummax
+  /// (values, int64 index of the last occurrence of each running max along axis), like torch.cummax
   std::pair<T, T> cummax_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummax(axis), axis, "cummax_indices"); })
+  /// the indices of cummin's values
   std::pair<T, T> cummin_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummin(axis), axis, "cummin_indices"); })
 
   // ---- sorting ----
-  // (values, int64 indices, as torch) along dim. Equal values keep their original order (the k-th equal value in the
-  // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
-  // descending), as torch.
+  /// (values, int64 indices, as torch) along dim. Equal values keep their original order (the k-th equal value in the
+  /// output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
+  /// descending), as torch.
   std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int64, x0.device())};
@@ -220,8 +253,9 @@ struct ReduceOps {
     T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int64);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
   })
+  /// torch.argsort (int64)
   T argsort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({ return sort(dim, descending).second; })
-  // the k largest (or smallest) along dim, as (values, int64 indices); always sorted
+  /// the k largest (or smallest) along dim, as (values, int64 indices); always sorted
   std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
     auto& x = self();
@@ -237,8 +271,8 @@ struct ReduceOps {
     return {v.shrink(sh), i.shrink(sh)};
   })
 
-  // torch.median: the lower of the two middle values of all elements (NaN if there is one); the gradient is split
-  // between the elements equal to it (as torch)
+  /// torch.median: the lower of the two middle values of all elements (NaN if there is one); the gradient is split
+  /// between the elements equal to it (as torch)
   T median() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.numel() == 0) throw IndexError("tinygrad::median: the tensor of shape " + to_string(x.shape()) + " is empty");
@@ -249,7 +283,7 @@ struct ReduceOps {
     // a max over the elements equal to v: its gradient splits between them
     return same(x, v).where(x, dtype_min(x.dtype())).max();
   })
-  // along dim: (values, indices); the gradient goes to the element at the index (as torch)
+  /// along dim: (values, indices); the gradient goes to the element at the index (as torch)
   std::pair<T, T> median(int64_t dim, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() == 0) return {x, T::zeros({}, DType::Int64, x.device())};
@@ -271,26 +305,28 @@ struct ReduceOps {
   })
 
   // ---- regression and divergence losses (torch.nn.functional's; target broadcasts against input) ----
+  /// torch.nn.functional.mse_loss
   T mse_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return reduce_loss((self() - y).square(), reduction, "mse_loss");
   })
+  /// torch.nn.functional.l1_loss
   T l1_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return reduce_loss((self() - y).abs(), reduction, "l1_loss");
   })
-  // 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
+  /// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
   T huber_loss(const T& y, std::string_view reduction = "mean", double delta = 1.0) const TINYGRAD_MEMBER_DEF({
     if (!(delta > 0)) throw Error("tinygrad::huber_loss: delta must be positive, got " + std::to_string(delta));
     T d = self() - y, a = d.abs();
     return reduce_loss((a < delta).where(d.square() * 0.5, (a - 0.5 * delta) * delta), reduction, "huber_loss");
   })
-  // 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)
+  /// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)
   T smooth_l1_loss(const T& y, std::string_view reduction = "mean", double beta = 1.0) const TINYGRAD_MEMBER_DEF({
     if (!(beta >= 0)) throw Error("tinygrad::smooth_l1_loss: beta must not be negative, got " + std::to_string(beta));
     T d = self() - y, a = d.abs();
     return reduce_loss(beta == 0 ? a : (a < beta).where(d.square() * (0.5 / beta), a - 0.5 * beta), reduction, "smooth_l1_loss");
   })
-  // self: log-probabilities; y: probabilities (log-probabilities with log_target). "batchmean" divides the sum by the
-  // batch size (dim 0): the KL divergence; torch's default "mean" averages over all elements
+  /// self: log-probabilities; y: probabilities (log-probabilities with log_target). "batchmean" divides the sum by the
+  /// batch size (dim 0): the KL divergence; torch's default "mean" averages over all elements
   T kl_div(const T& y, std::string_view reduction = "mean", bool log_target = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     T z = y == 0.0;  // xlogy(y, y): 0 where y is 0, its gradient too
@@ -300,27 +336,28 @@ struct ReduceOps {
       throw Error("tinygrad::kl_div: reduction must be \"mean\", \"batchmean\", \"sum\" or \"none\", got \"" + std::string(reduction) + "\"");
     return reduce_loss(l, reduction, "kl_div");
   })
-  // torch's names and argument order; weight (broadcast) scales each element's loss
+  /// torch's names and argument order; weight (broadcast) scales each element's loss
   T binary_cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, weight, std::nullopt, false, reduction, "binary_cross_entropy");
   })
+  /// torch.nn.functional.binary_cross_entropy_with_logits (pos_weight scales the positive term)
   T binary_cross_entropy_with_logits(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean",
                                      const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, weight, pos_weight, true, reduction, "binary_cross_entropy_with_logits");
   })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
-  // self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
+  /// self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
   T binary_crossentropy(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, std::nullopt, std::nullopt, false, reduction, "binary_crossentropy");
   })
-  // self: logits; pos_weight scales the positive term
+  /// self: logits; pos_weight scales the positive term
   T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean",
                                const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, std::nullopt, pos_weight, true, reduction, "binary_crossentropy_logits");
   })
-  // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
-  // NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
+  /// self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
+  /// NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
   T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0,
                                     std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -330,7 +367,7 @@ struct ReduceOps {
     if (x.ndim() == 0 || Shape(x.shape().begin(), x.shape().end() - 1) != y.shape())
       throw ShapeError("tinygrad::sparse_categorical_crossentropy: labels of shape " + to_string(y.shape()) + " do not fit logits of shape " +
                        to_string(x.shape()) + " (want logits.shape[:-1])");
-    check_labels(y, op);
+    check_labels(y, x.shape().back(), ignore_index, op);
     auto logp = x.log_softmax(-1);
     T mask = ignore_index != -1 ? (y != double(ignore_index)) : T::ones(y.shape(), DType::Bool, y.device());
     T hot = label_mask(y.unsqueeze(-1), x.shape().back(), int64_t(x.ndim()) - 1) & mask.unsqueeze(-1);
@@ -340,10 +377,10 @@ struct ReduceOps {
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
   })
-  // F.cross_entropy. self: logits (C) or (N, C, d1, ...); y: class indices of that shape without C, or class
-  // probabilities of its shape. weight: per class (C). With class indices, targets equal to ignore_index count
-  // nothing and "mean" divides by the summed weight of the other targets; with probabilities, "mean" divides by
-  // the number of samples (ignore_index does not apply). label_smoothing mixes in the uniform distribution, as torch
+  /// F.cross_entropy. self: logits (C) or (N, C, d1, ...); y: class indices of that shape without C, or class
+  /// probabilities of its shape. weight: per class (C). With class indices, targets equal to ignore_index count
+  /// nothing and "mean" divides by the summed weight of the other targets; with probabilities, "mean" divides by
+  /// the number of samples (ignore_index does not apply). label_smoothing mixes in the uniform distribution, as torch
   T cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
                   std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -361,8 +398,8 @@ struct ReduceOps {
     }
     return class_nll(logp, y, weight, ignore_index, reduction, label_smoothing, "cross_entropy");
   })
-  // F.nll_loss. self: log-probabilities (C) or (N, C, d1, ...); y: class indices; weight and ignore_index as cross_entropy
-  // (nullopt: nothing ignored)
+  /// F.nll_loss. self: log-probabilities (C) or (N, C, d1, ...); y: class indices; weight and ignore_index as cross_entropy
+  /// (nullopt: nothing ignored)
   T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
              std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     check_reduction(reduction, "nll_loss");
@@ -506,7 +543,7 @@ struct ReduceOps {
     if (y.shape() != want)
       throw ShapeError(std::string("tinygrad::") + op + ": target of shape " + to_string(y.shape()) + " fits neither input " +
                        to_string(logp.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
-    check_labels(y, op);
+    check_labels(y, c, ignore_index, op);
     std::optional<T> w = class_weight(weight, logp, cd, op);
     T hot = label_mask(y.unsqueeze(cd), c, cd);
     T wy = w ? hot.where(*w, 0.0).sum(cd) : T::ones(y.shape(), logp.fl().dtype(), logp.device());
@@ -525,9 +562,18 @@ struct ReduceOps {
       throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " +
                        to_string(b.shape()) + " differ in shape");
   })
-  static void check_labels(const T& y, const char* op) TINYGRAD_MEMBER_DEF({
+  // a label outside [0, c) that is not ignore_index is an IndexError naming it and c (torch: "Target 7 is out of bounds"):
+  // at once for labels known on the host (unless some are ignore_index), else at the next sync (check_indices)
+  static void check_labels(const T& y, int64_t c, std::optional<int64_t> ignore, const char* op) TINYGRAD_MEMBER_DEF({
     if (!is_int(y.dtype()))
       throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
+    if (ignore && *ignore >= 0 && *ignore < c) ignore.reset();  // in range anyway
+    try {
+      if (detail::check_index_values(y.uop(), c, false, (std::string(op) + " target").c_str())) return;
+    } catch (const IndexError&) {
+      if (!ignore) throw;  // else the bad value may be ignore_index: look again without it
+    }
+    detail::check_indices(ignore ? (y == double(*ignore)).where(0.0, y) : y, c, false, (std::string(op) + " target").c_str());
   })
   static void check_smoothing(double ls, const char* op) TINYGRAD_MEMBER_DEF({
     if (!(ls >= 0 && ls <= 1)) throw Error(std::string("tinygrad::") + op + ": label_smoothing must be in [0, 1], got " + std::to_string(ls));

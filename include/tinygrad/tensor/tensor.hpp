@@ -43,14 +43,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // NOTE: every op's result passes here: under NoGrad (mixin.hpp) a value a gradient could flow through is detached
   explicit Tensor(UOpRef u, std::string device)
       : impl_(std::make_shared<Impl>(Impl{grad_scope(std::move(u)), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
-  // u, detached under NoGrad where a gradient could flow through it (out of line: UOp is incomplete in a user's TU)
+  /// u, detached under NoGrad where a gradient could flow through it (out of line: UOp is incomplete in a user's TU)
   static UOpRef grad_scope(UOpRef u) TINYGRAD_MEMBER_DEF({
     return !u->grad_dep || grad_enabled() ? u : make_uop(Ops::DETACH, u->dtype, {u});
   })
-  // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
+  /// a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
-  // an int or an expression of bound variables (p + 1), as an int32 scalar
+  /// an int or an expression of bound variables (p + 1), as an int32 scalar
   explicit Tensor(const SInt& v, const std::string& device = "") : Tensor(of_sint(v, device)) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
@@ -67,17 +67,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     *this = Tensor(flat, Shape{int64_t(rows.size()), cols});
   }
-  // copy n elements of type T from ptr into a new tensor of the given shape
+  /// copy n elements of type T from ptr into a new tensor of the given shape
   template <class T>
   static Tensor from_data(const T* ptr, Shape shape, std::string device = "") {
     return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device));
   }
 
-  // copy raw bytes holding prod(shape) elements of dtype dt
+  /// copy raw bytes holding prod(shape) elements of dtype dt
   static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({
     return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device));
   })
 
+  /// torch.full: shape filled with value (dtype from the value unless given)
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
@@ -88,19 +89,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (shape.empty()) return t;
     return t.reshape(Shape(shape.size(), 1)).expand(shape);
   })
+  /// torch.zeros
   static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
     return full(std::move(shape), 0, dt, std::move(dev));
   })
+  /// torch.ones
   static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
     return full(std::move(shape), 1, dt, std::move(dev));
   })
-  // uninitialized memory
+  /// uninitialized memory
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
     if (dev.find(',') != std::string::npos) return empty(shape, dt, detail::split_devices(dev)[0]).to(dev);
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
+  /// torch.arange(start, stop, step) (stop unset: arange(0, start))
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
                        std::string device = "") TINYGRAD_MEMBER_DEF({
     if (!stop) { stop = start; start = 0; }
@@ -116,6 +120,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
   })
+  /// torch.eye: n x m identity
   static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float,
                     std::string device = "") TINYGRAD_MEMBER_DEF({
     auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
@@ -124,9 +129,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
-  // NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
-  // kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
+  /// NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
+  /// kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
   static void manual_seed(uint64_t seed) TINYGRAD_MEMBER_DEF({ rng().seed = seed; rng().counter = 0; })
+  /// uniform [0, 1)
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "rand");
     std::string dev = device.empty() ? default_device() : device;
@@ -140,6 +146,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
   })
+  /// standard normal
   static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     // Box-Muller
     int64_t n = check_shape(shape, "randn");
@@ -150,10 +157,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // ---- autograd (tensor/gradient.hpp) ----
-  // A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
-  // hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
-  // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
-  // too: the gradient flows on through them.
+  /// A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
+  /// hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
+  /// find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
+  /// too: the gradient flows on through them.
   Tensor& requires_grad_(bool r = true) TINYGRAD_MEMBER_DEF({
     {
       std::lock_guard lk(grad_mutex());  // backward() on any thread reads requires_grad and param of every registered tensor
@@ -168,36 +175,46 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : detail::buffer_view(u);
     return *this;
   })
+  /// whether gradients are computed for it
   bool requires_grad() const TINYGRAD_MEMBER_DEF({ return impl_->requires_grad; })
+  /// the gradient backward() filled, if any
   std::optional<Tensor> grad() const TINYGRAD_MEMBER_DEF({ return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; })
+  /// clear .grad
   void zero_grad() TINYGRAD_MEMBER_DEF({ impl_->grad.reset(); })
-  // fill .grad of every tensor that requires it and this one depends on
+  /// fill .grad of every tensor that requires it and this one depends on
   Tensor& backward(std::optional<Tensor> seed = std::nullopt);
 
   // ---- properties ----
-  // the graph of the value (a jitted call being recorded hears that it reads this tensor)
+  /// the graph of the value (a jitted call being recorded hears that it reads this tensor)
   const UOpRef& uop() const TINYGRAD_MEMBER_DEF({
     if (auto* r = detail::jit_recorder(); r && impl_->born != detail::jit_call_id()) r->read(*this);
     return impl_->uop;
   })
-  // a symbolic dim (tensor/variable.hpp) shows its bound here; sym_shape() names its extent
+  /// a symbolic dim (tensor/variable.hpp) shows its bound here; sym_shape() names its extent
   const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
+  /// the shape with symbolic extents (Variables) as UOps
   std::vector<SInt> sym_shape() const TINYGRAD_MEMBER_DEF({
     const UOp& u = *impl_->uop;
     std::vector<SInt> r;
     for (size_t i = 0; i < u.shape.size(); i++) r.push_back(u.dyn.empty() || !u.dyn[i] ? SInt(u.shape[i]) : SInt(u.dyn[i]));
     return r;
   })
+  /// whether any extent is symbolic
   bool is_symbolic() const TINYGRAD_MEMBER_DEF({ return !impl_->uop->dyn.empty(); })
+  /// the extent of dim (negative counts from the end)
   int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(detail::norm_axis(dim, ndim(), "shape"))]; })
+  /// the element type
   DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
+  /// the device name (e.g. "CPU", "CUDA:0")
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
+  /// the number of dims
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
+  /// the number of elements
   int64_t numel() const TINYGRAD_MEMBER_DEF({
     if (is_symbolic()) throw ShapeError("tinygrad::numel: the shape " + sym_str() + " is symbolic (its count varies with the variables)");
     return tinygrad::detail::prod(shape());
   })
-  // the shape for people: (1, 9, pos+1)
+  /// the shape for people: (1, 9, pos+1)
   std::string sym_str() const TINYGRAD_MEMBER_DEF({
     const UOp& u = *impl_->uop;
     std::string r = "(";
@@ -205,6 +222,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       r += (i ? ", " : "") + (u.dyn.empty() || !u.dyn[i] ? std::to_string(u.shape[i]) : detail::sym_str(u.dyn[i]));
     return r + (u.shape.size() == 1 ? ",)" : ")");
   })
+  /// whether the value is in a buffer (nothing left to compute)
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
     if (on_many()) return detail::multi_done(u);
@@ -212,20 +230,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // ---- realize and read back ----
+  /// compute the value now (one schedule); returns *this
   Tensor& realize() TINYGRAD_MEMBER_DEF({
     if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
     return *this;
   })
-  // realize several tensors in one schedule (an optimizer step: parameters and their state)
+  /// realize several tensors in one schedule (an optimizer step: parameters and their state)
   static void realize_all(std::vector<Tensor> ts) TINYGRAD_MEMBER_DEF({
     std::vector<UOpRef> roots;
     for (auto& t : ts) if (!t.is_realized()) roots.push_back(t.uop());
     if (!roots.empty()) tinygrad::realize(roots);
     for (auto& t : ts) t.adopt_realized();
   })
-  // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
-  // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
+  /// replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
+  /// torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
   Tensor& assign(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape() || v.sym_str() != sym_str()) throw ShapeError("tinygrad::assign: shape " + v.sym_str() + " does not match " + sym_str());
     same_device(device(), v.device(), "assign");
@@ -237,8 +256,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   })
-  // rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
-  // cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
+  /// rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
+  /// cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
   Tensor& replace(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape()) throw ShapeError("tinygrad::replace: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     UOpRef u = v.cast(dtype()).detach().uop();
@@ -246,14 +265,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->device = v.device();
     return *this;
   })
-  // the device buffer that holds the value (contiguous, numel elements), realizing first
+  /// the device buffer that holds the value (contiguous, numel elements), realizing first
   std::shared_ptr<Buffer> buffer() const TINYGRAD_MEMBER_DEF({
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
     return u->leaf_buffer();
   })
-  // each device's buffer (one per device of a sharded or copied tensor), realizing first
+  /// each device's buffer (one per device of a sharded or copied tensor), realizing first
   std::vector<std::shared_ptr<Buffer>> buffers() const TINYGRAD_MEMBER_DEF({
     if (!on_many()) return {buffer()};
     Tensor t = *this;
@@ -262,6 +281,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 1; i < m->src.size(); i++) r.push_back((detail::is_leaf(m->src[i].get()) ? m->src[i] : m->src[i]->src[0])->leaf_buffer());
     return r;
   })
+  /// the values as a std::vector<T> (realizes; a sync)
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<char> host = host_bytes();
@@ -273,7 +293,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < out.size(); i++) out[i] = T(detail::load_as_double(host.data(), dtype(), i));
     return out;
   }
-  // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
+  /// the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
   std::vector<char> host_bytes() const TINYGRAD_MEMBER_DEF({
     if (on_many()) return to(devices()[0]).host_bytes();  // the parts gathered on one device
     auto buf = buffer();
@@ -295,6 +315,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return out;
   })
+  /// the value of a one-element tensor (realizes; a sync)
   template <class T>
   T item() const {
     if (numel() != 1) throw ShapeError("tinygrad::item: needs a tensor with one element, got shape " + to_string(shape()));
@@ -302,11 +323,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- elementwise ----
+  /// convert to dtype dt
   Tensor cast(DType dt) const TINYGRAD_MEMBER_DEF({ return dt == dtype() ? *this : unary(Ops::CAST, dt); })
+  /// reinterpret the bits as dt (same itemsize)
   Tensor bitcast(DType dt) const TINYGRAD_MEMBER_DEF({
     if (itemsize(dt) != itemsize(dtype())) throw DTypeError("tinygrad::bitcast: " + to_string(dtype()) + " and " + to_string(dt) + " differ in size");
     return unary(Ops::BITCAST, dt);
   })
+  /// torch.where(self, a, b): self is the condition
   Tensor where(const Tensor& a, const Tensor& b) const TINYGRAD_MEMBER_DEF({
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
@@ -315,11 +339,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     x = x.expand_to(shape, d); y = y.expand_to(shape, d);
     return Tensor(detail::alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   })
+  /// where with a scalar a
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
+  /// where with a scalar b
   Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
+  /// where with scalars a and b
   Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({
     return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device()));
   })
+  /// x >> bits, arithmetic for signed ints
   Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(detail::alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
@@ -347,6 +375,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
 
   // ---- movement (copy-free views) ----
+  /// torch.reshape: a view of new_shape (one extent may be -1, inferred)
   Tensor reshape(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     int64_t infer = -1, known = 1, numel = detail::prod(shape());  // NOTE: a symbolic tensor's at its bounds (mov checks its dims)
     bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
@@ -371,8 +400,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   })
+  /// reshape({2, -1}): one -1 is inferred
   Tensor reshape(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
-  // a reshape that names symbolic dims: each of the tensor's symbolic dims, as a whole (its extent, in order)
+  /// a reshape that names symbolic dims: each of the tensor's symbolic dims, as a whole (its extent, in order)
   Tensor reshape(const std::vector<SInt>& s) const TINYGRAD_MEMBER_DEF({
     Shape b;
     bool sym = false;
@@ -385,21 +415,24 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
         throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
     return r;
   })
-  // torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
+  /// torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
   template <class... D>
     requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
   Tensor reshape(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
-  // torch's view(), a reshape: there is no stride to refuse (a lazy view of any tensor is free), so a shape torch's view
-  // rejects as not viable for the strides (x.T().view(-1)) works here as reshape does
+  /// torch's view(), a reshape: there is no stride to refuse (a lazy view of any tensor is free), so a shape torch's view
+  /// rejects as not viable for the strides (x.T().view(-1)) works here as reshape does
   Tensor view(Shape s) const TINYGRAD_MEMBER_DEF({ return reshape(std::move(s)); })
+  /// alias of reshape
   Tensor view(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
+  /// view(2, -1), variadic as torch
   template <class... D>
     requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
   Tensor view(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
-  // x.permute(1, 0)
+  /// x.permute(1, 0)
   template <std::integral... D>
     requires(sizeof...(D) > 0)
   Tensor permute(D... order) const { return permute(std::vector<int64_t>{int64_t(order)...}); }
+  /// torch.permute
   Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
@@ -412,13 +445,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
     return ident ? *this : mov(Ops::PERMUTE, order);
   })
+  /// swap dims a and b
   Tensor transpose(int64_t a = 1, int64_t b = 0) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> order(ndim());
     std::iota(order.begin(), order.end(), 0);
     std::swap(order[size_t(detail::norm_axis(a, ndim(), "transpose"))], order[size_t(detail::norm_axis(b, ndim(), "transpose"))]);
     return permute(order);
   })
+  /// the last two dims swapped (transpose(-2, -1))
   Tensor T() const TINYGRAD_MEMBER_DEF({ return transpose(-2, -1); })
+  /// broadcast to new_shape
   Tensor expand(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     if (new_shape.size() < ndim()) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     Tensor x = reshape_left(new_shape.size());
@@ -430,8 +466,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     detail::checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   })
+  /// expand to o's shape
   Tensor expand_as(const Tensor& o) const TINYGRAD_MEMBER_DEF({ return expand(o.shape()); })
-  // pad(...) with modes: tensor/movement.hpp
+  /// pad(...) with modes: tensor/movement.hpp
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const TINYGRAD_MEMBER_DEF({
     if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + to_string(shape()));
     std::vector<int64_t> arg;
@@ -445,9 +482,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return ident ? *this : mov(Ops::SHRINK, arg);
   })
-  // a shrink by sizes that may be symbolic: cache.shrink({{0, pos + 1}, {0, 64}}) (a symbolic dim of the tensor is kept
-  // whole: {0, its extent})
+  /// a shrink by sizes that may be symbolic: cache.shrink({{0, pos + 1}, {0, 64}}) (a symbolic dim of the tensor is kept
+  /// whole: {0, its extent})
   Tensor shrink(std::initializer_list<std::pair<SInt, SInt>> s) const TINYGRAD_MEMBER_DEF({ return shrink(std::vector<std::pair<SInt, SInt>>(s)); })
+  /// slice each dim to [begin, end)
   Tensor shrink(const std::vector<std::pair<SInt, SInt>>& s) const TINYGRAD_MEMBER_DEF({
     bool sym = is_symbolic();
     for (auto& [b, e] : s) sym |= !b.is_int() || !e.is_int();
@@ -477,13 +515,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     src.insert(src.end(), ext.begin(), ext.end());
     return Tensor(make_uop(Ops::SHRINK, dtype(), std::move(src), std::vector<int64_t>{}), device());
   })
+  /// reverse the given axes
   Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
     for (auto a : axes) arg[size_t(detail::norm_axis(a, ndim(), "flip"))] ^= 1;
     if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
     return mov(Ops::FLIP, arg);
   })
+  /// reverse one axis
   Tensor flip(int64_t axis) const TINYGRAD_MEMBER_DEF({ return flip(std::vector<int64_t>{axis}); })
+  /// merge dims start..end into one
   Tensor flatten(int64_t start = 0, int64_t end = -1) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0) return reshape({1});
     int s = detail::norm_axis(start, ndim(), "flatten"), e = detail::norm_axis(end, ndim(), "flatten");
@@ -494,28 +535,32 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     ns.insert(ns.end(), shape().begin() + e + 1, shape().end());
     return reshape(ns);
   })
+  /// insert a dim of size 1 at dim
   Tensor unsqueeze(int64_t dim) const TINYGRAD_MEMBER_DEF({
     int d = detail::norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
     Shape s = shape();
     s.insert(s.begin() + d, 1);
     return reshape(s);
   })
+  /// drop size-1 dims (or only dim)
   Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     Shape s;
     int d = dim ? detail::norm_axis(*dim, ndim(), "squeeze") : -1;
     for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
     return reshape(s);
   })
+  /// a tensor in its own contiguous buffer
   Tensor contiguous() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); })
+  /// the same value without a gradient
   Tensor detach() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); })
-  // torch's clone(): a copy of the value in a buffer of its own (computed lazily, differentiable). Copies of a Tensor
-  // alias; a clone does not: assign() into it, or into a slice of it, leaves this tensor (and every other clone) as is.
-  // NOTE: a CONTIGUOUS of its own (its arg a fresh id, so hash-consing never merges two clones into one buffer)
+  /// torch's clone(): a copy of the value in a buffer of its own (computed lazily, differentiable). Copies of a Tensor
+  /// alias; a clone does not: assign() into it, or into a slice of it, leaves this tensor (and every other clone) as is.
+  /// NOTE: a CONTIGUOUS of its own (its arg a fresh id, so hash-consing never merges two clones into one buffer)
   Tensor clone() const TINYGRAD_MEMBER_DEF({
     static std::atomic<int64_t> ids = 0;
     return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}, std::vector<int64_t>{++ids}), device());
   })
-  // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
+  /// the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
   Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
     if (dev.find(',') != std::string::npos && !on_many()) {  // each device a copy
@@ -526,10 +571,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
   })
 
-  // several devices: "CPU:0,CPU:1" (engine/multi.hpp). to(devices) puts a copy on each; shard(devices, axis) splits
-  // the tensor along axis, a part a device (the first size % n parts one longer: 10 over 4 is 3, 3, 2, 2). Every op
-  // works on the result as on one tensor; a reduce over the split axis combines the parts (an all-reduce)
+  /// several devices: "CPU:0,CPU:1" (engine/multi.hpp). to(devices) puts a copy on each; shard(devices, axis) splits
+  /// the tensor along axis, a part a device (the first size % n parts one longer: 10 over 4 is 3, 3, 2, 2). Every op
+  /// works on the result as on one tensor; a reduce over the split axis combines the parts (an all-reduce)
   Tensor to(const std::vector<std::string>& devices) const TINYGRAD_MEMBER_DEF({ return to(join_devices(devices, "to")); })
+  /// split across devices along axis (one part each)
   Tensor shard(const std::vector<std::string>& devices, int64_t axis) const TINYGRAD_MEMBER_DEF({
     std::string g = join_devices(devices, "shard");
     if (devices.size() == 1) return to(devices[0]);
@@ -547,10 +593,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return Tensor(make_uop(Ops::MULTI, dtype(), std::move(src), a), g);
   })
-  // the devices the value lives on: one, or each of a sharded or copied tensor's
+  /// the devices the value lives on: one, or each of a sharded or copied tensor's
   std::vector<std::string> devices() const TINYGRAD_MEMBER_DEF({ return detail::split_devices(device()); })
 
-  // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
+  /// basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
     size_t n_real = 0, n_ell = 0;
     for (auto& i : idx) {
@@ -622,6 +668,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // operator[] (with tensor indices too): tensor/movement.hpp
 
   // ---- processing ----
+  /// torch.matmul (batched, broadcast)
   Tensor matmul(const Tensor& w) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0 || w.ndim() == 0)
       throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
@@ -640,20 +687,24 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, axis_w);
     return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
   })
+  /// alias of matmul
   Tensor dot(const Tensor& w) const TINYGRAD_MEMBER_DEF({ return matmul(w); })
+  /// x W^T + b (torch.nn.functional.linear)
   Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({
     auto x = matmul(w);
     return b ? x + *b : x;
   })
 
-  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel.
-  // torch's positional order; x.conv2d(w, {.stride = 2, .padding = 1}) for its keywords (a template: see ProcessingOps::conv1d)
+  /// x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel.
+  /// torch's positional order; x.conv2d(w, {.stride = 2, .padding = 1}) for its keywords (a template: see ProcessingOps::conv1d)
   template <class = void>
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1,
                 int64_t groups = 1) const {
     return conv2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
   }
+  /// conv2d with options: x.conv2d(w, {.stride = 2, .padding = 1})
   Tensor conv2d(const Tensor& w, const ConvOptions& o) const { return conv2d(w, std::nullopt, o); }
+  /// conv2d with a bias and options
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
@@ -709,7 +760,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return r + bias->reshape(bsh);
   })
 
-  // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
+  /// sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
   Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const TINYGRAD_MEMBER_DEF({
     size_t nk = ks.size(), nb = ndim() - nk;
     if (ndim() < nk)
@@ -772,11 +823,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return x.permute(perm);
   })
 
-  // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
+  /// a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
   Tensor like(double v, bool weak = false) const TINYGRAD_MEMBER_DEF({
     DType dt = weak ? detail::weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
     return full({}, v, dt, device());
   })
+  /// a 0-d tensor of value v
   static Tensor scalar(double v, DType dt, const std::string& dev = "") TINYGRAD_MEMBER_DEF({ return full({}, v, dt, dev); })
 
  private:

@@ -83,8 +83,19 @@ struct scalar_leaf : static_ops<scalar_leaf<D>> {
   Tensor lower(lower_ctx& cx) const { return cx.scalars ? cx.scalars[cx.next_scalar++] : Tensor::full({}, value, D, *cx.device); }
 };
 
+// Err with each shape<...> in its arguments as diagnostics show it: error::shape<2, tinygrad::dyn>, not shape<2, -1>
+template <int64_t E> constexpr auto shown_extent() {
+  if constexpr (E == dyn) return dyn;
+  else if constexpr (E >= INT32_MIN && E <= INT32_MAX) return int(E);
+  else return E;
+}
+template <class T> struct shown { using type = T; };
+template <int64_t... E> struct shown<shape<E...>> { using type = error::shape<shown_extent<E>()...>; };
+template <template <class...> class Tmpl, class... A> struct shown<Tmpl<A...>> { using type = Tmpl<typename shown<A>::type...>; };
 // instantiating the undefined error template puts its name (op and shapes) on the error's first line
-template <class Err> constexpr void fail() { Err{}; }
+template <class Err> constexpr void fail_as() { Err{}; }
+// NOTE: through fail_as, so that the first line (the innermost instantiation) shows the shapes with dyn
+template <class Err> constexpr void fail() { fail_as<typename shown<Err>::type>(); }
 
 // the run-time twin of an error template: the same name, the actual extents
 template <class Op, size_t... N>

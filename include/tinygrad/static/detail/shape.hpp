@@ -11,14 +11,19 @@
 
 namespace tinygrad {
 
-inline constexpr int64_t dyn = -1;  // an extent known only at run time
+// an extent known only at run time (-1); an enumerator, so that diagnostics print its name
+enum dyn_extent : int64_t { dyn = -1 };
 
-// a static shape; diagnostics print it as shape<2, 3, -1>
+// a static shape; diagnostics print it as error::shape<2, 3, tinygrad::dyn> (detail::st::fail)
 template <int64_t... E>
 struct shape {
   static constexpr size_t rank = sizeof...(E);
   static constexpr std::array<int64_t, rank> value{E...};
 };
+namespace error {
+// a shape as compile errors show it: int extents (no 2L), dyn by name
+template <auto... E> struct shape {};
+}  // namespace error
 template <int64_t A> struct axis {};     // names an axis in diagnostics
 template <size_t I> struct layer {};     // names a layer's position in a chain
 
@@ -48,7 +53,7 @@ constexpr auto to_shape() {
 template <size_t N>
 inline std::string shape_str(const dims<N>& a) {
   std::string s = "shape<";
-  for (size_t i = 0; i < N; i++) s += (i ? ", " : "") + std::to_string(a[i]);
+  for (size_t i = 0; i < N; i++) s += (i ? ", " : "") + (a[i] == dyn ? std::string("dyn") : std::to_string(a[i]));
   return s + ">";
 }
 
