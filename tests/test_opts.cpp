@@ -257,6 +257,35 @@ TEST_CASE("opts: the GPU heuristic groups a long reduce over axes no group size 
   check_close(res[1], want, "the heuristic's opts vs the plain loop");
 }
 
+TEST_CASE("opts: the GPU heuristic groups each of several reduce loops of few outputs (a LayerNorm's mean, then its variance)", "[opts][gpu]") {
+  std::string gpu = has_device("CUDA") ? "CUDA" : "CL";
+  if (!has_device(gpu)) { WARN("no CUDA or OpenCL device here: skipped"); return; }
+  // 48 rows of 512: one kernel computes each row's mean, then the variance around it (they had run as 48 threads)
+  Tensor t = rnd({48, 512}, 43, gpu);
+  auto g = guarded((t - t.mean(1, true)).square().mean(1));
+  auto os = tinygrad::detail::hand_coded_optimizations(g.k.ast, *tinygrad::detail::get_device(gpu).renderer);
+  INFO(opts_str(os));
+  CHECK(std::count_if(os.begin(), os.end(), [](auto& o) { return o.op == OptOp::GROUP; }) == 2);
+  auto h = host(t);
+  std::vector<double> mean(48), var(48);
+  for (size_t r = 0; r < 48; r++) {
+    for (size_t j = 0; j < 512; j++) mean[r] += h[r * 512 + j] / 512;
+    for (size_t j = 0; j < 512; j++) var[r] += (h[r * 512 + j] - mean[r]) * (h[r * 512 + j] - mean[r]) / 512;
+  }
+  // the kernel stores both: the mean first (run_each's output), then the variance
+  REQUIRE(g.k.slots.size() == 3);
+  auto res = run_each(g, {{}, os});
+  check_close(res[0], mean, "no opts vs the plain loop");
+  check_close(res[1], mean, "the heuristic's opts vs the plain loop");
+  size_t vs = 0;  // the other output (48 values; the input has 48 x 512)
+  for (int x : g.k.slots) if (x != g.k.slots[0] && g.sizes[size_t(x)] == 48) vs = size_t(x);
+  REQUIRE(vs != 0);
+  auto& vb = *g.bufs[vs];
+  std::vector<float> v(size_t(vb.size));
+  vb.copyout(v.data());
+  check_close(std::vector<double>(v.begin(), v.begin() + 48), var, "the heuristic's variance vs the plain loop");
+}
+
 TEST_CASE("opts: the GPU heuristic shares a sliding window's loads (taps unrolled, neighbouring outputs a thread)", "[opts][gpu]") {
   std::string gpu = has_device("CUDA") ? "CUDA" : "CL";
   if (!has_device(gpu)) { WARN("no CUDA or OpenCL device here: skipped"); return; }

@@ -138,9 +138,23 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
 }
 // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP), on the innermost
 // reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
-// gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Returns the MERGEs, then the GROUP
+// gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Several reduce loops one
+// after another (a LayerNorm's mean, then its variance) each get the same GROUP: 1024 rows of 768 had run as 1024
+// threads, each reading its row alone, strided (426 us on an H200). Returns the MERGEs, then the GROUPs
 inline std::pair<std::vector<Opt>, std::vector<Opt>> gpu_group(const KernelFacts& f) {
   std::vector<Opt> group, merged;
+  if (f.loops.size() > 1 && f.total <= 16384) {
+    for (int64_t a : {64, 32, 16, 8, 4}) {
+      int64_t threads = 1;
+      for (size_t i = 0; i < f.loops.size(); i++) threads *= a;  // NOTE: each group is a thread axis of its own
+      bool all = threads <= 256;
+      for (auto& [ids, inner] : f.loops) all &= ids.size() == 1 && inner->range_end() >= 256 && inner->range_end() % a == 0;
+      if (!all) continue;
+      for (auto& [ids, inner] : f.loops) group.push_back({OptOp::GROUP, inner->range_id(), a});
+      break;
+    }
+    return {merged, group};
+  }
   if (f.loops.size() != 1 || f.total > 16384 || f.reduce_size < 256) return {merged, group};
   for (auto it = f.red_rngs.rbegin(); it != f.red_rngs.rend() && group.empty(); ++it)
     for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
