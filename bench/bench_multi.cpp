@@ -134,7 +134,8 @@ void data_parallel(const std::string& dev) {
   ::setenv("SEQ", std::to_string(S).c_str(), 1);
   double ddp = detail::device_base(dev) == "CUDA" ? peer_value("torch_ddp_bert_peer.py", "s_per_step") : NAN;
   if (std::isnan(ddp)) std::printf("  PyTorch DDP                 (not run: CUDA devices and pip install torch)\n");
-  else std::printf("  PyTorch DDP, %lld GPUs        %8.2f ms  (one process each, NCCL)\n  ratio                       %8.2fx DDP's time (target <= 1x)\n",
+  else std::printf("  PyTorch DDP, %lld GPUs        %8.2f ms  (one process each, NCCL)\n"
+                   "  ratio                       %8.2fx DDP's time (target <= 1x)\n",
                    (long long)n, ddp * 1e3, all / ddp);
 }
 }  // namespace

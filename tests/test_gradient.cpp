@@ -50,6 +50,24 @@ TEST_CASE("gradient: elementwise", "[gradient]") {
   check_grad([](auto& x) { return x[0].pow(3.0) + x[0].abs(); }, {{5}}, 0.2, 2);
 }
 
+TEST_CASE("gradient: erf and gelu by their own rules (2/sqrt(pi) exp(-x^2); Phi + x phi), one kernel a backward", "[gradient]") {
+  check_grad([](auto& x) { return x[0].erf(); }, {{16}}, -4, 4);
+  check_grad([](auto& x) { return x[0].gelu() * x[1]; }, {{16}, {16}}, -6, 6);
+  check_grad([](auto& x) { return x[0].erf().erf(); }, {{8}}, -2, 2);
+  // the second derivative: erf'' = -2x erf', through the rule's own ops
+  Tensor x = Tensor(std::vector<double>{-1.5, -0.3, 0.0, 0.7, 2.0});
+  Tensor d1 = gradient(x.erf().sum(), {x})[0], d2 = gradient(d1.sum(), {x})[0];
+  auto xv = x.to_vector<double>(), got = d2.to_vector<double>();
+  for (size_t i = 0; i < xv.size(); i++) CHECK(got[i] == Approx(-2 * xv[i] * M_2_SQRTPI * std::exp(-xv[i] * xv[i])).margin(1e-12));
+  // the polynomials' own derivative had been 50 elementwise kernels a gelu backward
+  Tensor a = Tensor::randn({64, 256}).realize();
+  a.requires_grad_();
+  a.gelu().square().sum().backward();
+  int64_t before = run_stats().kernels_run;
+  a.grad()->realize();
+  CHECK(run_stats().kernels_run - before <= 2);
+}
+
 TEST_CASE("gradient: broadcasting, movement and reductions", "[gradient]") {
   check_grad([](auto& x) { return x[0] + x[1]; }, {{3, 4}, {4}});
   check_grad([](auto& x) { return x[0] * x[1]; }, {{3, 1}, {1, 4}});

@@ -118,7 +118,7 @@ class MultiLowering {
       case Ops::CONTIGUOUS:  // a parameter's node, a contiguous of a realized value: each part is a buffer of its own already
         if (u->is_param() || u->src[0]->op == Ops::MULTI || u->src[0]->multi_value) return memo_.at(u->src[0].get());
         break;
-      case Ops::CONV: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
+      case Ops::GRAD_RULE: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
       case Ops::REDUCE_AXIS: return lower_reduce(u);
       default: if (is_movement(u->op)) return lower_movement(u);
     }

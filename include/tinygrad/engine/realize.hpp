@@ -159,7 +159,8 @@ inline void run_collectives(const std::vector<Collective>& batch) {
       l.bufs.insert(l.bufs.end(), c.send.begin(), c.send.end());
     }
   if (prof && !batch.empty())
-    profile_event(Profile::Track::copies, cat(batch.size(), " all-reduces of ", batch[0].send.size(), " devices"), batch[0].send[0]->device, t0, bytes);
+    profile_event(Profile::Track::copies, cat(batch.size(), " all-reduces of ", batch[0].send.size(), " devices"), batch[0].send[0]->device, t0,
+                  bytes);
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -380,9 +381,21 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
       if (!is_leaf(x.get()) && value && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
     };
     for (auto& a : wave) for (auto& s : a->src) add(s);
+    // of what the rest reads, an elementwise value (an activation) is not kept: the reduces and buffers under it are,
+    // and the rest's kernels compute it fused, as one device's schedule does (kept, a BERT step ran 250 more kernels a device)
+    std::vector<UOpRef> read;
+    std::unordered_set<const UOp*> looked;
     for (auto& u : topo)
       if (!in_wave.count(u.get()) && !wave_ar.count(u.get()))
-        for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) add(s);
+        for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) read.push_back(s);
+    while (!read.empty()) {
+      UOpRef x = read.back(), y = x;
+      read.pop_back();
+      if (!looked.insert(x.get()).second) continue;
+      while (is_movement(y->op) && !is_leaf(y.get())) y = y->src[0];
+      if (!is_alu(y->op) || is_leaf(y.get())) { add(x); continue; }
+      for (auto& s : y->src) if (in_wave.count(s.get())) read.push_back(s);
+    }
     for (auto& [d, r] : todo) realize_locked(r);
     std::vector<Collective> batch;
     std::vector<const UOp*> done;

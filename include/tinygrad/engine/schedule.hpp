@@ -154,7 +154,7 @@ class Scheduler {
         visit(u->src[0], expanded, true);
         continue;
       }
-      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
+      if (u->op == Ops::GRAD_RULE) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
       if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) {
         // realize below the movement ops: a window view of the value can be far larger than the value
         const UOpRef* b = &u->src[0];
@@ -184,36 +184,51 @@ class Scheduler {
   void limit_kernels(const std::vector<UOpRef>& roots) {
     const KernelLimits lim = kernel_limits();
     // size and buffers (sorted, distinct) of the fused expression rooted at a node; a movement op only points at its
-    // base below the movement ops, which may be cut after the movement op was measured
-    struct Cost { int64_t size = 0; std::vector<const UOp*> bufs; const UOp* base = nullptr; int64_t hops = 0; };
+    // base below the movement ops, which may be cut after the movement op was measured. The size is the sum over
+    // the distinct nodes it fuses of each node's own cost: 1, its movement sources' hops and what it reads through
+    // them (once per view: another view is other code). NOTE: distinct, not once per use: a polynomial's shared
+    // terms (erf's, gelu's) counted per use had cut one gelu into 22 kernels
+    using Node = std::pair<const UOp*, int64_t>;  // a node and its own cost
+    struct Cost { int64_t size = 0; std::vector<const UOp*> bufs; const UOp* base = nullptr; int64_t hops = 0; std::vector<Node> nodes; };
     std::unordered_map<const UOp*, Cost> cost;
+    std::unordered_map<const UOp*, int> left;  // consumers yet to measure a node: its node list is dropped after the last
     auto cut = [&](const UOp* s) { return is_leaf(s) || is_kroot(s) || forced_.count(s); };
-    auto contrib = [&](const UOp* s, Cost& c) {  // what source s adds to its consumer's kernel
-      if (!cut(s) && is_movement(s->op)) { const Cost& m = cost.at(s); c.size += m.hops; s = m.base; }
-      if (cut(s)) { c.bufs.push_back(s); return; }
-      const Cost& cs = cost.at(s);
-      c.size = std::min<int64_t>(c.size + cs.size, int64_t(1) << 40);
-      c.bufs.insert(c.bufs.end(), cs.bufs.begin(), cs.bufs.end());
+    auto fused_srcs = [](const UOp* u) { return u->op == Ops::GRAD_RULE ? size_t(1) : u->src.size(); };  // GRAD_RULE's src[1:] serve autograd only
+    auto topo = toposort_all(roots, [](const UOp* x) { return !is_leaf(x); });
+    for (auto& up : topo)
+      if (!is_leaf(up.get()) && !is_movement(up->op))
+        for (size_t i = 0; i < fused_srcs(up.get()); i++) left[up->src[i].get()]++;
+    auto measure = [&](const UOp* u) {
+      Cost c;
+      int64_t own = u->op == Ops::CONST || u->op == Ops::DEVICE ? 0 : 1;
+      for (size_t i = 0; i < fused_srcs(u); i++) {
+        const UOp* s = u->src[i].get();
+        bool view = !cut(s) && is_movement(s->op);
+        if (view) { own += cost.at(s).hops; s = cost.at(s).base; }
+        if (cut(s)) { c.bufs.push_back(s); continue; }
+        const Cost& cs = cost.at(s);
+        if (view) own = std::min<int64_t>(own + cs.size, int64_t(1) << 40);
+        else c.nodes.insert(c.nodes.end(), cs.nodes.begin(), cs.nodes.end());
+        c.bufs.insert(c.bufs.end(), cs.bufs.begin(), cs.bufs.end());
+      }
+      c.nodes.push_back({u, own});
+      std::sort(c.nodes.begin(), c.nodes.end());
+      c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end(), [](auto& a, auto& b) { return a.first == b.first; }), c.nodes.end());
+      for (auto& [n, o] : c.nodes) c.size = std::min<int64_t>(c.size + o, int64_t(1) << 40);
+      std::sort(c.bufs.begin(), c.bufs.end());
+      c.bufs.erase(std::unique(c.bufs.begin(), c.bufs.end()), c.bufs.end());
+      return c;
     };
-    auto fused_srcs = [](const UOp* u) { return u->op == Ops::CONV ? size_t(1) : u->src.size(); };  // CONV's src[1:] serve autograd only
-    for (auto& up : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    for (auto& up : topo) {
       const UOp* u = up.get();
       if (is_leaf(u)) continue;
       if (is_movement(u->op)) {
         const UOp* s = u->src[0].get();
         bool chain = !cut(s) && is_movement(s->op);
-        cost[u] = Cost{0, {}, chain ? cost.at(s).base : s, chain ? cost.at(s).hops + 1 : 1};
+        cost[u] = Cost{0, {}, chain ? cost.at(s).base : s, chain ? cost.at(s).hops + 1 : 1, {}};
         continue;
       }
-      auto measure = [&] {
-        Cost c;
-        c.size = u->op == Ops::CONST || u->op == Ops::DEVICE ? 0 : 1;
-        for (size_t i = 0; i < fused_srcs(u); i++) contrib(u->src[i].get(), c);
-        std::sort(c.bufs.begin(), c.bufs.end());
-        c.bufs.erase(std::unique(c.bufs.begin(), c.bufs.end()), c.bufs.end());
-        return c;
-      };
-      Cost c = measure();
+      Cost c = measure(u);
       // NOTE: one buffer is the kernel's output
       while (c.size > lim.max_ops || int64_t(c.bufs.size()) > lim.max_buffers - 1) {
         bool by_bufs = int64_t(c.bufs.size()) > lim.max_buffers - 1;
@@ -232,9 +247,11 @@ class Scheduler {
           std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op),
                        (long long)cost.at(best).size, cost.at(best).bufs.size());
         forced_.insert(best);
-        c = measure();
+        c = measure(u);
       }
       cost[u] = std::move(c);
+      for (size_t i = 0; i < fused_srcs(u); i++)
+        if (auto it = cost.find(u->src[i].get()); it != cost.end() && --left[u->src[i].get()] == 0) it->second.nodes = {};
     }
   }
 
@@ -320,7 +337,7 @@ class Scheduler {
         {at({Ops::BIND}), [](M m) -> UOpRef { return m["u"]->src[0]; }},
         {at({Ops::DEFINE_VAR}), [](M m) -> UOpRef { return m["u"]; }},  // unbound: a static plan's, bound on each run
         {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
-        {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
+        {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::GRAD_RULE}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
         // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
         {at({Ops::RESHAPE}), [](M m) -> UOpRef {
            auto& x = m.context<RCtx>();

@@ -98,7 +98,7 @@ struct ElementwiseOps {
                  : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
                             0.11283778144000502, -0.3761263842223159, 1.1283791670673726});
     auto big = 1.0 - erfc_of(a, false);
-    return small.where(xs * p, (x < 0.0).where(-big, big));
+    return with_grad_rule(small.where(xs * p, (x < 0.0).where(-big, big)), x, M_2_SQRTPI * exp_neg_square(a, false));
   })
   /// round toward zero
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
@@ -298,7 +298,9 @@ struct ElementwiseOps {
     auto x = self().fl();
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu().cast(x.dtype());
     auto tail = x * M_SQRT1_2 < -kErfSmall;
-    return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+    auto v = 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+    // Phi + x phi, Phi as v / x: the derivative reads the value, not a second copy of its polynomials
+    return with_grad_rule(v, x, (x == 0.0).where(0.5, v / x) + x * exp_neg_square(x.abs(), true) * (0.5 * M_2_SQRTPI * M_SQRT1_2));
   })
   /// x * sigmoid(1.702 x)
   T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
@@ -385,19 +387,32 @@ struct ElementwiseOps {
   // order-reversing map: -x for floats, ~x for ints, !x for bools (so min = inverse(max(inverse)))
   T order_inverse() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? neg() : bitwise_not(); })
   static constexpr double kErfSmall = 0.75;
-  // erfc(v s) for v s >= kErfSmall (s: 1, or 1/sqrt 2 when halve; v >= 0 or NaN) = exp(-(v s)^2) R(v s).
-  // R: a polynomial in t = 1/(1 + a) - tm up to 3, in 1/a^2 (times 1/a) above. exp(-(v s)^2) keeps its relative
-  // accuracy for large v: v = vh + vl with vh on a 1/32 grid, so k = (vh s)^2 and k * L1 (L1: the leading bits of
-  // log2 e) are exact, and exp(-(v s)^2) = 2^(-k L1) 2^(-k (log2 e - L1)) exp(-vl (v + vh) s^2).
-  static T erfc_of(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
-    double s = halve ? M_SQRT1_2 : 1.0, s2 = halve ? 0.5 : 1.0;  // s2, not s * s: exactly 1/2
+  // v, whose derivative autograd takes as d (uop/ops.hpp GRAD_RULE) instead of differentiating v's ops
+  static T with_grad_rule(const T& v, const T& x, const T& d) TINYGRAD_MEMBER_DEF({
+    return T(make_uop(Ops::GRAD_RULE, v.dtype(), {v.uop(), x.uop(), d.uop()}, std::vector<int64_t>{int64_t(GradRule::Elementwise)}), x.device());
+  })
+  // exp(-(v s)^2) to a few ulp for v >= 0 or NaN (s: 1, or 1/sqrt 2 when halve): v = vh + vl with vh on a 1/32 grid,
+  // so k = (vh s)^2 and k * L1 (L1: the leading bits of log2 e) are exact, and exp(-(v s)^2) = 2^(-k L1)
+  // 2^(-k (log2 e - L1)) exp(-vl (v + vh) s^2). Above hi it is 0 in the dtype (denormals too)
+  static T exp_neg_square(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
+    double s2 = halve ? 0.5 : 1.0;  // NOTE: s2, not s * s: exactly 1/2
     bool f64 = v0.dtype() == DType::Float64;
-    double hi = (f64 ? 27.5 : 10.5) / s, lo = kErfSmall / s;  // exp(-hi^2 s^2) is 0 in the dtype (denormals too)
-    auto v = (v0 > hi).where(hi, (v0 < lo).where(lo, v0));
+    double hi = (f64 ? 27.5 : 10.5) * (halve ? M_SQRT2 : 1.0);
+    auto v = (v0 > hi).where(hi, v0);
     auto vh = (v * 32.0).floor() * (1.0 / 32), k = vh * vh * s2;
     // log2 e = l1 + l2: l1 has 31 (float32: 6) significant bits, as vh^2 has at most 22 (18); l2 rounds the rest
     double l1 = f64 ? 0x1.7154765p+0 : 0x1.7p+0, l2 = f64 ? 6.331784189566044e-10 : 0.005195040888963407;
-    auto e = (k * -l1).exp2() * (k * -l2).exp2() * (-(v - vh) * (v + vh) * s2).exp();
+    return (k * -l1).exp2() * (k * -l2).exp2() * (-(v - vh) * (v + vh) * s2).exp();
+  })
+  // erfc(v s) for v s >= kErfSmall (s: 1, or 1/sqrt 2 when halve; v >= 0 or NaN) = exp(-(v s)^2) R(v s).
+  // R: a polynomial in t = 1/(1 + a) - tm up to 3, in 1/a^2 (times 1/a) above (exp_neg_square keeps the first
+  // factor's relative accuracy for large v).
+  static T erfc_of(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
+    double s = halve ? M_SQRT1_2 : 1.0;
+    bool f64 = v0.dtype() == DType::Float64;
+    double hi = (f64 ? 27.5 : 10.5) / s, lo = kErfSmall / s;  // exp(-hi^2 s^2) is 0 in the dtype (denormals too)
+    auto v = (v0 > hi).where(hi, (v0 < lo).where(lo, v0));
+    auto e = exp_neg_square(v, halve);
     auto a = v * s, mid = a < 3.0, am = mid.where(a, 3.0), at = mid.where(3.0, a);
     auto t = (1.0 + am).reciprocal() - 0.4107142857142857, u = (at * at).reciprocal();
     auto r_mid = f64 ? poly(t, {-7.589373949077808, -6.282487317923743, 9.850973834331814, -5.131663870724971,

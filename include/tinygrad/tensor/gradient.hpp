@@ -22,7 +22,7 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
 #if TINYGRAD_WITH_INTERNALS
 
 namespace detail {
-// the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
+// the gradients of a convolution of x with w (Tensor::conv2d's GRAD_RULE marker), given the output's gradient g;
 // arg: groups, stride[n], dilation[n], (pad before, after)[n]
 TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) TINYGRAD_DEF({
   size_t n = x.ndim() - 2;
@@ -133,7 +133,14 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
       Tensor count = mask.sum(u->reduce_axes(), true);
       return {(g / count).expand(x.shape()) * mask};
     }
-    case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
+    case Ops::GRAD_RULE: {
+      const auto& a = u->varg();
+      if (GradRule(a[0]) == GradRule::Conv) {
+        auto [dx, dw] = conv_grads(S(1), S(2), g, std::vector<int64_t>(a.begin() + 1, a.end()));
+        return {std::nullopt, dx, dw};
+      }
+      return {std::nullopt, g * S(2), std::nullopt};  // Elementwise
+    }
     default: return {};  // none: not float valued (comparisons, bit ops, int division), or no gradient (detach, ...)
   }
 })

@@ -749,12 +749,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i <= nsp; i++) red.push_back(-1 - int64_t(i));
     Shape out{bs, cout}; out.insert(out.end(), oyx.begin(), oyx.end());
     Tensor r = (x * w.reshape(ws)).sum(red, true).reshape(out);
-    // NOTE: autograd differentiates the CONV marker with conv formulas, not through the window view (its index math is far slower)
-    std::vector<int64_t> arg{groups};
+    // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
+    std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};
     arg.insert(arg.end(), stride.begin(), stride.end());
     arg.insert(arg.end(), dilation.begin(), dilation.end());
     for (size_t i = 0; i < nsp; i++) arg.insert(arg.end(), {pads[2 + i].first, pads[2 + i].second});
-    r = Tensor(make_uop(Ops::CONV, r.dtype(), {r.uop(), uop(), w.uop()}, arg), device());
+    r = Tensor(make_uop(Ops::GRAD_RULE, r.dtype(), {r.uop(), uop(), w.uop()}, arg), device());
     if (!bias) return r;
     Shape bsh{1, cout}; bsh.insert(bsh.end(), nsp, 1);
     return r + bias->reshape(bsh);

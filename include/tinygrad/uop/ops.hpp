@@ -57,7 +57,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(CAST) X(BITCAST) X(IOTA)                                                                                        \
   X(REDUCE_AXIS, OTHER, EXPENSIVE)  /* recomputed per use, its whole loop would run again */                        \
   X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
-  X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
+  X(CONTIGUOUS) X(DETACH) X(GRAD_RULE) X(COPY) X(ASSIGN)                                                            \
   X(MULTI) X(ALLREDUCE)  /* many devices (engine/multi.hpp) */                                                      \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
@@ -68,6 +68,13 @@ enum class Ops : uint8_t {
 #undef TG_X
   COUNT_
 };
+// GRAD_RULE(value, inputs...; {rule, params...}): the value, whose gradient autograd takes from a rule of its own
+// (tensor/gradient.hpp) instead of from the ops that computed it. Conv (value, x, w; groups, strides, dilations,
+// pads): a convolution's formulas (the window view's index math is far slower). Elementwise (value, x, dvalue/dx):
+// the derivative given with the value, as erf and gelu do (their polynomials' own derivative was 50 kernels a gelu
+// backward); it is computed only where a backward pass reads it
+namespace detail { enum class GradRule : int64_t { Conv, Elementwise }; }
+
 
 struct UOp;
 using UOpRef = std::shared_ptr<const UOp>;

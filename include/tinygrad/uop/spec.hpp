@@ -305,7 +305,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
       {Ops::CONTIGUOUS, T, 1, 1, ArgKind::ID, same_as_src},  // int arg: a parameter's id; {int}: a clone's (Tensor::clone)
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
-      {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
+      {Ops::GRAD_RULE, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
       {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
       {Ops::RANGE, KOXL, 0, 1, ArgKind::VEC, range},
       {Ops::INDEX, KOXL, 2, 3, ArgKind::NONE, index},
