@@ -1101,12 +1101,24 @@ namespace tinygrad {
 
 enum class ReduceKind : uint8_t { Sum, Prod, Max, Min };
 
+// one all-reduce: recv[i] = op over every member j of send[j], elementwise, for each member i (one buffer per member in
+// the group's order, all of one dtype and size; recv[i] may be send[i])
+struct AllReduce {
+  std::vector<Buffer*> send, recv;
+  ReduceKind op;
+};
+
 // a group of devices that reduce together
 struct Communicator {
   virtual ~Communicator() = default;
-  // recv[i] = op over every member j of send[j], elementwise, for each member i (one buffer per member in the group's
-  // order, all of one dtype and size; recv[i] may be send[i]). Queued on the devices' streams like a kernel
-  virtual void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) = 0;
+  // one all-reduce, queued on the devices' streams like a kernel
+  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) { reduce({AllReduce{send, recv, op}}); }
+  // several at once, as one group: NCCL runs a group of small all-reduces (a model's gradients) as few kernels, at
+  // nearly the cost of one
+  void all_reduce(const std::vector<AllReduce>& batch) { if (!batch.empty()) reduce(batch); }
+
+ protected:
+  virtual void reduce(const std::vector<AllReduce>& batch) = 0;
 };
 
 namespace detail {
@@ -1147,12 +1159,14 @@ inline void host_reduce(DType dt, std::vector<char>& acc, const std::vector<char
 
 // the fallback: every member's buffer to the host, reduced there, the result back to every member
 struct HostCommunicator : Communicator {
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
-    if (send.empty()) return;
-    std::vector<char> acc(send[0]->nbytes()), x(acc.size());
-    send[0]->copyout(acc.data());
-    for (size_t j = 1; j < send.size(); j++) send[j]->copyout(x.data()), host_reduce(send[0]->dtype, acc, x, op);
-    for (Buffer* r : recv) r->copyin(acc.data());
+  void reduce(const std::vector<AllReduce>& batch) override {
+    for (auto& [send, recv, op] : batch) {
+      if (send.empty()) continue;
+      std::vector<char> acc(send[0]->nbytes()), x(acc.size());
+      send[0]->copyout(acc.data());
+      for (size_t j = 1; j < send.size(); j++) send[j]->copyout(x.data()), host_reduce(send[0]->dtype, acc, x, op);
+      for (Buffer* r : recv) r->copyin(acc.data());
+    }
   }
 };
 }  // namespace detail
@@ -2500,8 +2514,8 @@ struct CudaStream {
   }
 };
 
-// one process's CUDA instances as one NCCL group (ncclCommInitAll): an all-reduce is one ncclAllReduce per member in
-// one ncclGroupStart/End, queued on each member's stream
+// one process's CUDA instances as one NCCL group (ncclCommInitAll): a batch of all-reduces is one ncclAllReduce per
+// member and all-reduce in one ncclGroupStart/End, queued on each member's stream
 class NcclCommunicator : public Communicator {
  public:
   NcclCommunicator(NcclApi& api, const std::vector<std::string>& instances) : api_(api) {
@@ -2513,19 +2527,26 @@ class NcclCommunicator : public Communicator {
   ~NcclCommunicator() override {
     for (size_t i = 0; i < comms_.size(); i++) streams_[i]->dev->current(), api_.ncclCommDestroy(comms_[i]);
   }
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
-    check_members(send, recv, comms_.size(), "the NCCL group");
-    int dt = nccl_dtype(send[0]->dtype);
-    if (dt < 0) return host_.all_reduce(send, recv, op);
-    if (send[0]->size == 0) return;
+  void reduce(const std::vector<AllReduce>& batch) override {
+    std::vector<AllReduce> host;
+    std::vector<const AllReduce*> mine;
+    for (auto& a : batch) {
+      check_members(a.send, a.recv, comms_.size(), "the NCCL group");
+      if (nccl_dtype(a.send[0]->dtype) < 0) host.push_back(a);
+      else if (a.send[0]->size > 0) mine.push_back(&a);
+    }
+    if (!host.empty()) host_.all_reduce(host);
+    if (mine.empty()) return;
     api_.check(api_.ncclGroupStart(), "ncclGroupStart");
     int r = NcclApi::kSuccess;
     size_t failed = 0;
-    for (size_t i = 0; i < comms_.size() && r == NcclApi::kSuccess; i++) {
-      streams_[i]->dev->current();
-      r = api_.ncclAllReduce(send[i]->ptr(), recv[i]->ptr(), size_t(send[i]->size), dt, nccl_op(op), comms_[i], streams_[i]->s);
-      failed = i;
-    }
+    for (const AllReduce* a : mine)
+      for (size_t i = 0; i < comms_.size() && r == NcclApi::kSuccess; i++) {
+        streams_[i]->dev->current();
+        r = api_.ncclAllReduce(a->send[i]->ptr(), a->recv[i]->ptr(), size_t(a->send[i]->size), nccl_dtype(a->send[i]->dtype), nccl_op(a->op),
+                               comms_[i], streams_[i]->s);
+        failed = i;
+      }
     int end = api_.ncclGroupEnd();  // NOTE: also after a failed call: the group must be closed
     api_.check(r, "ncclAllReduce", comms_[failed]);
     api_.check(end, "ncclGroupEnd");
@@ -3150,7 +3171,8 @@ inline std::vector<Fd> dist_connect(const addrinfo* ai, int rank, int world, dou
 struct DistTcp : Communicator {
   DistGroup& g;
   explicit DistTcp(DistGroup& grp) : g(grp) {}
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
+  void reduce(const std::vector<AllReduce>& batch) override { for (auto& a : batch) one(a.send, a.recv, a.op); }
+  void one(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) {
     check_members(send, recv, 1, "tinygrad::dist::world(device)");
     std::vector<char> acc(send[0]->nbytes());
     send[0]->copyout(acc.data());
@@ -3202,14 +3224,25 @@ class DistNccl : public Communicator {
     wait("ncclCommInitRankConfig");
   }
   ~DistNccl() override { if (comm_) stream_.dev->current(), api_.ncclCommDestroy(comm_); }
-  void all_reduce(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) override {
-    check_members(send, recv, 1, "tinygrad::dist::world(device)");
-    int dt = nccl_dtype(send[0]->dtype);
-    if (dt < 0) return tcp_.all_reduce(send, recv, op);
-    if (send[0]->size == 0) return;
+  void reduce(const std::vector<AllReduce>& batch) override {
+    std::vector<const AllReduce*> mine;
+    for (auto& a : batch) {
+      check_members(a.send, a.recv, 1, "tinygrad::dist::world(device)");
+      if (nccl_dtype(a.send[0]->dtype) < 0) tcp_.one(a.send, a.recv, a.op);
+      else if (a.send[0]->size > 0) mine.push_back(&a);
+    }
+    if (mine.empty()) return;
     stream_.dev->current();
-    int r = api_.ncclAllReduce(send[0]->ptr(), recv[0]->ptr(), size_t(send[0]->size), dt, nccl_op(op), comm_, stream_.s);
+    api_.check(api_.ncclGroupStart(), "ncclGroupStart");
+    int r = NcclApi::kSuccess;
+    for (size_t i = 0; i < mine.size() && (r == NcclApi::kSuccess || r == NcclApi::kInProgress); i++) {
+      const AllReduce& a = *mine[i];
+      r = api_.ncclAllReduce(a.send[0]->ptr(), a.recv[0]->ptr(), size_t(a.send[0]->size), nccl_dtype(a.send[0]->dtype), nccl_op(a.op), comm_,
+                             stream_.s);
+    }
+    int end = api_.ncclGroupEnd();  // NOTE: also after a failed call: the group must be closed
     if (r != NcclApi::kInProgress) api_.check(r, "ncclAllReduce", comm_);
+    if (end != NcclApi::kInProgress) api_.check(end, "ncclGroupEnd", comm_);
     wait("ncclAllReduce");
   }
 
@@ -3363,7 +3396,7 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(CAST) X(BITCAST) X(IOTA)                                                                                        \
   X(REDUCE_AXIS, OTHER, EXPENSIVE)  /* recomputed per use, its whole loop would run again */                        \
   X(RESHAPE, MOVEMENT) X(PERMUTE, MOVEMENT) X(EXPAND, MOVEMENT) X(PAD, MOVEMENT) X(SHRINK, MOVEMENT) X(FLIP, MOVEMENT) \
-  X(CONTIGUOUS) X(DETACH) X(CONV) X(COPY) X(ASSIGN)                                                                 \
+  X(CONTIGUOUS) X(DETACH) X(GRAD_RULE) X(COPY) X(ASSIGN)                                                            \
   X(MULTI) X(ALLREDUCE)  /* many devices (engine/multi.hpp) */                                                      \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
   X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
@@ -3374,6 +3407,13 @@ enum class Ops : uint8_t {
 #undef TG_X
   COUNT_
 };
+// GRAD_RULE(value, inputs...; {rule, params...}): the value, whose gradient autograd takes from a rule of its own
+// (tensor/gradient.hpp) instead of from the ops that computed it. Conv (value, x, w; groups, strides, dilations,
+// pads): a convolution's formulas (the window view's index math is far slower). Elementwise (value, x, dvalue/dx):
+// the derivative given with the value, as erf and gelu do (their polynomials' own derivative was 50 kernels a gelu
+// backward); it is computed only where a backward pass reads it
+namespace detail { enum class GradRule : int64_t { Conv, Elementwise }; }
+
 
 struct UOp;
 using UOpRef = std::shared_ptr<const UOp>;
@@ -6810,9 +6850,23 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
 }
 // few outputs, each a long reduce: the threads of a workgroup share one output's reduce (GROUP), on the innermost
 // reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
-// gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Returns the MERGEs, then the GROUP
+// gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Several reduce loops one
+// after another (a LayerNorm's mean, then its variance) each get the same GROUP: 1024 rows of 768 had run as 1024
+// threads, each reading its row alone, strided (426 us on an H200). Returns the MERGEs, then the GROUPs
 inline std::pair<std::vector<Opt>, std::vector<Opt>> gpu_group(const KernelFacts& f) {
   std::vector<Opt> group, merged;
+  if (f.loops.size() > 1 && f.total <= 16384) {
+    for (int64_t a : {64, 32, 16, 8, 4}) {
+      int64_t threads = 1;
+      for (size_t i = 0; i < f.loops.size(); i++) threads *= a;  // NOTE: each group is a thread axis of its own
+      bool all = threads <= 256;
+      for (auto& [ids, inner] : f.loops) all &= ids.size() == 1 && inner->range_end() >= 256 && inner->range_end() % a == 0;
+      if (!all) continue;
+      for (auto& [ids, inner] : f.loops) group.push_back({OptOp::GROUP, inner->range_id(), a});
+      break;
+    }
+    return {merged, group};
+  }
   if (f.loops.size() != 1 || f.total > 16384 || f.reduce_size < 256) return {merged, group};
   for (auto it = f.red_rngs.rbegin(); it != f.red_rngs.rend() && group.empty(); ++it)
     for (int64_t a : {64, 32, 16}) if ((*it)->range_end() % a == 0) { group.push_back({OptOp::GROUP, (*it)->range_id(), a}); break; }
@@ -7735,7 +7789,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
       {Ops::CONTIGUOUS, T, 1, 1, ArgKind::ID, same_as_src},  // int arg: a parameter's id; {int}: a clone's (Tensor::clone)
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
-      {Ops::CONV, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
+      {Ops::GRAD_RULE, T, 1, -1, ArgKind::VEC, same_as_src},  // src[1:] serve autograd only
       {Ops::DEFINE_GLOBAL, KOXL, 0, 0, ArgKind::INT, define_global},
       {Ops::RANGE, KOXL, 0, 1, ArgKind::VEC, range},
       {Ops::INDEX, KOXL, 2, 3, ArgKind::NONE, index},
@@ -8334,7 +8388,7 @@ class Scheduler {
         visit(u->src[0], expanded, true);
         continue;
       }
-      if (u->op == Ops::CONV) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
+      if (u->op == Ops::GRAD_RULE) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
       if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) {
         // realize below the movement ops: a window view of the value can be far larger than the value
         const UOpRef* b = &u->src[0];
@@ -8364,36 +8418,51 @@ class Scheduler {
   void limit_kernels(const std::vector<UOpRef>& roots) {
     const KernelLimits lim = kernel_limits();
     // size and buffers (sorted, distinct) of the fused expression rooted at a node; a movement op only points at its
-    // base below the movement ops, which may be cut after the movement op was measured
-    struct Cost { int64_t size = 0; std::vector<const UOp*> bufs; const UOp* base = nullptr; int64_t hops = 0; };
+    // base below the movement ops, which may be cut after the movement op was measured. The size is the sum over
+    // the distinct nodes it fuses of each node's own cost: 1, its movement sources' hops and what it reads through
+    // them (once per view: another view is other code). NOTE: distinct, not once per use: a polynomial's shared
+    // terms (erf's, gelu's) counted per use had cut one gelu into 22 kernels
+    using Node = std::pair<const UOp*, int64_t>;  // a node and its own cost
+    struct Cost { int64_t size = 0; std::vector<const UOp*> bufs; const UOp* base = nullptr; int64_t hops = 0; std::vector<Node> nodes; };
     std::unordered_map<const UOp*, Cost> cost;
+    std::unordered_map<const UOp*, int> left;  // consumers yet to measure a node: its node list is dropped after the last
     auto cut = [&](const UOp* s) { return is_leaf(s) || is_kroot(s) || forced_.count(s); };
-    auto contrib = [&](const UOp* s, Cost& c) {  // what source s adds to its consumer's kernel
-      if (!cut(s) && is_movement(s->op)) { const Cost& m = cost.at(s); c.size += m.hops; s = m.base; }
-      if (cut(s)) { c.bufs.push_back(s); return; }
-      const Cost& cs = cost.at(s);
-      c.size = std::min<int64_t>(c.size + cs.size, int64_t(1) << 40);
-      c.bufs.insert(c.bufs.end(), cs.bufs.begin(), cs.bufs.end());
+    auto fused_srcs = [](const UOp* u) { return u->op == Ops::GRAD_RULE ? size_t(1) : u->src.size(); };  // GRAD_RULE's src[1:] serve autograd only
+    auto topo = toposort_all(roots, [](const UOp* x) { return !is_leaf(x); });
+    for (auto& up : topo)
+      if (!is_leaf(up.get()) && !is_movement(up->op))
+        for (size_t i = 0; i < fused_srcs(up.get()); i++) left[up->src[i].get()]++;
+    auto measure = [&](const UOp* u) {
+      Cost c;
+      int64_t own = u->op == Ops::CONST || u->op == Ops::DEVICE ? 0 : 1;
+      for (size_t i = 0; i < fused_srcs(u); i++) {
+        const UOp* s = u->src[i].get();
+        bool view = !cut(s) && is_movement(s->op);
+        if (view) { own += cost.at(s).hops; s = cost.at(s).base; }
+        if (cut(s)) { c.bufs.push_back(s); continue; }
+        const Cost& cs = cost.at(s);
+        if (view) own = std::min<int64_t>(own + cs.size, int64_t(1) << 40);
+        else c.nodes.insert(c.nodes.end(), cs.nodes.begin(), cs.nodes.end());
+        c.bufs.insert(c.bufs.end(), cs.bufs.begin(), cs.bufs.end());
+      }
+      c.nodes.push_back({u, own});
+      std::sort(c.nodes.begin(), c.nodes.end());
+      c.nodes.erase(std::unique(c.nodes.begin(), c.nodes.end(), [](auto& a, auto& b) { return a.first == b.first; }), c.nodes.end());
+      for (auto& [n, o] : c.nodes) c.size = std::min<int64_t>(c.size + o, int64_t(1) << 40);
+      std::sort(c.bufs.begin(), c.bufs.end());
+      c.bufs.erase(std::unique(c.bufs.begin(), c.bufs.end()), c.bufs.end());
+      return c;
     };
-    auto fused_srcs = [](const UOp* u) { return u->op == Ops::CONV ? size_t(1) : u->src.size(); };  // CONV's src[1:] serve autograd only
-    for (auto& up : toposort_all(roots, [](const UOp* x) { return !is_leaf(x); })) {
+    for (auto& up : topo) {
       const UOp* u = up.get();
       if (is_leaf(u)) continue;
       if (is_movement(u->op)) {
         const UOp* s = u->src[0].get();
         bool chain = !cut(s) && is_movement(s->op);
-        cost[u] = Cost{0, {}, chain ? cost.at(s).base : s, chain ? cost.at(s).hops + 1 : 1};
+        cost[u] = Cost{0, {}, chain ? cost.at(s).base : s, chain ? cost.at(s).hops + 1 : 1, {}};
         continue;
       }
-      auto measure = [&] {
-        Cost c;
-        c.size = u->op == Ops::CONST || u->op == Ops::DEVICE ? 0 : 1;
-        for (size_t i = 0; i < fused_srcs(u); i++) contrib(u->src[i].get(), c);
-        std::sort(c.bufs.begin(), c.bufs.end());
-        c.bufs.erase(std::unique(c.bufs.begin(), c.bufs.end()), c.bufs.end());
-        return c;
-      };
-      Cost c = measure();
+      Cost c = measure(u);
       // NOTE: one buffer is the kernel's output
       while (c.size > lim.max_ops || int64_t(c.bufs.size()) > lim.max_buffers - 1) {
         bool by_bufs = int64_t(c.bufs.size()) > lim.max_buffers - 1;
@@ -8412,9 +8481,11 @@ class Scheduler {
           std::fprintf(stderr, "kernel limits: a %s of %lld nodes and %zu buffers gets a kernel of its own\n", op_name(best->op),
                        (long long)cost.at(best).size, cost.at(best).bufs.size());
         forced_.insert(best);
-        c = measure();
+        c = measure(u);
       }
       cost[u] = std::move(c);
+      for (size_t i = 0; i < fused_srcs(u); i++)
+        if (auto it = cost.find(u->src[i].get()); it != cost.end() && --left[u->src[i].get()] == 0) it->second.nodes = {};
     }
   }
 
@@ -8500,7 +8571,7 @@ class Scheduler {
         {at({Ops::BIND}), [](M m) -> UOpRef { return m["u"]->src[0]; }},
         {at({Ops::DEFINE_VAR}), [](M m) -> UOpRef { return m["u"]; }},  // unbound: a static plan's, bound on each run
         {at({Ops::IOTA}), [](M m) -> UOpRef { return cast_uop(m["m"]->src[2], m["u"]->dtype); }},
-        {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::CONV}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
+        {at({Ops::CONTIGUOUS, Ops::DETACH, Ops::GRAD_RULE}), [](M m) -> UOpRef { return to_src(m, idx_of(m["m"])); }},
         // reshape = div/mod of the flat index; NOTE: a valid index is inside the tensor, so the outermost dim needs no modulo
         {at({Ops::RESHAPE}), [](M m) -> UOpRef {
            auto& x = m.context<RCtx>();
@@ -9406,7 +9477,7 @@ class MultiLowering {
       case Ops::CONTIGUOUS:  // a parameter's node, a contiguous of a realized value: each part is a buffer of its own already
         if (u->is_param() || u->src[0]->op == Ops::MULTI || u->src[0]->multi_value) return memo_.at(u->src[0].get());
         break;
-      case Ops::CONV: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
+      case Ops::GRAD_RULE: return memo_.at(u->src[0].get());  // src[1:] serve autograd only
       case Ops::REDUCE_AXIS: return lower_reduce(u);
       default: if (is_movement(u->op)) return lower_movement(u);
     }
@@ -9957,26 +10028,42 @@ inline void copy_buffer(const std::shared_ptr<Buffer>& to, const std::shared_ptr
   if (prof) profile_event(Profile::Track::copies, cat("copy ", from->device, " -> ", to->device), to->device, t0, double(to->nbytes()));
 }
 
-// the one way a collective runs (an ALLREDUCE, TinyJit's replay of one), recorded like a launch: recv[i] = the
-// reduction of every send, as `n` elements of dt (a replay's buffers are planned memory of another dtype)
-inline void run_collective(const std::vector<std::shared_ptr<Buffer>>& recv, const std::vector<std::shared_ptr<Buffer>>& send, ReduceKind op,
-                           DType dt, int64_t n) {
+// an all-reduce to run: recv[i] = the reduction of every send, as `n` elements of dt (a replay's buffers are planned
+// memory of another dtype)
+struct Collective {
+  std::vector<std::shared_ptr<Buffer>> recv, send;
+  ReduceKind op;
+  DType dt;
+  int64_t n;
+};
+
+// the one way collectives run (a wave of ALLREDUCEs, TinyJit's replay of them), each recorded like a launch: those of
+// one group of devices go to its communicator as one batch
+inline void run_collectives(const std::vector<Collective>& batch) {
   const bool prof = profiling();
-  double t0 = prof ? now_s() : 0;
+  double t0 = prof ? now_s() : 0, bytes = 0;
   std::vector<std::unique_ptr<Buffer>> views;
-  std::vector<Buffer*> s, r;
-  std::vector<std::string> devs;
-  for (size_t i = 0; i < send.size(); i++) {
-    s.push_back(views.emplace_back(std::make_unique<Buffer>(send[i]->device, dt, n, send[i]->ptr())).get());
-    r.push_back(views.emplace_back(std::make_unique<Buffer>(recv[i]->device, dt, n, recv[i]->ptr())).get());
-    devs.push_back(send[i]->device);
+  std::map<std::vector<std::string>, std::vector<AllReduce>> groups;
+  for (auto& c : batch) {
+    AllReduce a{{}, {}, c.op};
+    std::vector<std::string> devs;
+    for (size_t i = 0; i < c.send.size(); i++) {
+      a.send.push_back(views.emplace_back(std::make_unique<Buffer>(c.send[i]->device, c.dt, c.n, c.send[i]->ptr())).get());
+      a.recv.push_back(views.emplace_back(std::make_unique<Buffer>(c.recv[i]->device, c.dt, c.n, c.recv[i]->ptr())).get());
+      devs.push_back(c.send[i]->device);
+    }
+    groups[devs].push_back(std::move(a));
+    bytes += double(c.n * itemsize(c.dt));
   }
-  communicator(devs).all_reduce(s, r, op);
-  if (Capture* c = capturing()) {
-    auto& l = c->launches.emplace_back(CapturedLaunch{nullptr, recv, {}, int(op), dt, n});
-    l.bufs.insert(l.bufs.end(), send.begin(), send.end());
-  }
-  if (prof) profile_event(Profile::Track::copies, cat("all-reduce of ", devs.size(), " devices"), devs[0], t0, double(n * itemsize(dt)));
+  for (auto& [devs, g] : groups) communicator(devs).all_reduce(g);
+  if (Capture* cap = capturing())
+    for (auto& c : batch) {
+      auto& l = cap->launches.emplace_back(CapturedLaunch{nullptr, c.recv, {}, int(c.op), c.dt, c.n});
+      l.bufs.insert(l.bufs.end(), c.send.begin(), c.send.end());
+    }
+  if (prof && !batch.empty())
+    profile_event(Profile::Track::copies, cat(batch.size(), " all-reduces of ", batch[0].send.size(), " devices"), batch[0].send[0]->device, t0,
+                  bytes);
 }
 
 // a map that keeps its most recently used entries while their total weight is at most `cap` (the newest entry
@@ -10197,23 +10284,41 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
       if (!is_leaf(x.get()) && value && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
     };
     for (auto& a : wave) for (auto& s : a->src) add(s);
+    // of what the rest reads, an elementwise value (an activation) is not kept: the reduces and buffers under it are,
+    // and the rest's kernels compute it fused, as one device's schedule does (kept, a BERT step ran 250 more kernels a device)
+    std::vector<UOpRef> read;
+    std::unordered_set<const UOp*> looked;
     for (auto& u : topo)
       if (!in_wave.count(u.get()) && !wave_ar.count(u.get()))
-        for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) add(s);
+        for (auto& s : u->src) if (in_wave.count(s.get()) && !waits[s.get()]) read.push_back(s);
+    while (!read.empty()) {
+      UOpRef x = read.back(), y = x;
+      read.pop_back();
+      if (!looked.insert(x.get()).second) continue;
+      while (is_movement(y->op) && !is_leaf(y.get())) y = y->src[0];
+      if (!is_alu(y->op) || is_leaf(y.get())) { add(x); continue; }
+      for (auto& s : y->src) if (in_wave.count(s.get())) read.push_back(s);
+    }
     for (auto& [d, r] : todo) realize_locked(r);
+    std::vector<Collective> batch;
+    std::vector<const UOp*> done;
     for (auto& u : wave) {
-      if (is_leaf(u.get())) continue;  // a sibling of one done before
-      std::vector<std::shared_ptr<Buffer>> send, recv;
+      auto same = [&](const UOp* d) { return d->src == u->src && d->varg()[0] == u->varg()[0]; };
+      if (std::any_of(done.begin(), done.end(), same)) continue;  // another device's node of an all-reduce already here
+      done.push_back(u.get());
+      Collective c{{}, {}, ReduceKind::Sum, u->dtype, prod(u->shape)};
       for (auto& s : u->src) {  // each device's REDUCE_AXIS (lower_reduce), realized above
-        send.push_back(s->leaf_buffer());
-        recv.push_back(new_buffer(send.back()->device, u->dtype, prod(u->shape)));
+        c.send.push_back(s->leaf_buffer());
+        c.recv.push_back(new_buffer(c.send.back()->device, u->dtype, prod(u->shape)));
       }
       Ops op = Ops(u->varg()[0]);
-      ReduceKind k = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
-      run_collective(recv, send, k, u->dtype, prod(u->shape));
-      for (size_t i = 0; i < recv.size(); i++)
-        make_uop(Ops::ALLREDUCE, u->dtype, u->src, std::vector<int64_t>{int64_t(op), int64_t(i)})->realized.set(recv[i]);
+      c.op = op == Ops::ADD ? ReduceKind::Sum : op == Ops::MUL ? ReduceKind::Prod : ReduceKind::Max;
+      batch.push_back(std::move(c));
     }
+    run_collectives(batch);  // the whole wave at once: a model's gradients reduce as one NCCL group
+    for (size_t b = 0; b < batch.size(); b++)
+      for (size_t i = 0; i < batch[b].recv.size(); i++)
+        make_uop(Ops::ALLREDUCE, done[b]->dtype, done[b]->src, std::vector<int64_t>{done[b]->varg()[0], int64_t(i)})->realized.set(batch[b].recv[i]);
   }
 }
 
@@ -10506,9 +10611,16 @@ inline std::shared_ptr<JitProgram> make_program(const Capture& cap, const std::v
   std::unordered_map<const Buffer*, int> in_index, out_index;
   for (size_t i = inputs.size(); i-- > 0;) in_index[inputs[i].get()] = int(i);
   for (size_t i = 0; i < outputs.size(); i++) out_index.try_emplace(outputs[i].get(), int(i));
+  // a run of collectives replays as one batch (launch_program): each of their buffers lives through the whole run, so
+  // the memory plan never gives a later one's result the memory an earlier one still reads
+  size_t n_l = cap.launches.size();
+  std::vector<size_t> lo(n_l + 1), hi(n_l + 1);
+  auto coll = [&](size_t s) { return !cap.launches[s].k && cap.launches[s].coll >= 0; };
+  for (size_t s = 0; s <= n_l; s++) lo[s] = s < n_l && s > 0 && coll(s) && coll(s - 1) ? lo[s - 1] : s;
+  for (size_t s = n_l + 1; s-- > 0;) hi[s] = s + 1 < n_l && coll(s) && coll(s + 1) ? hi[s + 1] : s;
   auto touch = [&](const std::shared_ptr<Buffer>& b, size_t step) {
-    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, step, step, b});
-    it->second.last = step;
+    auto [it, fresh] = info.try_emplace(b.get(), Info{Fixed, lo[step], hi[step], b});
+    it->second.last = std::max(it->second.last, hi[step]);
     if (!fresh) return;
     seen.push_back(b.get());
     if (in_index.count(b.get())) it->second.kind = Input;
@@ -10664,11 +10776,15 @@ inline void launch_program(JitProgram& p) {
       continue;
     }
     auto& st = p.steps[s];
-    if (!st.k && st.coll >= 0) {
-      size_t n = st.slots.size() / 2;
-      std::vector<std::shared_ptr<Buffer>> recv, send;
-      for (size_t i = 0; i < n; i++) recv.push_back(t[size_t(st.slots[i])]), send.push_back(t[size_t(st.slots[n + i])]);
-      run_collective(recv, send, ReduceKind(st.coll), st.coll_dt, st.coll_n);
+    if (!st.k && st.coll >= 0) {  // this and the collectives right after it, as one batch
+      std::vector<Collective> batch;
+      for (; s < p.steps.size() && !p.steps[s].k && p.steps[s].coll >= 0; s++) {
+        auto& c = batch.emplace_back(Collective{{}, {}, ReduceKind(p.steps[s].coll), p.steps[s].coll_dt, p.steps[s].coll_n});
+        size_t n = p.steps[s].slots.size() / 2;
+        for (size_t i = 0; i < n; i++) c.recv.push_back(t[size_t(p.steps[s].slots[i])]), c.send.push_back(t[size_t(p.steps[s].slots[n + i])]);
+      }
+      s--;
+      run_collectives(batch);
       continue;
     }
     if (!st.k) { copy_buffer(t[size_t(st.slots[0])], t[size_t(st.slots[1])]); continue; }
@@ -10812,23 +10928,29 @@ struct CreationOps {
  public:
 
   // ---- like another tensor: same shape and device, its dtype unless given ----
+  /// a tensor of self's shape and device filled with v
   T full_like(double v, std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return T::full(self().shape(), v, dt.value_or(self().dtype()), self().device());
   })
+  /// zeros of self's shape and device
   T zeros_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(0, dt); })
+  /// ones of self's shape and device
   T ones_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({ return full_like(1, dt); })
+  /// an uninitialized tensor of self's shape and device
   T empty_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return T::empty(self().shape(), dt.value_or(self().dtype()), self().device());
   })
+  /// uniform [0, 1) of self's shape and device
   T rand_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return T::rand(self().shape(), dt.value_or(float_dt()), self().device());
   })
+  /// standard normal of self's shape and device
   T randn_like(std::optional<DType> dt = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return T::randn(self().shape(), dt.value_or(float_dt()), self().device());
   })
 
   // ---- creation ----
-  // steps values from start to stop, both included
+  /// steps values from start to stop, both included
   static T linspace(double start, double stop, int64_t steps, std::optional<DType> dtype = std::nullopt,
                     std::string device = "") TINYGRAD_MEMBER_DEF({
     if (steps < 0) throw Error("tinygrad::linspace: steps must be non-negative, got " + std::to_string(steps));
@@ -10836,7 +10958,7 @@ struct CreationOps {
     if (steps == 1) return T::full({1}, start, dt, std::move(device));
     return (T::arange(double(steps), std::nullopt, 1, ft, std::move(device)) * ((stop - start) / double(steps - 1)) + start).cast(dt);
   })
-  // coordinate grids: "ij" gives shape (n0, n1, ...), "xy" swaps the first two (inputs are flattened)
+  /// coordinate grids: "ij" gives shape (n0, n1, ...), "xy" swaps the first two (inputs are flattened)
   static std::vector<T> meshgrid(const std::vector<T>& ts, std::string_view indexing = "ij") TINYGRAD_MEMBER_DEF({
     if (indexing != "ij" && indexing != "xy")
       throw Error("tinygrad::meshgrid: indexing must be \"ij\" or \"xy\", got \"" + std::string(indexing) + "\"");
@@ -10852,8 +10974,8 @@ struct CreationOps {
     }
     return r;
   })
-  // wrap caller memory without a copy: host memory (the host device, the default) or a device pointer of `device`;
-  // it must outlive every use
+  /// wrap caller memory without a copy: host memory (the host device, the default) or a device pointer of `device`;
+  /// it must outlive every use
   static T from_blob(void* ptr, Shape shape, DType dt, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = T::check_shape(shape, "from_blob");
     if (!ptr && n > 0) throw Error("tinygrad::from_blob: null pointer for shape " + to_string(shape));
@@ -10863,48 +10985,51 @@ struct CreationOps {
   })
 
   // ---- random ----
-  // integers uniform in [low, high), torch's order and its int64 default; drawn from rand (manual_seed seeds it)
+  /// integers uniform in [low, high), torch's order and its int64 default; drawn from rand (manual_seed seeds it)
   static T randint(int64_t low, int64_t high, Shape shape, DType dt = DType::Int64, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (high <= low) throw Error("tinygrad::randint: high (" + std::to_string(high) + ") must be greater than low (" + std::to_string(low) + ")");
     if (!is_int(dt)) throw DTypeError("tinygrad::randint: needs an integer dtype, got " + to_string(dt));
     double n = double(high - low);
     return (T::rand(std::move(shape), DType::Float64, std::move(device)) * n).floor().minimum(n - 1).cast(dt) + double(low);
   })
-  // torch.randint(high, size): low 0
+  /// torch.randint(high, size): low 0
   static T randint(int64_t high, Shape shape, DType dt = DType::Int64, std::string device = "") TINYGRAD_MEMBER_DEF({
     return randint(0, high, std::move(shape), dt, std::move(device));
   })
+  /// normal(mean, std) samples (torch.normal with float arguments)
   static T normal(Shape shape, double mean = 0, double std = 1, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     return (T::randn(std::move(shape), dt, std::move(device)) * std + mean).cast(dt);
   })
+  /// uniform [low, high) samples (torch's Tensor.uniform_)
   static T uniform(Shape shape, double low = 0, double high = 1, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     return (T::rand(std::move(shape), dt, std::move(device)) * (high - low) + low).cast(dt);
   })
-  // uniform in [-1, 1) / sqrt(numel)
+  /// uniform in [-1, 1) / sqrt(numel)
   static T scaled_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double s = std::pow(double(T::check_shape(shape, "scaled_uniform")), -0.5);
     return (uniform(std::move(shape), -1, 1, dt, std::move(device)) * s).cast(dt);
   })
-  // https://www.tensorflow.org/api_docs/python/tf/keras/initializers/GlorotUniform
+  /// https://www.tensorflow.org/api_docs/python/tf/keras/initializers/GlorotUniform
   static T glorot_uniform(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double b = std::sqrt(6.0 / double(fan_in(shape, "glorot_uniform") + shape[0]));
     return uniform(std::move(shape), -b, b, dt, std::move(device));
   })
-  // https://pytorch.org/docs/stable/nn.init.html#torch.nn.init.kaiming_uniform_
+  /// https://pytorch.org/docs/stable/nn.init.html#torch.nn.init.kaiming_uniform_
   static T kaiming_uniform(Shape shape, double a = 0.01, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double b = std::sqrt(3.0) * std::sqrt(2.0 / (1 + a * a)) / std::sqrt(double(fan_in(shape, "kaiming_uniform")));
     return uniform(std::move(shape), -b, b, dt, std::move(device));
   })
+  /// He initialization, tinygrad's (a = 0.01 leaky relu slope), not torch's kaiming_normal_ default (a = 0)
   static T kaiming_normal(Shape shape, double a = 0.01, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     double s = std::sqrt(2.0 / (1 + a * a)) / std::sqrt(double(fan_in(shape, "kaiming_normal")));
     return normal(std::move(shape), 0, s, dt, std::move(device));
   })
-  // a random permutation of 0..n-1: the argsort of random keys (ties keep their order, so it is always a permutation)
+  /// a random permutation of 0..n-1: the argsort of random keys (ties keep their order, so it is always a permutation)
   static T randperm(int64_t n, DType dt = DType::Int32, std::string device = "") TINYGRAD_MEMBER_DEF({
     if (n < 0) throw Error("tinygrad::randperm: n must be non-negative, got " + std::to_string(n));
     return T::rand({n}, DType::Float32, std::move(device)).argsort().cast(dt);
   })
-  // num_samples class indices per row of the weights (K) or (B, K), int32; without replacement by Gumbel top-k
+  /// num_samples class indices per row of the weights (K) or (B, K), int32; without replacement by Gumbel top-k
   T multinomial(int64_t num_samples = 1, bool replacement = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() < 1 || x.ndim() > 2) throw ShapeError("tinygrad::multinomial: weights must be 1-D or 2-D, got shape " + to_string(x.shape()));
@@ -10927,7 +11052,7 @@ struct CreationOps {
     }
     return (x.ndim() == 1 ? r.reshape({num_samples}) : r).cast(DType::Int64);  // int64, as torch
   })
-  // zero each element with probability p and scale the rest by 1/(1-p); identity unless training
+  /// zero each element with probability p and scale the rest by 1/(1-p); identity unless training
   T dropout(double p = 0.5) const TINYGRAD_MEMBER_DEF({
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::dropout: p must be in [0, 1], got " + std::to_string(p));
     if (!tinygrad::training() || p == 0) return self();
@@ -10961,25 +11086,36 @@ template <class T>
 struct ElementwiseOps {
  public:
   // ---- unary ----
+  /// -x (logical not for bools)
   T neg() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? logical_not() : self().unary(Ops::NEG); })
+  /// !x as a bool tensor
   T logical_not() const TINYGRAD_MEMBER_DEF({ auto b = self().cast(DType::Bool); return T(alu(Ops::CMPNE, {b.uop(), b.like(1).uop()}), b.device()); })
-  // ~x: ints and bools only (x ^ -1 for signed; -(x + 1) wraps to the same bits for unsigned)
+  /// ~x: ints and bools only (x ^ -1 for signed; -(x + 1) wraps to the same bits for unsigned)
   T bitwise_not() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (is_float(x.dtype())) throw DTypeError("tinygrad::bitwise_not: needs an integer or bool tensor, got " + to_string(x.dtype()));
     if (x.dtype() == DType::Bool) return logical_not();
     return is_unsigned(x.dtype()) ? (x + x.like(1)).unary(Ops::NEG) : x ^ x.like(-1);
   })
+  /// 2^x (ints become the default float)
   T exp2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::EXP2); })
+  /// log base 2
   T log2() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::LOG2); })
+  /// e^x
   T exp() const TINYGRAD_MEMBER_DEF({ return (self().fl() * (1.0 / std::log(2.0))).exp2(); })
+  /// natural log
   T log() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log(2.0); })
+  /// log base 10
   T log10() const TINYGRAD_MEMBER_DEF({ return self().fl().log2() * std::log10(2.0); })
+  /// square root
   T sqrt() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SQRT); })
+  /// 1 / sqrt(x)
   T rsqrt() const TINYGRAD_MEMBER_DEF({ return sqrt().reciprocal(); })
+  /// 1 / x
   T reciprocal() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::RECIPROCAL); })
+  /// x * x
   T square() const TINYGRAD_MEMBER_DEF({ return self() * self(); })
-  // -1, 0 or 1 (NaN stays NaN); the gradient is 0
+  /// -1, 0 or 1 (NaN stays NaN); the gradient is 0
   T sign() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.dtype() == DType::Bool) return x;
@@ -10987,28 +11123,39 @@ struct ElementwiseOps {
     auto s = (x != 0.0).where((x < 0.0).where(x.like(-1), x.like(1)), x.like(0));
     return is_float(x.dtype()) ? isnan().where(x, s) : s;
   })
+  /// |x|
   T abs() const TINYGRAD_MEMBER_DEF({ return self().dtype() == DType::Bool ? self() : self() * sign(); })
+  /// sine
   T sin() const TINYGRAD_MEMBER_DEF({ return self().fl().unary(Ops::SIN); })
+  /// cosine
   T cos() const TINYGRAD_MEMBER_DEF({ return (M_PI / 2 - self().fl()).sin(); })
+  /// tangent
   T tan() const TINYGRAD_MEMBER_DEF({ return sin() / cos(); })
-  // Abramowitz-Stegun 4.4.46 (|error| <= 2e-8), as tinygrad
+  /// Abramowitz-Stegun 4.4.46 (|error| <= 2e-8), as tinygrad
   T asin() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl(), a = x.abs();
     auto p = poly(a, {-0.0012624911, 0.0066700901, -0.0170881256, 0.0308918810, -0.0501743046, 0.0889789874, -0.2145988016, 1.5707963050});
     return x.sign() * (M_PI / 2 - (1.0 - a).sqrt() * p);
   })
+  /// arccosine
   T acos() const TINYGRAD_MEMBER_DEF({ return M_PI / 2 - asin(); })
+  /// arctangent
   T atan() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x / (1.0 + x * x).sqrt()).asin(); })
+  /// hyperbolic sine
   T sinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() - (-x).exp()) * 0.5; })
+  /// hyperbolic cosine
   T cosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x.exp() + (-x).exp()) * 0.5; })
+  /// hyperbolic tangent
   T tanh() const TINYGRAD_MEMBER_DEF({ return 2.0 * (2.0 * self().fl()).sigmoid() - 1.0; })
-  // odd, so compute on |x| (no cancellation for large negative x)
+  /// odd, so compute on |x| (no cancellation for large negative x)
   T asinh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(), a = x.abs(); return x.sign() * (a + (a * a + 1.0).sqrt()).log(); })
+  /// inverse hyperbolic cosine
   T acosh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return (x + (x * x - 1.0).sqrt()).log(); })
+  /// inverse hyperbolic tangent
   T atanh() const TINYGRAD_MEMBER_DEF({ auto x = self().fl(); return ((1.0 + x) / (1.0 - x)).log() * 0.5; })
-  // relative error of a few ulp over the whole range, float64 too: x * P(x^2) below 0.75, +-(1 - erfc(|x|)) above
-  // (the erfc in erfc_of). Coefficients: relative least-squares fits, one set for float32 and one for float64;
-  // float16 and bfloat16 compute in float32.
+  /// relative error of a few ulp over the whole range, float64 too: x * P(x^2) below 0.75, +-(1 - erfc(|x|)) above
+  /// (the erfc in erfc_of). Coefficients: relative least-squares fits, one set for float32 and one for float64;
+  /// float16 and bfloat16 compute in float32.
   T erf() const TINYGRAD_MEMBER_DEF({
     auto x = self().fl();
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).erf().cast(x.dtype());
@@ -11023,33 +11170,45 @@ struct ElementwiseOps {
                  : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
                             0.11283778144000502, -0.3761263842223159, 1.1283791670673726});
     auto big = 1.0 - erfc_of(a, false);
-    return small.where(xs * p, (x < 0.0).where(-big, big));
+    return with_grad_rule(small.where(xs * p, (x < 0.0).where(-big, big)), x, M_2_SQRTPI * exp_neg_square(a, false));
   })
+  /// round toward zero
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
+  /// round down
   T floor() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x < t).where(t - 1.0, t); })
+  /// round up
   T ceil() const TINYGRAD_MEMBER_DEF({ auto& x = self(); if (!is_float(x.dtype())) return x; auto t = trunc(); return (x > t).where(t + 1.0, t); })
-  // half to even (like torch and tinygrad); x - trunc(x) and t / 2 are exact, so ties are found exactly
+  /// half to even (like torch and tinygrad); x - trunc(x) and t / 2 are exact, so ties are found exactly
   T round() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_float(x.dtype())) return x;
     auto t = trunc(), d = (x - t).abs(), odd = (t * 0.5).trunc() * 2.0 != t;
     return ((d > 0.5) | ((d == 0.5) & odd)).where(t + (x > 0.0).where(x.like(1), x.like(-1)), t);
   })
+  /// x is +-inf (or only +inf / -inf)
   T isinf(bool detect_positive = true, bool detect_negative = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     return ((x == INFINITY) & x.like(detect_positive).cast(DType::Bool)) | ((x == -INFINITY) & x.like(detect_negative).cast(DType::Bool));
   })
+  /// x is NaN
   T isnan() const TINYGRAD_MEMBER_DEF({ return self() != self(); })
+  /// x is neither inf nor NaN
   T isfinite() const TINYGRAD_MEMBER_DEF({ return (isinf() | isnan()).logical_not(); })
 
   // ---- binary (Tensor or weak scalar) ----
+  /// x + o (broadcast, torch's type promotion)
   T add(const T& o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  /// x + scalar
   T add(double o) const TINYGRAD_MEMBER_DEF({ return self() + o; })
+  /// x - o (broadcast)
   T sub(const T& o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  /// x - scalar
   T sub(double o) const TINYGRAD_MEMBER_DEF({ return self() - o; })
+  /// x * o (broadcast)
   T mul(const T& o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
+  /// x * scalar
   T mul(double o) const TINYGRAD_MEMBER_DEF({ return self() * o; })
-  // true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
+  /// true division (ints -> default_float); rounding_mode "trunc" or "floor" keeps int dtypes (x // 0 = 0, as idiv)
   T div(const T& o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "div");
     if (rounding_mode.empty()) {
@@ -11066,26 +11225,29 @@ struct ElementwiseOps {
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(q - 1.0, q);
   })
+  /// x / scalar (rounding_mode as the tensor overload)
   T div(double o, std::string_view rounding_mode = {}) const TINYGRAD_MEMBER_DEF({ return div(self().like(o, true), rounding_mode); })
-  // integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
+  /// integer division truncating toward zero, like C, but defined for every input: x / 0 = 0, MIN / -1 = MIN (uop/ops.hpp)
   T idiv(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::IDIV, o, "idiv"); })
-  // remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
+  /// remainder with the sign of the divisor (Python's %); ints: x % 0 = 0
   T mod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "mod");
     if (is_float(a.dtype())) return a - a.div(b, "floor") * b;
     auto r = a.fmod(b);
     return ((r != 0.0) & ((r < 0.0) != (b < 0.0))).where(r + b, r);
   })
+  /// x % scalar (Python's sign, as torch.remainder)
   T mod(double o) const TINYGRAD_MEMBER_DEF({ return mod(self().like(o, true)); })
-  // remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
+  /// remainder with the sign of the dividend (C's fmod / %); ints: x % 0 = 0, MIN % -1 = 0
   T fmod(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "fmod");
     if (a.dtype() == DType::Bool) throw DTypeError("tinygrad::fmod: needs numbers, got " + to_string(a.dtype()));
     if (is_float(a.dtype())) return a - a.div(b, "trunc") * b;
     return T(alu(Ops::MOD, {a.uop(), b.uop()}), a.device());
   })
+  /// torch.fmod with a scalar
   T fmod(double o) const TINYGRAD_MEMBER_DEF({ return fmod(self().like(o, true)); })
-  // x ** e; negative bases with integer exponents keep their sign; int ** int stays int (computed in float64, rounded)
+  /// x ** e; negative bases with integer exponents keep their sign; int ** int stays int (computed in float64, rounded)
   T pow(const T& e) const TINYGRAD_MEMBER_DEF({
     DType rd = least_upper_dtype(self().dtype(), e.dtype());
     if (!is_float(rd)) return self().cast(DType::Float64).pow(e.cast(DType::Float64)).round().cast(rd);
@@ -11096,75 +11258,108 @@ struct ElementwiseOps {
     auto signed_mag = (b < 0.0).where(odd.where(-mag, isint.where(mag, b.like(NAN))), mag);
     return (x == 0.0).where(b.like(1), signed_mag);
   })
+  /// x ^ scalar
   T pow(double e) const TINYGRAD_MEMBER_DEF({ return pow(self().like(e, true)); })
+  /// torch.maximum (NaN propagates)
   T maximum(const T& o) const TINYGRAD_MEMBER_DEF({ return self().binop(Ops::MAX, o, "maximum"); })
+  /// torch.maximum with a scalar
   T maximum(double o) const TINYGRAD_MEMBER_DEF({ return maximum(self().like(o, true)); })
-  // through the order-reversing inverse, so unsigned and bool work too
+  /// through the order-reversing inverse, so unsigned and bool work too
   T minimum(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "minimum");
     return a.order_inverse().maximum(b.order_inverse()).order_inverse();
   })
+  /// torch.minimum with a scalar
   T minimum(double o) const TINYGRAD_MEMBER_DEF({ return minimum(self().like(o, true)); })
 #define TG_CMP(NAME, OP)                                             \
   T NAME(const T& o) const { return self() OP o; }                 \
   T NAME(double o) const { return self() OP o; }
+  /// torch.eq, ne, lt, le, gt, ge: a bool tensor (o broadcast, or a scalar)
+  ///@{
   TG_CMP(eq, ==) TG_CMP(ne, !=) TG_CMP(lt, <) TG_CMP(le, <=) TG_CMP(gt, >) TG_CMP(ge, >=)
+  ///@}
 #undef TG_CMP
+  /// x & o (ints and bools)
   T bitwise_and(const T& o) const TINYGRAD_MEMBER_DEF({ return self() & o; })
+  /// x | o (ints and bools)
   T bitwise_or(const T& o) const TINYGRAD_MEMBER_DEF({ return self() | o; })
+  /// x ^ o (ints and bools)
   T bitwise_xor(const T& o) const TINYGRAD_MEMBER_DEF({ return self() ^ o; })
+  /// x & scalar
   T bitwise_and(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() & int_scalar(o); })
+  /// x | scalar
   T bitwise_or(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() | int_scalar(o); })
+  /// x ^ scalar
   T bitwise_xor(int64_t o) const TINYGRAD_MEMBER_DEF({ return self() ^ int_scalar(o); })
+  /// x << o
   T lshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHL, o, "lshift"); })
+  /// x >> o (arithmetic for signed)
   T rshift(const T& o) const TINYGRAD_MEMBER_DEF({ return shift_op(Ops::SHR, o, "rshift"); })
+  /// x << bits
   T lshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return lshift(int_scalar(o)); })
+  /// x >> bits
   T rshift(int64_t o) const TINYGRAD_MEMBER_DEF({ return rshift(int_scalar(o)); })
-  // |x| with the sign of o (o == -0.0 counts as positive)
+  /// |x| with the sign of o (o == -0.0 counts as positive)
   T copysign(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "copysign");
     return (b < 0.0).where(-a.abs(), a.abs());
   })
+  /// torch.copysign with a scalar
   T copysign(double o) const TINYGRAD_MEMBER_DEF({ return copysign(self().like(o, true)); })
+  /// log(e^x + e^o), stable
   T logaddexp(const T& o) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), o, "logaddexp");
     auto m = a.maximum(b);
     return m + ((a - m).exp() + (b - m).exp()).log();
   })
+  /// log(e^x + e^o) with a scalar
   T logaddexp(double o) const TINYGRAD_MEMBER_DEF({ return logaddexp(self().like(o, true)); })
-  // |x - o| <= atol + rtol * |o|, or equal (infs); NaNs are close only with equal_nan
+  /// |x - o| <= atol + rtol * |o|, or equal (infs); NaNs are close only with equal_nan
   T isclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self(), o, "isclose");
     auto r = (a == b) | (a.isfinite() & b.isfinite() & ((a - b).abs() <= (b.abs() * rtol + atol)));
     return equal_nan ? r | (a.isnan() & b.isnan()) : r;
   })
+  /// x + weight * (end - x)
   T lerp(const T& end, const T& weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
+  /// x + weight * (end - x), scalar weight
   T lerp(const T& end, double weight) const TINYGRAD_MEMBER_DEF({ return self() + (end - self()) * weight; })
-  // clip to [lo, hi]; either bound may be absent
+  /// clip to [lo, hi]; either bound may be absent
   T clip(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (!lo && !hi) throw Error("tinygrad::clip: needs at least one of min and max");
     T x = self();
     if (lo) x = x.maximum(*lo);
     return hi ? x.minimum(*hi) : x;
   })
+  /// alias of clamp with tensor bounds
   T clip(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return maximum(lo).minimum(hi); })
+  /// torch.clamp with scalar bounds (either may be unset)
   T clamp(std::optional<double> lo, std::optional<double> hi = std::nullopt) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  /// torch.clamp with tensor bounds
   T clamp(const T& lo, const T& hi) const TINYGRAD_MEMBER_DEF({ return clip(lo, hi); })
+  /// value where mask is true, else x
   T masked_fill(const T& mask, const T& value) const TINYGRAD_MEMBER_DEF({ return mask.where(value, self()); })
+  /// value where mask is true, else x (scalar value)
   T masked_fill(const T& mask, double value) const TINYGRAD_MEMBER_DEF({ return mask.where(self().like(value, true), self()); })
 
   // ---- activations (tinygrad's formulas) ----
+  /// max(x, 0)
   T relu() const TINYGRAD_MEMBER_DEF({ return maximum(0.0); })
+  /// min(max(x, 0), 6)
   T relu6() const TINYGRAD_MEMBER_DEF({ return relu().minimum(6.0); })
+  /// x where positive, else neg_slope * x
   T leaky_relu(double neg_slope = 0.01) const TINYGRAD_MEMBER_DEF({ return (self() < 0.0).where(self() * neg_slope, self()); })
+  /// torch.nn.functional.elu
   T elu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return relu() - alpha * (1.0 - self().exp()).relu(); })
+  /// torch.nn.functional.celu
   T celu(double alpha = 1.0) const TINYGRAD_MEMBER_DEF({ return maximum(0.0) + (alpha * ((self() / alpha).exp() - 1.0)).minimum(0.0); })
+  /// torch.nn.functional.selu
   T selu(double alpha = 1.67326, double gamma = 1.0507) const TINYGRAD_MEMBER_DEF({
     return gamma * (self() >= 0.0).detach().where(self(), alpha * (self().exp() - 1.0));
   })
-  // torch's F.gelu: the exact x * Phi(x) (Hugging Face's "gelu"), or with approximate = "tanh" the tanh approximation
-  // (tinygrad's default, Hugging Face's "gelu_new"). Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it
-  // keeps its relative accuracy where 1 + erf cancels to 0
+  /// torch's F.gelu: the exact x * Phi(x) (Hugging Face's "gelu"), or with approximate = "tanh" the tanh approximation
+  /// (tinygrad's default, Hugging Face's "gelu_new"). Phi(x) = erfc(-x / sqrt 2) / 2 from erfc_of below -0.75 sqrt 2, so it
+  /// keeps its relative accuracy where 1 + erf cancels to 0
   T gelu(std::string_view approximate = "none") const TINYGRAD_MEMBER_DEF({
     if (approximate == "tanh") {
       auto& x = self();
@@ -11175,32 +11370,55 @@ struct ElementwiseOps {
     auto x = self().fl();
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu().cast(x.dtype());
     auto tail = x * M_SQRT1_2 < -kErfSmall;
-    return 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+    auto v = 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+    // Phi + x phi, Phi as v / x: the derivative reads the value, not a second copy of its polynomials
+    return with_grad_rule(v, x, (x == 0.0).where(0.5, v / x) + x * exp_neg_square(x.abs(), true) * (0.5 * M_2_SQRTPI * M_SQRT1_2));
   })
+  /// x * sigmoid(1.702 x)
   T quick_gelu() const TINYGRAD_MEMBER_DEF({ return self() * (self() * 1.702).sigmoid(); })
+  /// 1 / (1 + e^-x)
   T sigmoid() const TINYGRAD_MEMBER_DEF({ return (1.0 + (-self().fl()).exp()).reciprocal(); })
+  /// x * sigmoid(x)
   T silu() const TINYGRAD_MEMBER_DEF({ return self() * sigmoid(); })
+  /// alias of silu
   T swish() const TINYGRAD_MEMBER_DEF({ return silu(); })
+  /// torch's hardsigmoid: clamp(alpha x + beta, 0, 1)
   T hardsigmoid(double alpha = 1.0 / 6, double beta = 0.5) const TINYGRAD_MEMBER_DEF({
     return (alpha * self() + beta).relu() - (alpha * self() + beta - 1.0).relu();
   })
+  /// x * hardsigmoid(x)
   T hardswish() const TINYGRAD_MEMBER_DEF({ return self() * (self() + 3.0).relu6() * (1.0 / 6); })
+  /// clamp(x, min_val, max_val)
   T hardtanh(double min_val = -1, double max_val = 1) const TINYGRAD_MEMBER_DEF({ return clip(min_val, max_val); })
+  /// log(1 + e^(beta x)) / beta
   T softplus(double beta = 1.0) const TINYGRAD_MEMBER_DEF({ return (self() * beta).logaddexp(0.0) * (1.0 / beta); })
+  /// log(sigmoid(x)), stable
   T logsigmoid() const TINYGRAD_MEMBER_DEF({ return -(-self()).softplus(); })
+  /// x * tanh(softplus(x))
   T mish() const TINYGRAD_MEMBER_DEF({ return self() * softplus().tanh(); })
+  /// x / (1 + |x|)
   T softsign() const TINYGRAD_MEMBER_DEF({ return self() / (1.0 + abs()); })
 
   // ---- dtype shorthands ----
+  /// cast to float32
   T float_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float32); })
+  /// cast to float16
   T half() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float16); })
+  /// cast to bfloat16
   T bfloat16() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::BFloat16); })
+  /// cast to float64
   T double_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Float64); })
+  /// cast to int16
   T short_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int16); })
+  /// cast to int32
   T int_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int32); })
+  /// cast to int64
   T long_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Int64); })
+  /// cast to bool
   T bool_() const TINYGRAD_MEMBER_DEF({ return self().cast(DType::Bool); })
+  /// whether the dtype is a float type
   bool is_floating_point() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()); })
+  /// bytes per element
   int64_t element_size() const TINYGRAD_MEMBER_DEF({ return itemsize(self().dtype()); })
 
   // ---- operators (C++ scalars are weak) ----
@@ -11219,12 +11437,20 @@ struct ElementwiseOps {
 #define TG_COMPOUND(OP)                                                             \
   T& operator OP##=(const T& o) { return mut() = self() OP o; }                      \
   T& operator OP##=(double o) { return mut() = self() OP o; }
+  /// x op= o: rebinds this handle to x op o (other handles keep the old value; assign() updates all)
+  ///@{
   TG_COMPOUND(+) TG_COMPOUND(-) TG_COMPOUND(*) TG_COMPOUND(/) TG_COMPOUND(%)
+  ///@}
 #undef TG_COMPOUND
+  /// x &= o (rebinds this handle, as the arithmetic ones)
   T& operator&=(const T& o) { return mut() = self() & o; }
+  /// x |= o
   T& operator|=(const T& o) { return mut() = self() | o; }
+  /// x ^= o
   T& operator^=(const T& o) { return mut() = self() ^ o; }
+  /// x <<= bits
   T& operator<<=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() << o; })
+  /// x >>= bits (rebinds this handle)
   T& operator>>=(int64_t o) TINYGRAD_MEMBER_DEF({ return mut() = self() >> o; })
 
  private:
@@ -11233,19 +11459,32 @@ struct ElementwiseOps {
   // order-reversing map: -x for floats, ~x for ints, !x for bools (so min = inverse(max(inverse)))
   T order_inverse() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? neg() : bitwise_not(); })
   static constexpr double kErfSmall = 0.75;
-  // erfc(v s) for v s >= kErfSmall (s: 1, or 1/sqrt 2 when halve; v >= 0 or NaN) = exp(-(v s)^2) R(v s).
-  // R: a polynomial in t = 1/(1 + a) - tm up to 3, in 1/a^2 (times 1/a) above. exp(-(v s)^2) keeps its relative
-  // accuracy for large v: v = vh + vl with vh on a 1/32 grid, so k = (vh s)^2 and k * L1 (L1: the leading bits of
-  // log2 e) are exact, and exp(-(v s)^2) = 2^(-k L1) 2^(-k (log2 e - L1)) exp(-vl (v + vh) s^2).
-  static T erfc_of(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
-    double s = halve ? M_SQRT1_2 : 1.0, s2 = halve ? 0.5 : 1.0;  // s2, not s * s: exactly 1/2
+  // v, whose derivative autograd takes as d (uop/ops.hpp GRAD_RULE) instead of differentiating v's ops
+  static T with_grad_rule(const T& v, const T& x, const T& d) TINYGRAD_MEMBER_DEF({
+    return T(make_uop(Ops::GRAD_RULE, v.dtype(), {v.uop(), x.uop(), d.uop()}, std::vector<int64_t>{int64_t(GradRule::Elementwise)}), x.device());
+  })
+  // exp(-(v s)^2) to a few ulp for v >= 0 or NaN (s: 1, or 1/sqrt 2 when halve): v = vh + vl with vh on a 1/32 grid,
+  // so k = (vh s)^2 and k * L1 (L1: the leading bits of log2 e) are exact, and exp(-(v s)^2) = 2^(-k L1)
+  // 2^(-k (log2 e - L1)) exp(-vl (v + vh) s^2). Above hi it is 0 in the dtype (denormals too)
+  static T exp_neg_square(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
+    double s2 = halve ? 0.5 : 1.0;  // NOTE: s2, not s * s: exactly 1/2
     bool f64 = v0.dtype() == DType::Float64;
-    double hi = (f64 ? 27.5 : 10.5) / s, lo = kErfSmall / s;  // exp(-hi^2 s^2) is 0 in the dtype (denormals too)
-    auto v = (v0 > hi).where(hi, (v0 < lo).where(lo, v0));
+    double hi = (f64 ? 27.5 : 10.5) * (halve ? M_SQRT2 : 1.0);
+    auto v = (v0 > hi).where(hi, v0);
     auto vh = (v * 32.0).floor() * (1.0 / 32), k = vh * vh * s2;
     // log2 e = l1 + l2: l1 has 31 (float32: 6) significant bits, as vh^2 has at most 22 (18); l2 rounds the rest
     double l1 = f64 ? 0x1.7154765p+0 : 0x1.7p+0, l2 = f64 ? 6.331784189566044e-10 : 0.005195040888963407;
-    auto e = (k * -l1).exp2() * (k * -l2).exp2() * (-(v - vh) * (v + vh) * s2).exp();
+    return (k * -l1).exp2() * (k * -l2).exp2() * (-(v - vh) * (v + vh) * s2).exp();
+  })
+  // erfc(v s) for v s >= kErfSmall (s: 1, or 1/sqrt 2 when halve; v >= 0 or NaN) = exp(-(v s)^2) R(v s).
+  // R: a polynomial in t = 1/(1 + a) - tm up to 3, in 1/a^2 (times 1/a) above (exp_neg_square keeps the first
+  // factor's relative accuracy for large v).
+  static T erfc_of(const T& v0, bool halve) TINYGRAD_MEMBER_DEF({
+    double s = halve ? M_SQRT1_2 : 1.0;
+    bool f64 = v0.dtype() == DType::Float64;
+    double hi = (f64 ? 27.5 : 10.5) / s, lo = kErfSmall / s;  // exp(-hi^2 s^2) is 0 in the dtype (denormals too)
+    auto v = (v0 > hi).where(hi, (v0 < lo).where(lo, v0));
+    auto e = exp_neg_square(v, halve);
     auto a = v * s, mid = a < 3.0, am = mid.where(a, 3.0), at = mid.where(3.0, a);
     auto t = (1.0 + am).reciprocal() - 0.4107142857142857, u = (at * at).reciprocal();
     auto r_mid = f64 ? poly(t, {-7.589373949077808, -6.282487317923743, 9.850973834331814, -5.131663870724971,
@@ -11403,9 +11642,9 @@ struct MovementOps {
   using TI = std::variant<int64_t, Slice, NewAxis, Ellipsis, T>;  // = TensorIndex, spelled dependent so T may be incomplete here
 
  public:
-  // alias of reshape
+  /// alias of reshape
   T view(Shape s) const TINYGRAD_MEMBER_DEF({ return self().reshape(std::move(s)); })
-  // split dim into sizes (one may be -1)
+  /// split dim into sizes (one may be -1)
   T unflatten(int64_t dim, const Shape& sizes) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unflatten");
@@ -11416,7 +11655,7 @@ struct MovementOps {
   })
 
   // ---- pad ----
-  // pad with (before, after) per dim; negative amounts shrink
+  /// pad with (before, after) per dim; negative amounts shrink
   T pad(Pads p, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (p.size() != t.ndim()) throw ShapeError("tinygrad::pad: " + std::to_string(p.size()) + " pad pairs for shape " + to_string(t.shape()));
@@ -11448,7 +11687,7 @@ struct MovementOps {
     T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
     return mask.where(r, value);
   })
-  // mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
+  /// mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
   T pad(Pads p, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     auto& t = self();
     if (mode == "constant") return pad(std::move(p), value);
@@ -11482,8 +11721,8 @@ struct MovementOps {
     }
     return x;
   })
-  // torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
-  // NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
+  /// torch-style flat list: (last_before, last_after, second_to_last_before, ...) for the last size/2 dims
+  /// NOTE: a template and an initializer_list, so that a 1-D pad({{1, 2}}, mode) is not ambiguous with the pairs overload
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
   T pad(const V& flat, const std::string& mode, double value = 0) const {
     auto& t = self();
@@ -11493,17 +11732,20 @@ struct MovementOps {
     for (size_t i = 0; i < flat.size() / 2; i++) p[t.ndim() - 1 - i] = {flat[2 * i], flat[2 * i + 1]};
     return pad(p, mode, value);
   }
+  /// torch.nn.functional.pad(x, flat, mode, value): pairs from the last dim
   T pad(std::initializer_list<int64_t> flat, const std::string& mode, double value = 0) const TINYGRAD_MEMBER_DEF({
     return pad(std::vector<int64_t>(flat), mode, value);
   })
-  // torch's F.pad(x, flat, value=...): the flat list, constant mode
+  /// torch's F.pad(x, flat, value=...): the flat list, constant mode
   template <class V, class = std::enable_if_t<std::is_same_v<V, std::vector<int64_t>>>>
   T pad(const V& flat, double value = 0) const { return pad(flat, "constant", value); }
+  /// torch.nn.functional.pad(x, flat, value) in "constant" mode
   T pad(std::initializer_list<int64_t> flat, double value = 0) const TINYGRAD_MEMBER_DEF({
     return pad(std::vector<int64_t>(flat), "constant", value);
   })
 
   // ---- join and split ----
+  /// torch.cat along dim
   static T cat(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::cat: needs at least one tensor");
     auto& t0 = ts[0];
@@ -11533,6 +11775,7 @@ struct MovementOps {
     }
     return *r;
   })
+  /// torch.stack along a new dim
   static T stack(const std::vector<T>& ts, int64_t dim = 0) TINYGRAD_MEMBER_DEF({
     if (ts.empty()) throw ShapeError("tinygrad::stack: needs at least one tensor");
     for (auto& t : ts)
@@ -11543,7 +11786,7 @@ struct MovementOps {
     for (auto& t : ts) us.push_back(t.unsqueeze(d));
     return cat(us, d);
   })
-  // pieces of the given sizes along dim (they must add up to the dim)
+  /// pieces of the given sizes along dim (they must add up to the dim)
   std::vector<T> split(const std::vector<int64_t>& sizes, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
@@ -11564,7 +11807,7 @@ struct MovementOps {
     }
     return out;
   })
-  // pieces of `size` along dim; the last may be smaller
+  /// pieces of `size` along dim; the last may be smaller
   std::vector<T> split(int64_t size, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "split");
@@ -11574,6 +11817,7 @@ struct MovementOps {
     if (sizes.empty()) sizes.push_back(0);
     return split(sizes, d);
   })
+  /// torch.chunk: up to chunks pieces along dim
   std::vector<T> chunk(int64_t chunks, int64_t dim = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "chunk");
@@ -11584,7 +11828,7 @@ struct MovementOps {
   })
 
   // ---- repeat, roll, windows, diagonals ----
-  // tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
+  /// tile: repeats[i] copies along dim i (more repeats than dims prepend dims)
   T repeat(const std::vector<int64_t>& repeats) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (repeats.size() < x.ndim())
@@ -11600,7 +11844,7 @@ struct MovementOps {
     for (size_t i = 0; i < repeats.size(); i++) fin.push_back(ex[2 * i] * ex[2 * i + 1]);
     return b.reshape(un).expand(ex).reshape(fin);
   })
-  // each element `repeats` times in a row along dim (flattened when dim is not given)
+  /// each element `repeats` times in a row along dim (flattened when dim is not given)
   T repeat_interleave(int64_t repeats, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     if (repeats < 0) throw ShapeError("tinygrad::repeat_interleave: negative repeats " + std::to_string(repeats));
     T x = dim ? self() : self().flatten();
@@ -11612,7 +11856,7 @@ struct MovementOps {
     f[size_t(d)] *= repeats;
     return x.reshape(s).expand(e).reshape(f);
   })
-  // shift elements along dims, wrapping around (flattened when dims are empty)
+  /// shift elements along dims, wrapping around (flattened when dims are empty)
   T roll(const std::vector<int64_t>& shifts, const std::vector<int64_t>& dims = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (dims.empty()) {
@@ -11633,10 +11877,11 @@ struct MovementOps {
     }
     return x.repeat(reps).slice(sl);
   })
+  /// torch.roll by shift along dim (none: flattened)
   T roll(int64_t shift, std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return roll(std::vector<int64_t>{shift}, dim ? std::vector<int64_t>{*dim} : std::vector<int64_t>{});
   })
-  // sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
+  /// sliding windows of `size` every `step` along dim, as a new last dim (torch's Tensor.unfold)
   T unfold(int64_t dim, int64_t size, int64_t step) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     int d = norm_axis(dim, x.ndim(), "unfold");
@@ -11657,7 +11902,7 @@ struct MovementOps {
     }
     return x.permute(to_last).pool({size}, {step}, {1}, "unfold").permute(back);
   })
-  // a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
+  /// a 1-D tensor -> the square matrix with it on the diagonal; a 2-D tensor -> its diagonal
   T diag(int64_t offset = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() == 2) return diagonal(offset);
@@ -11668,7 +11913,7 @@ struct MovementOps {
     int64_t a = std::abs(offset);
     return offset >= 0 ? m.pad({{0, a}, {a, 0}}) : m.pad({{a, 0}, {0, a}});
   })
-  // the diagonal of dims (dim1, dim2), moved to the last dim
+  /// the diagonal of dims (dim1, dim2), moved to the last dim
   T diagonal(int64_t offset = 0, int64_t dim1 = 0, int64_t dim2 = 1) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() < 2) throw ShapeError("tinygrad::diagonal: needs at least 2 dims, got shape " + to_string(x0.shape()));
@@ -11698,7 +11943,7 @@ struct MovementOps {
     return f.pad(pp).reshape(s2).shrink(keep).reshape([&] { Shape s = lead; s.push_back(n); return s; }());
   })
 
-  // einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
+  /// einops-style: "b c (h w) -> b h w c", sizes for names that an unflatten cannot infer
   T rearrange(const std::string& formula, const std::vector<std::pair<std::string, int64_t>>& sizes = {}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto fail = [&](const std::string& why, size_t pos) -> ShapeError {
@@ -11802,11 +12047,13 @@ struct MovementOps {
   })
 
   // ---- indexing ----
+  /// x[i] along dim 0 (negative counts from the end)
   T operator[](int64_t i) const TINYGRAD_MEMBER_DEF({ return self().slice({i}); })
   // NOTE: a template so that t[{1, 2}] (ints) is not ambiguous with a Tensor built from the braces
+  /// x[idx] with an int, slice, tensor or {...} list of them, as torch indexing
   template <class U, class = std::enable_if_t<std::is_same_v<U, T>>>
   T operator[](const U& idx) const { return (*this)[std::vector<TI>{idx}]; }
-  // ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
+  /// ints, Slices, NewAxis, Ellipsis and integer tensors (broadcast together; numpy's placement of the result dims)
   T operator[](const std::vector<TI>& idx) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto [basic, tdims] = split_index(idx, "getitem");
@@ -11855,7 +12102,7 @@ struct MovementOps {
     }
     return out;
   })
-  // setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
+  /// setitem: t[idx] = value, in place (through assign: every handle of t sees it). Returns t.
   T& set(const std::vector<TI>& idx, const T& value) TINYGRAD_MEMBER_DEF({
     T& x = mself();
     T v = value.cast(x.dtype());
@@ -11922,7 +12169,7 @@ struct MovementOps {
     return x.assign(mask.where(scatter_back(v), x));
   })
 
-  // out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
+  /// out[i][j] = x[i][index[i][j]] along dim (index.shape[d] <= x.shape[d] elsewhere)
   T gather(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (index.ndim() != x.ndim())
@@ -11940,7 +12187,7 @@ struct MovementOps {
     T xs = x.shrink(sh).unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.unsqueeze(-1), x.shape()[size_t(d)]).where(xs, 0.0).sum(-1).cast(x.dtype());
   })
-  // torch.index_select: the slices index[0], index[1], ... of dim (index: 0-d or 1-d integers in [0, size))
+  /// torch.index_select: the slices index[0], index[1], ... of dim (index: 0-d or 1-d integers in [0, size))
   T index_select(int64_t dim, const T& index) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (index.ndim() > 1) throw ShapeError("tinygrad::index_select: index must be 0-d or 1-d, got shape " + to_string(index.shape()));
@@ -11954,7 +12201,7 @@ struct MovementOps {
     T xs = x.unsqueeze(-1).transpose(-1, d);
     return one_hot_last(index.reshape(rs), n).where(xs, 0.0).sum(-1).cast(x.dtype());
   })
-  // a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
+  /// a copy of x with x[index[i][j]][j] = src[i][j] along dim 0 (likewise for other dims); the last duplicate wins
   T scatter(int64_t dim, const T& index, const T& src) const TINYGRAD_MEMBER_DEF({
     auto [s, mask] = pre_scatter(dim, index, src.cast(self().dtype()), "scatter");
     if (mask.shape().back() == 0) return self();  // no sources: nothing written
@@ -11967,10 +12214,11 @@ struct MovementOps {
     T val = (mask & (rank == top)).where(s, 0.0).sum(-1).cast(self().dtype());
     return (top.squeeze(-1) > 0).where(val, self());
   })
+  /// torch.scatter with a scalar value
   T scatter(int64_t dim, const T& index, double value) const TINYGRAD_MEMBER_DEF({
     return scatter(dim, index, T::full(index.shape(), value, self().dtype(), self().device()));
   })
-  // reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
+  /// reduce: "sum", "prod", "mean", "amax", "amin"; include_self: whether x's values take part
   T scatter_reduce(int64_t dim, const T& index, const T& src, const std::string& reduce, bool include_self = true) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (reduce != "sum" && reduce != "prod" && reduce != "mean" && reduce != "amax" && reduce != "amin")
@@ -11991,8 +12239,8 @@ struct MovementOps {
     // torch: integer means round down
     return is_float(x.dtype()) ? total / count.cast(x.dtype()) : total.cast(DType::Int64).idiv(count.cast(DType::Int64)).cast(x.dtype());
   })
-  // the elements where mask (broadcast to x) is true, as a 1-D tensor.
-  // NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
+  /// the elements where mask (broadcast to x) is true, as a 1-D tensor.
+  /// NOTE: the output size depends on the data: the mask is realized here; x stays lazy (and differentiable)
   T masked_select(const T& mask) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_bool(mask.dtype())) throw DTypeError("tinygrad::masked_select: mask must be bool, got " + to_string(mask.dtype()));
@@ -12004,10 +12252,10 @@ struct MovementOps {
     if (idx.empty()) return flat.shrink({{0, 0}});
     return flat[T(idx, {int64_t(idx.size())}, x.device())];
   })
-  // torch.unique: the distinct values in ascending order (sorted or not, as torch on the CPU), with dim the distinct
-  // slices along dim in lexicographic order; inverse (x's shape, or (size of dim,)) and counts are int64 and always
-  // filled (the flags keep torch's argument order). NaNs count as one value.
-  // NOTE: realizes x (the output size depends on the data); values are gathered from x, so they stay differentiable
+  /// torch.unique: the distinct values in ascending order (sorted or not, as torch on the CPU), with dim the distinct
+  /// slices along dim in lexicographic order; inverse (x's shape, or (size of dim,)) and counts are int64 and always
+  /// filled (the flags keep torch's argument order). NaNs count as one value.
+  /// NOTE: realizes x (the output size depends on the data); values are gathered from x, so they stay differentiable
   UniqueResult<T> unique(bool sorted = true, bool return_inverse = false, bool return_counts = false,
                          std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
@@ -12049,7 +12297,7 @@ struct MovementOps {
     T cnt = u ? T(counts, {u}, x.device()) : T::zeros({0}, DType::Int64, x.device());
     return {values, inv, cnt};
   })
-  // indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
+  /// indices (n, ndim) of the nonzero elements, in row-major order. NOTE: realizes x (data-dependent shape)
   T nonzero() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto v = x.template to_vector<double>();
@@ -12214,33 +12462,41 @@ struct ProcessingOps {
  public:
   // ---- convolutions (conv2d, in tensor.hpp, is n-d; these check the rank). torch's positional order; ConvOptions for keywords ----
   // NOTE: the positional forms are templates so that a designated list ({.padding = 1}) picks the options form on every compiler
+  /// torch.nn.functional.conv1d (its positional order)
   template <class = void>
   T conv1d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
     return conv1d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
   }
+  /// conv1d with options: x.conv1d(w, {.stride = 2})
   T conv1d(const T& w, const ConvOptions& o) const { return conv1d(w, std::nullopt, o); }
+  /// conv1d with a bias and options
   T conv1d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 3, "conv1d");
     return self().conv2d(w, bias, o);
   })
+  /// torch.nn.functional.conv3d (its positional order)
   template <class = void>
   T conv3d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1, int64_t groups = 1) const {
     return conv3d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
   }
+  /// conv3d with options
   T conv3d(const T& w, const ConvOptions& o) const { return conv3d(w, std::nullopt, o); }
+  /// conv3d with a bias and options
   T conv3d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     check_conv_rank(w, 5, "conv3d");
     return self().conv2d(w, bias, o);
   })
-  // x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
-  // The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
+  /// x (N, Cin, *in) and w (Cin, Cout/groups, *k) -> (N, Cout, *out), out = (in-1)*s - pB - pA + d*(k-1) + output_padding + 1.
+  /// The gradient of conv2d: zeros between input pixels for the stride, then a conv with the flipped, transposed kernel.
   template <class = void>
   T conv_transpose2d(const T& w, const std::optional<T>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints output_padding = 0,
                      int64_t groups = 1, Ints dilation = 1) const {
     return conv_transpose2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
                                       .groups = groups, .output_padding = std::move(output_padding)});
   }
+  /// conv_transpose2d with options
   T conv_transpose2d(const T& w, const ConvOptions& o) const { return conv_transpose2d(w, std::nullopt, o); }
+  /// conv_transpose2d with a bias and options
   T conv_transpose2d(const T& w, const std::optional<T>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     const char* op = "conv_transpose2d";
@@ -12287,22 +12543,24 @@ struct ProcessingOps {
   })
 
   // ---- pooling over the last kernel.size() dims (a single value means 2 dims). torch's positional order; PoolOptions for keywords ----
-  // padding: one value, one per dim, or (before, after) per dim; stride: empty (or std::nullopt) is the kernel
+  /// padding: one value, one per dim, or (before, after) per dim; stride: empty (or std::nullopt) is the kernel
   template <class = void>
   T max_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
     return max_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation),
                        .ceil_mode = ceil_mode});
   }
+  /// max_pool2d with options: x.max_pool2d({.kernel = 3, .stride = 2, .padding = 1})
   T max_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
     return pooled(a, dtype_min(self().dtype())).max(a.axes);
   })
-  // {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
+  /// {values, indices}: indices into the flattened spatial dims of the input (the first maximum of each window), like torch
   template <class = void>
   std::pair<T, T> max_pool2d_with_indices(Ints kernel = 2, Ints stride = {}, Ints padding = 0, Ints dilation = 1, bool ceil_mode = false) const {
     return max_pool2d_with_indices({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding),
                                     .dilation = std::move(dilation), .ceil_mode = ceil_mode});
   }
+  /// max_pool2d with options, with indices
   std::pair<T, T> max_pool2d_with_indices(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, o.ceil_mode, "max_pool2d");
@@ -12325,13 +12583,14 @@ struct ProcessingOps {
     T index = hasnan.reshape(out).where(double(n) + key, double(n) - key);
     return {mx.reshape(out), index.detach()};
   })
-  // torch's order (no dilation: PoolOptions has one); count_include_pad: padding counts in the divisor; divisor_override: the divisor
+  /// torch's order (no dilation: PoolOptions has one); count_include_pad: padding counts in the divisor; divisor_override: the divisor
   template <class = void>
   T avg_pool2d(Ints kernel = 2, Ints stride = {}, Ints padding = 0, bool ceil_mode = false, bool count_include_pad = true,
                std::optional<int64_t> divisor_override = std::nullopt) const {
     return avg_pool2d({.kernel = std::move(kernel), .stride = std::move(stride), .padding = std::move(padding), .ceil_mode = ceil_mode,
                        .count_include_pad = count_include_pad, .divisor_override = divisor_override});
   }
+  /// avg_pool2d with options
   T avg_pool2d(const PoolOptions& o) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     auto a = pool_args(o.kernel, o.stride, o.dilation, o.padding, false, "avg_pool2d");
@@ -12351,12 +12610,12 @@ struct ProcessingOps {
   })
 
   // ---- normalization ----
-  // (x - mean) / sqrt(var + eps) over axes (biased variance)
-  // float16 and bfloat16 are normalized in float32 and rounded once (as torch): their squares overflow past 256
+  /// (x - mean) / sqrt(var + eps) over axes (biased variance)
+  /// float16 and bfloat16 are normalized in float32 and rounded once (as torch): their squares overflow past 256
   T layernorm(std::vector<int64_t> axes = {-1}, double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     return layernorm_acc(axes, eps).cast(self().fl().dtype());
   })
-  // torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
+  /// torch's F.layer_norm: normalize the trailing dims `normalized_shape`, then scale and shift elementwise
   T layer_norm(const Shape& normalized_shape, const std::optional<T>& weight = std::nullopt, const std::optional<T>& bias = std::nullopt,
                double eps = 1e-5) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -12376,7 +12635,7 @@ struct ProcessingOps {
     if (bias) { y = y + *bias; dt = least_upper_dtype(dt, bias->dtype()); }
     return y.cast(dt);
   })
-  // (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
+  /// (x - mean) * invstd * weight + bias, the statistics along `axes` (channels: 1) and broadcast elsewhere
   T batchnorm(const std::optional<T>& weight, const std::optional<T>& bias, const T& mean, const T& invstd,
               std::vector<int64_t> axes = {1}) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -12395,12 +12654,12 @@ struct ProcessingOps {
     return bias ? y + fit(*bias, "bias") : y;
   })
 
-  // F.normalize: x / max(norm(x, p, dim), eps)
+  /// F.normalize: x / max(norm(x, p, dim), eps)
   T normalize(double p = 2, int64_t dim = 1, double eps = 1e-12) const TINYGRAD_MEMBER_DEF({
     return self() / self().norm(p, {dim}, true).maximum(eps);
   })
-  // F.cosine_similarity with torch's formula: each side over its 2-norm clamped to eps, then the products summed
-  // along dim. The clamp passes the gradient through (torch clamps in place under no_grad)
+  /// F.cosine_similarity with torch's formula: each side over its 2-norm clamped to eps, then the products summed
+  /// along dim. The clamp passes the gradient through (torch clamps in place under no_grad)
   T cosine_similarity(const T& other, int64_t dim = 1, double eps = 1e-8) const TINYGRAD_MEMBER_DEF({
     auto [a, b] = T::broadcast_pair(self().fl(), other.fl(), "cosine_similarity");
     auto unit = [&](const T& v) {
@@ -12411,7 +12670,7 @@ struct ProcessingOps {
   })
 
   // ---- attention ----
-  // softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
+  /// softmax(q k^T / sqrt(d) + mask) v; a bool mask keeps the true entries. No dropout.
   T scaled_dot_product_attention(const T& key, const T& value, const std::optional<T>& attn_mask = std::nullopt,
                                  bool is_causal = false) const TINYGRAD_MEMBER_DEF({
     auto& q = self();
@@ -12440,7 +12699,7 @@ struct ProcessingOps {
   })
 
   // ---- misc ----
-  // integer classes -> (..., num_classes) int64 (as torch); num_classes -1 reads max+1 (realizes x)
+  /// integer classes -> (..., num_classes) int64 (as torch); num_classes -1 reads max+1 (realizes x)
   T one_hot(int64_t num_classes = -1) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_int(x.dtype())) throw DTypeError("tinygrad::one_hot: needs an integer tensor, got " + to_string(x.dtype()));
@@ -12448,18 +12707,19 @@ struct ProcessingOps {
     check_indices(x, std::max<int64_t>(num_classes, 0), false, "one_hot");
     return (x.unsqueeze(-1) == T::arange(double(num_classes), std::nullopt, 1, x.dtype(), x.device())).cast(DType::Int64);
   })
-  // lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
+  /// lower / upper triangle of the last two dims (others zero); diagonal shifts the edge up (+) or down (-)
   T tril(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal + 1, "tril").where(zero(), self()); })
+  /// torch.triu: zeros below the diagonal
   T triu(int64_t diagonal = 0) const TINYGRAD_MEMBER_DEF({ return tri(diagonal, "triu").where(self(), zero()); })
 
-  // resize the last size.size() dims. mode: "nearest" (torch's default), "nearest-exact", "linear" (also "bilinear",
-  // "trilinear")
+  /// resize the last size.size() dims. mode: "nearest" (torch's default), "nearest-exact", "linear" (also "bilinear",
+  /// "trilinear")
   T interpolate(const Shape& size, const std::string& mode = "nearest", bool align_corners = false) const TINYGRAD_MEMBER_DEF({
     return resize(size, {}, mode, align_corners);
   })
-  // torch's F.interpolate(x, None, scale_factor, mode): x is (N, C, *spatial), scale_factor one value or one per spatial
-  // dim; the size is floor(in * scale) and, as torch's recompute_scale_factor=None, sampling uses 1 / scale itself
-  // (not in / out) unless align_corners
+  /// torch's F.interpolate(x, None, scale_factor, mode): x is (N, C, *spatial), scale_factor one value or one per spatial
+  /// dim; the size is floor(in * scale) and, as torch's recompute_scale_factor=None, sampling uses 1 / scale itself
+  /// (not in / out) unless align_corners
   T interpolate(std::nullopt_t, const std::vector<double>& scale_factor, const std::string& mode = "nearest",
                 bool align_corners = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -12477,11 +12737,11 @@ struct ProcessingOps {
   })
 
   // ---- matrix products with torch's strict ranks (matmul broadcasts) ----
-  // (n, m) @ (m, p)
+  /// (n, m) @ (m, p)
   T mm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 2, "mm"); return self().matmul(b); })
-  // (B, n, m) @ (B, m, p)
+  /// (B, n, m) @ (B, m, p)
   T bmm(const T& b) const TINYGRAD_MEMBER_DEF({ check_mm(self(), b, 3, "bmm"); return self().matmul(b); })
-  // beta * self + alpha * batch1.bmm(batch2), self broadcast to the product; beta 0 ignores self (NaN and inf too, as torch)
+  /// beta * self + alpha * batch1.bmm(batch2), self broadcast to the product; beta 0 ignores self (NaN and inf too, as torch)
   T baddbmm(const T& batch1, const T& batch2, double beta = 1, double alpha = 1) const TINYGRAD_MEMBER_DEF({
     check_mm(batch1, batch2, 3, "baddbmm");
     T p = batch1.matmul(batch2);
@@ -12538,8 +12798,8 @@ struct ProcessingOps {
   })
 
  public:
-  // einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
-  // without "->" the output is the letters seen once, in order
+  /// einsum("ij,jk->ik", {a, b}): letters name dims, "..." broadcast dims; repeated letters take diagonals;
+  /// without "->" the output is the letters seen once, in order
   static T einsum(const std::string& formula, const std::vector<T>& xs) TINYGRAD_MEMBER_DEF({
     auto fail = [&](const std::string& why) { return ShapeError("tinygrad::einsum(\"" + formula + "\"): " + why); };
     auto arrow = formula.find("->");
@@ -12785,39 +13045,49 @@ struct ReduceOps {
 
  public:
   // ---- reductions ----
+  /// torch.sum over axes (empty: all)
   T sum(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::ADD, std::move(axes), keepdim, "sum"); })
+  /// sum over one axis
   T sum(std::integral auto axis, bool keepdim = false) const { return sum(Axes{int64_t(axis)}, keepdim); }
+  /// torch.prod over axes (empty: all)
   T prod(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MUL, std::move(axes), keepdim, "prod"); })
+  /// prod over one axis
   T prod(std::integral auto axis, bool keepdim = false) const { return prod(Axes{int64_t(axis)}, keepdim); }
-  // max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
+  /// max/min of an empty dim throw IndexError (as torch: there is no identity to return); NaN propagates
   T max(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(axes, "max"), keepdim, "max"); })
-  // one dim, as torch: the values, unpacking into (values, indices) (ValuesIndices)
+  /// one dim, as torch: the values, unpacking into (values, indices) (ValuesIndices)
   ValuesIndices<T> max(std::integral auto axis, bool keepdim = false) const {
     return {max(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, false};
   }
+  /// min over axes (empty: all)
   T min(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     return inv(inv(self()).reduce(Ops::MAX, nonempty(axes, "min"), keepdim, "min"));
   })
+  /// min over one axis
   ValuesIndices<T> min(std::integral auto axis, bool keepdim = false) const {
     return {min(Axes{int64_t(axis)}, keepdim), self(), int64_t(axis), keepdim, true};
   }
-  // torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
+  /// torch.amax / amin: max / min over dims (empty: all), the gradient split evenly between ties (as torch)
   T amax(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().reduce(Ops::MAX, nonempty(dims, "amax"), keepdim, "amax"); })
+  /// amax over one dim
   T amax(std::integral auto dim, bool keepdim = false) const { return amax(Axes{int64_t(dim)}, keepdim); }
+  /// torch.amin: min over dims (empty: all), the gradient split evenly between ties
   T amin(Axes dims = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     return inv(inv(self()).reduce(Ops::MAX, nonempty(dims, "amin"), keepdim, "amin"));
   })
+  /// amin over one dim
   T amin(std::integral auto dim, bool keepdim = false) const { return amin(Axes{int64_t(dim)}, keepdim); }
-  // torch.linalg.vector_norm: p = 2, 1, inf (largest |x|), -inf (smallest), 0 (count of nonzeros) or any other p, over
-  // dims (empty: all). Float tensors only (as torch). The gradient at 0 is 0 (as torch), not NaN; inf norms split it
-  // between ties like amax. float16 and bfloat16 accumulate in float32
+  /// torch.linalg.vector_norm: p = 2, 1, inf (largest |x|), -inf (smallest), 0 (count of nonzeros) or any other p, over
+  /// dims (empty: all). Float tensors only (as torch). The gradient at 0 is 0 (as torch), not NaN; inf norms split it
+  /// between ties like amax. float16 and bfloat16 accumulate in float32
   T norm(double p = 2, Axes dim = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!is_float(x.dtype())) throw DTypeError("tinygrad::norm: needs a float tensor, got " + to_string(x.dtype()));
     auto ax = x.norm_axes(dim, "norm");
     T a = acc().abs();
     if (std::isinf(p)) return (p > 0 ? a.amax(ax, keepdim) : a.amin(ax, keepdim)).cast(x.dtype());
-    if (p == 0) return (a != 0.0).cast(a.dtype()).sum(ax, keepdim).cast(x.dtype());
+    // NOTE: a (0 where it is picked) keeps the count in the graph: its gradient is 0, as torch's, not "no gradient"
+    if (p == 0) return (a != 0.0).where(1.0, a).sum(ax, keepdim).cast(x.dtype());
     if (p == 1) return a.sum(ax, keepdim).cast(x.dtype());
     // b^e with b = 0 gives 0 from a base of 1 on the unused branch: its gradient is 0, not 0 * inf
     auto pow0 = [](const T& b, double e) {
@@ -12827,43 +13097,56 @@ struct ReduceOps {
     T s = p == 2 ? a.square().sum(ax, keepdim) : (p > 0 ? pow0(a, p) : a.pow(p)).sum(ax, keepdim);
     return (p > 0 ? pow0(s, 1 / p) : s.pow(1 / p)).cast(x.dtype());
   })
+  /// norm over one dim
   T norm(double p, std::integral auto dim, bool keepdim = false) const { return norm(p, Axes{int64_t(dim)}, keepdim); }
-  // float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
+  /// float16 and bfloat16 accumulate, divide (and take the root of var) in float32, then round once (as torch)
   T mean(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto ax = self().norm_axes(axes, "mean");
     return mean_acc(ax, keepdim).cast(self().fl().dtype());
   })
+  /// mean over one axis
   T mean(std::integral auto axis, bool keepdim = false) const { return mean(Axes{int64_t(axis)}, keepdim); }
-  // sum((x - mean)^2) / (n - correction)
+  /// sum((x - mean)^2) / (n - correction)
   T var(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return var_acc(self().norm_axes(axes, "var"), keepdim, correction).cast(self().fl().dtype());
   })
+  /// var over one axis
   T var(std::integral auto axis, bool keepdim = false, double correction = 1) const { return var(Axes{int64_t(axis)}, keepdim, correction); }
+  /// torch.std: sqrt(var)
   T std(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return var_acc(self().norm_axes(axes, "std"), keepdim, correction).sqrt().cast(self().fl().dtype());
   })
+  /// std over one axis
   T std(std::integral auto axis, bool keepdim = false, double correction = 1) const { return std(Axes{int64_t(axis)}, keepdim, correction); }
+  /// torch.var_mean: (var, mean)
   std::pair<T, T> var_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return {var(axes, keepdim, correction), mean(axes, keepdim)};
   })
+  /// torch.std_mean: (std, mean)
   std::pair<T, T> std_mean(Axes axes = {}, bool keepdim = false, double correction = 1) const TINYGRAD_MEMBER_DEF({
     return {std(axes, keepdim, correction), mean(axes, keepdim)};
   })
+  /// var_mean over one axis
   std::pair<T, T> var_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
     return var_mean(Axes{int64_t(axis)}, keepdim, correction);
   }
+  /// std_mean over one axis
   std::pair<T, T> std_mean(std::integral auto axis, bool keepdim = false, double correction = 1) const {
     return std_mean(Axes{int64_t(axis)}, keepdim, correction);
   }
+  /// torch.any over axes (empty: all)
   T any(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().bool_().reduce(Ops::MAX, std::move(axes), keepdim, "any"); })
+  /// any over one axis
   T any(std::integral auto axis, bool keepdim = false) const { return any(Axes{int64_t(axis)}, keepdim); }
+  /// torch.all over axes (empty: all)
   T all(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return self().logical_not().any(std::move(axes), keepdim).logical_not(); })
+  /// all over one axis
   T all(std::integral auto axis, bool keepdim = false) const { return all(Axes{int64_t(axis)}, keepdim); }
-  // realizes: true when every element isclose
+  /// realizes: true when every element isclose
   bool allclose(const T& o, double rtol = 1e-5, double atol = 1e-8, bool equal_nan = false) const TINYGRAD_MEMBER_DEF({
     return self().isclose(o, rtol, atol, equal_nan).all().template item<bool>();
   })
-  // index of the first maximum along axis (of the flattened tensor without one), int64 (as torch). NaN is the maximum (as torch).
+  /// index of the first maximum along axis (of the flattened tensor without one), int64 (as torch). NaN is the maximum (as torch).
   T argmax(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (!axis) { auto r = x.flatten().argmax(0); return keepdim ? r.reshape(Shape(x.ndim(), 1)) : r; }
@@ -12880,8 +13163,9 @@ struct ReduceOps {
     auto rev = T::arange(double(n), 0.0, -1, it, x.device()).reshape(rs);
     return (T::scalar(double(n), it, x.device()) - (same(x, x.max(a, true)) * rev).max(a, keepdim)).cast(DType::Int64);
   })
+  /// torch.argmin
   T argmin(std::optional<int64_t> axis = std::nullopt, bool keepdim = false) const TINYGRAD_MEMBER_DEF({ return inv(self()).argmax(axis, keepdim); })
-  // log(sum(exp(x))), shifted by the (detached) max for stability
+  /// log(sum(exp(x))), shifted by the (detached) max for stability
   T logsumexp(Axes axes = {}, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     axes = self().norm_axes(axes, "logsumexp");
     auto x = self().fl();
@@ -12890,33 +13174,42 @@ struct ReduceOps {
     auto s = (x - m).exp().sum(axes, keepdim);
     return s.log() + m.reshape(s.shape());
   })
+  /// logsumexp over one axis
   T logsumexp(std::integral auto axis, bool keepdim = false) const { return logsumexp(Axes{int64_t(axis)}, keepdim); }
+  /// torch.softmax along axis
   T softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "softmax").detach();
     auto e = m.exp();
     return e / e.sum(axis, true);
   })
+  /// torch.log_softmax along axis
   T log_softmax(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({
     axis = norm_axis(axis, self().ndim(), "log_softmax");
     auto m = self().fl() - self().fl().reduce(Ops::MAX, {axis}, true, "log_softmax").detach();
     return m - m.exp().sum(axis, true).log();
   })
+  /// softmax(-x) along axis
   T softmin(int64_t axis = -1) const TINYGRAD_MEMBER_DEF({ return (-self()).softmax(axis); })
 
   // ---- scans (inclusive) ----
+  /// torch.cumsum
   T cumsum(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::ADD, "cumsum"); })
+  /// torch.cumprod
   T cumprod(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MUL, "cumprod"); })
+  /// running max values (torch.cummax's values)
   T cummax(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return split_cum(axis, Ops::MAX, "cummax"); })
+  /// running min values (torch.cummin's values)
   T cummin(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return inv(inv(self()).cummax(axis)); })
-  // (values, int64 index of the last occurrence of each running max along axis), like torch.cummax
+  /// (values, int64 index of the last occurrence of each running max along axis), like torch.cummax
   std::pair<T, T> cummax_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummax(axis), axis, "cummax_indices"); })
+  /// the indices of cummin's values
   std::pair<T, T> cummin_indices(int64_t axis = 0) const TINYGRAD_MEMBER_DEF({ return cum_indices(self(), cummin(axis), axis, "cummin_indices"); })
 
   // ---- sorting ----
-  // (values, int64 indices, as torch) along dim. Equal values keep their original order (the k-th equal value in the
-  // output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
-  // descending), as torch.
+  /// (values, int64 indices, as torch) along dim. Equal values keep their original order (the k-th equal value in the
+  /// output is the k-th in the input), ascending and descending alike. NaN sorts above +inf (last ascending, first
+  /// descending), as torch.
   std::pair<T, T> sort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({
     auto& x0 = self();
     if (x0.ndim() == 0) return {x0, T::zeros({}, DType::Int64, x0.device())};
@@ -12969,8 +13262,9 @@ struct ReduceOps {
     T ind = (cond * idx.reshape({1, n})).sum(-1).cast(DType::Int64);
     return {ys.transpose(d, -1), ind.transpose(d, -1)};
   })
+  /// torch.argsort (int64)
   T argsort(int64_t dim = -1, bool descending = false) const TINYGRAD_MEMBER_DEF({ return sort(dim, descending).second; })
-  // the k largest (or smallest) along dim, as (values, int64 indices); always sorted
+  /// the k largest (or smallest) along dim, as (values, int64 indices); always sorted
   std::pair<T, T> topk(int64_t k, int64_t dim = -1, bool largest = true, bool sorted = true) const TINYGRAD_MEMBER_DEF({
     (void)sorted;
     auto& x = self();
@@ -12986,8 +13280,8 @@ struct ReduceOps {
     return {v.shrink(sh), i.shrink(sh)};
   })
 
-  // torch.median: the lower of the two middle values of all elements (NaN if there is one); the gradient is split
-  // between the elements equal to it (as torch)
+  /// torch.median: the lower of the two middle values of all elements (NaN if there is one); the gradient is split
+  /// between the elements equal to it (as torch)
   T median() const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.numel() == 0) throw IndexError("tinygrad::median: the tensor of shape " + to_string(x.shape()) + " is empty");
@@ -12998,7 +13292,7 @@ struct ReduceOps {
     // a max over the elements equal to v: its gradient splits between them
     return same(x, v).where(x, dtype_min(x.dtype())).max();
   })
-  // along dim: (values, indices); the gradient goes to the element at the index (as torch)
+  /// along dim: (values, indices); the gradient goes to the element at the index (as torch)
   std::pair<T, T> median(int64_t dim, bool keepdim = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     if (x.ndim() == 0) return {x, T::zeros({}, DType::Int64, x.device())};
@@ -13020,26 +13314,28 @@ struct ReduceOps {
   })
 
   // ---- regression and divergence losses (torch.nn.functional's; target broadcasts against input) ----
+  /// torch.nn.functional.mse_loss
   T mse_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return reduce_loss((self() - y).square(), reduction, "mse_loss");
   })
+  /// torch.nn.functional.l1_loss
   T l1_loss(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return reduce_loss((self() - y).abs(), reduction, "l1_loss");
   })
-  // 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
+  /// 0.5 d^2 where |d| < delta, else delta (|d| - 0.5 delta)
   T huber_loss(const T& y, std::string_view reduction = "mean", double delta = 1.0) const TINYGRAD_MEMBER_DEF({
     if (!(delta > 0)) throw Error("tinygrad::huber_loss: delta must be positive, got " + std::to_string(delta));
     T d = self() - y, a = d.abs();
     return reduce_loss((a < delta).where(d.square() * 0.5, (a - 0.5 * delta) * delta), reduction, "huber_loss");
   })
-  // 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)
+  /// 0.5 d^2 / beta where |d| < beta, else |d| - 0.5 beta (beta 0: l1_loss)
   T smooth_l1_loss(const T& y, std::string_view reduction = "mean", double beta = 1.0) const TINYGRAD_MEMBER_DEF({
     if (!(beta >= 0)) throw Error("tinygrad::smooth_l1_loss: beta must not be negative, got " + std::to_string(beta));
     T d = self() - y, a = d.abs();
     return reduce_loss(beta == 0 ? a : (a < beta).where(d.square() * (0.5 / beta), a - 0.5 * beta), reduction, "smooth_l1_loss");
   })
-  // self: log-probabilities; y: probabilities (log-probabilities with log_target). "batchmean" divides the sum by the
-  // batch size (dim 0): the KL divergence; torch's default "mean" averages over all elements
+  /// self: log-probabilities; y: probabilities (log-probabilities with log_target). "batchmean" divides the sum by the
+  /// batch size (dim 0): the KL divergence; torch's default "mean" averages over all elements
   T kl_div(const T& y, std::string_view reduction = "mean", bool log_target = false) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
     T z = y == 0.0;  // xlogy(y, y): 0 where y is 0, its gradient too
@@ -13049,27 +13345,28 @@ struct ReduceOps {
       throw Error("tinygrad::kl_div: reduction must be \"mean\", \"batchmean\", \"sum\" or \"none\", got \"" + std::string(reduction) + "\"");
     return reduce_loss(l, reduction, "kl_div");
   })
-  // torch's names and argument order; weight (broadcast) scales each element's loss
+  /// torch's names and argument order; weight (broadcast) scales each element's loss
   T binary_cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, weight, std::nullopt, false, reduction, "binary_cross_entropy");
   })
+  /// torch.nn.functional.binary_cross_entropy_with_logits (pos_weight scales the positive term)
   T binary_cross_entropy_with_logits(const T& y, const std::optional<T>& weight = std::nullopt, std::string_view reduction = "mean",
                                      const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, weight, pos_weight, true, reduction, "binary_cross_entropy_with_logits");
   })
 
   // ---- losses (reduction: "mean", "sum" or "none"; labels are integer class indices) ----
-  // self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
+  /// self: probabilities; log is clamped at -100 like torch, so a certain wrong answer costs 100, not inf
   T binary_crossentropy(const T& y, std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, std::nullopt, std::nullopt, false, reduction, "binary_crossentropy");
   })
-  // self: logits; pos_weight scales the positive term
+  /// self: logits; pos_weight scales the positive term
   T binary_crossentropy_logits(const T& y, std::string_view reduction = "mean",
                                const std::optional<T>& pos_weight = std::nullopt) const TINYGRAD_MEMBER_DEF({
     return bce(self(), y, std::nullopt, pos_weight, true, reduction, "binary_crossentropy_logits");
   })
-  // self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
-  // NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
+  /// self: logits (..., C); y: class indices (...). Labels equal to ignore_index (other than -1) drop out of the mean.
+  /// NOTE: tinygrad's name and default (ignore_index -1, which ignores nothing); cross_entropy is PyTorch's (-100)
   T sparse_categorical_crossentropy(const T& y, int64_t ignore_index = -1, double label_smoothing = 0,
                                     std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -13079,7 +13376,7 @@ struct ReduceOps {
     if (x.ndim() == 0 || Shape(x.shape().begin(), x.shape().end() - 1) != y.shape())
       throw ShapeError("tinygrad::sparse_categorical_crossentropy: labels of shape " + to_string(y.shape()) + " do not fit logits of shape " +
                        to_string(x.shape()) + " (want logits.shape[:-1])");
-    check_labels(y, op);
+    check_labels(y, x.shape().back(), ignore_index, op);
     auto logp = x.log_softmax(-1);
     T mask = ignore_index != -1 ? (y != double(ignore_index)) : T::ones(y.shape(), DType::Bool, y.device());
     T hot = label_mask(y.unsqueeze(-1), x.shape().back(), int64_t(x.ndim()) - 1) & mask.unsqueeze(-1);
@@ -13089,10 +13386,10 @@ struct ReduceOps {
     if (reduction == "mean") return -(unreduced.sum() / mask.sum());
     return reduction == "sum" ? -unreduced.sum() : -unreduced;
   })
-  // F.cross_entropy. self: logits (C) or (N, C, d1, ...); y: class indices of that shape without C, or class
-  // probabilities of its shape. weight: per class (C). With class indices, targets equal to ignore_index count
-  // nothing and "mean" divides by the summed weight of the other targets; with probabilities, "mean" divides by
-  // the number of samples (ignore_index does not apply). label_smoothing mixes in the uniform distribution, as torch
+  /// F.cross_entropy. self: logits (C) or (N, C, d1, ...); y: class indices of that shape without C, or class
+  /// probabilities of its shape. weight: per class (C). With class indices, targets equal to ignore_index count
+  /// nothing and "mean" divides by the summed weight of the other targets; with probabilities, "mean" divides by
+  /// the number of samples (ignore_index does not apply). label_smoothing mixes in the uniform distribution, as torch
   T cross_entropy(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
                   std::string_view reduction = "mean", double label_smoothing = 0) const TINYGRAD_MEMBER_DEF({
     auto& x = self();
@@ -13110,8 +13407,8 @@ struct ReduceOps {
     }
     return class_nll(logp, y, weight, ignore_index, reduction, label_smoothing, "cross_entropy");
   })
-  // F.nll_loss. self: log-probabilities (C) or (N, C, d1, ...); y: class indices; weight and ignore_index as cross_entropy
-  // (nullopt: nothing ignored)
+  /// F.nll_loss. self: log-probabilities (C) or (N, C, d1, ...); y: class indices; weight and ignore_index as cross_entropy
+  /// (nullopt: nothing ignored)
   T nll_loss(const T& y, const std::optional<T>& weight = std::nullopt, std::optional<int64_t> ignore_index = -100,
              std::string_view reduction = "mean") const TINYGRAD_MEMBER_DEF({
     check_reduction(reduction, "nll_loss");
@@ -13255,7 +13552,7 @@ struct ReduceOps {
     if (y.shape() != want)
       throw ShapeError(std::string("tinygrad::") + op + ": target of shape " + to_string(y.shape()) + " fits neither input " +
                        to_string(logp.shape()) + " (probabilities) nor " + to_string(want) + " (class indices)");
-    check_labels(y, op);
+    check_labels(y, c, ignore_index, op);
     std::optional<T> w = class_weight(weight, logp, cd, op);
     T hot = label_mask(y.unsqueeze(cd), c, cd);
     T wy = w ? hot.where(*w, 0.0).sum(cd) : T::ones(y.shape(), logp.fl().dtype(), logp.device());
@@ -13274,9 +13571,18 @@ struct ReduceOps {
       throw ShapeError(std::string("tinygrad::") + op + ": input " + to_string(a.shape()) + " and target " +
                        to_string(b.shape()) + " differ in shape");
   })
-  static void check_labels(const T& y, const char* op) TINYGRAD_MEMBER_DEF({
+  // a label outside [0, c) that is not ignore_index is an IndexError naming it and c (torch: "Target 7 is out of bounds"):
+  // at once for labels known on the host (unless some are ignore_index), else at the next sync (check_indices)
+  static void check_labels(const T& y, int64_t c, std::optional<int64_t> ignore, const char* op) TINYGRAD_MEMBER_DEF({
     if (!is_int(y.dtype()))
       throw DTypeError(std::string("tinygrad::") + op + ": class labels must be an integer tensor, got " + to_string(y.dtype()));
+    if (ignore && *ignore >= 0 && *ignore < c) ignore.reset();  // in range anyway
+    try {
+      if (detail::check_index_values(y.uop(), c, false, (std::string(op) + " target").c_str())) return;
+    } catch (const IndexError&) {
+      if (!ignore) throw;  // else the bad value may be ignore_index: look again without it
+    }
+    detail::check_indices(ignore ? (y == double(*ignore)).where(0.0, y) : y, c, false, (std::string(op) + " target").c_str());
   })
   static void check_smoothing(double ls, const char* op) TINYGRAD_MEMBER_DEF({
     if (!(ls >= 0 && ls <= 1)) throw Error(std::string("tinygrad::") + op + ": label_smoothing must be in [0, 1], got " + std::to_string(ls));
@@ -13491,14 +13797,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // NOTE: every op's result passes here: under NoGrad (mixin.hpp) a value a gradient could flow through is detached
   explicit Tensor(UOpRef u, std::string device)
       : impl_(std::make_shared<Impl>(Impl{grad_scope(std::move(u)), std::move(device), false, nullptr, 0, detail::jit_call_id()})) {}
-  // u, detached under NoGrad where a gradient could flow through it (out of line: UOp is incomplete in a user's TU)
+  /// u, detached under NoGrad where a gradient could flow through it (out of line: UOp is incomplete in a user's TU)
   static UOpRef grad_scope(UOpRef u) TINYGRAD_MEMBER_DEF({
     return !u->grad_dep || grad_enabled() ? u : make_uop(Ops::DETACH, u->dtype, {u});
   })
-  // a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
+  /// a variable with its value, as an int32 scalar (tensor/variable.hpp): kernels take the value as an argument
   Tensor(const BoundVariable& v, const std::string& device = "")
       : Tensor(v.uop(device.empty() ? default_device() : device), device.empty() ? default_device() : device) {}
-  // an int or an expression of bound variables (p + 1), as an int32 scalar
+  /// an int or an expression of bound variables (p + 1), as an int32 scalar
   explicit Tensor(const SInt& v, const std::string& device = "") : Tensor(of_sint(v, device)) {}
 
   template <class T, class = std::enable_if_t<std::is_arithmetic_v<T>>>
@@ -13515,17 +13821,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     *this = Tensor(flat, Shape{int64_t(rows.size()), cols});
   }
-  // copy n elements of type T from ptr into a new tensor of the given shape
+  /// copy n elements of type T from ptr into a new tensor of the given shape
   template <class T>
   static Tensor from_data(const T* ptr, Shape shape, std::string device = "") {
     return from_host(ptr, dtype_of<T>(), size_t(check_shape(shape, "from_data")), shape, std::move(device));
   }
 
-  // copy raw bytes holding prod(shape) elements of dtype dt
+  /// copy raw bytes holding prod(shape) elements of dtype dt
   static Tensor from_bytes(const void* data, DType dt, Shape shape, std::string device = "") TINYGRAD_MEMBER_DEF({
     return from_host(data, dt, size_t(check_shape(shape, "from_bytes")), shape, std::move(device));
   })
 
+  /// torch.full: shape filled with value (dtype from the value unless given)
   static Tensor full(Shape shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "") TINYGRAD_MEMBER_DEF({
     check_shape(shape, "full");
     DType dt = dtype.value_or(dtypes::default_float);
@@ -13536,19 +13843,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (shape.empty()) return t;
     return t.reshape(Shape(shape.size(), 1)).expand(shape);
   })
+  /// torch.zeros
   static Tensor zeros(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
     return full(std::move(shape), 0, dt, std::move(dev));
   })
+  /// torch.ones
   static Tensor ones(Shape shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
     return full(std::move(shape), 1, dt, std::move(dev));
   })
-  // uninitialized memory
+  /// uninitialized memory
   static Tensor empty(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "empty");
     std::string dev = device.empty() ? default_device() : device;
     if (dev.find(',') != std::string::npos) return empty(shape, dt, detail::split_devices(dev)[0]).to(dev);
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
+  /// torch.arange(start, stop, step) (stop unset: arange(0, start))
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
                        std::string device = "") TINYGRAD_MEMBER_DEF({
     if (!stop) { stop = start; start = 0; }
@@ -13564,6 +13874,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
   })
+  /// torch.eye: n x m identity
   static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float,
                     std::string device = "") TINYGRAD_MEMBER_DEF({
     auto a = arange(double(n), std::nullopt, 1, DType::Int32, device).reshape({n, 1});
@@ -13572,9 +13883,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // ---- random: a counter-based hash of (seed, counter, index); deterministic for a seed ----
-  // NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
-  // kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
+  /// NOTE: the counter and seed reach the kernel in a small buffer, not as constants: every draw runs the same
+  /// kernel (nothing recompiles), and a TinyJit replay draws new numbers by passing a new buffer
   static void manual_seed(uint64_t seed) TINYGRAD_MEMBER_DEF({ rng().seed = seed; rng().counter = 0; })
+  /// uniform [0, 1)
   static Tensor rand(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     int64_t n = check_shape(shape, "rand");
     std::string dev = device.empty() ? default_device() : device;
@@ -13588,6 +13900,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     auto f = x.shr(8).cast(DType::Float32) * (1.0 / 16777216.0);
     return f.cast(dt).reshape(shape);
   })
+  /// standard normal
   static Tensor randn(Shape shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
     // Box-Muller
     int64_t n = check_shape(shape, "randn");
@@ -13598,10 +13911,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // ---- autograd (tensor/gradient.hpp) ----
-  // A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
-  // hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
-  // find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
-  // too: the gradient flows on through them.
+  /// A tensor that requires grad is a parameter: its uop becomes a node of its own (UOp::is_param) that
+  /// hash-consing never merges with an equal value, e.g. ones() with the constant 1 of `w * 1.0`. Gradients
+  /// find it by its id, which it keeps through realize() and assign(). Computed tensors can be parameters
+  /// too: the gradient flows on through them.
   Tensor& requires_grad_(bool r = true) TINYGRAD_MEMBER_DEF({
     {
       std::lock_guard lk(grad_mutex());  // backward() on any thread reads requires_grad and param of every registered tensor
@@ -13616,36 +13929,46 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (!r && mine) impl_->uop = u->src[0]->grad_dep || !u->realized ? u->src[0] : detail::buffer_view(u);
     return *this;
   })
+  /// whether gradients are computed for it
   bool requires_grad() const TINYGRAD_MEMBER_DEF({ return impl_->requires_grad; })
+  /// the gradient backward() filled, if any
   std::optional<Tensor> grad() const TINYGRAD_MEMBER_DEF({ return impl_->grad ? std::optional<Tensor>(Tensor(impl_->grad)) : std::nullopt; })
+  /// clear .grad
   void zero_grad() TINYGRAD_MEMBER_DEF({ impl_->grad.reset(); })
-  // fill .grad of every tensor that requires it and this one depends on
+  /// fill .grad of every tensor that requires it and this one depends on
   Tensor& backward(std::optional<Tensor> seed = std::nullopt);
 
   // ---- properties ----
-  // the graph of the value (a jitted call being recorded hears that it reads this tensor)
+  /// the graph of the value (a jitted call being recorded hears that it reads this tensor)
   const UOpRef& uop() const TINYGRAD_MEMBER_DEF({
     if (auto* r = detail::jit_recorder(); r && impl_->born != detail::jit_call_id()) r->read(*this);
     return impl_->uop;
   })
-  // a symbolic dim (tensor/variable.hpp) shows its bound here; sym_shape() names its extent
+  /// a symbolic dim (tensor/variable.hpp) shows its bound here; sym_shape() names its extent
   const Shape& shape() const TINYGRAD_MEMBER_DEF({ return impl_->uop->shape; })
+  /// the shape with symbolic extents (Variables) as UOps
   std::vector<SInt> sym_shape() const TINYGRAD_MEMBER_DEF({
     const UOp& u = *impl_->uop;
     std::vector<SInt> r;
     for (size_t i = 0; i < u.shape.size(); i++) r.push_back(u.dyn.empty() || !u.dyn[i] ? SInt(u.shape[i]) : SInt(u.dyn[i]));
     return r;
   })
+  /// whether any extent is symbolic
   bool is_symbolic() const TINYGRAD_MEMBER_DEF({ return !impl_->uop->dyn.empty(); })
+  /// the extent of dim (negative counts from the end)
   int64_t shape(int64_t dim) const TINYGRAD_MEMBER_DEF({ return shape()[size_t(detail::norm_axis(dim, ndim(), "shape"))]; })
+  /// the element type
   DType dtype() const TINYGRAD_MEMBER_DEF({ return impl_->uop->dtype; })
+  /// the device name (e.g. "CPU", "CUDA:0")
   const std::string& device() const TINYGRAD_MEMBER_DEF({ return impl_->device; })
+  /// the number of dims
   size_t ndim() const TINYGRAD_MEMBER_DEF({ return shape().size(); })
+  /// the number of elements
   int64_t numel() const TINYGRAD_MEMBER_DEF({
     if (is_symbolic()) throw ShapeError("tinygrad::numel: the shape " + sym_str() + " is symbolic (its count varies with the variables)");
     return tinygrad::detail::prod(shape());
   })
-  // the shape for people: (1, 9, pos+1)
+  /// the shape for people: (1, 9, pos+1)
   std::string sym_str() const TINYGRAD_MEMBER_DEF({
     const UOp& u = *impl_->uop;
     std::string r = "(";
@@ -13653,6 +13976,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       r += (i ? ", " : "") + (u.dyn.empty() || !u.dyn[i] ? std::to_string(u.shape[i]) : detail::sym_str(u.dyn[i]));
     return r + (u.shape.size() == 1 ? ",)" : ")");
   })
+  /// whether the value is in a buffer (nothing left to compute)
   bool is_realized() const TINYGRAD_MEMBER_DEF({
     const UOp* u = impl_->uop.get();
     if (on_many()) return detail::multi_done(u);
@@ -13660,20 +13984,21 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   })
 
   // ---- realize and read back ----
+  /// compute the value now (one schedule); returns *this
   Tensor& realize() TINYGRAD_MEMBER_DEF({
     if (!is_realized()) tinygrad::realize({uop()});
     adopt_realized();
     return *this;
   })
-  // realize several tensors in one schedule (an optimizer step: parameters and their state)
+  /// realize several tensors in one schedule (an optimizer step: parameters and their state)
   static void realize_all(std::vector<Tensor> ts) TINYGRAD_MEMBER_DEF({
     std::vector<UOpRef> roots;
     for (auto& t : ts) if (!t.is_realized()) roots.push_back(t.uop());
     if (!roots.empty()) tinygrad::realize(roots);
     for (auto& t : ts) t.adopt_realized();
   })
-  // replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
-  // torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
+  /// replace the value in place, lazily: every handle that shares this tensor sees v. Like an update under
+  /// torch.no_grad(), it records no autograd history (v is detached), and a parameter stays a parameter.
   Tensor& assign(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape() || v.sym_str() != sym_str()) throw ShapeError("tinygrad::assign: shape " + v.sym_str() + " does not match " + sym_str());
     same_device(device(), v.device(), "assign");
@@ -13685,8 +14010,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->uop = impl_->requires_grad ? param_node(u) : u;
     return *this;
   })
-  // rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
-  // cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
+  /// rebind every handle that shares this tensor to v, which may live on another device (tinygrad's replace); v is
+  /// cast to this dtype and detached, and a parameter stays a parameter. A model moves to a device this way.
   Tensor& replace(const Tensor& v) TINYGRAD_MEMBER_DEF({
     if (v.shape() != shape()) throw ShapeError("tinygrad::replace: shape " + to_string(v.shape()) + " does not match " + to_string(shape()));
     UOpRef u = v.cast(dtype()).detach().uop();
@@ -13694,14 +14019,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     impl_->device = v.device();
     return *this;
   })
-  // the device buffer that holds the value (contiguous, numel elements), realizing first
+  /// the device buffer that holds the value (contiguous, numel elements), realizing first
   std::shared_ptr<Buffer> buffer() const TINYGRAD_MEMBER_DEF({
     Tensor t = *this;
     t.realize();  // a realized tensor is a leaf (a BUFFER, or a node with its value in .realized) or a reshape of one
     const UOp* u = t.uop()->op == Ops::RESHAPE && detail::is_leaf(t.uop()->src[0].get()) ? t.uop()->src[0].get() : t.uop().get();
     return u->leaf_buffer();
   })
-  // each device's buffer (one per device of a sharded or copied tensor), realizing first
+  /// each device's buffer (one per device of a sharded or copied tensor), realizing first
   std::vector<std::shared_ptr<Buffer>> buffers() const TINYGRAD_MEMBER_DEF({
     if (!on_many()) return {buffer()};
     Tensor t = *this;
@@ -13710,6 +14035,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 1; i < m->src.size(); i++) r.push_back((detail::is_leaf(m->src[i].get()) ? m->src[i] : m->src[i]->src[0])->leaf_buffer());
     return r;
   })
+  /// the values as a std::vector<T> (realizes; a sync)
   template <class T>
   std::vector<T> to_vector() const {
     std::vector<char> host = host_bytes();
@@ -13721,7 +14047,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < out.size(); i++) out[i] = T(detail::load_as_double(host.data(), dtype(), i));
     return out;
   }
-  // the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
+  /// the value's bytes on the host (numel elements of dtype(), contiguous), realizing first
   std::vector<char> host_bytes() const TINYGRAD_MEMBER_DEF({
     if (on_many()) return to(devices()[0]).host_bytes();  // the parts gathered on one device
     auto buf = buffer();
@@ -13743,6 +14069,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return out;
   })
+  /// the value of a one-element tensor (realizes; a sync)
   template <class T>
   T item() const {
     if (numel() != 1) throw ShapeError("tinygrad::item: needs a tensor with one element, got shape " + to_string(shape()));
@@ -13750,11 +14077,14 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   }
 
   // ---- elementwise ----
+  /// convert to dtype dt
   Tensor cast(DType dt) const TINYGRAD_MEMBER_DEF({ return dt == dtype() ? *this : unary(Ops::CAST, dt); })
+  /// reinterpret the bits as dt (same itemsize)
   Tensor bitcast(DType dt) const TINYGRAD_MEMBER_DEF({
     if (itemsize(dt) != itemsize(dtype())) throw DTypeError("tinygrad::bitcast: " + to_string(dtype()) + " and " + to_string(dt) + " differ in size");
     return unary(Ops::BITCAST, dt);
   })
+  /// torch.where(self, a, b): self is the condition
   Tensor where(const Tensor& a, const Tensor& b) const TINYGRAD_MEMBER_DEF({
     auto [x, y] = broadcast_pair(a, b, "where");
     auto shape = broadcast_shape(broadcast_shape(this->shape(), x.shape(), "where"), y.shape(), "where");
@@ -13763,11 +14093,15 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     x = x.expand_to(shape, d); y = y.expand_to(shape, d);
     return Tensor(detail::alu(Ops::WHERE, {c.uop(), x.uop(), y.uop()}), same_device(device(), x.device(), "where"));
   })
+  /// where with a scalar a
   Tensor where(double a, const Tensor& b) const TINYGRAD_MEMBER_DEF({ return where(b.like(a, true), b); })
+  /// where with a scalar b
   Tensor where(const Tensor& a, double b) const TINYGRAD_MEMBER_DEF({ return where(a, a.like(b, true)); })
+  /// where with scalars a and b
   Tensor where(double a, double b) const TINYGRAD_MEMBER_DEF({
     return where(full({}, a, std::nullopt, device()), full({}, b, std::nullopt, device()));
   })
+  /// x >> bits, arithmetic for signed ints
   Tensor shr(int64_t bits) const TINYGRAD_MEMBER_DEF({ return Tensor(detail::alu(Ops::SHR, {uop(), like(double(bits)).uop()}), device()); })
 
   // ---- operators (C++ scalars are weak: they take the tensor's dtype) ----
@@ -13795,6 +14129,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // ---- math (elementwise.hpp), reductions, scans, sort and losses (reduce.hpp), creation and random (creation.hpp) ----
 
   // ---- movement (copy-free views) ----
+  /// torch.reshape: a view of new_shape (one extent may be -1, inferred)
   Tensor reshape(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     int64_t infer = -1, known = 1, numel = detail::prod(shape());  // NOTE: a symbolic tensor's at its bounds (mov checks its dims)
     bool zero = false, big = false;  // NOTE: the product of the nonzero dims must fit int64, as in valid_shape
@@ -13819,8 +14154,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (new_shape == shape()) return *this;
     return mov(Ops::RESHAPE, new_shape);
   })
+  /// reshape({2, -1}): one -1 is inferred
   Tensor reshape(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
-  // a reshape that names symbolic dims: each of the tensor's symbolic dims, as a whole (its extent, in order)
+  /// a reshape that names symbolic dims: each of the tensor's symbolic dims, as a whole (its extent, in order)
   Tensor reshape(const std::vector<SInt>& s) const TINYGRAD_MEMBER_DEF({
     Shape b;
     bool sym = false;
@@ -13833,21 +14169,24 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
         throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
     return r;
   })
-  // torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
+  /// torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
   template <class... D>
     requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
   Tensor reshape(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
-  // torch's view(), a reshape: there is no stride to refuse (a lazy view of any tensor is free), so a shape torch's view
-  // rejects as not viable for the strides (x.T().view(-1)) works here as reshape does
+  /// torch's view(), a reshape: there is no stride to refuse (a lazy view of any tensor is free), so a shape torch's view
+  /// rejects as not viable for the strides (x.T().view(-1)) works here as reshape does
   Tensor view(Shape s) const TINYGRAD_MEMBER_DEF({ return reshape(std::move(s)); })
+  /// alias of reshape
   Tensor view(std::initializer_list<SInt> s) const TINYGRAD_MEMBER_DEF({ return reshape(std::vector<SInt>(s)); })
+  /// view(2, -1), variadic as torch
   template <class... D>
     requires(sizeof...(D) > 0 && (std::is_convertible_v<D, SInt> && ...))
   Tensor view(D... dims) const { return reshape(std::vector<SInt>{SInt(dims)...}); }
-  // x.permute(1, 0)
+  /// x.permute(1, 0)
   template <std::integral... D>
     requires(sizeof...(D) > 0)
   Tensor permute(D... order) const { return permute(std::vector<int64_t>{int64_t(order)...}); }
+  /// torch.permute
   Tensor permute(std::vector<int64_t> order) const TINYGRAD_MEMBER_DEF({
     if (order.size() != ndim()) throw ShapeError("tinygrad::permute: order " + to_string(order) + " does not match shape " + to_string(shape()));
     std::vector<bool> seen(ndim());
@@ -13860,13 +14199,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i < order.size(); i++) ident &= order[i] == int64_t(i);
     return ident ? *this : mov(Ops::PERMUTE, order);
   })
+  /// swap dims a and b
   Tensor transpose(int64_t a = 1, int64_t b = 0) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> order(ndim());
     std::iota(order.begin(), order.end(), 0);
     std::swap(order[size_t(detail::norm_axis(a, ndim(), "transpose"))], order[size_t(detail::norm_axis(b, ndim(), "transpose"))]);
     return permute(order);
   })
+  /// the last two dims swapped (transpose(-2, -1))
   Tensor T() const TINYGRAD_MEMBER_DEF({ return transpose(-2, -1); })
+  /// broadcast to new_shape
   Tensor expand(Shape new_shape) const TINYGRAD_MEMBER_DEF({
     if (new_shape.size() < ndim()) throw ShapeError("tinygrad::expand: cannot expand " + to_string(shape()) + " to " + to_string(new_shape));
     Tensor x = reshape_left(new_shape.size());
@@ -13878,8 +14220,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     detail::checked_prod(new_shape, "expand");
     return new_shape == x.shape() ? x : x.mov(Ops::EXPAND, new_shape);
   })
+  /// expand to o's shape
   Tensor expand_as(const Tensor& o) const TINYGRAD_MEMBER_DEF({ return expand(o.shape()); })
-  // pad(...) with modes: tensor/movement.hpp
+  /// pad(...) with modes: tensor/movement.hpp
   Tensor shrink(std::vector<std::pair<int64_t, int64_t>> s) const TINYGRAD_MEMBER_DEF({
     if (s.size() != ndim()) throw ShapeError("tinygrad::shrink: " + std::to_string(s.size()) + " ranges for shape " + to_string(shape()));
     std::vector<int64_t> arg;
@@ -13893,9 +14236,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return ident ? *this : mov(Ops::SHRINK, arg);
   })
-  // a shrink by sizes that may be symbolic: cache.shrink({{0, pos + 1}, {0, 64}}) (a symbolic dim of the tensor is kept
-  // whole: {0, its extent})
+  /// a shrink by sizes that may be symbolic: cache.shrink({{0, pos + 1}, {0, 64}}) (a symbolic dim of the tensor is kept
+  /// whole: {0, its extent})
   Tensor shrink(std::initializer_list<std::pair<SInt, SInt>> s) const TINYGRAD_MEMBER_DEF({ return shrink(std::vector<std::pair<SInt, SInt>>(s)); })
+  /// slice each dim to [begin, end)
   Tensor shrink(const std::vector<std::pair<SInt, SInt>>& s) const TINYGRAD_MEMBER_DEF({
     bool sym = is_symbolic();
     for (auto& [b, e] : s) sym |= !b.is_int() || !e.is_int();
@@ -13925,13 +14269,16 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     src.insert(src.end(), ext.begin(), ext.end());
     return Tensor(make_uop(Ops::SHRINK, dtype(), std::move(src), std::vector<int64_t>{}), device());
   })
+  /// reverse the given axes
   Tensor flip(std::vector<int64_t> axes) const TINYGRAD_MEMBER_DEF({
     std::vector<int64_t> arg(ndim(), 0);
     for (auto a : axes) arg[size_t(detail::norm_axis(a, ndim(), "flip"))] ^= 1;
     if (std::all_of(arg.begin(), arg.end(), [](auto x) { return x == 0; })) return *this;
     return mov(Ops::FLIP, arg);
   })
+  /// reverse one axis
   Tensor flip(int64_t axis) const TINYGRAD_MEMBER_DEF({ return flip(std::vector<int64_t>{axis}); })
+  /// merge dims start..end into one
   Tensor flatten(int64_t start = 0, int64_t end = -1) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0) return reshape({1});
     int s = detail::norm_axis(start, ndim(), "flatten"), e = detail::norm_axis(end, ndim(), "flatten");
@@ -13942,28 +14289,32 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     ns.insert(ns.end(), shape().begin() + e + 1, shape().end());
     return reshape(ns);
   })
+  /// insert a dim of size 1 at dim
   Tensor unsqueeze(int64_t dim) const TINYGRAD_MEMBER_DEF({
     int d = detail::norm_axis(dim < 0 ? dim + int64_t(ndim()) + 1 : dim, ndim() + 1, "unsqueeze");
     Shape s = shape();
     s.insert(s.begin() + d, 1);
     return reshape(s);
   })
+  /// drop size-1 dims (or only dim)
   Tensor squeeze(std::optional<int64_t> dim = std::nullopt) const TINYGRAD_MEMBER_DEF({
     Shape s;
     int d = dim ? detail::norm_axis(*dim, ndim(), "squeeze") : -1;
     for (size_t i = 0; i < ndim(); i++) if (!(shape()[i] == 1 && (d < 0 || int(i) == d))) s.push_back(shape()[i]);
     return reshape(s);
   })
+  /// a tensor in its own contiguous buffer
   Tensor contiguous() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}), device()); })
+  /// the same value without a gradient
   Tensor detach() const TINYGRAD_MEMBER_DEF({ return Tensor(make_uop(Ops::DETACH, dtype(), {uop()}), device()); })
-  // torch's clone(): a copy of the value in a buffer of its own (computed lazily, differentiable). Copies of a Tensor
-  // alias; a clone does not: assign() into it, or into a slice of it, leaves this tensor (and every other clone) as is.
-  // NOTE: a CONTIGUOUS of its own (its arg a fresh id, so hash-consing never merges two clones into one buffer)
+  /// torch's clone(): a copy of the value in a buffer of its own (computed lazily, differentiable). Copies of a Tensor
+  /// alias; a clone does not: assign() into it, or into a slice of it, leaves this tensor (and every other clone) as is.
+  /// NOTE: a CONTIGUOUS of its own (its arg a fresh id, so hash-consing never merges two clones into one buffer)
   Tensor clone() const TINYGRAD_MEMBER_DEF({
     static std::atomic<int64_t> ids = 0;
     return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {uop()}, std::vector<int64_t>{++ids}), device());
   })
-  // the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
+  /// the same values on another device ("CPU", "CUDA", "CL", "CUDA:1"): a COPY node, run at realize
   Tensor to(const std::string& dev) const TINYGRAD_MEMBER_DEF({
     if (dev == device()) return *this;
     if (dev.find(',') != std::string::npos && !on_many()) {  // each device a copy
@@ -13974,10 +14325,11 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return Tensor(make_uop(Ops::COPY, dtype(), {uop(), make_uop(Ops::DEVICE, DType::Bool, {}, dev)}), dev);
   })
 
-  // several devices: "CPU:0,CPU:1" (engine/multi.hpp). to(devices) puts a copy on each; shard(devices, axis) splits
-  // the tensor along axis, a part a device (the first size % n parts one longer: 10 over 4 is 3, 3, 2, 2). Every op
-  // works on the result as on one tensor; a reduce over the split axis combines the parts (an all-reduce)
+  /// several devices: "CPU:0,CPU:1" (engine/multi.hpp). to(devices) puts a copy on each; shard(devices, axis) splits
+  /// the tensor along axis, a part a device (the first size % n parts one longer: 10 over 4 is 3, 3, 2, 2). Every op
+  /// works on the result as on one tensor; a reduce over the split axis combines the parts (an all-reduce)
   Tensor to(const std::vector<std::string>& devices) const TINYGRAD_MEMBER_DEF({ return to(join_devices(devices, "to")); })
+  /// split across devices along axis (one part each)
   Tensor shard(const std::vector<std::string>& devices, int64_t axis) const TINYGRAD_MEMBER_DEF({
     std::string g = join_devices(devices, "shard");
     if (devices.size() == 1) return to(devices[0]);
@@ -13995,10 +14347,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     }
     return Tensor(make_uop(Ops::MULTI, dtype(), std::move(src), a), g);
   })
-  // the devices the value lives on: one, or each of a sharded or copied tensor's
+  /// the devices the value lives on: one, or each of a sharded or copied tensor's
   std::vector<std::string> devices() const TINYGRAD_MEMBER_DEF({ return detail::split_devices(device()); })
 
-  // basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
+  /// basic slicing: ints, Slice{start, stop, step} (negative steps flip), NewAxis, Ellipsis; copy-free
   Tensor slice(const std::vector<Index>& idx) const TINYGRAD_MEMBER_DEF({
     size_t n_real = 0, n_ell = 0;
     for (auto& i : idx) {
@@ -14070,6 +14422,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // operator[] (with tensor indices too): tensor/movement.hpp
 
   // ---- processing ----
+  /// torch.matmul (batched, broadcast)
   Tensor matmul(const Tensor& w) const TINYGRAD_MEMBER_DEF({
     if (ndim() == 0 || w.ndim() == 0)
       throw ShapeError("tinygrad::matmul: both operands need at least 1 dimension, got " + to_string(shape()) + " and " + to_string(w.shape()));
@@ -14088,20 +14441,24 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor x = reshape(xs), ww = w.reshape(ws).transpose(-1, axis_w);
     return (x * ww).sum(-1).cast(least_upper_dtype(dtype(), w.dtype()));
   })
+  /// alias of matmul
   Tensor dot(const Tensor& w) const TINYGRAD_MEMBER_DEF({ return matmul(w); })
+  /// x W^T + b (torch.nn.functional.linear)
   Tensor linear(const Tensor& w, const std::optional<Tensor>& b = std::nullopt) const TINYGRAD_MEMBER_DEF({
     auto x = matmul(w);
     return b ? x + *b : x;
   })
 
-  // x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel.
-  // torch's positional order; x.conv2d(w, {.stride = 2, .padding = 1}) for its keywords (a template: see ProcessingOps::conv1d)
+  /// x (N, Cin, H, W) * w (Cout, Cin/groups, KH, KW) -> (N, Cout, OH, OW): two views + MUL + SUM, one kernel.
+  /// torch's positional order; x.conv2d(w, {.stride = 2, .padding = 1}) for its keywords (a template: see ProcessingOps::conv1d)
   template <class = void>
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias = std::nullopt, Ints stride = 1, Ints padding = 0, Ints dilation = 1,
                 int64_t groups = 1) const {
     return conv2d(w, bias, {.stride = std::move(stride), .padding = std::move(padding), .dilation = std::move(dilation), .groups = groups});
   }
+  /// conv2d with options: x.conv2d(w, {.stride = 2, .padding = 1})
   Tensor conv2d(const Tensor& w, const ConvOptions& o) const { return conv2d(w, std::nullopt, o); }
+  /// conv2d with a bias and options
   Tensor conv2d(const Tensor& w, const std::optional<Tensor>& bias, const ConvOptions& o) const TINYGRAD_MEMBER_DEF({
     auto shapes = [&] { return "x " + to_string(shape()) + ", w " + to_string(w.shape()); };
     if (ndim() < 3 || w.ndim() != ndim()) throw ShapeError("tinygrad::conv2d: input and weight ranks do not fit: " + shapes());
@@ -14146,18 +14503,18 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     for (size_t i = 0; i <= nsp; i++) red.push_back(-1 - int64_t(i));
     Shape out{bs, cout}; out.insert(out.end(), oyx.begin(), oyx.end());
     Tensor r = (x * w.reshape(ws)).sum(red, true).reshape(out);
-    // NOTE: autograd differentiates the CONV marker with conv formulas, not through the window view (its index math is far slower)
-    std::vector<int64_t> arg{groups};
+    // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
+    std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};
     arg.insert(arg.end(), stride.begin(), stride.end());
     arg.insert(arg.end(), dilation.begin(), dilation.end());
     for (size_t i = 0; i < nsp; i++) arg.insert(arg.end(), {pads[2 + i].first, pads[2 + i].second});
-    r = Tensor(make_uop(Ops::CONV, r.dtype(), {r.uop(), uop(), w.uop()}, arg), device());
+    r = Tensor(make_uop(Ops::GRAD_RULE, r.dtype(), {r.uop(), uop(), w.uop()}, arg), device());
     if (!bias) return r;
     Shape bsh{1, cout}; bsh.insert(bsh.end(), nsp, 1);
     return r + bias->reshape(bsh);
   })
 
-  // sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
+  /// sliding windows over the last ks.size() dims: (..., *in) -> (..., *out, *ks)
   Tensor pool(const Shape& ks, std::vector<int64_t> stride, std::vector<int64_t> dilation, const char* op = "pool") const TINYGRAD_MEMBER_DEF({
     size_t nk = ks.size(), nb = ndim() - nk;
     if (ndim() < nk)
@@ -14220,11 +14577,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     return x.permute(perm);
   })
 
-  // a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
+  /// a constant of this tensor's dtype and device (weak: a float literal makes an int tensor's result float)
   Tensor like(double v, bool weak = false) const TINYGRAD_MEMBER_DEF({
     DType dt = weak ? detail::weak_result(dtype(), v != std::trunc(v) || std::isinf(v) || std::isnan(v), false) : dtype();
     return full({}, v, dt, device());
   })
+  /// a 0-d tensor of value v
   static Tensor scalar(double v, DType dt, const std::string& dev = "") TINYGRAD_MEMBER_DEF({ return full({}, v, dt, dev); })
 
  private:
@@ -14737,7 +15095,7 @@ TINYGRAD_API std::vector<Tensor> gradient(const Tensor& loss, const std::vector<
 #if TINYGRAD_WITH_INTERNALS
 
 namespace detail {
-// the gradients of a convolution of x with w (Tensor::conv2d's CONV marker), given the output's gradient g;
+// the gradients of a convolution of x with w (Tensor::conv2d's GRAD_RULE marker), given the output's gradient g;
 // arg: groups, stride[n], dilation[n], (pad before, after)[n]
 TINYGRAD_API std::pair<Tensor, Tensor> conv_grads(const Tensor& x, const Tensor& w, const Tensor& g, const std::vector<int64_t>& a) TINYGRAD_DEF({
   size_t n = x.ndim() - 2;
@@ -14848,7 +15206,14 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
       Tensor count = mask.sum(u->reduce_axes(), true);
       return {(g / count).expand(x.shape()) * mask};
     }
-    case Ops::CONV: { auto [dx, dw] = conv_grads(S(1), S(2), g, u->varg()); return {std::nullopt, dx, dw}; }
+    case Ops::GRAD_RULE: {
+      const auto& a = u->varg();
+      if (GradRule(a[0]) == GradRule::Conv) {
+        auto [dx, dw] = conv_grads(S(1), S(2), g, std::vector<int64_t>(a.begin() + 1, a.end()));
+        return {std::nullopt, dx, dw};
+      }
+      return {std::nullopt, g * S(2), std::nullopt};  // Elementwise
+    }
     default: return {};  // none: not float valued (comparisons, bit ops, int division), or no gradient (detach, ...)
   }
 })
@@ -15784,13 +16149,14 @@ TINYGRAD_API std::pair<Tensor, DType> stat_input(const Tensor& x) TINYGRAD_DEF({
 })
 }  // namespace detail
 
-// y = x @ weight.T + bias; weight (out, in)
+/// y = x @ weight.T + bias; weight (out, in)
 struct Linear {
   Tensor weight;
   std::optional<Tensor> bias;
   Linear(int64_t in, int64_t out, bool has_bias = true) : weight(detail::uniform_param({out, in}, 1.0 / std::sqrt(double(in)))) {
     if (has_bias) bias = detail::uniform_param({out}, 1.0 / std::sqrt(double(in)));
   }
+  /// y = x W^T + b over the last dim
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.shape(1))
       throw ShapeError("tinygrad::nn::Linear: expects " + std::to_string(weight.shape(1)) +
@@ -15799,7 +16165,7 @@ struct Linear {
   })
 };
 
-// n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
+/// n-d convolution over (N, C, *spatial); weight (out, in / groups, *kernel)
 struct ConvNd {
   Tensor weight;
   std::optional<Tensor> bias;
@@ -15817,6 +16183,7 @@ struct ConvNd {
     weight = detail::uniform_param(ws, bound);
     if (has_bias) bias = detail::uniform_param({out}, bound);
   }
+  /// the convolution of x (N, C_in, ...), torch's padding / stride / dilation / groups
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != weight.ndim())
       throw ShapeError("tinygrad::nn::Conv" + std::to_string(weight.ndim() - 2) + "d: expects a " + std::to_string(weight.ndim()) +
@@ -15825,11 +16192,13 @@ struct ConvNd {
     return x.conv2d(weight, bias, {.stride = stride, .padding = padding, .dilation = dilation, .groups = groups});
   })
 };
+/// torch.nn.Conv1d (its positional order)
 struct Conv1d : ConvNd {
   Conv1d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
          int64_t groups_ = 1, bool bias_ = true)
       : ConvNd(in, out, {kernel}, {stride_}, {padding_}, {dilation_}, groups_, bias_) {}
 };
+/// torch.nn.Conv2d (its positional order)
 struct Conv2d : ConvNd {
   Conv2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0, int64_t dilation_ = 1,
          int64_t groups_ = 1, bool bias_ = true)
@@ -15839,9 +16208,9 @@ struct Conv2d : ConvNd {
       : ConvNd(in, out, {kernel.first, kernel.second}, std::move(stride_), std::move(padding_), std::move(dilation_), groups_, bias_) {}
 };
 
-// transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
-// out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1. PyTorch's init: fan_in is
-// weight.shape(1) * kh * kw, bound 1/sqrt(fan_in) for weight and bias.
+/// transposed 2-d convolution (the gradient of Conv2d w.r.t. its input); weight (in, out / groups, kh, kw).
+/// out = (in - 1) * stride - 2 * padding + dilation * (k - 1) + output_padding + 1. PyTorch's init: fan_in is
+/// weight.shape(1) * kh * kw, bound 1/sqrt(fan_in) for weight and bias.
 struct ConvTranspose2d {
   Tensor weight;
   std::optional<Tensor> bias;
@@ -15862,6 +16231,7 @@ struct ConvTranspose2d {
   ConvTranspose2d(int64_t in, int64_t out, int64_t kernel, int64_t stride_ = 1, int64_t padding_ = 0,
                   int64_t output_padding_ = 0, int64_t dilation_ = 1, int64_t groups_ = 1, bool bias_ = true)
       : ConvTranspose2d(in, out, {kernel, kernel}, {stride_}, {padding_}, {output_padding_}, {dilation_}, groups_, bias_) {}
+  /// the transposed convolution of x (N, C_in, H, W)
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() != 4) throw ShapeError("tinygrad::nn::ConvTranspose2d: expects a 4-d input, got " + to_string(x.shape()));
     detail::check_channels(x, weight.shape(0), "ConvTranspose2d");
@@ -15870,19 +16240,21 @@ struct ConvTranspose2d {
   })
 };
 
-// batch normalisation over dim 1; in training uses batch statistics and updates the running ones
+/// batch normalisation over dim 1; in training uses batch statistics and updates the running ones
 struct BatchNorm {
   std::optional<Tensor> weight, bias;
   Tensor running_mean, running_var, num_batches_tracked;
   double eps, momentum;
   bool track_running_stats;
   std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
+  /// this layer's mode if set (train / eval), else the TrainingScope's
   bool is_training() const TINYGRAD_MEMBER_DEF({ return training.value_or(tinygrad::training()); })
   BatchNorm(int64_t size, double eps_ = 1e-5, bool affine = true, bool track_running_stats_ = true, double momentum_ = 0.1)
       : running_mean(detail::buffer({size}, 0)), running_var(detail::buffer({size}, 1)), num_batches_tracked(detail::buffer({}, 0)),
         eps(eps_), momentum(momentum_), track_running_stats(track_running_stats_) {
     if (affine) { weight = detail::param({size}, 1); bias = detail::param({size}, 0); }
   }
+  /// normalize x (N, C, ...) over all dims but 1
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, running_mean.numel(), "BatchNorm");
     std::vector<int64_t> axes{0};
@@ -15912,7 +16284,7 @@ struct BatchNorm {
 using BatchNorm1d = BatchNorm;
 using BatchNorm2d = BatchNorm;
 
-// normalise over the last normalized_shape.size() dims
+/// normalise over the last normalized_shape.size() dims
 struct LayerNorm {
   Shape normalized_shape;
   std::optional<Tensor> weight, bias;
@@ -15921,6 +16293,7 @@ struct LayerNorm {
     if (elementwise_affine) { weight = detail::param(normalized_shape, 1); bias = detail::param(normalized_shape, 0); }
   }
   LayerNorm(int64_t n, double eps_ = 1e-5, bool elementwise_affine = true) : LayerNorm(Shape{n}, eps_, elementwise_affine) {}
+  /// normalize x over its trailing normalized_shape dims, then scale and shift
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     size_t k = normalized_shape.size();
     if (x.ndim() < k || Shape(x.shape().end() - int64_t(k), x.shape().end()) != normalized_shape)
@@ -15929,11 +16302,12 @@ struct LayerNorm {
   })
 };
 
-// x / rms(x) * weight over the last dim
+/// x / rms(x) * weight over the last dim
 struct RMSNorm {
   Tensor weight;
   double eps;
   RMSNorm(int64_t dim, double eps_ = 1e-6) : weight(detail::param({dim}, 1)), eps(eps_) {}
+  /// x / sqrt(mean(x^2) + eps) * weight
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     if (x.ndim() == 0 || x.shape(-1) != weight.numel())
       throw ShapeError("tinygrad::nn::RMSNorm: expects " + std::to_string(weight.numel()) +
@@ -15944,7 +16318,7 @@ struct RMSNorm {
   })
 };
 
-// normalise each group of channels of each sample
+/// normalise each group of channels of each sample
 struct GroupNorm {
   int64_t num_groups, num_channels;
   std::optional<Tensor> weight, bias;
@@ -15956,6 +16330,7 @@ struct GroupNorm {
                        std::to_string(num_groups) + " groups");
     if (affine) { weight = detail::param({num_channels}, 1); bias = detail::param({num_channels}, 0); }
   }
+  /// normalize x (N, C, ...) per group of channels, then scale and shift
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     detail::check_channels(x, num_channels, "GroupNorm");
     Tensor r = x.reshape({x.shape(0), num_groups, -1}).layernorm({-1}, eps).reshape(x.shape());
@@ -15963,7 +16338,7 @@ struct GroupNorm {
   })
 };
 
-// GroupNorm with one group per channel
+/// GroupNorm with one group per channel
 struct InstanceNorm : GroupNorm {
   InstanceNorm(int64_t num_features, double eps_ = 1e-5, bool affine = true) : GroupNorm(num_features, num_features, eps_, affine) {}
 };
@@ -15979,9 +16354,11 @@ TINYGRAD_API Tensor embedding(const Tensor& idx, const Tensor& weight) TINYGRAD_
   Tensor onehot = idx.unsqueeze(-1) == Tensor::arange(double(weight.shape(0)), std::nullopt, 1, DType::Int32, idx.device());
   return onehot.unsqueeze(-1).where(weight, 0.0).sum(-2);
 })
+/// torch.nn.Embedding: a (vocab, dim) table looked up by index
 struct Embedding {
   Tensor weight;
   Embedding(int64_t vocab, int64_t dim) : weight(detail::uniform_param({vocab, dim}, std::sqrt(6.0 / double(vocab + dim)))) {}
+  /// the rows of weight at idx (any shape of integers)
   Tensor operator()(const Tensor& idx) const TINYGRAD_MEMBER_DEF({ return embedding(idx, weight); })
 };
 
@@ -16003,20 +16380,21 @@ TINYGRAD_API void clip_grad_value_(const std::vector<Tensor>& params, double cli
   for (auto& p : params) if (auto g = p.grad()) g->assign(g->clip(-clip, clip));
 })
 
-// zeroes elements with probability p in training, scaling the rest by 1/(1-p)
+/// zeroes elements with probability p in training, scaling the rest by 1/(1-p)
 struct Dropout {
   double p;
   std::optional<bool> training;  // train/eval mode of this layer (nn::train, nn::eval); unset: TrainingScope decides
   explicit Dropout(double p_ = 0.5) : p(p_) {
     if (!(p >= 0 && p <= 1)) throw Error("tinygrad::nn::Dropout: p must be in [0, 1], got " + std::to_string(p));
   }
+  /// x with elements zeroed with probability p and the rest scaled by 1 / (1 - p) in training; x itself in eval
   Tensor operator()(const Tensor& x) const TINYGRAD_MEMBER_DEF({
     TrainingScope mode(training.value_or(tinygrad::training()));
     return x.dropout(p);
   })
 };
 
-// one step of an LSTM: (x, (h, c)) -> (h', c')
+/// one step of an LSTM: (x, (h, c)) -> (h', c')
 struct LSTMCell {
   Tensor weight_ih, weight_hh;
   std::optional<Tensor> bias_ih, bias_hh;
@@ -16028,6 +16406,7 @@ struct LSTMCell {
       bias_hh = detail::uniform_param({4 * hidden_size}, 1.0 / std::sqrt(double(hidden_size)));
     }
   }
+  /// (h', c') from x (N, input_size) and (h, c) (zeros when not given)
   std::pair<Tensor, Tensor> operator()(const Tensor& x, std::optional<std::pair<Tensor, Tensor>> hc = std::nullopt) const TINYGRAD_MEMBER_DEF({
     int64_t hs = weight_hh.shape(1);
     if (x.ndim() != 2 || x.shape(1) != weight_ih.shape(1))
@@ -16063,24 +16442,26 @@ TINYGRAD_STATE(tinygrad::nn::LSTMCell, weight_ih, weight_hh, bias_ih, bias_hh);
 
 namespace tinygrad::nn::optim {
 
+/// the base of the optimizers: params (trained) and buffers (realized with each step), a learning rate on the device
 class Optimizer {
  public:
-  // tensors that require grad are trained; the others (running statistics) are realized with each step
+  /// tensors that require grad are trained; the others (running statistics) are realized with each step
   Optimizer(const std::vector<Tensor>& tensors, double lr) : lr_(scalar_on(tensors, lr)) {
     for (auto& t : tensors) (t.requires_grad() ? params : buffers).push_back(t);
     if (params.empty()) throw Error("tinygrad::optim: none of the " + std::to_string(tensors.size()) + " tensors requires grad");
   }
   virtual ~Optimizer() = default;
 
+  /// clear every parameter's .grad
   void zero_grad() TINYGRAD_MEMBER_DEF({ for (auto& p : params) p.zero_grad(); })
-  // update every parameter from its .grad (fill it with backward() first), realizing `also` (e.g. the loss)
-  // in the same schedule
+  /// update every parameter from its .grad (fill it with backward() first), realizing `also` (e.g. the loss)
+  /// in the same schedule
   void step(std::vector<Tensor> also = {}) TINYGRAD_MEMBER_DEF({
     auto todo = schedule_step();
     todo.insert(todo.end(), also.begin(), also.end());
     Tensor::realize_all(todo);
   })
-  // the lazy updated tensors, for realizing together with something else (e.g. the loss)
+  /// the lazy updated tensors, for realizing together with something else (e.g. the loss)
   std::vector<Tensor> schedule_step() TINYGRAD_MEMBER_DEF({
     std::vector<Tensor> grads;
     for (auto& p : params) {
@@ -16094,12 +16475,14 @@ class Optimizer {
     out.insert(out.end(), buffers.begin(), buffers.end());
     return out;
   })
+  /// the current learning rate (read back from the device)
   double lr() const TINYGRAD_MEMBER_DEF({ return lr_.item<float>(); })
-  // writes the device buffer in place: the next step reads it, nothing recompiles
-  void set_lr(double v) TINYGRAD_MEMBER_DEF({
-    float f = float(v);
-    for (auto& b : lr_.buffers()) b->copyin(&f);
-  })
+  /// writes the device buffer in place: the next step reads it, nothing recompiles
+  void set_lr(double v) TINYGRAD_MEMBER_DEF({ write_scalar(lr_, v); })
+  /// SGD's momentum, Adam's beta1 (what torch's OneCycleLR cycles); an Error for an optimizer without one
+  virtual double momentum() const { throw Error("tinygrad::optim: this optimizer has no momentum or beta1"); }
+  /// like set_lr, a device buffer: a TinyJit'd step sees the new value
+  virtual void set_momentum(double) { throw Error("tinygrad::optim: this optimizer has no momentum or beta1 to set"); }
 
   std::vector<Tensor> params, buffers;
 
@@ -16112,28 +16495,38 @@ class Optimizer {
     return Tensor::full({}, v, DType::Float32, ts.empty() ? "" : ts[0].device()).contiguous().realize();
   })
   static Tensor state_like(const Tensor& p) TINYGRAD_MEMBER_DEF({ return Tensor::zeros(p.shape(), p.dtype(), p.device()).contiguous().realize(); })
+  static void write_scalar(const Tensor& t, double v) TINYGRAD_MEMBER_DEF({
+    float f = float(v);
+    for (auto& b : t.buffers()) b->copyin(&f);
+  })
 };
 
-// torch.optim.SGD (its positional order): L2 weight decay (g += wd * p), momentum b = momentum * b + (1 - dampening) * g
-// (the first step b = g), nesterov g += momentum * b
+/// torch.optim.SGD (its positional order): L2 weight decay (g += wd * p), momentum b = momentum * b + (1 - dampening) * g
+/// (the first step b = g), nesterov g += momentum * b; maximize ascends (g = -grad), as torch's keyword
 class SGD : public Optimizer {
  public:
   SGD(const std::vector<Tensor>& tensors, double lr = 0.001, double momentum = 0, double dampening = 0, double weight_decay = 0,
-      bool nesterov = false)
-      : Optimizer(tensors, lr), momentum_(momentum), dampening_(dampening), wd_(weight_decay), nesterov_(nesterov) {
-    if (nesterov_ && (momentum_ <= 0 || dampening_ != 0))
-      throw Error("tinygrad::optim::SGD: nesterov needs momentum > 0 and dampening 0, got momentum " + std::to_string(momentum_) +
+      bool nesterov = false, bool maximize = false)
+      : Optimizer(tensors, lr), momentum_(scalar_on(tensors, momentum)), dampening_(dampening), wd_(weight_decay), nesterov_(nesterov),
+        maximize_(maximize) {
+    if (nesterov_ && (momentum <= 0 || dampening_ != 0))
+      throw Error("tinygrad::optim::SGD: nesterov needs momentum > 0 and dampening 0, got momentum " + std::to_string(momentum) +
                   ", dampening " + std::to_string(dampening_));
-    if (momentum_ != 0) for (auto& p : this->params) b_.push_back(state_like(p));
-    // NOTE: torch's first step takes b = g undamped: the factor on g lives in a buffer, 1 until the first step
-    if (momentum_ != 0 && dampening_ != 0) damp_ = scalar_on(this->params, 1);
+    if (momentum != 0) init_momentum();
+  }
+  double momentum() const override { return momentum_.item<float>(); }
+  // NOTE: as torch's, a nonzero momentum on an SGD built without one turns momentum on (adding its buffers: do it before a
+  // TinyJit captures the step)
+  void set_momentum(double v) override {
+    write_scalar(momentum_, v);
+    if (v != 0 && b_.empty()) init_momentum();
   }
 
  protected:
   std::vector<Tensor> update(const std::vector<Tensor>& grads) override {
     for (size_t i = 0; i < params.size(); i++) {
-      Tensor g = grads[i] + wd_ * params[i].detach();
-      if (momentum_ != 0) {
+      Tensor g = (maximize_ ? -grads[i] : grads[i]) + wd_ * params[i].detach();
+      if (!b_.empty()) {
         b_[i].assign(momentum_ * b_[i] + (damp_ ? *damp_ * g : g));
         g = nesterov_ ? g + momentum_ * b_[i] : b_[i];
       }
@@ -16147,32 +16540,43 @@ class SGD : public Optimizer {
   }
 
  private:
-  double momentum_, dampening_, wd_;
-  bool nesterov_;
+  Tensor momentum_;
+  double dampening_, wd_;
+  bool nesterov_, maximize_;
   std::vector<Tensor> b_;
   std::optional<Tensor> damp_;
+  void init_momentum() {
+    for (auto& p : this->params) b_.push_back(state_like(p));
+    // NOTE: torch's first step takes b = g undamped: the factor on g lives in a buffer, 1 until the first step
+    if (dampening_ != 0) damp_ = scalar_on(this->params, 1);
+  }
 };
 
-// LAMB (layer-wise trust ratio); with adam = true it is AdamW (decoupled weight decay: p -= lr * wd * p, as
-// torch.optim.AdamW); Adam sets l2_ (weight decay added to the gradient, as torch.optim.Adam)
+/// LAMB (layer-wise trust ratio); with adam = true it is AdamW (decoupled weight decay: p -= lr * wd * p, as
+/// torch.optim.AdamW); Adam sets l2_ (weight decay added to the gradient, as torch.optim.Adam)
 class LAMB : public Optimizer {
  public:
   LAMB(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-6,
        double weight_decay = 0, bool adam = false)
-      : Optimizer(tensors, lr), b1_(b1), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
-        b1_t_(scalar_on(tensors, 1)), b2_t_(scalar_on(tensors, 1)) {
+      : Optimizer(tensors, lr), b1_(scalar_on(tensors, b1)), b2_(b2), eps_(eps), wd_(weight_decay), adam_(adam),
+        t_(scalar_on(tensors, 0)), b2_t_(scalar_on(tensors, 1)) {
     for (auto& p : this->params) { m_.push_back(state_like(p)); v_.push_back(state_like(p)); }
   }
+  double momentum() const override { return b1_.item<float>(); }
+  void set_momentum(double v) override { write_scalar(b1_, v); }
 
  protected:
   std::vector<Tensor> update(const std::vector<Tensor>& grads) override {
-    b1_t_.assign(b1_t_ * b1_);
+    // NOTE: torch's bias correction is 1 - beta1^step with the current beta1 (which OneCycleLR changes), not a running product
+    t_.assign(t_ + 1);
     b2_t_.assign(b2_t_ * b2_);
     for (size_t i = 0; i < params.size(); i++) {
-      Tensor g = l2_ && wd_ != 0 ? grads[i] + wd_ * params[i].detach() : grads[i];
+      Tensor g = maximize_ ? -grads[i] : grads[i];
+      if (l2_ && wd_ != 0) g = g + wd_ * params[i].detach();
       m_[i].assign(b1_ * m_[i] + (1.0 - b1_) * g);
       v_[i].assign(b2_ * v_[i] + (1.0 - b2_) * (g * g));
-      Tensor m_hat = m_[i] / (1.0 - b1_t_), v_hat = v_[i] / (1.0 - b2_t_);
+      if (!vmax_.empty()) vmax_[i].assign(vmax_[i].maximum(v_[i]));
+      Tensor m_hat = m_[i] / (1.0 - b1_.pow(t_)), v_hat = (vmax_.empty() ? v_[i] : vmax_[i]) / (1.0 - b2_t_);
       Tensor up = m_hat / (v_hat.sqrt() + eps_);
       if (!l2_) up = up + wd_ * params[i].detach();
       Tensor step = lr_ * up;
@@ -16182,40 +16586,54 @@ class LAMB : public Optimizer {
       }
       params[i].assign(params[i].detach() - step);
     }
-    std::vector<Tensor> state{b1_t_, b2_t_};
-    state.insert(state.end(), m_.begin(), m_.end());
-    state.insert(state.end(), v_.begin(), v_.end());
+    std::vector<Tensor> state{t_, b2_t_};
+    for (auto* s : {&m_, &v_, &vmax_}) state.insert(state.end(), s->begin(), s->end());
     return state;
+  }
+  // torch's amsgrad (the denominator uses the running max of v) and maximize (ascend: g = -grad)
+  void set_flags(bool amsgrad, bool maximize) {
+    maximize_ = maximize;
+    if (amsgrad) for (auto& p : this->params) vmax_.push_back(state_like(p));
   }
 
  protected:
   bool l2_ = false;
 
  private:
-  double b1_, b2_, eps_, wd_;
-  bool adam_;
-  Tensor b1_t_, b2_t_;
-  std::vector<Tensor> m_, v_;
+  Tensor b1_;
+  double b2_, eps_, wd_;
+  bool adam_, maximize_ = false;
+  Tensor t_, b2_t_;
+  std::vector<Tensor> m_, v_, vmax_;
 };
 
-// torch.optim.Adam: weight_decay is L2 (added to the gradient before the moments)
+/// torch.optim.Adam: weight_decay is L2 (added to the gradient before the moments)
 struct Adam : LAMB {
-  Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0)
-      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) { l2_ = true; }
+  Adam(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0,
+       bool amsgrad = false, bool maximize = false)
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {
+    l2_ = true;
+    set_flags(amsgrad, maximize);
+  }
 };
-// torch.optim.AdamW: decoupled weight decay
+/// torch.optim.AdamW: decoupled weight decay
 struct AdamW : LAMB {
-  AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01)
-      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) {}
+  AdamW(const std::vector<Tensor>& tensors, double lr = 0.001, double b1 = 0.9, double b2 = 0.999, double eps = 1e-8, double weight_decay = 0.01,
+        bool amsgrad = false, bool maximize = false)
+      : LAMB(tensors, lr, b1, b2, eps, weight_decay, true) { set_flags(amsgrad, maximize); }
 };
 
 // ---- learning-rate schedules: call step() once per epoch (or per iteration for OneCycleLR) ----
+/// the base of the learning-rate schedules: step() sets the optimizer's rate for the next epoch (torch's scheduler.step())
 class LRScheduler {
  public:
   explicit LRScheduler(Optimizer& opt) : opt_(opt), base_lr_(opt.lr()) {}
   virtual ~LRScheduler() = default;
-  void step() TINYGRAD_MEMBER_DEF({ epoch_++; opt_.set_lr(lr_at(epoch_)); })
+  /// advance one epoch and set the optimizer's learning rate
+  virtual void step() { epoch_++; opt_.set_lr(lr_at(epoch_)); }
+  /// the number of step() calls so far (torch's last_epoch)
   int64_t epoch() const TINYGRAD_MEMBER_DEF({ return epoch_; })
+  /// the learning rate this schedule gives at epoch e
   virtual double lr_at(int64_t epoch) const = 0;
 
  protected:
@@ -16224,7 +16642,7 @@ class LRScheduler {
   int64_t epoch_ = 0;
 };
 
-// lr * gamma^(epoch / step_size)
+/// lr * gamma^(epoch / step_size)
 class StepLR : public LRScheduler {
  public:
   StepLR(Optimizer& opt, int64_t step_size, double gamma = 0.1) : LRScheduler(opt), step_size_(step_size), gamma_(gamma) {}
@@ -16235,7 +16653,7 @@ class StepLR : public LRScheduler {
   double gamma_;
 };
 
-// lr * gamma^(number of milestones <= epoch; a repeated milestone counts each time, as torch's)
+/// lr * gamma^(number of milestones <= epoch; a repeated milestone counts each time, as torch's)
 class MultiStepLR : public LRScheduler {
  public:
   MultiStepLR(Optimizer& opt, std::vector<int64_t> milestones, double gamma = 0.1)
@@ -16249,7 +16667,7 @@ class MultiStepLR : public LRScheduler {
   double gamma_;
 };
 
-// cosine from lr down to eta_min over t_max epochs, then back up (torch's closed form: the cosine goes on past t_max)
+/// cosine from lr down to eta_min over t_max epochs, then back up (torch's closed form: the cosine goes on past t_max)
 class CosineAnnealingLR : public LRScheduler {
  public:
   CosineAnnealingLR(Optimizer& opt, int64_t t_max, double eta_min = 0) : LRScheduler(opt), t_max_(t_max), eta_min_(eta_min) {}
@@ -16260,45 +16678,62 @@ class CosineAnnealingLR : public LRScheduler {
   double eta_min_;
 };
 
-// torch's OneCycleLR: from max_lr / div_factor up to max_lr by step pct_start * total_steps - 1, then down to
-// max_lr / div_factor / final_div_factor at step total_steps - 1 (three_phase: up, back down to the start by step
-// 2 * pct_start * total_steps - 2, then to the end); anneal_strategy "cos" or "linear". Stepping past total_steps is an
-// Error, as in torch. NOTE: torch also cycles the optimizer's momentum (cycle_momentum); here momentum stays fixed.
+/// torch's OneCycleLR (its positional order, less epochs / steps_per_epoch): from max_lr / div_factor up to max_lr by step
+/// pct_start * total_steps - 1, then down to max_lr / div_factor / final_div_factor at step total_steps - 1 (three_phase: up,
+/// back down to the start by step 2 * pct_start * total_steps - 2, then to the end); anneal_strategy "cos" or "linear".
+/// cycle_momentum moves the optimizer's momentum (Adam's beta1) inversely, max_momentum -> base_momentum -> max_momentum.
+/// Stepping past total_steps is an Error, as in torch.
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& opt, double max_lr, int64_t total_steps, double pct_start = 0.3, std::string anneal_strategy = "cos",
-             double div_factor = 25, double final_div_factor = 1e4, bool three_phase = false)
+             bool cycle_momentum = true, double base_momentum = 0.85, double max_momentum = 0.95, double div_factor = 25,
+             double final_div_factor = 1e4, bool three_phase = false)
       : LRScheduler(opt), max_lr_(max_lr), total_(total_steps), pct_(pct_start), div_(div_factor), final_div_(final_div_factor),
-        linear_(anneal_strategy == "linear"), three_phase_(three_phase) {
+        base_m_(base_momentum), max_m_(max_momentum), linear_(anneal_strategy == "linear"), three_phase_(three_phase),
+        cycle_momentum_(cycle_momentum) {
     if (total_ <= 0) throw Error("tinygrad::optim::OneCycleLR: total_steps must be positive, got " + std::to_string(total_));
     if (!(pct_ >= 0 && pct_ <= 1)) throw Error("tinygrad::optim::OneCycleLR: pct_start must be in [0, 1], got " + std::to_string(pct_));
     if (!linear_ && anneal_strategy != "cos")
       throw Error("tinygrad::optim::OneCycleLR: anneal_strategy must be \"cos\" or \"linear\", got \"" + anneal_strategy + "\"");
     opt.set_lr(lr_at(0));
+    if (cycle_momentum_) opt.set_momentum(momentum_at(0));
   }
   double lr_at(int64_t e) const override {
-    if (e > total_)
-      throw Error("tinygrad::optim::OneCycleLR: tried to step " + std::to_string(e) + " times; total_steps is " + std::to_string(total_));
-    double init = max_lr_ / div_, lo = init / final_div_, w = pct_ * double(total_), last = double(total_ - 1);
-    struct Phase { double end, from, to; };
-    std::vector<Phase> phases{{w - 1, init, max_lr_}, {last, max_lr_, lo}};
-    if (three_phase_) phases = {{w - 1, init, max_lr_}, {2 * w - 2, max_lr_, init}, {last, init, lo}};
-    double start = 0;
-    for (size_t i = 0;; i++) {
-      const Phase& p = phases[i];
-      if (double(e) <= p.end || i + 1 == phases.size()) {
-        double t = (double(e) - start) / (p.end - start);
-        return linear_ ? (p.to - p.from) * t + p.from : p.to + (p.from - p.to) / 2 * (std::cos(M_PI * t) + 1);
-      }
-      start = p.end;
-    }
+    double init = max_lr_ / div_, lo = init / final_div_;
+    return three_phase_ ? at(e, {{init, max_lr_}, {max_lr_, init}, {init, lo}}) : at(e, {{init, max_lr_}, {max_lr_, lo}});
+  }
+  /// the momentum (beta1) torch's OneCycleLR sets at step e
+  double momentum_at(int64_t e) const TINYGRAD_MEMBER_DEF({
+    return three_phase_ ? at(e, {{max_m_, base_m_}, {base_m_, max_m_}, {max_m_, max_m_}}) : at(e, {{max_m_, base_m_}, {base_m_, max_m_}});
+  })
+  void step() override {
+    LRScheduler::step();
+    if (cycle_momentum_) opt_.set_momentum(momentum_at(epoch_));
   }
 
  private:
   double max_lr_;
   int64_t total_;
-  double pct_, div_, final_div_;
-  bool linear_, three_phase_;
+  double pct_, div_, final_div_, base_m_, max_m_;
+  bool linear_, three_phase_, cycle_momentum_;
+  struct Span { double from, to; };
+  // the value at step e of the phases' (from, to) spans: two phases, or three when three_phase
+  double at(int64_t e, const std::vector<Span>& spans) const {
+    if (e > total_)
+      throw Error("tinygrad::optim::OneCycleLR: tried to step " + std::to_string(e) + " times; total_steps is " + std::to_string(total_));
+    double w = pct_ * double(total_), last = double(total_ - 1);
+    std::vector<double> ends{w - 1, last};
+    if (three_phase_) ends = {w - 1, 2 * w - 2, last};
+    double start = 0;
+    for (size_t i = 0;; i++) {
+      if (double(e) <= ends[i] || i + 1 == ends.size()) {
+        double t = (double(e) - start) / (ends[i] - start);
+        const Span& p = spans[i];
+        return linear_ ? (p.to - p.from) * t + p.from : p.to + (p.from - p.to) / 2 * (std::cos(M_PI * t) + 1);
+      }
+      start = ends[i];
+    }
+  }
 };
 
 }  // namespace tinygrad::nn::optim
@@ -16462,14 +16897,19 @@ TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
 
 namespace tinygrad {
 
-inline constexpr int64_t dyn = -1;  // an extent known only at run time
+// an extent known only at run time (-1); an enumerator, so that diagnostics print its name
+enum dyn_extent : int64_t { dyn = -1 };
 
-// a static shape; diagnostics print it as shape<2, 3, -1>
+// a static shape; diagnostics print it as error::shape<2, 3, tinygrad::dyn> (detail::st::fail)
 template <int64_t... E>
 struct shape {
   static constexpr size_t rank = sizeof...(E);
   static constexpr std::array<int64_t, rank> value{E...};
 };
+namespace error {
+// a shape as compile errors show it: int extents (no 2L), dyn by name
+template <auto... E> struct shape {};
+}  // namespace error
 template <int64_t A> struct axis {};     // names an axis in diagnostics
 template <size_t I> struct layer {};     // names a layer's position in a chain
 
@@ -16499,7 +16939,7 @@ constexpr auto to_shape() {
 template <size_t N>
 inline std::string shape_str(const dims<N>& a) {
   std::string s = "shape<";
-  for (size_t i = 0; i < N; i++) s += (i ? ", " : "") + std::to_string(a[i]);
+  for (size_t i = 0; i < N; i++) s += (i ? ", " : "") + (a[i] == dyn ? std::string("dyn") : std::to_string(a[i]));
   return s + ">";
 }
 
@@ -16879,8 +17319,19 @@ struct scalar_leaf : static_ops<scalar_leaf<D>> {
   Tensor lower(lower_ctx& cx) const { return cx.scalars ? cx.scalars[cx.next_scalar++] : Tensor::full({}, value, D, *cx.device); }
 };
 
+// Err with each shape<...> in its arguments as diagnostics show it: error::shape<2, tinygrad::dyn>, not shape<2, -1>
+template <int64_t E> constexpr auto shown_extent() {
+  if constexpr (E == dyn) return dyn;
+  else if constexpr (E >= INT32_MIN && E <= INT32_MAX) return int(E);
+  else return E;
+}
+template <class T> struct shown { using type = T; };
+template <int64_t... E> struct shown<shape<E...>> { using type = error::shape<shown_extent<E>()...>; };
+template <template <class...> class Tmpl, class... A> struct shown<Tmpl<A...>> { using type = Tmpl<typename shown<A>::type...>; };
 // instantiating the undefined error template puts its name (op and shapes) on the error's first line
-template <class Err> constexpr void fail() { Err{}; }
+template <class Err> constexpr void fail_as() { Err{}; }
+// NOTE: through fail_as, so that the first line (the innermost instantiation) shows the shapes with dyn
+template <class Err> constexpr void fail() { fail_as<typename shown<Err>::type>(); }
 
 // the run-time twin of an error template: the same name, the actual extents
 template <class Op, size_t... N>
@@ -17052,6 +17503,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   dv.ones_concrete();
   const std::string& dev = NL ? leaves[0]->device() : default_device();
   for (auto* l : leaves) plannable &= l->device() == dev;
+  plannable &= dev.find(',') == std::string::npos;  // a tensor of several devices runs lazily: realize lowers it per device
   if (!plannable || dv.overflow) {
     count_static(false, false);
     Tensor t = lower_root(e, leaves.data(), dev);

@@ -158,6 +158,27 @@ struct Bert {
     for_each_dense([](auto& d) { d.pack(); });
   }
 
+  // tensor parallel over `devices` (Megatron's split): query, key, value and the intermediate dense split by output
+  // features, so each device computes its own heads and its part of the feed-forward layer; the attention output and
+  // the output dense split by input features, each device's partial product summed by one all-reduce (two a layer);
+  // the rest copied to each device. Heads and Intermediate should divide by the device count (uneven parts work, a
+  // head cut in two is gathered); one device: the model moves there. Token ids then go in on the same devices: ids.to(devices)
+  void shard(const std::vector<std::string>& devices) {
+    auto ends = [](const std::string& n, std::string_view e) { return n.size() >= e.size() && n.compare(n.size() - e.size(), e.size(), e) == 0; };
+    std::vector<Tensor> all;
+    for (auto& [name, t] : nn::get_state_dict(*this)) {
+      int64_t axis = -1;
+      for (auto e : {"query.weight", "query.bias", "key.weight", "key.bias", "value.weight", "value.bias", "intermediate.dense.weight",
+                     "intermediate.dense.bias"})
+        if (ends(name, e)) axis = 0;
+      if (ends(name, "output.dense.weight")) axis = 1;
+      t.replace(axis < 0 ? t.to(devices) : t.shard(devices, axis));
+      all.push_back(t);
+    }
+    Tensor::realize_all(all);
+    for_each_dense([](auto& d) { d.pack(); });
+  }
+
   // the last hidden state (B, S, Hidden) of token ids (B, S) with attention mask (B, S) (1: a token, 0: padding)
   hidden_t operator()(const ids_t& ids, const ids_t& mask) const {
     if (ids.rt_shape() != mask.rt_shape())
