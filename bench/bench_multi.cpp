@@ -7,7 +7,7 @@
 // 2. Data parallel: a BERT-base-sized encoder (12 post-LN layers, 768 wide, 12 heads, 3072 feed-forward, float32)
 //    trained with Adam on DP_BS (8) sequences of SEQ tokens per device (loss: the mean square of the output), a jitted
 //    step on one device and on GPUS, the scaling efficiency, and PyTorch DDP's step (nn.TransformerEncoderLayer, the
-//    same sizes and loss, one process per GPU: bench/torch_ddp_bert_peer.py) on the same GPUs in the same run.
+//    same sizes and loss, one process per GPU: bench/torch_ddp_peer.py MODEL=encoder) on the same GPUs in the same run.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -132,7 +132,9 @@ void data_parallel(const std::string& dev) {
   ::setenv("GPUS", std::to_string(n).c_str(), 1);
   ::setenv("BS", std::to_string(bs).c_str(), 1);
   ::setenv("SEQ", std::to_string(S).c_str(), 1);
-  double ddp = detail::device_base(dev) == "CUDA" ? peer_value("torch_ddp_bert_peer.py", "s_per_step") : NAN;
+  ::setenv("STEPS", std::to_string(iters).c_str(), 1);
+  ::setenv("MODEL", "encoder", 1);
+  double ddp = detail::device_base(dev) == "CUDA" ? peer_value("torch_ddp_peer.py", "s_per_step") : NAN;
   if (std::isnan(ddp)) std::printf("  PyTorch DDP                 (not run: CUDA devices and pip install torch)\n");
   else std::printf("  PyTorch DDP, %lld GPUs        %8.2f ms  (one process each, NCCL)\n"
                    "  ratio                       %8.2fx DDP's time (target <= 1x)\n",
