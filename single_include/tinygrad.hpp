@@ -10285,7 +10285,7 @@ inline void realize_collectives(const std::vector<UOpRef>& roots) {
     };
     for (auto& a : wave) for (auto& s : a->src) add(s);
     // of what the rest reads, an elementwise value (an activation) is not kept: the reduces and buffers under it are,
-    // and the rest's kernels compute it fused, as one device's schedule does (kept, a BERT step ran 250 more kernels a device)
+    // and the rest's kernels compute it fused, as one device's schedule does (kept, each was a kernel of its own)
     std::vector<UOpRef> read;
     std::unordered_set<const UOp*> looked;
     for (auto& u : topo)
