@@ -50,7 +50,7 @@ TEST_CASE("gradient: elementwise", "[gradient]") {
   check_grad([](auto& x) { return x[0].pow(3.0) + x[0].abs(); }, {{5}}, 0.2, 2);
 }
 
-TEST_CASE("gradient: erf and gelu by their own rules (2/sqrt(pi) exp(-x^2); Phi + x phi), one kernel a backward", "[gradient]") {
+TEST_CASE("gradient: erf and gelu by their own rules (2/sqrt(pi) exp(-x^2), Phi + x phi), one kernel a backward", "[gradient]") {
   check_grad([](auto& x) { return x[0].erf(); }, {{16}}, -4, 4);
   check_grad([](auto& x) { return x[0].gelu() * x[1]; }, {{16}, {16}}, -6, 6);
   check_grad([](auto& x) { return x[0].erf().erf(); }, {{8}}, -2, 2);
