@@ -234,7 +234,7 @@ TEST_CASE("parity: mm, bmm, baddbmm, index_select, median, norm and the losses s
   CHECK(x.interpolate({4}).to_vector<double>() == V{1, 1, 2, 2});
 }
 
-TEST_CASE("parity: a class label out of [0, C) that is not ignore_index is an IndexError, as torch's error (Target 7 is out of bounds)",
+TEST_CASE("parity: a class label outside 0..C-1 that is not ignore_index is an IndexError, as torch's error (Target 7 is out of bounds)",
           "[parity]") {
   Tensor logits = Tensor::ones({3, 5});
   auto labels = [](std::vector<int64_t> v) { return Tensor(v); };
