@@ -59,7 +59,8 @@ void tensor_parallel(const std::string& dev) {
   auto a = y1.cast(DType::Float32).to_vector<float>(), b = yn.cast(DType::Float32).to_vector<float>();
   double diff = 0;
   for (size_t i = 0; i < a.size(); i++) diff = std::max(diff, double(std::abs(a[i] - b[i])));
-  std::printf("bench_tp: BERT-base forward (random weights), batch %lld x %lld tokens, %s, TinyJit, median of %lld after %lld warm-up\n",
+  std::printf("bench_multi: tensor parallel, BERT-base forward (random weights), batch %lld x %lld tokens, %s, TinyJit, "
+              "median of %lld after %lld warm-up\n",
               (long long)B, (long long)S, std::is_same_v<T, half_t> ? "float16" : "float32", (long long)iters, (long long)warm);
   std::printf("  1 device  (%s)            %8.3f ms  (%zu kernels)\n", one[0].c_str(), t1 * 1e3, k1);
   std::printf("  %lld devices, tensor parallel %8.3f ms  (%zu kernels and collectives)\n", (long long)n, tn * 1e3, kn);

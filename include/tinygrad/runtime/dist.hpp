@@ -202,6 +202,8 @@ struct DistTcp : Communicator {
   DistGroup& g;
   explicit DistTcp(DistGroup& grp) : g(grp) {}
   void reduce(const std::vector<AllReduce>& batch) override { for (auto& a : batch) one(a.send, a.recv, a.op); }
+
+ private:
   void one(const std::vector<Buffer*>& send, const std::vector<Buffer*>& recv, ReduceKind op) {
     check_members(send, recv, 1, "tinygrad::dist::world(device)");
     std::vector<char> acc(send[0]->nbytes());
@@ -255,12 +257,9 @@ class DistNccl : public Communicator {
   }
   ~DistNccl() override { if (comm_) stream_.dev->current(), api_.ncclCommDestroy(comm_); }
   void reduce(const std::vector<AllReduce>& batch) override {
-    std::vector<const AllReduce*> mine;
-    for (auto& a : batch) {
-      check_members(a.send, a.recv, 1, "tinygrad::dist::world(device)");
-      if (nccl_dtype(a.send[0]->dtype) < 0) tcp_.one(a.send, a.recv, a.op);
-      else if (a.send[0]->size > 0) mine.push_back(&a);
-    }
+    std::vector<AllReduce> host;
+    auto mine = nccl_part(batch, 1, "tinygrad::dist::world(device)", host);
+    tcp_.all_reduce(host);
     if (mine.empty()) return;
     stream_.dev->current();
     api_.check(api_.ncclGroupStart(), "ncclGroupStart");

@@ -130,6 +130,18 @@ inline void check_members(const std::vector<Buffer*>& send, const std::vector<Bu
       throw DeviceError(cat("tinygrad: ", who, ".all_reduce needs buffers of one dtype and size"));
 }
 
+// a batch's all-reduces NCCL runs (checked: one buffer per member each; empty ones dropped); those of a dtype NCCL
+// lacks go to `host`
+inline std::vector<const AllReduce*> nccl_part(const std::vector<AllReduce>& batch, size_t n, const char* who, std::vector<AllReduce>& host) {
+  std::vector<const AllReduce*> mine;
+  for (auto& a : batch) {
+    check_members(a.send, a.recv, n, who);
+    if (nccl_dtype(a.send[0]->dtype) < 0) host.push_back(a);
+    else if (a.send[0]->size > 0) mine.push_back(&a);
+  }
+  return mine;
+}
+
 // a blocking stream in a device's primary context: it orders with the legacy NULL stream our kernels run on
 struct CudaStream {
   std::shared_ptr<CudaDevice> dev;
@@ -162,13 +174,8 @@ class NcclCommunicator : public Communicator {
   }
   void reduce(const std::vector<AllReduce>& batch) override {
     std::vector<AllReduce> host;
-    std::vector<const AllReduce*> mine;
-    for (auto& a : batch) {
-      check_members(a.send, a.recv, comms_.size(), "the NCCL group");
-      if (nccl_dtype(a.send[0]->dtype) < 0) host.push_back(a);
-      else if (a.send[0]->size > 0) mine.push_back(&a);
-    }
-    if (!host.empty()) host_.all_reduce(host);
+    auto mine = nccl_part(batch, comms_.size(), "the NCCL group", host);
+    host_.all_reduce(host);
     if (mine.empty()) return;
     api_.check(api_.ncclGroupStart(), "ncclGroupStart");
     int r = NcclApi::kSuccess;
