@@ -338,3 +338,37 @@ TEST_CASE("assign into a view writes the buffer in place: concrete and symbolic 
     }
   }
 }
+
+TEST_CASE("symbolic dims: TinyJit takes arguments of symbolic shape and replays one capture for every size", "[variable][jit][cl]") {
+  // a batch of n rows, 1 <= n <= 48: a linear layer, softmax over the features, and a mean over the batch
+  constexpr int64_t F = 16, O = 8, MAXN = 48;
+  Variable n("jit_rows", 1, MAXN);
+  Tensor w = grid(F, O, 0.37);
+  auto f = [&](const Tensor& x) { return std::vector<Tensor>{(x.matmul(w).relu() + 0.5).softmax(-1), x.mean(0)}; };
+  TinyJit step([&](const Tensor& x) { auto r = f(x); return std::tuple{r[0], r[1]}; }, "sym_args");
+  Tensor big = grid(MAXN, F, 0.21);  // a buffer of the bound's size, viewed by a shrink
+  int64_t calls = 0;
+  for (int64_t rows : {3, 7, 1, 48, 20, 5, 33, 1, 12}) {
+    for (bool view : {false, true}) {
+      INFO("rows = " << rows << (view ? ", a shrink of a bigger buffer" : ", a concrete tensor named symbolic"));
+      Tensor x = view ? big.shrink({{0, n.bind(rows)}, {0, F}}) : grid(rows, F, 0.29 + double(rows)).reshape({n.bind(rows), F});
+      Tensor xc = view ? big.shrink({{0, rows}, {0, F}}) : grid(rows, F, 0.29 + double(rows));
+      int64_t before = run_stats().kernels_compiled;
+      auto [y, m] = step(x);
+      if (++calls > 2) CHECK(run_stats().kernels_compiled == before);  // captured at the second call: nothing compiles after
+      REQUIRE(y.sym_shape()[0].value() == rows);
+      CHECK(y.sym_shape()[0].str() == "jit_rows");
+      auto want = f(xc);
+      check_close(y.to_vector<float>(), want[0].to_vector<float>());
+      check_close(m.to_vector<float>(), want[1].to_vector<float>());
+    }
+  }
+  CHECK(step.captured());
+  // the capture is for n: a concrete argument, another variable or other concrete dims are errors naming both shapes
+  Variable other("jit_other", 1, MAXN);
+  CHECK_THROWS_WITH(step(grid(5, F)), Contains("captured with dtypes.float32 (jit_rows, 16)"));
+  CHECK_THROWS_AS(step(grid(5, F).reshape({other.bind(5), F})), tinygrad::JitError);
+  // naming dims: only the outermost can vary, at the tensor's own extent
+  CHECK_THROWS_WITH(grid(5, F).reshape({n.bind(6), F}), Contains("dim 0 is 5, the size asked is 6"));
+  CHECK_THROWS_WITH(grid(5, F).reshape({5, Variable("cols", 1, 32).bind(F)}), Contains("only the outermost dim"));
+}

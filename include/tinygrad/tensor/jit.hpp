@@ -19,7 +19,9 @@
 // rand()/dropout, and data written in place into buffers it reads (Optimizer::set_lr). A tensor it binds that moved
 // to another device is a JitError. What it does not: C++ values (a double, a branch) and tensors made from host data
 // inside the function are constants of the capture; pass what changes as tensor arguments, or an integer as a BoundVariable
-// argument (tensor/variable.hpp): a replay passes each call's value to the kernels, with no new capture. The returned tensors are
+// argument (tensor/variable.hpp): a replay passes each call's value to the kernels, with no new capture. An argument of
+// symbolic shape (x.reshape({n.bind(rows), 64}), or a shrink of a bigger buffer by a variable) matches the capture up to
+// its variables' values, which reach the replay the same way (a symbolic result comes back at this call's values). The returned tensors are
 // new on every call. From the second call on, a call whose kernels differ from the one before throws JitError saying
 // how (the first call may differ: it may initialize state). One tensor passed for two arguments at a recorded call
 // reaches the function as two tensors (the second over a copy), so the capture tells the arguments apart.
@@ -59,7 +61,18 @@ class JitCore : JitRecorder {
     DType dtype;
     std::string device;
     std::pair<int64_t, std::vector<Shape>> split;  // of a tensor of several devices (realized)
-    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device(), t.device_split()}; })
+    std::vector<UOpRef> dyn;                        // a symbolic shape's extents, unbound (the same for every value)
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({
+      Sig s{t.shape(), t.dtype(), t.device(), t.device_split(), {}};
+      for (auto& d : t.impl_->uop->dyn) s.dyn.push_back(d ? sym_unbound(d) : nullptr);
+      return s;
+    })
+    std::string str() const TINYGRAD_MEMBER_DEF({
+      if (dyn.empty()) return to_string(shape);
+      std::string r;
+      for (size_t i = 0; i < shape.size(); i++) r += (i ? ", " : "") + (dyn[i] ? sym_str(dyn[i]) : std::to_string(shape[i]));
+      return "(" + r + ")";
+    })
     bool operator==(const Sig&) const = default;
   };
   // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
@@ -86,8 +99,14 @@ class JitCore : JitRecorder {
   Bound made_before(const Tensor& t);
   std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
-  std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const VarVals& vv);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
+  // buf as a tensor of shape (the bounds) whose dims dyn names are symbolic (null: concrete)
+  static Tensor sym_view(const std::shared_ptr<Buffer>& buf, const Shape& shape, const std::vector<UOpRef>& dyn) TINYGRAD_MEMBER_DEF({
+    std::vector<UOpRef> src{make_uop(Ops::BUFFER, buf->dtype, {}, buf)};
+    for (size_t i = 0; i < shape.size(); i++) src.push_back(dyn[i] ? dyn[i] : size_const(shape[i]));
+    return Tensor(make_uop(Ops::RESHAPE, buf->dtype, std::move(src), std::vector<int64_t>(shape)), buf->device);
+  })
 
   std::string name_;
   mutable std::mutex mu_;  // held by a call: calls from several threads take turns
@@ -272,12 +291,24 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
-      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
-                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
+      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", s.str(), " on ", s.device,
+                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", in_sig_[i].str(), " on ",
                          in_sig_[i].device, in_sig_[i].split != s.split ? " (split otherwise)" : ""));
   }
+  // the values of the variables: the variable arguments', and those an argument's symbolic dims are bound to
+  VarVals vv;
+  auto add = [&](const UOp* var, int64_t value, const std::string& whose) {
+    for (auto& [v, x] : vv)
+      if (v == var && x != value)
+        throw JitError(cat(where(), ": the variable ", var_name(*var), " is ", x, " and ", value, " (", whose, ") in one call"));
+    vv.push_back({var, value});
+  };
+  for (auto& v : vars) add(v.var().uop().get(), v.value(), "a variable argument");
+  for (size_t i = 0; i < args.size(); i++)
+    for (auto& d : args[i].impl_->uop->dyn)
+      if (d) for (auto& x : toposort(d)) if (x->op == Ops::BIND) add(x->src[0].get(), x->src[1]->iarg(), cat("argument ", i));
   Tensor::realize_all(args);
-  return prog_ ? replay(args, vars) : record(args, run);
+  return prog_ ? replay(args, vv) : record(args, run);
 }
 
 TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const Run& run) {
@@ -293,6 +324,16 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
       copy_buffer(c, b);
       use[i] = Tensor::of_buffer(c, use[i].shape());
       break;
+    }
+    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic) is captured over one of its bound's
+    // size, so that no kernel depends on this call's size
+    auto b2 = use[i].buffers()[0];
+    if (const UOpRef& u = use[i].impl_->uop; !u->dyn.empty() && b2->size < prod(u->shape)) {
+      auto c = std::make_shared<Buffer>(b2->device, b2->dtype, prod(u->shape));
+      std::vector<char> h(size_t(c->nbytes()));
+      b2->copyout(h.data());
+      c->copyin(h.data());
+      use[i] = sym_view(c, u->shape, u->dyn);
     }
   }
   std::vector<std::shared_ptr<Buffer>> in, out;
@@ -348,7 +389,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   return outs;
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars) {
+TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const VarVals& vv) {
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
@@ -356,8 +397,6 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
   for (auto& s : rec_.reads) add(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) add(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffers());
-  std::vector<std::pair<const UOp*, int64_t>> vv;
-  for (auto& v : vars) vv.push_back({v.var().uop().get(), v.value()});
   auto out = jit_replay(*prog_, in, vv);
   // the outputs in order, each device's buffer of a tensor of several devices
   size_t o = 0;
@@ -368,7 +407,13 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
     return std::pair{Tensor::of_buffers(bs, shape, dev, sp), bs};
   };
   std::vector<Tensor> r;
-  for (auto& sg : out_sig_) r.push_back(next(sg.shape, sg.device, sg.split).first);
+  for (auto& sg : out_sig_) {
+    Tensor t = next(sg.shape, sg.device, sg.split).first;
+    if (sg.dyn.empty()) { r.push_back(t); continue; }
+    std::vector<UOpRef> d;  // a symbolic result: its extents at this call's values
+    for (auto& x : sg.dyn) d.push_back(x ? sym_bound(x, vv, sg.device) : nullptr);
+    r.push_back(sym_view(t.buffer(), sg.shape, d));
+  }
   for (auto& s : rec_.states) {
     auto [v, bs] = next(s.t.shape(), s.t.device(), s.t.device_split());
     s.t.assign(v);

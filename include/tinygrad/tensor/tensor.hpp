@@ -407,6 +407,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape b;
     bool sym = false;
     for (auto& x : s) { b.push_back(x.is_int() ? x.value() : x.max()); sym |= !x.is_int(); }
+    if (sym && !is_symbolic()) return name_symbolic(s);
     Tensor r = reshape(b);
     if (!sym) return r;
     const UOp& ru = *r.impl_->uop;
@@ -414,6 +415,33 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (!s[i].is_int() && (ru.dyn.empty() || ru.dyn[i] != detail::sym_node(s[i], device())))
         throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
     return r;
+  })
+  /// a concrete tensor with a dim named by a bound symbolic size of its extent: x of shape (37, 16) as
+  /// x.reshape({n.bind(37), 16}), the form a TinyJit argument of varying size takes (one capture for every n). The tensor
+  /// is realized (its buffer, of 37 rows, is what the view reads); only a dim with no longer dim before it can be named
+  /// (the layout of the rest would change with the value)
+  Tensor name_symbolic(const std::vector<SInt>& s) const TINYGRAD_MEMBER_DEF({
+    std::string want;
+    for (auto& x : s) want += (want.empty() ? "" : ", ") + x.str();
+    auto fail = [&](const std::string& why) {
+      return ShapeError("tinygrad::reshape: cannot view " + to_string(shape()) + " as (" + want + "): " + why);
+    };
+    if (s.size() != ndim()) throw fail("naming symbolic dims keeps the rank");
+    int64_t outer = 1;
+    for (size_t i = 0; i < s.size(); i++) {
+      if (s[i].value() != shape()[i]) throw fail(detail::cat("dim ", i, " is ", shape()[i], ", the size asked is ", s[i].value()));
+      if (!s[i].is_int() && outer != 1)
+        throw fail(detail::cat("dim ", i, " has longer dims before it (only the outermost dim of a buffer can vary; shrink a tensor of the "
+                               "bound's size instead)"));
+      outer *= shape()[i];
+    }
+    Tensor t = contiguous();
+    t.realize();
+    const UOpRef& u = t.uop();
+    std::vector<UOpRef> src{u->op == Ops::RESHAPE ? u->src[0] : u};
+    Shape bound;
+    for (auto& x : s) { bound.push_back(x.max()); src.push_back(detail::sym_node(x, device())); }
+    return Tensor(make_uop(Ops::RESHAPE, dtype(), std::move(src), std::vector<int64_t>(bound)), device());
   })
   /// torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
   template <class... D>

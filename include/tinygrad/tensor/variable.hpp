@@ -113,6 +113,19 @@ inline int64_t sym_value(const UOpRef& e) {
   for (auto& x : toposort(e)) if (x->op == Ops::BIND) vv.push_back({x->src[0].get(), x->src[1]->iarg()});
   return eval_int(e, vv);
 }
+// e with its variables unbound (BIND -> DEFINE_VAR): the expression for every value
+inline UOpRef sym_unbound(const UOpRef& e) {
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[0];
+  return sub.empty() ? e : substitute(e, sub);
+}
+// an unbound e (sym_unbound) with its variables bound on device dev to their values in vv
+inline UOpRef sym_bound(const UOpRef& e, const VarVals& vv, const std::string& dev) {
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(e))
+    for (auto& [var, val] : vv) if (x.get() == var) sub[var] = bind_var(x, val, dev);
+  return sub.empty() ? e : substitute(e, sub);
+}
 // an SInt as an int32 node of the tensor graph on device dev (its variables bound there): a CONST for an int
 inline UOpRef sym_node(const SInt& v, const std::string& dev) {
   if (v.is_int()) return v.max() < INT32_MIN ? const_int(DType::Int64, v.max()) : size_const(v.max());

@@ -142,7 +142,11 @@ inline Why movement(const UOp& u, Stage) {
   if (a.size() != want) return cat("the arg has ", a.size(), " entries for a source of rank ", n);
   if (auto w = same_dtype(u, 0); !w.empty()) return w;
   switch (u.op) {
-    case Ops::RESHAPE: if (prod(a) != prod(in)) return cat("reshapes ", to_string(in), " to ", to_string(Shape(a)), ": not as many elements"); break;
+    case Ops::RESHAPE:
+      // NOTE: a buffer of a concrete tensor named symbolic (Tensor::name_symbolic) holds the elements at the values only
+      if (prod(a) != prod(in) && !(u.src.size() > 1 && u.src[0]->op == Ops::BUFFER && prod(in) < prod(a)))
+        return cat("reshapes ", to_string(in), " to ", to_string(Shape(a)), ": not as many elements");
+      break;
     case Ops::PERMUTE: {
       std::vector<bool> seen(n);
       for (auto p : a) {
