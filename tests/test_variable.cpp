@@ -97,6 +97,35 @@ TEST_CASE("variable: the kernel takes the value as an argument on C, CUDA and Op
   CHECK((Tensor(pos.bind(5)) < 64).where(1.0f, 2.0f).item<float>() == 1.0f);
 }
 
+TEST_CASE("symbolic dims: a GPU kernel launches the workgroups of its dim's extent at each value, not of its bound", "[variable]") {
+  Variable n("rows", 1, 4096);
+  Tensor big = Tensor::empty({4096, 64});
+  Tensor t = (big.shrink({{0, n.bind(100)}, {0, 64}}) * 2 + 1).contiguous();
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int k = 0;
+  for (auto& u : tinygrad::detail::toposort(t.uop()))
+    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = k++;
+  auto ks = tinygrad::detail::create_schedule({t.uop()}, slots, k).kernels;
+  REQUIRE(ks.size() == 1);
+  tinygrad::CUDARenderer cuda(true, true);
+  tinygrad::OpenCLRenderer cl(true);
+  for (tinygrad::Renderer* r : std::initializer_list<tinygrad::Renderer*>{&cuda, &cl}) {
+    auto p = tinygrad::detail::to_program(ks[0].ast, *r);
+    INFO(p.src << p.launch.str());
+    REQUIRE(p.vars.size() == 1);
+    REQUIRE(p.launch.varies());
+    int64_t all = p.launch.global[0] * p.launch.global[1] * p.launch.global[2], local = p.launch.local[0] * p.launch.local[1] * p.launch.local[2];
+    int64_t per = 4096 * 64 / (all * local);  // elements a thread writes (UPCAST)
+    for (int64_t v : {1, 7, 100, 1000, 4096}) {
+      auto g = p.launch.global_at({v});
+      int64_t got = g[0] * g[1] * g[2];
+      CHECK(got * local * per >= v * 64);  // every element has a thread
+      CHECK(got <= std::max<int64_t>(1, all * v / 4096 + all / 64));  // and not many more workgroups than it needs
+    }
+    CHECK(p.launch.global_at({4096}) == p.launch.global);
+  }
+}
+
 TEST_CASE("variable: two values of one variable in one graph are an error, two variables are two arguments", "[variable][cl]") {
   Variable a("a", 0, 9), b("b", 0, 9), a20("a", 0, 20);  // a20: another variable of the same name
   CHECK((Tensor(a.bind(3)) * 100 + Tensor(a20.bind(17))).item<int>() == 317);

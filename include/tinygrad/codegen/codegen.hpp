@@ -123,7 +123,8 @@ inline const PatternMatcher& pm_group_reduces() {
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
 struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch) {
+  // gv: the workgroups of a dim whose outermost axis is a symbolic dim's (a tight range), as an expression of variables
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv) {
     launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
     for (int kind : {1, 2}) {
@@ -146,6 +147,8 @@ struct GpuDimsCtx {
               cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
         auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
         (kind == 1 ? launch.global : launch.local)[d] = n;
+        // NOTE: the outermost axis of a dim is its id over the others' product, so past its extent no thread has work
+        if (const UOpRef& o = dims[d].back(); kind == 1 && !o->src.empty()) gv[d] = simplify(o->src[0] * (n / o->range_end()));
         int64_t stride = 1;
         for (size_t j = 0; j < dims[d].size(); j++) {
           auto& r = dims[d][j];
@@ -157,6 +160,33 @@ struct GpuDimsCtx {
     }
   }
 };
+// an int expression of the kernel's variables (vars: in the order a launch passes their values) as a LaunchExpr; empty
+// where it has another op (the launch keeps its bound). Walked with a stack: each use of a shared node is emitted again
+inline LaunchExpr launch_expr(const UOpRef& e, const std::vector<UOpRef>& vars) {
+  LaunchExpr r;
+  std::vector<std::pair<const UOp*, bool>> st{{e.get(), false}};
+  while (!st.empty()) {
+    auto [u, done] = st.back();
+    st.pop_back();
+    if (u->op == Ops::CAST && is_int(u->dtype) && is_int(u->src[0]->dtype)) { st.push_back({u->src[0].get(), false}); continue; }
+    if (u->op == Ops::CONST) { r.code.push_back({LaunchExpr::CONST, u->iarg()}); continue; }
+    if (u->op == Ops::DEFINE_VAR) {
+      auto it = std::find_if(vars.begin(), vars.end(), [&](auto& v) { return v.get() == u; });
+      if (it == vars.end()) return {};
+      r.code.push_back({LaunchExpr::VAR, it - vars.begin()});
+      continue;
+    }
+    static const std::pair<Ops, LaunchExpr::Op> ops[] = {{Ops::ADD, LaunchExpr::ADD}, {Ops::MUL, LaunchExpr::MUL}, {Ops::IDIV, LaunchExpr::IDIV},
+                                                         {Ops::MOD, LaunchExpr::MOD}, {Ops::MAX, LaunchExpr::MAX}};
+    auto op = std::find_if(std::begin(ops), std::end(ops), [&](auto& o) { return o.first == u->op; });
+    if (op == std::end(ops) || u->src.size() != 2) return {};
+    if (done) { r.code.push_back({op->second, 0}); continue; }
+    st.push_back({u, true});
+    st.push_back({u->src[1].get(), false});
+    st.push_back({u->src[0].get(), false});
+  }
+  return r;
+}
 inline const PatternMatcher& pm_gpudims() {
   static const PatternMatcher pm{{UPat::ops_of({Ops::RANGE}, "r"), [](const Match& m) -> UOpRef {
                                     auto& ids = m.context<GpuDimsCtx>().ids;
@@ -192,6 +222,7 @@ inline const PatternMatcher& pm_exact_products() {
 struct LowerCtx {
   const Renderer& ren;
   LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
+  std::array<UOpRef, 3> global_var{};  // gpudims: the workgroups of a dim over a symbolic extent (null: fixed)
 };
 struct LoweringPass {
   const char* name;
@@ -208,7 +239,7 @@ inline const std::vector<LoweringPass>& lowering_passes() {
        }},
       {"gpudims", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
-         detail::GpuDimsCtx g(s, c.ren, c.launch);
+         detail::GpuDimsCtx g(s, c.ren, c.launch, c.global_var);
          return graph_rewrite(s, detail::pm_gpudims(), &g);
        }},
       // a symbolic dim's loop that stayed whole ends at its extent: the gate that kept it inside holds (after gpudims,
@@ -258,6 +289,7 @@ inline ProgramSpec to_program(const Kernel& k) {
     p.launch.smem += CStyleRenderer::dynamic_smem(*u);
     if (u->op == Ops::DEFINE_VAR) p.vars.push_back(u);
   }
+  for (size_t d = 0; d < 3; d++) if (ctx.global_var[d]) p.launch.global_var[d] = detail::launch_expr(ctx.global_var[d], p.vars);
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);

@@ -70,7 +70,8 @@ inline UOpRef apply_merge(const UOpRef& sink, const Opt& o, bool) {
   if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE))
     throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
   int64_t n2 = r2->range_end();
-  auto R = make_range(n * n2, o.axis, t, dt);
+  // r a symbolic dim's (its extent e), r2 a concrete one: the merged loop keeps a tight end, e * n2
+  auto R = r->src.empty() || !r2->src.empty() ? make_range(n * n2, o.axis, t, dt) : make_range(n * n2, o.axis, t, dt, r->src[0] * n2);
   std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
   for (auto& u : toposort(sink)) {
     if (m.count(u.get())) continue;

@@ -232,6 +232,7 @@ class CUDAProgram : public Program {
     d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
     for (size_t i = 0; i < 3; i++) dims_[i] = unsigned(launch.global[i]), dims_[i + 3] = unsigned(launch.local[i]);
     smem_ = unsigned(launch.smem);
+    if (launch.varies()) launch_ = launch;
     // past 48 KB a kernel's dynamic workgroup memory needs the opt-in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     if (smem_ > 48 * 1024) d_->api->check(d_->api->cuFuncSetAttribute(fn_, 8, int(smem_)), "cuFuncSetAttribute (workgroup memory)");
     d_->api->cuEventCreate(&ev_[0], 0);
@@ -251,9 +252,16 @@ class CUDAProgram : public Program {
     for (auto& b : bufs) r.push_back(const_cast<void**>(&b));
     return r;
   }
+  // the workgroups of a launch with these variable values
+  std::array<unsigned, 3> grid(const std::vector<int64_t>& vals) const {
+    if (!launch_) return {dims_[0], dims_[1], dims_[2]};
+    auto g = launch_->global_at(vals);
+    return {unsigned(g[0]), unsigned(g[1]), unsigned(g[2])};
+  }
   // the launch as a graph node's parameters (params: pointers to the arguments)
-  CudaApi::KernelNode node(void** params) const {
-    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
+  CudaApi::KernelNode node(void** params, const std::vector<int64_t>& vals) const {
+    auto g = grid(vals);
+    return {fn_, {g[0], g[1], g[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
   }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
     auto& a = *d_->api;
@@ -261,7 +269,8 @@ class CUDAProgram : public Program {
     std::vector<int> v32;
     auto args = kernel_args(bufs, vals, v32);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
-    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
+    auto g = grid(vals);
+    a.check(a.cuLaunchKernel(fn_, g[0], g[1], g[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
             "cuLaunchKernel");
     if (!wait) return 0;
     a.cuEventRecord(ev_[1], nullptr);
@@ -275,6 +284,7 @@ class CUDAProgram : public Program {
   std::shared_ptr<CudaDevice> d_;
   void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
   unsigned dims_[6], smem_ = 0;
+  std::optional<LaunchDims> launch_;  // a launch whose workgroups vary with the variables
 };
 
 // TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
@@ -288,7 +298,7 @@ class CUDAGraph : public GraphExec {
       auto* prg = static_cast<CUDAProgram*>(l.prg);  // NOTE: the engine gives a device's graph only that device's programs
       std::vector<int> v32;
       auto params = CUDAProgram::kernel_args(l.bufs, l.vals, v32);
-      auto kn = prg->node(params.data());
+      auto kn = prg->node(params.data(), l.vals);
       void* node = nullptr;
       a.check(a.cuGraphAddKernelNode(&node, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &kn), "cuGraphAddKernelNode");
       nodes_.push_back(node);
@@ -306,7 +316,7 @@ class CUDAGraph : public GraphExec {
     d_->current();
     std::vector<int> v32;
     auto params = CUDAProgram::kernel_args(bufs, vals, v32);
-    auto kn = progs_[i]->node(params.data());
+    auto kn = progs_[i]->node(params.data(), vals);
     d_->api->check(d_->api->cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &kn), "cuGraphExecKernelNodeSetParams");
   }
   void launch() override { d_->current(); d_->api->check(d_->api->cuGraphLaunch(exec_, nullptr), "cuGraphLaunch"); }

@@ -1,6 +1,8 @@
 #pragma once
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
+#include <algorithm>
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +25,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #endif
 
@@ -204,13 +207,46 @@ inline std::pair<size_t, size_t> kernel_name_span(const std::string& kernel) {
 }
 }  // namespace detail
 
+// a launch size that varies with a kernel's variables (the workgroups over a symbolic dim): a postfix program over the
+// values a launch passes (codegen writes it from the dim's extent; empty: the size is fixed)
+struct LaunchExpr {
+  enum Op : int64_t { CONST, VAR, ADD, MUL, IDIV, MOD, MAX };
+  std::vector<std::pair<Op, int64_t>> code;
+  // its value at vals, or `otherwise` where it cannot be taken (a division by 0, a variable not passed)
+  int64_t eval(const std::vector<int64_t>& vals, int64_t otherwise) const {
+    std::array<int64_t, 16> st{};
+    size_t n = 0;
+    for (auto [op, x] : code) {
+      if (op == CONST || op == VAR) {
+        if (n == st.size() || (op == VAR && size_t(x) >= vals.size())) return otherwise;
+        st[n++] = op == CONST ? x : vals[size_t(x)];
+        continue;
+      }
+      if (n < 2) return otherwise;
+      int64_t b = st[--n], &a = st[n - 1];
+      if ((op == IDIV || op == MOD) && b == 0) return otherwise;
+      a = op == ADD ? a + b : op == MUL ? a * b : op == IDIV ? a / b : op == MOD ? a % b : std::max(a, b);
+    }
+    return n == 1 ? st[0] : otherwise;
+  }
+  bool operator==(const LaunchExpr&) const = default;
+};
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
   int64_t threads = 1;                      // CPU: cores (the THREAD axis)
-  std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z
+  std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z (at the variables' bounds)
   std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
   int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
+  std::array<LaunchExpr, 3> global_var{};  // GPU: the workgroups of a dim over a symbolic extent, at a launch's values
   bool operator==(const LaunchDims&) const = default;
+  // the workgroups of a launch with these variable values: a symbolic dim's extent at the values (1 to its bound)
+  std::array<int64_t, 3> global_at(const std::vector<int64_t>& vals) const {
+    std::array<int64_t, 3> g = global;
+    for (size_t d = 0; d < 3; d++)
+      if (!global_var[d].code.empty()) g[d] = std::clamp<int64_t>(global_var[d].eval(vals, global[d]), 1, global[d]);
+    return g;
+  }
+  bool varies() const { return std::any_of(global_var.begin(), global_var.end(), [](auto& e) { return !e.code.empty(); }); }
   std::string str() const {
     return detail::cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
                smem ? detail::cat(" smem ", smem) : "");

@@ -292,6 +292,7 @@ class CLProgram : public Program {
     cl_check(err, "clCreateKernel");
     d_->api->clGetKernelInfo(k_, 0x1191 /* CL_KERNEL_NUM_ARGS */, sizeof nargs_, &nargs_, nullptr);
     for (size_t i = 0; i < 3; i++) { local_[i] = size_t(launch.local[i]); global_[i] = size_t(launch.global[i]) * local_[i]; }
+    if (launch.varies()) launch_ = launch;
   }
   ~CLProgram() override { d_->api->clReleaseKernel(k_); release_program(); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
@@ -307,7 +308,12 @@ class CLProgram : public Program {
     for (size_t i = 0; vals.size() + i < nargs_ && i < bufs.size(); i++)
       cl_check(d_->api->clSetKernelArg(k_, unsigned(vals.size() + i), sizeof(void*), &bufs[i]), "clSetKernelArg");
     void* ev = nullptr;
-    int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global_, local_, 0, nullptr, wait ? &ev : nullptr);
+    size_t global[3] = {global_[0], global_[1], global_[2]};
+    if (launch_) {  // the workgroups over a symbolic dim: its extent at these values
+      auto g = launch_->global_at(vals);
+      for (size_t i = 0; i < 3; i++) global[i] = size_t(g[i]) * local_[i];
+    }
+    int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global, local_, 0, nullptr, wait ? &ev : nullptr);
     // NOTE: some drivers allocate buffers lazily, at the first kernel that touches them
     if (err == -4 || err == -5) throw DeviceError(cat("tinygrad: out of memory on ", d_->name, " (OpenCL error ", err, " launching a kernel)"));
     cl_check(err, "clEnqueueNDRangeKernel");
@@ -327,6 +333,7 @@ class CLProgram : public Program {
   void *prg_ = nullptr, *k_ = nullptr;
   unsigned nargs_ = 0;
   size_t global_[3], local_[3];
+  std::optional<LaunchDims> launch_;  // a launch whose workgroups vary with the variables
   bool first_ = true;
   std::mutex mu_;
 };
