@@ -401,3 +401,19 @@ TEST_CASE("symbolic dims: TinyJit takes arguments of symbolic shape and replays 
   CHECK_THROWS_WITH(grid(5, F).reshape({n.bind(6), F}), Contains("dim 0 is 5, the size asked is 6"));
   CHECK_THROWS_WITH(grid(5, F).reshape({5, Variable("cols", 1, 32).bind(F)}), Contains("only the outermost dim"));
 }
+
+TEST_CASE("symbolic dims: large matmuls with a symbolic outer or inner dim (GPU tiles) equal the concrete ones", "[variable][cl]") {
+  constexpr int64_t B = 1024, K = 512;
+  Variable n("mm_n", 1, B);
+  Tensor a = grid(B, K, 0.011), w = grid(K, K, 0.017), bt = grid(K, B, 0.013), w2 = grid(B, K, 0.019);
+  for (int64_t v : {1, 77, 600, 1024}) {
+    INFO("n = " << v);
+    Tensor outer = a.shrink({{0, n.bind(v)}, {0, K}}).matmul(w), inner = bt.shrink({{0, K}, {0, n.bind(v)}}).matmul(w2.shrink({{0, n.bind(v)}, {0, K}}));
+    auto want_o = a.shrink({{0, v}, {0, K}}).matmul(w).to_vector<float>(), got_o = outer.to_vector<float>();
+    auto want_i = bt.shrink({{0, K}, {0, v}}).matmul(w2.shrink({{0, v}, {0, K}})).to_vector<float>(), got_i = inner.to_vector<float>();
+    REQUIRE(got_o.size() == want_o.size());
+    REQUIRE(got_i.size() == want_i.size());
+    for (size_t i = 0; i < got_o.size(); i += 7) CHECK(got_o[i] == Approx(want_o[i]).epsilon(1e-4).margin(1e-3));
+    for (size_t i = 0; i < got_i.size(); i += 7) CHECK(got_i[i] == Approx(want_i[i]).epsilon(1e-4).margin(1e-3));
+  }
+}

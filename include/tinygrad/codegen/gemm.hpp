@@ -213,13 +213,20 @@ inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int
   step.push_back(before);
   return barrier(step);
 }
+// the K steps of a staged GEMM over reduce axis r, bk of r each: a symbolic r (extent e) loops to ceil(e / bk) (the
+// copies past e are gated by the reduce's mask: they read nothing)
+inline UOpRef k_steps(const UOpRef& r, int64_t nk, int64_t bk) {
+  return make_range(nk, r->range_id(), AxisType::REDUCE, r->dtype, r->src.empty() ? nullptr : ceil_div(r->src[0], bk));
+}
 // the blocks of a staged GEMM as one loop axis (the m axis's id): blocks next to each other take up to 8 row tiles
 // of one column tile, so the blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger
 // than an H100's L2). Returns the block's row tile and column tile
 inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int64_t bn, DType dt) {
   int64_t mb = tm.m->range_end() / bm, nb = tm.n->range_end() / bn, g8 = 8;
   while (mb % g8) g8 /= 2;
-  auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
+  // m a symbolic dim's (extent e): the blocks end with the last group of row blocks that e reaches (a GPU launches those)
+  UOpRef tight = tm.m->src.empty() ? nullptr : ceil_div(ceil_div(tm.m->src[0], bm), g8) * (g8 * nb);
+  auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt, tight), in_group = mod(blk, g8 * nb);
   return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
 }
 // the kernel's stores of one output of a thread's tile: the reduce's value v, at row m and column n
@@ -262,7 +269,7 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt),
        lane = make_range(32, id + 2, AxisType::WARP, dt);
-  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt);
+  auto kc = k_steps(r, nk, t.bk);
   auto tid = (wm * t.wn + wn) * 32 + lane;
   StagedSide sides[2] = {{.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = true, .pitch = 0, .swizzle = true},
                          {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = true, .pitch = 0, .swizzle = true}};
@@ -334,7 +341,7 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
-  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
+  auto kc = k_steps(r, nk, t.bk), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
   auto tid = ty * t.tx + tx;
   StagedSide sides[2] = {
       {.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = false, .pitch = bm + 4, .swizzle = false, .stage = (bm + 4) * t.bk},

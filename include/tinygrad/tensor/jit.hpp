@@ -117,6 +117,7 @@ class JitCore : JitRecorder {
   Record cur_, rec_;  // the call being recorded; the last recorded call
   std::unordered_set<const void*> heard_;  // the tensors (Impl) the recorded call has read or assigned so far
   std::vector<const void*> args_;          // the recorded call's arguments (Impl)
+  std::vector<std::shared_ptr<Buffer>> staged_;  // per argument: the bound-size copy of a symbolic one's values
   std::atomic<bool> captured_{false};
 };
 
@@ -393,7 +394,19 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
-  for (auto& a : args) add(a.buffers());
+  for (size_t i = 0; i < args.size(); i++) {
+    auto bs = args[i].buffers();
+    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic): the kernels may read up to the
+    // bound (a tile's rows past the extent), so it is copied into one of the bound's size, kept for the next call
+    if (const UOp& u = *args[i].impl_->uop; !u.dyn.empty() && bs[0]->size < prod(u.shape)) {
+      if (staged_.size() <= i) staged_.resize(i + 1);
+      auto& st = staged_[i];
+      if (!st || st->device != bs[0]->device) st = std::make_shared<Buffer>(bs[0]->device, bs[0]->dtype, prod(u.shape));
+      runtime(st->device).allocator->copy(st->ptr(), bs[0]->ptr(), size_t(bs[0]->nbytes()));
+      bs[0] = st;
+    }
+    add(bs);
+  }
   for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
   for (auto& s : rec_.reads) add(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) add(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffers());
