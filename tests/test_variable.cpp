@@ -408,7 +408,8 @@ TEST_CASE("symbolic dims: large matmuls with a symbolic outer or inner dim (GPU 
   Tensor a = grid(B, K, 0.011), w = grid(K, K, 0.017), bt = grid(K, B, 0.013), w2 = grid(B, K, 0.019);
   for (int64_t v : {1, 77, 600, 1024}) {
     INFO("n = " << v);
-    Tensor outer = a.shrink({{0, n.bind(v)}, {0, K}}).matmul(w), inner = bt.shrink({{0, K}, {0, n.bind(v)}}).matmul(w2.shrink({{0, n.bind(v)}, {0, K}}));
+    Tensor outer = a.shrink({{0, n.bind(v)}, {0, K}}).matmul(w);
+    Tensor inner = bt.shrink({{0, K}, {0, n.bind(v)}}).matmul(w2.shrink({{0, n.bind(v)}, {0, K}}));
     auto want_o = a.shrink({{0, v}, {0, K}}).matmul(w).to_vector<float>(), got_o = outer.to_vector<float>();
     auto want_i = bt.shrink({{0, K}, {0, v}}).matmul(w2.shrink({{0, v}, {0, K}})).to_vector<float>(), got_i = inner.to_vector<float>();
     REQUIRE(got_o.size() == want_o.size());
