@@ -396,10 +396,10 @@ class Scheduler {
                // a symbolic pad (src[1..n] the pads before, src[n+1..2n] the extents): inside the source's extent, not its bound
                const UOpRef& b = u->src[1 + i];
                if (b->is_const(0) && u->src[1 + n + i] == (ext ? ext : size_const(in[i]))) continue;
-               UOpRef at = idx[i] - unbind(b, idx[i]->dtype);
-               UOpRef end = ext ? unbind(ext, at->dtype) : const_int(at->dtype, in[i]);
-               valid = logical_and(valid, logical_and(ge(at, 0), alu(Ops::CMPLT, {at, end})));
-               idx[i] = at;
+               UOpRef j = idx[i] - unbind(b, idx[i]->dtype);
+               UOpRef end = ext ? unbind(ext, j->dtype) : const_int(j->dtype, in[i]);
+               valid = logical_and(valid, logical_and(ge(j, 0), alu(Ops::CMPLT, {j, end})));
+               idx[i] = j;
                continue;
              }
              int64_t b = u->varg()[2 * i];
