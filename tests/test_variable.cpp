@@ -216,8 +216,8 @@ TEST_CASE("symbolic dims: shapes, sizes and the errors of shapes that do not fit
   CHECK_THROWS_WITH(s + x, Contains("cannot be broadcast together (dim 0: n against 16)"));
   CHECK_THROWS_WITH(s + t, Contains("(dim 0: n against m)"));
   CHECK_THROWS_WITH(s.reshape({128}), Contains("a reshape keeps it a dim of its own"));
-  CHECK_THROWS_WITH(s.pad({{0, 1}, {0, 0}}), Contains("padding it is not supported"));
-  CHECK_THROWS_WITH(s.flip(0), Contains("flipping it is not supported"));
+  CHECK_THROWS_WITH(s.pad({{-1, 0}, {0, 0}}), Contains("tinygrad::pad: dim 0 of (n, 8) is symbolic (n): a negative pad would cut into it"));
+  CHECK_THROWS_AS(s.pad({{0, -2}, {0, 0}}), tinygrad::ShapeError);
   CHECK_THROWS_WITH(s.var(0), Contains("symbolic"));
   CHECK_THROWS_AS(s.shrink({{0, 2}, {0, 8}}), tinygrad::IndexError);
   // an unbound variable has no value to run with
@@ -416,5 +416,124 @@ TEST_CASE("symbolic dims: large matmuls with a symbolic outer or inner dim (GPU 
     REQUIRE(got_i.size() == want_i.size());
     for (size_t i = 0; i < got_o.size(); i += 7) CHECK(got_o[i] == Approx(want_o[i]).epsilon(1e-4).margin(1e-3));
     for (size_t i = 0; i < got_i.size(); i += 7) CHECK(got_i[i] == Approx(want_i[i]).epsilon(1e-4).margin(1e-3));
+
+TEST_CASE("symbolic creation: zeros, ones, full, empty and arange of symbolic sizes equal the concrete sizes, one compile",
+          "[variable][cl]") {
+  Variable n("cr_n", 1, 16);
+  Tensor x = grid(16, 8);
+  // an init list of ints is still the concrete shape
+  CHECK(Tensor::zeros({2, 3}).shape() == tinygrad::Shape{2, 3});
+  CHECK(!Tensor::ones({2, 3}, DType::Int32).is_symbolic());
+  CHECK(Tensor::full({}, 4.0).item<float>() == 4.0f);
+  Tensor z = Tensor::zeros({n, 8});  // unbound: a shape, no value to run with
+  CHECK(z.sym_str() == "(cr_n, 8)");
+  CHECK(z.shape() == tinygrad::Shape{16, 8});  // its bound
+  Tensor e = Tensor::empty({n.bind(3), 4}, DType::Int32);
+  CHECK(e.sym_str() == "(cr_n, 4)");
+  CHECK(e.buffer()->size == 64);  // allocated at the bound
+  CHECK(Tensor::arange(n.bind(3)).sym_str() == "(cr_n,)");
+  CHECK(Tensor::arange(SInt(n.bind(3)) + 2).dtype() == DType::Int32);
+  auto run = [&](const SInt& len) {
+    Tensor s = x.shrink({{0, len}, {0, 8}});
+    return std::vector<Tensor>{
+        Tensor::zeros({len, 8}) + s,                                         // broadcasts with a shrink of the same extent
+        Tensor::full(std::vector<SInt>{len, 8}, 2.5) * s,                    // a vector of SInts
+        Tensor::ones({len + 1}).sum().reshape({1}),                          // a count of the extent
+        Tensor::ones(s.sym_shape(), DType::Int32).sum(0).cast(DType::Float32),
+        Tensor::arange(len).cast(DType::Float32),                            // 0..n-1
+        (Tensor::arange(len).reshape({len, SInt(1)}).cast(DType::Float32) * s).sum(0),
+        Tensor::arange(3, len + 5, 2).cast(DType::Float32),                  // 3, 5, ... below n+5
+        Tensor::arange(len, 20, 3).cast(DType::Float32),                     // a symbolic start
+        Tensor::arange(len + 4, 2, -2).cast(DType::Float32)};                // a negative step
+  };
+  for (int64_t v : {1, 2, 9, 16}) {
+    INFO("n = " << v);
+    auto got = run(n.bind(v));
+    int64_t before = run_stats().kernels_compiled;
+    Tensor::realize_all(got);
+    if (v > 1) CHECK(run_stats().kernels_compiled == before);
+    auto want = run(v);
+    for (size_t i = 0; i < got.size(); i++) {
+      INFO("output " << i);
+      auto gs = got[i].sym_shape();
+      REQUIRE(gs.size() == want[i].ndim());
+      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
+      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
+    }
+  }
+  // an extent that may be negative, a step of 0
+  CHECK_THROWS_WITH(Tensor::zeros({SInt(n.bind(3)) - 2, 4}), Contains("tinygrad::full: dim 0 (cr_n+-2) may be negative (its range is [-1, 14])"));
+  CHECK_THROWS_WITH(Tensor::arange(0, n.bind(3), 0), Contains("step must not be 0"));
+}
+
+TEST_CASE("symbolic dims: pad and flip of a symbolic dim equal the concrete ops, zeros past the extent, one compile", "[variable][cl]") {
+  Variable n("pf_n", 1, 24);
+  Tensor x = grid(24, 8);
+  auto run = [&](const SInt& len) {
+    Tensor s = x.shrink({{0, len}, {0, 8}});
+    return std::vector<Tensor>{
+        s.pad({{1, 2}, {0, 0}}).contiguous(),        // (n+3, 8): zeros in rows 0 and n+1, n+2 (past n, below the bound)
+        s.pad({{2, 0}, {1, 3}}, 1.5),                // another value, and a concrete dim padded beside
+        s.pad({{0, 3}, {0, 0}}).sum(0),              // a reduce over the padded dim
+        s.flip(0).contiguous(),                      // row i is row n-1-i
+        s.flip({0, 1}) * 2,
+        s.flip(0).pad({{1, 1}, {0, 0}}).flip(0).sum(1),
+        (s.flip(0) * Tensor::arange(len).reshape({len, SInt(1)}).cast(DType::Float32)).sum(0),
+        s.pad({{1, 0}, {0, 0}}).flip(0).reshape({SInt(1), len + 1, SInt(8)}).max(1)};
+  };
+  for (int64_t v : {1, 2, 7, 23, 24}) {
+    INFO("n = " << v);
+    auto got = run(n.bind(v));
+    int64_t before = run_stats().kernels_compiled;
+    Tensor::realize_all(got);
+    if (v > 1) CHECK(run_stats().kernels_compiled == before);
+    auto want = run(v);
+    for (size_t i = 0; i < got.size(); i++) {
+      INFO("output " << i);
+      auto gs = got[i].sym_shape();
+      REQUIRE(gs.size() == want[i].ndim());
+      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
+      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
+    }
+  }
+  Tensor p = x.shrink({{0, n.bind(5)}, {0, 8}}).pad({{1, 2}, {0, 0}});
+  CHECK(p.sym_str() == "(pf_n+3, 8)");
+  CHECK(p.shape() == tinygrad::Shape{27, 8});
+}
+
+TEST_CASE("symbolic dims: gradients through symbolic shapes equal the concrete sizes' gradients, the backward compiled once",
+          "[variable][gradient][cl]") {
+  Variable n("gr_n", 1, 24);
+  Tensor x = grid(24, 8).requires_grad_(), w = grid(8, 6, 0.3).requires_grad_(), q = grid(3, 8, 0.7).requires_grad_();
+  auto loss = [&](const SInt& len) {
+    Tensor s = x.shrink({{0, len}, {0, 8}}) * 0.25;  // shrink -> pad back to x's rows: x's gradient is concrete
+    Tensor att = (q * 0.25).matmul(s.transpose()).softmax(-1);  // (3, n): a softmax over the symbolic dim, n the outer dim
+    Tensor v = s.matmul(w * 0.25);                               // (n, 6): n the outer dim
+    return att.matmul(v).square().sum() +                        // n the inner dim of a matmul
+           s.pad({{1, 2}, {0, 0}}).flip(0).exp().sum(0).mean() * 0.1 +
+           s.reshape({SInt(1), len, SInt(8)}).permute({2, 0, 1}).max(2).sum() + (s * s.mean(0)).sum() +
+           (Tensor::ones({len, 1}).matmul(q.sum(0).reshape({1, 8})) * s).sum() * 0.01;
+  };
+  auto grads = [&](const Tensor& l) {
+    for (Tensor* t : {&x, &w, &q}) t->zero_grad();
+    Tensor lc = l;
+    lc.backward();
+    std::vector<Tensor> g{*x.grad(), *w.grad(), *q.grad(), l};
+    Tensor::realize_all(g);
+    return g;
+  };
+  for (int64_t v : {1, 3, 12, 24}) {
+    INFO("n = " << v);
+    Tensor l = loss(n.bind(v));
+    int64_t before = run_stats().kernels_compiled;
+    auto got = grads(l);
+    if (v > 1) CHECK(run_stats().kernels_compiled == before);  // forward and backward: one compile for the range
+    auto want = grads(loss(v));
+    for (size_t i = 0; i < got.size(); i++) {
+      INFO("gradient " << i);
+      CHECK(!got[i].is_symbolic());
+      CHECK(got[i].shape() == want[i].shape());
+      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
+    }
   }
 }

@@ -373,20 +373,35 @@ class Scheduler {
              idx[i] = u->src.size() > 1 ? idx[i] + unbind(u->src[1 + i], idx[i]->dtype) : idx[i] + u->varg()[2 * i];
            return to_src(m, std::move(idx));
          }},
-        // flip = n-1-i
+        // flip = n-1-i (a symbolic dim's n its extent: past it the index leaves the buffer, where the gate of its extent holds)
         {at({Ops::FLIP}), [](M m) -> UOpRef {
            auto idx = idx_of(m["m"]);
-           const Shape& in = m["u"]->src[0]->shape;
-           for (size_t i = 0; i < in.size(); i++) if (m["u"]->varg()[i]) idx[i] = const_int(m.context<RCtx>().s.idx_dt_, in[i] - 1) - idx[i];
+           const UOp& in = *m["u"]->src[0];
+           DType dt = m.context<RCtx>().s.idx_dt_;
+           for (size_t i = 0; i < in.shape.size(); i++)
+             if (m["u"]->varg()[i]) idx[i] = (in.dyn.empty() || !in.dyn[i] ? const_int(dt, in.shape[i] - 1) : unbind(in.dyn[i], dt) - 1) - idx[i];
            return to_src(m, std::move(idx));
          }},
         // pad = validity gate: the source where the index is inside it, else 0
         {at({Ops::PAD}), [](M m) -> UOpRef {
            const UOpRef& u = m["u"];
            auto idx = idx_of(m["m"]);
-           const Shape& in = u->src[0]->shape;
+           const UOp& src = *u->src[0];
+           const Shape& in = src.shape;
+           size_t n = in.size();
            UOpRef valid = const_uop(DType::Bool, 1);
-           for (size_t i = 0; i < in.size(); i++) {
+           for (size_t i = 0; i < n; i++) {
+             UOpRef ext = src.dyn.empty() || !src.dyn[i] ? nullptr : src.dyn[i];
+             if (u->src.size() > 1) {
+               // a symbolic pad (src[1..n] the pads before, src[n+1..2n] the extents): inside the source's extent, not its bound
+               const UOpRef& b = u->src[1 + i];
+               if (b->is_const(0) && u->src[1 + n + i] == (ext ? ext : size_const(in[i]))) continue;
+               UOpRef j = idx[i] - unbind(b, idx[i]->dtype);
+               UOpRef end = ext ? unbind(ext, j->dtype) : const_int(j->dtype, in[i]);
+               valid = logical_and(valid, logical_and(ge(j, 0), alu(Ops::CMPLT, {j, end})));
+               idx[i] = j;
+               continue;
+             }
              int64_t b = u->varg()[2 * i];
              if (b == 0 && u->varg()[2 * i + 1] == 0) continue;
              valid = logical_and(valid, logical_and(ge(idx[i], b), lt(idx[i], b + in[i])));
@@ -581,8 +596,10 @@ class Scheduler {
     auto gl = loops(g.ast), jl = loops(j.ast);
     if (gl.size() != jl.size()) return std::nullopt;
     std::unordered_map<const UOp*, UOpRef> loop;
+    // NOTE: as long also where symbolic: a loop to a variable's extent (src[0]) is not one to its bound
+    auto same_len = [](const UOpRef& a, const UOpRef& b) { return a->range_end() == b->range_end() && a->src == b->src; };
     for (size_t i = 0; i < gl.size(); i++) {
-      if (gl[i]->range_end() != jl[i]->range_end()) return std::nullopt;
+      if (!same_len(gl[i], jl[i])) return std::nullopt;
       if (gl[i] != jl[i]) loop[jl[i].get()] = gl[i];
     }
     auto renamed = [&](const UOpRef& x) { return loop.empty() ? x : substitute(x, loop); };
@@ -612,7 +629,8 @@ class Scheduler {
     }
     // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside)
     for (auto& r : ranges_of(j.ast))
-      if (axis_type(r) == AxisType::REDUCE) sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype);
+      if (axis_type(r) == AxisType::REDUCE)
+        sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype, r->src.empty() ? nullptr : r->src[0]);
     if (int64_t(m.slots.size()) > kernel_limits().max_buffers) return std::nullopt;
     UOpRef jn = substitute(j.ast, sub);
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
@@ -635,8 +653,7 @@ class Scheduler {
       auto rr = reduce_ranges(r);
       for (auto& gr : greds) {
         auto& gg = gr.ranges;
-        if (gg.size() != rr.size() ||
-            !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); }))
+        if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), same_len))
           continue;
         std::unordered_map<const UOp*, UOpRef> rm;
         for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];

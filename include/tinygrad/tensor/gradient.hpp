@@ -76,8 +76,23 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
   auto S = [&](size_t i) { return T(u->src[i]); };
   Tensor ret = T(u);
   const double ln2 = std::log(2.0);
-  if (!u->dyn.empty())
-    throw ShapeError("tinygrad::backward: " + ret.sym_str() + " has symbolic dims: gradients through symbolic shapes are not supported");
+  // symbolic dims (tensor/variable.hpp): a gradient has its node's dims, so the rules that name a shape name the
+  // extents too (src[1..] of the movement nodes built here), and elementwise rules broadcast by them
+  auto ext = [](const UOp& x, size_t i) { return x.dyn.empty() || !x.dyn[i] ? size_const(x.shape[i]) : x.dyn[i]; };
+  auto exts = [&](const UOp& x) { std::vector<UOpRef> r; for (size_t i = 0; i < x.shape.size(); i++) r.push_back(ext(x, i)); return r; };
+  auto to_shape = [&](Ops op, const Tensor& t, const UOp& like) {  // a reshape or expand of t to like's shape and extents
+    if (like.dyn.empty()) return op == Ops::RESHAPE ? t.reshape(like.shape) : t.expand(like.shape);
+    std::vector<UOpRef> src{t.uop()};
+    for (auto& e : exts(like)) src.push_back(e);
+    return T(make_uop(op, t.dtype(), std::move(src), std::vector<int64_t>(like.shape)));
+  };
+  // a symbolic shrink or pad: the begins (pads before) and the result's extents
+  auto ends = [&](Ops op, const Tensor& t, std::vector<UOpRef> begins, const std::vector<UOpRef>& ext_of) {
+    std::vector<UOpRef> src{t.uop()};
+    src.insert(src.end(), begins.begin(), begins.end());
+    src.insert(src.end(), ext_of.begin(), ext_of.end());
+    return T(make_uop(op, t.dtype(), std::move(src), std::vector<int64_t>{}));
+  };
   switch (u->op) {
     case Ops::ADD: return {g, g};
     case Ops::MUL: return {g * S(1), g * S(0)};
@@ -97,7 +112,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
     case Ops::WHERE: return {std::nullopt, S(0).where(g, 0.0), S(0).where(0.0, g)};
     case Ops::CAST: return {is_float(u->src[0]->dtype) ? std::optional<Tensor>(g.cast(u->src[0]->dtype)) : std::nullopt};
     case Ops::CONTIGUOUS: return {g};
-    case Ops::RESHAPE: return {g.reshape(u->src[0]->shape)};
+    case Ops::RESHAPE: return {to_shape(Ops::RESHAPE, g, *u->src[0])};
     case Ops::PERMUTE: {
       std::vector<int64_t> inv(u->varg().size());
       for (size_t i = 0; i < inv.size(); i++) inv[size_t(u->varg()[i])] = int64_t(i);
@@ -105,15 +120,23 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
     }
     case Ops::EXPAND: {
       std::vector<int64_t> axes;
-      for (size_t i = 0; i < u->shape.size(); i++) if (u->src[0]->shape[i] != u->shape[i]) axes.push_back(int64_t(i));
+      for (size_t i = 0; i < u->shape.size(); i++) if (ext(*u->src[0], i) != ext(*u, i)) axes.push_back(int64_t(i));
       return {g.sum(axes, true)};
     }
     case Ops::PAD: {
+      if (u->src.size() > 1) {  // a symbolic pad: the shrink of the source's extents at the pads before
+        size_t n = u->shape.size();
+        return {ends(Ops::SHRINK, g, {u->src.begin() + 1, u->src.begin() + 1 + int64_t(n)}, exts(*u->src[0]))};
+      }
       std::vector<std::pair<int64_t, int64_t>> s;
       for (size_t i = 0; i < u->shape.size(); i++) s.push_back({u->varg()[2 * i], u->varg()[2 * i] + u->src[0]->shape[i]});
       return {g.shrink(s)};
     }
     case Ops::SHRINK: {
+      if (u->src.size() > 1) {  // a symbolic shrink: the pad back to the source's extents, zeros beyond the shrunk extent
+        size_t n = u->shape.size();
+        return {ends(Ops::PAD, g, {u->src.begin() + 1, u->src.begin() + 1 + int64_t(n)}, exts(*u->src[0]))};
+      }
       std::vector<std::pair<int64_t, int64_t>> p;
       for (size_t i = 0; i < u->shape.size(); i++) p.push_back({u->varg()[2 * i], u->src[0]->shape[i] - u->varg()[2 * i + 1]});
       return {g.pad(p)};
@@ -126,12 +149,13 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
     case Ops::REDUCE_AXIS: {
       Tensor x = S(0);
       Ops op = u->reduce_op();
-      if (op == Ops::ADD) return {g.expand(x.shape())};
-      if (op == Ops::MUL) return {(g * ret).expand(x.shape()) / x};
+      const UOp& xs = *u->src[0];
+      if (op == Ops::ADD) return {to_shape(Ops::EXPAND, g, xs)};
+      if (op == Ops::MUL) return {to_shape(Ops::EXPAND, g * ret, xs) / x};
       // MAX: split the gradient evenly between the maxima
-      Tensor mask = (x == ret.expand(x.shape())).cast(g.dtype());
+      Tensor mask = (x == to_shape(Ops::EXPAND, ret, xs)).cast(g.dtype());
       Tensor count = mask.sum(u->reduce_axes(), true);
-      return {(g / count).expand(x.shape()) * mask};
+      return {to_shape(Ops::EXPAND, g / count, xs) * mask};
     }
     case Ops::GRAD_RULE: {
       const auto& a = u->varg();

@@ -136,6 +136,9 @@ struct MovementOps {
     Pads sh;
     bool need_shrink = false;
     for (size_t i = 0; i < p.size(); i++) {
+      if ((p[i].first < 0 || p[i].second < 0) && t.is_symbolic() && !t.sym_shape()[i].is_int())
+        throw ShapeError("tinygrad::pad: dim " + std::to_string(i) + " of " + t.sym_str() + " is symbolic (" + t.sym_shape()[i].str() +
+                         "): a negative pad would cut into it (shrink it instead)");
       int64_t b = std::max<int64_t>(0, -p[i].first), e = t.shape()[i] - std::max<int64_t>(0, -p[i].second);
       if (b > e)
         throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " +
@@ -158,7 +161,7 @@ struct MovementOps {
                        " gives more than 2^63 elements (overflows int64)");
     T r = x.mov(Ops::PAD, arg);
     if (value == 0) return r;
-    T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
+    T mask = T::ones(x.sym_shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
     return mask.where(r, value);
   })
   /// mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)

@@ -104,6 +104,49 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (dev.find(',') != std::string::npos) return empty(shape, dt, detail::split_devices(dev)[0]).to(dev);
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
+  /// full, zeros, ones and empty with sizes that may be symbolic (tensor/variable.hpp): Tensor::zeros({v, 64}) has a dim of
+  /// extent v. Its buffer is allocated at the bound (v's max); kernels touch the extent only. {2, 3} takes this overload
+  /// too (an init list of SInts), and an all-int shape is the Shape one's.
+  static Tensor full(std::initializer_list<SInt> shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "")
+      TINYGRAD_MEMBER_DEF({ return full(std::vector<SInt>(shape), value, dtype, std::move(device)); })
+  /// full with symbolic sizes (the extents of sym_shape())
+  static Tensor full(const std::vector<SInt>& shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "")
+      TINYGRAD_MEMBER_DEF({
+        std::string dev = device.empty() ? default_device() : device;
+        auto [b, d] = sym_dims(shape, "full", dev);
+        if (d.empty()) return full(b, value, dtype, dev);
+        return full(Shape{}, value, dtype, dev).reshape(Shape(b.size(), 1)).expand_to(b, d);
+      })
+  /// zeros with symbolic sizes
+  static Tensor zeros(std::initializer_list<SInt> shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::vector<SInt>(shape), 0, dt, std::move(dev));
+  })
+  /// zeros with symbolic sizes
+  static Tensor zeros(const std::vector<SInt>& shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(shape, 0, dt, std::move(dev));
+  })
+  /// ones with symbolic sizes
+  static Tensor ones(std::initializer_list<SInt> shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::vector<SInt>(shape), 1, dt, std::move(dev));
+  })
+  /// ones with symbolic sizes
+  static Tensor ones(const std::vector<SInt>& shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(shape, 1, dt, std::move(dev));
+  })
+  /// uninitialized memory with symbolic sizes: a buffer at the bounds
+  static Tensor empty(std::initializer_list<SInt> shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
+    return empty(std::vector<SInt>(shape), dt, std::move(device));
+  })
+  /// uninitialized memory with symbolic sizes: a buffer at the bounds
+  static Tensor empty(const std::vector<SInt>& shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
+    std::string dev = device.empty() ? default_device() : device;
+    auto [b, d] = sym_dims(shape, "empty", dev);
+    Tensor e = empty(d.empty() ? b : Shape{detail::prod(b)}, dt, dev);
+    if (d.empty()) return e;
+    std::vector<UOpRef> src{e.uop()};
+    for (size_t i = 0; i < b.size(); i++) src.push_back(d[i] ? d[i] : detail::size_const(b[i]));
+    return Tensor(make_uop(Ops::RESHAPE, dt, std::move(src), std::vector<int64_t>(b)), dev);
+  })
   /// torch.arange(start, stop, step) (stop unset: arange(0, start))
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
                        std::string device = "") TINYGRAD_MEMBER_DEF({
@@ -119,6 +162,25 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
+  })
+  /// arange(0, stop) with a symbolic stop: Tensor::arange(v) is int32 0..v-1, a dim of extent v
+  static Tensor arange(const SInt& stop) TINYGRAD_MEMBER_DEF({ return arange(SInt(0), stop); })
+  /// int32 start, start + step, ... before stop, where start or stop may be symbolic: ceil((stop - start) / step) elements
+  /// (a symbolic extent, its buffer at the bound). An all-int range is the double overload's with dtype int32.
+  static Tensor arange(const SInt& start, const SInt& stop, int64_t step = 1, std::string device = "") TINYGRAD_MEMBER_DEF({
+    if (step == 0) throw Error("tinygrad::arange: step must not be 0");
+    std::string dev = device.empty() ? default_device() : device;
+    if (start.is_int() && stop.is_int()) return arange(double(start.value()), double(stop.value()), double(step), DType::Int32, dev);
+    if (step < INT32_MIN + 1 || step > INT32_MAX) throw ShapeError(detail::cat("tinygrad::arange: the step ", step, " leaves int32"));
+    SInt span = step > 0 ? stop - start : start - stop;
+    int64_t by = step > 0 ? step : -step;
+    UOpRef sp = span.is_int() ? detail::const_int(DType::Int32, span.value()) : span.uop();
+    UOpRef q = detail::idiv(sp + (by - 1), by);
+    SInt len(q->vmin >= 0 ? q : detail::alu(Ops::MAX, {q, detail::const_int(DType::Int32, 0)}));  // NOTE: no max where it is the identity
+    Tensor i = arange(0.0, double(len.max()), 1, DType::Int32, dev);
+    if (!len.is_int()) i = i.shrink({{SInt(0), len}});
+    if (step != 1) i = i * Tensor(SInt(step), dev);
+    return start.is_int() && start.value() == 0 ? i : i + Tensor(start, dev);
   })
   /// torch.eye: n x m identity
   static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float,
@@ -919,6 +981,23 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   })
+  // a shape of SInts as its bounds and symbolic dims on device dev (none: every size an int), each checked
+  static std::pair<Shape, std::vector<UOpRef>> sym_dims(const std::vector<SInt>& s, const char* op, const std::string& dev) TINYGRAD_MEMBER_DEF({
+    Shape b;
+    std::vector<UOpRef> d;
+    bool sym = false;
+    for (size_t i = 0; i < s.size(); i++) {
+      if (!s[i].is_int() && s[i].min() < 0)
+        throw ShapeError(detail::cat("tinygrad::", op, ": dim ", i, " (", s[i].str(), ") may be negative (its range is [", s[i].min(), ", ",
+                                     s[i].max(), "])"));
+      b.push_back(s[i].max());
+      d.push_back(s[i].is_int() ? nullptr : detail::sym_node(s[i], dev));
+      sym |= !s[i].is_int();
+    }
+    check_shape(b, op);
+    if (!sym) d.clear();
+    return {b, d};
+  })
   static Tensor of_sint(const SInt& v, const std::string& device) TINYGRAD_MEMBER_DEF({
     std::string dev = device.empty() ? default_device() : device;
     return Tensor(detail::sym_node(v, dev), dev);
@@ -982,8 +1061,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (is_symbolic()) return mov_sym(op, std::move(arg));
     return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device());
   })
-  // a movement op of a tensor with symbolic dims: permutes move them, reshapes and expands keep each whole (their
-  // results name their extents in src[1..]); a pad, flip or shrink that would cut into one is an error
+  // a movement op of a tensor with symbolic dims: permutes and flips move them, reshapes and expands keep each whole
+  // (their results name their extents in src[1..]), a pad of one names the padded extents (dyn + before + after); a
+  // shrink that would cut into one is an error
   Tensor mov_sym(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({
     const UOpRef& u = uop();
     const char* name = op == Ops::RESHAPE ? "reshape" : op == Ops::EXPAND ? "expand" : op == Ops::PAD ? "pad" : op == Ops::SHRINK ? "shrink" : "flip";
@@ -992,12 +1072,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     };
     auto ext = [](const UOpRef& d, int64_t n) { return d ? d : detail::size_const(n); };
     std::vector<UOpRef> src{u};
+    bool pad_sym = false;
     for (size_t i = 0; i < u->shape.size() && op != Ops::RESHAPE && op != Ops::PERMUTE; i++) {
       if (!u->dyn[i]) { if (op == Ops::EXPAND) src.push_back(ext(nullptr, arg[i])); continue; }
       if (op == Ops::EXPAND) src.push_back(u->dyn[i]);
-      if (op == Ops::FLIP && arg[i]) throw refuse(i, "flipping it is not supported");
-      if (op == Ops::PAD && (arg[2 * i] || arg[2 * i + 1])) throw refuse(i, "padding it is not supported");
+      pad_sym |= op == Ops::PAD && (arg[2 * i] || arg[2 * i + 1]);
       if (op == Ops::SHRINK && (arg[2 * i] || arg[2 * i + 1] != u->shape[i])) throw refuse(i, "shrink it with symbolic bounds ({0, extent})");
+    }
+    if (pad_sym) {  // src[1..n] the pads before, src[n+1..2n] the extents (tensor/variable.hpp): the valid region ends at dyn + before
+      std::vector<UOpRef> ends;
+      for (size_t i = 0; i < u->shape.size(); i++) {
+        int64_t b = arg[2 * i], a = arg[2 * i + 1];
+        src.push_back(detail::size_const(b));
+        ends.push_back(u->dyn[i] ? (SInt(u->dyn[i]) + SInt(b + a)).uop() : detail::size_const(u->shape[i] + b + a));
+      }
+      src.insert(src.end(), ends.begin(), ends.end());
+      arg.clear();
     }
     if (op == Ops::RESHAPE) {
       // each symbolic dim stays a dim of its own, with as many elements before it (since the last symbolic dim) as before

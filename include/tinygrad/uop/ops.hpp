@@ -480,11 +480,12 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::IOTA: return {u.iarg()};
     case Ops::RESHAPE: case Ops::EXPAND: return std::get<std::vector<int64_t>>(u.arg);
     case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[size_t(a)]); return s; }
-    case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
-    case Ops::SHRINK: {
+    case Ops::PAD: case Ops::SHRINK: {
       Shape s = u.src[0]->shape;
-      // a symbolic shrink: src[1..n] the begins, src[n+1..2n] the extents (int32 scalars), each dim as long as its extent's max
+      // a symbolic shrink or pad: src[1..n] the begins (pads before), src[n+1..2n] the result's extents (int32 scalars),
+      // each dim as long as its extent's max
       if (u.src.size() > 1) { for (size_t i = 0; i < s.size(); i++) s[i] = u.src[1 + s.size() + i]->vmax; return s; }
+      if (u.op == Ops::PAD) { for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
       for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i];
       return s;
     }
@@ -503,7 +504,7 @@ inline Shape detail::infer_shape(const UOp& u) {
 }
 
 // the symbolic dims of a tensor-level node: RESHAPE and EXPAND name their result's extents in src[1..] (when symbolic),
-// a symbolic SHRINK in src[n+1..2n]; the others keep their source's
+// a symbolic SHRINK or PAD in src[n+1..2n]; the others keep their source's
 inline std::vector<UOpRef> detail::infer_dyn(const UOp& u) {
   auto exts = [&](size_t from) {
     std::vector<UOpRef> d;
@@ -512,7 +513,7 @@ inline std::vector<UOpRef> detail::infer_dyn(const UOp& u) {
   };
   switch (u.op) {
     case Ops::RESHAPE: case Ops::EXPAND: return u.src.size() > 1 ? exts(1) : std::vector<UOpRef>{};
-    case Ops::SHRINK: return u.src.size() > 1 ? exts(1 + u.shape.size()) : u.src[0]->dyn;
+    case Ops::SHRINK: case Ops::PAD: return u.src.size() > 1 ? exts(1 + u.shape.size()) : u.src[0]->dyn;
     case Ops::PERMUTE: {
       if (u.src[0]->dyn.empty()) return {};
       std::vector<UOpRef> d;

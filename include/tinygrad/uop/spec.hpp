@@ -131,12 +131,13 @@ inline Why assign(const UOp& u, Stage) {
 inline Why movement(const UOp& u, Stage) {
   const Shape& in = u.src[0]->shape;
   const auto& a = u.varg();
-  if (u.src.size() > 1) {  // symbolic sizes (tensor/variable.hpp): RESHAPE and EXPAND name their extents, SHRINK its begins and extents
-    size_t want = u.op == Ops::SHRINK ? 2 * in.size() : a.size();
+  if (u.src.size() > 1) {  // symbolic sizes (tensor/variable.hpp): RESHAPE and EXPAND name their extents, SHRINK and PAD begins and extents
+    bool ends = u.op == Ops::SHRINK || u.op == Ops::PAD;
+    size_t want = ends ? 2 * in.size() : a.size();
     if (u.src.size() != want + 1) return cat("has ", u.src.size() - 1, " symbolic sizes, not ", want);
     for (size_t i = 1; i < u.src.size(); i++)
       if (u.src[i]->dtype != DType::Int32 && u.src[i]->dtype != DType::Int64) return cat("src[", i, "] is no int32 or int64 size");
-    if (u.op == Ops::SHRINK) return a.empty() ? same_dtype(u, 0) : "a symbolic shrink has no arg";
+    if (ends) return a.empty() ? same_dtype(u, 0) : "a symbolic shrink or pad has no arg";
   }
   size_t n = in.size(), want = u.op == Ops::PAD || u.op == Ops::SHRINK ? 2 * n : u.op == Ops::RESHAPE ? a.size() : n;
   if (a.size() != want) return cat("the arg has ", a.size(), " entries for a source of rank ", n);
@@ -305,7 +306,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::IOTA, T, 0, 1, ArgKind::INT, leaf_of_device},
       {Ops::REDUCE_AXIS, T, 1, 1, ArgKind::VEC, reduce_axis},
       {Ops::RESHAPE, T, 1, -1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, -1, ArgKind::VEC, movement},
       {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
       {Ops::CONTIGUOUS, T, 1, 1, ArgKind::ID, same_as_src},  // int arg: a parameter's id; {int}: a clone's (Tensor::clone)
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
