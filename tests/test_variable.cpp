@@ -416,6 +416,8 @@ TEST_CASE("symbolic dims: large matmuls with a symbolic outer or inner dim (GPU 
     REQUIRE(got_i.size() == want_i.size());
     for (size_t i = 0; i < got_o.size(); i += 7) CHECK(got_o[i] == Approx(want_o[i]).epsilon(1e-4).margin(1e-3));
     for (size_t i = 0; i < got_i.size(); i += 7) CHECK(got_i[i] == Approx(want_i[i]).epsilon(1e-4).margin(1e-3));
+  }
+}
 
 TEST_CASE("symbolic creation: zeros, ones, full, empty and arange of symbolic sizes equal the concrete sizes, one compile",
           "[variable][cl]") {
