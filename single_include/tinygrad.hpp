@@ -457,6 +457,7 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 // begin include/tinygrad/runtime/device.hpp
 // runtime: buffers, allocators (LRU reuse), compilers (disk cache), programs, and the device registry.
 // The lowest layer above helpers/dtype: it knows nothing of UOps.
+#include <algorithm>
 #include <memory>
 #if TINYGRAD_WITH_INTERNALS
 #include <dlfcn.h>
@@ -476,6 +477,7 @@ inline void store_from_double(void* p, DType d, size_t i, double x) {
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #endif
 
@@ -657,13 +659,46 @@ inline std::pair<size_t, size_t> kernel_name_span(const std::string& kernel) {
 }
 }  // namespace detail
 
+// a launch size that varies with a kernel's variables (the workgroups over a symbolic dim): a postfix program over the
+// values a launch passes (codegen writes it from the dim's extent; empty: the size is fixed)
+struct LaunchExpr {
+  enum Op : int64_t { CONST, VAR, ADD, MUL, IDIV, MOD, MAX };
+  std::vector<std::pair<Op, int64_t>> code;
+  // its value at vals, or `otherwise` where it cannot be taken (a division by 0, a variable not passed)
+  int64_t eval(const std::vector<int64_t>& vals, int64_t otherwise) const {
+    std::array<int64_t, 16> st{};
+    size_t n = 0;
+    for (auto [op, x] : code) {
+      if (op == CONST || op == VAR) {
+        if (n == st.size() || (op == VAR && size_t(x) >= vals.size())) return otherwise;
+        st[n++] = op == CONST ? x : vals[size_t(x)];
+        continue;
+      }
+      if (n < 2) return otherwise;
+      int64_t b = st[--n], &a = st[n - 1];
+      if ((op == IDIV || op == MOD) && b == 0) return otherwise;
+      a = op == ADD ? a + b : op == MUL ? a * b : op == IDIV ? a / b : op == MOD ? a % b : std::max(a, b);
+    }
+    return n == 1 ? st[0] : otherwise;
+  }
+  bool operator==(const LaunchExpr&) const = default;
+};
 // how a kernel is launched: on a CPU the cores its THREAD axis runs on, on a GPU its workgroups and their threads
 struct LaunchDims {
   int64_t threads = 1;                      // CPU: cores (the THREAD axis)
-  std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z
+  std::array<int64_t, 3> global{1, 1, 1};  // GPU: workgroups in x, y, z (at the variables' bounds)
   std::array<int64_t, 3> local{1, 1, 1};   // GPU: threads of a workgroup in x, y, z
   int64_t smem = 0;                         // GPU: dynamic workgroup memory in bytes (staged tensor-core tiles)
+  std::array<LaunchExpr, 3> global_var{};  // GPU: the workgroups of a dim over a symbolic extent, at a launch's values
   bool operator==(const LaunchDims&) const = default;
+  // the workgroups of a launch with these variable values: a symbolic dim's extent at the values (1 to its bound)
+  std::array<int64_t, 3> global_at(const std::vector<int64_t>& vals) const {
+    std::array<int64_t, 3> g = global;
+    for (size_t d = 0; d < 3; d++)
+      if (!global_var[d].code.empty()) g[d] = std::clamp<int64_t>(global_var[d].eval(vals, global[d]), 1, global[d]);
+    return g;
+  }
+  bool varies() const { return std::any_of(global_var.begin(), global_var.end(), [](auto& e) { return !e.code.empty(); }); }
   std::string str() const {
     return detail::cat("threads ", threads, " global ", global[0], ",", global[1], ",", global[2], " local ", local[0], ",", local[1], ",", local[2],
                smem ? detail::cat(" smem ", smem) : "");
@@ -2222,6 +2257,7 @@ class CUDAProgram : public Program {
     d_->api->check(d_->api->cuModuleGetFunction(&fn_, mod_, fn.c_str()), "cuModuleGetFunction");
     for (size_t i = 0; i < 3; i++) dims_[i] = unsigned(launch.global[i]), dims_[i + 3] = unsigned(launch.local[i]);
     smem_ = unsigned(launch.smem);
+    if (launch.varies()) launch_ = launch;
     // past 48 KB a kernel's dynamic workgroup memory needs the opt-in (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
     if (smem_ > 48 * 1024) d_->api->check(d_->api->cuFuncSetAttribute(fn_, 8, int(smem_)), "cuFuncSetAttribute (workgroup memory)");
     d_->api->cuEventCreate(&ev_[0], 0);
@@ -2241,9 +2277,16 @@ class CUDAProgram : public Program {
     for (auto& b : bufs) r.push_back(const_cast<void**>(&b));
     return r;
   }
+  // the workgroups of a launch with these variable values
+  std::array<unsigned, 3> grid(const std::vector<int64_t>& vals) const {
+    if (!launch_) return {dims_[0], dims_[1], dims_[2]};
+    auto g = launch_->global_at(vals);
+    return {unsigned(g[0]), unsigned(g[1]), unsigned(g[2])};
+  }
   // the launch as a graph node's parameters (params: pointers to the arguments)
-  CudaApi::KernelNode node(void** params) const {
-    return {fn_, {dims_[0], dims_[1], dims_[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
+  CudaApi::KernelNode node(void** params, const std::vector<int64_t>& vals) const {
+    auto g = grid(vals);
+    return {fn_, {g[0], g[1], g[2]}, {dims_[3], dims_[4], dims_[5]}, smem_, params, nullptr};
   }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
     auto& a = *d_->api;
@@ -2251,7 +2294,8 @@ class CUDAProgram : public Program {
     std::vector<int> v32;
     auto args = kernel_args(bufs, vals, v32);
     if (wait) a.cuEventRecord(ev_[0], nullptr);
-    a.check(a.cuLaunchKernel(fn_, dims_[0], dims_[1], dims_[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
+    auto g = grid(vals);
+    a.check(a.cuLaunchKernel(fn_, g[0], g[1], g[2], dims_[3], dims_[4], dims_[5], smem_, nullptr, args.data(), nullptr),
             "cuLaunchKernel");
     if (!wait) return 0;
     a.cuEventRecord(ev_[1], nullptr);
@@ -2265,6 +2309,7 @@ class CUDAProgram : public Program {
   std::shared_ptr<CudaDevice> d_;
   void *mod_ = nullptr, *fn_ = nullptr, *ev_[2] = {nullptr, nullptr};
   unsigned dims_[6], smem_ = 0;
+  std::optional<LaunchDims> launch_;  // a launch whose workgroups vary with the variables
 };
 
 // TinyJit's replay on CUDA: the kernels as one graph, each depending on the one before
@@ -2278,7 +2323,7 @@ class CUDAGraph : public GraphExec {
       auto* prg = static_cast<CUDAProgram*>(l.prg);  // NOTE: the engine gives a device's graph only that device's programs
       std::vector<int> v32;
       auto params = CUDAProgram::kernel_args(l.bufs, l.vals, v32);
-      auto kn = prg->node(params.data());
+      auto kn = prg->node(params.data(), l.vals);
       void* node = nullptr;
       a.check(a.cuGraphAddKernelNode(&node, graph_, nodes_.empty() ? nullptr : &nodes_.back(), nodes_.empty() ? 0 : 1, &kn), "cuGraphAddKernelNode");
       nodes_.push_back(node);
@@ -2296,7 +2341,7 @@ class CUDAGraph : public GraphExec {
     d_->current();
     std::vector<int> v32;
     auto params = CUDAProgram::kernel_args(bufs, vals, v32);
-    auto kn = progs_[i]->node(params.data());
+    auto kn = progs_[i]->node(params.data(), vals);
     d_->api->check(d_->api->cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &kn), "cuGraphExecKernelNodeSetParams");
   }
   void launch() override { d_->current(); d_->api->check(d_->api->cuGraphLaunch(exec_, nullptr), "cuGraphLaunch"); }
@@ -2872,6 +2917,7 @@ class CLProgram : public Program {
     cl_check(err, "clCreateKernel");
     d_->api->clGetKernelInfo(k_, 0x1191 /* CL_KERNEL_NUM_ARGS */, sizeof nargs_, &nargs_, nullptr);
     for (size_t i = 0; i < 3; i++) { local_[i] = size_t(launch.local[i]); global_[i] = size_t(launch.global[i]) * local_[i]; }
+    if (launch.varies()) launch_ = launch;
   }
   ~CLProgram() override { d_->api->clReleaseKernel(k_); release_program(); }
   double call(const std::vector<void*>& bufs, const std::vector<int64_t>& vals, bool wait) override {
@@ -2887,7 +2933,12 @@ class CLProgram : public Program {
     for (size_t i = 0; vals.size() + i < nargs_ && i < bufs.size(); i++)
       cl_check(d_->api->clSetKernelArg(k_, unsigned(vals.size() + i), sizeof(void*), &bufs[i]), "clSetKernelArg");
     void* ev = nullptr;
-    int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global_, local_, 0, nullptr, wait ? &ev : nullptr);
+    size_t global[3] = {global_[0], global_[1], global_[2]};
+    if (launch_) {  // the workgroups over a symbolic dim: its extent at these values
+      auto g = launch_->global_at(vals);
+      for (size_t i = 0; i < 3; i++) global[i] = size_t(g[i]) * local_[i];
+    }
+    int err = d_->api->clEnqueueNDRangeKernel(d_->queue, k_, 3, nullptr, global, local_, 0, nullptr, wait ? &ev : nullptr);
     // NOTE: some drivers allocate buffers lazily, at the first kernel that touches them
     if (err == -4 || err == -5) throw DeviceError(cat("tinygrad: out of memory on ", d_->name, " (OpenCL error ", err, " launching a kernel)"));
     cl_check(err, "clEnqueueNDRangeKernel");
@@ -2907,6 +2958,7 @@ class CLProgram : public Program {
   void *prg_ = nullptr, *k_ = nullptr;
   unsigned nargs_ = 0;
   size_t global_[3], local_[3];
+  std::optional<LaunchDims> launch_;  // a launch whose workgroups vary with the variables
   bool first_ = true;
   std::mutex mu_;
 };
@@ -3825,11 +3877,12 @@ inline Shape detail::infer_shape(const UOp& u) {
     case Ops::IOTA: return {u.iarg()};
     case Ops::RESHAPE: case Ops::EXPAND: return std::get<std::vector<int64_t>>(u.arg);
     case Ops::PERMUTE: { Shape s; for (auto a : u.varg()) s.push_back(u.src[0]->shape[size_t(a)]); return s; }
-    case Ops::PAD: { Shape s = u.src[0]->shape; for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
-    case Ops::SHRINK: {
+    case Ops::PAD: case Ops::SHRINK: {
       Shape s = u.src[0]->shape;
-      // a symbolic shrink: src[1..n] the begins, src[n+1..2n] the extents (int32 scalars), each dim as long as its extent's max
+      // a symbolic shrink or pad: src[1..n] the begins (pads before), src[n+1..2n] the result's extents (int32 scalars),
+      // each dim as long as its extent's max
       if (u.src.size() > 1) { for (size_t i = 0; i < s.size(); i++) s[i] = u.src[1 + s.size() + i]->vmax; return s; }
+      if (u.op == Ops::PAD) { for (size_t i = 0; i < s.size(); i++) s[i] += u.varg()[2 * i] + u.varg()[2 * i + 1]; return s; }
       for (size_t i = 0; i < s.size(); i++) s[i] = u.varg()[2 * i + 1] - u.varg()[2 * i];
       return s;
     }
@@ -3848,7 +3901,7 @@ inline Shape detail::infer_shape(const UOp& u) {
 }
 
 // the symbolic dims of a tensor-level node: RESHAPE and EXPAND name their result's extents in src[1..] (when symbolic),
-// a symbolic SHRINK in src[n+1..2n]; the others keep their source's
+// a symbolic SHRINK or PAD in src[n+1..2n]; the others keep their source's
 inline std::vector<UOpRef> detail::infer_dyn(const UOp& u) {
   auto exts = [&](size_t from) {
     std::vector<UOpRef> d;
@@ -3857,7 +3910,7 @@ inline std::vector<UOpRef> detail::infer_dyn(const UOp& u) {
   };
   switch (u.op) {
     case Ops::RESHAPE: case Ops::EXPAND: return u.src.size() > 1 ? exts(1) : std::vector<UOpRef>{};
-    case Ops::SHRINK: return u.src.size() > 1 ? exts(1 + u.shape.size()) : u.src[0]->dyn;
+    case Ops::SHRINK: case Ops::PAD: return u.src.size() > 1 ? exts(1 + u.shape.size()) : u.src[0]->dyn;
     case Ops::PERMUTE: {
       if (u.src[0]->dyn.empty()) return {};
       std::vector<UOpRef> d;
@@ -5966,13 +6019,20 @@ inline UOpRef staged_pipeline(const StagedSide (&sides)[2], const UOpRef& r, int
   step.push_back(before);
   return barrier(step);
 }
+// the K steps of a staged GEMM over reduce axis r, bk of r each: a symbolic r (extent e) loops to ceil(e / bk) (the
+// copies past e are gated by the reduce's mask: they read nothing)
+inline UOpRef k_steps(const UOpRef& r, int64_t nk, int64_t bk) {
+  return make_range(nk, r->range_id(), AxisType::REDUCE, r->dtype, r->src.empty() ? nullptr : ceil_div(r->src[0], bk));
+}
 // the blocks of a staged GEMM as one loop axis (the m axis's id): blocks next to each other take up to 8 row tiles
 // of one column tile, so the blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger
 // than an H100's L2). Returns the block's row tile and column tile
 inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int64_t bn, DType dt) {
   int64_t mb = tm.m->range_end() / bm, nb = tm.n->range_end() / bn, g8 = 8;
   while (mb % g8) g8 /= 2;
-  auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt), in_group = mod(blk, g8 * nb);
+  // m a symbolic dim's (extent e): the blocks end with the last group of row blocks that e reaches (a GPU launches those)
+  UOpRef tight = tm.m->src.empty() ? nullptr : ceil_div(ceil_div(tm.m->src[0], bm), g8) * (g8 * nb);
+  auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt, tight), in_group = mod(blk, g8 * nb);
   return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
 }
 // the kernel's stores of one output of a thread's tile: the reduce's value v, at row m and column n
@@ -6015,7 +6075,7 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt),
        lane = make_range(32, id + 2, AxisType::WARP, dt);
-  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt);
+  auto kc = k_steps(r, nk, t.bk);
   auto tid = (wm * t.wn + wn) * 32 + lane;
   StagedSide sides[2] = {{.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = true, .pitch = 0, .swizzle = true},
                          {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = true, .pitch = 0, .swizzle = true}};
@@ -6087,7 +6147,7 @@ inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm,
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
-  auto kc = make_range(nk, r->range_id(), AxisType::REDUCE, dt), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
+  auto kc = k_steps(r, nk, t.bk), ks = make_range(t.bk, id + 2, AxisType::REDUCE, dt);
   auto tid = ty * t.tx + tx;
   StagedSide sides[2] = {
       {.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = false, .pitch = bm + 4, .swizzle = false, .stage = (bm + 4) * t.bk},
@@ -6215,7 +6275,8 @@ inline UOpRef apply_merge(const UOpRef& sink, const Opt& o, bool) {
   if (r2 == r || t != axis_type(r2) || (t != AxisType::LOOP && t != AxisType::REDUCE))
     throw KernelOptError(o.str() + ": needs two loop or two reduce axes");
   int64_t n2 = r2->range_end();
-  auto R = make_range(n * n2, o.axis, t, dt);
+  // r a symbolic dim's (its extent e), r2 a concrete one: the merged loop keeps a tight end, e * n2
+  auto R = r->src.empty() || !r2->src.empty() ? make_range(n * n2, o.axis, t, dt) : make_range(n * n2, o.axis, t, dt, r->src[0] * n2);
   std::unordered_map<const UOp*, UOpRef> m{{r.get(), idiv(R, n2)}, {r2.get(), mod(R, n2)}};
   for (auto& u : toposort(sink)) {
     if (m.count(u.get())) continue;
@@ -7621,18 +7682,23 @@ inline Why assign(const UOp& u, Stage) {
 inline Why movement(const UOp& u, Stage) {
   const Shape& in = u.src[0]->shape;
   const auto& a = u.varg();
-  if (u.src.size() > 1) {  // symbolic sizes (tensor/variable.hpp): RESHAPE and EXPAND name their extents, SHRINK its begins and extents
-    size_t want = u.op == Ops::SHRINK ? 2 * in.size() : a.size();
+  if (u.src.size() > 1) {  // symbolic sizes (tensor/variable.hpp): RESHAPE and EXPAND name their extents, SHRINK and PAD begins and extents
+    bool ends = u.op == Ops::SHRINK || u.op == Ops::PAD;
+    size_t want = ends ? 2 * in.size() : a.size();
     if (u.src.size() != want + 1) return cat("has ", u.src.size() - 1, " symbolic sizes, not ", want);
     for (size_t i = 1; i < u.src.size(); i++)
       if (u.src[i]->dtype != DType::Int32 && u.src[i]->dtype != DType::Int64) return cat("src[", i, "] is no int32 or int64 size");
-    if (u.op == Ops::SHRINK) return a.empty() ? same_dtype(u, 0) : "a symbolic shrink has no arg";
+    if (ends) return a.empty() ? same_dtype(u, 0) : "a symbolic shrink or pad has no arg";
   }
   size_t n = in.size(), want = u.op == Ops::PAD || u.op == Ops::SHRINK ? 2 * n : u.op == Ops::RESHAPE ? a.size() : n;
   if (a.size() != want) return cat("the arg has ", a.size(), " entries for a source of rank ", n);
   if (auto w = same_dtype(u, 0); !w.empty()) return w;
   switch (u.op) {
-    case Ops::RESHAPE: if (prod(a) != prod(in)) return cat("reshapes ", to_string(in), " to ", to_string(Shape(a)), ": not as many elements"); break;
+    case Ops::RESHAPE:
+      // NOTE: a buffer of a concrete tensor named symbolic (Tensor::name_symbolic) holds the elements at the values only
+      if (prod(a) != prod(in) && !(u.src.size() > 1 && u.src[0]->op == Ops::BUFFER && prod(in) < prod(a)))
+        return cat("reshapes ", to_string(in), " to ", to_string(Shape(a)), ": not as many elements");
+      break;
     case Ops::PERMUTE: {
       std::vector<bool> seen(n);
       for (auto p : a) {
@@ -7791,7 +7857,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::IOTA, T, 0, 1, ArgKind::INT, leaf_of_device},
       {Ops::REDUCE_AXIS, T, 1, 1, ArgKind::VEC, reduce_axis},
       {Ops::RESHAPE, T, 1, -1, ArgKind::VEC, movement}, {Ops::PERMUTE, T, 1, 1, ArgKind::VEC, movement},
-      {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, 1, ArgKind::VEC, movement},
+      {Ops::EXPAND, T, 1, -1, ArgKind::VEC, movement}, {Ops::PAD, T, 1, -1, ArgKind::VEC, movement},
       {Ops::SHRINK, T, 1, -1, ArgKind::VEC, movement}, {Ops::FLIP, T, 1, 1, ArgKind::VEC, movement},
       {Ops::CONTIGUOUS, T, 1, 1, ArgKind::ID, same_as_src},  // int arg: a parameter's id; {int}: a clone's (Tensor::clone)
       {Ops::DETACH, T, 1, 1, ArgKind::NONE, same_as_src},
@@ -8071,7 +8137,8 @@ inline const PatternMatcher& pm_group_reduces() {
 // or a dim past its limit, merge into the next inner dim (index = id / stride % size).
 struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch) {
+  // gv: the workgroups of a dim whose outermost axis is a symbolic dim's (a tight range), as an expression of variables
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv) {
     launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
     for (int kind : {1, 2}) {
@@ -8094,6 +8161,8 @@ struct GpuDimsCtx {
               cat("tinygrad: a kernel needs ", n, " ", kind == 1 ? "workgroups" : "threads", " in dim ", d, ", more than the device's ", mx[d]));
         auto id = make_uop(Ops::SPECIAL, dims[d][0]->dtype, {}, std::vector<int64_t>{n, kind, int64_t(d)});
         (kind == 1 ? launch.global : launch.local)[d] = n;
+        // NOTE: the outermost axis of a dim is its id over the others' product, so past its extent no thread has work
+        if (const UOpRef& o = dims[d].back(); kind == 1 && !o->src.empty()) gv[d] = simplify(o->src[0] * (n / o->range_end()));
         int64_t stride = 1;
         for (size_t j = 0; j < dims[d].size(); j++) {
           auto& r = dims[d][j];
@@ -8105,6 +8174,33 @@ struct GpuDimsCtx {
     }
   }
 };
+// an int expression of the kernel's variables (vars: in the order a launch passes their values) as a LaunchExpr; empty
+// where it has another op (the launch keeps its bound). Walked with a stack: each use of a shared node is emitted again
+inline LaunchExpr launch_expr(const UOpRef& e, const std::vector<UOpRef>& vars) {
+  LaunchExpr r;
+  std::vector<std::pair<const UOp*, bool>> st{{e.get(), false}};
+  while (!st.empty()) {
+    auto [u, done] = st.back();
+    st.pop_back();
+    if (u->op == Ops::CAST && is_int(u->dtype) && is_int(u->src[0]->dtype)) { st.push_back({u->src[0].get(), false}); continue; }
+    if (u->op == Ops::CONST) { r.code.push_back({LaunchExpr::CONST, u->iarg()}); continue; }
+    if (u->op == Ops::DEFINE_VAR) {
+      auto it = std::find_if(vars.begin(), vars.end(), [&](auto& v) { return v.get() == u; });
+      if (it == vars.end()) return {};
+      r.code.push_back({LaunchExpr::VAR, it - vars.begin()});
+      continue;
+    }
+    static const std::pair<Ops, LaunchExpr::Op> ops[] = {{Ops::ADD, LaunchExpr::ADD}, {Ops::MUL, LaunchExpr::MUL}, {Ops::IDIV, LaunchExpr::IDIV},
+                                                         {Ops::MOD, LaunchExpr::MOD}, {Ops::MAX, LaunchExpr::MAX}};
+    auto op = std::find_if(std::begin(ops), std::end(ops), [&](auto& o) { return o.first == u->op; });
+    if (op == std::end(ops) || u->src.size() != 2) return {};
+    if (done) { r.code.push_back({op->second, 0}); continue; }
+    st.push_back({u, true});
+    st.push_back({u->src[1].get(), false});
+    st.push_back({u->src[0].get(), false});
+  }
+  return r;
+}
 inline const PatternMatcher& pm_gpudims() {
   static const PatternMatcher pm{{UPat::ops_of({Ops::RANGE}, "r"), [](const Match& m) -> UOpRef {
                                     auto& ids = m.context<GpuDimsCtx>().ids;
@@ -8140,6 +8236,7 @@ inline const PatternMatcher& pm_exact_products() {
 struct LowerCtx {
   const Renderer& ren;
   LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
+  std::array<UOpRef, 3> global_var{};  // gpudims: the workgroups of a dim over a symbolic extent (null: fixed)
 };
 struct LoweringPass {
   const char* name;
@@ -8156,7 +8253,7 @@ inline const std::vector<LoweringPass>& lowering_passes() {
        }},
       {"gpudims", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
-         detail::GpuDimsCtx g(s, c.ren, c.launch);
+         detail::GpuDimsCtx g(s, c.ren, c.launch, c.global_var);
          return graph_rewrite(s, detail::pm_gpudims(), &g);
        }},
       // a symbolic dim's loop that stayed whole ends at its extent: the gate that kept it inside holds (after gpudims,
@@ -8206,6 +8303,7 @@ inline ProgramSpec to_program(const Kernel& k) {
     p.launch.smem += CStyleRenderer::dynamic_smem(*u);
     if (u->op == Ops::DEFINE_VAR) p.vars.push_back(u);
   }
+  for (size_t d = 0; d < 3; d++) if (ctx.global_var[d]) p.launch.global_var[d] = detail::launch_expr(ctx.global_var[d], p.vars);
   if (flags().debug == 5) std::fprintf(stderr, "%s", print_graph(sink).c_str());
   std::string body = ren.render("KERNEL_NAME", lin);
   p.fn = p.name + "_" + hex64(hash_bytes(body)).substr(0, 8);
@@ -8613,20 +8711,35 @@ class Scheduler {
              idx[i] = u->src.size() > 1 ? idx[i] + unbind(u->src[1 + i], idx[i]->dtype) : idx[i] + u->varg()[2 * i];
            return to_src(m, std::move(idx));
          }},
-        // flip = n-1-i
+        // flip = n-1-i (a symbolic dim's n its extent: past it the index leaves the buffer, where the gate of its extent holds)
         {at({Ops::FLIP}), [](M m) -> UOpRef {
            auto idx = idx_of(m["m"]);
-           const Shape& in = m["u"]->src[0]->shape;
-           for (size_t i = 0; i < in.size(); i++) if (m["u"]->varg()[i]) idx[i] = const_int(m.context<RCtx>().s.idx_dt_, in[i] - 1) - idx[i];
+           const UOp& in = *m["u"]->src[0];
+           DType dt = m.context<RCtx>().s.idx_dt_;
+           for (size_t i = 0; i < in.shape.size(); i++)
+             if (m["u"]->varg()[i]) idx[i] = (in.dyn.empty() || !in.dyn[i] ? const_int(dt, in.shape[i] - 1) : unbind(in.dyn[i], dt) - 1) - idx[i];
            return to_src(m, std::move(idx));
          }},
         // pad = validity gate: the source where the index is inside it, else 0
         {at({Ops::PAD}), [](M m) -> UOpRef {
            const UOpRef& u = m["u"];
            auto idx = idx_of(m["m"]);
-           const Shape& in = u->src[0]->shape;
+           const UOp& src = *u->src[0];
+           const Shape& in = src.shape;
+           size_t n = in.size();
            UOpRef valid = const_uop(DType::Bool, 1);
-           for (size_t i = 0; i < in.size(); i++) {
+           for (size_t i = 0; i < n; i++) {
+             UOpRef ext = src.dyn.empty() || !src.dyn[i] ? nullptr : src.dyn[i];
+             if (u->src.size() > 1) {
+               // a symbolic pad (src[1..n] the pads before, src[n+1..2n] the extents): inside the source's extent, not its bound
+               const UOpRef& b = u->src[1 + i];
+               if (b->is_const(0) && u->src[1 + n + i] == (ext ? ext : size_const(in[i]))) continue;
+               UOpRef j = idx[i] - unbind(b, idx[i]->dtype);
+               UOpRef end = ext ? unbind(ext, j->dtype) : const_int(j->dtype, in[i]);
+               valid = logical_and(valid, logical_and(ge(j, 0), alu(Ops::CMPLT, {j, end})));
+               idx[i] = j;
+               continue;
+             }
              int64_t b = u->varg()[2 * i];
              if (b == 0 && u->varg()[2 * i + 1] == 0) continue;
              valid = logical_and(valid, logical_and(ge(idx[i], b), lt(idx[i], b + in[i])));
@@ -8821,8 +8934,10 @@ class Scheduler {
     auto gl = loops(g.ast), jl = loops(j.ast);
     if (gl.size() != jl.size()) return std::nullopt;
     std::unordered_map<const UOp*, UOpRef> loop;
+    // NOTE: as long also where symbolic: a loop to a variable's extent (src[0]) is not one to its bound
+    auto same_len = [](const UOpRef& a, const UOpRef& b) { return a->range_end() == b->range_end() && a->src == b->src; };
     for (size_t i = 0; i < gl.size(); i++) {
-      if (gl[i]->range_end() != jl[i]->range_end()) return std::nullopt;
+      if (!same_len(gl[i], jl[i])) return std::nullopt;
       if (gl[i] != jl[i]) loop[jl[i].get()] = gl[i];
     }
     auto renamed = [&](const UOpRef& x) { return loop.empty() ? x : substitute(x, loop); };
@@ -8852,7 +8967,8 @@ class Scheduler {
     }
     // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside)
     for (auto& r : ranges_of(j.ast))
-      if (axis_type(r) == AxisType::REDUCE) sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype);
+      if (axis_type(r) == AxisType::REDUCE)
+        sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype, r->src.empty() ? nullptr : r->src[0]);
     if (int64_t(m.slots.size()) > kernel_limits().max_buffers) return std::nullopt;
     UOpRef jn = substitute(j.ast, sub);
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
@@ -8875,8 +8991,7 @@ class Scheduler {
       auto rr = reduce_ranges(r);
       for (auto& gr : greds) {
         auto& gg = gr.ranges;
-        if (gg.size() != rr.size() ||
-            !std::equal(gg.begin(), gg.end(), rr.begin(), [](auto& a, auto& b) { return a->range_end() == b->range_end(); }))
+        if (gg.size() != rr.size() || !std::equal(gg.begin(), gg.end(), rr.begin(), same_len))
           continue;
         std::unordered_map<const UOp*, UOpRef> rm;
         for (size_t i = 0; i < rr.size(); i++) rm[rr[i].get()] = gg[i];
@@ -11668,6 +11783,9 @@ struct MovementOps {
     Pads sh;
     bool need_shrink = false;
     for (size_t i = 0; i < p.size(); i++) {
+      if ((p[i].first < 0 || p[i].second < 0) && t.is_symbolic() && !t.sym_shape()[i].is_int())
+        throw ShapeError("tinygrad::pad: dim " + std::to_string(i) + " of " + t.sym_str() + " is symbolic (" + t.sym_shape()[i].str() +
+                         "): a negative pad would cut into it (shrink it instead)");
       int64_t b = std::max<int64_t>(0, -p[i].first), e = t.shape()[i] - std::max<int64_t>(0, -p[i].second);
       if (b > e)
         throw ShapeError("tinygrad::pad: padding " + std::to_string(p[i].first) + "," + std::to_string(p[i].second) + " removes more than dim " +
@@ -11690,7 +11808,7 @@ struct MovementOps {
                        " gives more than 2^63 elements (overflows int64)");
     T r = x.mov(Ops::PAD, arg);
     if (value == 0) return r;
-    T mask = T::ones(x.shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
+    T mask = T::ones(x.sym_shape(), DType::Bool, t.device()).mov(Ops::PAD, arg);
     return mask.where(r, value);
   })
   /// mode: "constant", "reflect" (mirror without the edge), "replicate" (repeat the edge), "circular" (wrap)
@@ -13627,7 +13745,6 @@ struct std::tuple_element<I, tinygrad::detail::ValuesIndices<T>> {
 // An SInt is a size that may be symbolic: an int, or an expression of variables (pos + 1). Tensors take SInts where a
 // dim's extent may vary (x.shrink({{0, pos + 1}, {0, 64}}), x.reshape(...)): the dim is symbolic, its bound (the
 // expression's max) sizes the buffers, and the kernels loop over the bound value only.
-#include <algorithm>
 
 namespace tinygrad {
 
@@ -13721,6 +13838,19 @@ inline int64_t sym_value(const UOpRef& e) {
   VarVals vv;
   for (auto& x : toposort(e)) if (x->op == Ops::BIND) vv.push_back({x->src[0].get(), x->src[1]->iarg()});
   return eval_int(e, vv);
+}
+// e with its variables unbound (BIND -> DEFINE_VAR): the expression for every value
+inline UOpRef sym_unbound(const UOpRef& e) {
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(e)) if (x->op == Ops::BIND) sub[x.get()] = x->src[0];
+  return sub.empty() ? e : substitute(e, sub);
+}
+// an unbound e (sym_unbound) with its variables bound on device dev to their values in vv
+inline UOpRef sym_bound(const UOpRef& e, const VarVals& vv, const std::string& dev) {
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& x : toposort(e))
+    for (auto& [var, val] : vv) if (x.get() == var) sub[var] = bind_var(x, val, dev);
+  return sub.empty() ? e : substitute(e, sub);
 }
 // an SInt as an int32 node of the tensor graph on device dev (its variables bound there): a CONST for an int
 inline UOpRef sym_node(const SInt& v, const std::string& dev) {
@@ -13864,6 +13994,49 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (dev.find(',') != std::string::npos) return empty(shape, dt, detail::split_devices(dev)[0]).to(dev);
     return of_buffer(std::make_shared<Buffer>(dev, dt, n), shape);
   })
+  /// full, zeros, ones and empty with sizes that may be symbolic (tensor/variable.hpp): Tensor::zeros({v, 64}) has a dim of
+  /// extent v. Its buffer is allocated at the bound (v's max); kernels touch the extent only. {2, 3} takes this overload
+  /// too (an init list of SInts), and an all-int shape is the Shape one's.
+  static Tensor full(std::initializer_list<SInt> shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "")
+      TINYGRAD_MEMBER_DEF({ return full(std::vector<SInt>(shape), value, dtype, std::move(device)); })
+  /// full with symbolic sizes (the extents of sym_shape())
+  static Tensor full(const std::vector<SInt>& shape, double value, std::optional<DType> dtype = std::nullopt, std::string device = "")
+      TINYGRAD_MEMBER_DEF({
+        std::string dev = device.empty() ? default_device() : device;
+        auto [b, d] = sym_dims(shape, "full", dev);
+        if (d.empty()) return full(b, value, dtype, dev);
+        return full(Shape{}, value, dtype, dev).reshape(Shape(b.size(), 1)).expand_to(b, d);
+      })
+  /// zeros with symbolic sizes
+  static Tensor zeros(std::initializer_list<SInt> shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::vector<SInt>(shape), 0, dt, std::move(dev));
+  })
+  /// zeros with symbolic sizes
+  static Tensor zeros(const std::vector<SInt>& shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(shape, 0, dt, std::move(dev));
+  })
+  /// ones with symbolic sizes
+  static Tensor ones(std::initializer_list<SInt> shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(std::vector<SInt>(shape), 1, dt, std::move(dev));
+  })
+  /// ones with symbolic sizes
+  static Tensor ones(const std::vector<SInt>& shape, std::optional<DType> dt = std::nullopt, std::string dev = "") TINYGRAD_MEMBER_DEF({
+    return full(shape, 1, dt, std::move(dev));
+  })
+  /// uninitialized memory with symbolic sizes: a buffer at the bounds
+  static Tensor empty(std::initializer_list<SInt> shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
+    return empty(std::vector<SInt>(shape), dt, std::move(device));
+  })
+  /// uninitialized memory with symbolic sizes: a buffer at the bounds
+  static Tensor empty(const std::vector<SInt>& shape, DType dt = dtypes::default_float, std::string device = "") TINYGRAD_MEMBER_DEF({
+    std::string dev = device.empty() ? default_device() : device;
+    auto [b, d] = sym_dims(shape, "empty", dev);
+    Tensor e = empty(d.empty() ? b : Shape{detail::prod(b)}, dt, dev);
+    if (d.empty()) return e;
+    std::vector<UOpRef> src{e.uop()};
+    for (size_t i = 0; i < b.size(); i++) src.push_back(d[i] ? d[i] : detail::size_const(b[i]));
+    return Tensor(make_uop(Ops::RESHAPE, dt, std::move(src), std::vector<int64_t>(b)), dev);
+  })
   /// torch.arange(start, stop, step) (stop unset: arange(0, start))
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
                        std::string device = "") TINYGRAD_MEMBER_DEF({
@@ -13879,6 +14052,25 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     Tensor i(make_uop(Ops::IOTA, is_float(dt) ? DType::Int32 : dt, {make_uop(Ops::DEVICE, DType::Bool, {}, dev)}, n), dev);
     return (i.cast(dt) * scalar(step, dt, dev) + scalar(start, dt, dev));
+  })
+  /// arange(0, stop) with a symbolic stop: Tensor::arange(v) is int32 0..v-1, a dim of extent v
+  static Tensor arange(const SInt& stop) TINYGRAD_MEMBER_DEF({ return arange(SInt(0), stop); })
+  /// int32 start, start + step, ... before stop, where start or stop may be symbolic: ceil((stop - start) / step) elements
+  /// (a symbolic extent, its buffer at the bound). An all-int range is the double overload's with dtype int32.
+  static Tensor arange(const SInt& start, const SInt& stop, int64_t step = 1, std::string device = "") TINYGRAD_MEMBER_DEF({
+    if (step == 0) throw Error("tinygrad::arange: step must not be 0");
+    std::string dev = device.empty() ? default_device() : device;
+    if (start.is_int() && stop.is_int()) return arange(double(start.value()), double(stop.value()), double(step), DType::Int32, dev);
+    if (step < INT32_MIN + 1 || step > INT32_MAX) throw ShapeError(detail::cat("tinygrad::arange: the step ", step, " leaves int32"));
+    SInt span = step > 0 ? stop - start : start - stop;
+    int64_t by = step > 0 ? step : -step;
+    UOpRef sp = span.is_int() ? detail::const_int(DType::Int32, span.value()) : span.uop();
+    UOpRef q = detail::idiv(sp + (by - 1), by);
+    SInt len(q->vmin >= 0 ? q : detail::alu(Ops::MAX, {q, detail::const_int(DType::Int32, 0)}));  // NOTE: no max where it is the identity
+    Tensor i = arange(0.0, double(len.max()), 1, DType::Int32, dev);
+    if (!len.is_int()) i = i.shrink({{SInt(0), len}});
+    if (step != 1) i = i * Tensor(SInt(step), dev);
+    return start.is_int() && start.value() == 0 ? i : i + Tensor(start, dev);
   })
   /// torch.eye: n x m identity
   static Tensor eye(int64_t n, std::optional<int64_t> m = std::nullopt, DType dt = dtypes::default_float,
@@ -14167,6 +14359,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Shape b;
     bool sym = false;
     for (auto& x : s) { b.push_back(x.is_int() ? x.value() : x.max()); sym |= !x.is_int(); }
+    if (sym && !is_symbolic()) return name_symbolic(s);
     Tensor r = reshape(b);
     if (!sym) return r;
     const UOp& ru = *r.impl_->uop;
@@ -14174,6 +14367,33 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
       if (!s[i].is_int() && (ru.dyn.empty() || ru.dyn[i] != detail::sym_node(s[i], device())))
         throw ShapeError("tinygrad::reshape: cannot reshape " + sym_str() + " to the symbolic dims asked (got " + r.sym_str() + ")");
     return r;
+  })
+  /// a concrete tensor with a dim named by a bound symbolic size of its extent: x of shape (37, 16) as
+  /// x.reshape({n.bind(37), 16}), the form a TinyJit argument of varying size takes (one capture for every n). The tensor
+  /// is realized (its buffer, of 37 rows, is what the view reads); only a dim with no longer dim before it can be named
+  /// (the layout of the rest would change with the value)
+  Tensor name_symbolic(const std::vector<SInt>& s) const TINYGRAD_MEMBER_DEF({
+    std::string want;
+    for (auto& x : s) want += (want.empty() ? "" : ", ") + x.str();
+    auto fail = [&](const std::string& why) {
+      return ShapeError("tinygrad::reshape: cannot view " + to_string(shape()) + " as (" + want + "): " + why);
+    };
+    if (s.size() != ndim()) throw fail("naming symbolic dims keeps the rank");
+    int64_t outer = 1;
+    for (size_t i = 0; i < s.size(); i++) {
+      if (s[i].value() != shape()[i]) throw fail(detail::cat("dim ", i, " is ", shape()[i], ", the size asked is ", s[i].value()));
+      if (!s[i].is_int() && outer != 1)
+        throw fail(detail::cat("dim ", i, " has longer dims before it (only the outermost dim of a buffer can vary; shrink a tensor of the "
+                               "bound's size instead)"));
+      outer *= shape()[i];
+    }
+    Tensor t = contiguous();
+    t.realize();
+    const UOpRef& u = t.uop();
+    std::vector<UOpRef> src{u->op == Ops::RESHAPE ? u->src[0] : u};
+    Shape bound;
+    for (auto& x : s) { bound.push_back(x.max()); src.push_back(detail::sym_node(x, device())); }
+    return Tensor(make_uop(Ops::RESHAPE, dtype(), std::move(src), std::vector<int64_t>(bound)), device());
   })
   /// torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
   template <class... D>
@@ -14651,6 +14871,23 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     DType dt = buf->dtype;
     return Tensor(make_uop(Ops::BUFFER, dt, {}, std::move(buf)), dev).reshape(shape);
   })
+  // a shape of SInts as its bounds and symbolic dims on device dev (none: every size an int), each checked
+  static std::pair<Shape, std::vector<UOpRef>> sym_dims(const std::vector<SInt>& s, const char* op, const std::string& dev) TINYGRAD_MEMBER_DEF({
+    Shape b;
+    std::vector<UOpRef> d;
+    bool sym = false;
+    for (size_t i = 0; i < s.size(); i++) {
+      if (!s[i].is_int() && s[i].min() < 0)
+        throw ShapeError(detail::cat("tinygrad::", op, ": dim ", i, " (", s[i].str(), ") may be negative (its range is [", s[i].min(), ", ",
+                                     s[i].max(), "])"));
+      b.push_back(s[i].max());
+      d.push_back(s[i].is_int() ? nullptr : detail::sym_node(s[i], dev));
+      sym |= !s[i].is_int();
+    }
+    check_shape(b, op);
+    if (!sym) d.clear();
+    return {b, d};
+  })
   static Tensor of_sint(const SInt& v, const std::string& device) TINYGRAD_MEMBER_DEF({
     std::string dev = device.empty() ? default_device() : device;
     return Tensor(detail::sym_node(v, dev), dev);
@@ -14714,8 +14951,9 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     if (is_symbolic()) return mov_sym(op, std::move(arg));
     return Tensor(make_uop(op, dtype(), {uop()}, std::move(arg)), device());
   })
-  // a movement op of a tensor with symbolic dims: permutes move them, reshapes and expands keep each whole (their
-  // results name their extents in src[1..]); a pad, flip or shrink that would cut into one is an error
+  // a movement op of a tensor with symbolic dims: permutes and flips move them, reshapes and expands keep each whole
+  // (their results name their extents in src[1..]), a pad of one names the padded extents (dyn + before + after); a
+  // shrink that would cut into one is an error
   Tensor mov_sym(Ops op, std::vector<int64_t> arg) const TINYGRAD_MEMBER_DEF({
     const UOpRef& u = uop();
     const char* name = op == Ops::RESHAPE ? "reshape" : op == Ops::EXPAND ? "expand" : op == Ops::PAD ? "pad" : op == Ops::SHRINK ? "shrink" : "flip";
@@ -14724,12 +14962,22 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     };
     auto ext = [](const UOpRef& d, int64_t n) { return d ? d : detail::size_const(n); };
     std::vector<UOpRef> src{u};
+    bool pad_sym = false;
     for (size_t i = 0; i < u->shape.size() && op != Ops::RESHAPE && op != Ops::PERMUTE; i++) {
       if (!u->dyn[i]) { if (op == Ops::EXPAND) src.push_back(ext(nullptr, arg[i])); continue; }
       if (op == Ops::EXPAND) src.push_back(u->dyn[i]);
-      if (op == Ops::FLIP && arg[i]) throw refuse(i, "flipping it is not supported");
-      if (op == Ops::PAD && (arg[2 * i] || arg[2 * i + 1])) throw refuse(i, "padding it is not supported");
+      pad_sym |= op == Ops::PAD && (arg[2 * i] || arg[2 * i + 1]);
       if (op == Ops::SHRINK && (arg[2 * i] || arg[2 * i + 1] != u->shape[i])) throw refuse(i, "shrink it with symbolic bounds ({0, extent})");
+    }
+    if (pad_sym) {  // src[1..n] the pads before, src[n+1..2n] the extents (tensor/variable.hpp): the valid region ends at dyn + before
+      std::vector<UOpRef> ends;
+      for (size_t i = 0; i < u->shape.size(); i++) {
+        int64_t b = arg[2 * i], a = arg[2 * i + 1];
+        src.push_back(detail::size_const(b));
+        ends.push_back(u->dyn[i] ? (SInt(u->dyn[i]) + SInt(b + a)).uop() : detail::size_const(u->shape[i] + b + a));
+      }
+      src.insert(src.end(), ends.begin(), ends.end());
+      arg.clear();
     }
     if (op == Ops::RESHAPE) {
       // each symbolic dim stays a dim of its own, with as many elements before it (since the last symbolic dim) as before
@@ -15155,8 +15403,23 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
   auto S = [&](size_t i) { return T(u->src[i]); };
   Tensor ret = T(u);
   const double ln2 = std::log(2.0);
-  if (!u->dyn.empty())
-    throw ShapeError("tinygrad::backward: " + ret.sym_str() + " has symbolic dims: gradients through symbolic shapes are not supported");
+  // symbolic dims (tensor/variable.hpp): a gradient has its node's dims, so the rules that name a shape name the
+  // extents too (src[1..] of the movement nodes built here), and elementwise rules broadcast by them
+  auto ext = [](const UOp& x, size_t i) { return x.dyn.empty() || !x.dyn[i] ? size_const(x.shape[i]) : x.dyn[i]; };
+  auto exts = [&](const UOp& x) { std::vector<UOpRef> r; for (size_t i = 0; i < x.shape.size(); i++) r.push_back(ext(x, i)); return r; };
+  auto to_shape = [&](Ops op, const Tensor& t, const UOp& like) {  // a reshape or expand of t to like's shape and extents
+    if (like.dyn.empty()) return op == Ops::RESHAPE ? t.reshape(like.shape) : t.expand(like.shape);
+    std::vector<UOpRef> src{t.uop()};
+    for (auto& e : exts(like)) src.push_back(e);
+    return T(make_uop(op, t.dtype(), std::move(src), std::vector<int64_t>(like.shape)));
+  };
+  // a symbolic shrink or pad: the begins (pads before) and the result's extents
+  auto ends = [&](Ops op, const Tensor& t, std::vector<UOpRef> begins, const std::vector<UOpRef>& ext_of) {
+    std::vector<UOpRef> src{t.uop()};
+    src.insert(src.end(), begins.begin(), begins.end());
+    src.insert(src.end(), ext_of.begin(), ext_of.end());
+    return T(make_uop(op, t.dtype(), std::move(src), std::vector<int64_t>{}));
+  };
   switch (u->op) {
     case Ops::ADD: return {g, g};
     case Ops::MUL: return {g * S(1), g * S(0)};
@@ -15176,7 +15439,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
     case Ops::WHERE: return {std::nullopt, S(0).where(g, 0.0), S(0).where(0.0, g)};
     case Ops::CAST: return {is_float(u->src[0]->dtype) ? std::optional<Tensor>(g.cast(u->src[0]->dtype)) : std::nullopt};
     case Ops::CONTIGUOUS: return {g};
-    case Ops::RESHAPE: return {g.reshape(u->src[0]->shape)};
+    case Ops::RESHAPE: return {to_shape(Ops::RESHAPE, g, *u->src[0])};
     case Ops::PERMUTE: {
       std::vector<int64_t> inv(u->varg().size());
       for (size_t i = 0; i < inv.size(); i++) inv[size_t(u->varg()[i])] = int64_t(i);
@@ -15184,15 +15447,23 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
     }
     case Ops::EXPAND: {
       std::vector<int64_t> axes;
-      for (size_t i = 0; i < u->shape.size(); i++) if (u->src[0]->shape[i] != u->shape[i]) axes.push_back(int64_t(i));
+      for (size_t i = 0; i < u->shape.size(); i++) if (ext(*u->src[0], i) != ext(*u, i)) axes.push_back(int64_t(i));
       return {g.sum(axes, true)};
     }
     case Ops::PAD: {
+      if (u->src.size() > 1) {  // a symbolic pad: the shrink of the source's extents at the pads before
+        size_t n = u->shape.size();
+        return {ends(Ops::SHRINK, g, {u->src.begin() + 1, u->src.begin() + 1 + int64_t(n)}, exts(*u->src[0]))};
+      }
       std::vector<std::pair<int64_t, int64_t>> s;
       for (size_t i = 0; i < u->shape.size(); i++) s.push_back({u->varg()[2 * i], u->varg()[2 * i] + u->src[0]->shape[i]});
       return {g.shrink(s)};
     }
     case Ops::SHRINK: {
+      if (u->src.size() > 1) {  // a symbolic shrink: the pad back to the source's extents, zeros beyond the shrunk extent
+        size_t n = u->shape.size();
+        return {ends(Ops::PAD, g, {u->src.begin() + 1, u->src.begin() + 1 + int64_t(n)}, exts(*u->src[0]))};
+      }
       std::vector<std::pair<int64_t, int64_t>> p;
       for (size_t i = 0; i < u->shape.size(); i++) p.push_back({u->varg()[2 * i], u->src[0]->shape[i] - u->varg()[2 * i + 1]});
       return {g.pad(p)};
@@ -15205,12 +15476,13 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
     case Ops::REDUCE_AXIS: {
       Tensor x = S(0);
       Ops op = u->reduce_op();
-      if (op == Ops::ADD) return {g.expand(x.shape())};
-      if (op == Ops::MUL) return {(g * ret).expand(x.shape()) / x};
+      const UOp& xs = *u->src[0];
+      if (op == Ops::ADD) return {to_shape(Ops::EXPAND, g, xs)};
+      if (op == Ops::MUL) return {to_shape(Ops::EXPAND, g * ret, xs) / x};
       // MAX: split the gradient evenly between the maxima
-      Tensor mask = (x == ret.expand(x.shape())).cast(g.dtype());
+      Tensor mask = (x == to_shape(Ops::EXPAND, ret, xs)).cast(g.dtype());
       Tensor count = mask.sum(u->reduce_axes(), true);
-      return {(g / count).expand(x.shape()) * mask};
+      return {to_shape(Ops::EXPAND, g / count, xs) * mask};
     }
     case Ops::GRAD_RULE: {
       const auto& a = u->varg();
@@ -15347,7 +15619,9 @@ TINYGRAD_API Tensor& Tensor::backward(std::optional<Tensor> seed) {
 // rand()/dropout, and data written in place into buffers it reads (Optimizer::set_lr). A tensor it binds that moved
 // to another device is a JitError. What it does not: C++ values (a double, a branch) and tensors made from host data
 // inside the function are constants of the capture; pass what changes as tensor arguments, or an integer as a BoundVariable
-// argument (tensor/variable.hpp): a replay passes each call's value to the kernels, with no new capture. The returned tensors are
+// argument (tensor/variable.hpp): a replay passes each call's value to the kernels, with no new capture. An argument of
+// symbolic shape (x.reshape({n.bind(rows), 64}), or a shrink of a bigger buffer by a variable) matches the capture up to
+// its variables' values, which reach the replay the same way (a symbolic result comes back at this call's values). The returned tensors are
 // new on every call. From the second call on, a call whose kernels differ from the one before throws JitError saying
 // how (the first call may differ: it may initialize state). One tensor passed for two arguments at a recorded call
 // reaches the function as two tensors (the second over a copy), so the capture tells the arguments apart.
@@ -15385,7 +15659,18 @@ class JitCore : JitRecorder {
     DType dtype;
     std::string device;
     std::pair<int64_t, std::vector<Shape>> split;  // of a tensor of several devices (realized)
-    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({ return {t.shape(), t.dtype(), t.device(), t.device_split()}; })
+    std::vector<UOpRef> dyn;                        // a symbolic shape's extents, unbound (the same for every value)
+    static Sig of(const Tensor& t) TINYGRAD_MEMBER_DEF({
+      Sig s{t.shape(), t.dtype(), t.device(), t.device_split(), {}};
+      for (auto& d : t.impl_->uop->dyn) s.dyn.push_back(d ? sym_unbound(d) : nullptr);
+      return s;
+    })
+    std::string str() const TINYGRAD_MEMBER_DEF({
+      if (dyn.empty()) return to_string(shape);
+      std::string r;
+      for (size_t i = 0; i < shape.size(); i++) r += (i ? ", " : "") + (dyn[i] ? sym_str(dyn[i]) : std::to_string(shape[i]));
+      return "(" + r + ")";
+    })
     bool operator==(const Sig&) const = default;
   };
   // a tensor made before the call that the call assigns (a state) or only reads: an input of the capture, bound to the
@@ -15412,8 +15697,14 @@ class JitCore : JitRecorder {
   Bound made_before(const Tensor& t);
   std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
-  std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const VarVals& vv);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
+  // buf as a tensor of shape (the bounds) whose dims dyn names are symbolic (null: concrete)
+  static Tensor sym_view(const std::shared_ptr<Buffer>& buf, const Shape& shape, const std::vector<UOpRef>& dyn) TINYGRAD_MEMBER_DEF({
+    std::vector<UOpRef> src{make_uop(Ops::BUFFER, buf->dtype, {}, buf)};
+    for (size_t i = 0; i < shape.size(); i++) src.push_back(dyn[i] ? dyn[i] : size_const(shape[i]));
+    return Tensor(make_uop(Ops::RESHAPE, buf->dtype, std::move(src), std::vector<int64_t>(shape)), buf->device);
+  })
 
   std::string name_;
   mutable std::mutex mu_;  // held by a call: calls from several threads take turns
@@ -15424,6 +15715,7 @@ class JitCore : JitRecorder {
   Record cur_, rec_;  // the call being recorded; the last recorded call
   std::unordered_set<const void*> heard_;  // the tensors (Impl) the recorded call has read or assigned so far
   std::vector<const void*> args_;          // the recorded call's arguments (Impl)
+  std::vector<std::shared_ptr<Buffer>> staged_;  // per argument: the bound-size copy of a symbolic one's values
   std::atomic<bool> captured_{false};
 };
 
@@ -15598,12 +15890,24 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   for (size_t i = 0; i < args.size(); i++) {
     Sig s = Sig::of(args[i]);
     if (!(s == in_sig_[i]))
-      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", to_string(s.shape), " on ", s.device,
-                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", to_string(in_sig_[i].shape), " on ",
+      throw JitError(cat(where(), ": argument ", i, " is ", to_string(s.dtype), " ", s.str(), " on ", s.device,
+                         ", but the function was captured with ", to_string(in_sig_[i].dtype), " ", in_sig_[i].str(), " on ",
                          in_sig_[i].device, in_sig_[i].split != s.split ? " (split otherwise)" : ""));
   }
+  // the values of the variables: the variable arguments', and those an argument's symbolic dims are bound to
+  VarVals vv;
+  auto add = [&](const UOp* var, int64_t value, const std::string& whose) {
+    for (auto& [v, x] : vv)
+      if (v == var && x != value)
+        throw JitError(cat(where(), ": the variable ", var_name(*var), " is ", x, " and ", value, " (", whose, ") in one call"));
+    vv.push_back({var, value});
+  };
+  for (auto& v : vars) add(v.var().uop().get(), v.value(), "a variable argument");
+  for (size_t i = 0; i < args.size(); i++)
+    for (auto& d : args[i].impl_->uop->dyn)
+      if (d) for (auto& x : toposort(d)) if (x->op == Ops::BIND) add(x->src[0].get(), x->src[1]->iarg(), cat("argument ", i));
   Tensor::realize_all(args);
-  return prog_ ? replay(args, vars) : record(args, run);
+  return prog_ ? replay(args, vv) : record(args, run);
 }
 
 TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args, const Run& run) {
@@ -15619,6 +15923,16 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
       copy_buffer(c, b);
       use[i] = Tensor::of_buffer(c, use[i].shape());
       break;
+    }
+    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic) is captured over one of its bound's
+    // size, so that no kernel depends on this call's size
+    auto b2 = use[i].buffers()[0];
+    if (const UOpRef& u = use[i].impl_->uop; !u->dyn.empty() && b2->size < prod(u->shape)) {
+      auto c = std::make_shared<Buffer>(b2->device, b2->dtype, prod(u->shape));
+      std::vector<char> h(size_t(c->nbytes()));
+      b2->copyout(h.data());
+      c->copyin(h.data());
+      use[i] = sym_view(c, u->shape, u->dyn);
     }
   }
   std::vector<std::shared_ptr<Buffer>> in, out;
@@ -15674,16 +15988,26 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
   return outs;
 }
 
-TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const std::vector<BoundVariable>& vars) {
+TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args, const VarVals& vv) {
   std::vector<std::shared_ptr<Buffer>> in;
   in.reserve(args.size() + rec_.states.size() + rec_.reads.size() + rec_.draws.size());
   auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
-  for (auto& a : args) add(a.buffers());
+  for (size_t i = 0; i < args.size(); i++) {
+    auto bs = args[i].buffers();
+    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic): the kernels may read up to the
+    // bound (a tile's rows past the extent), so it is copied into one of the bound's size, kept for the next call
+    if (const UOp& u = *args[i].impl_->uop; !u.dyn.empty() && bs[0]->size < prod(u.shape)) {
+      if (staged_.size() <= i) staged_.resize(i + 1);
+      auto& st = staged_[i];
+      if (!st || st->device != bs[0]->device) st = std::make_shared<Buffer>(bs[0]->device, bs[0]->dtype, prod(u.shape));
+      runtime(st->device).allocator->copy(st->ptr(), bs[0]->ptr(), size_t(bs[0]->nbytes()));
+      bs[0] = st;
+    }
+    add(bs);
+  }
   for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls
   for (auto& s : rec_.reads) add(bind(s, "reads"));
   for (size_t i = 0; i < rec_.draws.size(); i++) add(Tensor::rng_key(rec_.draws[i], rec_.keys[i].device()).buffers());
-  std::vector<std::pair<const UOp*, int64_t>> vv;
-  for (auto& v : vars) vv.push_back({v.var().uop().get(), v.value()});
   auto out = jit_replay(*prog_, in, vv);
   // the outputs in order, each device's buffer of a tensor of several devices
   size_t o = 0;
@@ -15694,7 +16018,13 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
     return std::pair{Tensor::of_buffers(bs, shape, dev, sp), bs};
   };
   std::vector<Tensor> r;
-  for (auto& sg : out_sig_) r.push_back(next(sg.shape, sg.device, sg.split).first);
+  for (auto& sg : out_sig_) {
+    Tensor t = next(sg.shape, sg.device, sg.split).first;
+    if (sg.dyn.empty()) { r.push_back(t); continue; }
+    std::vector<UOpRef> d;  // a symbolic result: its extents at this call's values
+    for (auto& x : sg.dyn) d.push_back(x ? sym_bound(x, vv, sg.device) : nullptr);
+    r.push_back(sym_view(t.buffer(), sg.shape, d));
+  }
   for (auto& s : rec_.states) {
     auto [v, bs] = next(s.t.shape(), s.t.device(), s.t.device_split());
     s.t.assign(v);
