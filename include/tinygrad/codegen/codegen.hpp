@@ -166,7 +166,8 @@ inline LaunchExpr launch_expr(const UOpRef& e, const std::vector<UOpRef>& vars) 
   LaunchExpr r;
   std::vector<std::pair<const UOp*, bool>> st{{e.get(), false}};
   while (!st.empty()) {
-    auto [u, done] = st.back();
+    const UOp* u = st.back().first;  // NOTE: no structured binding: clang before 16 cannot capture one
+    bool done = st.back().second;
     st.pop_back();
     if (u->op == Ops::CAST && is_int(u->dtype) && is_int(u->src[0]->dtype)) { st.push_back({u->src[0].get(), false}); continue; }
     if (u->op == Ops::CONST) { r.code.push_back({LaunchExpr::CONST, u->iarg()}); continue; }
