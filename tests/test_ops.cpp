@@ -13,6 +13,8 @@
 
 #include "ref_index.hpp"
 
+#include <bit>
+#include <cfloat>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -498,6 +500,51 @@ TEST_CASE("unary: relu sigmoid tanh and friends", "[ops][unary]") {
   check_unary("trunc", [](const Tensor& x) { return x.trunc(); }, [](double x) { return std::trunc(x); }, -5, 5, kExact, kExact);
   check_unary("clip", [](const Tensor& x) { return x.clip(-1, 2); }, [](double x) { return std::clamp(x, -1.0, 2.0); }, -5, 5, kExact, kExact);
   check_unary("tan", [](const Tensor& x) { return x.tan(); }, [](double x) { return std::tan(x); }, -1.2, 1.2, 1e-4, 1e-4);
+}
+
+// |got - want| in ulps of float at want (the smallest denormal's below the normal range); a float infinity must be
+// float(want) itself and a NaN want a NaN
+double float_ulps(float got, double want) {
+  if (std::isnan(want) || std::isnan(got)) return std::isnan(want) && std::isnan(got) ? 0 : INFINITY;
+  if (std::isinf(got) || std::isinf(want)) return float(want) == got ? 0 : INFINITY;
+  return std::fabs(double(got) - want) / std::ldexp(1.0, std::max(want == 0 ? -126 : std::ilogb(want), -126) - 23);
+}
+
+// the C renderer's exp2 and log2 are inline polynomials (vectorizable, unlike libm's calls): within 2 ulp of float64
+// libm on a dense sweep of exp2's range (its denormal results, overflow) and on floats of every exponent and both
+// signs, with +-0, +-inf and NaN, in a vectorized kernel (a size that is a multiple of 64) and a scalar one (a prime)
+TEST_CASE("unary: exp2 and log2 of float32 within 2 ulp of libm in vector and scalar C kernels", "[ops][unary]") {
+  if (tinygrad::default_device() != "CPU") return;  // the GPUs' native exp2 and log2 are their own
+  std::vector<float> xs = {0.f, -0.f, INFINITY, -INFINITY, NAN, 128.f, std::nextafter(128.f, 0.f), 127.5f, -149.f, -149.5f, -150.f, -126.f,
+                           1.f, -1.f, FLT_MIN, std::numeric_limits<float>::denorm_min(), FLT_MAX, -FLT_MAX};
+  for (double x = -160; x <= 135; x += 1.0 / 512) xs.push_back(float(x));
+  for (uint64_t b = 0; b < (1ull << 32); b += 4093) xs.push_back(std::bit_cast<float>(uint32_t(b)));
+  auto prime = [](size_t n) { for (size_t d = 2; d * d <= n; d++) if (n % d == 0) return false; return true; };
+  size_t vec_n = (xs.size() + 63) / 64 * 64, scalar_n = xs.size();
+  while (!prime(scalar_n)) scalar_n++;
+  tinygrad::detail::CRenderer ren(2);
+  for (size_t n : {vec_n, scalar_n}) {
+    std::vector<float> in = xs;
+    in.resize(n, 1.f);
+    Tensor x = Tensor(in).realize();
+    for (bool lg : {false, true}) {
+      INFO((lg ? "log2" : "exp2") << " of " << n << " floats");
+      Tensor y = lg ? x.log2() : x.exp2();
+      std::unordered_map<const tinygrad::UOp*, int> slots;
+      for (auto& u : tinygrad::detail::toposort(y.uop())) if (tinygrad::detail::is_leaf(u.get())) slots.emplace(u.get(), int(slots.size()));
+      auto ks = tinygrad::detail::create_schedule({y.uop()}, slots, int(slots.size())).kernels;
+      REQUIRE(ks.size() == 1);
+      std::string src = tinygrad::detail::to_program(ks[0].ast, ren).src, fn = lg ? "tg_log2f" : "tg_exp2f";
+      CHECK(src.find(fn + (n == vec_n ? "8(" : "(")) != std::string::npos);
+      std::vector<float> got = y.to_vector<float>();
+      double worst = 0;
+      float worst_x = 0;
+      for (size_t i = 0; i < n; i++)
+        if (double e = float_ulps(got[i], lg ? std::log2(double(in[i])) : std::exp2(double(in[i]))); !(e <= worst)) worst = e, worst_x = in[i];
+      INFO("worst at x = " << worst_x);
+      CHECK(worst <= 2);
+    }
+  }
 }
 
 TEST_CASE("unary: special values", "[ops][unary]") {
