@@ -42,6 +42,9 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
     if (in_b && !in_a && (!tiles || x->range_end() % 8 == 0)) t.n = x;
   }
   if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
+  // a symbolic output axis (its extent e in src[0]): its operand is 0 past e, so a tile's copies read nothing there
+  for (auto [x, ax] : {std::pair{&t.a, t.m}, std::pair{&t.b, t.n}})
+    if (!ax->src.empty()) *x = alu(Ops::WHERE, {alu(Ops::CMPLT, {ax, ax->src[0]}), *x, const_uop(t.dt, 0)});
   if (tiles && r->range_end() % tc_k(t.dt) != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of ", tc_k(t.dt)));
   return R(t);
 }
@@ -109,10 +112,22 @@ inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl) {
   auto key = mod(idiv(o, rl >= 64 ? rl : 64), 8);
   return idiv(o, 64) * 64 + alu(Ops::XOR, {mod(idiv(o, 8), 8), key}) * 8 + mod(o, 8);
 }
+// the load of an operand x = where(mask, load, 0) (a reduce's mask past a symbolic extent, PADTO's): the layout is the load's
+inline const UOpRef& masked_load(const UOpRef& x) { return x->op == Ops::WHERE && x->src[2]->is_const(0) ? x->src[1] : x; }
 // the copy of a chunk of values (v: the chunk's values, neighbours in the workgroup buffer) as one asynchronous copy
 // of its bytes: loads of neighbouring elements of one buffer, aligned to the chunk's size, under one gate (a copy is
 // 4, 8 or 16 bytes). Returns the source address (an INDEX of v.size() elements), or null: copy value by value
-inline UOpRef async_source(const std::vector<UOpRef>& v) {
+inline UOpRef async_source(std::vector<UOpRef> v) {
+  // where(g, load, 0) (a reduce's mask past a symbolic extent) is the load under gate g: a gated copy fills zeros
+  for (auto& x : v) {
+    if (x->op != Ops::WHERE || !x->src[2]->is_const(0) || x->src[1]->op != Ops::LOAD) continue;
+    const UOpRef &ld = x->src[1], &idx = ld->src[0];
+    if (idx->op != Ops::INDEX) continue;
+    UOpRef gate = idx->src.size() > 2 ? logical_and(idx->src[2], x->src[0]) : x->src[0];
+    std::vector<UOpRef> src = ld->src;
+    src[0] = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], idx->src[1], gate}, idx->arg, idx->vcount);
+    x = make_uop(Ops::LOAD, ld->dtype, std::move(src), ld->arg, ld->vcount);
+  }
   auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->src[0]->src[0]->op == Ops::DEFINE_GLOBAL && x->src[0]->vcount == 1; };
   int64_t n = int64_t(v.size()), bytes = n * itemsize(v[0]->dtype);
   if (!plain(v[0]) || (bytes != 4 && bytes != 8 && bytes != 16)) return nullptr;
@@ -159,7 +174,8 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
   };
   std::vector<UOpRef> out;
   int64_t E = 16 / itemsize(sd.x->dtype), rl = sd.kmajor ? bk : sd.rows;  // a chunk's elements, a row's
-  bool along_k = sd.x->op == Ops::LOAD && stride_class(sd.x->src[0]->src[1], r) == 1;
+  const UOpRef& ld = masked_load(sd.x);
+  bool along_k = ld->op == Ops::LOAD && stride_class(ld->src[0]->src[1], r) == 1;
   if (sd.kmajor == along_k || sd.swizzle) {
     for (int64_t j = 0; j < sd.rows * bk / E / T; j++) {
       auto chunk = tid + c(j * T), row = idiv(chunk, rl / E), col = mod(chunk, rl / E) * E;
@@ -275,7 +291,8 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
                          {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = true, .pitch = 0, .swizzle = true}};
   for (int i = 0; i < 2; i++) {
     StagedSide& sd = sides[i];
-    if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
+    if (const UOpRef& ld = masked_load(sd.x); ld->op == Ops::LOAD)
+      sd.kmajor = stride_class(ld->src[0]->src[1], r) == 1 || stride_class(ld->src[0]->src[1], sd.axis) != 1;
     sd.pitch = sd.kmajor ? t.bk : sd.rows;
     sd.stage = sd.rows * t.bk;
     if (t.wg && !sd.kmajor) sd.lines = 64 * t.bk;
