@@ -5,7 +5,6 @@
 #include <array>
 #include <functional>
 #include <set>
-#include <tuple>
 #include "../uop/ops.hpp"
 
 namespace tinygrad::detail {
@@ -554,12 +553,13 @@ class CRenderer : public CStyleRenderer {
     vector_registers = vregs;
     // float exp2 and log2 inline (kExp2C, kLog2C), on scalars and on whole vectors: libm's are a call a lane, which gcc
     // and clang cannot vectorize (the exact gelu's erfc, 6 exp2 an element in a matmul's epilogue, made MiniLM 3x slower)
-    for (auto [op, code, fn] : {std::tuple{Ops::EXP2, kExp2C, "tg_exp2f"}, {Ops::LOG2, kLog2C, "tg_log2f"}}) {
-      code_for_op[size_t(op)] = [this, base = code_for_op[size_t(op)], code, fn](const Alu& x) {
-        return x.dt == DType::Float64 ? base(x) : cat(helper(code, fn, 1, x.c), "(", x.a[0], ")");
+    struct Fn { Ops op; const char *code, *name; };
+    for (Fn f : {Fn{Ops::EXP2, kExp2C, "tg_exp2f"}, Fn{Ops::LOG2, kLog2C, "tg_log2f"}}) {
+      code_for_op[size_t(f.op)] = [this, base = code_for_op[size_t(f.op)], f](const Alu& x) {
+        return x.dt == DType::Float64 ? base(x) : cat(helper(f.code, f.name, 1, x.c), "(", x.a[0], ")");
       };
-      whole_vector[size_t(op)] = [this, code, fn](const Alu& x) {
-        return x.dt == DType::Float64 ? std::string() : cat(helper(code, fn, x.vc, x.c), "(", x.a[0], ")");
+      whole_vector[size_t(f.op)] = [this, f](const Alu& x) {
+        return x.dt == DType::Float64 ? std::string() : cat(helper(f.code, f.name, x.vc, x.c), "(", x.a[0], ")");
       };
     }
   }
