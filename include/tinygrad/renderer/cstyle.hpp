@@ -5,7 +5,6 @@
 #include <array>
 #include <functional>
 #include <set>
-#include <tuple>
 #include "../uop/ops.hpp"
 
 namespace tinygrad::detail {
@@ -85,7 +84,7 @@ class CStyleRenderer : public Renderer {
     std::vector<int64_t> param_ids;
     std::vector<std::string> vars;  // the variables' names, in the order a launch passes their values
     std::set<std::string> typedefs;
-    std::set<std::string> fns;      // helper functions the rules use (after the types)
+    std::vector<std::string> fns;   // helper functions the rules use, in the order they need (after the types)
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
     int64_t smem = 0;               // dynamic workgroup memory handed out (bytes)
@@ -554,12 +553,13 @@ class CRenderer : public CStyleRenderer {
     vector_registers = vregs;
     // float exp2 and log2 inline (kExp2C, kLog2C), on scalars and on whole vectors: libm's are a call a lane, which gcc
     // and clang cannot vectorize (the exact gelu's erfc, 6 exp2 an element in a matmul's epilogue, made MiniLM 3x slower)
-    for (auto [op, code, fn] : {std::tuple{Ops::EXP2, kExp2C, "tg_exp2f"}, {Ops::LOG2, kLog2C, "tg_log2f"}}) {
-      code_for_op[size_t(op)] = [this, base = code_for_op[size_t(op)], code, fn](const Alu& x) {
-        return x.dt == DType::Float64 ? base(x) : cat(helper(code, fn, 1, x.c), "(", x.a[0], ")");
+    struct Fn { Ops op; const char *code, *name; };
+    for (Fn f : {Fn{Ops::EXP2, kExp2C, "tg_exp2f"}, Fn{Ops::LOG2, kLog2C, "tg_log2f"}}) {
+      code_for_op[size_t(f.op)] = [this, base = code_for_op[size_t(f.op)], f](const Alu& x) {
+        return x.dt == DType::Float64 ? base(x) : cat(helper(f.code, f.name, 1, x.c), "(", x.a[0], ")");
       };
-      whole_vector[size_t(op)] = [this, code, fn](const Alu& x) {
-        return x.dt == DType::Float64 ? std::string() : cat(helper(code, fn, x.vc, x.c), "(", x.a[0], ")");
+      whole_vector[size_t(f.op)] = [this, f](const Alu& x) {
+        return x.dt == DType::Float64 ? std::string() : cat(helper(f.code, f.name, x.vc, x.c), "(", x.a[0], ")");
       };
     }
   }
@@ -567,18 +567,18 @@ class CRenderer : public CStyleRenderer {
   // in [-0.5, 0.5], 2^f by a polynomial (a relative minimax fit, 0.02 ulp; with its rounding <= 1 ulp of exp2f over
   // every float), times 2^n as two exponent-bit factors 2^(n/2) 2^(n - n/2): the first product is exact, the second
   // rounds once, so denormal results are as libm's. x is clamped to [-151, 129] first (overflow to inf, underflow to
-  // 0, no shift overflows); NaN gives NaN. Selects are bit masks (C has no ?: on vectors), the integer constants float
-  // bits (129, -151, 1.5 * 2^23)
+  // 0, no shift overflows); NaN gives NaN. Selects are bit masks (C has no ?: on vectors; TG_M: a lane's mask, TG_B /
+  // TG_R: a float's bits and back), the integer constants float bits (129, -151, 1.5 * 2^23)
   static constexpr const char* kExp2C =
       "TG_FN TG_F TG_NAME(TG_F x) {\n"
-      "  TG_I lo = x > -151.0f, hi = x < 129.0f, nan = x != x;\n"
-      "  TG_F c = (TG_F)(((((TG_I)x & hi) | (~hi & 1124139008)) & lo) | (~lo & -1021902848));\n"
+      "  TG_I lo = TG_M(x > -151.0f), hi = TG_M(x < 129.0f), nan = TG_M(x != x);\n"
+      "  TG_F c = TG_R((((TG_B(x) & hi) | (~hi & 1124139008)) & lo) | (~lo & -1021902848));\n"
       "  TG_F t = c + 12582912.0f, f = c - (t - 12582912.0f);\n"
-      "  TG_I n = (TG_I)t - 1262485504, n1 = n >> 1;\n"
+      "  TG_I n = TG_B(t) - 1262485504, n1 = n >> 1;\n"
       "  TG_F p = 1.0f + f * (0.693147203f + f * (0.240226479f + f * (0.0555033247f + f * (0.00961843738f + f * (0.00133988757f + f * "
       "0.000153533585f)))));\n"
-      "  p = p * (TG_F)((n1 + 127) << 23) * (TG_F)((n - n1 + 127) << 23);\n"
-      "  return (TG_F)(((TG_I)x & nan) | ((TG_I)p & ~nan));\n}\n";
+      "  p = p * TG_R((n1 + 127) << 23) * TG_R((n - n1 + 127) << 23);\n"
+      "  return TG_R((TG_B(x) & nan) | (TG_B(p) & ~nan));\n}\n";
   // log2 of float32 lanes: x = 2^k m, m in [sqrt 0.5, sqrt 2) by integer work on the bits (denormals scaled by 2^23
   // first), ln m = f + q, q = -f^2/2 + f^3 P(f) with f = m - 1 (P: a relative minimax fit, 0.05 ulp); log2 m =
   // f log2e + q log2e with log2e in two parts, so the large term rounds once (an FMA) (<= 1.1 ulp of log2f, sampled
@@ -586,14 +586,14 @@ class CRenderer : public CStyleRenderer {
   // 1.5 * 2^23, 23, -inf, NaN)
   static constexpr const char* kLog2C =
       "TG_FN TG_F TG_NAME(TG_F x) {\n"
-      "  TG_I sub = x < 1.17549435e-38f, pos = x > 0.0f, fin = pos & (x <= 3.40282347e38f), zero = x == 0.0f;\n"
-      "  TG_I t = (((TG_I)(x * 8388608.0f) & sub) | ((TG_I)x & ~sub)) - 1060439283;\n"
-      "  TG_F k = (TG_F)((t >> 23) + 1262485504) - 12582912.0f - (TG_F)(sub & 1102577664);\n"
-      "  TG_F f = (TG_F)((t & 8388607) + 1060439283) - 1.0f, z = f * f;\n"
+      "  TG_I sub = TG_M(x < 1.17549435e-38f), pos = TG_M(x > 0.0f), fin = pos & TG_M(x <= 3.40282347e38f), zero = TG_M(x == 0.0f);\n"
+      "  TG_I t = ((TG_B(x * 8388608.0f) & sub) | (TG_B(x) & ~sub)) - 1060439283;\n"
+      "  TG_F k = TG_R((t >> 23) + 1262485504) - 12582912.0f - TG_R(sub & 1102577664);\n"
+      "  TG_F f = TG_R((t & 8388607) + 1060439283) - 1.0f, z = f * f;\n"
       "  TG_F q = z * (f * (0.333333313f + f * (-0.250008225f + f * (0.200012267f + f * (-0.166233554f + f * (0.142017707f + f * "
       "(-0.131602183f + f * (0.12761502f + f * -0.0763431042f))))))) - 0.5f);\n"
       "  TG_F r = k + (f * 1.44269502f + (f * 1.92596303e-08f + q * 1.44269502f));\n"
-      "  return (TG_F)(((TG_I)r & fin) | (zero & -8388608) | ((TG_I)x & pos & ~fin) | (~pos & ~zero & 2143289344));\n}\n";
+      "  return TG_R((TG_B(r) & fin) | (zero & -8388608) | (TG_B(x) & pos & ~fin) | (~pos & ~zero & 2143289344));\n}\n";
 
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
@@ -602,14 +602,24 @@ class CRenderer : public CStyleRenderer {
 
  private:
   // the name of the float32 helper fn (a template of TG_ names) for vc lanes, its text added to the prelude. A scalar
-  // goes through a vector of one lane (the same code; compilers keep it in scalar registers)
+  // one is plain C (a vector of one lane would keep clang from vectorizing the loop around it)
   std::string helper(const char* code, const std::string& fn, int vc, Ctx& c) const {
-    std::string F = vector_type(DType::Float32, vc, c), name = cat(fn, vc), t = code;
-    for (auto [k, v] : {std::pair{"TG_FN", lang.fn_prefix}, {"TG_F", F}, {"TG_I", vector_type(DType::Int32, vc, c)}, {"TG_NAME", name}})
+    auto add = [&](const std::string& f) { if (std::find(c.fns.begin(), c.fns.end(), f) == c.fns.end()) c.fns.push_back(f); };
+    if (vc == 1)
+      add(cat(lang.fn_prefix, " int tg_bits(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }\n", lang.fn_prefix,
+              " float tg_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }\n"));
+    std::string name = vc == 1 ? fn : cat(fn, vc), t = code;
+    std::pair<const char*, std::string> subs[] = {{"TG_FN", lang.fn_prefix},
+                                                  {"TG_M(", vc == 1 ? "-(" : "("},  // a scalar comparison is 0 or 1, a lane's 0 or -1
+                                                  {"TG_B(", vc == 1 ? "tg_bits(" : "(TG_I)("},
+                                                  {"TG_R(", vc == 1 ? "tg_float(" : "(TG_F)("},
+                                                  {"TG_F", vc == 1 ? "float" : vector_type(DType::Float32, vc, c)},
+                                                  {"TG_I", vc == 1 ? "int" : vector_type(DType::Int32, vc, c)},
+                                                  {"TG_NAME", name}};
+    for (auto& [k, v] : subs)
       for (size_t at; (at = t.find(k)) != std::string::npos;) t.replace(at, std::string(k).size(), v);
-    if (vc == 1) t += cat(lang.fn_prefix, " float ", fn, "(float x) { return ", name, "((", F, "){x})[0]; }\n");
-    c.fns.insert(t);
-    return vc == 1 ? fn : name;
+    add(t);
+    return name;
   }
 };
 

@@ -89,16 +89,8 @@ struct ElementwiseOps {
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).erf().cast(x.dtype());
     auto a = x.abs();
     auto small = a < kErfSmall;
-    auto xs = small.where(x, 0.0), z = xs * xs;  // every branch gets an input it is finite at, so gradients are too
-    auto p = x.dtype() == DType::Float64
-                 ? poly(z, {7.266960838296243e-11, -1.1956457482987052e-09, 1.4776335761229966e-08, -1.6363988794887314e-07,
-                            1.646203864690677e-06, -1.4925648231557947e-05, 0.00012055332940821716, -0.0008548327022921267,
-                            0.005223977625437788, -0.026866170645131034, 0.11283791670955125, -0.37612638903183754,
-                            1.1283791670955126})
-                 : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
-                            0.11283778144000502, -0.3761263842223159, 1.1283791670673726});
     auto big = 1.0 - erfc_of(a, false);
-    return with_grad_rule(small.where(xs * p, (x < 0.0).where(-big, big)), x, M_2_SQRTPI * exp_neg_square(a, false));
+    return with_grad_rule(small.where(erf_small(x, small), (x < 0.0).where(-big, big)), x, M_2_SQRTPI * exp_neg_square(a, false));
   })
   /// round toward zero
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
@@ -297,8 +289,9 @@ struct ElementwiseOps {
       throw Error("tinygrad::gelu: approximate must be \"none\" or \"tanh\", got \"" + std::string(approximate) + "\"");
     auto x = self().fl();
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu().cast(x.dtype());
-    auto tail = x * M_SQRT1_2 < -kErfSmall;
-    auto v = 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+    // one erfc, of |x| / sqrt 2: 1 + erf(x / sqrt 2) is erfc(-x / sqrt 2) below -0.75, 2 - erfc(x / sqrt 2) above 0.75
+    auto xs = x * M_SQRT1_2, small = xs.abs() < kErfSmall, e = erfc_of(x.abs(), true);
+    auto v = 0.5 * x * small.where(1.0 + erf_small(xs, small), (x < 0.0).where(e, 2.0 - e));
     // Phi + x phi, Phi as v / x: the derivative reads the value, not a second copy of its polynomials
     return with_grad_rule(v, x, (x == 0.0).where(0.5, v / x) + x * exp_neg_square(x.abs(), true) * (0.5 * M_2_SQRTPI * M_SQRT1_2));
   })
@@ -432,6 +425,18 @@ struct ElementwiseOps {
                                  3.6468435081336046, -1.05676032443706, 0.4231310837325726, -0.28209474762881925,
                                  0.564189583518494});
     return e * mid.where(r_mid, r_tail / at);
+  })
+  // erf(x) for |x| < kErfSmall (where small) as x P(x^2); elsewhere a finite value (every branch gets an input it is
+  // finite at, so gradients are too)
+  static T erf_small(const T& x, const T& small) TINYGRAD_MEMBER_DEF({
+    auto xs = small.where(x, 0.0), z = xs * xs;
+    return xs * (x.dtype() == DType::Float64
+                     ? poly(z, {7.266960838296243e-11, -1.1956457482987052e-09, 1.4776335761229966e-08, -1.6363988794887314e-07,
+                                1.646203864690677e-06, -1.4925648231557947e-05, 0.00012055332940821716, -0.0008548327022921267,
+                                0.005223977625437788, -0.026866170645131034, 0.11283791670955125, -0.37612638903183754,
+                                1.1283791670955126})
+                     : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
+                                0.11283778144000502, -0.3761263842223159, 1.1283791670673726}));
   })
   // Horner: c[0] * x^(n-1) + ... + c[n-1]
   static T poly(const T& x, std::initializer_list<double> c) TINYGRAD_MEMBER_DEF({
