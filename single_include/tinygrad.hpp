@@ -4809,7 +4809,6 @@ inline std::string sym_str(const UOpRef& e) {
 #include <array>
 #include <functional>
 #include <set>
-#include <tuple>
 
 namespace tinygrad::detail {
 
@@ -4888,7 +4887,7 @@ class CStyleRenderer : public Renderer {
     std::vector<int64_t> param_ids;
     std::vector<std::string> vars;  // the variables' names, in the order a launch passes their values
     std::set<std::string> typedefs;
-    std::set<std::string> fns;      // helper functions the rules use (after the types)
+    std::vector<std::string> fns;   // helper functions the rules use, in the order they need (after the types)
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
     int64_t smem = 0;               // dynamic workgroup memory handed out (bytes)
@@ -5357,12 +5356,13 @@ class CRenderer : public CStyleRenderer {
     vector_registers = vregs;
     // float exp2 and log2 inline (kExp2C, kLog2C), on scalars and on whole vectors: libm's are a call a lane, which gcc
     // and clang cannot vectorize (the exact gelu's erfc, 6 exp2 an element in a matmul's epilogue, made MiniLM 3x slower)
-    for (auto [op, code, fn] : {std::tuple{Ops::EXP2, kExp2C, "tg_exp2f"}, {Ops::LOG2, kLog2C, "tg_log2f"}}) {
-      code_for_op[size_t(op)] = [this, base = code_for_op[size_t(op)], code, fn](const Alu& x) {
-        return x.dt == DType::Float64 ? base(x) : cat(helper(code, fn, 1, x.c), "(", x.a[0], ")");
+    struct Fn { Ops op; const char *code, *name; };
+    for (Fn f : {Fn{Ops::EXP2, kExp2C, "tg_exp2f"}, Fn{Ops::LOG2, kLog2C, "tg_log2f"}}) {
+      code_for_op[size_t(f.op)] = [this, base = code_for_op[size_t(f.op)], f](const Alu& x) {
+        return x.dt == DType::Float64 ? base(x) : cat(helper(f.code, f.name, 1, x.c), "(", x.a[0], ")");
       };
-      whole_vector[size_t(op)] = [this, code, fn](const Alu& x) {
-        return x.dt == DType::Float64 ? std::string() : cat(helper(code, fn, x.vc, x.c), "(", x.a[0], ")");
+      whole_vector[size_t(f.op)] = [this, f](const Alu& x) {
+        return x.dt == DType::Float64 ? std::string() : cat(helper(f.code, f.name, x.vc, x.c), "(", x.a[0], ")");
       };
     }
   }
@@ -5370,18 +5370,18 @@ class CRenderer : public CStyleRenderer {
   // in [-0.5, 0.5], 2^f by a polynomial (a relative minimax fit, 0.02 ulp; with its rounding <= 1 ulp of exp2f over
   // every float), times 2^n as two exponent-bit factors 2^(n/2) 2^(n - n/2): the first product is exact, the second
   // rounds once, so denormal results are as libm's. x is clamped to [-151, 129] first (overflow to inf, underflow to
-  // 0, no shift overflows); NaN gives NaN. Selects are bit masks (C has no ?: on vectors), the integer constants float
-  // bits (129, -151, 1.5 * 2^23)
+  // 0, no shift overflows); NaN gives NaN. Selects are bit masks (C has no ?: on vectors; TG_M: a lane's mask, TG_B /
+  // TG_R: a float's bits and back), the integer constants float bits (129, -151, 1.5 * 2^23)
   static constexpr const char* kExp2C =
       "TG_FN TG_F TG_NAME(TG_F x) {\n"
-      "  TG_I lo = x > -151.0f, hi = x < 129.0f, nan = x != x;\n"
-      "  TG_F c = (TG_F)(((((TG_I)x & hi) | (~hi & 1124139008)) & lo) | (~lo & -1021902848));\n"
+      "  TG_I lo = TG_M(x > -151.0f), hi = TG_M(x < 129.0f), nan = TG_M(x != x);\n"
+      "  TG_F c = TG_R((((TG_B(x) & hi) | (~hi & 1124139008)) & lo) | (~lo & -1021902848));\n"
       "  TG_F t = c + 12582912.0f, f = c - (t - 12582912.0f);\n"
-      "  TG_I n = (TG_I)t - 1262485504, n1 = n >> 1;\n"
+      "  TG_I n = TG_B(t) - 1262485504, n1 = n >> 1;\n"
       "  TG_F p = 1.0f + f * (0.693147203f + f * (0.240226479f + f * (0.0555033247f + f * (0.00961843738f + f * (0.00133988757f + f * "
       "0.000153533585f)))));\n"
-      "  p = p * (TG_F)((n1 + 127) << 23) * (TG_F)((n - n1 + 127) << 23);\n"
-      "  return (TG_F)(((TG_I)x & nan) | ((TG_I)p & ~nan));\n}\n";
+      "  p = p * TG_R((n1 + 127) << 23) * TG_R((n - n1 + 127) << 23);\n"
+      "  return TG_R((TG_B(x) & nan) | (TG_B(p) & ~nan));\n}\n";
   // log2 of float32 lanes: x = 2^k m, m in [sqrt 0.5, sqrt 2) by integer work on the bits (denormals scaled by 2^23
   // first), ln m = f + q, q = -f^2/2 + f^3 P(f) with f = m - 1 (P: a relative minimax fit, 0.05 ulp); log2 m =
   // f log2e + q log2e with log2e in two parts, so the large term rounds once (an FMA) (<= 1.1 ulp of log2f, sampled
@@ -5389,14 +5389,14 @@ class CRenderer : public CStyleRenderer {
   // 1.5 * 2^23, 23, -inf, NaN)
   static constexpr const char* kLog2C =
       "TG_FN TG_F TG_NAME(TG_F x) {\n"
-      "  TG_I sub = x < 1.17549435e-38f, pos = x > 0.0f, fin = pos & (x <= 3.40282347e38f), zero = x == 0.0f;\n"
-      "  TG_I t = (((TG_I)(x * 8388608.0f) & sub) | ((TG_I)x & ~sub)) - 1060439283;\n"
-      "  TG_F k = (TG_F)((t >> 23) + 1262485504) - 12582912.0f - (TG_F)(sub & 1102577664);\n"
-      "  TG_F f = (TG_F)((t & 8388607) + 1060439283) - 1.0f, z = f * f;\n"
+      "  TG_I sub = TG_M(x < 1.17549435e-38f), pos = TG_M(x > 0.0f), fin = pos & TG_M(x <= 3.40282347e38f), zero = TG_M(x == 0.0f);\n"
+      "  TG_I t = ((TG_B(x * 8388608.0f) & sub) | (TG_B(x) & ~sub)) - 1060439283;\n"
+      "  TG_F k = TG_R((t >> 23) + 1262485504) - 12582912.0f - TG_R(sub & 1102577664);\n"
+      "  TG_F f = TG_R((t & 8388607) + 1060439283) - 1.0f, z = f * f;\n"
       "  TG_F q = z * (f * (0.333333313f + f * (-0.250008225f + f * (0.200012267f + f * (-0.166233554f + f * (0.142017707f + f * "
       "(-0.131602183f + f * (0.12761502f + f * -0.0763431042f))))))) - 0.5f);\n"
       "  TG_F r = k + (f * 1.44269502f + (f * 1.92596303e-08f + q * 1.44269502f));\n"
-      "  return (TG_F)(((TG_I)r & fin) | (zero & -8388608) | ((TG_I)x & pos & ~fin) | (~pos & ~zero & 2143289344));\n}\n";
+      "  return TG_R((TG_B(r) & fin) | (zero & -8388608) | (TG_B(x) & pos & ~fin) | (~pos & ~zero & 2143289344));\n}\n";
 
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
@@ -5405,14 +5405,24 @@ class CRenderer : public CStyleRenderer {
 
  private:
   // the name of the float32 helper fn (a template of TG_ names) for vc lanes, its text added to the prelude. A scalar
-  // goes through a vector of one lane (the same code; compilers keep it in scalar registers)
+  // one is plain C (a vector of one lane would keep clang from vectorizing the loop around it)
   std::string helper(const char* code, const std::string& fn, int vc, Ctx& c) const {
-    std::string F = vector_type(DType::Float32, vc, c), name = cat(fn, vc), t = code;
-    for (auto [k, v] : {std::pair{"TG_FN", lang.fn_prefix}, {"TG_F", F}, {"TG_I", vector_type(DType::Int32, vc, c)}, {"TG_NAME", name}})
+    auto add = [&](const std::string& f) { if (std::find(c.fns.begin(), c.fns.end(), f) == c.fns.end()) c.fns.push_back(f); };
+    if (vc == 1)
+      add(cat(lang.fn_prefix, " int tg_bits(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }\n", lang.fn_prefix,
+              " float tg_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }\n"));
+    std::string name = vc == 1 ? fn : cat(fn, vc), t = code;
+    std::pair<const char*, std::string> subs[] = {{"TG_FN", lang.fn_prefix},
+                                                  {"TG_M(", vc == 1 ? "-(" : "("},  // a scalar comparison is 0 or 1, a lane's 0 or -1
+                                                  {"TG_B(", vc == 1 ? "tg_bits(" : "(TG_I)("},
+                                                  {"TG_R(", vc == 1 ? "tg_float(" : "(TG_F)("},
+                                                  {"TG_F", vc == 1 ? "float" : vector_type(DType::Float32, vc, c)},
+                                                  {"TG_I", vc == 1 ? "int" : vector_type(DType::Int32, vc, c)},
+                                                  {"TG_NAME", name}};
+    for (auto& [k, v] : subs)
       for (size_t at; (at = t.find(k)) != std::string::npos;) t.replace(at, std::string(k).size(), v);
-    if (vc == 1) t += cat(lang.fn_prefix, " float ", fn, "(float x) { return ", name, "((", F, "){x})[0]; }\n");
-    c.fns.insert(t);
-    return vc == 1 ? fn : name;
+    add(t);
+    return name;
   }
 };
 
@@ -5905,6 +5915,9 @@ inline std::variant<TcMatch, std::string> tc_match(const UOpRef& sink, const UOp
     if (in_b && !in_a && (!tiles || x->range_end() % 8 == 0)) t.n = x;
   }
   if (!t.m || !t.n) return R(std::string("no output axis of a multiple of 16 rows of A and one of 8 columns of B"));
+  // a symbolic output axis (its extent e in src[0]): its operand is 0 past e, so a tile's copies read nothing there
+  for (auto [x, ax] : {std::pair{&t.a, t.m}, std::pair{&t.b, t.n}})
+    if (!ax->src.empty()) *x = alu(Ops::WHERE, {alu(Ops::CMPLT, {ax, ax->src[0]}), *x, const_uop(t.dt, 0)});
   if (tiles && r->range_end() % tc_k(t.dt) != 0) return R(cat("the reduce's size ", r->range_end(), " is no multiple of ", tc_k(t.dt)));
   return R(t);
 }
@@ -5972,10 +5985,22 @@ inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl) {
   auto key = mod(idiv(o, rl >= 64 ? rl : 64), 8);
   return idiv(o, 64) * 64 + alu(Ops::XOR, {mod(idiv(o, 8), 8), key}) * 8 + mod(o, 8);
 }
+// the load of an operand x = where(mask, load, 0) (a reduce's mask past a symbolic extent, PADTO's): the layout is the load's
+inline const UOpRef& masked_load(const UOpRef& x) { return x->op == Ops::WHERE && x->src[2]->is_const(0) ? x->src[1] : x; }
 // the copy of a chunk of values (v: the chunk's values, neighbours in the workgroup buffer) as one asynchronous copy
 // of its bytes: loads of neighbouring elements of one buffer, aligned to the chunk's size, under one gate (a copy is
 // 4, 8 or 16 bytes). Returns the source address (an INDEX of v.size() elements), or null: copy value by value
-inline UOpRef async_source(const std::vector<UOpRef>& v) {
+inline UOpRef async_source(std::vector<UOpRef> v) {
+  // where(g, load, 0) (a reduce's mask past a symbolic extent) is the load under gate g: a gated copy fills zeros
+  for (auto& x : v) {
+    if (x->op != Ops::WHERE || !x->src[2]->is_const(0) || x->src[1]->op != Ops::LOAD) continue;
+    const UOpRef &ld = x->src[1], &idx = ld->src[0];
+    if (idx->op != Ops::INDEX) continue;
+    UOpRef gate = idx->src.size() > 2 ? logical_and(idx->src[2], x->src[0]) : x->src[0];
+    std::vector<UOpRef> src = ld->src;
+    src[0] = make_uop(Ops::INDEX, idx->dtype, {idx->src[0], idx->src[1], gate}, idx->arg, idx->vcount);
+    x = make_uop(Ops::LOAD, ld->dtype, std::move(src), ld->arg, ld->vcount);
+  }
   auto plain = [&](const UOpRef& x) { return x->op == Ops::LOAD && x->src[0]->src[0]->op == Ops::DEFINE_GLOBAL && x->src[0]->vcount == 1; };
   int64_t n = int64_t(v.size()), bytes = n * itemsize(v[0]->dtype);
   if (!plain(v[0]) || (bytes != 4 && bytes != 8 && bytes != 16)) return nullptr;
@@ -6022,7 +6047,8 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
   };
   std::vector<UOpRef> out;
   int64_t E = 16 / itemsize(sd.x->dtype), rl = sd.kmajor ? bk : sd.rows;  // a chunk's elements, a row's
-  bool along_k = sd.x->op == Ops::LOAD && stride_class(sd.x->src[0]->src[1], r) == 1;
+  const UOpRef& ld = masked_load(sd.x);
+  bool along_k = ld->op == Ops::LOAD && stride_class(ld->src[0]->src[1], r) == 1;
   if (sd.kmajor == along_k || sd.swizzle) {
     for (int64_t j = 0; j < sd.rows * bk / E / T; j++) {
       auto chunk = tid + c(j * T), row = idiv(chunk, rl / E), col = mod(chunk, rl / E) * E;
@@ -6138,7 +6164,8 @@ inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, c
                          {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = true, .pitch = 0, .swizzle = true}};
   for (int i = 0; i < 2; i++) {
     StagedSide& sd = sides[i];
-    if (sd.x->op == Ops::LOAD) sd.kmajor = stride_class(sd.x->src[0]->src[1], r) == 1 || stride_class(sd.x->src[0]->src[1], sd.axis) != 1;
+    if (const UOpRef& ld = masked_load(sd.x); ld->op == Ops::LOAD)
+      sd.kmajor = stride_class(ld->src[0]->src[1], r) == 1 || stride_class(ld->src[0]->src[1], sd.axis) != 1;
     sd.pitch = sd.kmajor ? t.bk : sd.rows;
     sd.stage = sd.rows * t.bk;
     if (t.wg && !sd.kmajor) sd.lines = 64 * t.bk;
@@ -11340,16 +11367,8 @@ struct ElementwiseOps {
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).erf().cast(x.dtype());
     auto a = x.abs();
     auto small = a < kErfSmall;
-    auto xs = small.where(x, 0.0), z = xs * xs;  // every branch gets an input it is finite at, so gradients are too
-    auto p = x.dtype() == DType::Float64
-                 ? poly(z, {7.266960838296243e-11, -1.1956457482987052e-09, 1.4776335761229966e-08, -1.6363988794887314e-07,
-                            1.646203864690677e-06, -1.4925648231557947e-05, 0.00012055332940821716, -0.0008548327022921267,
-                            0.005223977625437788, -0.026866170645131034, 0.11283791670955125, -0.37612638903183754,
-                            1.1283791670955126})
-                 : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
-                            0.11283778144000502, -0.3761263842223159, 1.1283791670673726});
     auto big = 1.0 - erfc_of(a, false);
-    return with_grad_rule(small.where(xs * p, (x < 0.0).where(-big, big)), x, M_2_SQRTPI * exp_neg_square(a, false));
+    return with_grad_rule(small.where(erf_small(x, small), (x < 0.0).where(-big, big)), x, M_2_SQRTPI * exp_neg_square(a, false));
   })
   /// round toward zero
   T trunc() const TINYGRAD_MEMBER_DEF({ return is_float(self().dtype()) ? self().unary(Ops::TRUNC) : self(); })
@@ -11548,8 +11567,9 @@ struct ElementwiseOps {
       throw Error("tinygrad::gelu: approximate must be \"none\" or \"tanh\", got \"" + std::string(approximate) + "\"");
     auto x = self().fl();
     if (itemsize(x.dtype()) < 4) return x.cast(DType::Float32).gelu().cast(x.dtype());
-    auto tail = x * M_SQRT1_2 < -kErfSmall;
-    auto v = 0.5 * x * tail.where(erfc_of(-x, true), 1.0 + (tail.where(0.0, x) * M_SQRT1_2).erf());
+    // one erfc, of |x| / sqrt 2: 1 + erf(x / sqrt 2) is erfc(-x / sqrt 2) below -0.75, 2 - erfc(x / sqrt 2) above 0.75
+    auto xs = x * M_SQRT1_2, small = xs.abs() < kErfSmall, e = erfc_of(x.abs(), true);
+    auto v = 0.5 * x * small.where(1.0 + erf_small(xs, small), (x < 0.0).where(e, 2.0 - e));
     // Phi + x phi, Phi as v / x: the derivative reads the value, not a second copy of its polynomials
     return with_grad_rule(v, x, (x == 0.0).where(0.5, v / x) + x * exp_neg_square(x.abs(), true) * (0.5 * M_2_SQRTPI * M_SQRT1_2));
   })
@@ -11683,6 +11703,18 @@ struct ElementwiseOps {
                                  3.6468435081336046, -1.05676032443706, 0.4231310837325726, -0.28209474762881925,
                                  0.564189583518494});
     return e * mid.where(r_mid, r_tail / at);
+  })
+  // erf(x) for |x| < kErfSmall (where small) as x P(x^2); elsewhere a finite value (every branch gets an input it is
+  // finite at, so gradients are too)
+  static T erf_small(const T& x, const T& small) TINYGRAD_MEMBER_DEF({
+    auto xs = small.where(x, 0.0), z = xs * xs;
+    return xs * (x.dtype() == DType::Float64
+                     ? poly(z, {7.266960838296243e-11, -1.1956457482987052e-09, 1.4776335761229966e-08, -1.6363988794887314e-07,
+                                1.646203864690677e-06, -1.4925648231557947e-05, 0.00012055332940821716, -0.0008548327022921267,
+                                0.005223977625437788, -0.026866170645131034, 0.11283791670955125, -0.37612638903183754,
+                                1.1283791670955126})
+                     : poly(z, {9.458728049733621e-05, -0.0008354935799757303, 0.005216662485135245, -0.026864734411813564,
+                                0.11283778144000502, -0.3761263842223159, 1.1283791670673726}));
   })
   // Horner: c[0] * x^(n-1) + ... + c[n-1]
   static T poly(const T& x, std::initializer_list<double> c) TINYGRAD_MEMBER_DEF({
@@ -15755,7 +15787,7 @@ class JitCore : JitRecorder {
   Bound made_before(const Tensor& t);
   std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
-  std::vector<Tensor> replay(const std::vector<Tensor>& args, const VarVals& vv);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<std::pair<const UOp*, int64_t>>& vv);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
   // buf as a tensor of shape (the bounds) whose dims dyn names are symbolic (null: concrete)
   static Tensor sym_view(const std::shared_ptr<Buffer>& buf, const Shape& shape, const std::vector<UOpRef>& dyn) TINYGRAD_MEMBER_DEF({

@@ -99,7 +99,7 @@ class JitCore : JitRecorder {
   Bound made_before(const Tensor& t);
   std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
-  std::vector<Tensor> replay(const std::vector<Tensor>& args, const VarVals& vv);
+  std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<std::pair<const UOp*, int64_t>>& vv);
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
   // buf as a tensor of shape (the bounds) whose dims dyn names are symbolic (null: concrete)
   static Tensor sym_view(const std::shared_ptr<Buffer>& buf, const Shape& shape, const std::vector<UOpRef>& dyn) TINYGRAD_MEMBER_DEF({
