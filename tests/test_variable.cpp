@@ -3,6 +3,7 @@
 // default device (and on OpenCL through the [cl] tag): the results agree, and after the first value nothing compiles.
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
+#include <functional>
 
 using Catch::Matchers::Contains;
 using tinygrad::BoundVariable;
@@ -185,6 +186,25 @@ void check_close(const std::vector<float>& got, const std::vector<float>& want) 
   REQUIRE(got.size() == want.size());
   for (size_t i = 0; i < got.size(); i++) CHECK(got[i] == Approx(want[i]).epsilon(1e-5).margin(1e-5));
 }
+// run with n bound to each value against run at the value: the same shapes and values, nothing compiled after the first
+void check_sym_vs_concrete(const Variable& n, std::initializer_list<int64_t> values,
+                           const std::function<std::vector<Tensor>(const SInt&)>& run) {
+  for (int64_t v : values) {
+    INFO("n = " << v);
+    auto got = run(n.bind(v));
+    int64_t before = run_stats().kernels_compiled;
+    Tensor::realize_all(got);
+    if (v != *values.begin()) CHECK(run_stats().kernels_compiled == before);
+    auto want = run(v);
+    for (size_t i = 0; i < got.size(); i++) {
+      INFO("output " << i);
+      auto gs = got[i].sym_shape();
+      REQUIRE(gs.size() == want[i].ndim());
+      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
+      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
+    }
+  }
+}
 }  // namespace
 
 TEST_CASE("symbolic dims: shapes, sizes and the errors of shapes that do not fit", "[variable]") {
@@ -247,21 +267,7 @@ TEST_CASE("symbolic dims: movement, reduces, softmax and matmul over a symbolic 
         r.permute({2, 0, 1}).sum(2),               // a reshape and a permute keep it
         s.exp().sum(0, true) / s.shrink({{0, len}, {0, 1}}).sum()};
   };
-  for (int64_t v : {1, 2, 7, 23, 24}) {
-    INFO("n = " << v);
-    auto got = run(n.bind(v));
-    int64_t before = run_stats().kernels_compiled;
-    Tensor::realize_all(got);
-    if (v > 1) CHECK(run_stats().kernels_compiled == before);  // the first value compiles; no other does
-    auto want = run(v);
-    for (size_t i = 0; i < got.size(); i++) {
-      INFO("output " << i);
-      auto gs = got[i].sym_shape();
-      REQUIRE(gs.size() == want[i].ndim());
-      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
-      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
-    }
-  }
+  check_sym_vs_concrete(n, {1, 2, 7, 23, 24}, run);
 }
 
 TEST_CASE("symbolic dims: a jitted decode step attends over a cache prefix of symbolic length: one capture, 200 steps",
@@ -448,21 +454,7 @@ TEST_CASE("symbolic creation: zeros, ones, full, empty and arange of symbolic si
         Tensor::arange(len, 20, 3).cast(DType::Float32),                     // a symbolic start
         Tensor::arange(len + 4, 2, -2).cast(DType::Float32)};                // a negative step
   };
-  for (int64_t v : {1, 2, 9, 16}) {
-    INFO("n = " << v);
-    auto got = run(n.bind(v));
-    int64_t before = run_stats().kernels_compiled;
-    Tensor::realize_all(got);
-    if (v > 1) CHECK(run_stats().kernels_compiled == before);
-    auto want = run(v);
-    for (size_t i = 0; i < got.size(); i++) {
-      INFO("output " << i);
-      auto gs = got[i].sym_shape();
-      REQUIRE(gs.size() == want[i].ndim());
-      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
-      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
-    }
-  }
+  check_sym_vs_concrete(n, {1, 2, 9, 16}, run);
   // an extent that may be negative, a step of 0
   CHECK_THROWS_WITH(Tensor::zeros({SInt(n.bind(3)) - 2, 4}), Contains("tinygrad::full: dim 0 (cr_n+-2) may be negative (its range is [-1, 14])"));
   CHECK_THROWS_WITH(Tensor::arange(0, n.bind(3), 0), Contains("step must not be 0"));
@@ -483,21 +475,7 @@ TEST_CASE("symbolic dims: pad and flip of a symbolic dim equal the concrete ops,
         (s.flip(0) * Tensor::arange(len).reshape({len, SInt(1)}).cast(DType::Float32)).sum(0),
         s.pad({{1, 0}, {0, 0}}).flip(0).reshape({SInt(1), len + 1, SInt(8)}).max(1)};
   };
-  for (int64_t v : {1, 2, 7, 23, 24}) {
-    INFO("n = " << v);
-    auto got = run(n.bind(v));
-    int64_t before = run_stats().kernels_compiled;
-    Tensor::realize_all(got);
-    if (v > 1) CHECK(run_stats().kernels_compiled == before);
-    auto want = run(v);
-    for (size_t i = 0; i < got.size(); i++) {
-      INFO("output " << i);
-      auto gs = got[i].sym_shape();
-      REQUIRE(gs.size() == want[i].ndim());
-      for (size_t d = 0; d < gs.size(); d++) CHECK(gs[d].value() == want[i].shape()[d]);
-      check_close(got[i].to_vector<float>(), want[i].to_vector<float>());
-    }
-  }
+  check_sym_vs_concrete(n, {1, 2, 7, 23, 24}, run);
   Tensor p = x.shrink({{0, n.bind(5)}, {0, 8}}).pad({{1, 2}, {0, 0}});
   CHECK(p.sym_str() == "(pf_n+3, 8)");
   CHECK(p.shape() == tinygrad::Shape{27, 8});
