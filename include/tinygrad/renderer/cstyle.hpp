@@ -582,12 +582,12 @@ class CRenderer : public CStyleRenderer {
   // log2 of float32 lanes: x = 2^k m, m in [sqrt 0.5, sqrt 2) by integer work on the bits (denormals scaled by 2^23
   // first), ln m = f + q, q = -f^2/2 + f^3 P(f) with f = m - 1 (P: a relative minimax fit, 0.05 ulp); log2 m =
   // f log2e + q log2e with log2e in two parts, so the large term rounds once (an FMA) (<= 1.1 ulp of log2f, sampled
-  // over every float). 0 -> -inf, +inf -> inf, negatives and NaN -> NaN. Integer constants: float bits (sqrt 0.5,
-  // 1.5 * 2^23, 23, -inf, NaN)
+  // over every float). 0 -> -inf, +inf -> inf, negatives and NaN -> NaN (their sign bit is cleared first: no int
+  // subtraction overflows). Integer constants: float bits (sqrt 0.5, 1.5 * 2^23, 23, -inf, NaN)
   static constexpr const char* kLog2C =
       "TG_FN TG_F TG_NAME(TG_F x) {\n"
       "  TG_I sub = TG_M(x < 1.17549435e-38f), pos = TG_M(x > 0.0f), fin = pos & TG_M(x <= 3.40282347e38f), zero = TG_M(x == 0.0f);\n"
-      "  TG_I t = ((TG_B(x * 8388608.0f) & sub) | (TG_B(x) & ~sub)) - 1060439283;\n"
+      "  TG_I t = (((TG_B(x * 8388608.0f) & sub) | (TG_B(x) & ~sub)) & 2147483647) - 1060439283;\n"
       "  TG_F k = TG_R((t >> 23) + 1262485504) - 12582912.0f - TG_R(sub & 1102577664);\n"
       "  TG_F f = TG_R((t & 8388607) + 1060439283) - 1.0f, z = f * f;\n"
       "  TG_F q = z * (f * (0.333333313f + f * (-0.250008225f + f * (0.200012267f + f * (-0.166233554f + f * (0.142017707f + f * "

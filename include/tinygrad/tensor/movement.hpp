@@ -237,6 +237,9 @@ struct MovementOps {
         throw ShapeError("tinygrad::cat: shapes " + to_string(t0.shape()) + " and " + to_string(t.shape()) +
                          " differ outside dim " + std::to_string(d));
       T::same_device(t0.device(), t.device(), "cat");
+      // NOTE: the offsets are sizes: a symbolic one would be its bound
+      if (t.is_symbolic() && t.uop()->dyn[size_t(d)])
+        throw ShapeError("tinygrad::cat: dim " + std::to_string(d) + " of " + t.sym_str() + " is symbolic (cat takes concrete sizes along dim)");
       dt = least_upper_dtype(dt, t.dtype());
       total = size_add(total, t.shape()[size_t(d)], "cat");
     }
