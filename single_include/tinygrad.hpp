@@ -3719,14 +3719,20 @@ inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Op
 // a concrete extent among symbolic ones (a movement op's src[1..]): int32 where it fits, as variables are
 inline UOpRef size_const(int64_t n) { return const_int(n > INT32_MAX ? DType::Int64 : DType::Int32, n); }
 inline bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+// a RESHAPE or EXPAND of x to shape (the bounds) whose dims dyn names are symbolic (their extents in src[1..]; dyn empty
+// or null: concrete)
+inline UOpRef sym_movement(Ops op, const UOpRef& x, const Shape& shape, const std::vector<UOpRef>& dyn) {
+  if (dyn.empty()) return make_uop(op, x->dtype, {x}, std::vector<int64_t>(shape));
+  std::vector<UOpRef> src{x};
+  for (size_t i = 0; i < shape.size(); i++) src.push_back(dyn[i] ? dyn[i] : size_const(shape[i]));
+  return make_uop(op, x->dtype, std::move(src), std::vector<int64_t>(shape));
+}
 // a BUFFER (reshaped) over a realized node's value (a leaf, or a RESHAPE of one); a symbolic value keeps its extents
 inline UOpRef buffer_view(const UOpRef& u) {
   if (is_buffer_view(u.get())) return u;
   auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());
   if (b->shape == u->shape && u->dyn.empty()) return b;
-  std::vector<UOpRef> src{b};
-  for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : size_const(u->shape[i]));
-  return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
+  return sym_movement(Ops::RESHAPE, b, u->shape, u->dyn);
 }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
@@ -14125,10 +14131,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     auto [b, d] = sym_dims(shape, "empty", dev);
     Tensor e = empty(d.empty() ? b : Shape{detail::prod(b)}, dt, dev);
-    if (d.empty()) return e;
-    std::vector<UOpRef> src{e.uop()};
-    for (size_t i = 0; i < b.size(); i++) src.push_back(d[i] ? d[i] : detail::size_const(b[i]));
-    return Tensor(make_uop(Ops::RESHAPE, dt, std::move(src), std::vector<int64_t>(b)), dev);
+    return d.empty() ? e : Tensor(detail::sym_movement(Ops::RESHAPE, e.uop(), b, d), dev);
   })
   /// torch.arange(start, stop, step) (stop unset: arange(0, start))
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
@@ -14483,10 +14486,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t = contiguous();
     t.realize();
     const UOpRef& u = t.uop();
-    std::vector<UOpRef> src{u->op == Ops::RESHAPE ? u->src[0] : u};
     Shape bound;
-    for (auto& x : s) { bound.push_back(x.max()); src.push_back(detail::sym_node(x, device())); }
-    return Tensor(make_uop(Ops::RESHAPE, dtype(), std::move(src), std::vector<int64_t>(bound)), device());
+    std::vector<UOpRef> d;
+    for (auto& x : s) { bound.push_back(x.max()); d.push_back(detail::sym_node(x, device())); }
+    return Tensor(detail::sym_movement(Ops::RESHAPE, u->op == Ops::RESHAPE ? u->src[0] : u, bound, d), device());
   })
   /// torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
   template <class... D>
@@ -15502,9 +15505,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
   auto exts = [&](const UOp& x) { std::vector<UOpRef> r; for (size_t i = 0; i < x.shape.size(); i++) r.push_back(ext(x, i)); return r; };
   auto to_shape = [&](Ops op, const Tensor& t, const UOp& like) {  // a reshape or expand of t to like's shape and extents
     if (like.dyn.empty()) return op == Ops::RESHAPE ? t.reshape(like.shape) : t.expand(like.shape);
-    std::vector<UOpRef> src{t.uop()};
-    for (auto& e : exts(like)) src.push_back(e);
-    return T(make_uop(op, t.dtype(), std::move(src), std::vector<int64_t>(like.shape)));
+    return T(sym_movement(op, t.uop(), like.shape, like.dyn));
   };
   // a symbolic shrink or pad: the begins (pads before) and the result's extents
   auto ends = [&](Ops op, const Tensor& t, std::vector<UOpRef> begins, const std::vector<UOpRef>& ext_of) {
@@ -15791,12 +15792,24 @@ class JitCore : JitRecorder {
   std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<std::pair<const UOp*, int64_t>>& vv);
+  // a symbolic argument over a buffer of its values only (Tensor::name_symbolic): kernels may read up to the bound (an
+  // UPCAST's or a tile's rows past the extent), so its values are copied into argument i's kept buffer of the bound's
+  // size, which is returned (null: any other argument)
+  std::shared_ptr<Buffer> staged(size_t i, const Tensor& a) TINYGRAD_MEMBER_DEF({
+    const UOp& u = *a.impl_->uop;
+    if (u.dyn.empty()) return nullptr;
+    auto b = a.buffers()[0];
+    if (b->size >= prod(u.shape)) return nullptr;
+    if (staged_.size() <= i) staged_.resize(i + 1);
+    auto& st = staged_[i];
+    if (!st || st->device != b->device || st->dtype != b->dtype) st = std::make_shared<Buffer>(b->device, b->dtype, prod(u.shape));
+    runtime(st->device).allocator->copy(st->ptr(), b->ptr(), size_t(b->nbytes()));
+    return st;
+  })
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
   // buf as a tensor of shape (the bounds) whose dims dyn names are symbolic (null: concrete)
   static Tensor sym_view(const std::shared_ptr<Buffer>& buf, const Shape& shape, const std::vector<UOpRef>& dyn) TINYGRAD_MEMBER_DEF({
-    std::vector<UOpRef> src{make_uop(Ops::BUFFER, buf->dtype, {}, buf)};
-    for (size_t i = 0; i < shape.size(); i++) src.push_back(dyn[i] ? dyn[i] : size_const(shape[i]));
-    return Tensor(make_uop(Ops::RESHAPE, buf->dtype, std::move(src), std::vector<int64_t>(shape)), buf->device);
+    return Tensor(sym_movement(Ops::RESHAPE, make_uop(Ops::BUFFER, buf->dtype, {}, buf), shape, dyn), buf->device);
   })
 
   std::string name_;
@@ -15989,16 +16002,17 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   }
   // the values of the variables: the variable arguments', and those an argument's symbolic dims are bound to
   VarVals vv;
-  auto add = [&](const UOp* var, int64_t value, const std::string& whose) {
+  auto add = [&](const UOp* var, int64_t value, size_t arg) {  // arg: the tensor argument binding it (none: a variable argument)
     for (auto& [v, x] : vv)
       if (v == var && x != value)
-        throw JitError(cat(where(), ": the variable ", var_name(*var), " is ", x, " and ", value, " (", whose, ") in one call"));
+        throw JitError(cat(where(), ": the variable ", var_name(*var), " is ", x, " and ", value, " (",
+                           arg == args.size() ? std::string("a variable argument") : cat("argument ", arg), ") in one call"));
     vv.push_back({var, value});
   };
-  for (auto& v : vars) add(v.var().uop().get(), v.value(), "a variable argument");
+  for (auto& v : vars) add(v.var().uop().get(), v.value(), args.size());
   for (size_t i = 0; i < args.size(); i++)
     for (auto& d : args[i].impl_->uop->dyn)
-      if (d) for (auto& x : toposort(d)) if (x->op == Ops::BIND) add(x->src[0].get(), x->src[1]->iarg(), cat("argument ", i));
+      if (d) for (auto& x : toposort(d)) if (x->op == Ops::BIND) add(x->src[0].get(), x->src[1]->iarg(), i);
   Tensor::realize_all(args);
   return prog_ ? replay(args, vv) : record(args, run);
 }
@@ -16017,16 +16031,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
       use[i] = Tensor::of_buffer(c, use[i].shape());
       break;
     }
-    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic) is captured over one of its bound's
-    // size, so that no kernel depends on this call's size
-    auto b2 = use[i].buffers()[0];
-    if (const UOpRef& u = use[i].impl_->uop; !u->dyn.empty() && b2->size < prod(u->shape)) {
-      auto c = std::make_shared<Buffer>(b2->device, b2->dtype, prod(u->shape));
-      std::vector<char> h(size_t(c->nbytes()));
-      b2->copyout(h.data());
-      c->copyin(h.data());
-      use[i] = sym_view(c, u->shape, u->dyn);
-    }
+    // captured over the bound-size buffer a replay stages it into (staged), so no kernel depends on this call's size
+    if (auto s = staged(i, use[i])) use[i] = sym_view(s, use[i].shape(), use[i].impl_->uop->dyn);
   }
   std::vector<std::shared_ptr<Buffer>> in, out;
   for (auto& a : use) for (auto& b : a.buffers()) in.push_back(b);  // NOTE: before the call, which may assign an argument
@@ -16087,15 +16093,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
   for (size_t i = 0; i < args.size(); i++) {
     auto bs = args[i].buffers();
-    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic): the kernels may read up to the
-    // bound (a tile's rows past the extent), so it is copied into one of the bound's size, kept for the next call
-    if (const UOp& u = *args[i].impl_->uop; !u.dyn.empty() && bs[0]->size < prod(u.shape)) {
-      if (staged_.size() <= i) staged_.resize(i + 1);
-      auto& st = staged_[i];
-      if (!st || st->device != bs[0]->device) st = std::make_shared<Buffer>(bs[0]->device, bs[0]->dtype, prod(u.shape));
-      runtime(st->device).allocator->copy(st->ptr(), bs[0]->ptr(), size_t(bs[0]->nbytes()));
-      bs[0] = st;
-    }
+    if (auto s = staged(i, args[i])) bs[0] = s;
     add(bs);
   }
   for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls

@@ -82,9 +82,7 @@ TINYGRAD_API std::vector<std::optional<Tensor>> grad_rule(const UOpRef& u, const
   auto exts = [&](const UOp& x) { std::vector<UOpRef> r; for (size_t i = 0; i < x.shape.size(); i++) r.push_back(ext(x, i)); return r; };
   auto to_shape = [&](Ops op, const Tensor& t, const UOp& like) {  // a reshape or expand of t to like's shape and extents
     if (like.dyn.empty()) return op == Ops::RESHAPE ? t.reshape(like.shape) : t.expand(like.shape);
-    std::vector<UOpRef> src{t.uop()};
-    for (auto& e : exts(like)) src.push_back(e);
-    return T(make_uop(op, t.dtype(), std::move(src), std::vector<int64_t>(like.shape)));
+    return T(sym_movement(op, t.uop(), like.shape, like.dyn));
   };
   // a symbolic shrink or pad: the begins (pads before) and the result's extents
   auto ends = [&](Ops op, const Tensor& t, std::vector<UOpRef> begins, const std::vector<UOpRef>& ext_of) {

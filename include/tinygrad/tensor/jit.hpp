@@ -100,12 +100,24 @@ class JitCore : JitRecorder {
   std::vector<std::shared_ptr<Buffer>> bind(Bound& b, const char* how);
   std::vector<Tensor> record(const std::vector<Tensor>& args, const Run& run);
   std::vector<Tensor> replay(const std::vector<Tensor>& args, const std::vector<std::pair<const UOp*, int64_t>>& vv);
+  // a symbolic argument over a buffer of its values only (Tensor::name_symbolic): kernels may read up to the bound (an
+  // UPCAST's or a tile's rows past the extent), so its values are copied into argument i's kept buffer of the bound's
+  // size, which is returned (null: any other argument)
+  std::shared_ptr<Buffer> staged(size_t i, const Tensor& a) TINYGRAD_MEMBER_DEF({
+    const UOp& u = *a.impl_->uop;
+    if (u.dyn.empty()) return nullptr;
+    auto b = a.buffers()[0];
+    if (b->size >= prod(u.shape)) return nullptr;
+    if (staged_.size() <= i) staged_.resize(i + 1);
+    auto& st = staged_[i];
+    if (!st || st->device != b->device || st->dtype != b->dtype) st = std::make_shared<Buffer>(b->device, b->dtype, prod(u.shape));
+    runtime(st->device).allocator->copy(st->ptr(), b->ptr(), size_t(b->nbytes()));
+    return st;
+  })
   std::string where() const TINYGRAD_MEMBER_DEF({ return "tinygrad::TinyJit(" + name_ + ")"; })
   // buf as a tensor of shape (the bounds) whose dims dyn names are symbolic (null: concrete)
   static Tensor sym_view(const std::shared_ptr<Buffer>& buf, const Shape& shape, const std::vector<UOpRef>& dyn) TINYGRAD_MEMBER_DEF({
-    std::vector<UOpRef> src{make_uop(Ops::BUFFER, buf->dtype, {}, buf)};
-    for (size_t i = 0; i < shape.size(); i++) src.push_back(dyn[i] ? dyn[i] : size_const(shape[i]));
-    return Tensor(make_uop(Ops::RESHAPE, buf->dtype, std::move(src), std::vector<int64_t>(shape)), buf->device);
+    return Tensor(sym_movement(Ops::RESHAPE, make_uop(Ops::BUFFER, buf->dtype, {}, buf), shape, dyn), buf->device);
   })
 
   std::string name_;
@@ -298,16 +310,17 @@ TINYGRAD_API std::vector<Tensor> JitCore::call(const std::vector<Tensor>& args, 
   }
   // the values of the variables: the variable arguments', and those an argument's symbolic dims are bound to
   VarVals vv;
-  auto add = [&](const UOp* var, int64_t value, const std::string& whose) {
+  auto add = [&](const UOp* var, int64_t value, size_t arg) {  // arg: the tensor argument binding it (none: a variable argument)
     for (auto& [v, x] : vv)
       if (v == var && x != value)
-        throw JitError(cat(where(), ": the variable ", var_name(*var), " is ", x, " and ", value, " (", whose, ") in one call"));
+        throw JitError(cat(where(), ": the variable ", var_name(*var), " is ", x, " and ", value, " (",
+                           arg == args.size() ? std::string("a variable argument") : cat("argument ", arg), ") in one call"));
     vv.push_back({var, value});
   };
-  for (auto& v : vars) add(v.var().uop().get(), v.value(), "a variable argument");
+  for (auto& v : vars) add(v.var().uop().get(), v.value(), args.size());
   for (size_t i = 0; i < args.size(); i++)
     for (auto& d : args[i].impl_->uop->dyn)
-      if (d) for (auto& x : toposort(d)) if (x->op == Ops::BIND) add(x->src[0].get(), x->src[1]->iarg(), cat("argument ", i));
+      if (d) for (auto& x : toposort(d)) if (x->op == Ops::BIND) add(x->src[0].get(), x->src[1]->iarg(), i);
   Tensor::realize_all(args);
   return prog_ ? replay(args, vv) : record(args, run);
 }
@@ -326,16 +339,8 @@ TINYGRAD_API std::vector<Tensor> JitCore::record(const std::vector<Tensor>& args
       use[i] = Tensor::of_buffer(c, use[i].shape());
       break;
     }
-    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic) is captured over one of its bound's
-    // size, so that no kernel depends on this call's size
-    auto b2 = use[i].buffers()[0];
-    if (const UOpRef& u = use[i].impl_->uop; !u->dyn.empty() && b2->size < prod(u->shape)) {
-      auto c = std::make_shared<Buffer>(b2->device, b2->dtype, prod(u->shape));
-      std::vector<char> h(size_t(c->nbytes()));
-      b2->copyout(h.data());
-      c->copyin(h.data());
-      use[i] = sym_view(c, u->shape, u->dyn);
-    }
+    // captured over the bound-size buffer a replay stages it into (staged), so no kernel depends on this call's size
+    if (auto s = staged(i, use[i])) use[i] = sym_view(s, use[i].shape(), use[i].impl_->uop->dyn);
   }
   std::vector<std::shared_ptr<Buffer>> in, out;
   for (auto& a : use) for (auto& b : a.buffers()) in.push_back(b);  // NOTE: before the call, which may assign an argument
@@ -396,15 +401,7 @@ TINYGRAD_API std::vector<Tensor> JitCore::replay(const std::vector<Tensor>& args
   auto add = [&](const std::vector<std::shared_ptr<Buffer>>& bs) { in.insert(in.end(), bs.begin(), bs.end()); };
   for (size_t i = 0; i < args.size(); i++) {
     auto bs = args[i].buffers();
-    // a symbolic argument over a buffer of its values only (Tensor::name_symbolic): the kernels may read up to the
-    // bound (a tile's rows past the extent), so it is copied into one of the bound's size, kept for the next call
-    if (const UOp& u = *args[i].impl_->uop; !u.dyn.empty() && bs[0]->size < prod(u.shape)) {
-      if (staged_.size() <= i) staged_.resize(i + 1);
-      auto& st = staged_[i];
-      if (!st || st->device != bs[0]->device) st = std::make_shared<Buffer>(bs[0]->device, bs[0]->dtype, prod(u.shape));
-      runtime(st->device).allocator->copy(st->ptr(), bs[0]->ptr(), size_t(bs[0]->nbytes()));
-      bs[0] = st;
-    }
+    if (auto s = staged(i, args[i])) bs[0] = s;
     add(bs);
   }
   for (auto& s : rec_.states) add(bind(s, "assigns"));  // NOTE: realizes a state assigned lazily between calls

@@ -142,10 +142,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::string dev = device.empty() ? default_device() : device;
     auto [b, d] = sym_dims(shape, "empty", dev);
     Tensor e = empty(d.empty() ? b : Shape{detail::prod(b)}, dt, dev);
-    if (d.empty()) return e;
-    std::vector<UOpRef> src{e.uop()};
-    for (size_t i = 0; i < b.size(); i++) src.push_back(d[i] ? d[i] : detail::size_const(b[i]));
-    return Tensor(make_uop(Ops::RESHAPE, dt, std::move(src), std::vector<int64_t>(b)), dev);
+    return d.empty() ? e : Tensor(detail::sym_movement(Ops::RESHAPE, e.uop(), b, d), dev);
   })
   /// torch.arange(start, stop, step) (stop unset: arange(0, start))
   static Tensor arange(double start, std::optional<double> stop = std::nullopt, double step = 1, std::optional<DType> dtype = std::nullopt,
@@ -500,10 +497,10 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     Tensor t = contiguous();
     t.realize();
     const UOpRef& u = t.uop();
-    std::vector<UOpRef> src{u->op == Ops::RESHAPE ? u->src[0] : u};
     Shape bound;
-    for (auto& x : s) { bound.push_back(x.max()); src.push_back(detail::sym_node(x, device())); }
-    return Tensor(make_uop(Ops::RESHAPE, dtype(), std::move(src), std::vector<int64_t>(bound)), device());
+    std::vector<UOpRef> d;
+    for (auto& x : s) { bound.push_back(x.max()); d.push_back(detail::sym_node(x, device())); }
+    return Tensor(detail::sym_movement(Ops::RESHAPE, u->op == Ops::RESHAPE ? u->src[0] : u, bound, d), device());
   })
   /// torch's variadic spelling: x.reshape(2, -1); x.reshape(6) is shape {6}
   template <class... D>

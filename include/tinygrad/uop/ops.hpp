@@ -322,14 +322,20 @@ inline UOpRef const_int(DType dt, int64_t v) { return is_float(dt) ? make_uop(Op
 // a concrete extent among symbolic ones (a movement op's src[1..]): int32 where it fits, as variables are
 inline UOpRef size_const(int64_t n) { return const_int(n > INT32_MAX ? DType::Int64 : DType::Int32, n); }
 inline bool is_buffer_view(const UOp* u) { return u->op == Ops::BUFFER || (u->op == Ops::RESHAPE && u->src[0]->op == Ops::BUFFER); }
+// a RESHAPE or EXPAND of x to shape (the bounds) whose dims dyn names are symbolic (their extents in src[1..]; dyn empty
+// or null: concrete)
+inline UOpRef sym_movement(Ops op, const UOpRef& x, const Shape& shape, const std::vector<UOpRef>& dyn) {
+  if (dyn.empty()) return make_uop(op, x->dtype, {x}, std::vector<int64_t>(shape));
+  std::vector<UOpRef> src{x};
+  for (size_t i = 0; i < shape.size(); i++) src.push_back(dyn[i] ? dyn[i] : size_const(shape[i]));
+  return make_uop(op, x->dtype, std::move(src), std::vector<int64_t>(shape));
+}
 // a BUFFER (reshaped) over a realized node's value (a leaf, or a RESHAPE of one); a symbolic value keeps its extents
 inline UOpRef buffer_view(const UOpRef& u) {
   if (is_buffer_view(u.get())) return u;
   auto b = make_uop(Ops::BUFFER, u->dtype, {}, u->realized ? u->realized.get() : u->src[0]->realized.get());
   if (b->shape == u->shape && u->dyn.empty()) return b;
-  std::vector<UOpRef> src{b};
-  for (size_t i = 0; i < u->dyn.size(); i++) src.push_back(u->dyn[i] ? u->dyn[i] : size_const(u->shape[i]));
-  return make_uop(Ops::RESHAPE, u->dtype, std::move(src), std::vector<int64_t>(u->shape));
+  return sym_movement(Ops::RESHAPE, b, u->shape, u->dyn);
 }
 
 inline DType alu_dtype(Ops op, const std::vector<UOpRef>& src) {
