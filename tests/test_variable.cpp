@@ -4,6 +4,10 @@
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
 #include <functional>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 using Catch::Matchers::Contains;
 using tinygrad::BoundVariable;
@@ -517,3 +521,61 @@ TEST_CASE("symbolic dims: gradients through symbolic shapes equal the concrete s
     }
   }
 }
+
+#if defined(__unix__) || defined(__APPLE__)
+namespace {
+// n floats that end where an inaccessible page begins: a kernel that reads one element past them faults
+struct GuardedFloats {
+  size_t len = 0;
+  void* map = nullptr;
+  float* data = nullptr;
+  explicit GuardedFloats(size_t n) {
+    size_t page = size_t(sysconf(_SC_PAGESIZE)), bytes = n * sizeof(float);
+    len = (bytes + page - 1) / page * page + page;
+    map = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(map != MAP_FAILED);
+    REQUIRE(mprotect(static_cast<char*>(map) + len - page, page, PROT_NONE) == 0);
+    data = reinterpret_cast<float*>(static_cast<char*>(map) + len - page - bytes);
+  }
+  ~GuardedFloats() { munmap(map, len); }
+  GuardedFloats(const GuardedFloats&) = delete;
+  GuardedFloats& operator=(const GuardedFloats&) = delete;
+};
+}  // namespace
+
+TEST_CASE("symbolic dims: kernels read nothing past a symbolic dim's extent (a buffer of the values' rows before a guard page)",
+          "[variable][static]") {
+  // a static plan and a symbolic view pass the user's buffer of exactly the values' rows to kernels compiled for the
+  // bound: the lanes of a split's last group (UPCAST, UNROLL, VECTOR) past the extent keep their loads gated there
+  using tinygrad::dyn;
+  using tinygrad::static_tensor;
+  constexpr int64_t F = 36, O = 10;
+  Variable n("guard_rows", 1, 64);
+  Tensor w = grid(F, O, 0.31);
+  static_tensor<float, F, O> sw(w);
+  for (int64_t rows : {1, 2, 3, 5, 7, 9, 31, 33, 64}) {
+    INFO("rows = " << rows);
+    auto want = grid(rows, F, 0.23 + double(rows)).to_vector<float>();
+    GuardedFloats mat{size_t(rows * F)}, vec{size_t(rows)};
+    std::copy(want.begin(), want.end(), mat.data);
+    std::copy(want.begin(), want.begin() + rows, vec.data);
+    Tensor x = Tensor::from_blob(mat.data, {rows, F}, DType::Float32), v = Tensor::from_blob(vec.data, {rows}, DType::Float32);
+    Tensor xc = Tensor(want).reshape({rows, F}), vc = Tensor(std::vector<float>(want.begin(), want.begin() + rows));
+    // static plans (one for every rows): a matmul, a reduce over the rows, a 1-d elementwise and its sum
+    static_tensor<float, dyn, F> sx(x);
+    static_tensor<float, dyn> sv(v);
+    static_tensor<float, dyn, O> y = (sx.matmul(sw) + 1.0f).relu();
+    static_tensor<float, F> s = sx.sum<0>();
+    static_tensor<float, dyn> e = sv * 2.0f + 1.0f;
+    static_tensor<float> t = sv.sum<>();
+    check_close(Tensor(y).to_vector<float>(), (xc.matmul(w) + 1.0f).relu().to_vector<float>());
+    check_close(Tensor(s).to_vector<float>(), xc.sum(0).to_vector<float>());
+    check_close(Tensor(e).to_vector<float>(), (vc * 2.0f + 1.0f).to_vector<float>());
+    check_close(Tensor(t).to_vector<float>(), vc.sum().to_vector<float>());
+    // symbolic views of the same buffers: a softmax over the rows, a matmul, a 1-d cumulative sum
+    Tensor xs = x.reshape({n.bind(rows), F}), vs = v.reshape({n.bind(rows)});
+    check_close(xs.softmax(0).matmul(w).to_vector<float>(), xc.softmax(0).matmul(w).to_vector<float>());
+    check_close((vs * vs).sum().to_vector<float>(), (vc * vc).sum().to_vector<float>());
+  }
+}
+#endif

@@ -413,6 +413,8 @@ inline void check_padto(const OptCheck& c) {
   UOpRef r = c.axis();
   int64_t n = r->range_end(), amt = c.o.amt;
   if (axis_type(r) != AxisType::LOOP && axis_type(r) != AxisType::REDUCE) c.fail("PADTO needs a loop or reduce axis");
+  // (a split's last group is gated already; padded, a symbolic dim's loop would run to its bound, not its extent)
+  if (!r->src.empty()) c.fail("PADTO does not take a symbolic dim's axis");
   if (amt <= 1) c.fail("the amount must be at least 2");
   if (amt - n >= n) c.fail(cat("padding ", n, " to a multiple of ", amt, " would more than double the axis"));
   if (n % amt == 0) c.fail(cat("the axis's size ", n, " is already a multiple"));
