@@ -387,6 +387,62 @@ TEST_CASE("static: unflatten, layer_norm, attention, erf, gelu and Embedding mat
     for (int k = 0; k < 3; k++) CHECK(ev[size_t(i * 3 + k)] == wv[size_t(ids[i] * 3 + k)]);
 }
 
+TEST_CASE("static: dyn extents after the first dim are variables too: one plan per power-of-two bucket, equal to Tensor",
+          "[static]") {
+  // a (batch, length, 24) input like a text model's: attention over the length, a layer norm, a sum over the length;
+  // the plan is keyed by each variable's bucket (the power of two at or above its value, at least 16)
+  auto w = data<F<24>>(), b = data<F<24>>();
+  auto f = [&](const F<dyn, dyn, 24>& x) {
+    auto q = x.unflatten<2, 4, 6>().permute<0, 2, 1, 3>();
+    return layer_norm(scaled_dot_product_attention(q, q, q).permute<0, 2, 1, 3>().flatten<2>() + x, w, b, 1e-6);
+  };
+  auto ft = [&](const Tensor& x) {
+    Tensor q = x.reshape({x.shape()[0], x.shape()[1], 4, 6}).permute({0, 2, 1, 3});
+    Tensor a = q.scaled_dot_product_attention(q, q).permute({0, 2, 1, 3}).reshape(x.shape());
+    return (a + x).layer_norm({24}, w.tensor(), b.tensor(), 1e-6);
+  };
+  int64_t plans = 0, built = 0, compiled = 0;
+  // (an expression takes plans for its first max_value_plans tuples of extents' values: none here, checked below)
+  auto keep = detail::st::max_value_plans;
+  detail::st::max_value_plans = 0;
+  for (auto [bs, len] : {std::pair<int64_t, int64_t>{2, 3}, {3, 7}, {2, 16}, {5, 9}, {2, 17}, {3, 32}, {2, 20}, {4, 40}, {3, 33}}) {
+    INFO("batch " << bs << ", length " << len);
+    auto x = data<F<dyn, dyn, 24>>(bs, len);
+    auto g0 = static_stats().graphs_built.load();
+    auto k0 = run_stats().kernels_compiled;
+    F<dyn, dyn, 24> y = f(x);
+    F<dyn, 24> s = x.sum<1>();
+    F<dyn, 24, dyn> t = x.transpose<1, 2>() * 2.0f;
+    // a new plan only where a bucket is new: lengths 3..16 share one, 17..32 one, 33..64 one (batches <= 16 one)
+    bool fresh = len == 3 || len == 17 || len == 40;
+    if (fresh) built += static_stats().graphs_built.load() - g0, compiled += run_stats().kernels_compiled - k0, plans++;
+    else {
+      CHECK(static_stats().graphs_built.load() == g0);
+      CHECK(run_stats().kernels_compiled == k0);
+    }
+    same(y, ft(x.tensor()), 1e-4);
+    same(s, x.tensor().sum(1));
+    same(t, x.tensor().transpose(1, 2) * 2.0);
+  }
+  CHECK(plans == 3);
+  CHECK(built > 0);
+  CHECK(compiled > 0);
+  detail::st::max_value_plans = keep;
+  // by default the first tuples of values take plans of their own (concrete kernels: a model run at a few fixed
+  // shapes), then the buckets' symbolic plans
+  int64_t n = 0;
+  for (auto [bs, len] : {std::pair<int64_t, int64_t>{2, 3}, {3, 7}, {2, 16}, {5, 9}, {2, 17}, {3, 5}, {3, 7}, {4, 20}}) {
+    INFO("batch " << bs << ", length " << len);
+    auto x = data<F<dyn, dyn, 24>>(bs, len);
+    auto g0 = static_stats().graphs_built.load();
+    F<dyn, dyn> y = x.sum<2>() * 3.0f;
+    bool fresh = n < int64_t(keep) || len == 17 || len == 5;  // the values' plans, the buckets of 17..32 and 3..16
+    CHECK(static_stats().graphs_built.load() == g0 + (fresh ? 1 : 0));
+    same(y, x.tensor().sum(2) * 3.0);
+    n++;
+  }
+}
+
 TEST_CASE("static: a model over batches 1..64 runs one plan per layer, compiled once, and a changing learning rate adds no plan",
           "[static]") {
   Tensor::manual_seed(11);

@@ -344,6 +344,25 @@ class Scheduler {
            const UOpRef& u = m["u"];
            const Shape& in = u->src[0]->shape;
            if (in == u->shape) return to_src(m, idx_of(m["m"]));
+           // a flat symbolic dim to dims of which some are symbolic, or back (a static plan's leaf or result of several
+           // dyn extents): the elements in the order of the extents, not of the bounds (the flat dim holds the values')
+           const UOp& su = *u->src[0];
+           auto sym = [](const UOp& v) { return std::any_of(v.dyn.begin(), v.dyn.end(), [](auto& d) { return d != nullptr; }); };
+           if ((in.size() == 1 && sym(su) && sym(*u)) || (u->shape.size() == 1 && sym(*u) && sym(su))) {
+             DType dt = x.s.idx_dt_;
+             auto ext = [&](const UOp& v, size_t i) { return v.dyn.empty() || !v.dyn[i] ? const_int(dt, v.shape[i]) : unbind(v.dyn[i], dt); };
+             auto idx = idx_of(m["m"]);
+             UOpRef flat = const_int(dt, 0), stride = const_int(dt, 1);
+             for (size_t i = idx.size(); i-- > 0;) if (u->shape[i] != 1) { flat = flat + idx[i] * stride; stride = stride * ext(*u, i); }
+             std::vector<UOpRef> ni(in.size());
+             stride = const_int(dt, 1);
+             for (size_t j = in.size(); j-- > 0;) {
+               UOpRef q = alu(Ops::IDIV, {flat, stride});
+               ni[j] = in[j] == 1 ? const_int(dt, 0) : simplify(j == 0 ? q : alu(Ops::MOD, {q, ext(su, j)}));
+               if (in[j] != 1) stride = stride * ext(su, j);
+             }
+             return to_src(m, std::move(ni));
+           }
            UOpRef flat = x.s.flat_index(idx_of(m["m"]), u->shape);
            Shape st = strides_for(in);
            std::vector<UOpRef> ni;

@@ -160,12 +160,24 @@ TG_AXIS_OP(softmax) TG_AXIS_OP(log_softmax)
 
 inline Shape to_shape(const auto& a) { return Shape(a.begin(), a.end()); }
 // node n's extents as the target of a reshape or expand of a: the actual ones, or where a has symbolic dims (a plan's
-// variables), -1 at the one dyn extent (the reshape infers it: the variable) or at each dyn extent a keeps (expand)
+// variables), -1 at the one dyn extent (the reshape infers it: the variable) or at each dyn extent a keeps (expand);
+// a reshape of several: each dyn extent is one of a's symbolic dims, in order, at its bound (Tensor::reshape places
+// them; a dyn extent of 1 among others is concrete, a 1 in a too)
 template <class N>
 Shape target_of(const N& n, const Tensor& a, bool expand) {
   Shape s = to_shape(n.rt_shape());
   constexpr auto v = N::shape_type::value;
-  if (!a.is_symbolic() || (!expand && st::count_dyn(v) != 1)) return s;
+  if (!a.is_symbolic()) return s;
+  if (!expand && st::count_dyn(v) > 1) {
+    Shape bounds;
+    auto ss = a.sym_shape();
+    for (size_t i = 0; i < ss.size(); i++) if (!ss[i].is_int()) bounds.push_back(a.shape()[i]);
+    bool ones_concrete = bounds.size() < size_t(st::count_dyn(v));
+    for (size_t i = 0, k = 0; i < s.size() && k < bounds.size(); i++)
+      if (v[i] == dyn && !(ones_concrete && s[i] == 1)) s[i] = bounds[k++];
+    return s;
+  }
+  if (!expand && st::count_dyn(v) != 1) return s;
   for (size_t i = 0; i < s.size(); i++)
     if (v[i] == dyn && (!expand || (i + a.ndim() >= s.size() && a.shape()[i + a.ndim() - s.size()] != 1))) s[i] = -1;
   return s;
