@@ -6708,6 +6708,8 @@ inline void check_padto(const OptCheck& c) {
   UOpRef r = c.axis();
   int64_t n = r->range_end(), amt = c.o.amt;
   if (axis_type(r) != AxisType::LOOP && axis_type(r) != AxisType::REDUCE) c.fail("PADTO needs a loop or reduce axis");
+  // (a split's last group is gated already; padded, a symbolic dim's loop would run to its bound, not its extent)
+  if (!r->src.empty()) c.fail("PADTO does not take a symbolic dim's axis");
   if (amt <= 1) c.fail("the amount must be at least 2");
   if (amt - n >= n) c.fail(cat("padding ", n, " to a multiple of ", amt, " would more than double the axis"));
   if (n % amt == 0) c.fail(cat("the axis's size ", n, " is already a multiple"));
@@ -8773,6 +8775,25 @@ class Scheduler {
            const UOpRef& u = m["u"];
            const Shape& in = u->src[0]->shape;
            if (in == u->shape) return to_src(m, idx_of(m["m"]));
+           // a flat symbolic dim to dims of which some are symbolic, or back (a static plan's leaf or result of several
+           // dyn extents): the elements in the order of the extents, not of the bounds (the flat dim holds the values')
+           const UOp& su = *u->src[0];
+           auto sym = [](const UOp& v) { return std::any_of(v.dyn.begin(), v.dyn.end(), [](auto& d) { return d != nullptr; }); };
+           if ((in.size() == 1 && sym(su) && sym(*u)) || (u->shape.size() == 1 && sym(*u) && sym(su))) {
+             DType dt = x.s.idx_dt_;
+             auto ext = [&](const UOp& v, size_t i) { return v.dyn.empty() || !v.dyn[i] ? const_int(dt, v.shape[i]) : unbind(v.dyn[i], dt); };
+             auto idx = idx_of(m["m"]);
+             UOpRef flat = const_int(dt, 0), stride = const_int(dt, 1);
+             for (size_t i = idx.size(); i-- > 0;) if (u->shape[i] != 1) { flat = flat + idx[i] * stride; stride = stride * ext(*u, i); }
+             std::vector<UOpRef> ni(in.size());
+             stride = const_int(dt, 1);
+             for (size_t j = in.size(); j-- > 0;) {
+               UOpRef q = alu(Ops::IDIV, {flat, stride});
+               ni[j] = in[j] == 1 ? const_int(dt, 0) : simplify(j == 0 ? q : alu(Ops::MOD, {q, ext(su, j)}));
+               if (in[j] != 1) stride = stride * ext(su, j);
+             }
+             return to_src(m, std::move(ni));
+           }
            UOpRef flat = x.s.flat_index(idx_of(m["m"]), u->shape);
            Shape st = strides_for(in);
            std::vector<UOpRef> ni;
@@ -17301,13 +17322,17 @@ TINYGRAD_API Split fashion_mnist(std::string dir = "") TINYGRAD_DEF({
 // expression lowers it to the dynamic Tensor ops; plans are cached per expression type (detail/plan.hpp).
 // begin include/tinygrad/static/detail/plan.hpp
 // The plan cache: per expression type one schedule and its compiled programs, for every value of the expression's
-// C++ numbers (read from buffers) and, where only first dims are dyn, every value of its dyn extents: those become
-// variables (tensor/variable.hpp) up to a bound (STATIC_DYN_MAX, default 4096; a larger value takes a plan with the
-// next power of two), the buffers hold their values' elements. A plan is keyed by which dyn extents are equal (one
-// variable each) and which are 1. An expression with a dyn extent elsewhere, or an op that takes no symbolic dims,
-// keeps a plan per extent value (at most max_plans_per_expression, the oldest goes first). The first evaluation lowers
-// the expression over placeholder buffers and schedules it with the engine; every later one binds the leaves' buffers
-// and launches.
+// C++ numbers (read from buffers) and of its dyn extents: those become variables (tensor/variable.hpp), the buffers
+// hold their values' elements. Where only first dims are dyn, one bound serves every value (STATIC_DYN_MAX, default
+// 4096; a larger value takes a plan with the next power of two): one plan for every batch size. Where a dyn extent is
+// another dim (a sequence length), each variable's bound is the power of two at or above its value (at least 16): a
+// plan per bucket, whose intermediates are at most twice a dim's size; a leaf and the result are viewed in the order
+// of their extents (a flat symbolic dim reshaped); such an expression first takes plans for its extents' values (the
+// fastest kernels: a model run at a few fixed shapes), max_value_plans of them, then the symbolic ones. A plan is
+// keyed by which dyn extents are equal (one variable each), which are 1, and the bounds. An op that takes no symbolic
+// dims keeps a plan per extent value; the table keeps at most max_plans_per_expression plans (the oldest goes first).
+// The first evaluation lowers the expression over placeholder buffers and schedules it with the engine; every later
+// one binds the leaves' buffers and launches.
 // begin include/tinygrad/static/detail/expr.hpp
 // Expression-template nodes: an op tag, the static result shape and dtype, the children by value,
 // and the actual values of the result's dyn extents. lower() builds the same Tensor ops the dynamic
@@ -17810,16 +17835,20 @@ namespace detail::st {
 struct plan;  // one schedule and its programs (defined with build_plan, where the library is compiled)
 struct plan_table;  // the plans of one expression type
 
-inline size_t max_plans_per_expression = 64;  // plans per extent value (dyn extents that do not become variables)
+inline size_t max_plans_per_expression = 64;  // plans of one expression type (buckets, or extent values)
 TINYGRAD_API plan_table* new_plan_table();
 TINYGRAD_API std::shared_ptr<plan> find_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key);
 TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t* key, size_t n_key, std::shared_ptr<plan> p);
 TINYGRAD_API bool& values_only(plan_table& t);  // the expression's ops refused symbolic dims: plans per extent value
+// plans built for the values of dyn extents that could be variables (some after the first dim): past max_value_plans,
+// new values take symbolic plans
+TINYGRAD_API std::atomic<size_t>& value_plans(plan_table& t);
+inline size_t max_value_plans = 4;
 template <class E>
 plan_table& plans_of() { static plan_table* t = new_plan_table(); return *t; }  // NOTE: leaked on purpose
 
 // the dyn extents of one evaluation: the values, and per value its variable's class (the first equal extent's index;
-// -1: a 1 among other extents, concrete) and whether it is a first dim (only those become variables)
+// -1: a 1 among other extents, concrete); whether all are first dims
 struct dyn_values {
   // NOTE: small inline storage (an evaluation allocates nothing for its extents): past 16 extents or leaves, the
   // expression evaluates lazily (overflow)
@@ -17835,7 +17864,8 @@ struct dyn_values {
     const int64_t* begin() const { return v.data(); }
     const int64_t* end() const { return v.data() + n; }
   };
-  list value, cls, leaf_first;  // leaf_first: per leaf, the index of its first dim's extent in value (-1: static)
+  // per leaf: the index of its first dyn extent in value (-1: static), and which of its dims are dyn (bits)
+  list value, cls, leaf_start, leaf_mask;
   bool first_dims = true, overflow = false;
   void add(int64_t v, bool first) {
     int64_t c = int64_t(value.size());
@@ -17854,12 +17884,15 @@ struct dyn_values {
 TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
                                Tensor* ph, UOpRef* in);
 TINYGRAD_API void number_placeholders(const DType* dts, size_t n, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in);
-// the variables of a symbolic plan: one per class of dv (null for a concrete 1), up to the bound for the largest value
-TINYGRAD_API int64_t dyn_bound(const dyn_values& dv);
+// the variables of a symbolic plan: one per class of dv (null for a concrete 1), up to the bound of extent j
+TINYGRAD_API int64_t dyn_bound(const dyn_values& dv, size_t j);
 TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv);
 // static_stats(): an evaluation planned (a hit, or built when built) or lazy
 TINYGRAD_API void count_static(bool planned, bool built);
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t);
+// a result with a symbolic dim after its first as one flat symbolic dim, in the order of its extents (its buffer then
+// holds the values' elements, as a leaf's does); any other as it is
+TINYGRAD_API Tensor values_layout(const Tensor& t);
 #if TINYGRAD_WITH_INTERNALS
 // a plan is a program as TinyJit replays it (engine/jit.hpp): the leaves and numbers are its inputs, the realized
 // constants the lowering reused its fixed buffers, the root its output; intermediates are allocated on each run
@@ -17876,6 +17909,7 @@ struct plan_table {
   std::mutex mu;
   std::vector<entry> entries;
   bool values_only = false;
+  std::atomic<size_t> value_plans{0};
 };
 #endif
 
@@ -17921,7 +17955,9 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   auto leaf = [&](const auto& l) {
     leaves[li++] = &l.tensor();
     using S = typename std::remove_cvref_t<decltype(l)>::shape_type;
-    dv.overflow |= !dv.leaf_first.push_back(S::rank && S::value[0] == dyn ? int64_t(dv.value.size()) : -1);
+    int64_t mask = 0;
+    for (size_t d = 0; d < S::rank; d++) if (S::value[d] == dyn) mask |= int64_t(1) << d;
+    dv.overflow |= !dv.leaf_start.push_back(mask ? int64_t(dv.value.size()) : -1) || !dv.leaf_mask.push_back(mask) || S::rank >= 63;
     for (auto d : l.dyn_dims) dv.add(d, only_first_dyn<S>());
     plannable &= l.tensor().is_realized() && !l.tensor().requires_grad();
   };
@@ -17939,13 +17975,22 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   plan_table& table = plans_of<E>();
   auto rs = e.rt_shape();
   Shape shape(rs.begin(), rs.end());
-  // the key: which extents are equal and which are 1 (and the bound) for a symbolic plan, else the extents
-  bool symbolic = !dv.value.empty() && dv.first_dims && only_first_dyn<typename E::shape_type>() && !values_only(table);
-  std::array<int64_t, E::n_key + 2> key{symbolic};
-  size_t nk = 1;
-  for (size_t j = 0; j < dv.value.size(); j++) key[nk++] = symbolic ? dv.cls[j] : dv.value[j];
-  if (symbolic) key[nk++] = dyn_bound(dv);
-  std::shared_ptr<plan> p = find_plan(table, dev, key.data(), nk);
+  // the key: which extents are equal and which are 1 (and the bounds) for a symbolic plan, else the extents
+  dv.first_dims &= only_first_dyn<typename E::shape_type>();
+  bool sym_ok = !dv.value.empty() && !values_only(table), symbolic = sym_ok && dv.first_dims;
+  std::array<int64_t, 2 * E::n_key + 2> key{};
+  size_t nk = 0;
+  auto make_key = [&] {
+    nk = 0;
+    key[nk++] = symbolic;
+    for (size_t j = 0; j < dv.value.size(); j++) key[nk++] = symbolic ? dv.cls[j] : dv.value[j];
+    if (symbolic) for (size_t j = 0; j < dv.value.size(); j++) key[nk++] = dyn_bound(dv, j);
+    return find_plan(table, dev, key.data(), nk);
+  };
+  std::shared_ptr<plan> p = make_key();
+  // dyn extents after the first dim: plans for the values first (their kernels are the fastest), then, once the
+  // expression has met max_value_plans tuples of extents, a symbolic plan per bucket (sizes that keep moving)
+  if (!p && sym_ok && !dv.first_dims && value_plans(table) >= max_value_plans) symbolic = true, p = make_key();
   if (p) count_static(true, false);
   else {
     std::vector<UOpRef> vars = symbolic ? plan_vars(dv) : std::vector<UOpRef>{};
@@ -17960,7 +18005,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       for (size_t i = 0; i < NL; i++) php[i] = &ph[i];
       std::vector<UOpRef> inputs(in.begin(), in.end());
       inputs.insert(inputs.end(), nin.begin(), nin.end());
-      return build_plan(lower_root(e, php.data(), dev, nph.data()), inputs.data(), inputs.size(), dev, vars);
+      return build_plan(values_layout(lower_root(e, php.data(), dev, nph.data())), inputs.data(), inputs.size(), dev, vars);
     };
     try { p = build(); }
     catch (const Error& err) {
@@ -17971,6 +18016,7 @@ Tensor evaluate(const E& e, bool realize_lazy) {
       return evaluate(e, realize_lazy);
     }
     add_plan(table, dev, key.data(), nk, p);
+    if (sym_ok && !symbolic) value_plans(table)++;
   }
   return run_plan(*p, leaves.data(), NL, numbers.data(), number_dts.data(), n_numbers, dv, dev, E::dtype, shape);
 }
@@ -17989,34 +18035,52 @@ TINYGRAD_API void add_plan(plan_table& t, const std::string& dev, const int64_t*
   t.entries.push_back({dev, std::vector<int64_t>(key, key + n_key), std::move(p)});
 }
 TINYGRAD_API bool& values_only(plan_table& t) { return t.values_only; }
-TINYGRAD_API int64_t dyn_bound(const dyn_values& dv) {
+TINYGRAD_API std::atomic<size_t>& value_plans(plan_table& t) { return t.value_plans; }
+TINYGRAD_API int64_t dyn_bound(const dyn_values& dv, size_t j) {
   static const int64_t base = std::max<int64_t>(getenv_int("STATIC_DYN_MAX", 4096), 1);
   int64_t mx = 1, bound = base;
-  for (auto v : dv.value) mx = std::max(mx, v);
+  if (dv.first_dims) for (auto v : dv.value) mx = std::max(mx, v);
+  else bound = 16, mx = dv.value[j];  // (equal extents are one class: one value, one bound)
   while (bound < mx) bound *= 2;
   return bound;
 }
 TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
-  int64_t bound = dyn_bound(dv);
   std::vector<UOpRef> vars;
   for (size_t j = 0; j < dv.value.size(); j++)
-    vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, bound).uop());
+    vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, dyn_bound(dv, j)).uop());
   return vars;
 }
 TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
                                Tensor* ph, UOpRef* in) {
   for (size_t i = 0; i < n; i++) {
     Shape s = leaves[i]->shape();
-    // a symbolic plan: a leaf's dyn first dim (the only dyn dim it has) is a variable, its buffer at the bound
-    UOpRef var = dv && dv->leaf_first[i] >= 0 ? vars[size_t(dv->leaf_first[i])] : nullptr;
-    if (var) s[0] = var->vmax;
+    // a symbolic plan: a leaf's dyn dims are variables, its buffer at their bounds
+    std::vector<SInt> ext(s.begin(), s.end());
+    int64_t mask = dv ? dv->leaf_mask[i] : 0, vmask = 0;
+    for (size_t d = 0, j = size_t(dv && dv->leaf_start[i] >= 0 ? dv->leaf_start[i] : 0); d < s.size(); d++) {
+      if (!(mask >> d & 1)) continue;
+      if (const UOpRef& var = vars[j++]) {
+        s[d] = var->vmax;
+        ext[d] = SInt(Variable(var_name(*var), var->vmin, var->vmax));
+        vmask |= int64_t(1) << d;
+      }
+    }
     in[i] = make_uop(Ops::BUFFER, leaves[i]->dtype(), {}, std::make_shared<Buffer>(dev, leaves[i]->dtype(), prod(s)));
     ph[i] = Tensor(in[i], dev).reshape(s);
-    if (var) {
-      std::vector<std::pair<SInt, SInt>> r{{0, SInt(Variable(var_name(*var), var->vmin, var->vmax))}};
-      for (size_t d = 1; d < s.size(); d++) r.push_back({0, s[d]});
+    if (!vmask) continue;
+    if (vmask == 1) {  // the first dim only: the rows of the values are the first rows of the bound's
+      std::vector<std::pair<SInt, SInt>> r;
+      for (size_t d = 0; d < s.size(); d++) r.push_back({0, ext[d]});
       ph[i] = ph[i].shrink(r);
+      continue;
     }
+    // dyn dims after the first: the buffer holds the values' elements in the order of the extents (a flat symbolic
+    // dim reshaped to them)
+    SInt flat = 1;
+    std::vector<UOpRef> dyn;
+    for (size_t d = 0; d < s.size(); d++) { flat = flat * ext[d]; dyn.push_back(ext[d].is_int() ? nullptr : sym_node(ext[d], dev)); }
+    UOpRef f = sym_movement(Ops::RESHAPE, in[i], {prod(s)}, {sym_node(flat, dev)});
+    ph[i] = Tensor(sym_movement(Ops::RESHAPE, f, s, dyn), dev);
   }
 }
 TINYGRAD_API void number_placeholders(const DType* dts, size_t n, const std::string& dev, std::vector<Tensor>& ph, std::vector<UOpRef>& in) {
@@ -18030,6 +18094,13 @@ TINYGRAD_API void count_static(bool planned, bool built) {
   if (built) static_stats().graphs_built++;
   else if (planned) static_stats().plan_hits++;
   else static_stats().lazy++;
+}
+TINYGRAD_API Tensor values_layout(const Tensor& t) {
+  const UOp& u = *t.uop();
+  if (u.dyn.size() < 2 || std::none_of(u.dyn.begin() + 1, u.dyn.end(), [](auto& d) { return d != nullptr; })) return t;
+  UOpRef flat = u.dyn[0] ? u.dyn[0] : size_const(u.shape[0]);
+  for (size_t d = 1; d < u.shape.size(); d++) flat = flat * (u.dyn[d] ? u.dyn[d] : size_const(u.shape[d]));
+  return Tensor(sym_movement(Ops::RESHAPE, t.uop(), {prod(u.shape)}, {flat}), t.device()).contiguous();
 }
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
@@ -18250,12 +18321,24 @@ TG_AXIS_OP(softmax) TG_AXIS_OP(log_softmax)
 
 inline Shape to_shape(const auto& a) { return Shape(a.begin(), a.end()); }
 // node n's extents as the target of a reshape or expand of a: the actual ones, or where a has symbolic dims (a plan's
-// variables), -1 at the one dyn extent (the reshape infers it: the variable) or at each dyn extent a keeps (expand)
+// variables), -1 at the one dyn extent (the reshape infers it: the variable) or at each dyn extent a keeps (expand);
+// a reshape of several: each dyn extent is one of a's symbolic dims, in order, at its bound (Tensor::reshape places
+// them; a dyn extent of 1 among others is concrete, a 1 in a too)
 template <class N>
 Shape target_of(const N& n, const Tensor& a, bool expand) {
   Shape s = to_shape(n.rt_shape());
   constexpr auto v = N::shape_type::value;
-  if (!a.is_symbolic() || (!expand && st::count_dyn(v) != 1)) return s;
+  if (!a.is_symbolic()) return s;
+  if (!expand && st::count_dyn(v) > 1) {
+    Shape bounds;
+    auto ss = a.sym_shape();
+    for (size_t i = 0; i < ss.size(); i++) if (!ss[i].is_int()) bounds.push_back(a.shape()[i]);
+    bool ones_concrete = bounds.size() < size_t(st::count_dyn(v));
+    for (size_t i = 0, k = 0; i < s.size() && k < bounds.size(); i++)
+      if (v[i] == dyn && !(ones_concrete && s[i] == 1)) s[i] = bounds[k++];
+    return s;
+  }
+  if (!expand && st::count_dyn(v) != 1) return s;
   for (size_t i = 0; i < s.size(); i++)
     if (v[i] == dyn && (!expand || (i + a.ndim() >= s.size() && a.shape()[i + a.ndim() - s.size()] != 1))) s[i] = -1;
   return s;

@@ -551,7 +551,8 @@ TEST_CASE("symbolic dims: kernels read nothing past a symbolic dim's extent (a b
   using tinygrad::static_tensor;
   constexpr int64_t F = 36, O = 10;
   Variable n("guard_rows", 1, 64);
-  Tensor w = grid(F, O, 0.31);
+  const std::string dev = tinygrad::host_device();  // (from_blob's: host memory)
+  Tensor w = grid(F, O, 0.31).to(dev);
   static_tensor<float, F, O> sw(w);
   for (int64_t rows : {1, 2, 3, 5, 7, 9, 31, 33, 64}) {
     INFO("rows = " << rows);
@@ -560,7 +561,7 @@ TEST_CASE("symbolic dims: kernels read nothing past a symbolic dim's extent (a b
     std::copy(want.begin(), want.end(), mat.data);
     std::copy(want.begin(), want.begin() + rows, vec.data);
     Tensor x = Tensor::from_blob(mat.data, {rows, F}, DType::Float32), v = Tensor::from_blob(vec.data, {rows}, DType::Float32);
-    Tensor xc = Tensor(want).reshape({rows, F}), vc = Tensor(std::vector<float>(want.begin(), want.begin() + rows));
+    Tensor xc = Tensor(want).reshape({rows, F}).to(dev), vc = Tensor(std::vector<float>(want.begin(), want.begin() + rows)).to(dev);
     // static plans (one for every rows): a matmul, a reduce over the rows, a 1-d elementwise and its sum
     static_tensor<float, dyn, F> sx(x);
     static_tensor<float, dyn> sv(v);

@@ -8,8 +8,9 @@
 // of their extents (a flat symbolic dim reshaped); such an expression first takes plans for its extents' values (the
 // fastest kernels: a model run at a few fixed shapes), max_value_plans of them, then the symbolic ones. A plan is
 // keyed by which dyn extents are equal (one variable each), which are 1, and the bounds. An op that takes no symbolic
-// dims keeps a plan per extent value; the table keeps at most max_plans_per_expression plans (the oldest goes first). The first evaluation lowers the expression over
-// placeholder buffers and schedules it with the engine; every later one binds the leaves' buffers and launches.
+// dims keeps a plan per extent value; the table keeps at most max_plans_per_expression plans (the oldest goes first).
+// The first evaluation lowers the expression over placeholder buffers and schedules it with the engine; every later
+// one binds the leaves' buffers and launches.
 #include <atomic>
 #include <bit>
 #include "expr.hpp"
