@@ -17943,6 +17943,12 @@ Tensor lazy(const E& e) {
   return lower_root(e, leaves.data(), E::n_leaves ? leaves[0]->device() : default_device());
 }
 
+// which dims of S are dyn (bits; a rank past 62 never plans: overflow)
+template <class S> constexpr int64_t dyn_mask() {
+  int64_t m = S::rank >= 63 ? -1 : 0;
+  for (size_t i = 0; i < S::rank && i < 63; i++) if (S::value[i] == dyn) m |= int64_t(1) << i;
+  return m;
+}
 template <class S> constexpr bool only_first_dyn() { for (size_t i = 1; i < S::rank; i++) if (S::value[i] == dyn) return false; return true; }
 
 // evaluate e: through the plan cache when every leaf is realized and none requires grad (else the lazy
@@ -17960,9 +17966,8 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   auto leaf = [&](const auto& l) {
     leaves[li++] = &l.tensor();
     using S = typename std::remove_cvref_t<decltype(l)>::shape_type;
-    int64_t mask = 0;
-    for (size_t d = 0; d < S::rank; d++) if (S::value[d] == dyn) mask |= int64_t(1) << d;
-    dv.overflow |= !dv.leaf_start.push_back(mask ? int64_t(dv.value.size()) : -1) || !dv.leaf_mask.push_back(mask) || S::rank >= 63;
+    constexpr int64_t mask = dyn_mask<S>();
+    dv.overflow |= !dv.leaf_start.push_back(mask ? int64_t(dv.value.size()) : -1) || !dv.leaf_mask.push_back(mask) || mask < 0;
     for (auto d : l.dyn_dims) dv.add(d, only_first_dyn<S>());
     plannable &= l.tensor().is_realized() && !l.tensor().requires_grad();
   };
@@ -17983,13 +17988,14 @@ Tensor evaluate(const E& e, bool realize_lazy) {
   // the key: which extents are equal and which are 1 (and the bounds) for a symbolic plan, else the extents
   dv.first_dims &= only_first_dyn<typename E::shape_type>();
   bool sym_ok = !dv.value.empty() && !values_only(table), symbolic = sym_ok && dv.first_dims;
-  std::array<int64_t, 2 * E::n_key + 2> key{};
+  std::array<int64_t, 2 * E::n_key + 2> key;  // NOTE: not cleared (its first nk are the key)
   size_t nk = 0;
   auto make_key = [&] {
     nk = 0;
     key[nk++] = symbolic;
     for (size_t j = 0; j < dv.value.size(); j++) key[nk++] = symbolic ? dv.cls[j] : dv.value[j];
-    if (symbolic) for (size_t j = 0; j < dv.value.size(); j++) key[nk++] = dyn_bound(dv, j);
+    // (first dims only: one bound for all)
+    if (symbolic) for (size_t j = 0; j < (dv.first_dims ? 1 : dv.value.size()); j++) key[nk++] = dyn_bound(dv, j);
     return find_plan(table, dev, key.data(), nk);
   };
   std::shared_ptr<plan> p = make_key();
