@@ -7399,10 +7399,15 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   int64_t work = f.reduce_size * f.total;
   for (; th > 1 && work / th < (1 << 16); th--) {}
   if (th > 1) {
-    auto divides = [&](const UOpRef& r, int64_t at_least) { int64_t n = size_left(k, r); return n % th == 0 && n >= th * at_least; };
+    auto first = [&](int64_t at_least, bool concrete) {
+      return std::find_if(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) {
+        int64_t n = size_left(k, r);
+        return (!concrete || r->src.empty()) && n % th == 0 && n >= th * at_least;
+      });
+    };
     bool sym = has_reduce && std::any_of(f.out_rngs.begin(), f.out_rngs.end(), [](auto& r) { return !r->src.empty(); });
-    auto it = std::find_if(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) { return sym && r->src.empty() && divides(r, 4); });
-    if (it == f.out_rngs.end()) it = std::find_if(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) { return divides(r, 1); });
+    auto it = sym ? first(4, true) : f.out_rngs.end();
+    if (it == f.out_rngs.end()) it = first(1, false);
     if (it != f.out_rngs.end()) k = with_first(k, {{OptOp::THREAD, (*it)->range_id(), th}});
   }
   return k.applied();
@@ -8784,7 +8789,7 @@ class Scheduler {
            // dyn extents): the elements in the order of the extents, not of the bounds (the flat dim holds the values')
            const UOp& su = *u->src[0];
            auto sym = [](const UOp& v) { return std::any_of(v.dyn.begin(), v.dyn.end(), [](auto& d) { return d != nullptr; }); };
-           if ((in.size() == 1 && sym(su) && sym(*u)) || (u->shape.size() == 1 && sym(*u) && sym(su))) {
+           if ((in.size() == 1 || u->shape.size() == 1) && sym(su) && sym(*u)) {
              DType dt = x.s.idx_dt_;
              auto ext = [&](const UOp& v, size_t i) { return v.dyn.empty() || !v.dyn[i] ? const_int(dt, v.shape[i]) : unbind(v.dyn[i], dt); };
              auto idx = idx_of(m["m"]);
@@ -18061,6 +18066,15 @@ TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
     vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, dyn_bound(dv, j)).uop());
   return vars;
 }
+// the element count of a tensor of bounds s whose dims dyn names are symbolic: the product of its extents
+inline UOpRef flat_extent(const Shape& s, const std::vector<UOpRef>& dyn) {
+  UOpRef f;
+  for (size_t d = 0; d < s.size(); d++) {
+    UOpRef e = dyn[d] ? dyn[d] : size_const(s[d]);
+    f = f ? f * e : e;
+  }
+  return f;
+}
 TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
                                Tensor* ph, UOpRef* in) {
   for (size_t i = 0; i < n; i++) {
@@ -18087,10 +18101,9 @@ TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std:
     }
     // dyn dims after the first: the buffer holds the values' elements in the order of the extents (a flat symbolic
     // dim reshaped to them)
-    SInt flat = 1;
     std::vector<UOpRef> dyn;
-    for (size_t d = 0; d < s.size(); d++) { flat = flat * ext[d]; dyn.push_back(ext[d].is_int() ? nullptr : sym_node(ext[d], dev)); }
-    UOpRef f = sym_movement(Ops::RESHAPE, in[i], {prod(s)}, {sym_node(flat, dev)});
+    for (auto& e : ext) dyn.push_back(e.is_int() ? nullptr : sym_node(e, dev));
+    UOpRef f = sym_movement(Ops::RESHAPE, in[i], {prod(s)}, {flat_extent(s, dyn)});
     ph[i] = Tensor(sym_movement(Ops::RESHAPE, f, s, dyn), dev);
   }
 }
@@ -18109,9 +18122,7 @@ TINYGRAD_API void count_static(bool planned, bool built) {
 TINYGRAD_API Tensor values_layout(const Tensor& t) {
   const UOp& u = *t.uop();
   if (u.dyn.size() < 2 || std::none_of(u.dyn.begin() + 1, u.dyn.end(), [](auto& d) { return d != nullptr; })) return t;
-  UOpRef flat = u.dyn[0] ? u.dyn[0] : size_const(u.shape[0]);
-  for (size_t d = 1; d < u.shape.size(); d++) flat = flat * (u.dyn[d] ? u.dyn[d] : size_const(u.shape[d]));
-  return Tensor(sym_movement(Ops::RESHAPE, t.uop(), {prod(u.shape)}, {flat}), t.device()).contiguous();
+  return Tensor(sym_movement(Ops::RESHAPE, t.uop(), {prod(u.shape)}, {flat_extent(u.shape, u.dyn)}), t.device()).contiguous();
 }
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
@@ -18349,7 +18360,6 @@ Shape target_of(const N& n, const Tensor& a, bool expand) {
       if (v[i] == dyn && !(ones_concrete && s[i] == 1)) s[i] = bounds[k++];
     return s;
   }
-  if (!expand && st::count_dyn(v) != 1) return s;
   for (size_t i = 0; i < s.size(); i++)
     if (v[i] == dyn && (!expand || (i + a.ndim() >= s.size() && a.shape()[i + a.ndim() - s.size()] != 1))) s[i] = -1;
   return s;

@@ -528,10 +528,15 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   int64_t work = f.reduce_size * f.total;
   for (; th > 1 && work / th < (1 << 16); th--) {}
   if (th > 1) {
-    auto divides = [&](const UOpRef& r, int64_t at_least) { int64_t n = size_left(k, r); return n % th == 0 && n >= th * at_least; };
+    auto first = [&](int64_t at_least, bool concrete) {
+      return std::find_if(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) {
+        int64_t n = size_left(k, r);
+        return (!concrete || r->src.empty()) && n % th == 0 && n >= th * at_least;
+      });
+    };
     bool sym = has_reduce && std::any_of(f.out_rngs.begin(), f.out_rngs.end(), [](auto& r) { return !r->src.empty(); });
-    auto it = std::find_if(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) { return sym && r->src.empty() && divides(r, 4); });
-    if (it == f.out_rngs.end()) it = std::find_if(f.out_rngs.begin(), f.out_rngs.end(), [&](auto& r) { return divides(r, 1); });
+    auto it = sym ? first(4, true) : f.out_rngs.end();
+    if (it == f.out_rngs.end()) it = first(1, false);
     if (it != f.out_rngs.end()) k = with_first(k, {{OptOp::THREAD, (*it)->range_id(), th}});
   }
   return k.applied();

@@ -348,7 +348,7 @@ class Scheduler {
            // dyn extents): the elements in the order of the extents, not of the bounds (the flat dim holds the values')
            const UOp& su = *u->src[0];
            auto sym = [](const UOp& v) { return std::any_of(v.dyn.begin(), v.dyn.end(), [](auto& d) { return d != nullptr; }); };
-           if ((in.size() == 1 && sym(su) && sym(*u)) || (u->shape.size() == 1 && sym(*u) && sym(su))) {
+           if ((in.size() == 1 || u->shape.size() == 1) && sym(su) && sym(*u)) {
              DType dt = x.s.idx_dt_;
              auto ext = [&](const UOp& v, size_t i) { return v.dyn.empty() || !v.dyn[i] ? const_int(dt, v.shape[i]) : unbind(v.dyn[i], dt); };
              auto idx = idx_of(m["m"]);

@@ -177,7 +177,6 @@ Shape target_of(const N& n, const Tensor& a, bool expand) {
       if (v[i] == dyn && !(ones_concrete && s[i] == 1)) s[i] = bounds[k++];
     return s;
   }
-  if (!expand && st::count_dyn(v) != 1) return s;
   for (size_t i = 0; i < s.size(); i++)
     if (v[i] == dyn && (!expand || (i + a.ndim() >= s.size() && a.shape()[i + a.ndim() - s.size()] != 1))) s[i] = -1;
   return s;

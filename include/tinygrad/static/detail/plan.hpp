@@ -247,6 +247,15 @@ TINYGRAD_API std::vector<UOpRef> plan_vars(const dyn_values& dv) {
     vars.push_back(dv.cls[j] < 0 ? nullptr : Variable(detail::cat("dyn", dv.cls[j]), 1, dyn_bound(dv, j)).uop());
   return vars;
 }
+// the element count of a tensor of bounds s whose dims dyn names are symbolic: the product of its extents
+inline UOpRef flat_extent(const Shape& s, const std::vector<UOpRef>& dyn) {
+  UOpRef f;
+  for (size_t d = 0; d < s.size(); d++) {
+    UOpRef e = dyn[d] ? dyn[d] : size_const(s[d]);
+    f = f ? f * e : e;
+  }
+  return f;
+}
 TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std::string& dev, const dyn_values* dv, const std::vector<UOpRef>& vars,
                                Tensor* ph, UOpRef* in) {
   for (size_t i = 0; i < n; i++) {
@@ -273,10 +282,9 @@ TINYGRAD_API void placeholders(const Tensor* const* leaves, size_t n, const std:
     }
     // dyn dims after the first: the buffer holds the values' elements in the order of the extents (a flat symbolic
     // dim reshaped to them)
-    SInt flat = 1;
     std::vector<UOpRef> dyn;
-    for (size_t d = 0; d < s.size(); d++) { flat = flat * ext[d]; dyn.push_back(ext[d].is_int() ? nullptr : sym_node(ext[d], dev)); }
-    UOpRef f = sym_movement(Ops::RESHAPE, in[i], {prod(s)}, {sym_node(flat, dev)});
+    for (auto& e : ext) dyn.push_back(e.is_int() ? nullptr : sym_node(e, dev));
+    UOpRef f = sym_movement(Ops::RESHAPE, in[i], {prod(s)}, {flat_extent(s, dyn)});
     ph[i] = Tensor(sym_movement(Ops::RESHAPE, f, s, dyn), dev);
   }
 }
@@ -295,9 +303,7 @@ TINYGRAD_API void count_static(bool planned, bool built) {
 TINYGRAD_API Tensor values_layout(const Tensor& t) {
   const UOp& u = *t.uop();
   if (u.dyn.size() < 2 || std::none_of(u.dyn.begin() + 1, u.dyn.end(), [](auto& d) { return d != nullptr; })) return t;
-  UOpRef flat = u.dyn[0] ? u.dyn[0] : size_const(u.shape[0]);
-  for (size_t d = 1; d < u.shape.size(); d++) flat = flat * (u.dyn[d] ? u.dyn[d] : size_const(u.shape[d]));
-  return Tensor(sym_movement(Ops::RESHAPE, t.uop(), {prod(u.shape)}, {flat}), t.device()).contiguous();
+  return Tensor(sym_movement(Ops::RESHAPE, t.uop(), {prod(u.shape)}, {flat_extent(u.shape, u.dyn)}), t.device()).contiguous();
 }
 TINYGRAD_API std::shared_ptr<Buffer> leaf_buffer(const Tensor& t) {
   const UOp* u = t.uop().get();
