@@ -352,8 +352,8 @@ TEST_CASE("quant: the CPU heuristic decodes a block's scales once a block and ve
     std::string s;
     for (auto& o : opts) s += o.str() + " ";
     INFO(s);
-    // the reduce unrolled over the rest of the block: 32 in all; the legacy types' lanes on it too (a K type's
-    // super-block scale would be gathered per lane)
+    // the reduce unrolled over the rest of the block: 32 in all, the lanes on it too (a K type's super-block index,
+    // (32 b + 8 u + lane) / 256, folds to b / 8: one scale for every lane of a sub-block)
     int64_t unroll = 1, red_lanes = 1;
     tinygrad::Kernel kern(ast, ren);
     int64_t red = -1;
@@ -363,9 +363,9 @@ TEST_CASE("quant: the CPU heuristic decodes a block's scales once a block and ve
       if (o.op == OptOp::VECTOR && o.axis == red) red_lanes *= o.amt;
     }
     bool legacy = t == GGMLType::Q4_1 || t == GGMLType::Q4_0 || t == GGMLType::Q8_0;
-    if (lanes > 1) CHECK(red_lanes == (legacy ? lanes : 1));
+    if (lanes > 1) CHECK(red_lanes == lanes);
     CHECK(unroll * red_lanes == 32);
-    // lanes forced on a K type (as BEAM may try): the super-block's fp16 scales are gathered per lane and decoded per lane
+    // the K types' lanes, also with an unroll: values right
     if (lanes > 1 && !legacy) {
       auto w = ref_dequantize(t, raw);
       std::vector<double> want(static_cast<size_t>(n));

@@ -52,6 +52,16 @@ TEST_CASE("symbolic: div and mod folding", "[symbolic]") {
   CHECK(detail::simplify(detail::idiv(i, 3) * 3 + detail::mod(i, 3)) == i);
   // common factors: (a*6 + b*2) // 2 -> a*3 + b
   CHECK(detail::simplify(detail::idiv(a * 6 + b * 2, 2)) == detail::simplify(a * 3 + b));
+  // terms below a common factor of the others and c: (32 r + 8 u + l) // 256 -> r // 8 (u < 4, l < 8: a quantized
+  // weight's super-block for every lane of a sub-block), % 256 -> (r % 8) * 32 + 8 u + l; (4 r + 2) // 8 -> r // 2
+  auto r = rng(48, 4), u = rng(4, 5), l = rng(8, 6);
+  CHECK(detail::simplify(detail::idiv(r * 32 + u * 8 + l, 256)) == detail::simplify(detail::idiv(r, 8)));
+  CHECK(detail::simplify(detail::mod(r * 32 + u * 8 + l, 256)) == detail::simplify(detail::mod(r, 8) * 32 + u * 8 + l));
+  CHECK(detail::simplify(detail::idiv(r * 4 + 2, 8)) == detail::simplify(detail::idiv(r, 2)));
+  CHECK(detail::simplify(detail::mod(r * 4 + 3, 8)) == detail::simplify(detail::mod(r, 2) * 4 + 3));
+  // not when the small terms can reach the factor: (4 r + u) // 8 with u < 4 folds, with l < 8 it stays a division
+  CHECK(detail::simplify(detail::idiv(r * 4 + u, 8)) == detail::simplify(detail::idiv(r, 2)));
+  CHECK(detail::simplify(detail::idiv(r * 4 + l, 8))->op == Ops::IDIV);
   // nested: (x // 2) // 3 -> x // 6
   CHECK(detail::simplify(detail::idiv(detail::idiv(i, 2), 3)) == detail::simplify(detail::idiv(i, 6)));
   // (x % 12) % 4 -> x % 4 for x >= 0

@@ -482,7 +482,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
       for (auto& l : f.loads)
-        ok &= (narrow_int(l) && qb % amt == 0 && qm <= qb) || (f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt));
+        ok &= (narrow_int(l) && qb % amt == 0 && qm % qb == 0) || (f.stride(l, r) != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt));
       if (ok) { vaxis = r; lanes = amt; eblock = qb; }
     }
   }
@@ -493,9 +493,10 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // both operands are contiguous along K; a row's sum): vector loads of both operands, one vector accumulator per
   // output of the register tile, its lanes added after the loop (x @ W.T on a Zen 4: 6x, past Eigen's)
   // Quantized bytes (loads narrower than the result whose addresses divide the reduce index by a block: ggml's
-  // Q4_0, Q4_1, Q8_0) may take the lanes too where they divide the block and no larger block is read (a K type's
-  // super-block scale, gathered per lane: 10x slower): a lane's bytes are gathered or, contiguous in the block, loaded
-  // as one vector; the block's scales are the same for every lane (a Q4_1 matvec: 2x faster than scalar)
+  // Q4_0, Q4_1, Q8_0) may take the lanes too where they divide the block and every larger block read is a multiple of
+  // it (a K type's super-block: its index folds to one per sub-block, see fold_divmod): a lane's bytes are gathered
+  // or, contiguous in the block, loaded as one vector; the block's scales are the same for every lane (a Q4_1 matvec:
+  // 2x faster than scalar; a Q4_K one 10-17x, whose super-block scale was gathered per lane before the fold)
   UOpRef raxis;
   bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
   auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
@@ -505,7 +506,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
     for (auto& l : f.loads) {
       int c = f.stride(l, r);
-      if (narrow_int(l) && qblock % lanes == 0 && qmost <= qblock) continue;
+      if (narrow_int(l) && qblock % lanes == 0 && qmost % qblock == 0) continue;
       ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
       any |= c == 1;
     }

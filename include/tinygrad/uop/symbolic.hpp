@@ -123,12 +123,6 @@ struct Linear {
     if (!r) return const_int(dt, kw);
     return kw ? make_uop(Ops::ADD, dt, {r, const_int(dt, kw)}) : r;
   }
-  int64_t gcd_all() const {  // (1 where a coefficient is INT64_MIN)
-    auto mag = [](int64_t x) { return x == INT64_MIN ? int64_t(1) : std::abs(x); };
-    int64_t g = mag(k);
-    for (auto& [t, c] : terms) g = std::gcd(g, mag(c));
-    return g;
-  }
 };
 inline Linear linear_of(const UOpRef& u) { Linear L; L.add(u, 1); return L; }
 inline bool is_int_scalar(const UOpRef& u) { return !is_float(u->dtype) && u->dtype != DType::Bool && u->vcount == 1; }
@@ -148,12 +142,23 @@ inline UOpRef fold_divmod(const UOpRef& root) {
   if (auto [lo, hi] = L.range(); !fits(dt, lo, hi)) return nullptr;
   bool all_nonneg = L.k >= 0;
   for (auto& [t, tc] : L.terms) all_nonneg &= t->vmin >= 0 && tc >= 0;
-  // common factor: (g*a) // (g*b) -> a // b
-  if (int64_t g = std::gcd(L.gcd_all(), c); g > 1 && all_nonneg) {
-    Linear R; R.k = L.k / g;
-    for (auto& [t, tc] : L.terms) R.terms.emplace_back(t, tc / g);
-    UOpRef inner = R.build(dt);
-    return is_div ? alu(Ops::IDIV, {inner, const_int(dt, c / g)}) : alu(Ops::MUL, {alu(Ops::MOD, {inner, const_int(dt, c / g)}), const_int(dt, g)});
+  // a common factor g of c and the large terms, the small terms and k % g within [0, g): x = g*N + s with 0 <= s < g,
+  // so x // (g*b) = N // b and x % (g*b) = (N % b)*g + s (s never carries past a multiple of g): (32*r + 8*u + l) // 256
+  // with u < 4, l < 8 is r // 8, a quantized weight's super-block for every lane of its sub-block
+  if (all_nonneg) {
+    std::vector<int64_t> gs;
+    for (auto& [t, tc] : L.terms) if (int64_t g = std::gcd(tc, c); g > 1) gs.push_back(g);
+    std::sort(gs.rbegin(), gs.rend());
+    for (int64_t g : gs) {
+      Linear N, S;
+      N.k = L.k / g, S.k = L.k % g;
+      for (auto& [t, tc] : L.terms) (tc % g == 0 ? N.terms.emplace_back(t, tc / g) : S.terms.emplace_back(t, tc));
+      if (S.range().second >= g) continue;
+      UOpRef inner = N.build(dt);
+      if (is_div) return alu(Ops::IDIV, {inner, const_int(dt, c / g)});
+      UOpRef m = alu(Ops::MUL, {alu(Ops::MOD, {inner, const_int(dt, c / g)}), const_int(dt, g)});
+      return S.terms.empty() && S.k == 0 ? m : alu(Ops::ADD, {m, S.build(dt)});
+    }
   }
   // split into c * quotient + remainder
   Linear Q, R;
