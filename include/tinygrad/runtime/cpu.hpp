@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <chrono>
 #include <condition_variable>
@@ -12,6 +13,9 @@
 #include <thread>
 #include "device.hpp"
 #include "elf.hpp"
+#ifdef __GLIBC__
+#include <malloc.h>  // malloc_trim
+#endif
 
 extern char** environ;  // NOTE: declared by <unistd.h> only under _GNU_SOURCE
 
@@ -538,9 +542,19 @@ class CPUProgram : public Program {
   int threads_;
 };
 
+// a buffer of 1 MiB or more is its own mapping, so its free gives the memory back to the system (from malloc's heap it
+// stayed resident: a language model's prefill capture left 500 MB of a 100 MB model resident); smaller ones malloc's
 struct CPUAllocator : Allocator {
-  void* alloc_raw(size_t bytes) override { return std::aligned_alloc(64, (bytes + 63) / 64 * 64); }
-  void free_raw(void* p, size_t) override { std::free(p); }
+  static constexpr size_t own_mapping = size_t(1) << 20;
+  void* alloc_raw(size_t bytes) override {
+    if (bytes < own_mapping) return std::aligned_alloc(64, (bytes + 63) / 64 * 64);
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+  void free_raw(void* p, size_t bytes) override { bytes < own_mapping ? std::free(p) : void(::munmap(p, bytes)); }
+#ifdef __GLIBC__
+  void release_freed() override { ::malloc_trim(0); }  // the small buffers' pages malloc kept (another 100 MB above)
+#endif
   void copyin(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copyout(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }
   void copy(void* dst, const void* src, size_t n) override { std::memcpy(dst, src, n); }

@@ -53,6 +53,7 @@ struct Allocator {
   virtual ~Allocator() = default;
   virtual void* alloc_raw(size_t bytes) = 0;  // nullptr when out of memory
   virtual void free_raw(void* p, size_t bytes) = 0;
+  virtual void release_freed() {}  // give memory freed by free_raw back to the system where the allocator keeps it
   virtual void copyin(void* dst, const void* src, size_t bytes) = 0;   // host -> device
   virtual void copyout(void* dst, const void* src, size_t bytes) = 0;  // device -> host
   virtual void copy(void* dst, const void* src, size_t bytes) {
@@ -133,6 +134,7 @@ struct Allocator {
   void free_cache_locked() {
     while (oldest_ != kNil) evict_oldest();
     sizes_.clear();
+    release_freed();
   }
   static size_t default_lru_limit() {
     int64_t v = detail::getenv_int("LRU_BYTES", int64_t(256) << 20);
