@@ -315,6 +315,34 @@ TEST_CASE("quant: a matvec on quantized weights is one kernel over the raw bytes
   }
 }
 
+TEST_CASE("quant: a CPU matvec prefetches its weight rows ahead, a matmul does not", "[quant][cpu]") {
+  auto& ren = *tinygrad::detail::get_device("CPU").renderer;
+  auto src = [&](const Tensor& y) {
+    auto ast = one_kernel_schedule(y).spec.kernels[0].ast;
+    return tinygrad::detail::to_program(ast, ren, tinygrad::detail::hand_coded_optimizations(ast, ren)).src;
+  };
+  auto count = [](const std::string& s) {
+    size_t n = 0;
+    for (size_t at = 0; (at = s.find("__builtin_prefetch", at)) != std::string::npos; at++) n++;
+    return n;
+  };
+  int64_t n = 64, k = 512;
+  Tensor x = Tensor(random_values(size_t(k), 256, 5), {1, k}).realize();
+  for (GGMLType t : {GGMLType::Q8_0, GGMLType::Q4_1, GGMLType::Q4_K}) {
+    INFO(tinygrad::nn::to_string(t));
+    Tensor r = raw_tensor(quantize(random_values(size_t(n * k), 256, 12), t));
+    std::string s = src(x.matmul(dequantize(r, t, {n, k}).transpose()));
+    INFO(s);
+    // one a cache line of each row's stream in the loop (the register tile's rows), not one a load
+    CHECK(count(s) >= 1);
+    CHECK(count(s) <= 16);
+  }
+  // a matmul's operands are reused from cache by its loops: no prefetch; nor an elementwise kernel (no reduce loop)
+  Tensor a = Tensor(random_values(size_t(64 * 64), 256, 7), {64, 64}).realize();
+  CHECK(count(src(a.matmul(a))) == 0);
+  CHECK(count(src(a * 2.0 + 1.0)) == 0);
+}
+
 // y's one kernel on the CPU with opts (not the heuristic's), its output
 std::vector<float> run_with_opts(const Tensor& y, const std::vector<tinygrad::Opt>& opts) {
   auto s = one_kernel_schedule(y);
