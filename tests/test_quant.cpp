@@ -315,7 +315,15 @@ TEST_CASE("quant: a matvec on quantized weights is one kernel over the raw bytes
   }
 }
 
+// the CPU as the default device while a test of the CPU's kernels runs (its tensors must live there), whatever DEV says
+struct OnCPU {
+  std::string was = tinygrad::default_device();
+  OnCPU() { tinygrad::default_device() = "CPU"; }
+  ~OnCPU() { tinygrad::default_device() = was; }
+};
+
 TEST_CASE("quant: a CPU matvec prefetches its weight rows ahead, a matmul does not", "[quant][cpu]") {
+  OnCPU cpu;
   auto& ren = *tinygrad::detail::get_device("CPU").renderer;
   auto src = [&](const Tensor& y) {
     auto ast = one_kernel_schedule(y).spec.kernels[0].ast;
@@ -363,6 +371,7 @@ std::vector<float> run_with_opts(const Tensor& y, const std::vector<tinygrad::Op
 }
 
 TEST_CASE("quant: the CPU heuristic decodes a block's scales once a block and vector lanes gather the bytes", "[quant][cpu]") {
+  OnCPU cpu;
   using tinygrad::Opt;
   using tinygrad::OptOp;
   auto& ren = *tinygrad::detail::get_device("CPU").renderer;
