@@ -235,6 +235,10 @@ class Llama {
     Tensor x = nn::embedding(tokens.shrink({{0, rows}}), emb_.value());  // (rows, dim)
     Tensor pos = Tensor::arange(double(opts_.chunk), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, rows}}) + Tensor(start, opts_.device);
     auto [cos, sin] = rope(pos);
+    // NOTE: computed once, not in each block's kernels (lazy, every block's q and k rotations made two kernels each
+    // of them again: 120 of a SmolLM2 decode step's 665 launches)
+    cos = cos.contiguous(), sin = sin.contiguous();
+    Tensor::realize_all({cos, sin});
     SInt total = start + rows;
     // causal: query i (position start + i) sees keys 0..start + i
     std::optional<Tensor> mask;
@@ -248,7 +252,9 @@ class Llama {
       x = x.realize();
       // NOTE: the inputs of the matmuls are computed first (contiguous): fused in, a norm or the attention would be
       // computed again for every output of the matmul, and a matmul of quantized weights alone gets its block opts
-      x = x + attention(b, rms(x, b.attn_norm).contiguous(), cos, sin, start, rows, mask);
+      // NOTE: the normed input realized here: the cache write realizes k and v first, and q's kernels would compute
+      // the norm again (two more kernels a block)
+      x = x + attention(b, rms(x, b.attn_norm).contiguous().realize(), cos, sin, start, rows, mask);
       Tensor h = rms(x, b.ffn_norm).contiguous();
       x = x + linear((linear(h, b.w_gate).contiguous().silu() * linear(h, b.w_up).contiguous()).contiguous(), b.w_down);
     }
@@ -323,7 +329,7 @@ class Llama {
     // NOTE: the products first (contiguous): RoPE fused into them would run each pair's two rows per output
     Tensor q = rotate(linear(h, b.wq).contiguous().reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
     Tensor k = rotate(linear(h, b.wk).contiguous().reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
-    Tensor v = linear(h, b.wv).reshape({n, SInt(KV), SInt(D)});
+    Tensor v = linear(h, b.wv).contiguous().reshape({n, SInt(KV), SInt(D)});
     SInt total = start + n;
     // this chunk's keys and values into the cache at start..start+n, in place
     b.cache.shrink({{0, 2}, {0, KV}, {start, total}, {0, D}}).assign(Tensor::stack({k, v}).permute({0, 2, 1, 3}));
