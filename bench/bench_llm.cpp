@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
   if (model.empty()) model = smollm2_path();
   if (!std::filesystem::exists(model)) { std::fprintf(stderr, "%s not found: tools/fetch_model smollm2\n", model.c_str()); return 1; }
   const int64_t P = detail::getenv_int("PP", 512), G = detail::getenv_int("TG", 128);
-  models::Llama lm(model, {.max_context = P + G + 64, .chunk = detail::getenv_int("CHUNK", 64)});
+  models::Llama lm(model, {.max_context = P + G + 64, .chunk = detail::getenv_int("CHUNK", 0)});
   int64_t tensor_bytes = 0;
   for (auto& t : nn::GGUFFile::open(model).tensors()) tensor_bytes += int64_t(t.nbytes);
   std::vector<int32_t> prompt(static_cast<size_t>(P));
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     }
     flags().debug = 0;
   }
-  int64_t kv = lm.config().n_layers * 2 * lm.config().n_kv_heads * (lm.context() + 64) * lm.config().head_dim * 4;
+  int64_t kv = lm.config().n_layers * 2 * lm.config().n_kv_heads * (lm.context() + lm.options().chunk) * lm.config().head_dim * 4;
   double rss = double(rss_bytes()), bw = copy_gbs(threads);
   double peer_pp = NAN, peer_tg = NAN;
   if (const char* lb = std::getenv("LLAMA_BENCH"); lb && *lb) {
