@@ -636,9 +636,9 @@ class CRenderer : public CStyleRenderer {
     for (auto& [ld, at] : loads) {
       if (outer.count(at.back()) || !reducing.count(at.back())) continue;
       const UOpRef& idx = ld->src[0]->src[1];
-      auto topo = toposort(idx);
-      if (!std::all_of(at.begin(), at.end(), [&](const UOp* r) { return std::find_if(topo.begin(), topo.end(), [&](auto& t) { return t.get() == r; }) != topo.end(); }))
-        continue;
+      std::set<const UOp*> deps;
+      for (auto& t : toposort(idx)) deps.insert(t.get());
+      if (!std::all_of(at.begin(), at.end(), [&](const UOp* r) { return deps.count(r); })) continue;
       bool off = idx->op == Ops::ADD && idx->src[1]->op == Ops::CONST;
       const UOp* base = off ? idx->src[0].get() : idx.get();
       int64_t line = (off ? int64_t(idx->src[1]->const_value()) : 0) * itemsize(ld->dtype) / 64;

@@ -69,7 +69,10 @@ struct LlamaConfig {
 
 struct LlamaOptions {
   int64_t max_context = 2048;  // the KV cache's length (at most the model's context_length)
-  int64_t chunk = 64;          // prefill runs the prompt this many tokens at a time
+  // prefill runs the prompt this many tokens at a time; 0: 64 on the host CPU (its matmuls are compute-bound: a
+  // longer chunk only pads short prompts), 256 elsewhere (a GPU's prefill of 64 tokens is launch-bound: pp512 on an
+  // H200 ran 5,537 tok/s at 64, 11,947 at 256, 14,548 at 512 with a slower first token)
+  int64_t chunk = 0;
   std::string device = "";
 };
 
@@ -124,11 +127,13 @@ class Llama {
     Shape shape;
     Tensor value() const { return type == nn::GGMLType::F32 ? raw : nn::dequantize(raw, type, shape); }
   };
-  struct Block { Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down; Tensor cache; };
+  // qkv and gate_up: the rows of q, k, v (gate, up) in one weight, where they are joined (see join())
+  struct Block { Weight attn_norm, wq, wk, wv, wo, ffn_norm, w_gate, w_up, w_down; Tensor cache; std::optional<Weight> qkv, gate_up; };
 
   explicit Llama(const std::string& path, LlamaOptions opts = {}) : file_(nn::GGUFFile::open(path)), opts_(std::move(opts)) {
     cfg_ = LlamaConfig::from_gguf(file_);
     if (opts_.device.empty()) opts_.device = default_device();
+    if (opts_.chunk == 0) opts_.chunk = opts_.device == host_device() ? 64 : 256;
     if (opts_.max_context < 1 || opts_.chunk < 1)
       throw Error("tinygrad::models::Llama: max_context and chunk must be positive, got " + std::to_string(opts_.max_context) + " and " +
                   std::to_string(opts_.chunk));
@@ -156,12 +161,16 @@ class Llama {
                               Tensor::zeros({2, cfg_.n_kv_heads, ctx_ + opts_.chunk, cfg_.head_dim}, DType::Float32, opts_.device)
                                   .contiguous()
                                   .realize()});
+      Block& bl = blocks_.back();
+      bl.qkv = join({&bl.wq, &bl.wk, &bl.wv});
+      bl.gate_up = join({&bl.w_gate, &bl.w_up});
     }
   }
   Llama(const Llama&) = delete;
   Llama& operator=(const Llama&) = delete;
 
   const LlamaConfig& config() const { return cfg_; }
+  const LlamaOptions& options() const { return opts_; }  // as used: the device and chunk chosen where they were left open
   const text::BPETokenizer& tokenizer() const { return tok_; }
   int64_t context() const { return ctx_; }
   int64_t position() const { return pos_; }
@@ -238,6 +247,10 @@ class Llama {
     Tensor x = nn::embedding(tokens.shrink({{0, rows}}), emb_.value());  // (rows, dim)
     Tensor pos = Tensor::arange(double(opts_.chunk), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, rows}}) + Tensor(start, opts_.device);
     auto [cos, sin] = rope(pos);
+    // NOTE: computed once, not in each block's kernels (lazy, every block's q and k rotations made two kernels each
+    // of them again: 120 of a SmolLM2 decode step's 665 launches)
+    cos = cos.contiguous(), sin = sin.contiguous();
+    Tensor::realize_all({cos, sin});
     SInt total = start + rows;
     // causal: query i (position start + i) sees keys 0..start + i
     std::optional<Tensor> mask;
@@ -251,9 +264,17 @@ class Llama {
       x = x.realize();
       // NOTE: the inputs of the matmuls are computed first (contiguous): fused in, a norm or the attention would be
       // computed again for every output of the matmul, and a matmul of quantized weights alone gets its block opts
-      x = x + attention(b, rms(x, b.attn_norm).contiguous(), cos, sin, start, rows, mask);
-      Tensor h = rms(x, b.ffn_norm).contiguous();
-      x = x + linear((linear(h, b.w_gate).contiguous().silu() * linear(h, b.w_up).contiguous()).contiguous(), b.w_down);
+      // NOTE: the normed input realized here: the cache write realizes k and v first, and q's kernels would compute
+      // the norm again (two more kernels a block)
+      x = x + attention(b, rms(x, b.attn_norm).contiguous().realize(), cos, sin, start, rows, mask);
+      Tensor h = rms(x, b.ffn_norm).contiguous(), gate, up;
+      if (b.gate_up) {
+        Tensor gu = linear(h, *b.gate_up).contiguous();
+        gate = gu.shrink({{0, rows}, {0, cfg_.hidden}}), up = gu.shrink({{0, rows}, {cfg_.hidden, 2 * cfg_.hidden}});
+      } else {
+        gate = linear(h, b.w_gate).contiguous(), up = linear(h, b.w_up).contiguous();
+      }
+      x = x + linear((gate.silu() * up).contiguous(), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
     Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({rows, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_).contiguous();
@@ -295,6 +316,25 @@ class Llama {
     if (opts_.device != host_device()) raw = raw.to(opts_.device).realize();
     return Weight{raw, t->type, got};
   }
+  // the weights' rows as one weight (their blocks one after another), so one product makes the outputs of all of them:
+  // a decode step is launch-bound on a GPU (SmolLM2 on an H200: ~3 us a kernel), and q, k, v in one kernel and gate,
+  // up in another are 90 launches fewer. Only where the weights were copied to the device anyway (the host's stay the
+  // file's pages: a joined copy would be resident beside them) and all are one type and width.
+  std::optional<Weight> join(std::vector<Weight*> ws) const {
+    if (opts_.device == host_device()) return std::nullopt;
+    std::vector<Tensor> raws;
+    int64_t rows = 0;
+    for (Weight* w : ws) {
+      if (w->type != ws[0]->type || w->shape.size() != 2 || w->shape[1] != ws[0]->shape[1]) return std::nullopt;
+      raws.push_back(w->raw.reshape({-1}));
+      rows += w->shape[0];
+    }
+    Tensor r = Tensor::cat(raws, 0);
+    if (ws[0]->type == nn::GGMLType::F32) r = r.reshape({rows, ws[0]->shape[1]});  // (float32 weights are their values)
+    Weight j{r.realize(), ws[0]->type, {rows, ws[0]->shape[1]}};
+    for (Weight* w : ws) w->raw = Tensor();  // NOTE: the joined copy replaces them (the parts are read from it)
+    return j;
+  }
   // x (rows, in) @ w.T: one kernel reading the blocks for one row (a decode step reads each weight byte once); for a
   // chunk the weight dequantized first, once, then an ordinary matmul that tiles over the rows
   Tensor linear(const Tensor& x, const Weight& w) const {
@@ -324,9 +364,17 @@ class Llama {
                    const std::optional<Tensor>& mask) {
     int64_t H = cfg_.n_heads, KV = cfg_.n_kv_heads, D = cfg_.head_dim, G = H / KV;
     // NOTE: the products first (contiguous): RoPE fused into them would run each pair's two rows per output
-    Tensor q = rotate(linear(h, b.wq).contiguous().reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
-    Tensor k = rotate(linear(h, b.wk).contiguous().reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
-    Tensor v = linear(h, b.wv).reshape({n, SInt(KV), SInt(D)});
+    Tensor q, k, v;
+    if (b.qkv) {
+      Tensor all = linear(h, *b.qkv).contiguous();
+      auto cols = [&](int64_t lo, int64_t hi) { return all.shrink({{0, n}, {lo, hi}}); };
+      q = cols(0, H * D), k = cols(H * D, (H + KV) * D), v = cols((H + KV) * D, (H + 2 * KV) * D);
+    } else {
+      q = linear(h, b.wq).contiguous(), k = linear(h, b.wk).contiguous(), v = linear(h, b.wv).contiguous();
+    }
+    q = rotate(q.reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
+    k = rotate(k.reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
+    v = v.reshape({n, SInt(KV), SInt(D)});
     SInt total = start + n;
     // this chunk's keys and values into the cache at start..start+n, in place
     b.cache.shrink({{0, 2}, {0, KV}, {start, total}, {0, D}}).assign(Tensor::stack({k, v}).permute({0, 2, 1, 3}));
