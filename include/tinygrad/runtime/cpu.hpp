@@ -44,7 +44,7 @@ class ThreadPool {
       std::lock_guard lk(mu_);
       task_ = &f; ntasks_ = n; next_.store(0); pending_ = n; gen_++;
     }
-    if (sleepers_.load()) cv_.notify_all();
+    cv_.notify_all();  // NOTE: no system call when no worker sleeps
     work(f, n);
     // NOTE: every worker that took this task has left it too: one still counting on next_ would take indices of the
     // next region's counter and run this region's f after it is gone (a SIGSEGV seen under BEAM on 16 cores)
@@ -78,14 +78,11 @@ class ThreadPool {
     for (;;) {
       spin([&] { return gen_.load() != seen; });
       std::unique_lock lk(mu_);
-      sleepers_++;
       cv_.wait(lk, [&] { return gen_ != seen; });
-      sleepers_--;
       seen = gen_;
       if (stop_) return;
       if (!task_) continue;
-      const std::function<void(int)>* f = task_;
-      int n = ntasks_;
+      auto [f, n] = std::pair(task_, ntasks_);
       active_++;
       lk.unlock();
       work(*f, n);
@@ -99,8 +96,7 @@ class ThreadPool {
   const std::function<void(int)>* task_ = nullptr;
   int ntasks_ = 0;
   // pending_: indices not finished; active_: workers inside work(); changed under mu_, read without it while spinning
-  std::atomic<int> pending_{0}, active_{0}, sleepers_{0};
-  std::atomic<int> next_{0};
+  std::atomic<int> pending_{0}, active_{0}, next_{0};
   std::atomic<uint64_t> gen_{0};
   bool stop_ = false;
 };

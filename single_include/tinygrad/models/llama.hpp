@@ -267,14 +267,8 @@ class Llama {
       // NOTE: the normed input realized here: the cache write realizes k and v first, and q's kernels would compute
       // the norm again (two more kernels a block)
       x = x + attention(b, rms(x, b.attn_norm).contiguous().realize(), cos, sin, start, rows, mask);
-      Tensor h = rms(x, b.ffn_norm).contiguous(), gate, up;
-      if (b.gate_up) {
-        Tensor gu = linear(h, *b.gate_up).contiguous();
-        gate = gu.shrink({{0, rows}, {0, cfg_.hidden}}), up = gu.shrink({{0, rows}, {cfg_.hidden, 2 * cfg_.hidden}});
-      } else {
-        gate = linear(h, b.w_gate).contiguous(), up = linear(h, b.w_up).contiguous();
-      }
-      x = x + linear((gate.silu() * up).contiguous(), b.w_down);
+      auto gu = products(rms(x, b.ffn_norm).contiguous(), rows, b.gate_up, {&b.w_gate, &b.w_up});
+      x = x + linear((gu[0].silu() * gu[1]).contiguous(), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
     Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({rows, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_).contiguous();
@@ -321,19 +315,25 @@ class Llama {
   // up in another are 90 launches fewer. Only where the weights were copied to the device anyway (the host's stay the
   // file's pages: a joined copy would be resident beside them) and all are one type and width.
   std::optional<Weight> join(std::vector<Weight*> ws) const {
-    if (opts_.device == host_device()) return std::nullopt;
     std::vector<Tensor> raws;
-    int64_t rows = 0;
+    int64_t rows = 0, in = ws[0]->shape[1];
     for (Weight* w : ws) {
-      if (w->type != ws[0]->type || w->shape.size() != 2 || w->shape[1] != ws[0]->shape[1]) return std::nullopt;
-      raws.push_back(w->raw.reshape({-1}));
-      rows += w->shape[0];
+      if (opts_.device == host_device() || w->type != ws[0]->type || w->shape[1] != in) return std::nullopt;
+      raws.push_back(w->raw.reshape({-1})), rows += w->shape[0];
     }
-    Tensor r = Tensor::cat(raws, 0);
-    if (ws[0]->type == nn::GGMLType::F32) r = r.reshape({rows, ws[0]->shape[1]});  // (float32 weights are their values)
-    Weight j{r.realize(), ws[0]->type, {rows, ws[0]->shape[1]}};
+    Tensor r = Tensor::cat(raws, 0);  // (float32 weights are their values: (rows, in))
+    Weight j{(ws[0]->type == nn::GGMLType::F32 ? r.reshape({rows, in}) : r).realize(), ws[0]->type, {rows, in}};
     for (Weight* w : ws) w->raw = Tensor();  // NOTE: the joined copy replaces them (the parts are read from it)
     return j;
+  }
+  // h (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product where it exists
+  std::vector<Tensor> products(const Tensor& h, const SInt& rows, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
+    std::vector<Tensor> out;
+    Tensor all = joined ? linear(h, *joined).contiguous() : Tensor();
+    int64_t at = 0;
+    for (const Weight* w : ws)
+      out.push_back(joined ? all.shrink({{0, rows}, {at, at + w->shape[0]}}) : linear(h, *w).contiguous()), at += w->shape[0];
+    return out;
   }
   // x (rows, in) @ w.T: one kernel reading the blocks for one row (a decode step reads each weight byte once); for a
   // chunk the weight dequantized first, once, then an ordinary matmul that tiles over the rows
@@ -364,17 +364,10 @@ class Llama {
                    const std::optional<Tensor>& mask) {
     int64_t H = cfg_.n_heads, KV = cfg_.n_kv_heads, D = cfg_.head_dim, G = H / KV;
     // NOTE: the products first (contiguous): RoPE fused into them would run each pair's two rows per output
-    Tensor q, k, v;
-    if (b.qkv) {
-      Tensor all = linear(h, *b.qkv).contiguous();
-      auto cols = [&](int64_t lo, int64_t hi) { return all.shrink({{0, n}, {lo, hi}}); };
-      q = cols(0, H * D), k = cols(H * D, (H + KV) * D), v = cols((H + KV) * D, (H + 2 * KV) * D);
-    } else {
-      q = linear(h, b.wq).contiguous(), k = linear(h, b.wk).contiguous(), v = linear(h, b.wv).contiguous();
-    }
-    q = rotate(q.reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
-    k = rotate(k.reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
-    v = v.reshape({n, SInt(KV), SInt(D)});
+    auto qkv = products(h, n, b.qkv, {&b.wq, &b.wk, &b.wv});
+    Tensor q = rotate(qkv[0].reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
+    Tensor k = rotate(qkv[1].reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
+    Tensor v = qkv[2].reshape({n, SInt(KV), SInt(D)});
     SInt total = start + n;
     // this chunk's keys and values into the cache at start..start+n, in place
     b.cache.shrink({{0, 2}, {0, KV}, {start, total}, {0, D}}).assign(Tensor::stack({k, v}).permute({0, 2, 1, 3}));
