@@ -5465,10 +5465,11 @@ class CRenderer : public CStyleRenderer {
 
  protected:
   // Loads that stream: in an innermost reduce loop, from a buffer, at an address that depends on every loop open there
-  // (each element is read once: a matvec's weight rows, not a matmul's operands, which the loops reuse from cache).
-  // Each prefetches the memory prefetch_bytes ahead of itself, one load per cache line of a stream (the loads at
-  // constant offsets of one address). The hardware prefetcher ramps up too slowly for a matvec's many short rows read
-  // side by side: a Q8_0 matvec over 100 MB of weights ran at 10.5 GB/s on 2 cores of the VM, with this at 27-46.
+  // (each element is read once: a matvec's weight rows, not a matmul's operands, which the loops reuse from cache),
+  // where the loops read 16 KB or more through it. Each prefetches the memory prefetch_bytes ahead of itself, one load
+  // per cache line of a stream (the loads at constant offsets of one address). The hardware prefetcher ramps up too
+  // slowly for a matvec's many short rows read side by side: a Q8_0 matvec over 100 MB of weights ran at 10.5 GB/s on
+  // 2 cores of the VM, with this at 27-46.
   static constexpr int64_t prefetch_bytes = 4096;
   void plan(Ctx& c, const std::vector<UOpRef>& lin) const override {
     std::vector<const UOp*> open;
@@ -5484,6 +5485,7 @@ class CRenderer : public CStyleRenderer {
     for (auto& [ld, at] : loads) {
       if (outer.count(at.back()) || !reducing.count(at.back())) continue;
       const UOpRef& idx = ld->src[0]->src[1];
+      if ((idx->vmax - idx->vmin + 1) * itemsize(ld->dtype) < (int64_t(16) << 10)) continue;  // the span it reads
       std::set<const UOp*> deps;
       for (auto& t : toposort(idx)) deps.insert(t.get());
       if (!std::all_of(at.begin(), at.end(), [&](const UOp* r) { return deps.count(r); })) continue;
