@@ -267,7 +267,7 @@ class Llama {
       // NOTE: the normed input realized here: the cache write realizes k and v first, and q's kernels would compute
       // the norm again (two more kernels a block)
       x = x + attention(b, rms(x, b.attn_norm).contiguous().realize(), cos, sin, start, rows, mask);
-      auto gu = products(rms(x, b.ffn_norm).contiguous(), rows, b.gate_up, {&b.w_gate, &b.w_up});
+      auto gu = products(rms(x, b.ffn_norm).contiguous(), b.gate_up, {&b.w_gate, &b.w_up});
       x = x + linear((gu[0].silu() * gu[1]).contiguous(), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
@@ -315,10 +315,11 @@ class Llama {
   // up in another are 90 launches fewer. Only where the weights were copied to the device anyway (the host's stay the
   // file's pages: a joined copy would be resident beside them) and all are one type and width.
   std::optional<Weight> join(std::vector<Weight*> ws) const {
+    if (opts_.device == host_device()) return std::nullopt;
     std::vector<Tensor> raws;
     int64_t rows = 0, in = ws[0]->shape[1];
     for (Weight* w : ws) {
-      if (opts_.device == host_device() || w->type != ws[0]->type || w->shape[1] != in) return std::nullopt;
+      if (w->type != ws[0]->type || w->shape[1] != in) return std::nullopt;
       raws.push_back(w->raw.reshape({-1})), rows += w->shape[0];
     }
     Tensor r = Tensor::cat(raws, 0);  // (float32 weights are their values: (rows, in))
@@ -327,12 +328,12 @@ class Llama {
     return j;
   }
   // h (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product where it exists
-  std::vector<Tensor> products(const Tensor& h, const SInt& rows, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
+  std::vector<Tensor> products(const Tensor& h, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
     std::vector<Tensor> out;
     Tensor all = joined ? linear(h, *joined).contiguous() : Tensor();
     int64_t at = 0;
     for (const Weight* w : ws)
-      out.push_back(joined ? all.shrink({{0, rows}, {at, at + w->shape[0]}}) : linear(h, *w).contiguous()), at += w->shape[0];
+      out.push_back(joined ? all.shrink({{0, h.sym_shape()[0]}, {at, at + w->shape[0]}}) : linear(h, *w).contiguous()), at += w->shape[0];
     return out;
   }
   // x (rows, in) @ w.T: one kernel reading the blocks for one row (a decode step reads each weight byte once); for a
@@ -364,7 +365,7 @@ class Llama {
                    const std::optional<Tensor>& mask) {
     int64_t H = cfg_.n_heads, KV = cfg_.n_kv_heads, D = cfg_.head_dim, G = H / KV;
     // NOTE: the products first (contiguous): RoPE fused into them would run each pair's two rows per output
-    auto qkv = products(h, n, b.qkv, {&b.wq, &b.wk, &b.wv});
+    auto qkv = products(h, b.qkv, {&b.wq, &b.wk, &b.wv});
     Tensor q = rotate(qkv[0].reshape({n, SInt(H), SInt(D)}), cos, sin, n, H);
     Tensor k = rotate(qkv[1].reshape({n, SInt(KV), SInt(D)}), cos, sin, n, KV);
     Tensor v = qkv[2].reshape({n, SInt(KV), SInt(D)});
