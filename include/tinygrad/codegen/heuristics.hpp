@@ -476,8 +476,9 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   if (lanes > 1) {
     for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
-      // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
-      int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
+      // NOTE: narrower vectors when full ones do not divide the axis (a 20-wide conv output: 4 lanes), in a reduce
+      int64_t n = r->range_end(), amt = 0;
+      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && (a == lanes || (has_reduce && a >= 4))) { amt = a; break; }
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
       auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;

@@ -20,6 +20,13 @@ namespace tinygrad::detail {
 
 // the range an opt names: the range, its size, kind and dtype
 struct OptAxis { UOpRef r; int64_t n; AxisType t; DType dt; };
+// the amounts VECTOR takes on a device of `lanes` lanes: a whole register, half of one, and a quarter down to 4 lanes
+// (AVX-512's 16 floats on a 20-wide conv output: 4)
+inline std::vector<int64_t> vector_amounts(int64_t lanes) {
+  std::vector<int64_t> a;
+  for (int64_t l = lanes; l > 1 && (l * 2 >= lanes || l >= 4); l /= 2) a.push_back(l);
+  return a;
+}
 inline OptAxis opt_axis(const UOpRef& sink, int64_t id) {
   UOpRef r = find_range(sink, id);
   return {r, r->range_end(), axis_type(r), r->dtype};
@@ -330,7 +337,7 @@ class Kernel {
       auto t = detail::axis_type(r);
       if (t == AxisType::REDUCE) {
         add(OptOp::UNROLL, id, {2, 3, 4, 8});
-        if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
+        for (int64_t a : detail::vector_amounts(lanes)) cand.push_back({OptOp::VECTOR, id, a});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->tensor_cores) for (int64_t a = 0; a < int64_t(std::size(detail::tc_tiles)); a++) cand.push_back({OptOp::TC, id, a});
@@ -338,7 +345,7 @@ class Kernel {
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
-        if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
+        for (int64_t a : detail::vector_amounts(lanes)) cand.push_back({OptOp::VECTOR, id, a});
         if (ren_->has_local) add(OptOp::LOCAL, id, {2, 4, 8, 16, 32});
         else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
         for (auto& r2 : rs) if (r2->range_id() > id) cand.push_back({OptOp::SWAP, id, r2->range_id()});
@@ -505,7 +512,7 @@ inline void check_vector(const OptCheck& c) {
     }
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
-  if (lanes <= 1 || (c.o.amt != lanes && c.o.amt * 2 != lanes)) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+  if (auto a = vector_amounts(lanes); std::find(a.begin(), a.end(), c.o.amt) == a.end()) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
   // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&

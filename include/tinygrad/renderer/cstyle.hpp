@@ -33,10 +33,14 @@ class CStyleRenderer : public Renderer {
   static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
   // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix); half to float by the
   // compiler's _Float16 where the CPU converts in hardware (x86 F16C: vcvtph2ps, exact for every half, also vectorised;
-  // AArch64: fcvt): a dequantized fp16 scale took ~20 branchy ops and a loop for subnormals
+  // AArch64: fcvt), or F16C's builtin where the compiler has no _Float16 (clang 14): a dequantized fp16 scale took ~20
+  // branchy ops and a loop for subnormals
   static constexpr const char* kHalfC =
       "#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))\n"
       "TG_FN float tg_h2f(unsigned short h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n"
+      "#elif defined(__F16C__)\n"  // clang 14 has no _Float16 on x86: the instruction by its builtin
+      "typedef short tg_h8 __attribute__((vector_size(16)));\n"
+      "TG_FN float tg_h2f(unsigned short h) { tg_h8 v = {(short)h}; return __builtin_ia32_vcvtph2ps(v)[0]; }\n"
       "#else\n"
       "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
       "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
@@ -555,7 +559,7 @@ inline CStyleRenderer::CStyleRenderer() {
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
-  explicit CRenderer(int nthreads, int vregs = 16) {
+  explicit CRenderer(int nthreads, int vregs = 16, int vbytes = 32) : vector_bytes_(vbytes) {
     device = "CPU";
     threads = nthreads;
     vector_registers = vregs;
@@ -612,10 +616,11 @@ class CRenderer : public CStyleRenderer {
 
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
-    return 32 / itemsize(dt);  // one AVX2 register
+    return vector_bytes_ / itemsize(dt);  // one vector register
   }
 
  protected:
+  int vector_bytes_;
   // Loads that stream: in an innermost reduce loop, from a buffer, at an address that depends on every loop open there
   // (each element is read once: a matvec's weight rows, not a matmul's operands, which the loops reuse from cache),
   // where the loops read 16 KB or more through it. Each prefetches the memory prefetch_bytes ahead of itself, one load

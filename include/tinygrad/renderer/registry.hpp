@@ -18,7 +18,7 @@ struct RendererRegistry {
   static RendererRegistry& get() {
     static auto* r = [] {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
-      reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
+      reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers, rt.vector_bytes); };
       reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores, rt.wgmma); };
       reg->families["OpenCL"] = [](const DeviceRuntime& rt) { return std::make_unique<OpenCLRenderer>(rt.fp16); };
       return reg;

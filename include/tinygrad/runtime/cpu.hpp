@@ -112,16 +112,24 @@ TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
 
 namespace tinygrad::detail {
 // vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
-inline int cpu_vector_registers() {
+inline bool cpu_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const int n = __builtin_cpu_supports("avx512f") ? 32 : 16;
-  return n;
-#elif defined(__aarch64__)
-  return 32;
+  static const bool y = __builtin_cpu_supports("avx512f");
+  return y;
 #else
-  return 16;
+  return false;
 #endif
 }
+inline int cpu_vector_registers() {
+#if defined(__aarch64__)
+  return 32;
+#else
+  return cpu_avx512() ? 32 : 16;
+#endif
+}
+// and their width in bytes: AVX-512's 64 (on a Zen 4 VM, 16-lane floats: MiniLM 1.25x, a BEAM matmul 2x), else 32
+// (AVX2; NEON's 16-byte registers take a 32-byte vector as two)
+inline int cpu_vector_bytes() { return cpu_avx512() ? 64 : 32; }
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
 // the full path of an executable on PATH ("" when missing)
@@ -575,6 +583,7 @@ inline DeviceSpec cpu_device() {
     };
     rt->threads = cpu_threads();
     rt->vector_registers = cpu_vector_registers();
+    rt->vector_bytes = cpu_vector_bytes();
     rt->parallelism = cpu_threads();  // one output per core
     return rt;
   };

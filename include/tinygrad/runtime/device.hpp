@@ -273,6 +273,7 @@ struct DeviceRuntime {
   std::function<std::unique_ptr<GraphExec>(const std::vector<GraphLaunch>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
+  int vector_bytes = 32;        // CPU: the widest vector register (VECTOR's lanes)
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
   bool wgmma = false;           // NVIDIA sm_90: warpgroup MMA (kernels compiled for sm_90a)
   bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
