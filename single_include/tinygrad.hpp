@@ -725,6 +725,7 @@ struct DeviceRuntime {
   std::function<std::unique_ptr<GraphExec>(const std::vector<GraphLaunch>&)> graph;
   int threads = 1;              // cores a THREAD axis may run on (1: none, as on GPUs)
   int vector_registers = 16;    // registers a register tile of accumulators may fill
+  int vector_bytes = 32;        // CPU: the widest vector register (VECTOR's lanes)
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
   bool wgmma = false;           // NVIDIA sm_90: warpgroup MMA (kernels compiled for sm_90a)
   bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
@@ -1587,16 +1588,21 @@ TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
 
 namespace tinygrad::detail {
 // vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
-inline int cpu_vector_registers() {
+inline bool cpu_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const int n = __builtin_cpu_supports("avx512f") ? 32 : 16;
-  return n;
-#elif defined(__aarch64__)
-  return 32;
-#else
-  return 16;
+  static const bool y = __builtin_cpu_supports("avx512f");
+  return y;
 #endif
+  return false;
 }
+#if defined(__aarch64__)
+inline int cpu_vector_registers() { return 32; }
+#else
+inline int cpu_vector_registers() { return cpu_avx512() ? 32 : 16; }
+#endif
+// and their width in bytes: AVX-512's 64 (on a Zen 4 VM, 16-lane floats: MiniLM 1.25x, a BEAM matmul 2x), else 32
+// (AVX2; NEON's 16-byte registers take a 32-byte vector as two)
+inline int cpu_vector_bytes() { return cpu_avx512() ? 64 : 32; }
 inline ThreadPool& cpu_pool() { static ThreadPool p(cpu_threads()); return p; }
 
 // the full path of an executable on PATH ("" when missing)
@@ -2050,6 +2056,7 @@ inline DeviceSpec cpu_device() {
     };
     rt->threads = cpu_threads();
     rt->vector_registers = cpu_vector_registers();
+    rt->vector_bytes = cpu_vector_bytes();
     rt->parallelism = cpu_threads();  // one output per core
     return rt;
   };
@@ -4881,10 +4888,14 @@ class CStyleRenderer : public Renderer {
   static int64_t dynamic_smem(const UOp& buf) { return raw_local(buf) ? (buf.varg()[1] * itemsize(buf.dtype) + 15) / 16 * 16 : 0; }
   // float <-> half / bfloat16 by integer bit work (TG_FN: the language's helper prefix); half to float by the
   // compiler's _Float16 where the CPU converts in hardware (x86 F16C: vcvtph2ps, exact for every half, also vectorised;
-  // AArch64: fcvt): a dequantized fp16 scale took ~20 branchy ops and a loop for subnormals
+  // AArch64: fcvt), or F16C's builtin where the compiler has no _Float16 (clang 14): a dequantized fp16 scale took ~20
+  // branchy ops and a loop for subnormals
   static constexpr const char* kHalfC =
       "#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))\n"
       "TG_FN float tg_h2f(unsigned short h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n"
+      "#elif defined(__F16C__)\n"  // clang 14 has no _Float16 on x86: the instruction by its builtin
+      "typedef short tg_h8 __attribute__((vector_size(16)));\n"
+      "TG_FN float tg_h2f(unsigned short h) { tg_h8 v = {(short)h}; return __builtin_ia32_vcvtph2ps(v)[0]; }\n"
       "#else\n"
       "TG_FN float tg_h2f(unsigned short h) { unsigned int s = (unsigned int)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu, r;\n"
       "  if (e == 0) { if (m == 0) r = s; else { e = 113; while (!(m & 0x400u)) { m <<= 1; e--; } m &= 0x3ffu; r = s | (e << 23) | (m << 13); } }\n"
@@ -5403,7 +5414,7 @@ inline CStyleRenderer::CStyleRenderer() {
 // C for the CPU device
 class CRenderer : public CStyleRenderer {
  public:
-  explicit CRenderer(int nthreads, int vregs = 16) {
+  explicit CRenderer(int nthreads, int vregs = 16, int vbytes = 32) : vector_bytes_(vbytes) {
     device = "CPU";
     threads = nthreads;
     vector_registers = vregs;
@@ -5460,10 +5471,11 @@ class CRenderer : public CStyleRenderer {
 
   int64_t vector_lanes(DType dt) const override {
     if (dt == DType::Bool || dt == DType::Float16 || dt == DType::BFloat16 || itemsize(dt) < 4) return 1;
-    return 32 / itemsize(dt);  // one AVX2 register
+    return vector_bytes_ / itemsize(dt);  // one vector register
   }
 
  protected:
+  int vector_bytes_;
   // Loads that stream: in an innermost reduce loop, from a buffer, at an address that depends on every loop open there
   // (each element is read once: a matvec's weight rows, not a matmul's operands, which the loops reuse from cache),
   // where the loops read 16 KB or more through it. Each prefetches the memory prefetch_bytes ahead of itself, one load
@@ -6402,6 +6414,13 @@ namespace tinygrad::detail {
 
 // the range an opt names: the range, its size, kind and dtype
 struct OptAxis { UOpRef r; int64_t n; AxisType t; DType dt; };
+// the amounts VECTOR takes on a device of `lanes` lanes: a whole register, half of one, and a quarter down to 4 lanes
+// (AVX-512's 16 floats on a 20-wide conv output: 4)
+inline std::vector<int64_t> vector_amounts(int64_t lanes) {
+  std::vector<int64_t> a;
+  for (int64_t l = lanes; l > 1 && (l * 2 >= lanes || l >= 4); l /= 2) a.push_back(l);
+  return a;
+}
 inline OptAxis opt_axis(const UOpRef& sink, int64_t id) {
   UOpRef r = find_range(sink, id);
   return {r, r->range_end(), axis_type(r), r->dtype};
@@ -6712,7 +6731,7 @@ class Kernel {
       auto t = detail::axis_type(r);
       if (t == AxisType::REDUCE) {
         add(OptOp::UNROLL, id, {2, 3, 4, 8});
-        if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
+        for (int64_t a : detail::vector_amounts(lanes)) cand.push_back({OptOp::VECTOR, id, a});
         if (ren_->has_local) add(OptOp::GROUP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->has_local) add(OptOp::GROUPTOP, id, {8, 16, 32, 64, 128, 256});
         if (ren_->tensor_cores) for (int64_t a = 0; a < int64_t(std::size(detail::tc_tiles)); a++) cand.push_back({OptOp::TC, id, a});
@@ -6720,7 +6739,7 @@ class Kernel {
         else add(OptOp::KBLOCK, id, {64, 128, 256, 512});
       } else if (t == AxisType::LOOP) {
         add(OptOp::UPCAST, id, {2, 3, 4, 5, 8});
-        if (lanes > 1) add(OptOp::VECTOR, id, {lanes, lanes / 2});
+        for (int64_t a : detail::vector_amounts(lanes)) cand.push_back({OptOp::VECTOR, id, a});
         if (ren_->has_local) add(OptOp::LOCAL, id, {2, 4, 8, 16, 32});
         else if (ren_->threads > 1) add(OptOp::THREAD, id, {ren_->threads});
         for (auto& r2 : rs) if (r2->range_id() > id) cand.push_back({OptOp::SWAP, id, r2->range_id()});
@@ -6887,7 +6906,8 @@ inline void check_vector(const OptCheck& c) {
     }
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
-  if (lanes <= 1 || (c.o.amt != lanes && c.o.amt * 2 != lanes)) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+  if (auto a = vector_amounts(lanes); std::find(a.begin(), a.end(), c.o.amt) == a.end())
+    c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
   // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&
@@ -7434,8 +7454,9 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   if (lanes > 1) {
     for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
-      // NOTE: half-width vectors when full ones do not divide the axis (a 20-wide conv output)
-      int64_t n = r->range_end(), amt = n % lanes == 0 ? lanes : has_reduce && lanes >= 8 && n % (lanes / 2) == 0 ? lanes / 2 : 0;
+      // NOTE: narrower vectors when full ones do not divide the axis (a 20-wide conv output: 4 lanes), in a reduce
+      int64_t n = r->range_end(), amt = 0;
+      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && (a == lanes || (has_reduce && a >= 4))) { amt = a; break; }
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
       auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
@@ -9650,7 +9671,7 @@ struct RendererRegistry {
   static RendererRegistry& get() {
     static auto* r = [] {
       auto* reg = new RendererRegistry();  // NOTE: leaked on purpose (static destruction order)
-      reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers); };
+      reg->families["C"] = [](const DeviceRuntime& rt) { return std::make_unique<CRenderer>(rt.threads, rt.vector_registers, rt.vector_bytes); };
       reg->families["CUDA"] = [](const DeviceRuntime& rt) { return std::make_unique<CUDARenderer>(rt.tensor_cores, rt.wgmma); };
       reg->families["OpenCL"] = [](const DeviceRuntime& rt) { return std::make_unique<OpenCLRenderer>(rt.fp16); };
       return reg;

@@ -512,7 +512,8 @@ inline void check_vector(const OptCheck& c) {
     }
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
-  if (auto a = vector_amounts(lanes); std::find(a.begin(), a.end(), c.o.amt) == a.end()) c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
+  if (auto a = vector_amounts(lanes); std::find(a.begin(), a.end(), c.o.amt) == a.end())
+    c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
   // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&

@@ -116,17 +116,14 @@ inline bool cpu_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
   static const bool y = __builtin_cpu_supports("avx512f");
   return y;
-#else
+#endif
   return false;
-#endif
 }
-inline int cpu_vector_registers() {
 #if defined(__aarch64__)
-  return 32;
+inline int cpu_vector_registers() { return 32; }
 #else
-  return cpu_avx512() ? 32 : 16;
+inline int cpu_vector_registers() { return cpu_avx512() ? 32 : 16; }
 #endif
-}
 // and their width in bytes: AVX-512's 64 (on a Zen 4 VM, 16-lane floats: MiniLM 1.25x, a BEAM matmul 2x), else 32
 // (AVX2; NEON's 16-byte registers take a 32-byte vector as two)
 inline int cpu_vector_bytes() { return cpu_avx512() ? 64 : 32; }
