@@ -125,12 +125,14 @@ int main(int argc, char** argv) {
     lm.generate({1, 2, 3, 4}, gen);  // decode from a short prompt, as llama-bench's tg
     tg = std::max(tg, double(G - 1) / lm.stats().decode_s);
   }
-  if (detail::getenv_int("PROFILE", 0)) {  // one decode step unjitted, each kernel timed (DEBUG=2's lines on stderr)
+  // PROFILE=1: one decode step unjitted, each kernel timed (DEBUG=2's lines on stderr); PROFILE=2: the prompt's prefill
+  if (int64_t prof = detail::getenv_int("PROFILE", 0)) {
     lm.reset();
     lm.logits({1, 2, 3});
     for (int rep = 0; rep < 2; rep++) {
       flags().debug = rep == 1 ? 2 : 0;
-      lm.forward(Tensor(std::vector<int32_t>{5}, {1}), SInt(3 + rep), SInt(1)).realize();
+      if (prof == 2) lm.reset(), lm.logits(prompt);
+      else lm.forward(Tensor(std::vector<int32_t>{5}, {1}), SInt(3 + rep), SInt(1)).realize();
     }
     flags().debug = 0;
   }
