@@ -233,6 +233,22 @@ TEST_CASE("gguf: gguf_write and open: a file, memory-mapped", "[gguf]") {
     q = copy.data(*f.find_tensor("q"));
     REQUIRE((f.alignment() == 64 && f.get_string("general.architecture") == "llama"));
   }
+  // drop_metadata: the keys gone, the header's pages given back (a vocabulary of 3000 strings: 8+ pages), the tensors
+  // still read from the file
+  std::vector<std::string> vocab;
+  for (int i = 0; i < 3000; i++) vocab.push_back("token number " + std::to_string(i));
+  m.push_back({"tokenizer.ggml.tokens", GGUFValue::strings(vocab)});
+  gguf_write(path, m, ts);
+  {
+    auto f = GGUFFile::open(path);
+    REQUIRE(f.data_offset() > 2 * 4096);
+    f.drop_metadata();
+    REQUIRE((!f.has("general.architecture") && f.metadata().empty()));
+    REQUIRE_THROWS_AS(f.get_string("general.architecture"), StateError);
+    auto d = f.data(*f.find_tensor("q"));
+    REQUIRE(Bytes(d.begin(), d.end()) == w);
+    REQUIRE(f.find_tensor("b")->nbytes == 12);
+  }
   std::filesystem::remove(path);
   REQUIRE_THROWS_AS(GGUFFile::open(path), StateError);
   auto dir = std::filesystem::temp_directory_path().string();

@@ -162,6 +162,7 @@ class Llama {
       bl.qkv = join({&bl.wq, &bl.wk, &bl.wv});
       bl.gate_up = join({&bl.w_gate, &bl.w_up});
     }
+    file_.drop_metadata();  // read: the config and the tokenizer
   }
   Llama(const Llama&) = delete;
   Llama& operator=(const Llama&) = delete;

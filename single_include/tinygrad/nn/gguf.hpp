@@ -407,6 +407,14 @@ class GGUFFile {
     auto it = tensor_index_.find(name);
     return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
   }
+  // the metadata dropped (has() is false for every key after it), and a mapped file's header pages given back to the
+  // system (read from the file again if touched); the tensor infos and data stay. A model that has read its config and
+  // tokenizer keeps only its weights (SmolLM2's vocabulary and merges: ~5 MB parsed, ~2 MB of pages)
+  void drop_metadata() {
+    metadata_ = {}, keys_ = {};
+    size_t page = size_t(::sysconf(_SC_PAGESIZE)), head = size_t(data_offset_) / page * page;
+    if (owner_ && head > 0) ::madvise(const_cast<uint8_t*>(bytes_.data()), head, MADV_DONTNEED);
+  }
   // a tensor's bytes in the file (a tensor of this file, or one with the same offset and size)
   std::span<const uint8_t> data(const GGUFTensor& t) const {
     if (t.offset > bytes_.size() || t.nbytes > bytes_.size() - t.offset)

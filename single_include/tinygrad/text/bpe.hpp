@@ -13,9 +13,9 @@
 // invalid subpart as one U+FFFD (neither letter, number nor space).
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <filesystem>
 #include <span>
-#include <unordered_map>
 #include "../../tinygrad.hpp"
 #include "unicode.hpp"
 
@@ -51,6 +51,20 @@ inline uint8_t char_class(char32_t c) {
   return uint8_t((in(letter, c) ? kLetter : 0) | (in(number, c) ? kNumber : 0) | (in(space, c) ? kSpace : 0) |
                  (in(numeric, c) ? kNumeric : 0));
 }
+// strings by index, in one buffer: a vocabulary of 49k short tokens takes ~0.5 MB, as std::strings 1.6 MB
+class StringTable {
+ public:
+  void push(std::string_view s) {
+    if (data_.size() + s.size() > UINT32_MAX) throw nn::StateError("tinygrad::BPETokenizer: the vocabulary's strings pass 4 GiB");
+    data_ += s, end_.push_back(uint32_t(data_.size()));
+  }
+  std::string_view operator[](size_t i) const { size_t a = i ? end_[i - 1] : 0; return std::string_view(data_).substr(a, end_[i] - a); }
+  size_t size() const { return end_.size(); }
+
+ private:
+  std::string data_;
+  std::vector<uint32_t> end_;  // NOTE: a vocabulary's bytes stay far below 4 GiB (push refuses more)
+};
 }  // namespace detail
 
 // the ids of a BPETokenizer's special tokens (-1: none); add_bos: the model wants bos before a prompt (encode does not
@@ -144,14 +158,15 @@ class BPETokenizer {
     return r;
   }
   // the raw bytes of one token, for streaming output (a character may span tokens: see Utf8Stream)
-  const std::string& piece(int32_t id) const { check_id(id, "piece"); return pieces_[size_t(id)]; }
+  std::string_view piece(int32_t id) const { check_id(id, "piece"); return pieces_[size_t(id)]; }
 
   // the token of an id as the vocabulary spells it ("" when there is none)
-  std::string id_to_token(int32_t id) const { return id >= 0 && size_t(id) < tokens_.size() ? tokens_[size_t(id)] : ""; }
+  std::string id_to_token(int32_t id) const { return id >= 0 && size_t(id) < tokens_.size() ? std::string(tokens_[size_t(id)]) : ""; }
   // the id of a token as the vocabulary spells it, or -1
   int32_t token_to_id(std::string_view token) const {
-    auto it = vocab_.find(std::string(token));
-    return it == vocab_.end() ? -1 : it->second;
+    if (index_.empty()) return -1;
+    for (size_t i = std::hash<std::string_view>()(token);; i++)
+      if (int32_t id = index_[i & (index_.size() - 1)]; id < 0 || tokens_[size_t(id)] == token) return id;
   }
   // the token type of an id (TokenType)
   int32_t token_type(int32_t id) const { check_id(id, "token_type"); return types_[size_t(id)]; }
@@ -183,16 +198,23 @@ class BPETokenizer {
   std::string file_, where_ = "tinygrad::BPETokenizer: ";
   Pre pre_ = Pre::gpt2;
   bool ignore_merges_ = false;
-  std::vector<std::string> tokens_, pieces_;
+  detail::StringTable tokens_, pieces_;
   std::vector<int32_t> types_;
-  std::unordered_map<std::string, int32_t> vocab_;
-  std::unordered_map<uint64_t, uint64_t> merges_;  // (left id << 32 | right id) -> (rank << 32 | merged id)
+  std::vector<int32_t> index_;  // the ids by their tokens' hashes (open addressing, half full at most; -1: none)
+  // the merges, (left id << 32 | right id, rank << 32 | merged id) by the key's hash: open addressing, 3/4 full at most
+  // (a key of ~0 is an empty slot; ids are below 2^31)
+  std::vector<std::pair<uint64_t, uint64_t>> merges_;
   std::array<int32_t, 256> byte_id_{};              // the token of each single byte, or -1
   std::vector<Added> added_;                         // matched in the raw text, longest first
   std::array<bool, 256> first_{};                    // the first bytes of added_
   Special special_;
 
   static uint64_t pair_key(int32_t a, int32_t b) { return uint64_t(uint32_t(a)) << 32 | uint32_t(b); }
+  // the slot of a merge's key (merges_ not empty): its own, or the empty one where it would go
+  size_t merge_slot(uint64_t key) const {
+    for (size_t i = size_t(key * 0x9E3779B97F4A7C15ull % merges_.size());; i = i + 1 == merges_.size() ? 0 : i + 1)
+      if (merges_[i].first == key || merges_[i].first == ~uint64_t(0)) return i;
+  }
   [[noreturn]] void fail(const std::string& why) const { throw nn::StateError(where_ + file_ + ": " + why); }
   void check_id(int32_t id, const char* fn) const {
     if (id < 0 || size_t(id) >= tokens_.size())
@@ -210,19 +232,21 @@ class BPETokenizer {
   // the ByteLevel decoder has it; a Byte token "<0xAB>" is that byte)
   void set_vocab(std::vector<std::string> tokens, std::vector<int32_t> types) {
     if (tokens.empty() || tokens.size() > size_t(INT32_MAX)) fail("the vocabulary has " + std::to_string(tokens.size()) + " tokens");
-    tokens_ = std::move(tokens), types_ = std::move(types);
+    types_ = std::move(types);
     byte_id_.fill(-1);
-    pieces_.resize(tokens_.size());
-    for (size_t id = 0; id < tokens_.size(); id++) {
-      const std::string& tok = tokens_[id];
+    index_.assign(std::bit_ceil(2 * tokens.size()), -1);
+    for (size_t id = 0; id < tokens.size(); id++) {
+      const std::string& tok = tokens[id];
       int32_t type = types_[id];
       if (type < Normal || type > Byte) fail("token " + std::to_string(id) + " \"" + tok + "\" has type " + std::to_string(type) + ", not 1..6");
-      if (!vocab_.emplace(tok, int32_t(id)).second)
-        fail("token \"" + tok + "\" has ids " + std::to_string(vocab_[tok]) + " and " + std::to_string(id));
-      std::string& bytes = pieces_[id];
+      if (int32_t was = token_to_id(tok); was >= 0) fail("token \"" + tok + "\" has ids " + std::to_string(was) + " and " + std::to_string(id));
+      tokens_.push(tok);
+      for (size_t i = std::hash<std::string_view>()(tok);; i++)
+        if (int32_t& slot = index_[i & (index_.size() - 1)]; slot < 0) { slot = int32_t(id); break; }
+      std::string bytes;
       auto hex = [&](size_t k) { char h = tok[k]; return h >= '0' && h <= '9' ? h - '0' : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1; };
       if (type == Byte && tok.size() == 6 && tok.compare(0, 3, "<0x") == 0 && tok[5] == '>' && hex(3) >= 0 && hex(4) >= 0) {
-        bytes = std::string(1, char(hex(3) * 16 + hex(4)));
+        pieces_.push(std::string(1, char(hex(3) * 16 + hex(4))));
         continue;
       }
       bool all = true;
@@ -234,6 +258,7 @@ class BPETokenizer {
         i += len;
       }
       if (!all) bytes = tok;
+      pieces_.push(bytes);
       if (type == Control || type == UserDefined) {
         if (!tok.empty()) added_.push_back({tok, int32_t(id), type == Control});
       } else if (all && bytes.size() == 1) byte_id_[uint8_t(bytes[0])] = int32_t(id);
@@ -244,14 +269,16 @@ class BPETokenizer {
 
   void set_merges(const std::vector<std::pair<std::string, std::string>>& pairs) {
     if (pairs.size() > size_t(INT32_MAX)) fail("more than 2^31 - 1 merges");
-    merges_.reserve(pairs.size());
+    merges_.assign(pairs.size() * 4 / 3 + 1, {~uint64_t(0), 0});
     for (size_t r = 0; r < pairs.size(); r++) {
       auto& [a, b] = pairs[r];
       std::string what = "merge " + std::to_string(r) + " \"" + a + " " + b + "\"";
       int32_t ia = token_to_id(a), ib = token_to_id(b), im = token_to_id(a + b);
       if (ia < 0 || ib < 0) fail(what + " names a token that is not in the vocabulary: \"" + (ia < 0 ? a : b) + "\"");
       if (im < 0) fail(what + " makes \"" + a + b + "\", which is not in the vocabulary");
-      if (!merges_.emplace(pair_key(ia, ib), uint64_t(r) << 32 | uint32_t(im)).second) fail(what + " is listed twice");
+      auto& slot = merges_[merge_slot(pair_key(ia, ib))];
+      if (slot.first != ~uint64_t(0)) fail(what + " is listed twice");
+      slot = {pair_key(ia, ib), uint64_t(r) << 32 | uint32_t(im)};
     }
   }
 
@@ -513,7 +540,7 @@ class BPETokenizer {
     if (ignore_merges_ && bytes.size() > 1) {  // a piece that is a token is that token
       w.word.clear();
       for (char b : bytes) detail::append_utf8(w.word, detail::byte_chars[uint8_t(b)]);
-      if (auto it = vocab_.find(w.word); it != vocab_.end()) { ids.push_back(it->second); return; }
+      if (int32_t id = token_to_id(w.word); id >= 0) { ids.push_back(id); return; }
     }
     auto& sym = w.sym;
     sym.clear();
@@ -531,9 +558,10 @@ class BPETokenizer {
     auto push = [&](int32_t p) {
       if (p < 0 || sym[size_t(p)].next >= n) return;
       int32_t a = sym[size_t(p)].id, b = sym[size_t(sym[size_t(p)].next)].id;
-      auto it = merges_.find(pair_key(a, b));
-      if (it == merges_.end()) return;
-      w.heap.push_back({int32_t(it->second >> 32), p, a, b, int32_t(uint32_t(it->second))});
+      if (merges_.empty()) return;
+      auto& m = merges_[merge_slot(pair_key(a, b))];
+      if (m.first == ~uint64_t(0)) return;
+      w.heap.push_back({int32_t(m.second >> 32), p, a, b, int32_t(uint32_t(m.second))});
       std::push_heap(w.heap.begin(), w.heap.end(), later);
     };
     w.heap.clear();
