@@ -260,19 +260,16 @@ class Llama {
       // NOTE: realized at each block: the cache write below realizes this block's keys and values now, which would
       // otherwise compute every block before it again
       x = x.realize();
-      // NOTE: the inputs of the matmuls are computed first (contiguous): fused in, a norm or the attention would be
-      // computed again for every output of the matmul, and a matmul of quantized weights alone gets its block opts
-      // NOTE: the normed input realized here: the cache write realizes k and v first, and q's kernels would compute
-      // the norm again (two more kernels a block)
-      // NOTE: and the sum realized: the gate/up product is realized at once (products), and the feed-forward's later
-      // kernels would compute the attention again
-      x = (x + attention(b, rms(x, b.attn_norm).contiguous().realize(), cos, sin, start, rows, mask)).realize();
-      auto gu = products(rms(x, b.ffn_norm).contiguous(), b.gate_up, {&b.w_gate, &b.w_up});
+      // NOTE: the attention's sum realized: the gate/up product is realized at once (products), and the feed-forward's
+      // later kernels would compute the attention again
+      x = (x + attention(b, normed(x, b.attn_norm), cos, sin, start, rows, mask)).realize();
+      auto gu = products(normed(x, b.ffn_norm), b.gate_up, {&b.w_gate, &b.w_up});
+      // NOTE: the product's input computed first (contiguous): fused in, it would be computed again for every output
       x = x + linear((gu[0].silu() * gu[1]).contiguous(), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
-    Tensor last = rms((pos == Tensor(start + n - 1, opts_.device)).reshape({rows, SInt(1)}).where(x, 0.0).sum(0, true), out_norm_).contiguous();
-    return linear(last, out_).reshape({cfg_.vocab});
+    Tensor last = (pos == Tensor(start + n - 1, opts_.device)).reshape({rows, SInt(1)}).where(x, 0.0).sum(0, true).realize();
+    return products(normed(last, out_norm_), std::nullopt, {&out_})[0].reshape({cfg_.vocab});
   }
 
  private:
@@ -327,14 +324,24 @@ class Llama {
     for (Weight* w : ws) w->raw = Tensor();  // NOTE: the joined copy replaces them (the parts are read from it)
     return j;
   }
-  // h (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product where it exists
-  std::vector<Tensor> products(const Tensor& h, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
+  // RMSNorm's input to the products, in two parts: x times the norm's weight, and each row's 1 / rms, realized.
+  // products() multiplies the input of each product by the first and its output by the second, which is the norm
+  // applied first: the normed rows are no kernel of their own (as a value, its rsqrt broadcast into every output of
+  // the product made it one: 60 of a SmolLM2 decode step's launches)
+  struct Normed { Tensor xw, scale; };
+  Normed normed(const Tensor& x, const Weight& w) const {
+    return {x * w.value(), (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt().realize()};
+  }
+  // the normed rows (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product
+  // where it exists
+  std::vector<Tensor> products(const Normed& h, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
     std::vector<Tensor> out;
+    auto product = [&](const Weight& w) { return (linear(h.xw, w) * h.scale).contiguous(); };
     // NOTE: realized: the cache write realizes k and v from it, and q's kernels computed it again (H200: 30 launches)
-    Tensor all = joined ? linear(h, *joined).contiguous().realize() : Tensor();
+    Tensor all = joined ? product(*joined).realize() : Tensor();
     int64_t at = 0;
     for (const Weight* w : ws)
-      out.push_back(joined ? all.shrink({{0, h.sym_shape()[0]}, {at, at + w->shape[0]}}) : linear(h, *w).contiguous()), at += w->shape[0];
+      out.push_back(joined ? all.shrink({{0, h.xw.sym_shape()[0]}, {at, at + w->shape[0]}}) : product(*w)), at += w->shape[0];
     return out;
   }
   // x (rows, in) @ w.T: one kernel reading the blocks for one row (a decode step reads each weight byte once); for a
@@ -342,9 +349,6 @@ class Llama {
   Tensor linear(const Tensor& x, const Weight& w) const {
     bool many = !x.shape().empty() && x.shape()[0] > 1;
     return x.matmul((many && w.type != nn::GGMLType::F32 ? w.value().contiguous() : w.value()).transpose());
-  }
-  Tensor rms(const Tensor& x, const Weight& w) const {
-    return x * (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt() * w.value();
   }
   // cos and sin (n, head_dim / 2) of the positions' angles
   std::pair<Tensor, Tensor> rope(const Tensor& pos) const {
@@ -362,7 +366,7 @@ class Llama {
     Tensor c = cos.reshape({n, SInt(1), SInt(half), SInt(1)}), s = sin.reshape({n, SInt(1), SInt(half), SInt(1)});
     return Tensor::cat({a * c - b * s, a * s + b * c}, -1).reshape({n, SInt(heads), SInt(cfg_.head_dim)});
   }
-  Tensor attention(Block& b, const Tensor& h, const Tensor& cos, const Tensor& sin, const SInt& start, const SInt& n,
+  Tensor attention(Block& b, const Normed& h, const Tensor& cos, const Tensor& sin, const SInt& start, const SInt& n,
                    const std::optional<Tensor>& mask) {
     int64_t H = cfg_.n_heads, KV = cfg_.n_kv_heads, D = cfg_.head_dim, G = H / KV;
     // NOTE: the products first (contiguous): RoPE fused into them would run each pair's two rows per output
