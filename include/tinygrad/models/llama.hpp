@@ -329,9 +329,7 @@ class Llama {
   // applied first: the normed rows are no kernel of their own (as a value, its rsqrt broadcast into every output of
   // the product made it one: 60 of a SmolLM2 decode step's launches)
   struct Normed { Tensor xw, scale; };
-  Normed normed(const Tensor& x, const Weight& w) const {
-    return {x * w.value(), (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt().realize()};
-  }
+  Normed normed(const Tensor& x, const Weight& w) const { return {x * w.value(), (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt().realize()}; }
   // the normed rows (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product
   // where it exists
   std::vector<Tensor> products(const Normed& h, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
