@@ -1590,8 +1590,7 @@ namespace tinygrad::detail {
 // vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
 inline bool cpu_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool y = __builtin_cpu_supports("avx512f");
-  return y;
+  static const bool y = __builtin_cpu_supports("avx512f"); return y;
 #endif
   return false;
 }

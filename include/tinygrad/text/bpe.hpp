@@ -273,9 +273,8 @@ class BPETokenizer {
       int32_t ia = token_to_id(a), ib = token_to_id(b), im = token_to_id(a + b);
       if (ia < 0 || ib < 0) fail(what + " names a token that is not in the vocabulary: \"" + (ia < 0 ? a : b) + "\"");
       if (im < 0) fail(what + " makes \"" + a + b + "\", which is not in the vocabulary");
-      auto& slot = merges_[merge_slot(pair_key(ia, ib))];
-      if (slot.first != ~uint64_t(0)) fail(what + " is listed twice");
-      slot = {pair_key(ia, ib), uint64_t(r) << 32 | uint32_t(im)};
+      if (auto& slot = merges_[merge_slot(pair_key(ia, ib))]; slot.first != ~uint64_t(0)) fail(what + " is listed twice");
+      else slot = {pair_key(ia, ib), uint64_t(r) << 32 | uint32_t(im)};
     }
   }
 
