@@ -327,15 +327,16 @@ class Llama {
     for (Weight* w : ws) w->raw = Tensor();  // NOTE: the joined copy replaces them (the parts are read from it)
     return j;
   }
-  // RMSNorm's input to the products. One row: in two parts, x times the norm's weight, and its 1 / rms, realized;
-  // products() multiplies the input of each product by the first and its output by the second, which is the norm
-  // applied first: the normed row is no kernel of their own (as a value, its rsqrt broadcast into every output of the
-  // product made it one: 60 of a SmolLM2 decode step's launches). A chunk's rows: normed, realized (the tiled matmuls
-  // of a prefill ran 8% slower on an H200 with the parts fused in)
+  // RMSNorm's input to the products. One row on a GPU: in two parts, x times the norm's weight, and its 1 / rms,
+  // realized; products() multiplies the input of each product by the first and its output by the second, which is the
+  // norm applied first: the normed row is no kernel of their own (as a value, its rsqrt broadcast into every output of
+  // the product made it one: 60 of a SmolLM2 decode step's launches). Else normed, realized: a chunk's tiled matmuls
+  // ran 8% slower on an H200 with the parts fused in, and the host CPU's matvecs (compute-bound, launched cheaply)
+  // decoded 2-3% slower
   struct Normed { Tensor xw; std::optional<Tensor> scale; };
   Normed normed(const Tensor& x, const Weight& w) const {
     Tensor r = (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt();
-    return x.shape()[0] == 1 ? Normed{x * w.value(), r.realize()} : Normed{(x * r * w.value()).contiguous().realize(), std::nullopt};
+    return x.shape()[0] == 1 && opts_.device != host_device() ? Normed{x * w.value(), r.realize()} : Normed{(x * r * w.value()).contiguous().realize(), std::nullopt};
   }
   // the normed rows (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product
   // where it exists
