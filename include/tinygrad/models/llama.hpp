@@ -333,7 +333,8 @@ class Llama {
   struct Normed { Tensor xw; std::optional<Tensor> scale; };
   Normed normed(const Tensor& x, const Weight& w) const {
     Tensor r = (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt();
-    return x.shape()[0] == 1 && opts_.device != host_device() ? Normed{x * w.value(), r.realize()} : Normed{(x * r * w.value()).contiguous().realize(), std::nullopt};
+    if (x.shape()[0] == 1 && opts_.device != host_device()) return {x * w.value(), r.realize()};
+    return {(x * r * w.value()).contiguous().realize(), std::nullopt};
   }
   // the normed rows (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product
   // where it exists

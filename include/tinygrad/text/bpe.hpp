@@ -161,7 +161,6 @@ class BPETokenizer {
   std::string id_to_token(int32_t id) const { return id >= 0 && size_t(id) < tokens_.size() ? std::string(tokens_[size_t(id)]) : ""; }
   // the id of a token as the vocabulary spells it, or -1
   int32_t token_to_id(std::string_view token) const {
-    if (index_.empty()) return -1;
     for (size_t i = std::hash<std::string_view>()(token);; i++)
       if (int32_t id = index_[i & (index_.size() - 1)]; id < 0 || tokens_[size_t(id)] == token) return id;
   }
@@ -197,17 +196,17 @@ class BPETokenizer {
   bool ignore_merges_ = false;
   detail::StringTable tokens_, pieces_;
   std::vector<int32_t> types_;
-  std::vector<int32_t> index_;  // the ids by their tokens' hashes (open addressing, half full at most; -1: none)
+  std::vector<int32_t> index_{-1};  // the ids by their tokens' hashes (open addressing, half full at most; -1: none)
   // the merges, (left id << 32 | right id, rank << 32 | merged id) by the key's hash: open addressing, 3/4 full at most
   // (a key of ~0 is an empty slot; ids are below 2^31)
-  std::vector<std::pair<uint64_t, uint64_t>> merges_;
+  std::vector<std::pair<uint64_t, uint64_t>> merges_{{~uint64_t(0), 0}};
   std::array<int32_t, 256> byte_id_{};              // the token of each single byte, or -1
   std::vector<Added> added_;                         // matched in the raw text, longest first
   std::array<bool, 256> first_{};                    // the first bytes of added_
   Special special_;
 
   static uint64_t pair_key(int32_t a, int32_t b) { return uint64_t(uint32_t(a)) << 32 | uint32_t(b); }
-  // the slot of a merge's key (merges_ not empty): its own, or the empty one where it would go
+  // the slot of a merge's key: its own, or the empty one where it would go
   size_t merge_slot(uint64_t key) const {
     for (size_t i = size_t(key * 0x9E3779B97F4A7C15ull % merges_.size());; i = i + 1 == merges_.size() ? 0 : i + 1)
       if (merges_[i].first == key || merges_[i].first == ~uint64_t(0)) return i;
@@ -554,7 +553,6 @@ class BPETokenizer {
     auto push = [&](int32_t p) {
       if (p < 0 || sym[size_t(p)].next >= n) return;
       int32_t a = sym[size_t(p)].id, b = sym[size_t(sym[size_t(p)].next)].id;
-      if (merges_.empty()) return;
       auto& m = merges_[merge_slot(pair_key(a, b))];
       if (m.first == ~uint64_t(0)) return;
       w.heap.push_back({int32_t(m.second >> 32), p, a, b, int32_t(uint32_t(m.second))});
