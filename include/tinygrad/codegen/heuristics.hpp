@@ -416,10 +416,11 @@ struct CpuTile {
     max_acc = vaxis ? lanes * ren.vector_registers : raxis ? ren.vector_registers / 2 : ren.vector_registers;
     acc = vaxis ? lanes : 1;
     upcast_axes();
-    // up to 128 floats (BEAM's pick for 1024 matmuls: 8 x 16; a conv's input gradient is 1.3x slower at 256) and
-    // never past the registers (with AVX2, 128 floats of a half-width tile spilled); a very long reduce (a weight
-    // gradient over a batch) up to the registers (BEAM: 8 x 32, 1.9x faster for 32x32x5x5)
-    const int64_t tile_cap = std::min<int64_t>(128, max_acc);
+    // up to 16 vector registers of floats (BEAM's pick for 1024 matmuls: 8 x 16 with AVX2, 8 x 32 with AVX-512, 2.1x
+    // faster than 4 x 32 on a Zen 4; a conv's input gradient is 1.3x slower at 32 AVX2 registers) and never past the
+    // registers (with AVX2, 128 floats of a half-width tile spilled); a very long reduce (a weight gradient over a
+    // batch) up to the registers (BEAM: 8 x 32, 1.9x faster for 32x32x5x5)
+    const int64_t tile_cap = std::min<int64_t>(16 * lanes, max_acc);
     if (vaxis && upcasted) {
       grow(vaxis, tile_cap);
       if (f.reduce_size >= 256) grow(tile_axis, tile_cap);
