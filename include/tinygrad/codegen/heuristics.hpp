@@ -503,7 +503,9 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   bool quant = has_reduce && f.loops.size() == 1 && !nested && std::any_of(f.loads.begin(), f.loads.end(), narrow_int);
   auto [qblock, qmost] = quant ? quant_block(f, f.red_rngs.back()) : std::pair<int64_t, int64_t>{1, 1};
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
+    // NOTE: narrower vectors where a register's lanes would leave fewer than two steps (a row of 16 floats, AVX-512)
     const UOpRef& r = f.red_rngs.back();
+    for (int64_t a : vector_amounts(lanes)) if (r->range_end() % a == 0 && r->range_end() >= 2 * a) { lanes = a; break; }
     bool ok = r->range_end() % lanes == 0 && r->range_end() >= 2 * lanes, any = false;
     for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
     for (auto& l : f.loads) {
