@@ -160,10 +160,7 @@ class BPETokenizer {
   // the token of an id as the vocabulary spells it ("" when there is none)
   std::string id_to_token(int32_t id) const { return id >= 0 && size_t(id) < tokens_.size() ? std::string(tokens_[size_t(id)]) : ""; }
   // the id of a token as the vocabulary spells it, or -1
-  int32_t token_to_id(std::string_view token) const {
-    for (size_t i = std::hash<std::string_view>()(token);; i++)
-      if (int32_t id = index_[i & (index_.size() - 1)]; id < 0 || tokens_[size_t(id)] == token) return id;
-  }
+  int32_t token_to_id(std::string_view token) const { return index_[token_slot(token)]; }
   // the token type of an id (TokenType)
   int32_t token_type(int32_t id) const { check_id(id, "token_type"); return types_[size_t(id)]; }
   size_t vocab_size() const { return tokens_.size(); }
@@ -205,6 +202,11 @@ class BPETokenizer {
   std::array<bool, 256> first_{};                    // the first bytes of added_
   Special special_;
 
+  // the slot of a token in index_: its own, or the empty one where it would go
+  size_t token_slot(std::string_view token) const {
+    for (size_t i = std::hash<std::string_view>()(token);; i++)
+      if (int32_t id = index_[i & (index_.size() - 1)]; id < 0 || tokens_[size_t(id)] == token) return i & (index_.size() - 1);
+  }
   static uint64_t pair_key(int32_t a, int32_t b) { return uint64_t(uint32_t(a)) << 32 | uint32_t(b); }
   // the slot of a merge's key: its own, or the empty one where it would go
   size_t merge_slot(uint64_t key) const {
@@ -235,10 +237,10 @@ class BPETokenizer {
       const std::string& tok = tokens[id];
       int32_t type = types_[id];
       if (type < Normal || type > Byte) fail("token " + std::to_string(id) + " \"" + tok + "\" has type " + std::to_string(type) + ", not 1..6");
-      if (int32_t was = token_to_id(tok); was >= 0) fail("token \"" + tok + "\" has ids " + std::to_string(was) + " and " + std::to_string(id));
+      int32_t& slot = index_[token_slot(tok)];
+      if (slot >= 0) fail("token \"" + tok + "\" has ids " + std::to_string(slot) + " and " + std::to_string(id));
+      slot = int32_t(id);
       tokens_.push(tok);
-      for (size_t i = std::hash<std::string_view>()(tok);; i++)
-        if (int32_t& slot = index_[i & (index_.size() - 1)]; slot < 0) { slot = int32_t(id); break; }
       std::string bytes;
       auto hex = [&](size_t k) { char h = tok[k]; return h >= '0' && h <= '9' ? h - '0' : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1; };
       if (type == Byte && tok.size() == 6 && tok.compare(0, 3, "<0x") == 0 && tok[5] == '>' && hex(3) >= 0 && hex(4) >= 0) {
