@@ -508,16 +508,17 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   if (!vaxis && lanes > 1 && has_reduce && f.loops.size() == 1 && !nested) {
     // NOTE: narrower vectors where a register's lanes would leave fewer than two steps (a row of 16 floats, AVX-512)
     const UOpRef& r = f.red_rngs.back();
-    for (int64_t a : vector_amounts(lanes)) if (r->range_end() % a == 0 && r->range_end() >= 2 * a) { lanes = a; break; }
-    bool ok = r->range_end() % lanes == 0 && r->range_end() >= 2 * lanes, any = false;
+    int64_t amt = 0;
+    for (int64_t a : vector_amounts(lanes)) if (r->range_end() % a == 0 && r->range_end() >= 2 * a) { amt = a; break; }
+    bool ok = amt > 0, any = false;
     for (auto& u : f.topo) ok &= u->op != Ops::REDUCE || u->dtype == out_dt;
     for (auto& l : f.loads) {
       int c = f.stride(l, r);
-      if (narrow_int(l) && qblock % lanes == 0 && qmost % qblock == 0) continue;
+      if (narrow_int(l) && amt && qblock % amt == 0 && qmost % qblock == 0) continue;
       ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
       any |= c == 1;
     }
-    if (ok && any && try_apply(k, {OptOp::VECTOR, r->range_id(), lanes})) raxis = r;
+    if (ok && any && try_apply(k, {OptOp::VECTOR, r->range_id(), amt})) raxis = r, lanes = amt;
   }
   if (has_reduce && f.reduce_size >= 16) CpuTile{.f = f, .k = k, .vaxis = vaxis, .raxis = raxis, .lanes = lanes}.run();
   // a reduce over quantized bytes: the rest of its block (past the lanes) unrolled, so the block's scales are loaded

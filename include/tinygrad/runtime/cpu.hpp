@@ -111,13 +111,16 @@ TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
 }  // namespace tinygrad
 
 namespace tinygrad::detail {
-// vector registers of this CPU, which the kernels are built for (-march=native): 32 with AVX-512 and on AArch64
+// AVX-512 on this CPU, which the kernels are built for (-march=native)
 inline bool cpu_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
-  static const bool y = __builtin_cpu_supports("avx512f"); return y;
-#endif
+  static const bool y = __builtin_cpu_supports("avx512f");
+  return y;
+#else
   return false;
+#endif
 }
+// its vector registers: 32 with AVX-512 and on AArch64
 #if defined(__aarch64__)
 inline int cpu_vector_registers() { return 32; }
 #else

@@ -13,7 +13,6 @@
 // invalid subpart as one U+FFFD (neither letter, number nor space).
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <filesystem>
 #include <span>
 #include "../../tinygrad.hpp"
@@ -50,6 +49,11 @@ inline uint8_t char_class(char32_t c) {
   }
   return uint8_t((in(letter, c) ? kLetter : 0) | (in(number, c) ? kNumber : 0) | (in(space, c) ? kSpace : 0) |
                  (in(numeric, c) ? kNumeric : 0));
+}
+// open addressing: the first of a table's n slots from hash h on (wrapping round) where done(slot) holds
+template <class Done>
+size_t probe(size_t h, size_t n, Done done) {
+  for (size_t i = h % n;; i = i + 1 == n ? 0 : i + 1) if (done(i)) return i;
 }
 // strings by index, in one buffer: a vocabulary of 49k short tokens takes ~0.5 MB, as std::strings 1.6 MB
 class StringTable {
@@ -207,14 +211,14 @@ class BPETokenizer {
 
   // the slot of a token in index_: its own, or the empty one where it would go
   size_t token_slot(std::string_view token) const {
-    for (size_t i = std::hash<std::string_view>()(token);; i++)
-      if (int32_t id = index_[i & (index_.size() - 1)]; id < 0 || tokens_[size_t(id)] == token) return i & (index_.size() - 1);
+    auto done = [&](size_t i) { return index_[i] < 0 || tokens_[size_t(index_[i])] == token; };
+    return detail::probe(std::hash<std::string_view>()(token), index_.size(), done);
   }
   static uint64_t pair_key(int32_t a, int32_t b) { return uint64_t(uint32_t(a)) << 32 | uint32_t(b); }
   // the slot of a merge's key: its own, or the empty one where it would go
   size_t merge_slot(uint64_t key) const {
-    for (size_t i = size_t(key * 0x9E3779B97F4A7C15ull % merges_.size());; i = i + 1 == merges_.size() ? 0 : i + 1)
-      if (merges_[i].first == key || merges_[i].first == ~uint64_t(0)) return i;
+    auto done = [&](size_t i) { return merges_[i].first == key || merges_[i].first == ~uint64_t(0); };
+    return detail::probe(size_t(key * 0x9E3779B97F4A7C15ull), merges_.size(), done);
   }
   [[noreturn]] void fail(const std::string& why) const { throw nn::StateError(where_ + file_ + ": " + why); }
   void check_id(int32_t id, const char* fn) const {
@@ -235,7 +239,7 @@ class BPETokenizer {
     if (tokens.empty() || tokens.size() > size_t(INT32_MAX)) fail("the vocabulary has " + std::to_string(tokens.size()) + " tokens");
     types_ = std::move(types);
     byte_id_.fill(-1);
-    index_.assign(std::bit_ceil(2 * tokens.size()), -1);
+    index_.assign(2 * tokens.size() + 1, -1);
     for (size_t id = 0; id < tokens.size(); id++) {
       const std::string& tok = tokens[id];
       int32_t type = types_[id];
