@@ -66,7 +66,8 @@ inline UOpRef apply_swap(const UOpRef& sink, const Opt& o, bool) {
   auto [r, n, t, dt] = opt_axis(sink, o.axis);
   UOpRef r2 = find_range(sink, o.amt);
   if (r2 == r || t != AxisType::LOOP || axis_type(r2) != AxisType::LOOP) throw KernelOptError(o.str() + ": needs two loop axes");
-  return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt)}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt)}});
+  auto tight = [](const UOpRef& x) { return x->src.empty() ? nullptr : x->src[0]; };  // a symbolic dim's loop keeps its end
+  return substitute(sink, {{r.get(), make_range(n, o.amt, t, dt, tight(r))}, {r2.get(), make_range(r2->range_end(), o.axis, t, dt, tight(r2))}});
 }
 
 // the two ranges become one of their sizes' product (the first's id): r = R / n2, r2 = R % n2; a reduce over both

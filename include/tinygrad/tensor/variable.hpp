@@ -154,6 +154,8 @@ TINYGRAD_API SInt SInt::arith(int op, const SInt& a, const SInt& b) {
     if (over) throw ShapeError(detail::cat("tinygrad::SInt: ", a.v_, op == 0 ? " + " : op == 1 ? " - " : " * ", b.v_, " overflows int64"));
     return r;
   }
+  if (b.is_int() && b.v_ == (op == 2 ? 1 : 0)) return a;  // x + 0, x - 0, x * 1: no expression to build and fold
+  if (op != 1 && a.is_int() && a.v_ == (op == 2 ? 1 : 0)) return b;
   auto node = [](const SInt& x) { return x.u_ ? x.u_ : detail::const_int(DType::Int32, x.v_); };
   auto wide = [](const SInt& x) { return x.is_int() && (x.v_ > INT32_MAX || x.v_ < INT32_MIN); };
   if (wide(a) || wide(b))
