@@ -102,7 +102,8 @@ TEST_CASE("schedule: an embedding over a long vocabulary is one kernel reading i
 
 TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, same values", "[schedule]") {
   // split when in/out >= 32768 and the outputs alone cannot keep the device busy (CPU: fewer than its cores); a float sum
-  // splits whatever the outputs, in stages of at most kSumTerms terms an output (2^17 = 512 x 256: 2 kernels; 2^20: 3)
+  // splits whatever the outputs, in stages of at most kSumTerms terms an output (a GPU's 2^17 = 512 x 256: 2 kernels;
+  // 2^20: 3; a CPU's partials sum contiguous chunks of up to 1024: 2^20 in 2)
   Tensor a = input({3, 1 << 17}, 31), v = input({1 << 20}, 32, 0, 1);
   auto va = host(a), vv = host(v);
   std::vector<double> sum(3, 0), mx(3, -1e30);
@@ -112,7 +113,7 @@ TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, s
   for (double x : vv) { total += x; sq += x * x; }
   Tensor s = a.sum(1), m = a.max(1, true), t = v.sum(), mean = v.mean();
   CHECK(kernels_to_realize(s) == 2);
-  CHECK(kernels_to_realize(t) == 3);
+  CHECK(kernels_to_realize(t) == (tinygrad::runtime(v.device()).parallelism < 4096 ? 2 : 3));
   bool busy = tinygrad::runtime(a.device()).parallelism <= 3;  // 3 outputs already keep the device busy
   CHECK(kernels_to_realize(m) == (busy ? 1 : 2));
   auto hs = host(s), hm = host(m);
@@ -134,6 +135,35 @@ TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, s
   // a reduce of a long broadcast axis splits too, and stays right
   Tensor e = input({1}, 33).expand({1 << 20}).sum();
   CHECK(e.item<float>() == Approx(double(host(input({1}, 33))[0]) * (1 << 20)).epsilon(1e-3));  // fp32 sums of 4096 equal terms
+}
+
+TEST_CASE("schedule: a load below a pad is indexed where the pad's gate holds: a per-channel read through a pool has no div/mod",
+          "[schedule]") {
+  // the pad shifts the pool's index, negative where its gate is false: simplified over every value, the bias's index
+  // kept the pool's reshape as divisions and modulos (a training step's max-pool gradient: 57 -> 17 ms on 2 cores)
+  Tensor x = input({2, 3, 8, 8}, 140), c = input({3}, 141);
+  Tensor y = (x + c.reshape({1, 3, 1, 1})).relu().max_pool2d({2, 2}).pad({{0, 0}, {0, 0}, {2, 2}, {2, 2}});
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int n = 0;
+  for (auto& u : tinygrad::detail::toposort(y.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  auto ks = tinygrad::detail::create_schedule({y.uop()}, slots, n, "CPU").kernels;
+  REQUIRE(ks.size() == 1);
+  std::string src = tinygrad::detail::to_program(ks[0].ast, *tinygrad::detail::get_device("CPU").renderer, std::vector<tinygrad::Opt>{}).src;
+  CHECK(src.find('%') == std::string::npos);
+  auto vx = host(x), vc = host(c), got = host(y);
+  for (int b = 0; b < 2; b++)
+    for (int ch = 0; ch < 3; ch++)
+      for (int i = 0; i < 8; i++)
+        for (int j = 0; j < 8; j++) {
+          float want = 0;
+          if (i >= 2 && i < 6 && j >= 2 && j < 6) {
+            want = -1e30f;
+            for (int u = 0; u < 2; u++)
+              for (int v = 0; v < 2; v++)
+                want = std::max(want, std::max(0.0f, vx[size_t(((b * 3 + ch) * 8 + (i - 2) * 2 + u) * 8 + (j - 2) * 2 + v)] + vc[size_t(ch)]));
+          }
+          CHECK(got[size_t(((b * 3 + ch) * 8 + i) * 8 + j)] == want);
+        }
 }
 
 TEST_CASE("schedule: index math is 64-bit only in a kernel whose indices can pass 2^31", "[schedule]") {
