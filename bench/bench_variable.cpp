@@ -125,7 +125,8 @@ int main() {
       TinyJit jc([&](const Tensor& x) { return r.f(x, N); }, "concrete_row");
       double tjs = best_of(dev, 3, [&] { js(big, sn.bind(N)); });
       double tjc = best_of(dev, 3, [&] { jc(big); });
-      std::printf("| %s, N = %lld (bound %lld), ms eager / jitted: symbolic / compiled for N | %.3f / %.3f | %.3f / %.3f | %.2fx / %.2fx its speed |\n",
+      std::printf("| %s, N = %lld (bound %lld), ms eager / jitted: symbolic / compiled for N | %.3f / %.3f | %.3f / %.3f | "
+                  "%.2fx / %.2fx its speed |\n",
                   r.what, (long long)N, (long long)MM, ts * 1e3, tjs * 1e3, tc * 1e3, tjc * 1e3, tc / ts, tjc / tjs);
     }
 
@@ -215,7 +216,8 @@ int main() {
     counts[b > 1][0] += static_stats().graphs_built - g0;
     counts[b > 1][1] += run_stats().kernels_compiled - k0;
   }
-  std::printf("| static MNIST CNN, batches 2..64 after batch 1: plans built, kernels compiled (sweep s) | %lld, %lld (%.3f) | batch 1: %lld, %lld | |\n",
+  std::printf("| static MNIST CNN, batches 2..64 after batch 1: plans built, kernels compiled (sweep s) | %lld, %lld (%.3f) | "
+              "batch 1: %lld, %lld | |\n",
               (long long)counts[1][0], (long long)counts[1][1], t_sweep, (long long)counts[0][0], (long long)counts[0][1]);
   std::error_code ec;
   fs::remove_all(cache, ec);

@@ -548,7 +548,8 @@ TEST_CASE("opts: SWAP exchanges the loop order, valid_opts lists the new opts on
     tinygrad::Variable n("swap_rows", 1, 17);
     auto ks = one_kernel_schedule((t.shrink({{0, n.bind(5)}, {0, 31}}) * 2).exp()).spec.kernels[0];
     Kernel kk(ks.ast, ren);
-    std::string src = tinygrad::detail::to_program(ks.ast, cpu1, std::vector<Opt>{{OptOp::SWAP, kk.ranges()[0]->range_id(), kk.ranges()[1]->range_id()}}).src;
+    std::vector<Opt> swap{{OptOp::SWAP, kk.ranges()[0]->range_id(), kk.ranges()[1]->range_id()}};
+    std::string src = tinygrad::detail::to_program(ks.ast, cpu1, swap).src;
     CHECK_THAT(src, Contains("< 31") && Contains("< var_swap_rows"));
   }
   auto res = run_each(ge, {{}, {{OptOp::SWAP, i, j}}, {{OptOp::SWAP, i, j}, {OptOp::PADTO, i, 4}, {OptOp::UPCAST, i, 4}}});

@@ -421,7 +421,9 @@ inline CStyleRenderer::CStyleRenderer() {
   // ("": per lane; whole_vector is never asked for half results, for bool results only by the comparisons and WHERE)
   auto same = [this](const Alu& x) { return code_for_op[size_t(x.op)](x); };  // (an overflowing + or * computes in unsigned vectors)
   // lanes of 4 bytes: a bool vector's lanes are ints (0 or 1), a half's are floats
-  auto lanes4 = [this](DType t) { return t == DType::Float32 || t == DType::Int32 || t == DType::UInt32 || t == DType::Bool || (is_half(t) && lang.half_as_float); };
+  auto lanes4 = [this](DType t) {
+    return t == DType::Float32 || t == DType::Int32 || t == DType::UInt32 || t == DType::Bool || (is_half(t) && lang.half_as_float);
+  };
   // a comparison of 4-byte lanes is one vector compare (its lanes 0 or -1, negated to a bool's 0 or 1), a WHERE on them
   // a bitwise select on that mask: per lane, gcc compared and selected one lane at a time (a masked row sum 2.8x slower)
   auto compare = [lanes4, same](const Alu& x) { return lanes4(x.dts[0]) ? "(-" + same(x) + ")" : std::string(); };
@@ -433,6 +435,10 @@ inline CStyleRenderer::CStyleRenderer() {
                         {Ops::AND, same},
                         {Ops::OR, same},
                         {Ops::XOR, same},
+                        // a shift whose count stays inside the lanes' width (a quantized weight's nibbles): per lane, gcc
+                        // shifted one byte at a time
+                        {Ops::SHL, [this, same](const Alu& x) { return shift_out(x.dt, x.u) ? std::string() : same(x); }},
+                        {Ops::SHR, [this, same](const Alu& x) { return shift_out(x.dt, x.u) ? std::string() : same(x); }},
                         {Ops::CMPLT, compare},
                         {Ops::CMPNE, compare},
                         {Ops::CMPEQ, compare},
