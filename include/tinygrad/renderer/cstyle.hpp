@@ -437,8 +437,8 @@ inline CStyleRenderer::CStyleRenderer() {
                         {Ops::XOR, same},
                         // a shift whose count stays inside the lanes' width (a quantized weight's nibbles): per lane, gcc
                         // shifted one byte at a time
-                        {Ops::SHL, [this, same](const Alu& x) { return shift_out(x.dt, x.u) ? std::string() : same(x); }},
-                        {Ops::SHR, [this, same](const Alu& x) { return shift_out(x.dt, x.u) ? std::string() : same(x); }},
+                        {Ops::SHL, [same](const Alu& x) { return shift_out(x.dt, x.u) ? std::string() : same(x); }},
+                        {Ops::SHR, [same](const Alu& x) { return shift_out(x.dt, x.u) ? std::string() : same(x); }},
                         {Ops::CMPLT, compare},
                         {Ops::CMPNE, compare},
                         {Ops::CMPEQ, compare},
