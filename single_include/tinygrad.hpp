@@ -5301,7 +5301,7 @@ inline CStyleRenderer::CStyleRenderer() {
                         {Ops::CMPEQ, compare},
                         {Ops::WHERE,
                          [this, lanes4](const Alu& x) {
-                           if (!lanes4(x.dt) || is_half(x.dt)) return std::string();
+                           if (!lanes4(x.dt)) return std::string();  // (never asked for half results)
                            std::string T = value_type(x.dt, x.vc, x.c), I = value_type(DType::Int32, x.vc, x.c), m = "(-" + x.a[0] + ")";
                            return cat("((", T, ")((((", I, ")", x.a[1], ")&", m, ")|(((", I, ")", x.a[2], ")&~", m, ")))");
                          }},
@@ -9350,6 +9350,8 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) 
   // (strided partials read 25 streams 16 MB apart: a sum of 1e8 floats at 27 GB/s on one core, Eigen's 40); the
   // chunk is at most kSumTerms and a multiple of 64 (16-float vectors unrolled 4) where one divides the axis
   const bool chunks = busy < 4096;
+  // a float sum's long stage split again (strided: the first kernel's terms; chunked: the partials)
+  auto again = [&](const UOpRef& u) { auto more = chain ? split_reduceop(u, busy, true) : nullptr; return more ? more : u; };
   auto split = [&](const UOpRef& src, int64_t a, int64_t d) -> UOpRef {  // axis a into (n/d, d): the first kernel reduces one part
     Shape s = src->shape;
     s[size_t(a)] /= d;
@@ -9357,14 +9359,10 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) 
     std::vector<int64_t> first{int64_t(r->reduce_op())};
     for (auto b : ax) first.push_back(b == a && chunks ? a + 1 : b <= a ? b : b + 1);
     auto red = make_uop(Ops::REDUCE_AXIS, r->dtype, {make_uop(Ops::RESHAPE, x->dtype, {src}, s)}, first);
-    if (chain && !chunks)
-      if (auto more = split_reduceop(red, busy, true)) red = more;
-    auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {red});
+    auto part = make_uop(Ops::CONTIGUOUS, r->dtype, {chunks ? red : again(red)});
     if (is_leaf(part.get())) return nullptr;  // NOTE: realized by someone before: not an input this schedule knows
     auto second = make_uop(Ops::REDUCE_AXIS, r->dtype, {part}, std::vector<int64_t>{int64_t(r->reduce_op()), chunks ? a : a + 1});
-    if (chain && chunks)  // the partials are the long stage now: split them again
-      if (auto more = split_reduceop(second, busy, true)) second = more;
-    return make_uop(Ops::RESHAPE, r->dtype, {second}, std::vector<int64_t>(r->shape));
+    return make_uop(Ops::RESHAPE, r->dtype, {chunks ? again(second) : second}, std::vector<int64_t>(r->shape));
   };
   for (auto a : ax) {
     int64_t n = sh[size_t(a)];

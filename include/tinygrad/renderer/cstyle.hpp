@@ -444,7 +444,7 @@ inline CStyleRenderer::CStyleRenderer() {
                         {Ops::CMPEQ, compare},
                         {Ops::WHERE,
                          [this, lanes4](const Alu& x) {
-                           if (!lanes4(x.dt) || is_half(x.dt)) return std::string();
+                           if (!lanes4(x.dt)) return std::string();  // (never asked for half results)
                            std::string T = value_type(x.dt, x.vc, x.c), I = value_type(DType::Int32, x.vc, x.c), m = "(-" + x.a[0] + ")";
                            return cat("((", T, ")((((", I, ")", x.a[1], ")&", m, ")|(((", I, ")", x.a[2], ")&~", m, ")))");
                          }},
