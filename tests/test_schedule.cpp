@@ -135,6 +135,9 @@ TEST_CASE("schedule: a long reduce into few outputs is split over two kernels, s
   // a prime length (no chunk divides it): on a CPU zeros pad it to chunks (one stage of 10^6 terms was 1% off)
   Tensor p = Tensor::full({1000003}, 0.1);
   if (tinygrad::runtime(p.device()).parallelism < 4096) CHECK(p.sum().item<double>() == Approx(double(0.1f) * 1000003).epsilon(1e-4));
+  // a float sum over several axes (BatchNorm's statistics): every stage adds few terms (split over the batch axis
+  // alone, the first kernel summed 147456 terms an output: 1.6e-4 off)
+  CHECK(Tensor::full({512, 32, 24, 24}, 0.1).sum({0, 2, 3}).to_vector<float>()[0] == Approx(double(0.1f) * 512 * 576).epsilon(1e-5));
   // a reduce of a long broadcast axis splits too, and stays right
   Tensor e = input({1}, 33).expand({1 << 20}).sum();
   CHECK(e.item<float>() == Approx(double(host(input({1}, 33))[0]) * (1 << 20)).epsilon(1e-3));  // fp32 sums of 4096 equal terms

@@ -767,8 +767,10 @@ inline UOpRef split_reduceop(const UOpRef& r, int64_t busy, bool chain = false) 
   }
   // NOTE: on a CPU (busy < 4096) each partial sums a contiguous chunk instead: a core streams one range of addresses
   // (strided partials read 25 streams 16 MB apart: a sum of 1e8 floats at 27 GB/s on one core, Eigen's 40); the
-  // chunk is at most kSumTerms and a multiple of 64 (16-float vectors unrolled 4) where one divides the axis
-  const bool chunks = busy < 4096;
+  // chunk is at most kSumTerms and a multiple of 64 (16-float vectors unrolled 4) where one divides the axis. Over one
+  // axis only: with more (BatchNorm's statistics over batch and pixels) the chunk of one would join the others' terms
+  // in the first kernel (147456 of them an output: 70x the error of the strided split)
+  const bool chunks = busy < 4096 && ax.size() == 1;
   // a float sum's long stage split again (strided: the first kernel's terms; chunked: the partials)
   auto again = [&](const UOpRef& u) { auto more = chain ? split_reduceop(u, busy, true) : nullptr; return more ? more : u; };
   auto split = [&](const UOpRef& src, int64_t a, int64_t d) -> UOpRef {  // axis a into (n/d, d): the first kernel reduces one part
