@@ -5,11 +5,15 @@
 //   3. per-op eager overhead (cached kernel, no JIT) vs the bare launch of the same compiled kernel
 //   4. conv2d forward+backward of the Fashion-MNIST example's four convs (batch BS, default 512; TFLOP/s) vs PyTorch's
 //      cuDNN (bench/torch_conv_peer.py; float32, TF32 off, cudnn.benchmark; no peer column when it is not installed)
+//   5. row reductions over (4096, 384) and (4096, 4096), float16 and float32: LayerNorm of a residual sum, RMSNorm,
+//      softmax, jitted, vs a device copy moving as many bytes (its inputs read once and its output written once: a
+//      copy of half as many bytes reads them and writes them)
 // Bandwidth counts bytes read + written. Exits 0 with a message where no CUDA GPU is usable.
 //   bench_gpu           every section on CUDA
 //   bench_gpu beam      GEMM float16 4096, float32 4096 and 1024 with BEAM=2 (search time, TFLOP/s) vs cuBLAS
 //   bench_gpu gemm      section 2 alone (TC_STAGE=n pins the half GEMMs' TC tile)
 //   bench_gpu conv      section 4 alone, on DEV (default CUDA; DEV=CPU BS=16 runs it on the CPU)
+//   bench_gpu rows      section 5 alone
 //   bench_gpu --tune    every section, then kernel times of other opt lists
 #include <tinygrad.hpp>
 
@@ -37,6 +41,38 @@ template <class F> double best_time(int reps, F&& f, const std::string& dev = "C
 // the convs of examples/fashion_mnist.hpp (NOTE: keep in step with bench/torch_conv_peer.py's LAYERS)
 struct ConvLayer { int64_t cin, cout, k, side; };  // side: the input's height and width
 constexpr ConvLayer CONV_LAYERS[] = {{1, 32, 5, 28}, {32, 32, 5, 24}, {32, 64, 3, 10}, {64, 64, 3, 8}};
+
+// 5. a row op's time as 50 jitted calls back to back (best of 5 rounds) next to 50 device copies moving as many bytes
+// (read + written); ratio = the copy's time / ours (>= 0.7x: the issue's target)
+void row_rows(const std::string& D) {
+  using tinygrad::DType;
+  auto& al = *tinygrad::runtime(D).allocator;
+  for (DType dt : {DType::Float16, DType::Float32})
+    for (auto [R, C] : {std::pair<int64_t, int64_t>{4096, 384}, {4096, 4096}}) {
+      Tensor x = Tensor::rand({R, C}, dt, D).realize(), res = Tensor::rand({R, C}, dt, D).realize();
+      Tensor w = Tensor::rand({C}, dt, D).realize(), b = Tensor::rand({C}, dt, D).realize();
+      tinygrad::nn::RMSNorm rms(C, 1e-6);
+      rms.weight = w;
+      struct Op { const char* name; int reads; std::function<Tensor(const Tensor&, const Tensor&)> f; };
+      std::vector<Op> ops{
+          {"layer_norm(x + res)", 2, [&](const Tensor& a, const Tensor& r) { return (a + r).layer_norm({C}, w, b, 1e-12); }},
+          {"RMSNorm(x)", 1, [&](const Tensor& a, const Tensor&) { return rms(a); }},
+          {"softmax(x, -1)", 1, [&](const Tensor& a, const Tensor&) { return a.softmax(-1); }},
+      };
+      for (auto& op : ops) {
+        tinygrad::TinyJit jit(op.f, op.name);
+        for (int i = 0; i < 3; i++) jit(x, res);
+        double t = best_time(5, [&] { for (int i = 0; i < 50; i++) jit(x, res); }, D) / 50;
+        size_t bytes = size_t(R * C) * tinygrad::itemsize(dt) * size_t(op.reads + 1), half = bytes / 2;
+        void *src = al.alloc(half), *dst = al.alloc(half);
+        double tc = best_time(5, [&] { for (int i = 0; i < 50; i++) al.copy(dst, src, half); }, D) / 50;
+        al.free(src, half), al.free(dst, half);
+        std::printf("%-20s (%lld, %5lld) %-8s %3zu kernel(s) %8.2f us %7.1f GB/s | copy of %6.1f MB %8.2f us %7.1f GB/s | ratio %.2fx (target >= 0.7x)\n",
+                    op.name, (long long)R, (long long)C, tinygrad::to_string(dt).c_str(), jit.kernel_count(), t * 1e6, double(bytes) / t / 1e9,
+                    double(half) / 1e6, tc * 1e6, double(bytes) / tc / 1e9, tc / t);
+      }
+    }
+}
 
 // 4. each conv's forward and its backward (a fixed random output gradient to input, weight and bias), all realized in
 // one schedule, best of 10 after warmup, vs the peer's same step; ratio = PyTorch's time / ours (>= 1: we are faster)
@@ -156,6 +192,12 @@ int main(int argc, char** argv) {
     gemm_rows("CUDA", false);
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "rows") {
+    tinygrad::flags().dev = "CUDA";
+    try { tinygrad::runtime("CUDA"); } catch (const tinygrad::Error& e) { std::printf("bench_gpu rows: no CUDA GPU (%s)\n", e.what()); return 0; }
+    row_rows("CUDA");
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "conv") {
     std::string d = pin_device("CUDA");
     try { tinygrad::runtime(d); } catch (const tinygrad::Error& e) {
@@ -221,6 +263,8 @@ int main(int argc, char** argv) {
   }
   // ---- 4. conv2d forward+backward vs cuDNN ----
   conv_rows(D);
+  // ---- 5. row reductions vs a copy of their bytes ----
+  row_rows(D);
   // ---- with --tune: kernel times of other opt lists for the same two kernels (to tune the default) ----
   if (tune) {
     using tinygrad::Opt;

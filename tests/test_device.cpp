@@ -665,3 +665,73 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
   CHECK(mismatches(f32(outs[1]), ref.dx, 1e-2) == 0);
   CHECK(mismatches(f32(outs[2]), ref.dw, 1e-2) == 0);
 }
+
+TEST_CASE("row kernels: LayerNorm, RMSNorm, softmax over rows run as one kernel, a row per workgroup, as the CPU computes", "[device]") {
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd;
+  auto rnd = [&](tinygrad::Shape s) {
+    std::vector<float> v(size_t(tinygrad::detail::prod(s)));
+    for (auto& x : v) x = nd(rng);
+    return Tensor(v, s, "CPU");
+  };
+  using F = std::function<Tensor(const Tensor&, const Tensor&, const Tensor&)>;
+  const std::pair<const char*, F> ops[] = {
+      {"layer_norm of a sum", [](const Tensor& x, const Tensor& r, const Tensor& w) { return (x + r).layer_norm({x.shape(-1)}, w, w * 0.5f, 1e-5); }},
+      {"rms norm", [](const Tensor& x, const Tensor&, const Tensor& w) { return x * (x * x).mean(-1, true).add(1e-6).rsqrt() * w; }},
+      {"masked softmax", [](const Tensor& x, const Tensor& r, const Tensor&) { return (x + (r > 1).where(-1e9f, 0.f)).softmax(-1); }},
+      {"log_softmax", [](const Tensor& x, const Tensor&, const Tensor&) { return x.log_softmax(-1); }},
+  };
+  // rows x length: merged (256 rows or more, a length the workgroup divides: 32..256 threads, several rows a workgroup
+  // when short), and not (too few rows, a length no workgroup divides: two kernels)
+  const std::tuple<int64_t, int64_t, bool> shapes[] = {{300, 384, true}, {256, 64, true},   {260, 96, true},
+                                                       {1024, 128, true}, {512, 4096, true}, {100, 384, false}, {300, 100, false}};
+  for (std::string d : {"CL", "CUDA"}) {
+    if (!has_device(d)) { WARN(d << " is not available here: skipped"); continue; }
+    for (auto [R, C, merged] : shapes)
+      for (auto& [name, f] : ops) {
+        INFO(d << " " << name << " over (" << R << ", " << C << ")");
+        Tensor x = rnd({R, C}), r = rnd({R, C}), w = rnd({C});
+        auto want = f(x, r, w).to_vector<float>();
+        Tensor xd = x.to(d).realize(), rd = r.to(d).realize(), wd = w.to(d).realize();
+        auto k0 = tinygrad::run_stats().kernels_run;
+        Tensor y = f(xd, rd, wd).realize();
+        CHECK(tinygrad::run_stats().kernels_run - k0 == (merged ? 1 : 2));
+        auto got = y.to("CPU").to_vector<float>();
+        for (size_t i = 0; i < want.size(); i++) REQUIRE(got[i] == Approx(want[i]).margin(2e-5).epsilon(1e-4));
+      }
+    // backward: the gradients of a LayerNorm and a softmax through their row kernels
+    Tensor x = rnd({300, 128}), w = rnd({128}), g = rnd({300, 128});
+    auto grads = [&](const std::string& dev) {
+      Tensor xs = x.to(dev).detach().requires_grad_(), ws = w.to(dev).detach().requires_grad_();
+      ((xs.layer_norm({128}, ws, std::nullopt, 1e-5) + xs.softmax(-1)) * g.to(dev)).sum().backward();
+      return std::pair{xs.grad()->to("CPU").to_vector<float>(), ws.grad()->to("CPU").to_vector<float>()};
+    };
+    auto [gx0, gw0] = grads("CPU");
+    auto [gx1, gw1] = grads(d);
+    for (size_t i = 0; i < gx0.size(); i++) REQUIRE(gx1[i] == Approx(gx0[i]).margin(1e-4).epsilon(1e-3));
+    for (size_t i = 0; i < gw0.size(); i++) REQUIRE(gw1[i] == Approx(gw0[i]).margin(1e-3).epsilon(1e-3));
+  }
+  // the CUDA rendering (NVRTC, no GPU needed): a warp's lanes reduce by exchanging values, a workgroup a row (or 4 short
+  // rows); on a device of workgroups the scheduler makes one kernel of the statistics and the output
+  if (!tinygrad::detail::nvrtc()) { WARN("libnvrtc not found: CUDA row kernel checks skipped"); return; }
+  tinygrad::detail::CUDARenderer ren;
+  tinygrad::detail::NVRTCCompiler nv("compute_90");
+  auto row_kernel = [&](const Tensor& t) {
+    std::unordered_map<const tinygrad::UOp*, int> slots;
+    int n = 0;
+    for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    auto ks = tinygrad::detail::Scheduler({t.uop()}, slots, n, false, true).spec().kernels;
+    REQUIRE(ks.size() == 1);
+    auto p = tinygrad::detail::to_program(ks[0].ast, ren);
+    CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));
+    return p;
+  };
+  Tensor e = Tensor::empty({4096, 384}, DType::Float32, "CPU"), e2 = Tensor::empty({4096, 128}, DType::Float32, "CPU");
+  auto ln = row_kernel((e + e).layer_norm({384}, std::nullopt, std::nullopt, 1e-5));
+  CHECK(ln.launch.global == std::array<int64_t, 3>{2048, 1, 1});  // 64 threads a row (6 values each), 2 rows a workgroup
+  CHECK(ln.launch.local == std::array<int64_t, 3>{64, 2, 1});
+  CHECK_THAT(ln.src, Contains("__shfl_xor_sync"));
+  auto sm = row_kernel(e2.softmax(-1));
+  CHECK(sm.launch.local == std::array<int64_t, 3>{32, 4, 1});
+  CHECK_THAT(sm.src, Contains("__shfl_xor_sync") && !Contains("__syncthreads"));
+}

@@ -60,26 +60,44 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
 // to workgroup memory at its local position, and after a barrier reduces the group's shares read back from there.
 // Every thread computes the result; only the group's thread 0 stores it.
 struct GroupCtx {
-  std::vector<UOpRef> locals;  // local and group ranges: a thread's position in the workgroup
+  std::vector<std::vector<UOpRef>> classes;  // the thread ranges by the id they run on (thread_classes)
   int64_t size = 1, next_id = 0, nbuf = 0;
-  UOpRef first_thread = const_uop(DType::Bool, 1);
+  bool needed = false;  // a reduce has a group, or a store leaves a thread id out of its address
+  bool warp_ranges = false;  // a tensor-core kernel's lanes: they take x
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
-  explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
-    for (auto& r : ranges_of(sink))
-      if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) {
-        locals.push_back(r);
-        size *= r->range_end();
-      }
+  GroupCtx(const UOpRef& sink, std::vector<std::vector<UOpRef>> cls) : classes(std::move(cls)), next_id(next_range_id(sink)) {
+    for (auto& c : classes) {
+      size *= c[0]->range_end();
+      if (axis_type(c[0]) == AxisType::WARP) warp_ranges = true;
+      else if (!x || c[0]->range_id() > (*x)[0]->range_id()) x = &c;  // NOTE: gpudims orders by id, the highest on x
+    }
     for (auto& u : toposort(sink))
       if (u->op == Ops::REDUCE)
-        for (size_t i = 1; i < u->src.size(); i++)
-          if (axis_type(u->src[i]) == AxisType::GROUP)
-            first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
+        for (size_t i = 1; i < u->src.size(); i++) needed |= axis_type(u->src[i]) == AxisType::GROUP;
+    for (auto& st : sink->src) needed |= first_thread(st->src[0])->op != Ops::CONST;
   }
-  UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub) const {
-    UOpRef at = const_int(locals[0]->dtype, 0);
-    for (auto& r : locals) { auto it = sub.find(r.get()); at = at * r->range_end() + (it == sub.end() ? r : it->second); }
+  int warp = 0;                   // the renderer's warp (SHUFFLE), 0: none
+  const std::vector<UOpRef>* x = nullptr;  // the class on the innermost thread id (gpudims' x), where a warp's lanes are
+  // the thread's position in the workgroup, a class's range replaced where sub has one of its ranges; class `scaled`
+  // counted with extent `ext` (a slot per warp)
+  UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub, const std::vector<UOpRef>* scaled = nullptr, int64_t ext = 0) const {
+    UOpRef at = const_int(classes[0][0]->dtype, 0);
+    for (auto& c : classes) {
+      UOpRef x = c[0];
+      for (auto& r : c) if (auto it = sub.find(r.get()); it != sub.end()) x = it->second;
+      at = at * (&c == scaled ? ext : c[0]->range_end()) + x;
+    }
     return at;
+  }
+  // a store to address idx: the first thread along each thread id the address does not walk (the others hold the same
+  // value: a reduce's result is every thread's)
+  UOpRef first_thread(const UOpRef& idx) const {
+    auto topo = toposort(idx);
+    UOpRef g = const_uop(DType::Bool, 1);
+    for (auto& c : classes)
+      if (std::none_of(c.begin(), c.end(), [&](auto& r) { return std::find(topo.begin(), topo.end(), r) != topo.end(); }))
+        g = logical_and(g, alu(Ops::CMPEQ, {c[0], const_int(c[0]->dtype, 0)}));
+    return g;
   }
 };
 inline const PatternMatcher& pm_group_reduces() {
@@ -99,6 +117,43 @@ inline const PatternMatcher& pm_group_reduces() {
          auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size * w});
          auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position({}))}), part});
          auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+         // a group on the innermost thread id, whole warps of it: each warp adds its lanes' shares by exchanging them
+         // (SHUFFLE, log2(warp) steps, every lane ends with the sum), then one slot a warp in workgroup memory
+         int64_t t = own[0]->range_end();
+         const std::vector<UOpRef>* cls = nullptr;
+         for (auto& k : c.classes) if (std::find(k.begin(), k.end(), own[0]) != k.end()) cls = &k;
+         if (c.warp && !c.warp_ranges && cls == c.x && own.size() == 1 && !lane && u->vcount == 1 && t % c.warp == 0) {
+           const UOpRef& g = own[0];
+           UOpRef v = part;
+           for (int64_t m = c.warp / 2; m >= 1; m /= 2) v = alu(u->reduce_op(), {v, make_uop(Ops::SHUFFLE, u->dtype, {v}, m)});
+           if (t == c.warp) return v;
+           auto wbuf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf - 1, c.size / c.warp});
+           auto first_lane = alu(Ops::CMPEQ, {mod(g, c.warp), const_int(g->dtype, 0)});
+           auto st = make_uop(Ops::STORE, DType::Bool,
+                              {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), idiv(g, c.warp)}}, cls, t / c.warp), first_lane}), v});
+           auto bar = make_uop(Ops::BARRIER, DType::Bool, {st});
+           auto w = make_range(t / c.warp, c.next_id++, AxisType::REDUCE, g->dtype);
+           auto ld = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), w}}, cls, t / c.warp)}), bar});
+           return make_uop(Ops::REDUCE, u->dtype, {ld, w}, u->arg, u->vcount);
+         }
+         // one group of 32 threads or more (a power of two): a tree, the lower half of the active threads adding the
+         // upper half's shares each step (the others read their own slot, which no thread writes then: no race), then
+         // every thread reads the first slot. Each thread reading all t shares had cost t loads a thread (a LayerNorm
+         // row of 128 threads: 128 x 128 loads of workgroup memory a reduce)
+         if (own.size() == 1 && !lane && u->vcount == 1 && t >= 32 && (t & (t - 1)) == 0) {
+           const UOpRef& g = own[0];
+           auto slot = [&](const UOpRef& pos, const UOpRef& gate) {
+             return make_uop(Ops::INDEX, u->dtype, gate ? std::vector<UOpRef>{buf, pos, gate} : std::vector<UOpRef>{buf, pos});
+           };
+           for (int64_t half = t / 2; half >= 1; half /= 2) {
+             auto active = alu(Ops::CMPLT, {g, const_int(g->dtype, half)});
+             auto mine = make_uop(Ops::LOAD, u->dtype, {slot(c.position({}), nullptr), barrier});
+             auto theirs = make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), alu(Ops::WHERE, {active, g + half, g})}}), nullptr), barrier});
+             store = make_uop(Ops::STORE, DType::Bool, {slot(c.position({}), active), alu(u->reduce_op(), {mine, theirs})});
+             barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+           }
+           return make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), const_int(g->dtype, 0)}}), nullptr), barrier});
+         }
          std::unordered_map<const UOp*, UOpRef> other;
          std::vector<UOpRef> src{nullptr};
          for (auto& g : own) src.push_back(other[g.get()] = make_range(g->range_end(), c.next_id++, AxisType::REDUCE, g->dtype));
@@ -110,7 +165,9 @@ inline const PatternMatcher& pm_group_reduces() {
          auto& c = m.context<GroupCtx>();
          const UOpRef &st = m["st"], &idx = st->src[0];
          if (idx->src[0]->op != Ops::DEFINE_GLOBAL || c.gated.count(st.get())) return nullptr;
-         std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], c.first_thread) : c.first_thread};
+         UOpRef first = c.first_thread(idx);
+         if (first->op == Ops::CONST) return nullptr;
+         std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], first) : first};
          auto r = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg, idx->vcount), st->src[1]});
          c.gated.insert(r.get());
          return r;
@@ -124,16 +181,19 @@ inline const PatternMatcher& pm_group_reduces() {
 struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
   // gv: the workgroups of a dim whose outermost axis is a symbolic dim's (a tight range), as an expression of variables
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv) {
+  // threads: the thread ranges by the id they run on, as found before group_reduces (whose workgroup memory then joins them)
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv, const std::vector<std::vector<UOpRef>>& threads) {
     launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
+    std::unordered_map<const UOp*, UOpRef> shared;  // a thread range -> the range whose id it runs on
+    for (auto& c : threads) for (size_t i = 1; i < c.size(); i++) shared[c[i].get()] = c[0];
     for (int kind : {1, 2}) {
       std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
       std::vector<UOpRef> order(rs.rbegin(), rs.rend());
       std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
       for (auto& r : order) {
         auto t = axis_type(r);
-        if (kind == 1 ? t != AxisType::LOOP : t != AxisType::LOCAL && t != AxisType::GROUP && t != AxisType::WARP) continue;
+        if (kind == 1 ? t != AxisType::LOOP : (t != AxisType::LOCAL && t != AxisType::GROUP && t != AxisType::WARP) || shared.count(r.get())) continue;
         if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
@@ -158,6 +218,7 @@ struct GpuDimsCtx {
         }
       }
     }
+    for (auto& [r, c] : shared) ids[r] = ids.at(c.get());
   }
 };
 // an int expression of the kernel's variables (vars: in the order a launch passes their values) as a LaunchExpr; empty
@@ -224,6 +285,7 @@ struct LowerCtx {
   const Renderer& ren;
   LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
   std::array<UOpRef, 3> global_var{};  // gpudims: the workgroups of a dim over a symbolic extent (null: fixed)
+  std::vector<std::vector<UOpRef>> threads;  // group_reduces: the thread ranges by shared id (thread_classes)
 };
 struct LoweringPass {
   const char* name;
@@ -235,12 +297,14 @@ inline const std::vector<LoweringPass>& lowering_passes() {
       {"exact_products", [](const UOpRef& s, LowerCtx&) { return graph_rewrite(s, detail::pm_exact_products()); }},
       {"group_reduces", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
-         detail::GroupCtx g(s);
-         return g.first_thread->op == Ops::CONST ? s : graph_rewrite(s, detail::pm_group_reduces(), &g);
+         c.threads = thread_classes(s);
+         detail::GroupCtx g(s, c.threads);
+         g.warp = c.ren.warp;
+         return g.needed ? graph_rewrite(s, detail::pm_group_reduces(), &g) : s;
        }},
       {"gpudims", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
-         detail::GpuDimsCtx g(s, c.ren, c.launch, c.global_var);
+         detail::GpuDimsCtx g(s, c.ren, c.launch, c.global_var, c.threads);
          return graph_rewrite(s, detail::pm_gpudims(), &g);
        }},
       // a symbolic dim's loop that stayed whole ends at its extent: the gate that kept it inside holds (after gpudims,

@@ -140,15 +140,14 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
 // reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
 // gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Several reduce loops one
 // after another (a LayerNorm's mean, then its variance) each get the same GROUP: 1024 rows of 768 had run as 1024
-// threads, each reading its row alone, strided (426 us on an H200). Returns the MERGEs, then the GROUPs
+// threads, each reading its row alone, strided (426 us on an H200); the groups share one thread id (thread_classes).
+// Returns the MERGEs, then the GROUPs
 inline std::pair<std::vector<Opt>, std::vector<Opt>> gpu_group(const KernelFacts& f) {
   std::vector<Opt> group, merged;
   if (f.loops.size() > 1 && f.total <= 16384) {
-    for (int64_t a : {64, 32, 16, 8, 4}) {
-      int64_t threads = 1;
-      for (size_t i = 0; i < f.loops.size(); i++) threads *= a;  // NOTE: each group is a thread axis of its own
-      bool all = threads <= 256;
-      for (auto& [ids, inner] : f.loops) all &= ids.size() == 1 && inner->range_end() >= 256 && inner->range_end() % a == 0;
+    for (int64_t a : {256, 128, 64, 32, 16, 8, 4}) {
+      bool all = true;
+      for (auto& [ids, inner] : f.loops) all &= ids.size() == 1 && inner->range_end() >= 2 * a && inner->range_end() % a == 0;
       if (!all) continue;
       for (auto& [ids, inner] : f.loops) group.push_back({OptOp::GROUP, inner->range_id(), a});
       break;
@@ -232,11 +231,56 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
   for (auto& o : locals) try_apply(k, o);
 }
 
+// a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
+// output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
+// the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
+// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again), its reduce loops
+// unrolled by 4
+// the threads of a row's share of a workgroup over a row of n whose reduces run over `terms` each: 256 down to 32
+// dividing them all, n / threads at most 32, at least 4 where a count does (a warp alone reduces without workgroup
+// memory: SHUFFLE), else 2; 0 where none does (the scheduler keeps the two kernels: schedule.hpp)
+inline int64_t row_threads(int64_t n, const std::vector<int64_t>& terms) {
+  for (int64_t least : {4, 2, 1})
+    for (int64_t t : {256, 128, 64, 32})
+      if (n % t == 0 && n / t <= 32 && n / t >= least && std::all_of(terms.begin(), terms.end(), [&](int64_t x) { return x % t == 0; }))
+        return t;
+  return 0;
+}
+inline std::optional<Kernel> gpu_rows(const KernelFacts& f, const Renderer& ren) {
+  std::vector<UOpRef> cols;
+  for (auto& r : f.out_rngs)
+    if (std::any_of(f.stores.begin(), f.stores.end(), [&](auto& st) { return f.stride(st, r) == 0; })) cols.push_back(r);
+  if (cols.size() != 1 || f.loops.empty() || cols[0] != f.out_rngs.back()) return std::nullopt;
+  const UOpRef& c = cols[0];
+  for (auto& u : f.topo)
+    if (u->op == Ops::REDUCE && depends_on(u->src[0], c).count(u->src[0].get())) return std::nullopt;
+  int64_t n = c->range_end();
+  std::vector<int64_t> terms;
+  for (auto& [ids, inner] : f.loops) terms.push_back(ids.size() == 1 ? inner->range_end() : 1);
+  int64_t t = row_threads(n, terms);
+  if (!t || t > ren.max_threads) return std::nullopt;
+  // short rows: several a workgroup (128 threads), their LOCAL first (a lower id: the row's threads stay on x)
+  const UOpRef& row = f.out_rngs[f.out_rngs.size() > 1 ? f.out_rngs.size() - 2 : 0];
+  for (int64_t m = f.out_rngs.size() > 1 && t < 128 ? 128 / t : 1; m >= 1; m /= 2) {
+    Kernel k(f.sink, ren);
+    bool ok = m == 1 || (row->range_end() % m == 0 && try_apply(k, {OptOp::LOCAL, row->range_id(), m}));
+    ok = ok && try_apply(k, {OptOp::LOCAL, c->range_id(), t});
+    for (auto& [ids, inner] : f.loops) ok = ok && try_apply(k, {OptOp::GROUP, inner->range_id(), t});
+    if (!ok || k.workgroup() != t * m || (n > t && !try_apply(k, {OptOp::UPCAST, c->range_id(), n / t}))) continue;
+    for (auto& [ids, inner] : f.loops) for (int64_t u : {4, 2}) if (size_left(k, inner) % u == 0 && try_apply(k, {OptOp::UNROLL, inner->range_id(), u})) break;
+    return k;
+  }
+  return std::nullopt;
+}
+
 // the hand-written heuristic for GPUs: the store's contiguous axis on local x (coalesced), an 8x32 workgroup
 // of 8x4 register tiles for reduces whose loads are reused (matmul, conv: 27 TFLOP/s at 4096 on an H100)
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {
   KernelFacts f(sink);
-  if (!one_address(f.stores)) return {};
+  if (!one_address(f.stores)) {
+    auto k = gpu_rows(f, ren);
+    return k ? k->applied() : std::vector<Opt>{};
+  }
   // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC see one
   // reduce axis, one axis of A and one of B; where neither applies, the kernel is optimized unmerged
   Kernel base(sink, ren);
@@ -285,8 +329,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     for (auto& o : gpu_optimizations(m->sink(), ren)) try_apply(*m, o);
     return m->applied();
   }
-  int64_t budget = std::min<int64_t>(256, ren.max_threads);
-  for (auto& g : group) budget /= g.amt;
+  int64_t budget = std::min<int64_t>(256, ren.max_threads) / (group.empty() ? 1 : group[0].amt);  // NOTE: the groups share a thread id
   // elementwise: 4 contiguous elements a thread as one vector load/store when every load is contiguous or
   // constant along x, else 4 elements 256 apart (UPCAST): both coalesced (1.0x memcpy on an H100, 0.79x with 1)
   DType out_dt = sink->src[0]->src[1]->dtype;

@@ -314,13 +314,17 @@ class Kernel {
       if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt;
     return e;
   }
-  int64_t workgroup() const {
-    int64_t w = 1;
-    for (auto& o : opts_) {
-      if (uses_locals(o.op)) w *= o.amt;
+  // the threads of a workgroup: thread ranges that share one id (thread_classes) count once
+  int64_t workgroup() const { return workgroup(sink_, opts_); }
+  static int64_t workgroup(const UOpRef& sink, const std::vector<Opt>& opts) {
+    int64_t w = 1, locals = 0;
+    for (auto& o : opts) {
+      if (uses_locals(o.op)) w *= o.amt, locals++;
       else if (o.op == OptOp::TC) w *= 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1);
       else if (o.op == OptOp::TILE) w *= detail::simt_tiles[o.amt].ty * detail::simt_tiles[o.amt].tx;
     }
+    if (locals > 1)
+      for (auto& c : detail::thread_classes(sink)) for (size_t i = 1; i < c.size(); i++) w /= c[i]->range_end();
     return w;
   }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
@@ -361,7 +365,11 @@ class Kernel {
     std::vector<Opt> ok;
     for (auto& o : cand) {
       if (std::find(ok.begin(), ok.end(), o) != ok.end()) continue;
-      try { check(o); ok.push_back(o); } catch (const KernelOptError&) {}
+      try {
+        check(o);
+        if (uses_locals(o.op) && workgroup() * o.amt > ren_->max_threads) Kernel(*this).apply(o);  // a shared thread id
+        ok.push_back(o);
+      } catch (const KernelOptError&) {}
     }
     return ok;
   }
@@ -488,7 +496,12 @@ inline void check_locals(const OptCheck& c) {  // LOCAL, GROUP and GROUPTOP
   const Renderer& ren = c.k.renderer();
   if (!ren.has_local) c.fail("the device has no workgroups");
   if (c.count(OptOp::NOLOCALS)) c.fail("NOLOCALS was applied: the kernel uses no workgroups");
-  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads)
+  // NOTE: where the new range may share a thread id with one of its size, Kernel::apply counts after the split
+  auto rs = c.k.ranges();
+  bool may_share = std::any_of(rs.begin(), rs.end(), [&](auto& r) {
+    return (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) && r->range_end() == c.o.amt;
+  });
+  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads && !may_share)
     c.fail(cat("a workgroup of ", w, " threads is over the device's ", ren.max_threads));
 }
 // the lanes hold outputs (a store walks the axis) or, on a reduce axis, accumulators (CPU only: a GPU thread's GROUP
@@ -581,7 +594,14 @@ inline void Kernel::check(const Opt& o) const {
 }
 inline Kernel& Kernel::apply(const Opt& o) {
   check(o);
-  sink_ = apply_opt(sink_, o, !ren_->has_local);
+  UOpRef s = apply_opt(sink_, o, !ren_->has_local);
+  if (uses_locals(o.op)) {
+    auto opts = opts_;
+    opts.push_back(o);
+    if (int64_t w = workgroup(s, opts); w > ren_->max_threads)
+      throw KernelOptError(cat(o.str(), ": a workgroup of ", w, " threads is over the device's ", ren_->max_threads));
+  }
+  sink_ = std::move(s);
   opts_.push_back(o);
   return *this;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // kernel opts, the vocabulary: OptOp, Opt, KernelOptError, and the facts about a kernel AST's RANGEs every opt and
 // heuristic reads (its ranges by id, their kinds, how an index walks a range). What each opt does: kernel.hpp.
+#include <set>
 #include "../renderer/cstyle.hpp"
 #include "../uop/symbolic.hpp"
 
@@ -82,5 +83,47 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
     if (u == x || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
   }
   return dep;
+}
+// the workgroup's thread ranges (LOCAL, GROUP; WARP never shares) as classes that run on one thread id: ranges of one
+// size of which no node depends on two at once (a REDUCE binds its GROUP range) share one. A row of a LayerNorm in one
+// workgroup: the mean's group, the variance's group and the output's local are one thread index, not a cube of them.
+// Each class in id order, its first range standing for all
+inline std::vector<std::vector<UOpRef>> thread_classes(const UOpRef& sink) {
+  std::vector<UOpRef> thr;
+  bool warp = false;
+  for (auto& r : ranges_of(sink)) {
+    warp |= axis_type(r) == AxisType::WARP;
+    if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) thr.push_back(r);
+  }
+  std::vector<std::vector<UOpRef>> cls;
+  std::set<int64_t> sizes;
+  for (auto& r : thr) sizes.insert(r->range_end());
+  if (warp || sizes.size() == thr.size() || thr.size() > 64) {
+    for (auto& r : thr) cls.push_back({r});
+    return cls;
+  }
+  // the thread ranges each node depends on (a bit each), and each range's pairs
+  std::unordered_map<const UOp*, uint64_t> dep;
+  std::vector<uint64_t> with(thr.size(), 0);
+  for (auto& u : toposort(sink)) {
+    uint64_t m = 0;
+    for (auto& s : u->src) m |= dep[s.get()];
+    if (u->op == Ops::RANGE)
+      for (size_t i = 0; i < thr.size(); i++) if (thr[i] == u) m |= uint64_t(1) << i;
+    if (u->op == Ops::REDUCE)
+      for (size_t j = 1; j < u->src.size(); j++)
+        for (size_t i = 0; i < thr.size(); i++) if (thr[i] == u->src[j]) m &= ~(uint64_t(1) << i);
+    dep[u.get()] = m;
+    for (size_t i = 0; i < thr.size(); i++) if (m >> i & 1) with[i] |= m;
+  }
+  std::vector<uint64_t> members;
+  for (size_t i = 0; i < thr.size(); i++) {
+    size_t c = 0;
+    for (; c < cls.size(); c++) if (cls[c][0]->range_end() == thr[i]->range_end() && !(with[i] & members[c])) break;
+    if (c == cls.size()) { cls.emplace_back(); members.push_back(0); }
+    cls[c].push_back(thr[i]);
+    members[c] |= uint64_t(1) << i;
+  }
+  return cls;
 }
 }  // namespace tinygrad::detail

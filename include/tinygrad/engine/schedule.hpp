@@ -56,8 +56,9 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
 
 class Scheduler {
  public:
-  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes)
-      : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes) {
+  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes,
+            bool rows = false)
+      : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes), rows_(rows) {
     spec_.n_inputs = n_inputs;
     // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
     // kernel; a kernel past its limits gets sources of its own
@@ -616,6 +617,29 @@ class Scheduler {
     // j's loop ranges renamed to g's (a loop's id is its dim: outputs of shape (1,C,1,1) and (C,) run the same loop)
     auto loops = [](const UOpRef& k) { auto r = ranges_of(k); std::erase_if(r, [](auto& x) { return axis_type(x) != AxisType::LOOP; }); return r; };
     auto gl = loops(g.ast), jl = loops(j.ast);
+    std::unordered_map<int, UOpRef> stored;  // g's output slots -> the values it stores there
+    for (auto& st : g.ast->src) stored[slot_of(g, st->src[0])] = st->src[1];
+    // a row kernel: j elementwise over g's loops and inner ones (a LayerNorm's output over the rows of its statistics)
+    // reads g's outputs at its rows; on a device of workgroups, a workgroup a row (group reduces, then the row's
+    // elements: one read of the row from memory, not two; codegen's gpu_rows). Its rows are the loops j's reads of g
+    // walk, at least 256 of them (fewer would leave the GPU idle: two kernels spread them), over one inner loop of 64
+    // elements or more, with the row_threads that gpu_rows gives a workgroup
+    bool row = rows_ && !ji.reduce && reads_g && gl.size() < jl.size() && !gl.empty() && ji.store_idx;
+    if (row) {
+      UOpRef at;
+      for (auto& u : toposort(j.ast)) if (u->op == Ops::LOAD && stored.count(slot_of(j, u->src[0]))) { at = u->src[0]->src[1]; break; }
+      auto walked = ranges_below(at, {});
+      std::vector<UOpRef> rows, inner;
+      for (auto& r : jl) (std::find(walked.begin(), walked.end(), r.get()) != walked.end() ? rows : inner).push_back(r);
+      int64_t nrows = 1, len = 1;
+      for (auto& r : rows) nrows *= r->range_end();
+      for (auto& r : inner) len *= r->range_end();
+      std::vector<int64_t> terms;
+      for (auto& u : toposort(g.ast)) if (u->op == Ops::REDUCE) terms.push_back(u->src.size() == 2 ? u->src[1]->range_end() : 1);
+      row = rows.size() == gl.size() && inner.size() == 1 && inner[0]->range_id() > rows.back()->range_id() && nrows >= 256 && len >= 64 &&
+            row_threads(len, terms) > 0;
+      if (row) jl = rows;
+    }
     if (gl.size() != jl.size()) return std::nullopt;
     std::unordered_map<const UOp*, UOpRef> loop;
     // NOTE: as long also where symbolic: a loop to a variable's extent (src[0]) is not one to its bound
@@ -625,9 +649,7 @@ class Scheduler {
       if (gl[i] != jl[i]) loop[jl[i].get()] = gl[i];
     }
     auto renamed = [&](const UOpRef& x) { return loop.empty() ? x : substitute(x, loop); };
-    if (renamed(j.ast->src[0]->src[0]->src[1]).get() != gi.store_idx) return std::nullopt;
-    std::unordered_map<int, UOpRef> stored;  // g's output slots -> the values it stores there
-    for (auto& st : g.ast->src) stored[slot_of(g, st->src[0])] = st->src[1];
+    if (!row && renamed(j.ast->src[0]->src[0]->src[1]).get() != gi.store_idx) return std::nullopt;
     KernelAST m{nullptr, g.slots};
     std::unordered_map<int, int> param;
     for (size_t p = 0; p < g.slots.size(); p++) param[g.slots[p]] = int(p);
@@ -649,10 +671,11 @@ class Scheduler {
         sub[u.get()] = it->second;
       }
     }
-    // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside)
+    // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside);
+    // a row kernel's inner loops after g's ranges (the linearizer runs g's reduces before them)
     for (auto& r : ranges_of(j.ast))
-      if (axis_type(r) == AxisType::REDUCE)
-        sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype, r->src.empty() ? nullptr : r->src[0]);
+      if (axis_type(r) == AxisType::REDUCE || (row && !loop.count(r.get()) && std::find(jl.begin(), jl.end(), r) == jl.end()))
+        sub[r.get()] = make_range(r->range_end(), next_id++, axis_type(r), r->dtype, r->src.empty() ? nullptr : r->src[0]);
     if (int64_t(m.slots.size()) > kernel_limits().max_buffers) return std::nullopt;
     UOpRef jn = substitute(j.ast, sub);
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
@@ -726,6 +749,7 @@ class Scheduler {
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
   bool exact_sizes_ = false;  // a symbolic buffer holds only its values' elements (static plans), not its bound's
+  bool rows_ = false;         // the device runs workgroups: a reduce's rows join the elementwise kernel that reads them
 };
 
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
@@ -836,7 +860,7 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
   if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
   int64_t r1 = viz ? rewrites_done() : 0;
-  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes).spec();
+  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes, runtime(device).workgroups).spec();
   if (viz) {
     size_t nodes = 0;
     for (auto& k : s.kernels) nodes += toposort(k.ast).size();

@@ -17,6 +17,7 @@ struct Renderer {
   bool wgmma = false;         // and Hopper's warpgroup MMA (sm_90a): TC's wgmma tiles
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
+  int warp = 0;                  // GPU: the lanes of a warp that exchange values (SHUFFLE); 0: none
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
@@ -70,6 +71,7 @@ class CStyleRenderer : public Renderer {
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
     std::string gid[3]{}, lid[3]{};  // how a global / local id is spelled
     std::string smem_prefix{}, barrier{};  // workgroup memory declaration, workgroup barrier
+    std::string shuffle_xor{};     // x of the warp's lane own ^ mask: the call up to its arguments "x, mask)"; empty: none
     std::string vec[3];            // a vector value: vec[0] type vec[1] lanes, vec[2]: C (float4){a, b}
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
     std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
@@ -499,6 +501,12 @@ inline CStyleRenderer::CStyleRenderer() {
        c.line(cat(lang.smem_prefix, T, " ", c.r[&x], "[", x.varg()[1], "];"));
      }},
     {Ops::BARRIER, [this](Ctx& c, const UOp&) { c.line(lang.barrier); }},
+    {Ops::SHUFFLE, [this, S](Ctx& c, const UOp& x) {
+       if (lang.shuffle_xor.empty()) throw Error(cat("tinygrad: the ", device, " renderer has no warps: SHUFFLE"));
+       std::string v = c.name("val");
+       c.line(cat(value_type(x.dtype, 1, c), " ", v, " = ", lang.shuffle_xor, S(c, x, 0), ", ", x.iarg(), ");"));
+       c.r[&x] = v;
+     }},
     {Ops::SPECIAL, [this](Ctx& c, const UOp& x) {
        int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
        if (kind == 0) { c.r[&x] = "core_id"; return; }
@@ -767,6 +775,8 @@ class CUDARenderer : public GPURenderer {
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("blockIdx.", "xyz"[d]); lang.lid[d] = cat("threadIdx.", "xyz"[d]); }
     lang.smem_prefix = "__shared__ ";
     lang.barrier = "__syncthreads();";
+    lang.shuffle_xor = "__shfl_xor_sync(0xffffffffu, ";
+    warp = 32;
     lang.vec[0] = "make_", lang.vec[1] = "(", lang.vec[2] = ")";
     lang.half_fns = kHalfPTX;
     lang.bf16_fns = kBF16PTX;
@@ -968,6 +978,7 @@ class OpenCLRenderer : public GPURenderer {
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("get_group_id(", d, ")"); lang.lid[d] = cat("get_local_id(", d, ")"); }
     lang.smem_prefix = "__local ";
     lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
+    lang.shuffle_xor = "sub_group_shuffle_xor(";  // cl_khr_subgroup_shuffle; never made for OpenCL (warp 0: sub-group sizes vary)
     lang.vec[0] = "(", lang.vec[1] = ")(", lang.vec[2] = ")";
     lang.math_f = false;  // sin is overloaded
     lang.half_fns = fp16 ? kHalfFP16 : kHalfCL;

@@ -364,6 +364,7 @@ inline DeviceSpec cuda_device() {
     rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor, hopper ? "a" : ""));
     rt->tensor_cores = dv->major >= 8;
     rt->wgmma = hopper;
+    rt->workgroups = true;
     rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };

@@ -277,6 +277,7 @@ struct DeviceRuntime {
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
   bool wgmma = false;           // NVIDIA sm_90: warpgroup MMA (kernels compiled for sm_90a)
   bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
+  bool workgroups = false;      // GPUs: kernels run as workgroups of threads (a row of a LayerNorm in one: schedule.hpp)
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
   LaunchLimits limits;
 };

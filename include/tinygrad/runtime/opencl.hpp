@@ -378,6 +378,7 @@ inline DeviceSpec cl_device() {
     };
     rt->synchronize = [dv] { dv->api->clFinish(dv->queue); };
     rt->fp16 = dv->fp16;
+    rt->workgroups = true;
     if (flags().debug >= 1) std::fprintf(stderr, "CL: %s%s\n", dv->name.c_str(), dv->fp16 ? " (cl_khr_fp16)" : "");
     return rt;
   };

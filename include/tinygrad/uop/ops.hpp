@@ -60,7 +60,8 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(CONTIGUOUS) X(DETACH) X(GRAD_RULE) X(COPY) X(ASSIGN)                                                            \
   X(MULTI) X(ALLREDUCE)  /* many devices (engine/multi.hpp) */                                                      \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
-  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
+  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */ \
+  X(SHUFFLE)  /* SHUFFLE(x; mask): x of the warp's lane (own lane ^ mask): a group reduce across a warp */
 
 enum class Ops : uint8_t {
 #define TG_X(n, ...) n,

@@ -271,6 +271,12 @@ inline Why barrier(const UOp& u, Stage) {
   for (size_t i = 0; i < u.src.size(); i++) if (auto w = src_op(u, i, {Ops::STORE, Ops::BARRIER}); !w.empty()) return w;
   return "";
 }
+// a warp's exchange: x of the lane (own ^ mask), mask a power of two below 32
+inline Why shuffle(const UOp& u, Stage) {
+  int64_t m = u.iarg();
+  if (m < 1 || m > 16 || (m & (m - 1))) return cat("lane mask ", m, " is not a power of two below 32");
+  return first({same_dtype(u, 0), u.vcount == 1 ? "" : "a SHUFFLE takes one lane"});
+}
 inline Why wmma(const UOp& u, Stage) { return is_float(u.dtype) ? "" : "a tensor-core product accumulates floats"; }
 inline Why end(const UOp& u, Stage) { return first({src_op(u, 0, {Ops::RANGE}), u.dtype == DType::Bool ? "" : "an END is bool"}); }
 // the linear program's accumulators: DEFINE_ACC(REDUCE), ACC_UPDATE(REDUCE, value) of the reduce's dtype and width
@@ -323,6 +329,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::GEP, OXL, 1, 1, ArgKind::INT, gep},
       {Ops::BARRIER, OXL, 0, -1, ArgKind::OPT_INT, barrier},
       {Ops::WMMA, OXL, 2, -1, ArgKind::INT, wmma},
+      {Ops::SHUFFLE, OXL, 1, 1, ArgKind::INT, shuffle},
       {Ops::LANE, O, 0, 0, ArgKind::VEC, special},  // the expander turns it into vectors
       {Ops::END, L, 1, 1, ArgKind::NONE, end},
       {Ops::DEFINE_ACC, L, 1, 1, ArgKind::NONE, acc},

@@ -1,22 +1,66 @@
-__kernel void r_64_64_64_1cde22bb(__global float* restrict data0, __global const float* restrict data1, __global const float* restrict data2) {
+__kernel void r_64_64_64_d742bdfb(__global float* restrict data0, __global const float* restrict data1, __global const float* restrict data2) {
   int lidx0 = get_local_id(0); /* 64 */
   __local float temp0[64];
   bool alu0 = (lidx0==0);
+  bool alu1 = (lidx0<1);
+  bool alu2 = (lidx0<2);
+  bool alu3 = (lidx0<4);
+  bool alu4 = (lidx0<8);
+  bool alu5 = (lidx0<16);
+  bool alu6 = (lidx0<32);
   float acc0 = 0.0f;
   for (int ridx0 = 0; ridx0 < 64; ridx0++) {
-    int alu1 = (ridx0*64);
-    int alu2 = (alu1+lidx0);
-    float val0 = *(data1+alu2);
-    float val1 = *(data2+alu2);
-    float alu3 = (val0*val1);
-    acc0 = (acc0+alu3);
+    int alu7 = (ridx0*64);
+    int alu8 = (alu7+lidx0);
+    float val0 = *(data1+alu8);
+    float val1 = *(data2+alu8);
+    float alu9 = (val0*val1);
+    acc0 = (acc0+alu9);
   }
   *(temp0+lidx0) = acc0;
   barrier(CLK_LOCAL_MEM_FENCE);
-  float acc1 = 0.0f;
-  for (int ridx3 = 0; ridx3 < 64; ridx3++) {
-    float val2 = *(temp0+ridx3);
-    acc1 = (acc1+val2);
-  }
-  if (alu0) *(data0+0) = acc1;
+  float val2 = *(temp0+lidx0);
+  int alu10 = (lidx0+32);
+  int alu11 = (alu6?alu10:lidx0);
+  float val3 = *(temp0+alu11);
+  float alu12 = (val2+val3);
+  if (alu6) *(temp0+lidx0) = alu12;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float val4 = *(temp0+lidx0);
+  int alu13 = (lidx0+16);
+  int alu14 = (alu5?alu13:lidx0);
+  float val5 = *(temp0+alu14);
+  float alu15 = (val4+val5);
+  if (alu5) *(temp0+lidx0) = alu15;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float val6 = *(temp0+lidx0);
+  int alu16 = (lidx0+8);
+  int alu17 = (alu4?alu16:lidx0);
+  float val7 = *(temp0+alu17);
+  float alu18 = (val6+val7);
+  if (alu4) *(temp0+lidx0) = alu18;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float val8 = *(temp0+lidx0);
+  int alu19 = (lidx0+4);
+  int alu20 = (alu3?alu19:lidx0);
+  float val9 = *(temp0+alu20);
+  float alu21 = (val8+val9);
+  if (alu3) *(temp0+lidx0) = alu21;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float val10 = *(temp0+lidx0);
+  int alu22 = (lidx0+2);
+  int alu23 = (alu2?alu22:lidx0);
+  float val11 = *(temp0+alu23);
+  float alu24 = (val10+val11);
+  if (alu2) *(temp0+lidx0) = alu24;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float val12 = *(temp0+lidx0);
+  int alu25 = (lidx0+1);
+  int alu26 = (alu1?alu25:lidx0);
+  float val13 = *(temp0+alu26);
+  float alu27 = (val12+val13);
+  if (alu1) *(temp0+lidx0) = alu27;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  float val14 = *(temp0+0);
+  if (alu0) *(data0+0) = val14;
 }
