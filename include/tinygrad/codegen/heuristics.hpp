@@ -108,18 +108,24 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     }
     UOpRef rr = find_range(k.sink(), red->range_id()), pre = k.sink();
     // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
-    // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM);
-    // else 128 x 128 in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and 8192)
+    // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM)
+    // where that leaves 128 (an H100's SMs: 132), else 64 x 128 (MiniLM's 4096 x 384 outputs: 96 blocks of 128 x 128
+    // left a quarter of the SMs idle), else 128 x 128 again; else 128 x 128 in 4 warps of 64 x 64, 4 stages, the
+    // fastest mma.sync tile (measured on an H100, 4096 and 8192)
     auto found = tc_match(pre, rr);
-    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
-      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 10, 2, 3, 4}) {
+    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0) {
+      int64_t fallback = -1;
+      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 18, 10, 2, 3, 4}) {
         if (a >= int64_t(std::size(tc_tiles))) break;
         const TcTile& t = tc_tiles[a];
         if (t.wg && !ren.wgmma) continue;
-        int64_t enough = t.wg && t.tn == 32 ? 1024 : 32;
-        if (tc_tile_fits(*f, rr->range_end(), t).empty() && (gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= enough || a == 4 || stage > 0))
-          return k.apply({OptOp::TC, rr->range_id(), a});
+        if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
+        int64_t enough = t.wg && t.tn == 32 ? 1024 : a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
+        if (!tc_tile_fits(*f, rr->range_end(), t).empty()) continue;
+        if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
+        if (a == 14 && blocks >= 32) fallback = a;
       }
+    }
     // fragments from memory: 2 x 2 warps a block (they share A's and B's tiles through L1), each warp up to 4 x 4 mma
     // tiles (A's fragments serve 4 column tiles, B's 4 rows)
     k.apply({OptOp::TC, rr->range_id(), 0});

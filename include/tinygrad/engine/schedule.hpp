@@ -634,9 +634,16 @@ class Scheduler {
       int64_t nrows = 1, len = 1;
       for (auto& r : rows) nrows *= r->range_end();
       for (auto& r : inner) len *= r->range_end();
+      // NOTE: symbolic (a decode step's keys, a prefill's rows) keeps the two kernels
+      auto sym = [](const UOpRef& r) { return !r->src.empty(); };
+      bool fixed = std::none_of(jl.begin(), jl.end(), sym);
       std::vector<int64_t> terms;
-      for (auto& u : toposort(g.ast)) if (u->op == Ops::REDUCE) terms.push_back(u->src.size() == 2 ? u->src[1]->range_end() : 1);
-      row = rows.size() == gl.size() && inner.size() == 1 && inner[0]->range_id() > rows.back()->range_id() && nrows >= 256 && len >= 64 &&
+      for (auto& u : toposort(g.ast))
+        if (u->op == Ops::REDUCE) {
+          terms.push_back(u->src.size() == 2 ? u->src[1]->range_end() : 1);
+          fixed &= std::none_of(u->src.begin() + 1, u->src.end(), sym);
+        }
+      row = fixed && rows.size() == gl.size() && inner.size() == 1 && inner[0]->range_id() > rows.back()->range_id() && nrows >= 256 && len >= 64 &&
             row_threads(len, terms) > 0;
       if (row) jl = rows;
     }
