@@ -67,7 +67,8 @@ void row_rows(const std::string& D) {
         void *src = al.alloc(half), *dst = al.alloc(half);
         double tc = best_time(5, [&] { for (int i = 0; i < 50; i++) al.copy(dst, src, half); }, D) / 50;
         al.free(src, half), al.free(dst, half);
-        std::printf("%-20s (%lld, %5lld) %-8s %3zu kernel(s) %8.2f us %7.1f GB/s | copy of %6.1f MB %8.2f us %7.1f GB/s | ratio %.2fx (target >= 0.7x)\n",
+        std::printf("%-20s (%lld, %5lld) %-8s %3zu kernel(s) %8.2f us %7.1f GB/s | copy of %6.1f MB %8.2f us %7.1f GB/s | ratio %.2fx "
+                    "(target >= 0.7x)\n",
                     op.name, (long long)R, (long long)C, tinygrad::to_string(dt).c_str(), jit.kernel_count(), t * 1e6, double(bytes) / t / 1e9,
                     double(half) / 1e6, tc * 1e6, double(bytes) / tc / 1e9, tc / t);
       }

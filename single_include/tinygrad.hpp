@@ -729,6 +729,7 @@ struct DeviceRuntime {
   bool tensor_cores = false;    // NVIDIA sm_80+: warp-level mma.sync (the renderer's TC opt)
   bool wgmma = false;           // NVIDIA sm_90: warpgroup MMA (kernels compiled for sm_90a)
   bool fp16 = false;            // native half conversions (OpenCL: cl_khr_fp16)
+  bool workgroups = false;      // GPUs: kernels run as workgroups of threads (a row of a LayerNorm in one: schedule.hpp)
   int64_t parallelism = 65536;  // outputs that keep the whole device busy (split_reduceop): its cores, or waves of workgroups
   LaunchLimits limits;
 };
@@ -2432,6 +2433,7 @@ inline DeviceSpec cuda_device() {
     rt->compiler = std::make_unique<NVRTCCompiler>(cat("sm_", dv->major, dv->minor, hopper ? "a" : ""));
     rt->tensor_cores = dv->major >= 8;
     rt->wgmma = hopper;
+    rt->workgroups = true;
     rt->load = [dv](const std::string& fn, const std::string& bin, const LaunchDims& launch) -> std::unique_ptr<Program> {
       return std::make_unique<CUDAProgram>(dv, fn, bin, launch);
     };
@@ -3046,6 +3048,7 @@ inline DeviceSpec cl_device() {
     };
     rt->synchronize = [dv] { dv->api->clFinish(dv->queue); };
     rt->fp16 = dv->fp16;
+    rt->workgroups = true;
     if (flags().debug >= 1) std::fprintf(stderr, "CL: %s%s\n", dv->name.c_str(), dv->fp16 ? " (cl_khr_fp16)" : "");
     return rt;
   };
@@ -3500,7 +3503,8 @@ struct FoldArgs { double f[3]; uint64_t u[3]; int64_t s[3]; bool uns; uint64_t b
   X(CONTIGUOUS) X(DETACH) X(GRAD_RULE) X(COPY) X(ASSIGN)                                                            \
   X(MULTI) X(ALLREDUCE)  /* many devices (engine/multi.hpp) */                                                      \
   X(DEFINE_GLOBAL) X(DEFINE_LOCAL) X(RANGE) X(END) X(INDEX) X(LOAD) X(STORE) X(REDUCE) X(DEFINE_ACC) X(ACC_UPDATE)  \
-  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */
+  X(SPECIAL) X(LANE) X(VECTORIZE) X(GEP) X(BARRIER) X(IF) X(ENDIF) X(WMMA)  /* tensor-core tile product: a REDUCE's src and reduce op (TC opt) */ \
+  X(SHUFFLE)  /* SHUFFLE(x; mask): x of the warp's lane (own lane ^ mask): a group reduce across a warp */
 
 enum class Ops : uint8_t {
 #define TG_X(n, ...) n,
@@ -4874,6 +4878,7 @@ struct Renderer {
   bool wgmma = false;         // and Hopper's warpgroup MMA (sm_90a): TC's wgmma tiles
   bool aligned_vectors = false;  // vector loads and stores need an address aligned to the vector's size
   int vector_registers = 16;     // CPU: registers a register tile of accumulators may fill
+  int warp = 0;                  // GPU: the lanes of a warp that exchange values (SHUFFLE); 0: none
   int64_t global_max[3] = {0x7fffffff, 65535, 65535}, local_max[3] = {1024, 1024, 64}, max_threads = 1024;
   virtual ~Renderer() = default;
   virtual int64_t vector_lanes(DType dt) const = 0;  // lanes for VECTOR opts (1: none)
@@ -4927,6 +4932,7 @@ class CStyleRenderer : public Renderer {
     std::string u2f, f2u;          // bodies of the float <-> bits helpers (argument u / f)
     std::string gid[3]{}, lid[3]{};  // how a global / local id is spelled
     std::string smem_prefix{}, barrier{};  // workgroup memory declaration, workgroup barrier
+    std::string shuffle_xor{};     // x of the warp's lane own ^ mask: the call up to its arguments "x, mask)"; empty: none
     std::string vec[3];            // a vector value: vec[0] type vec[1] lanes, vec[2]: C (float4){a, b}
     bool half_as_float = true;     // hold half/bfloat16 values in float, round after each op
     std::string math_prefix = "__builtin_";  // math functions: C __builtin_sqrtf, CUDA sqrtf, OpenCL sqrt
@@ -5356,6 +5362,12 @@ inline CStyleRenderer::CStyleRenderer() {
        c.line(cat(lang.smem_prefix, T, " ", c.r[&x], "[", x.varg()[1], "];"));
      }},
     {Ops::BARRIER, [this](Ctx& c, const UOp&) { c.line(lang.barrier); }},
+    {Ops::SHUFFLE, [this, S](Ctx& c, const UOp& x) {
+       if (lang.shuffle_xor.empty()) throw Error(cat("tinygrad: the ", device, " renderer has no warps: SHUFFLE"));
+       std::string v = c.name("val");
+       c.line(cat(value_type(x.dtype, 1, c), " ", v, " = ", lang.shuffle_xor, S(c, x, 0), ", ", x.iarg(), ");"));
+       c.r[&x] = v;
+     }},
     {Ops::SPECIAL, [this](Ctx& c, const UOp& x) {
        int64_t kind = x.varg()[1];  // 0: CPU core, 1: global id, 2: local id
        if (kind == 0) { c.r[&x] = "core_id"; return; }
@@ -5624,6 +5636,8 @@ class CUDARenderer : public GPURenderer {
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("blockIdx.", "xyz"[d]); lang.lid[d] = cat("threadIdx.", "xyz"[d]); }
     lang.smem_prefix = "__shared__ ";
     lang.barrier = "__syncthreads();";
+    lang.shuffle_xor = "__shfl_xor_sync(0xffffffffu, ";
+    warp = 32;
     lang.vec[0] = "make_", lang.vec[1] = "(", lang.vec[2] = ")";
     lang.half_fns = kHalfPTX;
     lang.bf16_fns = kBF16PTX;
@@ -5825,6 +5839,7 @@ class OpenCLRenderer : public GPURenderer {
     for (int d = 0; d < 3; d++) { lang.gid[d] = cat("get_group_id(", d, ")"); lang.lid[d] = cat("get_local_id(", d, ")"); }
     lang.smem_prefix = "__local ";
     lang.barrier = "barrier(CLK_LOCAL_MEM_FENCE);";
+    lang.shuffle_xor = "sub_group_shuffle_xor(";  // cl_khr_subgroup_shuffle; never made for OpenCL (warp 0: sub-group sizes vary)
     lang.vec[0] = "(", lang.vec[1] = ")(", lang.vec[2] = ")";
     lang.math_f = false;  // sin is overloaded
     lang.half_fns = fp16 ? kHalfFP16 : kHalfCL;
@@ -5921,6 +5936,7 @@ using detail::Renderer;
 // begin include/tinygrad/codegen/ranges.hpp
 // kernel opts, the vocabulary: OptOp, Opt, KernelOptError, and the facts about a kernel AST's RANGEs every opt and
 // heuristic reads (its ranges by id, their kinds, how an index walks a range). What each opt does: kernel.hpp.
+#include <set>
 
 namespace tinygrad::detail {
 
@@ -6000,6 +6016,48 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
     if (u == x || std::any_of(u->src.begin(), u->src.end(), [&](auto& s) { return dep.count(s.get()); })) dep.insert(u.get());
   }
   return dep;
+}
+// the workgroup's thread ranges (LOCAL, GROUP; WARP never shares) as classes that run on one thread id: ranges of one
+// size of which no node depends on two at once (a REDUCE binds its GROUP range) share one. A row of a LayerNorm in one
+// workgroup: the mean's group, the variance's group and the output's local are one thread index, not a cube of them.
+// Each class in id order, its first range standing for all
+inline std::vector<std::vector<UOpRef>> thread_classes(const UOpRef& sink) {
+  std::vector<UOpRef> thr;
+  bool warp = false;
+  for (auto& r : ranges_of(sink)) {
+    warp |= axis_type(r) == AxisType::WARP;
+    if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) thr.push_back(r);
+  }
+  std::vector<std::vector<UOpRef>> cls;
+  std::set<int64_t> sizes;
+  for (auto& r : thr) sizes.insert(r->range_end());
+  if (warp || sizes.size() == thr.size() || thr.size() > 64) {
+    for (auto& r : thr) cls.push_back({r});
+    return cls;
+  }
+  // the thread ranges each node depends on (a bit each), and each range's pairs
+  std::unordered_map<const UOp*, uint64_t> dep;
+  std::vector<uint64_t> with(thr.size(), 0);
+  for (auto& u : toposort(sink)) {
+    uint64_t m = 0;
+    for (auto& s : u->src) m |= dep[s.get()];
+    if (u->op == Ops::RANGE)
+      for (size_t i = 0; i < thr.size(); i++) if (thr[i] == u) m |= uint64_t(1) << i;
+    if (u->op == Ops::REDUCE)
+      for (size_t j = 1; j < u->src.size(); j++)
+        for (size_t i = 0; i < thr.size(); i++) if (thr[i] == u->src[j]) m &= ~(uint64_t(1) << i);
+    dep[u.get()] = m;
+    for (size_t i = 0; i < thr.size(); i++) if (m >> i & 1) with[i] |= m;
+  }
+  std::vector<uint64_t> members;
+  for (size_t i = 0; i < thr.size(); i++) {
+    size_t c = 0;
+    for (; c < cls.size(); c++) if (cls[c][0]->range_end() == thr[i]->range_end() && !(with[i] & members[c])) break;
+    if (c == cls.size()) { cls.emplace_back(); members.push_back(0); }
+    cls[c].push_back(thr[i]);
+    members[c] |= uint64_t(1) << i;
+  }
+  return cls;
 }
 }  // namespace tinygrad::detail
 // end include/tinygrad/codegen/ranges.hpp
@@ -6097,7 +6155,7 @@ inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3},
                                       {2, 2, 2, 4, 32, 3},  {2, 4, 4, 4, 32, 3}, {4, 2, 2, 8, 32, 3}, {2, 2, 2, 4, 64, 3},
                                       {2, 4, 4, 8, 32, 3},  {4, 2, 4, 8, 32, 3}, {2, 2, 4, 8, 32, 4}, {2, 4, 4, 8, 32, 4},
                                       {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}, {8, 1, 1, 16, 64, 3, true}, {8, 1, 1, 32, 64, 3, true},
-                                      {4, 1, 1, 32, 64, 4, true}, {8, 1, 1, 16, 64, 4, true}};
+                                      {4, 1, 1, 32, 64, 4, true}, {8, 1, 1, 16, 64, 4, true}, {4, 1, 1, 16, 64, 3, true}};
 inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
   int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
   if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
@@ -6731,13 +6789,17 @@ class Kernel {
       if (o.op == OptOp::UPCAST || o.op == OptOp::UNROLL || o.op == OptOp::VECTOR) e *= o.amt;
     return e;
   }
-  int64_t workgroup() const {
-    int64_t w = 1;
-    for (auto& o : opts_) {
-      if (uses_locals(o.op)) w *= o.amt;
+  // the threads of a workgroup: thread ranges that share one id (thread_classes) count once
+  int64_t workgroup() const { return workgroup(sink_, opts_); }
+  static int64_t workgroup(const UOpRef& sink, const std::vector<Opt>& opts) {
+    int64_t w = 1, locals = 0;
+    for (auto& o : opts) {
+      if (uses_locals(o.op)) w *= o.amt, locals++;
       else if (o.op == OptOp::TC) w *= 32 * (o.amt ? detail::tc_tiles[o.amt].wm * detail::tc_tiles[o.amt].wn : 1);
       else if (o.op == OptOp::TILE) w *= detail::simt_tiles[o.amt].ty * detail::simt_tiles[o.amt].tx;
     }
+    if (locals > 1)
+      for (auto& c : detail::thread_classes(sink)) for (size_t i = 1; i < c.size(); i++) w /= c[i]->range_end();
     return w;
   }
   static bool uses_locals(OptOp op) { return op == OptOp::LOCAL || op == OptOp::GROUP || op == OptOp::GROUPTOP; }
@@ -6778,7 +6840,11 @@ class Kernel {
     std::vector<Opt> ok;
     for (auto& o : cand) {
       if (std::find(ok.begin(), ok.end(), o) != ok.end()) continue;
-      try { check(o); ok.push_back(o); } catch (const KernelOptError&) {}
+      try {
+        check(o);
+        if (uses_locals(o.op) && workgroup() * o.amt > ren_->max_threads) Kernel(*this).apply(o);  // a shared thread id
+        ok.push_back(o);
+      } catch (const KernelOptError&) {}
     }
     return ok;
   }
@@ -6905,7 +6971,12 @@ inline void check_locals(const OptCheck& c) {  // LOCAL, GROUP and GROUPTOP
   const Renderer& ren = c.k.renderer();
   if (!ren.has_local) c.fail("the device has no workgroups");
   if (c.count(OptOp::NOLOCALS)) c.fail("NOLOCALS was applied: the kernel uses no workgroups");
-  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads)
+  // NOTE: where the new range may share a thread id with one of its size, Kernel::apply counts after the split
+  auto rs = c.k.ranges();
+  bool may_share = std::any_of(rs.begin(), rs.end(), [&](auto& r) {
+    return (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP) && r->range_end() == c.o.amt;
+  });
+  if (int64_t w = c.k.workgroup() * c.o.amt; w > ren.max_threads && !may_share)
     c.fail(cat("a workgroup of ", w, " threads is over the device's ", ren.max_threads));
 }
 // the lanes hold outputs (a store walks the axis) or, on a reduce axis, accumulators (CPU only: a GPU thread's GROUP
@@ -6998,7 +7069,14 @@ inline void Kernel::check(const Opt& o) const {
 }
 inline Kernel& Kernel::apply(const Opt& o) {
   check(o);
-  sink_ = apply_opt(sink_, o, !ren_->has_local);
+  UOpRef s = apply_opt(sink_, o, !ren_->has_local);
+  if (uses_locals(o.op)) {
+    auto opts = opts_;
+    opts.push_back(o);
+    if (int64_t w = workgroup(s, opts); w > ren_->max_threads)
+      throw KernelOptError(cat(o.str(), ": a workgroup of ", w, " threads is over the device's ", ren_->max_threads));
+  }
+  sink_ = std::move(s);
   opts_.push_back(o);
   return *this;
 }
@@ -7110,18 +7188,24 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     }
     UOpRef rr = find_range(k.sink(), red->range_id()), pre = k.sink();
     // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
-    // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM);
-    // else 128 x 128 in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and 8192)
+    // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM)
+    // where that leaves 128 (an H100's SMs: 132), else 64 x 128 (MiniLM's 4096 x 384 outputs: 96 blocks of 128 x 128
+    // left a quarter of the SMs idle), else 128 x 128 again; else 128 x 128 in 4 warps of 64 x 64, 4 stages, the
+    // fastest mma.sync tile (measured on an H100, 4096 and 8192)
     auto found = tc_match(pre, rr);
-    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
-      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 10, 2, 3, 4}) {
+    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0) {
+      int64_t fallback = -1;
+      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 18, 10, 2, 3, 4}) {
         if (a >= int64_t(std::size(tc_tiles))) break;
         const TcTile& t = tc_tiles[a];
         if (t.wg && !ren.wgmma) continue;
-        int64_t enough = t.wg && t.tn == 32 ? 1024 : 32;
-        if (tc_tile_fits(*f, rr->range_end(), t).empty() && (gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= enough || a == 4 || stage > 0))
-          return k.apply({OptOp::TC, rr->range_id(), a});
+        if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
+        int64_t enough = t.wg && t.tn == 32 ? 1024 : a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
+        if (!tc_tile_fits(*f, rr->range_end(), t).empty()) continue;
+        if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
+        if (a == 14 && blocks >= 32) fallback = a;
       }
+    }
     // fragments from memory: 2 x 2 warps a block (they share A's and B's tiles through L1), each warp up to 4 x 4 mma
     // tiles (A's fragments serve 4 column tiles, B's 4 rows)
     k.apply({OptOp::TC, rr->range_id(), 0});
@@ -7142,15 +7226,14 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
 // reduce axis that a group size divides, else on all reduce axes merged into one (MERGE, first): a conv's bias
 // gradient over 2x24x24 pixels had run as 8192 threads, each reading its 1152 values alone. Several reduce loops one
 // after another (a LayerNorm's mean, then its variance) each get the same GROUP: 1024 rows of 768 had run as 1024
-// threads, each reading its row alone, strided (426 us on an H200). Returns the MERGEs, then the GROUPs
+// threads, each reading its row alone, strided (426 us on an H200); the groups share one thread id (thread_classes).
+// Returns the MERGEs, then the GROUPs
 inline std::pair<std::vector<Opt>, std::vector<Opt>> gpu_group(const KernelFacts& f) {
   std::vector<Opt> group, merged;
   if (f.loops.size() > 1 && f.total <= 16384) {
-    for (int64_t a : {64, 32, 16, 8, 4}) {
-      int64_t threads = 1;
-      for (size_t i = 0; i < f.loops.size(); i++) threads *= a;  // NOTE: each group is a thread axis of its own
-      bool all = threads <= 256;
-      for (auto& [ids, inner] : f.loops) all &= ids.size() == 1 && inner->range_end() >= 256 && inner->range_end() % a == 0;
+    for (int64_t a : {256, 128, 64, 32, 16, 8, 4}) {
+      bool all = true;
+      for (auto& [ids, inner] : f.loops) all &= ids.size() == 1 && inner->range_end() >= 2 * a && inner->range_end() % a == 0;
       if (!all) continue;
       for (auto& [ids, inner] : f.loops) group.push_back({OptOp::GROUP, inner->range_id(), a});
       break;
@@ -7234,11 +7317,59 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
   for (auto& o : locals) try_apply(k, o);
 }
 
+// a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
+// output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
+// the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
+// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again)
+// the threads of a row's share of a workgroup over a row of n whose reduces run over `terms` each: 256 down to 32
+// dividing them all, n / threads at most 32, at least 4 where a count does (a warp alone reduces without workgroup
+// memory: SHUFFLE), else 2; 0 where none does (the scheduler keeps the two kernels: schedule.hpp)
+inline int64_t row_threads(int64_t n, const std::vector<int64_t>& terms) {
+  for (int64_t least : {4, 2, 1})
+    for (int64_t t : {256, 128, 64, 32})
+      if (n % t == 0 && n / t <= 32 && n / t >= least && std::all_of(terms.begin(), terms.end(), [&](int64_t x) { return x % t == 0; }))
+        return t;
+  return 0;
+}
+inline std::optional<Kernel> gpu_rows(const KernelFacts& f, const Renderer& ren) {
+  std::vector<UOpRef> cols;
+  for (auto& r : f.out_rngs)
+    if (std::any_of(f.stores.begin(), f.stores.end(), [&](auto& st) { return f.stride(st, r) == 0; })) cols.push_back(r);
+  if (cols.size() != 1 || f.loops.empty() || cols[0] != f.out_rngs.back()) return std::nullopt;
+  const UOpRef& c = cols[0];
+  for (auto& u : f.topo)
+    if (u->op == Ops::REDUCE && depends_on(u->src[0], c).count(u->src[0].get())) return std::nullopt;
+  int64_t n = c->range_end();
+  std::vector<int64_t> terms;
+  for (auto& [ids, inner] : f.loops) terms.push_back(ids.size() == 1 ? inner->range_end() : 1);
+  int64_t t = row_threads(n, terms);
+  if (!t || t > ren.max_threads) return std::nullopt;
+  // short rows: several a workgroup (128 threads), their LOCAL first (a lower id: the row's threads stay on x)
+  const UOpRef& row = f.out_rngs[f.out_rngs.size() > 1 ? f.out_rngs.size() - 2 : 0];
+  for (int64_t m = f.out_rngs.size() > 1 && t < 128 ? 128 / t : 1; m >= 1; m /= 2) {
+    Kernel k(f.sink, ren);
+    bool ok = m == 1 || (row->range_end() % m == 0 && try_apply(k, {OptOp::LOCAL, row->range_id(), m}));
+    ok = ok && try_apply(k, {OptOp::LOCAL, c->range_id(), t});
+    for (auto& [ids, inner] : f.loops) ok = ok && try_apply(k, {OptOp::GROUP, inner->range_id(), t});
+    if (!ok || k.workgroup() != t * m || (n > t && !try_apply(k, {OptOp::UPCAST, c->range_id(), n / t}))) continue;
+    // each reduce's share unrolled whole where the register budget allows (its terms are then the very expressions
+    // the output upcasts: one load of the row into registers, a softmax's exp once), else by 4
+    for (auto& [ids, inner] : f.loops)
+      for (int64_t u : {size_left(k, inner), int64_t(4), int64_t(2)})
+        if (u > 1 && size_left(k, inner) % u == 0 && try_apply(k, {OptOp::UNROLL, inner->range_id(), u})) break;
+    return k;
+  }
+  return std::nullopt;
+}
+
 // the hand-written heuristic for GPUs: the store's contiguous axis on local x (coalesced), an 8x32 workgroup
 // of 8x4 register tiles for reduces whose loads are reused (matmul, conv: 27 TFLOP/s at 4096 on an H100)
 inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& ren) {
   KernelFacts f(sink);
-  if (!one_address(f.stores)) return {};
+  if (!one_address(f.stores)) {
+    auto k = gpu_rows(f, ren);
+    return k ? k->applied() : std::vector<Opt>{};
+  }
   // implicit GEMMs (convs) have their reduce ranges and their rows merged first (gemm_merges): TILE and TC see one
   // reduce axis, one axis of A and one of B; where neither applies, the kernel is optimized unmerged
   Kernel base(sink, ren);
@@ -7287,8 +7418,7 @@ inline std::vector<Opt> gpu_optimizations(const UOpRef& sink, const Renderer& re
     for (auto& o : gpu_optimizations(m->sink(), ren)) try_apply(*m, o);
     return m->applied();
   }
-  int64_t budget = std::min<int64_t>(256, ren.max_threads);
-  for (auto& g : group) budget /= g.amt;
+  int64_t budget = std::min<int64_t>(256, ren.max_threads) / (group.empty() ? 1 : group[0].amt);  // NOTE: the groups share a thread id
   // elementwise: 4 contiguous elements a thread as one vector load/store when every load is contiguous or
   // constant along x, else 4 elements 256 apart (UPCAST): both coalesced (1.0x memcpy on an H100, 0.79x with 1)
   DType out_dt = sink->src[0]->src[1]->dtype;
@@ -8064,6 +8194,12 @@ inline Why barrier(const UOp& u, Stage) {
   for (size_t i = 0; i < u.src.size(); i++) if (auto w = src_op(u, i, {Ops::STORE, Ops::BARRIER}); !w.empty()) return w;
   return "";
 }
+// a warp's exchange: x of the lane (own ^ mask), mask a power of two below 32
+inline Why shuffle(const UOp& u, Stage) {
+  int64_t m = u.iarg();
+  if (m < 1 || m > 16 || (m & (m - 1))) return cat("lane mask ", m, " is not a power of two below 32");
+  return first({same_dtype(u, 0), u.vcount == 1 ? "" : "a SHUFFLE takes one lane"});
+}
 inline Why wmma(const UOp& u, Stage) { return is_float(u.dtype) ? "" : "a tensor-core product accumulates floats"; }
 inline Why end(const UOp& u, Stage) { return first({src_op(u, 0, {Ops::RANGE}), u.dtype == DType::Bool ? "" : "an END is bool"}); }
 // the linear program's accumulators: DEFINE_ACC(REDUCE), ACC_UPDATE(REDUCE, value) of the reduce's dtype and width
@@ -8116,6 +8252,7 @@ constexpr std::array<OpSpec, size_t(Ops::COUNT_)> make_table() {
       {Ops::GEP, OXL, 1, 1, ArgKind::INT, gep},
       {Ops::BARRIER, OXL, 0, -1, ArgKind::OPT_INT, barrier},
       {Ops::WMMA, OXL, 2, -1, ArgKind::INT, wmma},
+      {Ops::SHUFFLE, OXL, 1, 1, ArgKind::INT, shuffle},
       {Ops::LANE, O, 0, 0, ArgKind::VEC, special},  // the expander turns it into vectors
       {Ops::END, L, 1, 1, ArgKind::NONE, end},
       {Ops::DEFINE_ACC, L, 1, 1, ArgKind::NONE, acc},
@@ -8316,26 +8453,44 @@ inline std::string kernel_name(const UOpRef& sink, const std::vector<Opt>& opts)
 // to workgroup memory at its local position, and after a barrier reduces the group's shares read back from there.
 // Every thread computes the result; only the group's thread 0 stores it.
 struct GroupCtx {
-  std::vector<UOpRef> locals;  // local and group ranges: a thread's position in the workgroup
+  std::vector<std::vector<UOpRef>> classes;  // the thread ranges by the id they run on (thread_classes)
   int64_t size = 1, next_id = 0, nbuf = 0;
-  UOpRef first_thread = const_uop(DType::Bool, 1);
+  bool needed = false;  // a reduce has a group, or a store leaves a thread id out of its address
+  bool warp_ranges = false;  // a tensor-core kernel's lanes: they take x
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
-  explicit GroupCtx(const UOpRef& sink) : next_id(next_range_id(sink)) {
-    for (auto& r : ranges_of(sink))
-      if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) {
-        locals.push_back(r);
-        size *= r->range_end();
-      }
+  GroupCtx(const UOpRef& sink, std::vector<std::vector<UOpRef>> cls) : classes(std::move(cls)), next_id(next_range_id(sink)) {
+    for (auto& c : classes) {
+      size *= c[0]->range_end();
+      if (axis_type(c[0]) == AxisType::WARP) warp_ranges = true;
+      else if (!x || c[0]->range_id() > (*x)[0]->range_id()) x = &c;  // NOTE: gpudims orders by id, the highest on x
+    }
     for (auto& u : toposort(sink))
       if (u->op == Ops::REDUCE)
-        for (size_t i = 1; i < u->src.size(); i++)
-          if (axis_type(u->src[i]) == AxisType::GROUP)
-            first_thread = logical_and(first_thread, alu(Ops::CMPEQ, {u->src[i], const_int(u->src[i]->dtype, 0)}));
+        for (size_t i = 1; i < u->src.size(); i++) needed |= axis_type(u->src[i]) == AxisType::GROUP;
+    for (auto& st : sink->src) needed |= first_thread(st->src[0])->op != Ops::CONST;
   }
-  UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub) const {
-    UOpRef at = const_int(locals[0]->dtype, 0);
-    for (auto& r : locals) { auto it = sub.find(r.get()); at = at * r->range_end() + (it == sub.end() ? r : it->second); }
+  int warp = 0;                   // the renderer's warp (SHUFFLE), 0: none
+  const std::vector<UOpRef>* x = nullptr;  // the class on the innermost thread id (gpudims' x), where a warp's lanes are
+  // the thread's position in the workgroup, a class's range replaced where sub has one of its ranges; class `scaled`
+  // counted with extent `ext` (a slot per warp)
+  UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub, const std::vector<UOpRef>* scaled = nullptr, int64_t ext = 0) const {
+    UOpRef at = const_int(classes[0][0]->dtype, 0);
+    for (auto& c : classes) {
+      UOpRef x = c[0];
+      for (auto& r : c) if (auto it = sub.find(r.get()); it != sub.end()) x = it->second;
+      at = at * (&c == scaled ? ext : c[0]->range_end()) + x;
+    }
     return at;
+  }
+  // a store to address idx: the first thread along each thread id the address does not walk (the others hold the same
+  // value: a reduce's result is every thread's)
+  UOpRef first_thread(const UOpRef& idx) const {
+    auto topo = toposort(idx);
+    UOpRef g = const_uop(DType::Bool, 1);
+    for (auto& c : classes)
+      if (std::none_of(c.begin(), c.end(), [&](auto& r) { return std::find(topo.begin(), topo.end(), r) != topo.end(); }))
+        g = logical_and(g, alu(Ops::CMPEQ, {c[0], const_int(c[0]->dtype, 0)}));
+    return g;
   }
 };
 inline const PatternMatcher& pm_group_reduces() {
@@ -8355,6 +8510,43 @@ inline const PatternMatcher& pm_group_reduces() {
          auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size * w});
          auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position({}))}), part});
          auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+         // a group on the innermost thread id, whole warps of it: each warp adds its lanes' shares by exchanging them
+         // (SHUFFLE, log2(warp) steps, every lane ends with the sum), then one slot a warp in workgroup memory
+         int64_t t = own[0]->range_end();
+         const std::vector<UOpRef>* cls = nullptr;
+         for (auto& k : c.classes) if (std::find(k.begin(), k.end(), own[0]) != k.end()) cls = &k;
+         if (c.warp && !c.warp_ranges && cls == c.x && own.size() == 1 && !lane && u->vcount == 1 && t % c.warp == 0) {
+           const UOpRef& g = own[0];
+           UOpRef v = part;
+           for (int64_t m = c.warp / 2; m >= 1; m /= 2) v = alu(u->reduce_op(), {v, make_uop(Ops::SHUFFLE, u->dtype, {v}, m)});
+           if (t == c.warp) return v;
+           auto wbuf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf - 1, c.size / c.warp});
+           auto first_lane = alu(Ops::CMPEQ, {mod(g, c.warp), const_int(g->dtype, 0)});
+           auto st = make_uop(Ops::STORE, DType::Bool,
+                              {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), idiv(g, c.warp)}}, cls, t / c.warp), first_lane}), v});
+           auto bar = make_uop(Ops::BARRIER, DType::Bool, {st});
+           auto w = make_range(t / c.warp, c.next_id++, AxisType::REDUCE, g->dtype);
+           auto ld = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), w}}, cls, t / c.warp)}), bar});
+           return make_uop(Ops::REDUCE, u->dtype, {ld, w}, u->arg, u->vcount);
+         }
+         // one group of 32 threads or more (a power of two): a tree, the lower half of the active threads adding the
+         // upper half's shares each step (the others read their own slot, which no thread writes then: no race), then
+         // every thread reads the first slot. Each thread reading all t shares had cost t loads a thread (a LayerNorm
+         // row of 128 threads: 128 x 128 loads of workgroup memory a reduce)
+         if (own.size() == 1 && !lane && u->vcount == 1 && t >= 32 && (t & (t - 1)) == 0) {
+           const UOpRef& g = own[0];
+           auto slot = [&](const UOpRef& pos, const UOpRef& gate) {
+             return make_uop(Ops::INDEX, u->dtype, gate ? std::vector<UOpRef>{buf, pos, gate} : std::vector<UOpRef>{buf, pos});
+           };
+           for (int64_t half = t / 2; half >= 1; half /= 2) {
+             auto active = alu(Ops::CMPLT, {g, const_int(g->dtype, half)});
+             auto mine = make_uop(Ops::LOAD, u->dtype, {slot(c.position({}), nullptr), barrier});
+             auto theirs = make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), alu(Ops::WHERE, {active, g + half, g})}}), nullptr), barrier});
+             store = make_uop(Ops::STORE, DType::Bool, {slot(c.position({}), active), alu(u->reduce_op(), {mine, theirs})});
+             barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
+           }
+           return make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), const_int(g->dtype, 0)}}), nullptr), barrier});
+         }
          std::unordered_map<const UOp*, UOpRef> other;
          std::vector<UOpRef> src{nullptr};
          for (auto& g : own) src.push_back(other[g.get()] = make_range(g->range_end(), c.next_id++, AxisType::REDUCE, g->dtype));
@@ -8366,7 +8558,9 @@ inline const PatternMatcher& pm_group_reduces() {
          auto& c = m.context<GroupCtx>();
          const UOpRef &st = m["st"], &idx = st->src[0];
          if (idx->src[0]->op != Ops::DEFINE_GLOBAL || c.gated.count(st.get())) return nullptr;
-         std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], c.first_thread) : c.first_thread};
+         UOpRef first = c.first_thread(idx);
+         if (first->op == Ops::CONST) return nullptr;
+         std::vector<UOpRef> isrc{idx->src[0], idx->src[1], idx->src.size() > 2 ? logical_and(idx->src[2], first) : first};
          auto r = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, idx->dtype, isrc, idx->arg, idx->vcount), st->src[1]});
          c.gated.insert(r.get());
          return r;
@@ -8380,16 +8574,21 @@ inline const PatternMatcher& pm_group_reduces() {
 struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
   // gv: the workgroups of a dim whose outermost axis is a symbolic dim's (a tight range), as an expression of variables
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv) {
+  // threads: the thread ranges by the id they run on, as found before group_reduces (whose workgroup memory then joins them)
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv,
+             const std::vector<std::vector<UOpRef>>& threads) {
     launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
+    std::unordered_map<const UOp*, UOpRef> shared;  // a thread range -> the range whose id it runs on
+    for (auto& c : threads) for (size_t i = 1; i < c.size(); i++) shared[c[i].get()] = c[0];
     for (int kind : {1, 2}) {
       std::vector<std::vector<UOpRef>> dims;  // each: its axes, innermost first
       std::vector<UOpRef> order(rs.rbegin(), rs.rend());
       std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
       for (auto& r : order) {
         auto t = axis_type(r);
-        if (kind == 1 ? t != AxisType::LOOP : t != AxisType::LOCAL && t != AxisType::GROUP && t != AxisType::WARP) continue;
+        bool thread = t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP;
+        if (kind == 1 ? t != AxisType::LOOP : !thread || shared.count(r.get())) continue;
         if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };
@@ -8414,6 +8613,7 @@ struct GpuDimsCtx {
         }
       }
     }
+    for (auto& [r, c] : shared) ids[r] = ids.at(c.get());
   }
 };
 // an int expression of the kernel's variables (vars: in the order a launch passes their values) as a LaunchExpr; empty
@@ -8480,6 +8680,7 @@ struct LowerCtx {
   const Renderer& ren;
   LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
   std::array<UOpRef, 3> global_var{};  // gpudims: the workgroups of a dim over a symbolic extent (null: fixed)
+  std::vector<std::vector<UOpRef>> threads;  // group_reduces: the thread ranges by shared id (thread_classes)
 };
 struct LoweringPass {
   const char* name;
@@ -8491,12 +8692,14 @@ inline const std::vector<LoweringPass>& lowering_passes() {
       {"exact_products", [](const UOpRef& s, LowerCtx&) { return graph_rewrite(s, detail::pm_exact_products()); }},
       {"group_reduces", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
-         detail::GroupCtx g(s);
-         return g.first_thread->op == Ops::CONST ? s : graph_rewrite(s, detail::pm_group_reduces(), &g);
+         c.threads = thread_classes(s);
+         detail::GroupCtx g(s, c.threads);
+         g.warp = c.ren.warp;
+         return g.needed ? graph_rewrite(s, detail::pm_group_reduces(), &g) : s;
        }},
       {"gpudims", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
-         detail::GpuDimsCtx g(s, c.ren, c.launch, c.global_var);
+         detail::GpuDimsCtx g(s, c.ren, c.launch, c.global_var, c.threads);
          return graph_rewrite(s, detail::pm_gpudims(), &g);
        }},
       // a symbolic dim's loop that stayed whole ends at its extent: the gate that kept it inside holds (after gpudims,
@@ -8637,8 +8840,9 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
 
 class Scheduler {
  public:
-  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes)
-      : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes) {
+  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes,
+            bool rows = false)
+      : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes), rows_(rows) {
     spec_.n_inputs = n_inputs;
     // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
     // kernel; a kernel past its limits gets sources of its own
@@ -9197,6 +9401,36 @@ class Scheduler {
     // j's loop ranges renamed to g's (a loop's id is its dim: outputs of shape (1,C,1,1) and (C,) run the same loop)
     auto loops = [](const UOpRef& k) { auto r = ranges_of(k); std::erase_if(r, [](auto& x) { return axis_type(x) != AxisType::LOOP; }); return r; };
     auto gl = loops(g.ast), jl = loops(j.ast);
+    std::unordered_map<int, UOpRef> stored;  // g's output slots -> the values it stores there
+    for (auto& st : g.ast->src) stored[slot_of(g, st->src[0])] = st->src[1];
+    // a row kernel: j elementwise over g's loops and inner ones (a LayerNorm's output over the rows of its statistics)
+    // reads g's outputs at its rows; on a device of workgroups, a workgroup a row (group reduces, then the row's
+    // elements: one read of the row from memory, not two; codegen's gpu_rows). Its rows are the loops j's reads of g
+    // walk, at least 256 of them (fewer would leave the GPU idle: two kernels spread them), over one inner loop of 64
+    // elements or more, with the row_threads that gpu_rows gives a workgroup
+    bool row = rows_ && !ji.reduce && reads_g && gl.size() < jl.size() && !gl.empty() && ji.store_idx;
+    if (row) {
+      UOpRef at;
+      for (auto& u : toposort(j.ast)) if (u->op == Ops::LOAD && stored.count(slot_of(j, u->src[0]))) { at = u->src[0]->src[1]; break; }
+      auto walked = ranges_below(at, {});
+      std::vector<UOpRef> rows, inner;
+      for (auto& r : jl) (std::find(walked.begin(), walked.end(), r.get()) != walked.end() ? rows : inner).push_back(r);
+      int64_t nrows = 1, len = 1;
+      for (auto& r : rows) nrows *= r->range_end();
+      for (auto& r : inner) len *= r->range_end();
+      // NOTE: symbolic (a decode step's keys, a prefill's rows) keeps the two kernels
+      auto sym = [](const UOpRef& r) { return !r->src.empty(); };
+      bool fixed = std::none_of(jl.begin(), jl.end(), sym);
+      std::vector<int64_t> terms;
+      for (auto& u : toposort(g.ast))
+        if (u->op == Ops::REDUCE) {
+          terms.push_back(u->src.size() == 2 ? u->src[1]->range_end() : 1);
+          fixed &= std::none_of(u->src.begin() + 1, u->src.end(), sym);
+        }
+      row = fixed && rows.size() == gl.size() && inner.size() == 1 && inner[0]->range_id() > rows.back()->range_id() && nrows >= 256 && len >= 64 &&
+            row_threads(len, terms) > 0;
+      if (row) jl = rows;
+    }
     if (gl.size() != jl.size()) return std::nullopt;
     std::unordered_map<const UOp*, UOpRef> loop;
     // NOTE: as long also where symbolic: a loop to a variable's extent (src[0]) is not one to its bound
@@ -9206,9 +9440,7 @@ class Scheduler {
       if (gl[i] != jl[i]) loop[jl[i].get()] = gl[i];
     }
     auto renamed = [&](const UOpRef& x) { return loop.empty() ? x : substitute(x, loop); };
-    if (renamed(j.ast->src[0]->src[0]->src[1]).get() != gi.store_idx) return std::nullopt;
-    std::unordered_map<int, UOpRef> stored;  // g's output slots -> the values it stores there
-    for (auto& st : g.ast->src) stored[slot_of(g, st->src[0])] = st->src[1];
+    if (!row && renamed(j.ast->src[0]->src[0]->src[1]).get() != gi.store_idx) return std::nullopt;
     KernelAST m{nullptr, g.slots};
     std::unordered_map<int, int> param;
     for (size_t p = 0; p < g.slots.size(); p++) param[g.slots[p]] = int(p);
@@ -9230,10 +9462,11 @@ class Scheduler {
         sub[u.get()] = it->second;
       }
     }
-    // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside)
+    // NOTE: fresh ids in the order of the old ones: ids order the loops (the batch outermost, the contiguous axis inside);
+    // a row kernel's inner loops after g's ranges (the linearizer runs g's reduces before them)
     for (auto& r : ranges_of(j.ast))
-      if (axis_type(r) == AxisType::REDUCE)
-        sub[r.get()] = make_range(r->range_end(), next_id++, AxisType::REDUCE, r->dtype, r->src.empty() ? nullptr : r->src[0]);
+      if (axis_type(r) == AxisType::REDUCE || (row && !loop.count(r.get()) && std::find(jl.begin(), jl.end(), r) == jl.end()))
+        sub[r.get()] = make_range(r->range_end(), next_id++, axis_type(r), r->dtype, r->src.empty() ? nullptr : r->src[0]);
     if (int64_t(m.slots.size()) > kernel_limits().max_buffers) return std::nullopt;
     UOpRef jn = substitute(j.ast, sub);
     // a reduce of j that reads what a reduce of g reads, over ranges of the same sizes inside the same loops, takes
@@ -9307,6 +9540,7 @@ class Scheduler {
   ScheduleSpec spec_;
   DType idx_dt_ = DType::Int32;
   bool exact_sizes_ = false;  // a symbolic buffer holds only its values' elements (static plans), not its bound's
+  bool rows_ = false;         // the device runs workgroups: a reduce's rows join the elementwise kernel that reads them
 };
 
 // split_reduceop (tinygrad's): a long reduce (32768 terms an output, 8192 on a GPU) into fewer outputs than keep the
@@ -9417,7 +9651,7 @@ inline ScheduleSpec create_schedule(const std::vector<UOpRef>& roots, const std:
   sink = graph_rewrite(sink, detail::pm_split_reduceop(), &busy, [](const UOp* u) { return detail::is_leaf(u); });
   if (spec) verify_graph(sink, Stage::TENSOR, "split_reduceop");
   int64_t r1 = viz ? rewrites_done() : 0;
-  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes).spec();
+  ScheduleSpec s = detail::Scheduler(sink->src, input_slots, n_inputs, exact_sizes, runtime(device).workgroups).spec();
   if (viz) {
     size_t nodes = 0;
     for (auto& k : s.kernels) nodes += toposort(k.ast).size();

@@ -182,7 +182,8 @@ struct GpuDimsCtx {
   std::unordered_map<const UOp*, UOpRef> ids;  // range -> its expression in SPECIALs
   // gv: the workgroups of a dim whose outermost axis is a symbolic dim's (a tight range), as an expression of variables
   // threads: the thread ranges by the id they run on, as found before group_reduces (whose workgroup memory then joins them)
-  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv, const std::vector<std::vector<UOpRef>>& threads) {
+  GpuDimsCtx(const UOpRef& sink, const Renderer& ren, LaunchDims& launch, std::array<UOpRef, 3>& gv,
+             const std::vector<std::vector<UOpRef>>& threads) {
     launch.global = launch.local = {1, 1, 1};
     auto rs = ranges_of(sink);
     std::unordered_map<const UOp*, UOpRef> shared;  // a thread range -> the range whose id it runs on
@@ -193,7 +194,8 @@ struct GpuDimsCtx {
       std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
       for (auto& r : order) {
         auto t = axis_type(r);
-        if (kind == 1 ? t != AxisType::LOOP : (t != AxisType::LOCAL && t != AxisType::GROUP && t != AxisType::WARP) || shared.count(r.get())) continue;
+        bool thread = t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP;
+        if (kind == 1 ? t != AxisType::LOOP : !thread || shared.count(r.get())) continue;
         if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };

@@ -240,8 +240,7 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
 // a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
 // output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
 // the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
-// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again), its reduce loops
-// unrolled by 4
+// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again)
 // the threads of a row's share of a workgroup over a row of n whose reduces run over `terms` each: 256 down to 32
 // dividing them all, n / threads at most 32, at least 4 where a count does (a warp alone reduces without workgroup
 // memory: SHUFFLE), else 2; 0 where none does (the scheduler keeps the two kernels: schedule.hpp)
@@ -273,7 +272,11 @@ inline std::optional<Kernel> gpu_rows(const KernelFacts& f, const Renderer& ren)
     ok = ok && try_apply(k, {OptOp::LOCAL, c->range_id(), t});
     for (auto& [ids, inner] : f.loops) ok = ok && try_apply(k, {OptOp::GROUP, inner->range_id(), t});
     if (!ok || k.workgroup() != t * m || (n > t && !try_apply(k, {OptOp::UPCAST, c->range_id(), n / t}))) continue;
-    for (auto& [ids, inner] : f.loops) for (int64_t u : {4, 2}) if (size_left(k, inner) % u == 0 && try_apply(k, {OptOp::UNROLL, inner->range_id(), u})) break;
+    // each reduce's share unrolled whole where the register budget allows (its terms are then the very expressions
+    // the output upcasts: one load of the row into registers, a softmax's exp once), else by 4
+    for (auto& [ids, inner] : f.loops)
+      for (int64_t u : {size_left(k, inner), int64_t(4), int64_t(2)})
+        if (u > 1 && size_left(k, inner) % u == 0 && try_apply(k, {OptOp::UNROLL, inner->range_id(), u})) break;
     return k;
   }
   return std::nullopt;
