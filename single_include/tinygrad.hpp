@@ -8476,9 +8476,9 @@ struct GroupCtx {
   UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub, const std::vector<UOpRef>* scaled = nullptr, int64_t ext = 0) const {
     UOpRef at = const_int(classes[0][0]->dtype, 0);
     for (auto& c : classes) {
-      UOpRef x = c[0];
-      for (auto& r : c) if (auto it = sub.find(r.get()); it != sub.end()) x = it->second;
-      at = at * (&c == scaled ? ext : c[0]->range_end()) + x;
+      UOpRef coord = c[0];
+      for (auto& r : c) if (auto it = sub.find(r.get()); it != sub.end()) coord = it->second;
+      at = at * (&c == scaled ? ext : c[0]->range_end()) + coord;
     }
     return at;
   }
@@ -8518,16 +8518,16 @@ inline const PatternMatcher& pm_group_reduces() {
          if (c.warp && !c.warp_ranges && cls == c.x && own.size() == 1 && !lane && u->vcount == 1 && t % c.warp == 0) {
            const UOpRef& g = own[0];
            UOpRef v = part;
-           for (int64_t m = c.warp / 2; m >= 1; m /= 2) v = alu(u->reduce_op(), {v, make_uop(Ops::SHUFFLE, u->dtype, {v}, m)});
+           for (int64_t mask = c.warp / 2; mask >= 1; mask /= 2) v = alu(u->reduce_op(), {v, make_uop(Ops::SHUFFLE, u->dtype, {v}, mask)});
            if (t == c.warp) return v;
            auto wbuf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf - 1, c.size / c.warp});
            auto first_lane = alu(Ops::CMPEQ, {mod(g, c.warp), const_int(g->dtype, 0)});
            auto st = make_uop(Ops::STORE, DType::Bool,
                               {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), idiv(g, c.warp)}}, cls, t / c.warp), first_lane}), v});
            auto bar = make_uop(Ops::BARRIER, DType::Bool, {st});
-           auto w = make_range(t / c.warp, c.next_id++, AxisType::REDUCE, g->dtype);
-           auto ld = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), w}}, cls, t / c.warp)}), bar});
-           return make_uop(Ops::REDUCE, u->dtype, {ld, w}, u->arg, u->vcount);
+           auto warps = make_range(t / c.warp, c.next_id++, AxisType::REDUCE, g->dtype);
+           auto ld = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), warps}}, cls, t / c.warp)}), bar});
+           return make_uop(Ops::REDUCE, u->dtype, {ld, warps}, u->arg, u->vcount);
          }
          // one group of 32 threads or more (a power of two): a tree, the lower half of the active threads adding the
          // upper half's shares each step (the others read their own slot, which no thread writes then: no race), then
@@ -8680,7 +8680,7 @@ struct LowerCtx {
   const Renderer& ren;
   LaunchDims& launch;  // the GPU's global and local sizes, set by gpudims
   std::array<UOpRef, 3> global_var{};  // gpudims: the workgroups of a dim over a symbolic extent (null: fixed)
-  std::vector<std::vector<UOpRef>> threads;  // group_reduces: the thread ranges by shared id (thread_classes)
+  std::vector<std::vector<UOpRef>> threads{};  // group_reduces: the thread ranges by shared id (thread_classes)
 };
 struct LoweringPass {
   const char* name;
