@@ -273,10 +273,11 @@ inline std::optional<Kernel> gpu_rows(const KernelFacts& f, const Renderer& ren)
     for (auto& [ids, inner] : f.loops) ok = ok && try_apply(k, {OptOp::GROUP, inner->range_id(), t});
     if (!ok || k.workgroup() != t * m || (n > t && !try_apply(k, {OptOp::UPCAST, c->range_id(), n / t}))) continue;
     // each reduce's share unrolled whole where the register budget allows (its terms are then the very expressions
-    // the output upcasts: one load of the row into registers, a softmax's exp once), else by 4
-    for (auto& [ids, inner] : f.loops)
-      for (int64_t u : {size_left(k, inner), int64_t(4), int64_t(2)})
-        if (u > 1 && size_left(k, inner) % u == 0 && try_apply(k, {OptOp::UNROLL, inner->range_id(), u})) break;
+    // the output upcasts: one load of the row into registers, a softmax's exp once), else by 4; the last loop first
+    // (a softmax's sum of exponentials after its max, a variance after its mean)
+    for (auto it = f.loops.rbegin(); it != f.loops.rend(); ++it)
+      for (int64_t u : {size_left(k, it->second), int64_t(4), int64_t(2)})
+        if (u > 1 && size_left(k, it->second) % u == 0 && try_apply(k, {OptOp::UNROLL, it->second->range_id(), u})) break;
     return k;
   }
   return std::nullopt;
