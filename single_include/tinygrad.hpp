@@ -8508,9 +8508,6 @@ inline const PatternMatcher& pm_group_reduces() {
          for (auto& x : toposort(part)) if (x->op == Ops::LANE) lane = x;
          int64_t w = lane ? lane->range_end() : 1;
          auto at = [&](const UOpRef& pos) { return lane ? pos * w + lane : pos; };
-         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size * w});
-         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position({}))}), part});
-         auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
          // a group on the innermost thread id, whole warps of it: each warp adds its lanes' shares by exchanging them
          // (SHUFFLE, log2(warp) steps, every lane ends with the sum), then one slot a warp in workgroup memory
          int64_t t = own[0]->range_end();
@@ -8521,7 +8518,7 @@ inline const PatternMatcher& pm_group_reduces() {
            UOpRef v = part;
            for (int64_t mask = c.warp / 2; mask >= 1; mask /= 2) v = alu(u->reduce_op(), {v, make_uop(Ops::SHUFFLE, u->dtype, {v}, mask)});
            if (t == c.warp) return v;
-           auto wbuf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf - 1, c.size / c.warp});
+           auto wbuf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size / c.warp});
            auto first_lane = alu(Ops::CMPEQ, {mod(g, c.warp), const_int(g->dtype, 0)});
            auto st = make_uop(Ops::STORE, DType::Bool,
                               {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), idiv(g, c.warp)}}, cls, t / c.warp), first_lane}), v});
@@ -8530,6 +8527,9 @@ inline const PatternMatcher& pm_group_reduces() {
            auto ld = make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {wbuf, c.position({{g.get(), warps}}, cls, t / c.warp)}), bar});
            return make_uop(Ops::REDUCE, u->dtype, {ld, warps}, u->arg, u->vcount);
          }
+         auto buf = make_uop(Ops::DEFINE_LOCAL, u->dtype, {}, std::vector<int64_t>{c.nbuf++, c.size * w});
+         auto store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, at(c.position({}))}), part});
+         auto barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
          // one group of 32 threads or more (a power of two): a tree, the lower half of the active threads adding the
          // upper half's shares each step (the others read their own slot, which no thread writes then: no race), then
          // every thread reads the first slot. Each thread reading all t shares had cost t loads a thread (a LayerNorm

@@ -612,6 +612,38 @@ TEST_CASE("opts: workgroup opts and PADTO render as CUDA and compile with NVRTC"
   }
 }
 
+TEST_CASE("opts: thread ranges that no node uses together share one thread id", "[opts]") {
+  tinygrad::detail::CUDARenderer ren;
+  auto ids = [](const Kernel& k, tinygrad::detail::AxisType t) {
+    std::vector<int64_t> r;
+    for (auto& x : k.ranges()) if (tinygrad::detail::axis_type(x) == t) r.push_back(x->range_id());
+    return r;
+  };
+  // a variance: the mean's loop, then the squares' around it; a GROUP of 64 on each runs on one id of 64 threads
+  Kernel v(guarded(rnd({8, 256}, 40).var(1)).k.ast, ren);
+  auto red = ids(v, tinygrad::detail::AxisType::REDUCE);
+  REQUIRE(red.size() == 2);
+  for (auto r : red) v.apply({OptOp::GROUP, r, 64});
+  CHECK(v.workgroup() == 64);
+  auto cls = tinygrad::detail::thread_classes(v.sink());
+  REQUIRE(cls.size() == 1);
+  CHECK(cls[0].size() == 2);
+  auto p = tinygrad::detail::to_program(v);
+  CHECK(p.launch.local == std::array<int64_t, 3>{64, 1, 1});
+  CHECK_THAT(p.src, Contains("__shfl_xor_sync"));
+  // a matmul's LOCAL on a column and GROUP on K: its loads walk both, so 16 x 16 threads
+  Kernel m(guarded(rnd({4, 64}, 41).matmul(rnd({64, 16}, 42))).k.ast, ren);
+  auto loops = ids(m, tinygrad::detail::AxisType::LOOP);
+  m.apply({OptOp::LOCAL, loops.back(), 16}).apply({OptOp::GROUP, ids(m, tinygrad::detail::AxisType::REDUCE)[0], 16});
+  CHECK(m.workgroup() == 256);
+  CHECK(tinygrad::detail::thread_classes(m.sink()).size() == 2);
+  // the limit counts a shared id once: two groups of 1024 on one id fit a 1024-thread workgroup, a LOCAL of 2 beside them not
+  Kernel w(guarded(rnd({2, 4096}, 43).var(1)).k.ast, ren);
+  for (auto r : ids(w, tinygrad::detail::AxisType::REDUCE)) w.apply({OptOp::GROUP, r, 1024});
+  CHECK(w.workgroup() == 1024);
+  CHECK_THROWS_AS(Kernel(w).apply({OptOp::LOCAL, ids(w, tinygrad::detail::AxisType::LOOP)[0], 2}), KernelOptError);
+}
+
 namespace {
 // stderr of a block, through a temporary file (fd 2 is redirected, so child output and fprintf are caught)
 struct StderrCapture {
