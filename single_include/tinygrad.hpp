@@ -6838,11 +6838,12 @@ class Kernel {
     }
     if (ren_->has_local) cand.push_back({OptOp::NOLOCALS, -1, 0});
     std::vector<Opt> ok;
+    const int64_t wg = workgroup();
     for (auto& o : cand) {
       if (std::find(ok.begin(), ok.end(), o) != ok.end()) continue;
       try {
         check(o);
-        if (uses_locals(o.op) && workgroup() * o.amt > ren_->max_threads) Kernel(*this).apply(o);  // a shared thread id
+        if (uses_locals(o.op) && wg * o.amt > ren_->max_threads) Kernel(*this).apply(o);  // a shared thread id
         ok.push_back(o);
       } catch (const KernelOptError&) {}
     }
@@ -7317,10 +7318,6 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
   for (auto& o : locals) try_apply(k, o);
 }
 
-// a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
-// output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
-// the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
-// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again)
 // the threads of a row's share of a workgroup over a row of n whose reduces run over `terms` each: 256 down to 32
 // dividing them all, n / threads at most 32, at least 4 where a count does (a warp alone reduces without workgroup
 // memory: SHUFFLE), else 2; 0 where none does (the scheduler keeps the two kernels: schedule.hpp)
@@ -7331,6 +7328,10 @@ inline int64_t row_threads(int64_t n, const std::vector<int64_t>& terms) {
         return t;
   return 0;
 }
+// a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
+// output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
+// the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
+// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again)
 inline std::optional<Kernel> gpu_rows(const KernelFacts& f, const Renderer& ren) {
   std::vector<UOpRef> cols;
   for (auto& r : f.out_rngs)
@@ -8459,7 +8460,10 @@ struct GroupCtx {
   bool needed = false;  // a reduce has a group, or a store leaves a thread id out of its address
   bool warp_ranges = false;  // a tensor-core kernel's lanes: they take x
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
-  GroupCtx(const UOpRef& sink, std::vector<std::vector<UOpRef>> cls) : classes(std::move(cls)), next_id(next_range_id(sink)) {
+  int warp = 0;  // the renderer's warp (SHUFFLE), 0: none
+  const std::vector<UOpRef>* x = nullptr;  // the class on the innermost thread id (gpudims' x), where a warp's lanes are
+  GroupCtx(const UOpRef& sink, std::vector<std::vector<UOpRef>> cls, int warp_lanes)
+      : classes(std::move(cls)), next_id(next_range_id(sink)), warp(warp_lanes) {
     for (auto& c : classes) {
       size *= c[0]->range_end();
       if (axis_type(c[0]) == AxisType::WARP) warp_ranges = true;
@@ -8470,8 +8474,6 @@ struct GroupCtx {
         for (size_t i = 1; i < u->src.size(); i++) needed |= axis_type(u->src[i]) == AxisType::GROUP;
     for (auto& st : sink->src) needed |= first_thread(st->src[0])->op != Ops::CONST;
   }
-  int warp = 0;                   // the renderer's warp (SHUFFLE), 0: none
-  const std::vector<UOpRef>* x = nullptr;  // the class on the innermost thread id (gpudims' x), where a warp's lanes are
   // the thread's position in the workgroup, a class's range replaced where sub has one of its ranges; class `scaled`
   // counted with extent `ext` (a slot per warp)
   UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub, const std::vector<UOpRef>* scaled = nullptr, int64_t ext = 0) const {
@@ -8536,17 +8538,16 @@ inline const PatternMatcher& pm_group_reduces() {
          // row of 128 threads: 128 x 128 loads of workgroup memory a reduce)
          if (own.size() == 1 && !lane && u->vcount == 1 && t >= 32 && (t & (t - 1)) == 0) {
            const UOpRef& g = own[0];
-           auto slot = [&](const UOpRef& pos, const UOpRef& gate) {
-             return make_uop(Ops::INDEX, u->dtype, gate ? std::vector<UOpRef>{buf, pos, gate} : std::vector<UOpRef>{buf, pos});
+           auto read = [&](const UOpRef& gi) {  // the slot of thread gi, after the last barrier
+             return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({{g.get(), gi}})}), barrier});
            };
            for (int64_t half = t / 2; half >= 1; half /= 2) {
              auto active = alu(Ops::CMPLT, {g, const_int(g->dtype, half)});
-             auto mine = make_uop(Ops::LOAD, u->dtype, {slot(c.position({}), nullptr), barrier});
-             auto theirs = make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), alu(Ops::WHERE, {active, g + half, g})}}), nullptr), barrier});
-             store = make_uop(Ops::STORE, DType::Bool, {slot(c.position({}), active), alu(u->reduce_op(), {mine, theirs})});
+             auto sum = alu(u->reduce_op(), {read(g), read(alu(Ops::WHERE, {active, g + half, g}))});
+             store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({}), active}), sum});
              barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
            }
-           return make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), const_int(g->dtype, 0)}}), nullptr), barrier});
+           return read(const_int(g->dtype, 0));
          }
          std::unordered_map<const UOp*, UOpRef> other;
          std::vector<UOpRef> src{nullptr};
@@ -8694,8 +8695,7 @@ inline const std::vector<LoweringPass>& lowering_passes() {
       {"group_reduces", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
          c.threads = thread_classes(s);
-         detail::GroupCtx g(s, c.threads);
-         g.warp = c.ren.warp;
+         detail::GroupCtx g(s, c.threads, c.ren.warp);
          return g.needed ? graph_rewrite(s, detail::pm_group_reduces(), &g) : s;
        }},
       {"gpudims", [](const UOpRef& s, LowerCtx& c) {

@@ -23,11 +23,13 @@ std::vector<float> iota(size_t n, float scale = 1) {
   for (size_t i = 0; i < n; i++) v[i] = float(i) * scale - 3;
   return v;
 }
-// the kernels one realize of t would run (inputs numbered in graph order), without running them
-std::vector<tinygrad::detail::KernelAST> kernels_of(const Tensor& t) {
+// the kernels one realize of t would run (inputs numbered in graph order), without running them; rows: scheduled as
+// for a device of workgroups (row kernels), whatever device t is on
+std::vector<tinygrad::detail::KernelAST> kernels_of(const Tensor& t, bool rows = false) {
   std::unordered_map<const tinygrad::UOp*, int> slots;
   int n = 0;
   for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  if (rows) return tinygrad::detail::Scheduler({t.uop()}, slots, n, false, true).spec().kernels;
   return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
 }
 // the outputs of a (batched) matmul y = A B (+ bias, relu) that differ from float64 over the same inputs by more than
@@ -717,10 +719,7 @@ TEST_CASE("row kernels: LayerNorm, RMSNorm, softmax over rows run as one kernel,
   tinygrad::detail::CUDARenderer ren;
   tinygrad::detail::NVRTCCompiler nv("compute_90");
   auto row_kernel = [&](const Tensor& t) {
-    std::unordered_map<const tinygrad::UOp*, int> slots;
-    int n = 0;
-    for (auto& u : tinygrad::detail::toposort(t.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-    auto ks = tinygrad::detail::Scheduler({t.uop()}, slots, n, false, true).spec().kernels;
+    auto ks = kernels_of(t, true);
     REQUIRE(ks.size() == 1);
     auto p = tinygrad::detail::to_program(ks[0].ast, ren);
     CHECK_THAT(nv.compile(p.src), Contains(".entry " + p.fn));

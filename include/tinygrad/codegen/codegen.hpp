@@ -65,7 +65,10 @@ struct GroupCtx {
   bool needed = false;  // a reduce has a group, or a store leaves a thread id out of its address
   bool warp_ranges = false;  // a tensor-core kernel's lanes: they take x
   std::unordered_set<const UOp*> gated;  // global stores already restricted to the first thread
-  GroupCtx(const UOpRef& sink, std::vector<std::vector<UOpRef>> cls) : classes(std::move(cls)), next_id(next_range_id(sink)) {
+  int warp = 0;  // the renderer's warp (SHUFFLE), 0: none
+  const std::vector<UOpRef>* x = nullptr;  // the class on the innermost thread id (gpudims' x), where a warp's lanes are
+  GroupCtx(const UOpRef& sink, std::vector<std::vector<UOpRef>> cls, int warp_lanes)
+      : classes(std::move(cls)), next_id(next_range_id(sink)), warp(warp_lanes) {
     for (auto& c : classes) {
       size *= c[0]->range_end();
       if (axis_type(c[0]) == AxisType::WARP) warp_ranges = true;
@@ -76,8 +79,6 @@ struct GroupCtx {
         for (size_t i = 1; i < u->src.size(); i++) needed |= axis_type(u->src[i]) == AxisType::GROUP;
     for (auto& st : sink->src) needed |= first_thread(st->src[0])->op != Ops::CONST;
   }
-  int warp = 0;                   // the renderer's warp (SHUFFLE), 0: none
-  const std::vector<UOpRef>* x = nullptr;  // the class on the innermost thread id (gpudims' x), where a warp's lanes are
   // the thread's position in the workgroup, a class's range replaced where sub has one of its ranges; class `scaled`
   // counted with extent `ext` (a slot per warp)
   UOpRef position(const std::unordered_map<const UOp*, UOpRef>& sub, const std::vector<UOpRef>* scaled = nullptr, int64_t ext = 0) const {
@@ -142,17 +143,16 @@ inline const PatternMatcher& pm_group_reduces() {
          // row of 128 threads: 128 x 128 loads of workgroup memory a reduce)
          if (own.size() == 1 && !lane && u->vcount == 1 && t >= 32 && (t & (t - 1)) == 0) {
            const UOpRef& g = own[0];
-           auto slot = [&](const UOpRef& pos, const UOpRef& gate) {
-             return make_uop(Ops::INDEX, u->dtype, gate ? std::vector<UOpRef>{buf, pos, gate} : std::vector<UOpRef>{buf, pos});
+           auto read = [&](const UOpRef& gi) {  // the slot of thread gi, after the last barrier
+             return make_uop(Ops::LOAD, u->dtype, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({{g.get(), gi}})}), barrier});
            };
            for (int64_t half = t / 2; half >= 1; half /= 2) {
              auto active = alu(Ops::CMPLT, {g, const_int(g->dtype, half)});
-             auto mine = make_uop(Ops::LOAD, u->dtype, {slot(c.position({}), nullptr), barrier});
-             auto theirs = make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), alu(Ops::WHERE, {active, g + half, g})}}), nullptr), barrier});
-             store = make_uop(Ops::STORE, DType::Bool, {slot(c.position({}), active), alu(u->reduce_op(), {mine, theirs})});
+             auto sum = alu(u->reduce_op(), {read(g), read(alu(Ops::WHERE, {active, g + half, g}))});
+             store = make_uop(Ops::STORE, DType::Bool, {make_uop(Ops::INDEX, u->dtype, {buf, c.position({}), active}), sum});
              barrier = make_uop(Ops::BARRIER, DType::Bool, {store});
            }
-           return make_uop(Ops::LOAD, u->dtype, {slot(c.position({{g.get(), const_int(g->dtype, 0)}}), nullptr), barrier});
+           return read(const_int(g->dtype, 0));
          }
          std::unordered_map<const UOp*, UOpRef> other;
          std::vector<UOpRef> src{nullptr};
@@ -300,8 +300,7 @@ inline const std::vector<LoweringPass>& lowering_passes() {
       {"group_reduces", [](const UOpRef& s, LowerCtx& c) {
          if (!c.ren.has_local) return s;
          c.threads = thread_classes(s);
-         detail::GroupCtx g(s, c.threads);
-         g.warp = c.ren.warp;
+         detail::GroupCtx g(s, c.threads, c.ren.warp);
          return g.needed ? graph_rewrite(s, detail::pm_group_reduces(), &g) : s;
        }},
       {"gpudims", [](const UOpRef& s, LowerCtx& c) {

@@ -237,10 +237,6 @@ inline void gpu_locals(const KernelFacts& f, Kernel& k, const UOpRef& x, int64_t
   for (auto& o : locals) try_apply(k, o);
 }
 
-// a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
-// output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
-// the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
-// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again)
 // the threads of a row's share of a workgroup over a row of n whose reduces run over `terms` each: 256 down to 32
 // dividing them all, n / threads at most 32, at least 4 where a count does (a warp alone reduces without workgroup
 // memory: SHUFFLE), else 2; 0 where none does (the scheduler keeps the two kernels: schedule.hpp)
@@ -251,6 +247,10 @@ inline int64_t row_threads(int64_t n, const std::vector<int64_t>& terms) {
         return t;
   return 0;
 }
+// a row kernel (schedule.hpp: a reduce's rows and the elementwise kernel over them, a LayerNorm's statistics and its
+// output): a workgroup a row, its threads one id for every reduce's GROUP and the row's LOCAL (thread_classes), so
+// the row is read from memory once and its reduces run over the whole workgroup. Each thread's share of the row
+// upcast whole (a loop axis left would be workgroups of their own, each computing the reduces again)
 inline std::optional<Kernel> gpu_rows(const KernelFacts& f, const Renderer& ren) {
   std::vector<UOpRef> cols;
   for (auto& r : f.out_rngs)

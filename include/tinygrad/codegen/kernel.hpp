@@ -363,11 +363,12 @@ class Kernel {
     }
     if (ren_->has_local) cand.push_back({OptOp::NOLOCALS, -1, 0});
     std::vector<Opt> ok;
+    const int64_t wg = workgroup();
     for (auto& o : cand) {
       if (std::find(ok.begin(), ok.end(), o) != ok.end()) continue;
       try {
         check(o);
-        if (uses_locals(o.op) && workgroup() * o.amt > ren_->max_threads) Kernel(*this).apply(o);  // a shared thread id
+        if (uses_locals(o.op) && wg * o.amt > ren_->max_threads) Kernel(*this).apply(o);  // a shared thread id
         ok.push_back(o);
       } catch (const KernelOptError&) {}
     }
