@@ -108,20 +108,23 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     }
     UOpRef rr = find_range(k.sink(), red->range_id()), pre = k.sink();
     // a tile staged in workgroup memory where one divides the sizes and leaves 32 blocks or more, the largest first:
-    // on Hopper the wgmma tiles, 128 x 256 (one block an SM) where that leaves 1024 blocks, else 128 x 128 (two an SM)
-    // where that leaves 128 (an H100's SMs: 132), else 64 x 128 (MiniLM's 4096 x 384 outputs: 96 blocks of 128 x 128
-    // left a quarter of the SMs idle), else 128 x 128 again; else 128 x 128 in 4 warps of 64 x 64, 4 stages, the
-    // fastest mma.sync tile (measured on an H100, 4096 and 8192)
+    // on Hopper the wgmma tiles, 128 x 256 in 4 stages (one block an SM, each step's wgmma in flight) where that
+    // leaves 128 blocks and K is 1024 or more (a short K spends a larger part in filling the stages), else 128 x 128
+    // (two an SM) where that leaves 128 (an H100's SMs: 132), else 64 x 128 in 4 stages (MiniLM's 4096 x 384
+    // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576), else 128 x 128
+    // again; else 128 x 128 in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
+    // 8192). Each tile against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x),
+    // 1024 0.77x, 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x
     auto found = tc_match(pre, rr);
     if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0) {
       int64_t fallback = -1;
-      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{15, 14, 18, 10, 2, 3, 4}) {
+      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{19, 14, 21, 22, 10, 2, 3, 4}) {
         if (a >= int64_t(std::size(tc_tiles))) break;
         const TcTile& t = tc_tiles[a];
         if (t.wg && !ren.wgmma) continue;
         if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
-        int64_t enough = t.wg && t.tn == 32 ? 1024 : a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
-        if (!tc_tile_fits(*f, rr->range_end(), t).empty()) continue;
+        int64_t enough = a == 19 || a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
+        if (!tc_tile_fits(*f, rr->range_end(), t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
         if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
         if (a == 14 && blocks >= 32) fallback = a;
       }

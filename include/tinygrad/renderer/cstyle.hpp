@@ -754,9 +754,13 @@ struct WmmaArg {
   int pairs = 0;      // fragments loaded from memory: bit p set, register p is one 32-bit load of two neighbouring elements
   bool b_hi = false;  // staged tiles: B's registers are the second half of its fragment load
   bool a_mn = false, b_mn = false;  // wgmma: A's tile is m-major, B's n-major (else k-major)
-  int64_t encode() const { return int64_t(dt) | int64_t(pairs) << 8 | int64_t(b_hi) << 16 | int64_t(a_mn) << 17 | int64_t(b_mn) << 18; }
+  bool inflight = false;            // wgmma: a K step's group stays in flight until the next one's is issued
+  int64_t encode() const {
+    return int64_t(dt) | int64_t(pairs) << 8 | int64_t(b_hi) << 16 | int64_t(a_mn) << 17 | int64_t(b_mn) << 18 | int64_t(inflight) << 19;
+  }
   static WmmaArg decode(int64_t a) {
-    return {.dt = DType(a & 0xff), .pairs = int(a >> 8 & 0xff), .b_hi = (a >> 16 & 1) != 0, .a_mn = (a >> 17 & 1) != 0, .b_mn = (a >> 18 & 1) != 0};
+    return {.dt = DType(a & 0xff), .pairs = int(a >> 8 & 0xff), .b_hi = (a >> 16 & 1) != 0, .a_mn = (a >> 17 & 1) != 0, .b_mn = (a >> 18 & 1) != 0,
+            .inflight = (a >> 19 & 1) != 0};
   }
 };
 
@@ -799,8 +803,21 @@ class CUDARenderer : public GPURenderer {
     // (cp.async of 4, 8 or 16 bytes; a gate on the source fills zeros, one on the destination skips the copy), a vector
     // LOAD from workgroup memory with an arg is an ldmatrix of 2 (.x4) or 1 (.x2) 16x8 fragments (arg 2: .trans), and a BARRIER with an
     // arg commits the copies issued so far as a group and waits until at most arg groups are in flight
+    // a pair of halves (codegen/gemm.hpp's tile_stores) is one 4-byte store, packed by one conversion of two floats (a
+    // cast of a float to the half is its float: rounded once, in the pack)
     rules[size_t(Ops::STORE)] = [this, base = rules[size_t(Ops::STORE)]](Ctx& c, const UOp& x) {
       const UOp &idx = *x.src[0], &val = *x.src[1];
+      if (idx.src[0]->op != Ops::DEFINE_LOCAL && val.op == Ops::VECTORIZE && val.vcount == 2 && is_half(val.dtype)) {
+        std::string lanes[2];
+        for (int i = 0; i < 2; i++) {
+          const UOp& v = *val.src[size_t(i)];
+          lanes[i] = get(c, v.op == Ops::CAST && v.src[0]->dtype == DType::Float32 ? *v.src[0] : v);
+        }
+        c.typedefs.insert(kPackFns);
+        c.stored.insert(idx.src[0]->iarg());
+        return c.line(cat(masked(idx) ? "if (" + get(c, *idx.src[2]) + ") " : "", "*((unsigned int*)", get(c, idx), ") = tg_pack2_",
+                          val.dtype == DType::BFloat16 ? "bf16" : "f16", "(", lanes[0], ", ", lanes[1], ");"));
+      }
       if (idx.src[0]->op != Ops::DEFINE_LOCAL || val.op != Ops::INDEX) return base(c, x);
       c.typedefs.insert(kStageFns);
       c.line(cat(idx.src.size() > 2 ? "if (" + get(c, *idx.src[2]) + ") " : "", "tg_cp", val.vcount * itemsize(val.dtype), "(", get(c, idx), ", ",
@@ -832,9 +849,17 @@ class CUDARenderer : public GPURenderer {
       if (red.reduce_op() != Ops::WMMA || x.vcount <= 4) return base(c, x);
       c.line(cat("float ", c.r[&red] = c.name("acc"), "[", x.vcount, "] = {};"));
     };
+    // (the first read of an accumulator whose last wgmma was left in flight waits for it, the whole array its operand:
+    // the compiler then reads no register of it before)
     rules[size_t(Ops::GEP)] = [this, base = rules[size_t(Ops::GEP)]](Ctx& c, const UOp& x) {
-      if (x.src[0]->vcount <= 4) return base(c, x);
-      c.r[&x] = cat(get(c, *x.src[0]), "[", x.iarg(), "]");
+      const UOp& red = *x.src[0];
+      if (red.vcount <= 4) return base(c, x);
+      std::string a = get(c, red);
+      if (WmmaArg::decode(red.src[0]->iarg()).inflight && c.counts["wgmma wait " + a]++ == 0) {
+        c.typedefs.insert(wgmma_wait_fn(red.vcount));
+        c.line(cat("tg_wgmma_wait", red.vcount, "(", a, ");"));
+      }
+      c.r[&x] = cat(a, "[", x.iarg(), "]");
     };
     rules[size_t(Ops::WMMA)] = [this](Ctx& c, const UOp& x) {
       std::string t = mma_type(x);
@@ -867,23 +892,30 @@ class CUDARenderer : public GPURenderer {
       c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
   }
-  // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for) for one warpgroup: d += A B with
+  // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for, or the step before it where
+  // WmmaArg's inflight: tg_wgmma_waitN waits for the last after the loop) for one warpgroup: d += A B with
   // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (codegen/gemm.hpp's tc_swizzle): k-major
   // rows of 64, or m-/n-major blocks of 64 rows (WmmaArg's a_mn, b_mn), a block 8 KB on. Descriptor: the start, the
   // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
   static std::string wgmma_name(const UOp& w) {
     WmmaArg a = WmmaArg::decode(w.iarg());
-    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", int(a.a_mn), int(a.b_mn));
+    return cat("tg_wgmma_", mma_type(w), "_n", w.vcount * 2, "_", int(a.a_mn), int(a.b_mn), a.inflight ? "_f" : "");
+  }
+  static std::string operands(int64_t n) {  // "+f"(d[0]), ... "+f"(d[n - 1])
+    std::string outs;
+    for (int64_t i = 0; i < n; i++) outs += cat(i ? ", " : "", "\"+f\"(d[", i, "])");
+    return outs;
+  }
+  static std::string wgmma_wait_fn(int64_t n) {
+    return cat("__device__ inline void tg_wgmma_wait", n, "(float (&d)[", n, "]) {\n  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : ", operands(n),
+               " :: \"memory\");\n}");
   }
   static std::string wgmma_fn(const UOp& w) {
     std::string t = mma_type(w);
     WmmaArg a = WmmaArg::decode(w.iarg());
     int64_t n = w.vcount * 2, ta = a.a_mn, tb = a.b_mn;
-    std::string regs, outs;
-    for (int64_t i = 0; i < n / 2; i++) {
-      regs += cat(i ? ", " : "", "%", i);
-      outs += cat(i ? ", " : "", "\"+f\"(d[", i, "])");
-    }
+    std::string regs, outs = operands(n / 2);
+    for (int64_t i = 0; i < n / 2; i++) regs += cat(i ? ", " : "", "%", i);
     std::string f = cat("__device__ inline unsigned long long tg_wg_desc(const void* p) { "
                         "return (unsigned long long)((tg_smem(p) & 0x3FFFF) >> 4) | 512ull << 16 | 64ull << 32 | 1ull << 62; }\n",
                         "__device__ inline void ", wgmma_name(w), "(float (&d)[", n / 2, "], const void* a, const void* b) {\n",
@@ -893,7 +925,7 @@ class CUDARenderer : public GPURenderer {
       f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs,
                "}, %", n / 2, ", %", n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2),
                "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
-    return f + "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n}";
+    return f + cat("  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned ", int(a.inflight), ";\" ::: \"memory\");\n}");
   }
   static std::string mma_type(const UOp& wmma) {
     DType dt = WmmaArg::decode(wmma.iarg()).dt;
@@ -916,6 +948,12 @@ class CUDARenderer : public GPURenderer {
                "      : \"+f\"(c.x), \"+f\"(c.y), \"+f\"(c.z), \"+f\"(c.w) : "
                "\"r\"(a0), \"r\"(a1), \"r\"(a2), \"r\"(a3), \"r\"(b0), \"r\"(b1));\n  return c;\n}");
   }
+  // two floats as the halves (bfloat16s) of one 32-bit word, the first in the low bits: one cvt (sm_80 on, as tensor cores)
+  static constexpr const char* kPackFns =
+      "__device__ inline unsigned int tg_pack2_f16(float lo, float hi) { unsigned int r; asm(\"cvt.rn.f16x2.f32 %0, %1, %2;\" : \"=r\"(r) : "
+      "\"f\"(hi), \"f\"(lo)); return r; }\n"
+      "__device__ inline unsigned int tg_pack2_bf16(float lo, float hi) { unsigned int r; asm(\"cvt.rn.bf16x2.f32 %0, %1, %2;\" : \"=r\"(r) : "
+      "\"f\"(hi), \"f\"(lo)); return r; }\n";
   // staged tiles: a workgroup address as PTX wants it, cp.async of 16, 8 or 4 bytes (zeros where !ok), ldmatrix .x4/.x2 (.trans)
   static constexpr const char* kStageFns =
       "__device__ inline unsigned int tg_smem(const void* p) { unsigned int a; asm(\"{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; "
