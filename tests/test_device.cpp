@@ -365,7 +365,10 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
                            true, DType::Float16, true},
                           {"staged A.T 192x64 @ 64x128 bfloat16 (m-major, n-major)", {64, 192}, {64, 128}, false, false, DType::BFloat16, true},
                           {"staged batched 2x128x64 @ 2x64x128 half", {2, 128, 64}, {2, 64, 128}, false, false, DType::Float16},
-                          {"staged 128x128 @ 128x256 half, bias and relu", {128, 128}, {128, 256}, false, true, DType::Float16}};
+                          {"staged 128x128 @ 128x256 half, bias and relu", {128, 128}, {128, 256}, false, true, DType::Float16},
+                          {"float32 128x96 @ 96x256 TF32, bias and relu (wgmma: B n-major copied k-major)", {128, 96}, {96, 256}, false, true,
+                           DType::Float32},
+                          {"float32 x @ W.T 128x64, W 192x64 TF32 (wgmma: both k-major)", {128, 64}, {192, 64}, true, false, DType::Float32}};
   // TF32 is off by default (as in PyTorch): float32 cases allow it for this test only; the tile choice is restored
   struct Flags {
     bool tf32 = tinygrad::flags().tf32;
@@ -473,7 +476,7 @@ TEST_CASE("tensor cores: float16/bfloat16 matmuls run as mma.sync tiles (TC), co
     INFO(c.name);
     check_values(c);
   }
-  for (size_t i : {0, 4, 5, 9, 10, 11, 12})
+  for (size_t i : {0, 4, 5, 9, 10, 11, 12, 13, 14})
     for (int stage : {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22}) {
       INFO(cases[i].name << ", tile " << stage);
       tinygrad::flags().tc_stage = stage;

@@ -99,20 +99,22 @@ inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3},
                                       {2, 2, 4, 8, 64, 3},  {2, 2, 4, 8, 32, 5}, {8, 1, 1, 16, 64, 3, true}, {8, 1, 1, 32, 64, 3, true},
                                       {4, 1, 1, 32, 64, 4, true}, {8, 1, 1, 16, 64, 4, true}, {4, 1, 1, 16, 64, 3, true}, {8, 1, 1, 32, 64, 4, true},
                                       {16, 1, 1, 16, 64, 4, true}, {4, 1, 1, 16, 64, 4, true}, {4, 1, 1, 8, 64, 4, true}};
+// the K of a tile's step: a wgmma step is a 128-byte row of K (64 halves; TF32: 32 floats)
+inline int64_t tile_bk(const TcTile& t, DType dt) { return t.wg ? 128 / itemsize(dt) : t.bk; }
 inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
-  int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8;
-  if (tm.dt == DType::Float32) return "a staged tile takes float16 or bfloat16 operands (TF32 uses TC 0)";
-  if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 64 of K a step";
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk)
-    return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
+  int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, bk = tile_bk(t, tm.dt);
+  if (tm.dt == DType::Float32 && !t.wg) return "an mma.sync staged tile takes float16 or bfloat16 operands (TF32: TC 0 or a wgmma tile)";
+  if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 128 bytes of K a step";
+  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % bk)
+    return cat("the tile ", bm, "x", bn, "x", bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
   return "";
 }
-// element o of a stage tile with rows of rl 2-byte elements: its 16-byte chunk is XORed, within its 128-byte line,
-// with the row (rows of 64 or more) or the line: 8 rows read at one chunk column (ldmatrix), or 8 threads writing a
-// line, hit 8 different groups of banks
-inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl) {
-  auto key = mod(idiv(o, rl >= 64 ? rl : 64), 8);
-  return idiv(o, 64) * 64 + alu(Ops::XOR, {mod(idiv(o, 8), 8), key}) * 8 + mod(o, 8);
+// element o of a stage tile with rows of rl elements, E of them in 16 bytes: its 16-byte chunk is XORed, within its
+// 128-byte line, with the row (rows of a line or more) or the line: 8 rows read at one chunk column (ldmatrix), or 8
+// threads writing a line, hit 8 different groups of banks
+inline UOpRef tc_swizzle(const UOpRef& o, int64_t rl, int64_t E) {
+  auto key = mod(idiv(o, std::max(rl, 8 * E)), 8);
+  return idiv(o, 8 * E) * (8 * E) + alu(Ops::XOR, {mod(idiv(o, E), 8), key}) * E + mod(o, E);
 }
 // the load of an operand x = where(mask, load, 0) (a reduce's mask past a symbolic extent, PADTO's): the layout is the load's
 inline const UOpRef& masked_load(const UOpRef& x) { return x->op == Ops::WHERE && x->src[2]->is_const(0) ? x->src[1] : x; }
@@ -150,13 +152,14 @@ struct StagedSide {
   int64_t rows;
   bool kmajor;        // the buffer holds rows of k (else rows of m or n)
   int64_t pitch;      // elements from one row of the buffer to the next
-  bool swizzle;       // 2-byte tiles for ldmatrix: chunks XORed (tc_swizzle), else padded rows
+  bool swizzle;       // TC's tiles (ldmatrix, wgmma): chunks XORed (tc_swizzle), else padded rows
   int64_t stage = 0;  // elements a stage
+  int64_t chunk = 8;  // elements in 16 bytes
   UOpRef buf{};
   int64_t lines = 0;  // wgmma's m- or n-major layout: blocks of 64 rows (this many elements each), a row of 64 a k
   UOpRef at(const UOpRef& i, const UOpRef& k) const {  // element (i, k) within a stage
     UOpRef o = kmajor ? i * pitch + k : lines ? idiv(i, 64) * lines + k * 64 + mod(i, 64) : k * pitch + i;
-    return swizzle ? tc_swizzle(o, lines ? 64 : pitch) : o;
+    return swizzle ? tc_swizzle(o, lines ? 64 : pitch, chunk) : o;
   }
 };
 // the block's stores of step `step` of a side into stage `stage` (gate: null, or whether the copies happen), by T
@@ -178,7 +181,9 @@ inline std::vector<UOpRef> staged_copies(const StagedSide& sd, const UOpRef& r, 
   int64_t E = 16 / itemsize(sd.x->dtype), rl = sd.kmajor ? bk : sd.rows;  // a chunk's elements, a row's
   const UOpRef& ld = masked_load(sd.x);
   bool along_k = ld->op == Ops::LOAD && stride_class(ld->src[0]->src[1], r) == 1;
-  if (sd.kmajor == along_k || sd.swizzle) {
+  // (a TF32 tile is k-major whatever the operand's layout: an n-major B copies value by value, neighbouring threads
+  // along n)
+  if (sd.kmajor == along_k || (sd.swizzle && E == 8)) {
     for (int64_t j = 0; j < sd.rows * bk / E / T; j++) {
       auto chunk = tid + c(j * T), row = idiv(chunk, rl / E), col = mod(chunk, rl / E) * E;
       std::vector<UOpRef> v;
@@ -301,28 +306,31 @@ inline std::pair<std::vector<UOpRef>, std::vector<UOpRef>> ldmatrix_frags(const 
 // operand k-major where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
 inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
   DType dt = r->dtype;
-  const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.wm * t.wn * 32;
+  const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, bk = tile_bk(t, tm.dt), nk = r->range_end() / bk, id = next_range_id(sink),
+                T = t.wm * t.wn * 32;
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto wm = make_range(t.wm, id, AxisType::LOCAL, dt), wn = make_range(t.wn, id + 1, AxisType::LOCAL, dt),
        lane = make_range(32, id + 2, AxisType::WARP, dt);
-  auto kc = k_steps(r, nk, t.bk);
+  auto kc = k_steps(r, nk, bk);
   auto tid = (wm * t.wn + wn) * 32 + lane;
   StagedSide sides[2] = {{.x = tm.a, .axis = tm.m, .block = gm, .rows = bm, .kmajor = true, .pitch = 0, .swizzle = true},
                          {.x = tm.b, .axis = tm.n, .block = gn, .rows = bn, .kmajor = true, .pitch = 0, .swizzle = true}};
   for (int i = 0; i < 2; i++) {
     StagedSide& sd = sides[i];
-    if (const UOpRef& ld = masked_load(sd.x); ld->op == Ops::LOAD)
+    // (wgmma's TF32 reads k-major tiles only)
+    if (const UOpRef& ld = masked_load(sd.x); ld->op == Ops::LOAD && tm.dt != DType::Float32)
       sd.kmajor = stride_class(ld->src[0]->src[1], r) == 1 || stride_class(ld->src[0]->src[1], sd.axis) != 1;
-    sd.pitch = sd.kmajor ? t.bk : sd.rows;
-    sd.stage = sd.rows * t.bk;
-    if (t.wg && !sd.kmajor) sd.lines = 64 * t.bk;
+    sd.pitch = sd.kmajor ? bk : sd.rows;
+    sd.stage = sd.rows * bk;
+    sd.chunk = 16 / itemsize(sd.x->dtype);
+    if (t.wg && !sd.kmajor) sd.lines = 64 * bk;
     sd.buf = make_uop(Ops::DEFINE_LOCAL, sd.x->dtype, {}, std::vector<int64_t>{i, S * sd.stage, 1});
   }
   // a wgmma tile of 4 stages or more leaves each step's wgmma in flight while the next is issued (its copies then run
   // a step less ahead): a 128 x 256 tile of a 4096 float16 GEMM on an H200 0.67x -> 0.84x of cuBLAS with the paired stores
   bool inflight = t.wg && S >= 4;
-  auto ready = staged_pipeline(sides, r, t.bk, T, tid, kc, nk, S, inflight ? S - 3 : S - 2);
+  auto ready = staged_pipeline(sides, r, bk, T, tid, kc, nk, S, inflight ? S - 3 : S - 2);
   auto rarg = tm.red->varg();
   rarg[0] = int64_t(Ops::WMMA);
   auto g = idiv(lane, 4), q2 = mod(lane, 4) * 2;

@@ -892,7 +892,7 @@ class CUDARenderer : public GPURenderer {
       c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
   }
-  // a wgmma tile's K step (64 of K: four m64nNk16 after one another, then waited for, or the step before it where
+  // a wgmma tile's K step (64 of K: four m64nNk16 after one another (TF32: 32, four m64nNk8), then waited for, or the step before it where
   // WmmaArg's inflight: tg_wgmma_waitN waits for the last after the loop) for one warpgroup: d += A B with
   // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (codegen/gemm.hpp's tc_swizzle): k-major
   // rows of 64, or m-/n-major blocks of 64 rows (WmmaArg's a_mn, b_mn), a block 8 KB on. Descriptor: the start, the
@@ -921,10 +921,13 @@ class CUDARenderer : public GPURenderer {
                         "__device__ inline void ", wgmma_name(w), "(float (&d)[", n / 2, "], const void* a, const void* b) {\n",
                         "  unsigned long long da = tg_wg_desc(a), db = tg_wg_desc(b);\n"
                         "  asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");\n");
-    for (int64_t k = 0; k < 4; k++)  // a k-major step is 32 bytes on in its rows, an m-/n-major one 16 rows of 128 bytes on
-      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, "k16.f32.", t, ".", t, " {", regs,
-               "}, %", n / 2, ", %", n / 2 + 1, ", p, 1, 1, ", ta, ", ", tb, "; }\"\n      : ", outs, "\n      : \"l\"(da + ", k * (ta ? 128 : 2),
-               "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
+    // a k-major step is 32 bytes on in its rows (16 halves, TF32's 8 floats: k-major only, no transposes), an m-/n-major
+    // one 16 rows of 128 bytes on
+    bool tf32 = t == "tf32";
+    for (int64_t k = 0; k < 4; k++)
+      f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, tf32 ? "k8" : "k16", ".f32.", t, ".", t,
+               " {", regs, "}, %", n / 2, ", %", n / 2 + 1, ", p, 1, 1", tf32 ? "" : cat(", ", ta, ", ", tb), "; }\"\n      : ", outs,
+               "\n      : \"l\"(da + ", k * (ta ? 128 : 2), "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
     return f + cat("  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned ", int(a.inflight), ";\" ::: \"memory\");\n}");
   }
   static std::string mma_type(const UOp& wmma) {
