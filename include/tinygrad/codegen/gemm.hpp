@@ -260,7 +260,8 @@ inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int6
 inline UOpRef acc_lane(const UOpRef& acc, int64_t e) { return make_uop(Ops::GEP, DType::Float32, {acc}, e); }
 inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const TcMatch& tm, const UOpRef& v0, const UOpRef& v1, const UOpRef& m,
                         const UOpRef& n) {
-  std::unordered_map<const UOp*, UOpRef> at0{{tm.red.get(), v0}, {tm.m.get(), m}, {tm.n.get(), n}}, at1{{tm.red.get(), v1}, {tm.m.get(), m}, {tm.n.get(), n + 1}};
+  std::unordered_map<const UOp*, UOpRef> at0{{tm.red.get(), v0}, {tm.m.get(), m}, {tm.n.get(), n}},
+      at1{{tm.red.get(), v1}, {tm.m.get(), m}, {tm.n.get(), n + 1}};
   for (auto& st : sink->src) {
     UOpRef s0 = substitute(st, at0), s1 = substitute(st, at1);
     const UOpRef &i0 = s0->src[0], &i1 = s1->src[0];
@@ -454,7 +455,8 @@ inline UOpRef tc_warp(const UOpRef& sink, const UOpRef& r, const TcMatch& tm) {
   rarg[0] = int64_t(Ops::WMMA);
   auto acc = make_uop(Ops::REDUCE, DType::Float32, {w, ko}, rarg, 4);
   std::vector<UOpRef> stores;
-  for (int64_t e = 0; e < 4; e += 2) tile_stores(stores, sink, tm, acc_lane(acc, e), acc_lane(acc, e + 1), mo * 16 + g + c(8 * (e >> 1)), no * 8 + q2);
+  for (int64_t e = 0; e < 4; e += 2)
+    tile_stores(stores, sink, tm, acc_lane(acc, e), acc_lane(acc, e + 1), mo * 16 + g + c(8 * (e >> 1)), no * 8 + q2);
   return make_uop(Ops::SINK, DType::Bool, stores);
 }
 }  // namespace tinygrad::detail

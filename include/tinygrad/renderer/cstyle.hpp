@@ -907,7 +907,8 @@ class CUDARenderer : public GPURenderer {
     return outs;
   }
   static std::string wgmma_wait_fn(int64_t n) {
-    return cat("__device__ inline void tg_wgmma_wait", n, "(float (&d)[", n, "]) {\n  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : ", operands(n),
+    return cat("__device__ inline void tg_wgmma_wait", n, "(float (&d)[", n, "]) {\n  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : ",
+               operands(n),
                " :: \"memory\");\n}");
   }
   static std::string wgmma_fn(const UOp& w) {
@@ -928,7 +929,8 @@ class CUDARenderer : public GPURenderer {
       f += cat("  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, 1, 0; wgmma.mma_async.sync.aligned.m64n", n, tf32 ? "k8" : "k16", ".f32.", t, ".", t,
                " {", regs, "}, %", n / 2, ", %", n / 2 + 1, ", p, 1, 1", tf32 ? "" : cat(", ", ta, ", ", tb), "; }\"\n      : ", outs,
                "\n      : \"l\"(da + ", k * (ta ? 128 : 2), "), \"l\"(db + ", k * (tb ? 128 : 2), "));\n");
-    return f + cat("  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned ", int(a.inflight), ";\" ::: \"memory\");\n}");
+    return f + cat("  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\\twgmma.wait_group.sync.aligned ", int(a.inflight),
+                   ";\" ::: \"memory\");\n}");
   }
   static std::string mma_type(const UOp& wmma) {
     DType dt = WmmaArg::decode(wmma.iarg()).dt;
