@@ -5753,8 +5753,8 @@ class CUDARenderer : public GPURenderer {
       c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
   }
-  // a wgmma tile's K step (64 of K: four m64nNk16 after one another (TF32: 32, four m64nNk8), then waited for, or the step before it where
-  // WmmaArg's inflight: tg_wgmma_waitN waits for the last after the loop) for one warpgroup: d += A B with
+  // a wgmma tile's K step (64 of K: four m64nNk16 after one another; TF32: 32, four m64nNk8), then waited for (or the
+  // step before it, where WmmaArg's inflight: tg_wgmma_waitN waits for the last after the loop), for one warpgroup: d += A B with
   // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (codegen/gemm.hpp's tc_swizzle): k-major
   // rows of 64, or m-/n-major blocks of 64 rows (WmmaArg's a_mn, b_mn), a block 8 KB on. Descriptor: the start, the
   // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
@@ -5769,8 +5769,7 @@ class CUDARenderer : public GPURenderer {
   }
   static std::string wgmma_wait_fn(int64_t n) {
     return cat("__device__ inline void tg_wgmma_wait", n, "(float (&d)[", n, "]) {\n  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : ",
-               operands(n),
-               " :: \"memory\");\n}");
+               operands(n), " :: \"memory\");\n}");
   }
   static std::string wgmma_fn(const UOp& w) {
     std::string t = mma_type(w);
@@ -6368,9 +6367,9 @@ inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const T
     UOpRef s0 = substitute(st, at0), s1 = substitute(st, at1);
     const UOpRef &i0 = s0->src[0], &i1 = s1->src[0];
     DType dt = s0->src[1]->dtype;
-    bool pair = (itemsize(dt) == 2 || dt == DType::Float32) && i0->src[0] == i1->src[0] && i0->src.size() == i1->src.size() &&
-                (i0->src.size() == 2 || i0->src[2] == i1->src[2]) && simplify(i1->src[1] - i0->src[1])->is_const(1) &&
-                simplify(mod(i0->src[1], 2))->is_const(0);
+    bool pair = (dt == DType::Float16 || dt == DType::BFloat16 || dt == DType::Float32) && i0->src[0] == i1->src[0] &&
+                i0->src.size() == i1->src.size() && (i0->src.size() == 2 || i0->src[2] == i1->src[2]) &&
+                simplify(i1->src[1] - i0->src[1])->is_const(1) && simplify(mod(i0->src[1], 2))->is_const(0);
     if (!pair) {
       stores.insert(stores.end(), {s0, s1});
       continue;

@@ -266,9 +266,9 @@ inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const T
     UOpRef s0 = substitute(st, at0), s1 = substitute(st, at1);
     const UOpRef &i0 = s0->src[0], &i1 = s1->src[0];
     DType dt = s0->src[1]->dtype;
-    bool pair = (itemsize(dt) == 2 || dt == DType::Float32) && i0->src[0] == i1->src[0] && i0->src.size() == i1->src.size() &&
-                (i0->src.size() == 2 || i0->src[2] == i1->src[2]) && simplify(i1->src[1] - i0->src[1])->is_const(1) &&
-                simplify(mod(i0->src[1], 2))->is_const(0);
+    bool pair = (dt == DType::Float16 || dt == DType::BFloat16 || dt == DType::Float32) && i0->src[0] == i1->src[0] &&
+                i0->src.size() == i1->src.size() && (i0->src.size() == 2 || i0->src[2] == i1->src[2]) &&
+                simplify(i1->src[1] - i0->src[1])->is_const(1) && simplify(mod(i0->src[1], 2))->is_const(0);
     if (!pair) {
       stores.insert(stores.end(), {s0, s1});
       continue;

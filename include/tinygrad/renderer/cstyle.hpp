@@ -892,8 +892,8 @@ class CUDARenderer : public GPURenderer {
       c.line(cat(a, " = tg_mma_", mma_type(*x.src[1]), "(", a, ", ", get(c, *x.src[1]), ");"));
     };
   }
-  // a wgmma tile's K step (64 of K: four m64nNk16 after one another (TF32: 32, four m64nNk8), then waited for, or the step before it where
-  // WmmaArg's inflight: tg_wgmma_waitN waits for the last after the loop) for one warpgroup: d += A B with
+  // a wgmma tile's K step (64 of K: four m64nNk16 after one another; TF32: 32, four m64nNk8), then waited for (or the
+  // step before it, where WmmaArg's inflight: tg_wgmma_waitN waits for the last after the loop), for one warpgroup: d += A B with
   // A's 64 x 64 and B's 64 x N tiles at a and b in workgroup memory, 128-byte swizzled (codegen/gemm.hpp's tc_swizzle): k-major
   // rows of 64, or m-/n-major blocks of 64 rows (WmmaArg's a_mn, b_mn), a block 8 KB on. Descriptor: the start, the
   // distance between blocks of 64 m or n (m-/n-major; 8192 bytes), between 8 rows of k or of m/n (1024), 128-byte swizzle
@@ -908,8 +908,7 @@ class CUDARenderer : public GPURenderer {
   }
   static std::string wgmma_wait_fn(int64_t n) {
     return cat("__device__ inline void tg_wgmma_wait", n, "(float (&d)[", n, "]) {\n  asm volatile(\"wgmma.wait_group.sync.aligned 0;\" : ",
-               operands(n),
-               " :: \"memory\");\n}");
+               operands(n), " :: \"memory\");\n}");
   }
   static std::string wgmma_fn(const UOp& w) {
     std::string t = mma_type(w);
