@@ -427,6 +427,43 @@ TEST_CASE("symbolic dims: large matmuls with a symbolic outer or inner dim (GPU 
     for (size_t i = 0; i < got_o.size(); i += 7) CHECK(got_o[i] == Approx(want_o[i]).epsilon(1e-4).margin(1e-3));
     for (size_t i = 0; i < got_i.size(); i += 7) CHECK(got_i[i] == Approx(want_i[i]).epsilon(1e-4).margin(1e-3));
   }
+  // a symbolic column dim (an attention's keys), and bounds of no tile's multiple: the GPU tiles cover the bound, their
+  // copies past the extent read nothing and their stores past it are gated (a row of a symbolic length is written
+  // before the next: a store past the extent would land in the next row)
+  Variable c("mm_c", 1, 999);
+  Tensor wc = grid(K, 999, 0.023), ac = grid(999, K, 0.029), bc = grid(K, 999, 0.031);
+  for (int64_t v : {1, 77, 600, 999}) {
+    INFO("c = " << v);
+    Tensor cols = a.matmul(wc.shrink({{0, K}, {0, c.bind(v)}})) * 0.5, rows = ac.shrink({{0, c.bind(v)}, {0, K}}).matmul(w);
+    Tensor inner = bc.shrink({{0, K}, {0, c.bind(v)}}).matmul(ac.shrink({{0, c.bind(v)}, {0, K}}));
+    std::pair<Tensor, Tensor> sides[] = {{cols, a.matmul(wc.shrink({{0, K}, {0, v}})) * 0.5},
+                                         {rows, ac.shrink({{0, v}, {0, K}}).matmul(w)},
+                                         {inner, bc.shrink({{0, K}, {0, v}}).matmul(ac.shrink({{0, v}, {0, K}}))}};
+    for (auto& [got_t, want_t] : sides) {
+      auto got = got_t.to_vector<float>(), want = want_t.to_vector<float>();
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); i += 37) CHECK(got[i] == Approx(want[i]).epsilon(1e-4).margin(1e-3));
+    }
+  }
+  // on CUDA the three take TILE (NVRTC where there is one: the tiles compile)
+  auto kernels_of = [](const Tensor& t) {
+    std::unordered_map<const tinygrad::UOp*, int> slots;
+    int n = 0;
+    for (auto& u : tinygrad::detail::toposort(t.uop()))
+      if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
+  };
+  tinygrad::CUDARenderer cuda(true, true);
+  for (const Tensor& t : {a.matmul(wc.shrink({{0, K}, {0, c.bind(5)}})), ac.shrink({{0, c.bind(5)}, {0, K}}).matmul(w),
+                          bc.shrink({{0, K}, {0, c.bind(5)}}).matmul(ac.shrink({{0, c.bind(5)}, {0, K}}))}) {
+    auto ks = kernels_of(t);
+    REQUIRE(ks.size() == 1);
+    auto p = tinygrad::detail::to_program(ks[0].ast, cuda);
+    bool tiled = false;
+    for (auto& o : p.opts) tiled |= o.op == tinygrad::OptOp::TILE;
+    CHECK(tiled);
+    if (tinygrad::detail::nvrtc()) CHECK_THAT(tinygrad::detail::NVRTCCompiler("compute_80").compile(p.src), Contains("cp.async"));
+  }
 }
 
 TEST_CASE("symbolic creation: zeros, ones, full, empty and arange of symbolic sizes equal the concrete sizes, one compile",

@@ -64,7 +64,7 @@ inline Kernel with_first(const Kernel& k, std::vector<Opt> first) {
 
 // the blocks a GEMM tile of bm x bn leaves in kernel k: the other loop axes (a batch) multiply them
 inline int64_t gemm_blocks(const Kernel& k, const TcMatch& f, int64_t bm, int64_t bn) {
-  int64_t b = f.m->range_end() / bm * (f.n->range_end() / bn);
+  int64_t b = tiles_of(f.m, bm) * tiles_of(f.n, bn);
   for (auto& r : k.ranges()) if (axis_type(r) == AxisType::LOOP && r != f.m && r != f.n) b *= r->range_end();
   return b;
 }
@@ -86,7 +86,7 @@ inline std::optional<Kernel> gpu_tile(Kernel k, const UOpRef& red) {
   for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2, 10, 8, 9}) {
     if (a >= int64_t(std::size(simt_tiles))) break;
     const SimtTile& t = simt_tiles[a];
-    if (simt_tile_fits(*f, rr->range_end(), t).empty() && (gemm_blocks(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
+    if (simt_tile_fits(*f, rr, t).empty() && (gemm_blocks(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
       return k.apply({OptOp::TILE, rr->range_id(), a});
   }
   return std::nullopt;
@@ -124,7 +124,7 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
         if (t.wg && !ren.wgmma) continue;
         if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
         int64_t enough = a == 19 || a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
-        if (!tc_tile_fits(*f, rr->range_end(), t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
+        if (!tc_tile_fits(*f, rr, t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
         if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
         if (a == 14 && blocks >= 32) fallback = a;
       }

@@ -455,7 +455,7 @@ inline void check_tile(const OptCheck& c) {
   if (c.o.amt < 1 || c.o.amt >= int64_t(std::size(simt_tiles))) c.fail(cat("TILE's amount is a tile shape, 1 to ", std::size(simt_tiles) - 1));
   auto found = tc_match(c.k.sink(), r, false, true);
   if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
-  if (auto why = simt_tile_fits(std::get<TcMatch>(found), r->range_end(), simt_tiles[c.o.amt]); !why.empty()) c.fail(why);
+  if (auto why = simt_tile_fits(std::get<TcMatch>(found), r, simt_tiles[c.o.amt]); !why.empty()) c.fail(why);
 }
 inline void check_tc(const OptCheck& c) {
   UOpRef r = gemm_axis(c);
@@ -464,7 +464,7 @@ inline void check_tc(const OptCheck& c) {
   if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
   if (c.o.amt == 0) return;
   if (tc_tiles[c.o.amt].wg && !c.k.renderer().wgmma) c.fail("a wgmma tile needs Hopper's warpgroup MMA (CUDA sm_90a)");
-  if (auto why = tc_tile_fits(std::get<TcMatch>(found), r->range_end(), tc_tiles[c.o.amt]); !why.empty()) c.fail(why);
+  if (auto why = tc_tile_fits(std::get<TcMatch>(found), r, tc_tiles[c.o.amt]); !why.empty()) c.fail(why);
 }
 // the split opts: the amount divides the axis
 inline UOpRef split_check(const OptCheck& c) {
