@@ -390,11 +390,7 @@ class Llama {
     Tensor s = qh.matmul(keys.transpose(-1, -2)) * (1.0 / std::sqrt(double(D)));  // (KV, G, n, total)
     if (mask) s = mask->where(s, -INFINITY);
     Tensor o = s.softmax(-1).matmul(vals);  // (KV, G, n, D)
-    // the heads' outputs as (n, H * D): written so on the host; on a GPU written as (KV, G, n, D), read permuted by the
-    // projection (written as (n, H * D), the product's output axis H * D walks both operands: no GPU tile applies)
-    bool host = opts_.device == host_device();
-    Tensor heads = (host ? o : o.contiguous()).reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)});
-    return linear(host ? heads.contiguous() : heads, b.wo);
+    return linear(o.reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)}).contiguous(), b.wo);
   }
   // the sampled next token (1,) int32 from the logits (vocab,)
   Tensor sample(const Tensor& logits, const SamplingOptions& s) const {
