@@ -6202,13 +6202,18 @@ inline constexpr TcTile tc_tiles[] = {{0, 0, 0, 0, 0, 0},   {2, 2, 4, 8, 32, 3},
                                       {16, 1, 1, 16, 64, 4, true}, {4, 1, 1, 16, 64, 4, true}, {4, 1, 1, 8, 64, 4, true}};
 // the K of a tile's step: a wgmma step is a 128-byte row of K (64 halves; TF32: 32 floats)
 inline int64_t tile_bk(const TcTile& t, DType dt) { return t.wg ? 128 / itemsize(dt) : t.bk; }
-inline std::string tc_tile_fits(const TcMatch& tm, int64_t k, const TcTile& t) {  // "" where tile t fits the match
-  int64_t bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, bk = tile_bk(t, tm.dt);
+// the tiles of t along axis x: a symbolic dim's cover its bound (its extent is a call's value: the copies past it read
+// nothing and the stores past it are gated, whether or not the bound is a multiple of t)
+inline int64_t tiles_of(const UOpRef& x, int64_t t) { return (x->range_end() + (x->src.empty() ? 0 : t - 1)) / t; }
+inline std::string tile_fits(const TcMatch& tm, const UOpRef& r, int64_t bm, int64_t bn, int64_t bk) {
+  auto divides = [](const UOpRef& x, int64_t t) { return !x->src.empty() || x->range_end() % t == 0; };
+  if (divides(tm.m, bm) && divides(tm.n, bn) && divides(r, bk)) return "";
+  return cat("the tile ", bm, "x", bn, "x", bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", r->range_end());
+}
+inline std::string tc_tile_fits(const TcMatch& tm, const UOpRef& r, const TcTile& t) {  // "" where tile t fits the match
   if (tm.dt == DType::Float32 && !t.wg) return "an mma.sync staged tile takes float16 or bfloat16 operands (TF32: TC 0 or a wgmma tile)";
   if (t.wg && (t.wm % 4 || t.wn != 1 || t.tm != 1 || t.bk != 64)) return "a wgmma tile is warpgroups of 4 warps along m, 128 bytes of K a step";
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % bk)
-    return cat("the tile ", bm, "x", bn, "x", bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
-  return "";
+  return tile_fits(tm, r, t.wm * t.tm * 16, t.wn * t.tn * 8, tile_bk(t, tm.dt));
 }
 // element o of a stage tile with rows of rl elements, E of them in 16 bytes: its 16-byte chunk is XORed, within its
 // 128-byte line, with the row (rows of a line or more) or the line: 8 rows read at one chunk column (ldmatrix), or 8
@@ -6347,7 +6352,7 @@ inline UOpRef k_steps(const UOpRef& r, int64_t nk, int64_t bk) {
 // of one column tile, so the blocks running at once share A's rows and B's columns in L2 (an 8192 GEMM's B is larger
 // than an H100's L2). Returns the block's row tile and column tile
 inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int64_t bn, DType dt) {
-  int64_t mb = tm.m->range_end() / bm, nb = tm.n->range_end() / bn, g8 = 8;
+  int64_t mb = tiles_of(tm.m, bm), nb = tiles_of(tm.n, bn), g8 = 8;
   while (mb % g8) g8 /= 2;
   // m a symbolic dim's (extent e): the blocks end with the last group of row blocks that e reaches (a GPU launches those)
   UOpRef tight = tm.m->src.empty() ? nullptr : ceil_div(ceil_div(tm.m->src[0], bm), g8) * (g8 * nb);
@@ -6408,7 +6413,7 @@ inline std::pair<std::vector<UOpRef>, std::vector<UOpRef>> ldmatrix_frags(const 
 // operand k-major where the operand is contiguous along K, else m- or n-major (ldmatrix .trans).
 inline UOpRef tc_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const TcTile& t) {
   DType dt = r->dtype;
-  const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, bk = tile_bk(t, tm.dt), nk = r->range_end() / bk, id = next_range_id(sink),
+  const int64_t S = t.stages, bm = t.wm * t.tm * 16, bn = t.wn * t.tn * 8, bk = tile_bk(t, tm.dt), nk = tiles_of(r, bk), id = next_range_id(sink),
                 T = t.wm * t.wn * 32;
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
@@ -6473,19 +6478,14 @@ struct SimtTile { int64_t ty, tx, tm, tn, bk, stages; };
 inline constexpr SimtTile simt_tiles[] = {{0, 0, 0, 0, 0, 0},  {16, 16, 8, 8, 8, 3},  {16, 16, 8, 8, 16, 3}, {8, 16, 8, 8, 8, 3},
                                           {16, 8, 8, 8, 8, 3}, {8, 8, 8, 8, 16, 3},   {16, 16, 4, 4, 16, 3}, {16, 16, 8, 8, 8, 4},
                                           {16, 8, 8, 4, 16, 3}, {8, 8, 8, 4, 16, 3},  {32, 4, 8, 8, 16, 3}, {16, 4, 8, 8, 16, 3}};
-inline std::string simt_tile_fits(const TcMatch& tm, int64_t k, const SimtTile& t) {
-  int64_t bm = t.ty * t.tm, bn = t.tx * t.tn;
-  if (tm.m->range_end() % bm || tm.n->range_end() % bn || k % t.bk)
-    return cat("the tile ", bm, "x", bn, "x", t.bk, " does not divide ", tm.m->range_end(), "x", tm.n->range_end(), "x", k);
-  return "";
-}
+inline std::string simt_tile_fits(const TcMatch& tm, const UOpRef& r, const SimtTile& t) { return tile_fits(tm, r, t.ty * t.tm, t.tx * t.tn, t.bk); }
 // TILE: per block, tiles of A (bm x bk) and B (bn x bk) pass through workgroup memory as in TC's staged tiles, both
 // held m- or n-major (rows padded by 4 elements: a row of k copied value by value hits 8 different banks); thread
 // (y, x) owns rows y * 4 + g * bm / (tm / 4) + i and columns x * 4 + g * bn / (tn / 4) + j: every K step, tm / 4 and
 // tn / 4 vector reads of 4 elements feed tm x tn multiply-adds
 inline UOpRef simt_stage(const UOpRef& sink, const UOpRef& r, const TcMatch& tm, const SimtTile& t) {
   DType dt = r->dtype;
-  const int64_t S = t.stages, bm = t.ty * t.tm, bn = t.tx * t.tn, nk = r->range_end() / t.bk, id = next_range_id(sink), T = t.ty * t.tx;
+  const int64_t S = t.stages, bm = t.ty * t.tm, bn = t.tx * t.tn, nk = tiles_of(r, t.bk), id = next_range_id(sink), T = t.ty * t.tx;
   auto c = [&](int64_t v) { return const_int(dt, v); };
   auto [gm, gn] = block_tiles(tm, bm, bn, dt);
   auto ty = make_range(t.ty, id, AxisType::LOCAL, dt), tx = make_range(t.tx, id + 1, AxisType::LOCAL, dt);
@@ -7002,7 +7002,7 @@ inline void check_tile(const OptCheck& c) {
   if (c.o.amt < 1 || c.o.amt >= int64_t(std::size(simt_tiles))) c.fail(cat("TILE's amount is a tile shape, 1 to ", std::size(simt_tiles) - 1));
   auto found = tc_match(c.k.sink(), r, false, true);
   if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
-  if (auto why = simt_tile_fits(std::get<TcMatch>(found), r->range_end(), simt_tiles[c.o.amt]); !why.empty()) c.fail(why);
+  if (auto why = simt_tile_fits(std::get<TcMatch>(found), r, simt_tiles[c.o.amt]); !why.empty()) c.fail(why);
 }
 inline void check_tc(const OptCheck& c) {
   UOpRef r = gemm_axis(c);
@@ -7011,7 +7011,7 @@ inline void check_tc(const OptCheck& c) {
   if (auto* why = std::get_if<std::string>(&found)) c.fail(*why);
   if (c.o.amt == 0) return;
   if (tc_tiles[c.o.amt].wg && !c.k.renderer().wgmma) c.fail("a wgmma tile needs Hopper's warpgroup MMA (CUDA sm_90a)");
-  if (auto why = tc_tile_fits(std::get<TcMatch>(found), r->range_end(), tc_tiles[c.o.amt]); !why.empty()) c.fail(why);
+  if (auto why = tc_tile_fits(std::get<TcMatch>(found), r, tc_tiles[c.o.amt]); !why.empty()) c.fail(why);
 }
 // the split opts: the amount divides the axis
 inline UOpRef split_check(const OptCheck& c) {
@@ -7217,7 +7217,7 @@ inline Kernel with_first(const Kernel& k, std::vector<Opt> first) {
 
 // the blocks a GEMM tile of bm x bn leaves in kernel k: the other loop axes (a batch) multiply them
 inline int64_t gemm_blocks(const Kernel& k, const TcMatch& f, int64_t bm, int64_t bn) {
-  int64_t b = f.m->range_end() / bm * (f.n->range_end() / bn);
+  int64_t b = tiles_of(f.m, bm) * tiles_of(f.n, bn);
   for (auto& r : k.ranges()) if (axis_type(r) == AxisType::LOOP && r != f.m && r != f.n) b *= r->range_end();
   return b;
 }
@@ -7239,7 +7239,7 @@ inline std::optional<Kernel> gpu_tile(Kernel k, const UOpRef& red) {
   for (int64_t a : flags().tile > 0 ? std::vector<int64_t>{flags().tile} : std::vector<int64_t>{5, 2, 10, 8, 9}) {
     if (a >= int64_t(std::size(simt_tiles))) break;
     const SimtTile& t = simt_tiles[a];
-    if (simt_tile_fits(*f, rr->range_end(), t).empty() && (gemm_blocks(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
+    if (simt_tile_fits(*f, rr, t).empty() && (gemm_blocks(k, *f, t.ty * t.tm, t.tx * t.tn) >= 16 || flags().tile > 0))
       return k.apply({OptOp::TILE, rr->range_id(), a});
   }
   return std::nullopt;
@@ -7277,7 +7277,7 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
         if (t.wg && !ren.wgmma) continue;
         if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
         int64_t enough = a == 19 || a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
-        if (!tc_tile_fits(*f, rr->range_end(), t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
+        if (!tc_tile_fits(*f, rr, t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
         if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
         if (a == 14 && blocks >= 32) fallback = a;
       }
