@@ -19,6 +19,14 @@ using tinygrad::run_stats;
 
 namespace {
 std::vector<float> host(const Tensor& t) { return t.cast(DType::Float32).to_vector<float>(); }
+// the kernels t's schedule runs (its leaves numbered in graph order)
+std::vector<tinygrad::detail::KernelAST> kernels_of(const Tensor& t) {
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int n = 0;
+  for (auto& u : tinygrad::detail::toposort(t.uop()))
+    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
+}
 }  // namespace
 
 TEST_CASE("variable: names and ranges are checked, and a value outside its range is an error naming both", "[variable]") {
@@ -73,13 +81,6 @@ TEST_CASE("variable: elementwise, masks, reduces and matmul with a bound value e
 
 TEST_CASE("variable: the kernel takes the value as an argument on C, CUDA and OpenCL, and folds with the range", "[variable]") {
   Variable pos("pos", 0, 63);
-  auto kernels_of = [](const Tensor& t) {
-    std::unordered_map<const tinygrad::UOp*, int> slots;
-    int n = 0;
-    for (auto& u : tinygrad::detail::toposort(t.uop()))
-      if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-    return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
-  };
   Tensor t = (Tensor::arange(64) < Tensor(pos.bind(5)) + 1).cast(DType::Float32).sum();
   auto ks = kernels_of(t);
   REQUIRE(ks.size() == 1);
@@ -446,13 +447,6 @@ TEST_CASE("symbolic dims: large matmuls with a symbolic outer or inner dim (GPU 
     }
   }
   // on CUDA the three take TILE (NVRTC where there is one: the tiles compile)
-  auto kernels_of = [](const Tensor& t) {
-    std::unordered_map<const tinygrad::UOp*, int> slots;
-    int n = 0;
-    for (auto& u : tinygrad::detail::toposort(t.uop()))
-      if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-    return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
-  };
   tinygrad::CUDARenderer cuda(true, true);
   for (const Tensor& t : {a.matmul(wc.shrink({{0, K}, {0, c.bind(5)}})), ac.shrink({{0, c.bind(5)}, {0, K}}).matmul(w),
                           bc.shrink({{0, K}, {0, c.bind(5)}}).matmul(ac.shrink({{0, c.bind(5)}, {0, K}}))}) {
