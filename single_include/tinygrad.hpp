@@ -6059,6 +6059,8 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
+// a range that runs on a thread id of the workgroup
+inline bool is_thread(AxisType t) { return t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP; }
 // the workgroup's thread ranges (LOCAL, GROUP; WARP never shares) as classes that run on one thread id: ranges of one
 // size of which no node depends on two at once (a REDUCE binds its GROUP range) share one. A row of a LayerNorm in one
 // workgroup: the mean's group, the variance's group and the output's local are one thread index, not a cube of them.
@@ -6068,7 +6070,7 @@ inline std::vector<std::vector<UOpRef>> thread_classes(const UOpRef& sink) {
   bool warp = false;
   for (auto& r : ranges_of(sink)) {
     warp |= axis_type(r) == AxisType::WARP;
-    if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) thr.push_back(r);
+    if (is_thread(axis_type(r))) thr.push_back(r);
   }
   std::vector<std::vector<UOpRef>> cls;
   std::set<int64_t> sizes;
@@ -7264,24 +7266,23 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     // on Hopper the wgmma tiles, 128 x 256 in 4 stages (one block an SM, each step's wgmma in flight) where that
     // leaves 128 blocks and K is 1024 or more (a short K spends a larger part in filling the stages), else 128 x 128
     // (two an SM) where that leaves 128 (an H100's SMs: 132), else 64 x 128 in 4 stages (MiniLM's 4096 x 384
-    // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576), else 128 x 128
-    // again; else 128 x 128 in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
+    // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576); else 128 x 128
+    // in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
     // 8192). Each tile against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x),
     // 1024 0.77x, 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x
+    // (the tile, the blocks it must leave, the K it needs. NOTE: where 128 x 128 fits, 64 x 128 does, with twice its
+    // blocks: no kernel needs 128 x 128 under 128 blocks)
+    struct Pick { int64_t tile, blocks, k = 0; };
+    static constexpr Pick picks[] = {{19, 128, 1024}, {14, 128}, {21, 32}, {22, 32}, {10, 32}, {2, 32}, {3, 32}, {4, 0}};
     auto found = tc_match(pre, rr);
-    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0) {
-      int64_t fallback = -1;
-      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{19, 14, 21, 22, 10, 2, 3, 4}) {
-        if (a >= int64_t(std::size(tc_tiles))) break;
-        const TcTile& t = tc_tiles[a];
+    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
+      for (const Pick& p : stage > 0 ? std::vector<Pick>{{stage, 0}} : std::vector<Pick>(std::begin(picks), std::end(picks))) {
+        if (p.tile >= int64_t(std::size(tc_tiles))) break;
+        const TcTile& t = tc_tiles[p.tile];
         if (t.wg && !ren.wgmma) continue;
-        if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
-        int64_t enough = a == 19 || a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
-        if (!tc_tile_fits(*f, rr, t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
-        if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
-        if (a == 14 && blocks >= 32) fallback = a;
+        if (tc_tile_fits(*f, rr, t).empty() && rr->range_end() >= p.k && gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= p.blocks)
+          return k.apply({OptOp::TC, rr->range_id(), p.tile});
       }
-    }
     // fragments from memory: 2 x 2 warps a block (they share A's and B's tiles through L1), each warp up to 4 x 4 mma
     // tiles (A's fragments serve 4 column tiles, B's 4 rows)
     k.apply({OptOp::TC, rr->range_id(), 0});
@@ -8563,10 +8564,10 @@ struct GroupCtx {
   // a store to address idx: the first thread along each thread id the address does not walk (the others hold the same
   // value: a reduce's result is every thread's)
   UOpRef first_thread(const UOpRef& idx) const {
-    auto topo = toposort(idx);
+    auto walked = ranges_of(idx);
     UOpRef g = const_uop(DType::Bool, 1);
     for (auto& c : classes)
-      if (std::none_of(c.begin(), c.end(), [&](auto& r) { return std::find(topo.begin(), topo.end(), r) != topo.end(); }))
+      if (std::none_of(c.begin(), c.end(), [&](auto& r) { return std::find(walked.begin(), walked.end(), r) != walked.end(); }))
         g = logical_and(g, alu(Ops::CMPEQ, {c[0], const_int(c[0]->dtype, 0)}));
     return g;
   }
@@ -8664,8 +8665,7 @@ struct GpuDimsCtx {
       std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
       for (auto& r : order) {
         auto t = axis_type(r);
-        bool thread = t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP;
-        if (kind == 1 ? t != AxisType::LOOP : !thread || shared.count(r.get())) continue;
+        if (kind == 1 ? t != AxisType::LOOP : !is_thread(t) || shared.count(r.get())) continue;
         if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };

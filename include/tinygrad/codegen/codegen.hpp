@@ -93,10 +93,10 @@ struct GroupCtx {
   // a store to address idx: the first thread along each thread id the address does not walk (the others hold the same
   // value: a reduce's result is every thread's)
   UOpRef first_thread(const UOpRef& idx) const {
-    auto topo = toposort(idx);
+    auto walked = ranges_of(idx);
     UOpRef g = const_uop(DType::Bool, 1);
     for (auto& c : classes)
-      if (std::none_of(c.begin(), c.end(), [&](auto& r) { return std::find(topo.begin(), topo.end(), r) != topo.end(); }))
+      if (std::none_of(c.begin(), c.end(), [&](auto& r) { return std::find(walked.begin(), walked.end(), r) != walked.end(); }))
         g = logical_and(g, alu(Ops::CMPEQ, {c[0], const_int(c[0]->dtype, 0)}));
     return g;
   }
@@ -194,8 +194,7 @@ struct GpuDimsCtx {
       std::stable_partition(order.begin(), order.end(), [](auto& r) { return axis_type(r) == AxisType::WARP; });  // a warp's lanes: x
       for (auto& r : order) {
         auto t = axis_type(r);
-        bool thread = t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP;
-        if (kind == 1 ? t != AxisType::LOOP : !thread || shared.count(r.get())) continue;
+        if (kind == 1 ? t != AxisType::LOOP : !is_thread(t) || shared.count(r.get())) continue;
         if (dims.size() < 3) dims.push_back({r}); else dims.back().push_back(r);
       }
       auto size = [](const std::vector<UOpRef>& d) { int64_t s = 1; for (auto& r : d) s *= r->range_end(); return s; };

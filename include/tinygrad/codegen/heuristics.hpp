@@ -111,24 +111,23 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     // on Hopper the wgmma tiles, 128 x 256 in 4 stages (one block an SM, each step's wgmma in flight) where that
     // leaves 128 blocks and K is 1024 or more (a short K spends a larger part in filling the stages), else 128 x 128
     // (two an SM) where that leaves 128 (an H100's SMs: 132), else 64 x 128 in 4 stages (MiniLM's 4096 x 384
-    // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576), else 128 x 128
-    // again; else 128 x 128 in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
+    // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576); else 128 x 128
+    // in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
     // 8192). Each tile against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x),
     // 1024 0.77x, 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x
+    // (the tile, the blocks it must leave, the K it needs. NOTE: where 128 x 128 fits, 64 x 128 does, with twice its
+    // blocks: no kernel needs 128 x 128 under 128 blocks)
+    struct Pick { int64_t tile, blocks, k = 0; };
+    static constexpr Pick picks[] = {{19, 128, 1024}, {14, 128}, {21, 32}, {22, 32}, {10, 32}, {2, 32}, {3, 32}, {4, 0}};
     auto found = tc_match(pre, rr);
-    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0) {
-      int64_t fallback = -1;
-      for (int64_t a : stage > 0 ? std::vector<int64_t>{stage} : std::vector<int64_t>{19, 14, 21, 22, 10, 2, 3, 4}) {
-        if (a >= int64_t(std::size(tc_tiles))) break;
-        const TcTile& t = tc_tiles[a];
+    if (auto* f = std::get_if<TcMatch>(&found); f && stage != 0)
+      for (const Pick& p : stage > 0 ? std::vector<Pick>{{stage, 0}} : std::vector<Pick>(std::begin(picks), std::end(picks))) {
+        if (p.tile >= int64_t(std::size(tc_tiles))) break;
+        const TcTile& t = tc_tiles[p.tile];
         if (t.wg && !ren.wgmma) continue;
-        if (!t.wg && fallback >= 0) return k.apply({OptOp::TC, rr->range_id(), fallback});
-        int64_t enough = a == 19 || a == 14 ? 128 : 32, blocks = gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8);
-        if (!tc_tile_fits(*f, rr, t).empty() || (a == 19 && rr->range_end() < 1024 && stage < 0)) continue;
-        if (blocks >= enough || a == 4 || stage > 0) return k.apply({OptOp::TC, rr->range_id(), a});
-        if (a == 14 && blocks >= 32) fallback = a;
+        if (tc_tile_fits(*f, rr, t).empty() && rr->range_end() >= p.k && gemm_blocks(k, *f, t.wm * t.tm * 16, t.wn * t.tn * 8) >= p.blocks)
+          return k.apply({OptOp::TC, rr->range_id(), p.tile});
       }
-    }
     // fragments from memory: 2 x 2 warps a block (they share A's and B's tiles through L1), each warp up to 4 x 4 mma
     // tiles (A's fragments serve 4 column tiles, B's 4 rows)
     k.apply({OptOp::TC, rr->range_id(), 0});

@@ -84,6 +84,8 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
+// a range that runs on a thread id of the workgroup
+inline bool is_thread(AxisType t) { return t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP; }
 // the workgroup's thread ranges (LOCAL, GROUP; WARP never shares) as classes that run on one thread id: ranges of one
 // size of which no node depends on two at once (a REDUCE binds its GROUP range) share one. A row of a LayerNorm in one
 // workgroup: the mean's group, the variance's group and the output's local are one thread index, not a cube of them.
@@ -93,7 +95,7 @@ inline std::vector<std::vector<UOpRef>> thread_classes(const UOpRef& sink) {
   bool warp = false;
   for (auto& r : ranges_of(sink)) {
     warp |= axis_type(r) == AxisType::WARP;
-    if (axis_type(r) == AxisType::LOCAL || axis_type(r) == AxisType::GROUP || axis_type(r) == AxisType::WARP) thr.push_back(r);
+    if (is_thread(axis_type(r))) thr.push_back(r);
   }
   std::vector<std::vector<UOpRef>> cls;
   std::set<int64_t> sizes;
