@@ -172,6 +172,37 @@ TEST_CASE("schedule: a load below a pad is indexed where the pad's gate holds: a
         }
 }
 
+TEST_CASE("schedule: an output read as div/mod of one index gets a range per dim on the CPU (and its vector lanes)", "[schedule]") {
+  // a decode step's attention: probabilities (kv, g, 1, t) @ values (kv, 1, t, d), its heads written as one row of
+  // kv * g * d: the row's range read as (r / 192, r / 64 % 3, r % 64) was one scalar loop (576 outputs, no opts)
+  const int64_t T = 37;
+  Tensor p = input({3, 3, 1, T}, 150), v = input({3, 1, T, 64}, 151);
+  Tensor y = p.matmul(v).reshape({9, 1, 64}).permute({1, 0, 2}).reshape({1, 576}).contiguous();
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int n = 0;
+  for (auto& u : tinygrad::detail::toposort(y.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  auto ks = tinygrad::detail::create_schedule({y.uop()}, slots, n, "CPU").kernels;
+  REQUIRE(ks.size() == 1);
+  std::vector<int64_t> loops;
+  for (auto& r : tinygrad::detail::ranges_of(ks[0].ast))
+    if (tinygrad::detail::axis_type(r) == tinygrad::detail::AxisType::LOOP) loops.push_back(r->range_end());
+  CHECK(loops == std::vector<int64_t>{3, 3, 64});
+  const auto& ren = *tinygrad::detail::get_device("CPU").renderer;
+  std::string src = tinygrad::detail::to_program(ks[0].ast, ren, std::vector<tinygrad::Opt>{}).src;
+  CHECK(src.find('%') == std::string::npos);
+  if (ren.vector_lanes(tinygrad::DType::Float32) > 1) {
+    auto opts = tinygrad::detail::hand_coded_optimizations(ks[0].ast, ren);
+    CHECK(std::any_of(opts.begin(), opts.end(), [](const tinygrad::Opt& o) { return o.op == tinygrad::OptOp::VECTOR; }));
+  }
+  auto vp = host(p), vv = host(v), got = host(y);
+  for (int h = 0; h < 9; h++)
+    for (int d = 0; d < 64; d++) {
+      double want = 0;
+      for (int t = 0; t < T; t++) want += double(vp[size_t(h * T + t)]) * vv[size_t(((h / 3) * T + t) * 64 + d)];
+      CHECK(std::abs(got[size_t(h * 64 + d)] - want) < 1e-5);
+    }
+}
+
 TEST_CASE("schedule: index math is 64-bit only in a kernel whose indices can pass 2^31", "[schedule]") {
   using tinygrad::DType;
   auto index_dtypes = [](const Tensor& t) {

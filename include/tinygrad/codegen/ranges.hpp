@@ -69,6 +69,31 @@ inline std::map<std::vector<int64_t>, UOpRef> reduce_loops(const std::vector<UOp
 // replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
 inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { return substitute(x, {{r.get(), e}}); }
 
+// A concrete output range R of size n that the kernel reads as R / c or R % c (c dividing n: a (3, 3, 64) view of 576
+// contiguous outputs) becomes two ranges, R1 * c + R2 (R1 over n / c, R2 over c; the smallest such c first, then again
+// on what is left), so the opts see each dim as an axis of its own (VECTOR, THREAD) rather than div/mod of one: the
+// attention's probabilities @ V of one decode step was one scalar loop of 576 outputs on the CPU. The ids after R's move
+// up by one (R1 takes R's, R2 the next): the order of the loops stays the dims' order.
+inline UOpRef split_ranges(UOpRef sink) {
+  for (int round = 0; round < 8; round++) {
+    UOpRef r;
+    int64_t c = 0;
+    for (auto& u : toposort(sink)) {
+      if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src[0]->op != Ops::RANGE || u->src[1]->op != Ops::CONST) continue;
+      const UOpRef& x = u->src[0];
+      auto d = int64_t(u->src[1]->const_value());
+      if (axis_type(x) == AxisType::LOOP && x->src.empty() && d > 1 && d < x->range_end() && x->range_end() % d == 0 && (!r || d < c)) r = x, c = d;
+    }
+    if (!r) return sink;
+    std::unordered_map<const UOp*, UOpRef> sub;
+    for (auto& x : ranges_of(sink))
+      if (x->range_id() > r->range_id()) sub[x.get()] = make_range(x->range_end(), x->range_id() + 1, axis_type(x), x->dtype, x->src.empty() ? nullptr : x->src[0]);
+    sub[r.get()] = make_range(r->range_end() / c, r->range_id(), AxisType::LOOP, r->dtype) * c + make_range(c, r->range_id() + 1, AxisType::LOOP, r->dtype);
+    sink = simplify(substitute(sink, sub));
+  }
+  return sink;
+}
+
 // how an index depends on a range: 0 independent, 1 contiguous (stride 1), 2 anything else
 inline int stride_class(const UOpRef& idx, const UOpRef& r) {
   auto d = simplify(sub_range(idx, r, r + 1) - idx);
