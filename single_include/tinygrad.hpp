@@ -5475,19 +5475,21 @@ class CRenderer : public CStyleRenderer {
   // exp2 of float32 lanes (TG_F, TG_I: the float and int vector types): n = round(x) (by adding 1.5 * 2^23), f = x - n
   // in [-0.5, 0.5], 2^f by a polynomial (a relative minimax fit, 0.02 ulp; with its rounding <= 1 ulp of exp2f over
   // every float), times 2^n as two exponent-bit factors 2^(n/2) 2^(n - n/2): the first product is exact, the second
-  // rounds once, so denormal results are as libm's. x is clamped to [-151, 129] first (overflow to inf, underflow to
-  // 0, no shift overflows); NaN gives NaN. Selects are bit masks (C has no ?: on vectors; TG_M: a lane's mask, TG_B /
-  // TG_R: a float's bits and back), the integer constants float bits (129, -151, 1.5 * 2^23)
+  // rounds once, so denormal results are as libm's. x is clamped to 129 first (overflow to inf, no shift overflows); a
+  // lane of x <= -151 (0, as -inf, a softmax's masked scores) computes 2^0 and is cleared at the end: through the
+  // products it would underflow, which costs an Intel core a microcode assist a lane (a causal softmax on a Xeon: 44x
+  // the time of the same kernel on a Zen 4). NaN gives NaN. Selects are bit masks (C has no ?: on vectors; TG_M: a
+  // lane's mask, TG_B / TG_R: a float's bits and back), the integer constants float bits (129, 1.5 * 2^23)
   static constexpr const char* kExp2C =
       "TG_FN TG_F TG_NAME(TG_F x) {\n"
       "  TG_I lo = TG_M(x > -151.0f), hi = TG_M(x < 129.0f), nan = TG_M(x != x);\n"
-      "  TG_F c = TG_R((((TG_B(x) & hi) | (~hi & 1124139008)) & lo) | (~lo & -1021902848));\n"
+      "  TG_F c = TG_R(((TG_B(x) & hi) | (~hi & 1124139008)) & lo);\n"
       "  TG_F t = c + 12582912.0f, f = c - (t - 12582912.0f);\n"
       "  TG_I n = TG_B(t) - 1262485504, n1 = n >> 1;\n"
       "  TG_F p = 1.0f + f * (0.693147203f + f * (0.240226479f + f * (0.0555033247f + f * (0.00961843738f + f * (0.00133988757f + f * "
       "0.000153533585f)))));\n"
       "  p = p * TG_R((n1 + 127) << 23) * TG_R((n - n1 + 127) << 23);\n"
-      "  return TG_R((TG_B(x) & nan) | (TG_B(p) & ~nan));\n}\n";
+      "  return TG_R((TG_B(x) & nan) | (TG_B(p) & ~nan & lo));\n}\n";
   // log2 of float32 lanes: x = 2^k m, m in [sqrt 0.5, sqrt 2) by integer work on the bits (denormals scaled by 2^23
   // first), ln m = f + q, q = -f^2/2 + f^3 P(f) with f = m - 1 (P: a relative minimax fit, 0.05 ulp); log2 m =
   // f log2e + q log2e with log2e in two parts, so the large term rounds once (an FMA) (<= 1.1 ulp of log2f, sampled
@@ -6043,6 +6045,33 @@ inline std::map<std::vector<int64_t>, UOpRef> reduce_loops(const std::vector<UOp
 
 // replace range r by new_expr in every node below sink; stores are duplicated per value of an unrolled index
 inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { return substitute(x, {{r.get(), e}}); }
+
+// A concrete output range R of size n that the kernel reads as R / c or R % c (c dividing n: a (3, 3, 64) view of 576
+// contiguous outputs) becomes two ranges, R1 * c + R2 (R1 over n / c, R2 over c; the smallest such c first, then again
+// on what is left), so the opts see each dim as an axis of its own (VECTOR, THREAD) rather than div/mod of one: the
+// attention's probabilities @ V of one decode step was one scalar loop of 576 outputs on the CPU. The ids after R's move
+// up by one (R1 takes R's, R2 the next): the order of the loops stays the dims' order.
+inline UOpRef split_ranges(UOpRef sink) {
+  for (int round = 0; round < 8; round++) {
+    UOpRef r;
+    int64_t c = 0;
+    for (auto& u : toposort(sink)) {
+      if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src[0]->op != Ops::RANGE || u->src[1]->op != Ops::CONST) continue;
+      const UOpRef& x = u->src[0];
+      auto d = int64_t(u->src[1]->const_value());
+      if (axis_type(x) == AxisType::LOOP && x->src.empty() && d > 1 && d < x->range_end() && x->range_end() % d == 0 && (!r || d < c)) r = x, c = d;
+    }
+    if (!r) return sink;
+    std::unordered_map<const UOp*, UOpRef> sub;
+    auto moved = [](const UOpRef& x, int64_t end, int64_t id) {
+      return make_range(end, id, axis_type(x), x->dtype, x->src.empty() ? nullptr : x->src[0]);
+    };
+    for (auto& x : ranges_of(sink)) if (x->range_id() > r->range_id()) sub[x.get()] = moved(x, x->range_end(), x->range_id() + 1);
+    sub[r.get()] = moved(r, r->range_end() / c, r->range_id()) * c + moved(r, c, r->range_id() + 1);
+    sink = simplify(substitute(sink, sub));
+  }
+  return sink;
+}
 
 // how an index depends on a range: 0 independent, 1 contiguous (stride 1), 2 anything else
 inline int stride_class(const UOpRef& idx, const UOpRef& r) {
@@ -7607,6 +7636,8 @@ struct CpuTile {
     if (n % fit) os.insert(first, {OptOp::PADTO, id, fit});
     if (auto t = replay(k.ast(), ren, os); t && room(*t)) { k = *t; acc = step * fit; }
   }
+  // the bytes a load's addresses span
+  static double bytes(const UOpRef& l) { return double(l->src[1]->vmax - l->src[1]->vmin + 1) * double(itemsize(l->src[0]->dtype)); }
   // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
   // per tile. When the loads span more than a core's L2, block the outermost reduce axis into the smallest blocks
   // whose inner loop still runs >= 256 steps (shorter streams defeat the prefetcher): a block then stays in cache
@@ -7615,13 +7646,25 @@ struct CpuTile {
     const UOpRef& r0 = f.red_rngs[0];
     if (kblock_reduces(f.sink, r0).index() != 0) return;
     double span = 0;
-    for (auto& l : f.loads) span += double(l->src[1]->vmax - l->src[1]->vmin + 1) * double(itemsize(l->src[0]->dtype));
+    for (auto& l : f.loads) span += bytes(l);
     int64_t n = r0->range_end(), inner = f.reduce_size / n, kc = 2;
     while (kc * inner < 256 && kc < n) kc *= 2;
     if (!(span > double(2 << 20) && kc < n && n % kc == 0) || !try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc})) return;
     // a plain matmul then walks the rows innermost: a block of B's columns stays in cache over every row's tile (BEAM's
     // pick for 1024 and 2048 on a Zen 4)
     if (f.out_rngs.size() == 2) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
+  }
+  // a tile over K's lanes (x @ W.T) walks its second output axis innermost: each step of the first reads again all
+  // that does not depend on the first (W). Where that spans more than a core's L2 and more than the first's other
+  // operand, the first axis goes innermost: a tile of W stays in L1 over every row of x (a prefill chunk, 64 rows
+  // against a weight of 3.5 MB, streamed W 8 times a thread from L3: 43 GFLOPS on the Xeon's 2 cores)
+  void rows_inner() {
+    if (f.out_rngs.size() != 2) return;
+    double reread[2] = {0, 0};  // bytes of the loads independent of out_rngs[i]
+    for (auto& l : f.loads)
+      for (int i : {0, 1})
+        if (f.stride(l, f.out_rngs[size_t(i)]) == 0) reread[i] += bytes(l);
+    if (reread[0] > double(2 << 20) && reread[1] < reread[0]) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
   }
   void run() {
     const Renderer& ren = k.renderer();
@@ -7641,6 +7684,7 @@ struct CpuTile {
       fit_registers();
       kblock();
     }
+    if (raxis && upcasted == 2) rows_inner();
     if (!vaxis && !upcasted && !f.red_rngs.empty()) {
       const UOpRef& rr = f.red_rngs.back();
       int64_t n = size_left(k, rr);
@@ -9599,6 +9643,9 @@ class Scheduler {
       }
       if (!merged) { out.push_back(std::move(k)); infos.push_back(std::move(ki)); }
     }
+    // NOTE: after the merges, which match kernels by their ranges. Not on a device of workgroups: there the GEMM tiles
+    // take a split output as two axes no tile matches (H200 SmolLM2 prefill, attention @ V: 23.4k -> 19.5k tok/s)
+    if (!rows_) for (auto& k : out) k.ast = split_ranges(k.ast);
     spec_.kernels = std::move(out);
   }
 

@@ -86,9 +86,11 @@ inline UOpRef split_ranges(UOpRef sink) {
     }
     if (!r) return sink;
     std::unordered_map<const UOp*, UOpRef> sub;
-    for (auto& x : ranges_of(sink))
-      if (x->range_id() > r->range_id()) sub[x.get()] = make_range(x->range_end(), x->range_id() + 1, axis_type(x), x->dtype, x->src.empty() ? nullptr : x->src[0]);
-    sub[r.get()] = make_range(r->range_end() / c, r->range_id(), AxisType::LOOP, r->dtype) * c + make_range(c, r->range_id() + 1, AxisType::LOOP, r->dtype);
+    auto moved = [](const UOpRef& x, int64_t end, int64_t id) {
+      return make_range(end, id, axis_type(x), x->dtype, x->src.empty() ? nullptr : x->src[0]);
+    };
+    for (auto& x : ranges_of(sink)) if (x->range_id() > r->range_id()) sub[x.get()] = moved(x, x->range_end(), x->range_id() + 1);
+    sub[r.get()] = moved(r, r->range_end() / c, r->range_id()) * c + moved(r, c, r->range_id() + 1);
     sink = simplify(substitute(sink, sub));
   }
   return sink;

@@ -327,23 +327,27 @@ class Llama {
     for (Weight* w : ws) w->raw = Tensor();  // NOTE: the joined copy replaces them (the parts are read from it)
     return j;
   }
-  // RMSNorm's input to the products. One row on a GPU: in two parts, x times the norm's weight, and its 1 / rms,
-  // realized; products() multiplies the input of each product by the first and its output by the second, which is the
-  // norm applied first: the normed row is no kernel of their own (as a value, its rsqrt broadcast into every output of
-  // the product made it one: 60 of a SmolLM2 decode step's launches). Else normed, realized: a chunk's tiled matmuls
-  // ran 8% slower on an H200 with the parts fused in, and the host CPU's matvecs (compute-bound, launched cheaply)
-  // decoded 2-3% slower
-  struct Normed { Tensor xw; std::optional<Tensor> scale; };
+  // RMSNorm's input to the products. One row on a GPU: x times the norm's weight, and x; products() multiplies each
+  // output by its own 1 / rms, a sum of squares over the same inputs as the product's (x broadcast to every output,
+  // not the one sum broadcast: a reduce read through a broadcast is a kernel of its own), so the norm is no kernel at
+  // all (the one sum, realized, was 60 of a SmolLM2 decode step's 366 launches: H200 decode 714-748 -> 805-812 tok/s).
+  // Else normed, realized: a chunk's tiled matmuls ran 8% slower on an H200 with the parts fused in, and the host
+  // CPU's matvecs (compute-bound, launched cheaply) decoded 2-3% slower
+  struct Normed { Tensor xw; std::optional<Tensor> x; };
   Normed normed(const Tensor& x, const Weight& w) const {
-    Tensor r = (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt();
-    if (x.shape()[0] == 1 && opts_.device != host_device()) return {x * w.value(), r.realize()};
-    return {(x * r * w.value()).contiguous().realize(), std::nullopt};
+    if (x.shape()[0] == 1 && opts_.device != host_device()) return {x * w.value(), x};
+    return {(x * (x.square().mean(-1, true) + cfg_.norm_eps).rsqrt() * w.value()).contiguous().realize(), std::nullopt};
   }
   // the normed rows (rows, in) @ w.T for each of ws, each contiguous: column ranges of the joined weight's one product
   // where it exists
   std::vector<Tensor> products(const Normed& h, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
     std::vector<Tensor> out;
-    auto product = [&](const Weight& w) { return (h.scale ? linear(h.xw, w) * *h.scale : linear(h.xw, w)).contiguous(); };
+    auto product = [&](const Weight& w) {
+      if (!h.x) return linear(h.xw, w).contiguous();
+      int64_t n = h.x->shape()[1];
+      Tensor ss = h.x->square().reshape({1, 1, n}).expand({1, w.shape[0], n}).mean(-1);
+      return (linear(h.xw, w) * (ss + cfg_.norm_eps).rsqrt()).contiguous();
+    };
     // NOTE: realized: the cache write realizes k and v from it, and q's kernels computed it again (H200: 30 launches)
     Tensor all = joined ? product(*joined).realize() : Tensor();
     int64_t at = 0;
