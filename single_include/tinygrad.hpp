@@ -6050,12 +6050,15 @@ inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { ret
 // contiguous outputs) becomes two ranges, R1 * c + R2 (R1 over n / c, R2 over c; the smallest such c first, then again
 // on what is left), so the opts see each dim as an axis of its own (VECTOR, THREAD) rather than div/mod of one: the
 // attention's probabilities @ V of one decode step was one scalar loop of 576 outputs on the CPU. The ids after R's move
-// up by one (R1 takes R's, R2 the next): the order of the loops stays the dims' order.
+// up by one (R1 takes R's, R2 the next): the order of the loops stays the dims' order. A kernel that loads narrow ints
+// (ggml's quantized bytes) keeps its ranges: the CPU heuristic finds a block's scales from the div/mod (quant_block), and
+// split, a Q4_1 weight dequantized into floats lost its vector lanes (3-4x slower on the Xeon)
 inline UOpRef split_ranges(UOpRef sink) {
   for (int round = 0; round < 8; round++) {
     UOpRef r;
     int64_t c = 0;
     for (auto& u : toposort(sink)) {
+      if (u->op == Ops::LOAD && is_int(u->dtype) && itemsize(u->dtype) < 4) return sink;
       if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src[0]->op != Ops::RANGE || u->src[1]->op != Ops::CONST) continue;
       const UOpRef& x = u->src[0];
       auto d = int64_t(u->src[1]->const_value());
