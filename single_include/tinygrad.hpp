@@ -6054,11 +6054,12 @@ inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { ret
 // (ggml's quantized bytes) keeps its ranges: the CPU heuristic finds a block's scales from the div/mod (quant_block), and
 // split, a Q4_1 weight dequantized into floats lost its vector lanes (3-4x slower on the Xeon)
 inline UOpRef split_ranges(UOpRef sink) {
-  for (int round = 0; round < 8; round++) {
+  auto topo = toposort(sink);
+  if (std::any_of(topo.begin(), topo.end(), [](auto& u) { return u->op == Ops::LOAD && is_int(u->dtype) && itemsize(u->dtype) < 4; })) return sink;
+  for (int round = 0; round < 8; round++, topo = toposort(sink)) {
     UOpRef r;
     int64_t c = 0;
-    for (auto& u : toposort(sink)) {
-      if (u->op == Ops::LOAD && is_int(u->dtype) && itemsize(u->dtype) < 4) return sink;
+    for (auto& u : topo) {
       if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src[0]->op != Ops::RANGE || u->src[1]->op != Ops::CONST) continue;
       const UOpRef& x = u->src[0];
       auto d = int64_t(u->src[1]->const_value());
@@ -6393,11 +6394,12 @@ inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int6
   auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt, tight), in_group = mod(blk, g8 * nb);
   return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
 }
+// lane e of a tile's float accumulators
+inline UOpRef acc_lane(const UOpRef& acc, int64_t e) { return make_uop(Ops::GEP, DType::Float32, {acc}, e); }
 // the kernel's stores of two neighbouring outputs of a thread's tile: the reduce's values v0 and v1 at row m and
 // columns n, n + 1. Where a store's address steps by one between them from an even first one (the output contiguous
 // along n), the two are one store of a pair: 4 bytes of two halves packed by one conversion, 8 of two floats (a tile's
 // outputs one at a time had cost a 4096 float16 GEMM on an H200 a tenth of its time)
-inline UOpRef acc_lane(const UOpRef& acc, int64_t e) { return make_uop(Ops::GEP, DType::Float32, {acc}, e); }
 inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const TcMatch& tm, const UOpRef& v0, const UOpRef& v1, const UOpRef& m,
                         const UOpRef& n) {
   std::unordered_map<const UOp*, UOpRef> at0{{tm.red.get(), v0}, {tm.m.get(), m}, {tm.n.get(), n}},
@@ -7299,11 +7301,11 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     // leaves 128 blocks and K is 1024 or more (a short K spends a larger part in filling the stages), else 128 x 128
     // (two an SM) where that leaves 128 (an H100's SMs: 132), else 64 x 128 in 4 stages (MiniLM's 4096 x 384
     // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576); else 128 x 128
-    // in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
-    // 8192). Each tile against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x),
-    // 1024 0.77x, 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x
-    // (the tile, the blocks it must leave, the K it needs. NOTE: where 128 x 128 fits, 64 x 128 does, with twice its
-    // blocks: no kernel needs 128 x 128 under 128 blocks)
+    // in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and 8192). Each tile
+    // against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x), 1024 0.77x,
+    // 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x.
+    // A pick: the tile, the blocks it must leave, the K it needs. NOTE: where 128 x 128 fits, 64 x 128 does, with twice
+    // its blocks: no kernel needs 128 x 128 under 128 blocks
     struct Pick { int64_t tile, blocks, k = 0; };
     static constexpr Pick picks[] = {{19, 128, 1024}, {14, 128}, {21, 32}, {22, 32}, {10, 32}, {2, 32}, {3, 32}, {4, 0}};
     auto found = tc_match(pre, rr);
@@ -7639,6 +7641,7 @@ struct CpuTile {
     if (n % fit) os.insert(first, {OptOp::PADTO, id, fit});
     if (auto t = replay(k.ast(), ren, os); t && room(*t)) { k = *t; acc = step * fit; }
   }
+  static constexpr double l2_bytes = 2 << 20;  // where a stream passes a core's L2 (one figure for every CPU)
   // the bytes a load's addresses span
   static double bytes(const UOpRef& l) { return double(l->src[1]->vmax - l->src[1]->vmin + 1) * double(itemsize(l->src[0]->dtype)); }
   // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
@@ -7652,7 +7655,7 @@ struct CpuTile {
     for (auto& l : f.loads) span += bytes(l);
     int64_t n = r0->range_end(), inner = f.reduce_size / n, kc = 2;
     while (kc * inner < 256 && kc < n) kc *= 2;
-    if (!(span > double(2 << 20) && kc < n && n % kc == 0) || !try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc})) return;
+    if (!(span > l2_bytes && kc < n && n % kc == 0) || !try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc})) return;
     // a plain matmul then walks the rows innermost: a block of B's columns stays in cache over every row's tile (BEAM's
     // pick for 1024 and 2048 on a Zen 4)
     if (f.out_rngs.size() == 2) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
@@ -7667,7 +7670,7 @@ struct CpuTile {
     for (auto& l : f.loads)
       for (int i : {0, 1})
         if (f.stride(l, f.out_rngs[size_t(i)]) == 0) reread[i] += bytes(l);
-    if (reread[0] > double(2 << 20) && reread[1] < reread[0]) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
+    if (reread[0] > l2_bytes && reread[1] < reread[0]) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
   }
   void run() {
     const Renderer& ren = k.renderer();
@@ -8998,6 +9001,9 @@ class Scheduler {
       }
     }
     merge_kernels();
+    // NOTE: after the merges, which match kernels by their ranges. Not on a device of workgroups: there the GEMM tiles
+    // take a split output as two axes no tile matches (H200 SmolLM2 prefill, attention @ V: 23.4k -> 19.5k tok/s)
+    if (!rows_) for (auto& k : spec_.kernels) k.ast = split_ranges(k.ast);
   }
   ScheduleSpec spec() { return std::move(spec_); }
 
@@ -9646,9 +9652,6 @@ class Scheduler {
       }
       if (!merged) { out.push_back(std::move(k)); infos.push_back(std::move(ki)); }
     }
-    // NOTE: after the merges, which match kernels by their ranges. Not on a device of workgroups: there the GEMM tiles
-    // take a split output as two axes no tile matches (H200 SmolLM2 prefill, attention @ V: 23.4k -> 19.5k tok/s)
-    if (!rows_) for (auto& k : out) k.ast = split_ranges(k.ast);
     spec_.kernels = std::move(out);
   }
 

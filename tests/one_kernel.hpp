@@ -1,4 +1,5 @@
-// The schedule of a tensor over its realized leaves, for tests that run one kernel by hand (test_search, test_opts)
+// The schedule of a tensor over its realized leaves, for tests that run one kernel by hand (test_search, test_opts) or
+// read the kernels' ASTs (test_schedule, test_variable)
 #pragma once
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
@@ -7,6 +8,14 @@ struct LeafSchedule {
   tinygrad::detail::ScheduleSpec spec;
   std::vector<std::shared_ptr<tinygrad::Buffer>> bufs;  // the leaves' buffers, by slot
 };
+// the kernels one realize of t would run (its leaves numbered in graph order), scheduled for `device` (default: t's)
+inline std::vector<tinygrad::detail::KernelAST> kernels_of(const tinygrad::Tensor& t, const std::string& device = "") {
+  std::unordered_map<const tinygrad::UOp*, int> slots;
+  int n = 0;
+  for (auto& u : tinygrad::detail::toposort(t.uop()))
+    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+  return tinygrad::detail::create_schedule({t.uop()}, slots, n, device).kernels;
+}
 // t's schedule, which must be one kernel, over its realized leaves
 inline LeafSchedule one_kernel_schedule(const tinygrad::Tensor& t) {
   std::unordered_map<const tinygrad::UOp*, int> slots;

@@ -6,6 +6,8 @@
 #include <set>
 #include <tinygrad.hpp>
 
+#include "one_kernel.hpp"
+
 #include <cmath>
 #include <random>
 
@@ -149,10 +151,7 @@ TEST_CASE("schedule: a load below a pad is indexed where the pad's gate holds: a
   // kept the pool's reshape as divisions and modulos (a training step's max-pool gradient: 57 -> 17 ms on 2 cores)
   Tensor x = input({2, 3, 8, 8}, 140), c = input({3}, 141);
   Tensor y = (x + c.reshape({1, 3, 1, 1})).relu().max_pool2d({2, 2}).pad({{0, 0}, {0, 0}, {2, 2}, {2, 2}});
-  std::unordered_map<const tinygrad::UOp*, int> slots;
-  int n = 0;
-  for (auto& u : tinygrad::detail::toposort(y.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-  auto ks = tinygrad::detail::create_schedule({y.uop()}, slots, n, "CPU").kernels;
+  auto ks = kernels_of(y, "CPU");
   REQUIRE(ks.size() == 1);
   std::string src = tinygrad::detail::to_program(ks[0].ast, *tinygrad::detail::get_device("CPU").renderer, std::vector<tinygrad::Opt>{}).src;
   CHECK(src.find('%') == std::string::npos);
@@ -178,10 +177,7 @@ TEST_CASE("schedule: an output read as div/mod of one index gets a range per dim
   const int64_t T = 37;
   Tensor p = input({3, 3, 1, T}, 150), v = input({3, 1, T, 64}, 151);
   Tensor y = p.matmul(v).reshape({9, 1, 64}).permute({1, 0, 2}).reshape({1, 576}).contiguous();
-  std::unordered_map<const tinygrad::UOp*, int> slots;
-  int n = 0;
-  for (auto& u : tinygrad::detail::toposort(y.uop())) if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-  auto ks = tinygrad::detail::create_schedule({y.uop()}, slots, n, "CPU").kernels;
+  auto ks = kernels_of(y, "CPU");
   REQUIRE(ks.size() == 1);
   std::vector<int64_t> loops;
   for (auto& r : tinygrad::detail::ranges_of(ks[0].ast))

@@ -3,6 +3,8 @@
 // default device (and on OpenCL through the [cl] tag): the results agree, and after the first value nothing compiles.
 #include <catch2/catch.hpp>
 #include <tinygrad.hpp>
+
+#include "one_kernel.hpp"
 #include <functional>
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/mman.h>
@@ -19,14 +21,6 @@ using tinygrad::run_stats;
 
 namespace {
 std::vector<float> host(const Tensor& t) { return t.cast(DType::Float32).to_vector<float>(); }
-// the kernels t's schedule runs (its leaves numbered in graph order)
-std::vector<tinygrad::detail::KernelAST> kernels_of(const Tensor& t) {
-  std::unordered_map<const tinygrad::UOp*, int> slots;
-  int n = 0;
-  for (auto& u : tinygrad::detail::toposort(t.uop()))
-    if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
-  return tinygrad::detail::create_schedule({t.uop()}, slots, n).kernels;
-}
 }  // namespace
 
 TEST_CASE("variable: names and ranges are checked, and a value outside its range is an error naming both", "[variable]") {

@@ -258,11 +258,12 @@ inline std::pair<UOpRef, UOpRef> block_tiles(const TcMatch& tm, int64_t bm, int6
   auto blk = make_range(mb * nb, tm.m->range_id(), AxisType::LOOP, dt, tight), in_group = mod(blk, g8 * nb);
   return {idiv(blk, g8 * nb) * g8 + mod(in_group, g8), idiv(in_group, g8)};
 }
+// lane e of a tile's float accumulators
+inline UOpRef acc_lane(const UOpRef& acc, int64_t e) { return make_uop(Ops::GEP, DType::Float32, {acc}, e); }
 // the kernel's stores of two neighbouring outputs of a thread's tile: the reduce's values v0 and v1 at row m and
 // columns n, n + 1. Where a store's address steps by one between them from an even first one (the output contiguous
 // along n), the two are one store of a pair: 4 bytes of two halves packed by one conversion, 8 of two floats (a tile's
 // outputs one at a time had cost a 4096 float16 GEMM on an H200 a tenth of its time)
-inline UOpRef acc_lane(const UOpRef& acc, int64_t e) { return make_uop(Ops::GEP, DType::Float32, {acc}, e); }
 inline void tile_stores(std::vector<UOpRef>& stores, const UOpRef& sink, const TcMatch& tm, const UOpRef& v0, const UOpRef& v1, const UOpRef& m,
                         const UOpRef& n) {
   std::unordered_map<const UOp*, UOpRef> at0{{tm.red.get(), v0}, {tm.m.get(), m}, {tm.n.get(), n}},

@@ -112,11 +112,11 @@ inline std::optional<Kernel> gpu_tc(Kernel k, const UOpRef& red) {
     // leaves 128 blocks and K is 1024 or more (a short K spends a larger part in filling the stages), else 128 x 128
     // (two an SM) where that leaves 128 (an H100's SMs: 132), else 64 x 128 in 4 stages (MiniLM's 4096 x 384
     // outputs: 96 blocks of 128 x 128 left a quarter of the SMs idle), else 64 x 64 (a width of 576); else 128 x 128
-    // in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and
-    // 8192). Each tile against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x),
-    // 1024 0.77x, 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x
-    // (the tile, the blocks it must leave, the K it needs. NOTE: where 128 x 128 fits, 64 x 128 does, with twice its
-    // blocks: no kernel needs 128 x 128 under 128 blocks)
+    // in 4 warps of 64 x 64, 4 stages, the fastest mma.sync tile (measured on an H100, 4096 and 8192). Each tile
+    // against cuBLAS on an H200 (float16): 4096 / 8192 0.80x / 0.85x (128 x 128: 0.68x / 0.71x), 1024 0.77x,
+    // 4096 x 384 x 384 0.99x, 512 x 1536 x 576 1.15x.
+    // A pick: the tile, the blocks it must leave, the K it needs. NOTE: where 128 x 128 fits, 64 x 128 does, with twice
+    // its blocks: no kernel needs 128 x 128 under 128 blocks
     struct Pick { int64_t tile, blocks, k = 0; };
     static constexpr Pick picks[] = {{19, 128, 1024}, {14, 128}, {21, 32}, {22, 32}, {10, 32}, {2, 32}, {3, 32}, {4, 0}};
     auto found = tc_match(pre, rr);
@@ -452,6 +452,7 @@ struct CpuTile {
     if (n % fit) os.insert(first, {OptOp::PADTO, id, fit});
     if (auto t = replay(k.ast(), ren, os); t && room(*t)) { k = *t; acc = step * fit; }
   }
+  static constexpr double l2_bytes = 2 << 20;  // where a stream passes a core's L2 (one figure for every CPU)
   // the bytes a load's addresses span
   static double bytes(const UOpRef& l) { return double(l->src[1]->vmax - l->src[1]->vmin + 1) * double(itemsize(l->src[0]->dtype)); }
   // K blocks: a register tile over a long reduce streams the operand it reuses (a matmul's B) from L3 or memory once
@@ -465,7 +466,7 @@ struct CpuTile {
     for (auto& l : f.loads) span += bytes(l);
     int64_t n = r0->range_end(), inner = f.reduce_size / n, kc = 2;
     while (kc * inner < 256 && kc < n) kc *= 2;
-    if (!(span > double(2 << 20) && kc < n && n % kc == 0) || !try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc})) return;
+    if (!(span > l2_bytes && kc < n && n % kc == 0) || !try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc})) return;
     // a plain matmul then walks the rows innermost: a block of B's columns stays in cache over every row's tile (BEAM's
     // pick for 1024 and 2048 on a Zen 4)
     if (f.out_rngs.size() == 2) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
@@ -480,7 +481,7 @@ struct CpuTile {
     for (auto& l : f.loads)
       for (int i : {0, 1})
         if (f.stride(l, f.out_rngs[size_t(i)]) == 0) reread[i] += bytes(l);
-    if (reread[0] > double(2 << 20) && reread[1] < reread[0]) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
+    if (reread[0] > l2_bytes && reread[1] < reread[0]) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
   }
   void run() {
     const Renderer& ren = k.renderer();

@@ -77,11 +77,12 @@ inline UOpRef sub_range(const UOpRef& x, const UOpRef& r, const UOpRef& e) { ret
 // (ggml's quantized bytes) keeps its ranges: the CPU heuristic finds a block's scales from the div/mod (quant_block), and
 // split, a Q4_1 weight dequantized into floats lost its vector lanes (3-4x slower on the Xeon)
 inline UOpRef split_ranges(UOpRef sink) {
-  for (int round = 0; round < 8; round++) {
+  auto topo = toposort(sink);
+  if (std::any_of(topo.begin(), topo.end(), [](auto& u) { return u->op == Ops::LOAD && is_int(u->dtype) && itemsize(u->dtype) < 4; })) return sink;
+  for (int round = 0; round < 8; round++, topo = toposort(sink)) {
     UOpRef r;
     int64_t c = 0;
-    for (auto& u : toposort(sink)) {
-      if (u->op == Ops::LOAD && is_int(u->dtype) && itemsize(u->dtype) < 4) return sink;
+    for (auto& u : topo) {
       if ((u->op != Ops::IDIV && u->op != Ops::MOD) || u->src[0]->op != Ops::RANGE || u->src[1]->op != Ops::CONST) continue;
       const UOpRef& x = u->src[0];
       auto d = int64_t(u->src[1]->const_value());
