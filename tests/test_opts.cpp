@@ -34,6 +34,9 @@ Tensor rnd(const tinygrad::Shape& s, uint64_t seed, const std::string& dev = "CP
   Tensor::manual_seed(seed);
   return (Tensor::rand(s) - 0.5).to(dev).realize();
 }
+// a conv weight (cout, cin, kh, kw) kept with its output channels innermost, as the CPU's conv2d lays it out: its conv
+// is one kernel (a plain weight's layout is a copy kernel of its own there)
+Tensor conv_weight(const tinygrad::Shape& s, uint64_t seed, const std::string& dev = "CPU") { return rnd({s[1], s[2], s[3], s[0]}, seed, dev).permute({3, 0, 1, 2}); }
 std::string opts_str(const std::vector<Opt>& os) { std::string s; for (auto& o : os) s += o.str() + " "; return s; }
 
 // one kernel with its slots in guarded buffers (twice the size: NaN past the end of inputs, sentinels in the output)
@@ -118,8 +121,8 @@ std::vector<double> host(const Tensor& t) { auto v = t.to("CPU").to_vector<float
 // representative kernels; ref: a plain-loop reference where one is cheap to write
 std::vector<Case> cases(const std::string& dev) {
   Tensor x = rnd({17, 1}, 1, dev), y = rnd({1, 31}, 2, dev), t = rnd({17, 31}, 3, dev), v = rnd({1000}, 4, dev);
-  Tensor a = rnd({17, 31}, 5, dev), b = rnd({31, 13}, 6, dev), img = rnd({2, 3, 9, 10}, 7, dev), w = rnd({4, 3, 3, 3}, 8, dev);
-  auto ht = host(t), ha = host(a), hb = host(b), hi = host(img), hw = host(w);
+  Tensor a = rnd({17, 31}, 5, dev), b = rnd({31, 13}, 6, dev), img = rnd({2, 3, 9, 10}, 7, dev), w = conv_weight({4, 3, 3, 3}, 8, dev);
+  auto ht = host(t), ha = host(a), hb = host(b), hi = host(img), hw = host(w.contiguous());  // (w stays a view: realized, it would be a plain weight)
   std::vector<double> rsum(17), rmax(17, -INFINITY), rmm(17 * 13), rconv(2 * 4 * 7 * 8);
   for (int i = 0; i < 17; i++)
     for (int j = 0; j < 31; j++) { rsum[size_t(i)] += ht[size_t(i * 31 + j)]; rmax[size_t(i)] = std::max(rmax[size_t(i)], ht[size_t(i * 31 + j)]); }
@@ -498,7 +501,7 @@ TEST_CASE("opts: illegal opts throw KernelOptError with the reason and leave the
 }
 
 TEST_CASE("opts: MERGE joins two loop or two reduce axes, a conv's merges (gemm_merges) and opts after them compute what no opts compute", "[opts]") {
-  Tensor img = rnd({2, 3, 9, 10}, 30), w = rnd({4, 3, 3, 3}, 31), t = rnd({6, 5, 7}, 32);
+  Tensor img = rnd({2, 3, 9, 10}, 30), w = conv_weight({4, 3, 3, 3}, 31), t = rnd({6, 5, 7}, 32);
   auto& cpu = *tinygrad::detail::get_device("CPU").renderer;
   auto ids = [](const Kernel& k, tinygrad::detail::AxisType at) {
     std::vector<int64_t> r;

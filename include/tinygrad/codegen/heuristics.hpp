@@ -541,7 +541,8 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     has_reduce = false;  // NOTE: only the threads below
   }
   DType out_dt = sink->src[0]->src[1]->dtype;
-  int64_t lanes = ren.vector_lanes(out_dt);
+  const int64_t full = ren.vector_lanes(out_dt);
+  int64_t lanes = full;
   auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it.
   // Elementwise, quantized bytes (a weight dequantized into floats) may take them too where the lanes divide the
@@ -553,7 +554,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       auto& r = *it;
       // NOTE: narrower vectors when full ones do not divide the axis (a 20-wide conv output: 4 lanes), in a reduce
       int64_t n = r->range_end(), amt = 0;
-      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && (a == lanes || (has_reduce && a >= 4))) { amt = a; break; }
+      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && a >= 4) { amt = a; break; }
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
       auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
@@ -562,6 +563,20 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       if (ok) { vaxis = r; lanes = amt; eblock = qb; }
     }
   }
+  // in a reduce whose store's contiguous axis takes no full vector (a conv's 20-wide output: 4 of 16 lanes), the lanes
+  // on an axis every load walks contiguously or not at all (the conv's output channels, its weight laid out with them
+  // innermost): the store, strided, is once per output, after the reduce
+  if (full > 1 && has_reduce && f.loops.size() == 1 && !nested && f.reduce_size >= 64 && (!vaxis || lanes < full))
+    for (auto& r : f.out_rngs) {
+      bool ok = r != vaxis && r->range_end() % full == 0, any = false;
+      for (auto& l : f.loads) {
+        int c = f.stride(l, r);
+        if (!in_reduce_loop(l)) continue;  // (an epilogue's load, gathered once per output)
+        ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
+        any |= c == 1;
+      }
+      if (ok && any) { vaxis = r; lanes = full; eblock = 1; break; }
+    }
   if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
   // and the rest of the block unrolled, so its scales are decoded once a block (a Q4_1 weight into floats: ~10x)
   if (vaxis && eblock > lanes && size_left(k, vaxis) % (eblock / lanes) == 0) try_apply(k, {OptOp::UPCAST, vaxis->range_id(), eblock / lanes});

@@ -523,16 +523,19 @@ inline void check_vector(const OptCheck& c) {
   } else {
     for (auto& st : sink->src) {
       if (st->src[1]->dtype != dt) c.fail("the stores have different dtypes");
-      if (stride_class(st->src[0]->src[1], r) != 1) c.fail("a store does not walk the axis contiguously");
+      // (on the CPU a store may: one per lane, after a reduce's loop)
+      if (stride_class(st->src[0]->src[1], r) != 1 && c.k.renderer().has_local) c.fail("a store does not walk the axis contiguously");
     }
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
   if (auto a = vector_amounts(lanes); std::find(a.begin(), a.end(), c.o.amt) == a.end())
     c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-  // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
+  // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane, and loads outside
+  // the reduce's loop (a conv's epilogue), once per output
+  bool cpu = !c.k.renderer().has_local;
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&
-        !(!c.k.renderer().has_local && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
+        !(cpu && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)) && !(cpu && !in_reduce_loop(u->src[0])))
       c.fail("a load walks the axis with a stride, or has another element size");
   check_expand(c);
 }

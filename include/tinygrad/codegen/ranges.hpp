@@ -115,6 +115,11 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
+// an access (INDEX) inside a reduce's loop: its address or gate runs over a reduce range (else once per output)
+inline bool in_reduce_loop(const UOpRef& idx) {
+  auto t = toposort(idx);
+  return std::any_of(t.begin(), t.end(), [](auto& u) { return u->op == Ops::RANGE && axis_type(u) == AxisType::REDUCE; });
+}
 // a range that runs on a thread id of the workgroup
 inline bool is_thread(AxisType t) { return t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP; }
 // the workgroup's thread ranges (LOCAL, GROUP; WARP never shares) as classes that run on one thread id: ranges of one

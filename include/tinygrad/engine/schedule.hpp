@@ -54,12 +54,31 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
   return topo;
 }
 
+// the graphs of roots with each CPU layout (UOp::is_cpu_layout) replaced by its source, for a device of workgroups;
+// realized values stay as they are
+inline std::vector<UOpRef> drop_cpu_layouts(const std::vector<UOpRef>& roots) {
+  auto sink = make_uop(Ops::SINK, DType::Bool, roots);
+  auto topo = toposort(sink, [](const UOp* u) { return !is_leaf(u); });
+  if (std::none_of(topo.begin(), topo.end(), [](auto& u) { return u->is_cpu_layout() && !is_leaf(u.get()); })) return roots;
+  std::unordered_map<const UOp*, UOpRef> memo;
+  for (auto& u : topo) {
+    if (is_leaf(u.get())) { memo[u.get()] = u; continue; }
+    if (u->is_cpu_layout()) { memo[u.get()] = memo.at(u->src[0].get()); continue; }
+    std::vector<UOpRef> src;
+    bool changed = false;
+    for (auto& s : u->src) { src.push_back(memo.at(s.get())); changed |= src.back() != s; }
+    memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
+  }
+  return memo.at(sink.get())->src;
+}
+
 class Scheduler {
  public:
-  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes,
+  Scheduler(const std::vector<UOpRef>& roots_in, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes,
             bool rows = false)
       : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes), rows_(rows) {
     spec_.n_inputs = n_inputs;
+    const std::vector<UOpRef> roots = rows ? drop_cpu_layouts(roots_in) : roots_in;  // (see UOp::is_cpu_layout)
     // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
     // kernel; a kernel past its limits gets sources of its own
     const auto inputs = slot_;

@@ -835,7 +835,19 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<int64_t> red;
     for (size_t i = 0; i <= nsp; i++) red.push_back(-1 - int64_t(i));
     Shape out{bs, cout}; out.insert(out.end(), oyx.begin(), oyx.end());
-    Tensor r = (x * w.reshape(ws)).sum(red, true).reshape(out);
+    // the weight with its output channels innermost, for a device without workgroups (the CPU: the kernel's vector
+    // lanes run over them; a conv's output width is rarely a multiple of a vector: a 20-wide one took 4 of 16 lanes);
+    // a schedule for a GPU drops the copy (UOp::is_cpu_layout) and takes the conv as an implicit GEMM of the weight
+    // as it is. A weight kept in that layout (a permuted view of a buffer) is read as it is
+    std::vector<int64_t> inner, back{int64_t(nsp) + 1};
+    for (size_t i = 1; i <= nsp + 1; i++) { inner.push_back(int64_t(i)); back.push_back(int64_t(i) - 1); }
+    inner.push_back(0);
+    const UOpRef& wu = w.uop();
+    const UOp* ws0 = wu->op == Ops::PERMUTE ? wu->src[0].get() : nullptr;
+    Tensor wl = ws0 && wu->varg() == back && (detail::is_buffer_view(ws0) || detail::is_leaf(ws0))
+                    ? w
+                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{-1}), device()).permute(back);
+    Tensor r = (x * wl.reshape(ws)).sum(red, true).reshape(out);
     // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
     std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};
     arg.insert(arg.end(), stride.begin(), stride.end());
