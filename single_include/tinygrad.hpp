@@ -3645,6 +3645,11 @@ struct UOp : std::enable_shared_from_this<UOp> {
   std::shared_ptr<Buffer> leaf_buffer() const { return op == Ops::BUFFER ? buffer() : realized.get(); }
   // a parameter's identity: CONTIGUOUS with a process-unique id, never merged with an equal value
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
+  // a layout for devices without workgroups (a CPU conv's weight, output channels innermost): CONTIGUOUS of arg {-1},
+  // which a schedule for workgroups drops (its source read as it is)
+  bool is_cpu_layout() const {
+    return op == Ops::CONTIGUOUS && std::holds_alternative<std::vector<int64_t>>(arg) && varg() == std::vector<int64_t>{-1};
+  }
   int64_t numel() const { return detail::prod(shape); }
 };
 
@@ -6092,6 +6097,11 @@ inline std::unordered_set<const UOp*> depends_on(const UOpRef& sink, const UOpRe
   }
   return dep;
 }
+// an access (INDEX) inside a reduce's loop: its address or gate runs over a reduce range (else once per output)
+inline bool in_reduce_loop(const UOpRef& idx) {
+  auto t = toposort(idx);
+  return std::any_of(t.begin(), t.end(), [](auto& u) { return u->op == Ops::RANGE && axis_type(u) == AxisType::REDUCE; });
+}
 // a range that runs on a thread id of the workgroup
 inline bool is_thread(AxisType t) { return t == AxisType::LOCAL || t == AxisType::GROUP || t == AxisType::WARP; }
 // the workgroup's thread ranges (LOCAL, GROUP; WARP never shares) as classes that run on one thread id: ranges of one
@@ -7106,16 +7116,19 @@ inline void check_vector(const OptCheck& c) {
   } else {
     for (auto& st : sink->src) {
       if (st->src[1]->dtype != dt) c.fail("the stores have different dtypes");
-      if (stride_class(st->src[0]->src[1], r) != 1) c.fail("a store does not walk the axis contiguously");
+      // (on the CPU a store may: one per lane, after a reduce's loop)
+      if (stride_class(st->src[0]->src[1], r) != 1 && c.k.renderer().has_local) c.fail("a store does not walk the axis contiguously");
     }
   }
   int64_t lanes = c.k.renderer().vector_lanes(dt);
   if (auto a = vector_amounts(lanes); std::find(a.begin(), a.end(), c.o.amt) == a.end())
     c.fail(cat("the device's vectors of ", to_string(dt), " have ", lanes, " lanes"));
-  // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane
+  // NOTE: on the CPU, narrower integer loads (a quantized weight's bytes) may be gathered per lane, and loads outside
+  // the reduce's loop (a conv's epilogue), once per output
+  bool cpu = !c.k.renderer().has_local;
   for (auto& u : toposort(sink))
     if (u->op == Ops::LOAD && (stride_class(u->src[0]->src[1], r) == 2 || itemsize(u->src[0]->dtype) != itemsize(dt)) &&
-        !(!c.k.renderer().has_local && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)))
+        !(cpu && is_int(u->src[0]->dtype) && itemsize(u->src[0]->dtype) < itemsize(dt)) && !(cpu && !in_reduce_loop(u->src[0])))
       c.fail("a load walks the axis with a stride, or has another element size");
   check_expand(c);
 }
@@ -7730,7 +7743,8 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     has_reduce = false;  // NOTE: only the threads below
   }
   DType out_dt = sink->src[0]->src[1]->dtype;
-  int64_t lanes = ren.vector_lanes(out_dt);
+  const int64_t full = ren.vector_lanes(out_dt);
+  int64_t lanes = full;
   auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it.
   // Elementwise, quantized bytes (a weight dequantized into floats) may take them too where the lanes divide the
@@ -7742,7 +7756,7 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       auto& r = *it;
       // NOTE: narrower vectors when full ones do not divide the axis (a 20-wide conv output: 4 lanes), in a reduce
       int64_t n = r->range_end(), amt = 0;
-      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && (a == lanes || (has_reduce && a >= 4))) { amt = a; break; }
+      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && a >= 4) { amt = a; break; }
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
       auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
@@ -7751,6 +7765,20 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
       if (ok) { vaxis = r; lanes = amt; eblock = qb; }
     }
   }
+  // in a reduce whose store's contiguous axis takes no full vector (a conv's 20-wide output: 4 of 16 lanes), the lanes
+  // on an axis every load walks contiguously or not at all (the conv's output channels, its weight laid out with them
+  // innermost): the store, strided, is once per output, after the reduce
+  if (full > 1 && has_reduce && f.loops.size() == 1 && !nested && f.reduce_size >= 64 && (!vaxis || lanes < full))
+    for (auto& r : f.out_rngs) {
+      bool ok = r != vaxis && r->range_end() % full == 0, any = false;
+      for (auto& l : f.loads) {
+        int c = f.stride(l, r);
+        if (!in_reduce_loop(l)) continue;  // (an epilogue's load, gathered once per output)
+        ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
+        any |= c == 1;
+      }
+      if (ok && any) { vaxis = r; lanes = full; eblock = 1; break; }
+    }
   if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
   // and the rest of the block unrolled, so its scales are decoded once a block (a Q4_1 weight into floats: ~10x)
   if (vaxis && eblock > lanes && size_left(k, vaxis) % (eblock / lanes) == 0) try_apply(k, {OptOp::UPCAST, vaxis->range_id(), eblock / lanes});
@@ -8964,12 +8992,31 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
   return topo;
 }
 
+// the graphs of roots with each CPU layout (UOp::is_cpu_layout) replaced by its source, for a device of workgroups;
+// realized values stay as they are
+inline std::vector<UOpRef> drop_cpu_layouts(const std::vector<UOpRef>& roots) {
+  auto sink = make_uop(Ops::SINK, DType::Bool, roots);
+  auto topo = toposort(sink, [](const UOp* u) { return !is_leaf(u); });
+  if (std::none_of(topo.begin(), topo.end(), [](auto& u) { return u->is_cpu_layout() && !is_leaf(u.get()); })) return roots;
+  std::unordered_map<const UOp*, UOpRef> memo;
+  for (auto& u : topo) {
+    if (is_leaf(u.get())) { memo[u.get()] = u; continue; }
+    if (u->is_cpu_layout()) { memo[u.get()] = memo.at(u->src[0].get()); continue; }
+    std::vector<UOpRef> src;
+    bool changed = false;
+    for (auto& s : u->src) { src.push_back(memo.at(s.get())); changed |= src.back() != s; }
+    memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
+  }
+  return memo.at(sink.get())->src;
+}
+
 class Scheduler {
  public:
-  Scheduler(const std::vector<UOpRef>& roots, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes,
+  Scheduler(const std::vector<UOpRef>& roots_in, const std::unordered_map<const UOp*, int>& input_slots, int n_inputs, bool exact_sizes,
             bool rows = false)
       : slot_(input_slots), n_inputs_(n_inputs), exact_sizes_(exact_sizes), rows_(rows) {
     spec_.n_inputs = n_inputs;
+    const std::vector<UOpRef> roots = rows ? drop_cpu_layouts(roots_in) : roots_in;  // (see UOp::is_cpu_layout)
     // plan again until the plan is stable: a reduce that two kernels would both fuse is computed once, in its own
     // kernel; a kernel past its limits gets sources of its own
     const auto inputs = slot_;
@@ -15388,7 +15435,19 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     std::vector<int64_t> red;
     for (size_t i = 0; i <= nsp; i++) red.push_back(-1 - int64_t(i));
     Shape out{bs, cout}; out.insert(out.end(), oyx.begin(), oyx.end());
-    Tensor r = (x * w.reshape(ws)).sum(red, true).reshape(out);
+    // the weight with its output channels innermost, for a device without workgroups (the CPU: the kernel's vector
+    // lanes run over them; a conv's output width is rarely a multiple of a vector: a 20-wide one took 4 of 16 lanes);
+    // a schedule for a GPU drops the copy (UOp::is_cpu_layout) and takes the conv as an implicit GEMM of the weight
+    // as it is. A weight kept in that layout (a permuted view of a buffer) is read as it is
+    std::vector<int64_t> inner, back{int64_t(nsp) + 1};
+    for (size_t i = 1; i <= nsp + 1; i++) { inner.push_back(int64_t(i)); back.push_back(int64_t(i) - 1); }
+    inner.push_back(0);
+    const UOpRef& wu = w.uop();
+    const UOp* ws0 = wu->op == Ops::PERMUTE ? wu->src[0].get() : nullptr;
+    Tensor wl = ws0 && wu->varg() == back && (detail::is_buffer_view(ws0) || detail::is_leaf(ws0))
+                    ? w
+                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{-1}), device()).permute(back);
+    Tensor r = (x * wl.reshape(ws)).sum(red, true).reshape(out);
     // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
     std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};
     arg.insert(arg.end(), stride.begin(), stride.end());

@@ -36,7 +36,9 @@ Tensor rnd(const tinygrad::Shape& s, uint64_t seed, const std::string& dev = "CP
 }
 // a conv weight (cout, cin, kh, kw) kept with its output channels innermost, as the CPU's conv2d lays it out: its conv
 // is one kernel (a plain weight's layout is a copy kernel of its own there)
-Tensor conv_weight(const tinygrad::Shape& s, uint64_t seed, const std::string& dev = "CPU") { return rnd({s[1], s[2], s[3], s[0]}, seed, dev).permute({3, 0, 1, 2}); }
+Tensor conv_weight(const tinygrad::Shape& s, uint64_t seed, const std::string& dev = "CPU") {
+  return rnd({s[1], s[2], s[3], s[0]}, seed, dev).permute({3, 0, 1, 2});
+}
 std::string opts_str(const std::vector<Opt>& os) { std::string s; for (auto& o : os) s += o.str() + " "; return s; }
 
 // one kernel with its slots in guarded buffers (twice the size: NaN past the end of inputs, sentinels in the output)
