@@ -6,6 +6,7 @@
 #include <functional>
 #include <set>
 #include "../uop/ops.hpp"
+#include "../uop/symbolic.hpp"
 
 namespace tinygrad::detail {
 
@@ -658,25 +659,38 @@ class CRenderer : public CStyleRenderer {
   // per cache line of a stream (the loads at constant offsets of one address). The hardware prefetcher ramps up too
   // slowly for a matvec's many short rows read side by side: a Q8_0 matvec over 100 MB of weights ran at 10.5 GB/s on
   // 2 cores of the VM, with this at 27-46.
+  // (where two loops reach one element, as a conv's input at x + kx, it is read again from cache: no stream)
   static constexpr int64_t prefetch_bytes = 4096;
+  // the loops map some two of their steps to one address: constant strides that do not nest (unknown strides: no)
+  static bool rereads(const UOpRef& idx, const std::vector<UOpRef>& loops) {
+    std::vector<std::pair<int64_t, int64_t>> se;  // (|stride|, extent)
+    for (auto& r : loops) {
+      UOpRef d = simplify(substitute(idx, {{r.get(), r + 1}}) - idx);
+      if (d->op != Ops::CONST) return false;
+      se.push_back({std::abs(int64_t(d->const_value())), r->range_end()});
+    }
+    std::sort(se.begin(), se.end());
+    for (size_t i = 0; i + 1 < se.size(); i++) if (se[i + 1].first < se[i].first * se[i].second) return true;
+    return false;
+  }
   void plan(Ctx& c, const std::vector<UOpRef>& lin) const override {
-    std::vector<const UOp*> open;
-    std::vector<std::pair<const UOp*, std::vector<const UOp*>>> loads;  // a load and the loops open at it
-    std::set<const UOp*> outer, reducing;                              // loops with a loop inside; loops that reduce
+    std::vector<UOpRef> open;
+    std::vector<std::pair<const UOp*, std::vector<UOpRef>>> loads;  // a load and the loops open at it
+    std::set<const UOp*> outer, reducing;                          // loops with a loop inside; loops that reduce
     for (auto& u : lin) {
-      if (u->op == Ops::RANGE) { if (!open.empty()) outer.insert(open.back()); open.push_back(u.get()); }
+      if (u->op == Ops::RANGE) { if (!open.empty()) outer.insert(open.back().get()); open.push_back(u); }
       else if (u->op == Ops::END && !open.empty()) open.pop_back();
-      else if (u->op == Ops::ACC_UPDATE && !open.empty()) reducing.insert(open.back());
+      else if (u->op == Ops::ACC_UPDATE && !open.empty()) reducing.insert(open.back().get());
       else if (u->op == Ops::LOAD && !open.empty() && u->src[0]->src[0]->op == Ops::DEFINE_GLOBAL) loads.push_back({u.get(), open});
     }
     std::set<std::tuple<const UOp*, const UOp*, int64_t>> lines;  // (buffer, address less its constant, cache line)
     for (auto& [ld, at] : loads) {
-      if (outer.count(at.back()) || !reducing.count(at.back())) continue;
+      if (outer.count(at.back().get()) || !reducing.count(at.back().get())) continue;
       const UOpRef& idx = ld->src[0]->src[1];
       if ((idx->vmax - idx->vmin + 1) * itemsize(ld->dtype) < (int64_t(16) << 10)) continue;  // the span it reads
       std::set<const UOp*> deps;
       for (auto& t : toposort(idx)) deps.insert(t.get());
-      if (!std::all_of(at.begin(), at.end(), [&](const UOp* r) { return deps.count(r); })) continue;
+      if (!std::all_of(at.begin(), at.end(), [&](const UOpRef& r) { return deps.count(r.get()); }) || rereads(idx, at)) continue;
       bool off = idx->op == Ops::ADD && idx->src[1]->op == Ops::CONST;
       const UOp* base = off ? idx->src[0].get() : idx.get();
       int64_t line = (off ? int64_t(idx->src[1]->const_value()) : 0) * itemsize(ld->dtype) / 64;
