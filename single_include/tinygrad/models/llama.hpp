@@ -70,8 +70,8 @@ struct LlamaConfig {
 struct LlamaOptions {
   int64_t max_context = 2048;  // the KV cache's length (at most the model's context_length)
   // prefill runs the prompt this many tokens at a time; 0: 64 on the host CPU (its matmuls are compute-bound: a
-  // longer chunk only pads short prompts), 256 elsewhere (a GPU's prefill of 64 tokens is launch-bound: pp512 on an
-  // H200 ran 5,537 tok/s at 64, 11,947 at 256, 14,548 at 512 with a slower first token)
+  // longer chunk only pads short prompts), 512 elsewhere, llama.cpp's micro-batch (a GPU's prefill is launch-bound:
+  // pp512 on an H200 ran 23,150-23,400 tok/s at 256, 36,470-36,520 at 512, the first token as soon)
   int64_t chunk = 0;
   std::string device = "";
 };
@@ -133,7 +133,7 @@ class Llama {
   explicit Llama(const std::string& path, LlamaOptions opts = {}) : file_(nn::GGUFFile::open(path)), opts_(std::move(opts)) {
     cfg_ = LlamaConfig::from_gguf(file_);
     if (opts_.device.empty()) opts_.device = default_device();
-    if (opts_.chunk == 0) opts_.chunk = opts_.device == host_device() ? 64 : 256;
+    if (opts_.chunk == 0) opts_.chunk = opts_.device == host_device() ? 64 : 512;
     if (opts_.max_context < 1 || opts_.chunk < 1)
       throw Error("tinygrad::models::Llama: max_context and chunk must be positive, got " + std::to_string(opts_.max_context) + " and " +
                   std::to_string(opts_.chunk));
