@@ -7760,23 +7760,24 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   int64_t lanes = full;
   auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it;
-  // elementwise, other loads of the element's size are gathered per lane (a max-pool's gradient read at x / 2 beside
-  // a conv's padded gradient: 1.4x), and quantized bytes (a weight dequantized into floats) may take them too where
+  // in a large elementwise kernel, other loads of the element's size are gathered per lane (a max-pool's gradient read
+  // at x / 2 beside a conv's padded gradient: 1.4x), and quantized bytes (a weight dequantized into floats) may take them too where
   // the lanes divide the block (as the reduce below): the block's scales are the same for every lane
   UOpRef vaxis;
   int64_t eblock = 1;
+  const bool big = f.total >= (1 << 16), gather = !has_reduce && big;  // (a small kernel, a decode step's, stays as it was)
   if (lanes > 1) {
     for (auto it = f.out_rngs.rbegin(); it != f.out_rngs.rend() && !vaxis; ++it) {
       auto& r = *it;
       // NOTE: narrower vectors when full ones do not divide the axis (a 20-wide conv output: 4 lanes; a 24-wide row: 8)
       int64_t n = r->range_end(), amt = 0;
-      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && a >= 4) { amt = a; break; }
+      for (int64_t a : vector_amounts(lanes)) if (n % a == 0 && (a == lanes || (a >= 4 && (has_reduce || big)))) { amt = a; break; }
       if (!amt || f.stride(f.stores[0], r) != 1) continue;
       auto [qb, qm] = has_reduce ? std::pair<int64_t, int64_t>{1, 1} : quant_block(f, r);
       bool ok = true;
       for (auto& l : f.loads)
         ok &= (narrow_int(l) && qb % amt == 0 && qm % qb == 0) ||
-              ((f.stride(l, r) != 2 || !has_reduce) && itemsize(l->src[0]->dtype) == itemsize(out_dt));
+              ((f.stride(l, r) != 2 || gather) && itemsize(l->src[0]->dtype) == itemsize(out_dt));
       if (ok) { vaxis = r; lanes = amt; eblock = qb; }
     }
   }
