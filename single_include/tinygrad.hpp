@@ -3647,8 +3647,9 @@ struct UOp : std::enable_shared_from_this<UOp> {
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
   // a layout for devices without workgroups (a CPU conv's weight, output channels innermost): CONTIGUOUS of arg {-1},
   // which a schedule for workgroups drops (its source read as it is)
+  static constexpr int64_t kCpuLayout = -1;
   bool is_cpu_layout() const {
-    return op == Ops::CONTIGUOUS && std::holds_alternative<std::vector<int64_t>>(arg) && varg() == std::vector<int64_t>{-1};
+    return op == Ops::CONTIGUOUS && std::holds_alternative<std::vector<int64_t>>(arg) && varg() == std::vector<int64_t>{kCpuLayout};
   }
   int64_t numel() const { return detail::prod(shape); }
 };
@@ -4458,11 +4459,13 @@ inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* 
   return *done(root.get());
 }
 
-// replace nodes by other nodes everywhere below root
-inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
+// replace nodes by other nodes everywhere below root, except below nodes where keep(node) holds (they stay as they are)
+template <class F>
+UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub, F&& keep) {
   std::unordered_map<const UOp*, UOpRef> memo;
-  for (auto& u : toposort(root, [&](const UOp* x) { return !sub.count(x); })) {
+  for (auto& u : toposort(root, [&](const UOp* x) { return !sub.count(x) && !keep(x); })) {
     if (auto it = sub.find(u.get()); it != sub.end()) { memo[u.get()] = it->second; continue; }
+    if (keep(u.get())) { memo[u.get()] = u; continue; }
     std::vector<UOpRef> src;
     bool changed = false;
     src.reserve(u->src.size());
@@ -4470,6 +4473,9 @@ inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*
     memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
   }
   return memo.at(root.get());
+}
+inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
+  return substitute(root, sub, [](const UOp*) { return false; });
 }
 
 }  // namespace tinygrad::detail
@@ -4811,6 +4817,8 @@ inline const PatternMatcher& symbolic() {
 }
 
 inline UOpRef simplify(const UOpRef& u) { return graph_rewrite(u, symbolic()); }
+// what x moves by when range r steps by one, simplified (a constant where x is affine in r)
+inline UOpRef step_of(const UOpRef& x, const UOpRef& r) { return simplify(substitute(x, {{r.get(), r + 1}}) - x); }
 
 // idx simplified where gate holds: ranges the gate bounds (r < c, !(r < c)) are narrowed while simplifying, so the
 // divisions and modulos that only the excluded values needed fold away (a reshape below a pad: the shifted index
@@ -5530,7 +5538,7 @@ class CRenderer : public CStyleRenderer {
   static bool rereads(const UOpRef& idx, const std::vector<UOpRef>& loops) {
     std::vector<std::pair<int64_t, int64_t>> se;  // (|stride|, extent)
     for (auto& r : loops) {
-      UOpRef d = simplify(substitute(idx, {{r.get(), r + 1}}) - idx);
+      UOpRef d = step_of(idx, r);
       if (d->op != Ops::CONST) return false;
       se.push_back({std::abs(int64_t(d->const_value())), r->range_end()});
     }
@@ -6097,7 +6105,7 @@ inline UOpRef split_ranges(UOpRef sink) {
 
 // how an index depends on a range: 0 independent, 1 contiguous (stride 1), 2 anything else
 inline int stride_class(const UOpRef& idx, const UOpRef& r) {
-  auto d = simplify(sub_range(idx, r, r + 1) - idx);
+  auto d = step_of(idx, r);
   if (d->op == Ops::CONST) { double v = d->const_value(); return v == 0 ? 0 : v == 1 ? 1 : 2; }
   return 2;
 }
@@ -7784,17 +7792,19 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // in a reduce whose store's contiguous axis takes no full vector (a conv's 20-wide output: 4 of 16 lanes), the lanes
   // on an axis every load walks contiguously or not at all (the conv's output channels, its weight laid out with them
   // innermost): the store, strided, is once per output, after the reduce
-  if (full > 1 && has_reduce && f.loops.size() == 1 && !nested && f.reduce_size >= 64 && (!vaxis || lanes < full))
+  if (full > 1 && has_reduce && f.loops.size() == 1 && !nested && f.reduce_size >= 64 && (!vaxis || lanes < full)) {
+    std::vector<UOpRef> looped;  // (an epilogue's loads are gathered once per output)
+    std::copy_if(f.loads.begin(), f.loads.end(), std::back_inserter(looped), [](auto& l) { return in_reduce_loop(l); });
     for (auto& r : f.out_rngs) {
       bool ok = r != vaxis && r->range_end() % full == 0, any = false;
-      for (auto& l : f.loads) {
+      for (auto& l : looped) {
         int c = f.stride(l, r);
-        if (!in_reduce_loop(l)) continue;  // (an epilogue's load, gathered once per output)
         ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
         any |= c == 1;
       }
       if (ok && any) { vaxis = r; lanes = full; eblock = 1; break; }
     }
+  }
   if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
   // and the rest of the block unrolled, so its scales are decoded once a block (a Q4_1 weight into floats: ~10x)
   if (vaxis && eblock > lanes && size_left(k, vaxis) % (eblock / lanes) == 0) try_apply(k, {OptOp::UPCAST, vaxis->range_id(), eblock / lanes});
@@ -9012,18 +9022,11 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
 // realized values stay as they are
 inline std::vector<UOpRef> drop_cpu_layouts(const std::vector<UOpRef>& roots) {
   auto sink = make_uop(Ops::SINK, DType::Bool, roots);
-  auto topo = toposort(sink, [](const UOp* u) { return !is_leaf(u); });
-  if (std::none_of(topo.begin(), topo.end(), [](auto& u) { return u->is_cpu_layout() && !is_leaf(u.get()); })) return roots;
-  std::unordered_map<const UOp*, UOpRef> memo;
-  for (auto& u : topo) {
-    if (is_leaf(u.get())) { memo[u.get()] = u; continue; }
-    if (u->is_cpu_layout()) { memo[u.get()] = memo.at(u->src[0].get()); continue; }
-    std::vector<UOpRef> src;
-    bool changed = false;
-    for (auto& s : u->src) { src.push_back(memo.at(s.get())); changed |= src.back() != s; }
-    memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
-  }
-  return memo.at(sink.get())->src;
+  auto leaf = [](const UOp* u) { return is_leaf(u); };
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& u : toposort(sink, [&](const UOp* u) { return !leaf(u); }))
+    if (u->is_cpu_layout() && !leaf(u.get())) sub[u.get()] = u->src[0];
+  return sub.empty() ? roots : substitute(sink, sub, leaf)->src;
 }
 
 class Scheduler {
@@ -15462,7 +15465,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOp* ws0 = wu->op == Ops::PERMUTE ? wu->src[0].get() : nullptr;
     Tensor wl = ws0 && wu->varg() == back && (detail::is_buffer_view(ws0) || detail::is_leaf(ws0))
                     ? w
-                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{-1}), device()).permute(back);
+                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{UOp::kCpuLayout}), device())
+                          .permute(back);
     Tensor r = (x * wl.reshape(ws)).sum(red, true).reshape(out);
     // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
     std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};

@@ -569,17 +569,19 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   // in a reduce whose store's contiguous axis takes no full vector (a conv's 20-wide output: 4 of 16 lanes), the lanes
   // on an axis every load walks contiguously or not at all (the conv's output channels, its weight laid out with them
   // innermost): the store, strided, is once per output, after the reduce
-  if (full > 1 && has_reduce && f.loops.size() == 1 && !nested && f.reduce_size >= 64 && (!vaxis || lanes < full))
+  if (full > 1 && has_reduce && f.loops.size() == 1 && !nested && f.reduce_size >= 64 && (!vaxis || lanes < full)) {
+    std::vector<UOpRef> looped;  // (an epilogue's loads are gathered once per output)
+    std::copy_if(f.loads.begin(), f.loads.end(), std::back_inserter(looped), [](auto& l) { return in_reduce_loop(l); });
     for (auto& r : f.out_rngs) {
       bool ok = r != vaxis && r->range_end() % full == 0, any = false;
-      for (auto& l : f.loads) {
+      for (auto& l : looped) {
         int c = f.stride(l, r);
-        if (!in_reduce_loop(l)) continue;  // (an epilogue's load, gathered once per output)
         ok &= c != 2 && itemsize(l->src[0]->dtype) == itemsize(out_dt);
         any |= c == 1;
       }
       if (ok && any) { vaxis = r; lanes = full; eblock = 1; break; }
     }
+  }
   if (vaxis && !try_apply(k, {OptOp::VECTOR, vaxis->range_id(), lanes})) vaxis = nullptr;
   // and the rest of the block unrolled, so its scales are decoded once a block (a Q4_1 weight into floats: ~10x)
   if (vaxis && eblock > lanes && size_left(k, vaxis) % (eblock / lanes) == 0) try_apply(k, {OptOp::UPCAST, vaxis->range_id(), eblock / lanes});

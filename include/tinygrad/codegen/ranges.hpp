@@ -102,7 +102,7 @@ inline UOpRef split_ranges(UOpRef sink) {
 
 // how an index depends on a range: 0 independent, 1 contiguous (stride 1), 2 anything else
 inline int stride_class(const UOpRef& idx, const UOpRef& r) {
-  auto d = simplify(sub_range(idx, r, r + 1) - idx);
+  auto d = step_of(idx, r);
   if (d->op == Ops::CONST) { double v = d->const_value(); return v == 0 ? 0 : v == 1 ? 1 : 2; }
   return 2;
 }

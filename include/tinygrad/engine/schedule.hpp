@@ -58,18 +58,11 @@ std::vector<UOpRef> toposort_all(const std::vector<UOpRef>& roots, F&& descend) 
 // realized values stay as they are
 inline std::vector<UOpRef> drop_cpu_layouts(const std::vector<UOpRef>& roots) {
   auto sink = make_uop(Ops::SINK, DType::Bool, roots);
-  auto topo = toposort(sink, [](const UOp* u) { return !is_leaf(u); });
-  if (std::none_of(topo.begin(), topo.end(), [](auto& u) { return u->is_cpu_layout() && !is_leaf(u.get()); })) return roots;
-  std::unordered_map<const UOp*, UOpRef> memo;
-  for (auto& u : topo) {
-    if (is_leaf(u.get())) { memo[u.get()] = u; continue; }
-    if (u->is_cpu_layout()) { memo[u.get()] = memo.at(u->src[0].get()); continue; }
-    std::vector<UOpRef> src;
-    bool changed = false;
-    for (auto& s : u->src) { src.push_back(memo.at(s.get())); changed |= src.back() != s; }
-    memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
-  }
-  return memo.at(sink.get())->src;
+  auto leaf = [](const UOp* u) { return is_leaf(u); };
+  std::unordered_map<const UOp*, UOpRef> sub;
+  for (auto& u : toposort(sink, [&](const UOp* u) { return !leaf(u); }))
+    if (u->is_cpu_layout() && !leaf(u.get())) sub[u.get()] = u->src[0];
+  return sub.empty() ? roots : substitute(sink, sub, leaf)->src;
 }
 
 class Scheduler {

@@ -665,7 +665,7 @@ class CRenderer : public CStyleRenderer {
   static bool rereads(const UOpRef& idx, const std::vector<UOpRef>& loops) {
     std::vector<std::pair<int64_t, int64_t>> se;  // (|stride|, extent)
     for (auto& r : loops) {
-      UOpRef d = simplify(substitute(idx, {{r.get(), r + 1}}) - idx);
+      UOpRef d = step_of(idx, r);
       if (d->op != Ops::CONST) return false;
       se.push_back({std::abs(int64_t(d->const_value())), r->range_end()});
     }

@@ -846,7 +846,8 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOp* ws0 = wu->op == Ops::PERMUTE ? wu->src[0].get() : nullptr;
     Tensor wl = ws0 && wu->varg() == back && (detail::is_buffer_view(ws0) || detail::is_leaf(ws0))
                     ? w
-                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{-1}), device()).permute(back);
+                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{UOp::kCpuLayout}), device())
+                          .permute(back);
     Tensor r = (x * wl.reshape(ws)).sum(red, true).reshape(out);
     // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
     std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};

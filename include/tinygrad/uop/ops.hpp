@@ -204,8 +204,9 @@ struct UOp : std::enable_shared_from_this<UOp> {
   bool is_param() const { return op == Ops::CONTIGUOUS && std::holds_alternative<int64_t>(arg); }
   // a layout for devices without workgroups (a CPU conv's weight, output channels innermost): CONTIGUOUS of arg {-1},
   // which a schedule for workgroups drops (its source read as it is)
+  static constexpr int64_t kCpuLayout = -1;
   bool is_cpu_layout() const {
-    return op == Ops::CONTIGUOUS && std::holds_alternative<std::vector<int64_t>>(arg) && varg() == std::vector<int64_t>{-1};
+    return op == Ops::CONTIGUOUS && std::holds_alternative<std::vector<int64_t>>(arg) && varg() == std::vector<int64_t>{kCpuLayout};
   }
   int64_t numel() const { return detail::prod(shape); }
 };

@@ -336,6 +336,8 @@ inline const PatternMatcher& symbolic() {
 }
 
 inline UOpRef simplify(const UOpRef& u) { return graph_rewrite(u, symbolic()); }
+// what x moves by when range r steps by one, simplified (a constant where x is affine in r)
+inline UOpRef step_of(const UOpRef& x, const UOpRef& r) { return simplify(substitute(x, {{r.get(), r + 1}}) - x); }
 
 // idx simplified where gate holds: ranges the gate bounds (r < c, !(r < c)) are narrowed while simplifying, so the
 // divisions and modulos that only the excluded values needed fold away (a reshape below a pad: the shifted index

@@ -168,11 +168,13 @@ inline UOpRef graph_rewrite(const UOpRef& root, const PatternMatcher& pm, void* 
   return *done(root.get());
 }
 
-// replace nodes by other nodes everywhere below root
-inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
+// replace nodes by other nodes everywhere below root, except below nodes where keep(node) holds (they stay as they are)
+template <class F>
+UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub, F&& keep) {
   std::unordered_map<const UOp*, UOpRef> memo;
-  for (auto& u : toposort(root, [&](const UOp* x) { return !sub.count(x); })) {
+  for (auto& u : toposort(root, [&](const UOp* x) { return !sub.count(x) && !keep(x); })) {
     if (auto it = sub.find(u.get()); it != sub.end()) { memo[u.get()] = it->second; continue; }
+    if (keep(u.get())) { memo[u.get()] = u; continue; }
     std::vector<UOpRef> src;
     bool changed = false;
     src.reserve(u->src.size());
@@ -180,6 +182,9 @@ inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*
     memo[u.get()] = changed ? make_uop(u->op, u->dtype, std::move(src), u->arg, u->vcount) : u;
   }
   return memo.at(root.get());
+}
+inline UOpRef substitute(const UOpRef& root, const std::unordered_map<const UOp*, UOpRef>& sub) {
+  return substitute(root, sub, [](const UOp*) { return false; });
 }
 
 }  // namespace tinygrad::detail
