@@ -9,14 +9,10 @@
 
 using namespace tinygrad;
 
-// the median seconds of a jitted step at batch bs per device, data-parallel over gpus (none: one device)
-static double measure(const std::vector<std::string>& gpus, int64_t bs, int64_t warm, int64_t steps) {
-  fashion::Model model;
-  int64_t n = std::max<int64_t>(int64_t(gpus.size()), 1);
-  fashion::replicate(model, gpus);
+// the median seconds of the model's jitted training step (Adam) on batch (x, y)
+template <class M>
+double median_step(M& model, const Tensor& x, const Tensor& y, int64_t warm, int64_t steps) {
   nn::optim::Adam opt(nn::get_parameters(model));
-  Tensor x = fashion::place(Tensor::rand({bs * n, 1, 28, 28}), gpus).realize();
-  Tensor y = fashion::place((Tensor::rand({bs * n}) * 10).cast(DType::Int32), gpus).realize();
   TinyJit step([&](const Tensor& xs, const Tensor& ys) {
     TrainingScope train;
     opt.zero_grad();
@@ -28,12 +24,37 @@ static double measure(const std::vector<std::string>& gpus, int64_t bs, int64_t 
   std::vector<double> times;
   for (int64_t i = 0; i < warm + steps; i++) {
     auto t0 = std::chrono::steady_clock::now();
-    step(x, y).item<float>();
+    step(x, y).template item<float>();
     if (i >= warm) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
+
+// the median seconds of a jitted step at batch bs per device, data-parallel over gpus (none: one device)
+static double measure(const std::vector<std::string>& gpus, int64_t bs, int64_t warm, int64_t steps) {
+  fashion::Model model;
+  int64_t n = std::max<int64_t>(int64_t(gpus.size()), 1);
+  fashion::replicate(model, gpus);
+  Tensor x = fashion::place(Tensor::rand({bs * n, 1, 28, 28}), gpus).realize();
+  Tensor y = fashion::place((Tensor::rand({bs * n}) * 10).cast(DType::Int32), gpus).realize();
+  return median_step(model, x, y, warm, steps);
+}
+
+// BatchNorm -> ReLU -> max-pool -> conv, the pool's output fused into the conv or realized by hand (.contiguous()): a
+// scheduler that fused the normalisation, ReLU and pool into the conv would compute them again for every output channel
+struct PoolConv {
+  nn::Conv2d c1{1, 32, 5};
+  nn::BatchNorm bn{32};
+  nn::Conv2d c2{32, 32, 5};
+  nn::Linear fc{32 * 8 * 8, 10};
+  bool by_hand = false;
+  Tensor operator()(const Tensor& x) const {
+    Tensor h = bn(c1(x)).relu().max_pool2d();
+    return fc(c2(by_hand ? h.contiguous() : h).relu().flatten(1));
+  }
+};
+TINYGRAD_STATE(PoolConv, c1, bn, c2, fc);
 
 int main() {
   std::string dev = pin_device("CPU");
@@ -42,6 +63,19 @@ int main() {
   double ours = measure({}, bs, warm, steps);
   std::printf("tinygrad.hpp  %.4f s/step (jitted) on %s (batch %lld, %d CPU threads, median of %lld)\n", ours, dev.c_str(), (long long)bs,
               cpu_threads(), (long long)steps);
+  if (gpus.empty()) {  // FBS (default 1000): the fusion row's batch
+    const int64_t fbs = detail::getenv_int("FBS", 1000);
+    Tensor fx = Tensor::rand({fbs, 1, 28, 28}).realize(), fy = (Tensor::rand({fbs}) * 10).cast(DType::Int32).realize();
+    double t[2];
+    for (int by_hand = 0; by_hand < 2; by_hand++) {
+      Tensor::manual_seed(1);
+      PoolConv m;
+      m.by_hand = by_hand;
+      t[by_hand] = median_step(m, fx, fy, warm, steps);
+    }
+    std::printf("BN->ReLU->pool->conv step  %.4f s fused, %.4f s with .contiguous() after the pool (batch %lld): %.2fx (target: equal within 5%%)\n",
+                t[0], t[1], (long long)fbs, t[0] / t[1]);
+  }
   if (!gpus.empty()) {
     double many = measure(gpus, bs, warm, steps);
     std::printf("tinygrad.hpp  %.4f s/step on %zu devices (%s, batch %lld each)\nscaling       %.1f%% efficiency (one device's time / theirs at "

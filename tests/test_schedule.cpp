@@ -250,6 +250,43 @@ TEST_CASE("schedule: conv2d + relu is 1 kernel (and the CPU's copy of the weight
   CHECK(vy[size_t(((1 * 4 + 3) * 8 + 2) * 8 + 5)] == Approx(std::max(s, 0.0)).margin(1e-5));
 }
 
+TEST_CASE("schedule: BatchNorm, ReLU and a max-pool before a conv are computed once, forward and backward, not per output channel",
+          "[schedule]") {
+  // a training step's kernels do the FLOPs of the same step with the pool's output realized by hand (.contiguous()): the
+  // scheduler never fuses the normalisation, ReLU and pool into the conv (16 output channels x 9 taps would compute
+  // them 144 times), and the by-hand kernel is no extra kernel
+  struct Step { size_t kernels = 0; double flops = 0; std::vector<float> dw; };
+  auto step = [](bool by_hand) {
+    Tensor x = input({8, 4, 12, 12}, 51);
+    Tensor::manual_seed(52);  // the same conv weights in both
+    tinygrad::nn::BatchNorm bn(4);
+    tinygrad::nn::Conv2d conv(4, 16, 3);
+    tinygrad::TrainingScope train;
+    Tensor h = bn(x).relu().max_pool2d();
+    if (by_hand) h = h.contiguous();
+    Tensor loss = conv(h).square().sum();
+    loss.backward();
+    std::vector<tinygrad::UOpRef> roots;
+    for (const Tensor& t : {loss, *conv.weight.grad(), *bn.weight->grad(), *bn.bias->grad()}) roots.push_back(t.uop());
+    std::unordered_map<const tinygrad::UOp*, int> slots;
+    int n = 0;
+    for (auto& r : roots)
+      for (auto& u : tinygrad::detail::toposort(r))
+        if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
+    Step s;
+    for (auto& k : tinygrad::detail::create_schedule(roots, slots, n).kernels) s.kernels++, s.flops += tinygrad::detail::estimate_flops(k.ast);
+    s.dw = host(*conv.weight.grad());
+    return s;
+  };
+  Step fused = step(false), by_hand = step(true);
+  INFO(fused.kernels << " kernels, " << fused.flops << " FLOPs; with .contiguous(): " << by_hand.kernels << ", " << by_hand.flops);
+  CHECK(fused.flops > 0);
+  CHECK(fused.flops <= 1.05 * by_hand.flops);
+  CHECK(fused.kernels == by_hand.kernels);
+  REQUIRE(fused.dw.size() == by_hand.dw.size());
+  for (size_t i = 0; i < fused.dw.size(); i++) CHECK(fused.dw[i] == Approx(by_hand.dw[i]).epsilon(1e-4).margin(1e-4));
+}
+
 TEST_CASE("schedule: softmax is at most 3 kernels", "[schedule]") {
   Tensor x = input({32, 100}, 41, -5, 5);
   Tensor y = x.softmax();

@@ -131,20 +131,29 @@ class Scheduler {
   }
   bool is_kroot(const UOp* u) const { return by_ptr_.count(u) > 0; }
 
-  // broadcasting this would recompute transcendental math or a long chain per output element
-  bool expensive(const UOpRef& root) {
+  // broadcasting this would recompute transcendental math or a long chain per output element (or, through_reduces,
+  // a reduce's loop)
+  bool expensive(const UOpRef& root, bool through_reduces = true) {
     int n = 0;
     std::unordered_set<const UOp*> seen;
     std::vector<const UOp*> stack{root.get()};
     while (!stack.empty()) {
       const UOp* u = stack.back();
       stack.pop_back();
-      if (is_leaf(u) || is_kroot(u) || !seen.insert(u).second) continue;
+      if (is_leaf(u) || is_kroot(u) || !seen.insert(u).second || (u->op == Ops::REDUCE_AXIS && !through_reduces)) continue;
       if (is_expensive(u->op)) return true;
       if (is_alu(u->op) && ++n > 16) return true;
       for (auto& s : u->src) stack.push_back(s.get());
     }
     return false;
+  }
+
+  // on a device of workgroups, transcendental math read through a broadcast of at most 2^20 elements (at a symbolic
+  // dim's bound) is computed again for each read: less than a launch (a decode step's softmax exp under its values'
+  // product, 9 x 65 x keys, and its division under the output projection, 576 x 576). The reduces below it are
+  // realized as ever; a value whose only cost is a reduce (a mean) is stored with the reduce, as before
+  bool cheap_to_repeat(const UOpRef& expand) {
+    return rows_ && prod(expand->shape) <= (int64_t(1) << 20) && expensive(expand->src[0], false);
   }
 
   // walk the nodes kernel k fuses (stopping at buffers and other kernels) and decide which become kernels of their own
@@ -171,7 +180,7 @@ class Scheduler {
         continue;
       }
       if (u->op == Ops::GRAD_RULE) { visit(u->src[0], expanded, in_reduce); continue; }  // src[1:] only serve autograd
-      if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0])) {
+      if (u->op == Ops::EXPAND && expands(u.get()) && expensive(u->src[0]) && !cheap_to_repeat(u)) {
         // realize below the movement ops: a window view of the value can be far larger than the value
         const UOpRef* b = &u->src[0];
         while (is_movement((*b)->op) && !is_leaf(b->get()) && !is_kroot(b->get())) b = &(*b)->src[0];
@@ -621,12 +630,17 @@ class Scheduler {
     // reduces of different lengths stay apart: one kernel's opts would have to serve both loops (a conv's input
     // gradient, 576 terms, joined to the max-pool's 4-term count of maxima, lost its GEMM tile: 399 us on an H100)
     if (ji.reduce && ji.terms != gi.terms) return std::nullopt;
-    // NOTE: sharing means j's reduce walks nothing g does not: q, k and v of one input each walk their own weight, and
-    // side by side in one kernel the three loops lost the opts each gets alone (a quantized matvec's block unroll)
-    bool share = ji.reduce && std::any_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) { return gi.reduce_reads.count(s) > 0; }) &&
-                 std::all_of(ji.reduce_reads.begin(), ji.reduce_reads.end(), [&](int s) {
-                   return gi.reduce_reads.count(s) > 0 || std::find(gi.writes.begin(), gi.writes.end(), s) != gi.writes.end();
-                 });
+    // NOTE: sharing means one reduce walks nothing the other does not (either way round: LAMB's norms of a parameter
+    // and of its update): q, k and v of one input each walk their own weight, and side by side in one kernel the three
+    // loops lost the opts each gets alone (a quantized matvec's block unroll)
+    // a's reduce reads some of b's and nothing b does not read (or, written_by_b, write: b runs first)
+    auto within = [](const KInfo& a, const KInfo& b, bool written_by_b) {
+      return std::any_of(a.reduce_reads.begin(), a.reduce_reads.end(), [&](int s) { return b.reduce_reads.count(s) > 0; }) &&
+             std::all_of(a.reduce_reads.begin(), a.reduce_reads.end(), [&](int s) {
+               return b.reduce_reads.count(s) > 0 || (written_by_b && std::find(b.writes.begin(), b.writes.end(), s) != b.writes.end());
+             });
+    };
+    bool share = ji.reduce && (within(ji, gi, true) || within(gi, ji, false));
     bool reads_g = std::any_of(gi.writes.begin(), gi.writes.end(), [&](int s) { return ji.reads.count(s) > 0; });
     if (!share && !reads_g) return std::nullopt;
     // j's loop ranges renamed to g's (a loop's id is its dim: outputs of shape (1,C,1,1) and (C,) run the same loop)
