@@ -3,42 +3,54 @@
 // same machine in the same run (bench/tinygrad_train_peer.py; skipped when tinygrad is not installed), and PyTorch's
 // eager step with as many threads as ours (bench/torch_train_peer.py; skipped when torch is not installed).
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <string>
 #include "../examples/fashion_mnist.hpp"
 #include "peer.hpp"
 
 using namespace tinygrad;
 
-// the median seconds of the model's jitted training step (Adam) on batch (x, y)
+// the model's jitted training step (Adam) on batch (x, y): a call runs one step and returns its seconds
 template <class M>
-double median_step(M& model, const Tensor& x, const Tensor& y, int64_t warm, int64_t steps) {
-  nn::optim::Adam opt(nn::get_parameters(model));
-  TinyJit step([&](const Tensor& xs, const Tensor& ys) {
+std::function<double()> timed_step(std::shared_ptr<M> model, const Tensor& x, const Tensor& y) {
+  auto opt = std::make_shared<nn::optim::Adam>(nn::get_parameters(*model));
+  auto body = [model, opt](const Tensor& xs, const Tensor& ys) {
     TrainingScope train;
-    opt.zero_grad();
-    Tensor loss = model(xs).sparse_categorical_crossentropy(ys);
+    opt->zero_grad();
+    Tensor loss = (*model)(xs).sparse_categorical_crossentropy(ys);
     loss.backward();
-    opt.step({loss});
+    opt->step({loss});
     return loss;
-  }, "train_step");
-  std::vector<double> times;
-  for (int64_t i = 0; i < warm + steps; i++) {
+  };
+  auto step = std::make_shared<decltype(TinyJit(body, "train_step"))>(body, "train_step");
+  return [step, x, y] {
     auto t0 = std::chrono::steady_clock::now();
-    step(x, y).template item<float>();
-    if (i >= warm) times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
+    (*step)(x, y).template item<float>();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+}
+// the medians of steps calls of each of fs after warm of each, the calls of fs interleaved (a host's drift hits all alike)
+std::vector<double> medians(const std::vector<std::function<double()>>& fs, int64_t warm, int64_t steps) {
+  std::vector<std::vector<double>> ts(fs.size());
+  for (int64_t i = 0; i < warm + steps; i++)
+    for (size_t f = 0; f < fs.size(); f++) {
+      double t = fs[f]();
+      if (i >= warm) ts[f].push_back(t);
+    }
+  std::vector<double> m;
+  for (auto& t : ts) std::sort(t.begin(), t.end()), m.push_back(t[t.size() / 2]);
+  return m;
 }
 
 // the median seconds of a jitted step at batch bs per device, data-parallel over gpus (none: one device)
 static double measure(const std::vector<std::string>& gpus, int64_t bs, int64_t warm, int64_t steps) {
-  fashion::Model model;
+  auto model = std::make_shared<fashion::Model>();
   int64_t n = std::max<int64_t>(int64_t(gpus.size()), 1);
-  fashion::replicate(model, gpus);
+  fashion::replicate(*model, gpus);
   Tensor x = fashion::place(Tensor::rand({bs * n, 1, 28, 28}), gpus).realize();
   Tensor y = fashion::place((Tensor::rand({bs * n}) * 10).cast(DType::Int32), gpus).realize();
-  return median_step(model, x, y, warm, steps);
+  return medians({timed_step(model, x, y)}, warm, steps)[0];
 }
 
 // BatchNorm -> ReLU -> max-pool -> conv, the pool's output fused into the conv or realized by hand (.contiguous()): a
@@ -66,14 +78,15 @@ int main() {
   if (gpus.empty()) {  // FBS (default 1000): the fusion row's batch
     const int64_t fbs = detail::getenv_int("FBS", 1000);
     Tensor fx = Tensor::rand({fbs, 1, 28, 28}).realize(), fy = (Tensor::rand({fbs}) * 10).cast(DType::Int32).realize();
-    double t[2];
-    for (int by_hand = 0; by_hand < 2; by_hand++) {
+    std::vector<std::function<double()>> fs;
+    for (bool by_hand : {false, true}) {
       Tensor::manual_seed(1);
-      PoolConv m;
-      m.by_hand = by_hand;
-      t[by_hand] = median_step(m, fx, fy, warm, steps);
+      auto m = std::make_shared<PoolConv>();
+      m->by_hand = by_hand;
+      fs.push_back(timed_step(m, fx, fy));
     }
-    std::printf("BN->ReLU->pool->conv step  %.4f s fused, %.4f s with .contiguous() after the pool (batch %lld): %.2fx (target: equal within 5%%)\n",
+    auto t = medians(fs, warm, steps);
+    std::printf("BN->ReLU->pool->conv step  %.4f s fused, %.4f s with .contiguous() after the pool (batch %lld, steps interleaved): %.2fx (target: equal within 5%%)\n",
                 t[0], t[1], (long long)fbs, t[0] / t[1]);
   }
   if (!gpus.empty()) {
