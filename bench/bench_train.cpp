@@ -86,7 +86,8 @@ int main() {
       fs.push_back(timed_step(m, fx, fy));
     }
     auto t = medians(fs, warm, steps);
-    std::printf("BN->ReLU->pool->conv step  %.4f s fused, %.4f s with .contiguous() after the pool (batch %lld, steps interleaved): %.2fx (target: equal within 5%%)\n",
+    std::printf("BN->ReLU->pool->conv step  %.4f s fused, %.4f s with .contiguous() after the pool (batch %lld, steps interleaved): %.2fx "
+                "(target: equal within 5%%)\n",
                 t[0], t[1], (long long)fbs, t[0] / t[1]);
   }
   if (!gpus.empty()) {

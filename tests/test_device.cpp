@@ -514,7 +514,6 @@ TEST_CASE("TILE: float32 GEMMs as block tiles staged in workgroup memory (cp.asy
   if (tinygrad::detail::nvrtc()) {
     tinygrad::detail::CUDARenderer ren(true), ren_wg(true, true);
     tinygrad::detail::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
-    int wg_tiles = 0;
     for (auto& c : cases) {
       INFO(c.name);
       auto [a, b, bias, y] = build(c, "CPU");
@@ -618,7 +617,6 @@ TEST_CASE("TILE on convolutions: MERGE makes the forward and both gradients impl
   if (tinygrad::detail::nvrtc()) {
     tinygrad::detail::CUDARenderer ren(true), ren_wg(true, true);
     tinygrad::detail::NVRTCCompiler nv("compute_90"), nv_wg("compute_90a");
-    int wg_tiles = 0;
     for (auto& c : cases) {
       auto outs = std::get<3>(build(c, "CPU"));
       for (int t : {-1, 5, 8, 9, 10, 11}) {

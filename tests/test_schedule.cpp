@@ -287,6 +287,45 @@ TEST_CASE("schedule: BatchNorm, ReLU and a max-pool before a conv are computed o
   for (size_t i = 0; i < fused.dw.size(); i++) CHECK(fused.dw[i] == Approx(by_hand.dw[i]).epsilon(1e-4).margin(1e-4));
 }
 
+TEST_CASE("schedule: a large realized B of a matmul is read from panels of a vector's width on the CPU (a copy), as it is on a GPU",
+          "[schedule]") {
+  // 256 x 1024 @ 1024 x 1024: B is 4 MB, past a core's L2; the CPU's kernel reads it from a copy in panels of its columns
+  const auto& rt = tinygrad::runtime(tinygrad::default_device());
+  const bool panels = !rt.workgroups && rt.vector_bytes >= 16;
+  Tensor a = input({256, 1024}, 61), b = input({1024, 1024}, 62);
+  Tensor c = a.matmul(b);
+  CHECK(kernels_to_realize(c) == (panels ? 2 : 1));
+  // small B (1 MB), few rows, or B a view (x @ W.T): no copy
+  Tensor bs = input({512, 512}, 63), few = input({64, 1024}, 64);
+  Tensor c2 = input({256, 512}, 65).matmul(bs), c3 = few.matmul(b), c4 = a.matmul(b.transpose());
+  CHECK(kernels_to_realize(c2) == 1);
+  CHECK(kernels_to_realize(c3) == 1);
+  CHECK(kernels_to_realize(c4) == 1);
+  auto va = host(a), vb = host(b), vc = host(c), v3 = host(c3), vf = host(few), v4 = host(c4);
+  std::mt19937 g(66);
+  for (int t = 0; t < 64; t++) {
+    size_t i = g() % 256, j = g() % 1024;
+    double s = 0, s3 = 0, s4 = 0;
+    for (size_t k = 0; k < 1024; k++) {
+      s += double(va[i * 1024 + k]) * vb[k * 1024 + j];
+      s4 += double(va[i * 1024 + k]) * vb[j * 1024 + k];
+      if (i < 64) s3 += double(vf[i * 1024 + k]) * vb[k * 1024 + j];
+    }
+    CHECK(vc[i * 1024 + j] == Approx(s).margin(1e-3));
+    CHECK(v4[i * 1024 + j] == Approx(s4).margin(1e-3));
+    if (i < 64) CHECK(v3[i * 1024 + j] == Approx(s3).margin(1e-3));
+  }
+  // the gradient flows through the copy: d(sum(a @ b))/db[k][j] = sum_i a[i][k]
+  Tensor bw = input({1024, 1024}, 67).requires_grad_();
+  a.matmul(bw).sum().backward();
+  auto gb = host(*bw.grad());
+  for (size_t k : {0u, 511u, 1023u}) {
+    double col = 0;
+    for (size_t i = 0; i < 256; i++) col += va[i * 1024 + k];
+    CHECK(gb[k * 1024 + 7] == Approx(col).margin(1e-3));
+  }
+}
+
 TEST_CASE("schedule: softmax is at most 3 kernels", "[schedule]") {
   Tensor x = input({32, 100}, 41, -5, 5);
   Tensor y = x.softmax();

@@ -468,8 +468,10 @@ struct CpuTile {
     while (kc * inner < 256 && kc < n) kc *= 2;
     if (!(span > l2_bytes && kc < n && n % kc == 0) || !try_apply(k, {OptOp::KBLOCK, r0->range_id(), kc})) return;
     // a plain matmul then walks the rows innermost: a block of B's columns stays in cache over every row's tile (BEAM's
-    // pick for 1024 and 2048 on a Zen 4)
-    if (f.out_rngs.size() == 2) try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
+    // pick for 1024 and 2048 on a Zen 4); so does one whose B is read from panels (rows, panels, the lanes within one:
+    // Tensor::cpu_panels), inside each panel
+    if (f.out_rngs.size() == 2 || (f.out_rngs.size() == 3 && vaxis == f.out_rngs[2]))
+      try_apply(k, {OptOp::SWAP, f.out_rngs[0]->range_id(), f.out_rngs[1]->range_id()});
   }
   // a tile over K's lanes (x @ W.T) walks its second output axis innermost: each step of the first reads again all
   // that does not depend on the first (W). Where that spans more than a core's L2 and more than the first's other

@@ -157,7 +157,8 @@ class Llama {
                               // (a chunk's rows are written whole: the last may run past the context by its padding)
                               Tensor::zeros({2, cfg_.n_kv_heads, ctx_ + opts_.chunk, cfg_.head_dim}, DType::Float32, opts_.device)
                                   .contiguous()
-                                  .realize()});
+                                  .realize(),
+                              std::nullopt, std::nullopt});
       Block& bl = blocks_.back();
       bl.qkv = join({&bl.wq, &bl.wk, &bl.wv});
       bl.gate_up = join({&bl.w_gate, &bl.w_up});
