@@ -160,7 +160,8 @@ class Llama {
                               // (a chunk's rows are written whole: the last may run past the context by its padding)
                               Tensor::zeros({2, cfg_.n_kv_heads, ctx_ + opts_.chunk, cfg_.head_dim}, DType::Float32, opts_.device)
                                   .contiguous()
-                                  .realize()});
+                                  .realize(),
+                              std::nullopt, std::nullopt});
       Block& bl = blocks_.back();
       bl.qkv = join({&bl.wq, &bl.wk, &bl.wv});
       bl.gate_up = join({&bl.w_gate, &bl.w_up});
@@ -266,9 +267,8 @@ class Llama {
       // NOTE: the attention's sum realized: the gate/up product is realized at once (products), and the feed-forward's
       // later kernels would compute the attention again
       x = (x + attention(b, normed(x, b.attn_norm), cos, sin, start, rows, mask)).realize();
-      auto gu = products(normed(x, b.ffn_norm), b.gate_up, {&b.w_gate, &b.w_up});
       // NOTE: the product's input computed first (contiguous): fused in, it would be computed again for every output
-      x = x + linear((gu[0].silu() * gu[1]).contiguous(), b.w_down);
+      x = x + linear(swiglu(normed(x, b.ffn_norm), b), b.w_down);
     }
     // the last row (a cut into a symbolic dim is a one-hot sum, which the scheduler folds into one read)
     Tensor last = (pos == Tensor(start + n - 1, opts_.device)).reshape({rows, SInt(1)}).where(x, 0.0).sum(0, true).realize();
@@ -342,18 +342,30 @@ class Llama {
   // where it exists
   std::vector<Tensor> products(const Normed& h, const std::optional<Weight>& joined, std::vector<const Weight*> ws) const {
     std::vector<Tensor> out;
-    auto product = [&](const Weight& w) {
-      if (!h.x) return linear(h.xw, w).contiguous();
-      int64_t n = h.x->shape()[1];
-      Tensor ss = h.x->square().reshape({1, 1, n}).expand({1, w.shape[0], n}).mean(-1);
-      return (linear(h.xw, w) * (ss + cfg_.norm_eps).rsqrt()).contiguous();
-    };
     // NOTE: realized: the cache write realizes k and v from it, and q's kernels computed it again (H200: 30 launches)
-    Tensor all = joined ? product(*joined).realize() : Tensor();
+    Tensor all = joined ? product(h, *joined).contiguous().realize() : Tensor();
     int64_t at = 0;
     for (const Weight* w : ws)
-      out.push_back(joined ? all.shrink({{0, h.xw.sym_shape()[0]}, {at, at + w->shape[0]}}) : product(*w)), at += w->shape[0];
+      out.push_back(joined ? all.shrink({{0, h.xw.sym_shape()[0]}, {at, at + w->shape[0]}}) : product(h, *w).contiguous()), at += w->shape[0];
     return out;
+  }
+  // h @ w.T (rows [at, at + n) of w where n > 0), times each output's 1 / rms where the norm is left to the products
+  Tensor product(const Normed& h, const Weight& w, int64_t at = 0, int64_t n = 0) const {
+    Tensor y = n > 0 ? h.xw.matmul(w.value().shrink({{at, at + n}, {0, w.shape[1]}}).transpose()) : linear(h.xw, w);
+    if (!h.x) return y;
+    int64_t in = h.x->shape()[1];
+    Tensor ss = h.x->square().reshape({1, 1, in}).expand({1, y.shape()[1], in}).mean(-1);
+    return y * (ss + cfg_.norm_eps).rsqrt();
+  }
+  // the feed-forward's hidden silu(gate) * up, computed. One row on a GPU: the gate's and the up's products side by
+  // side in that one kernel (reduces of one length over the same inputs), no kernel for the joined product's output
+  Tensor swiglu(const Normed& h, const Block& b) const {
+    if (h.x && b.gate_up) {
+      int64_t f = b.w_gate.shape[0];
+      return (product(h, *b.gate_up, 0, f).silu() * product(h, *b.gate_up, f, b.w_up.shape[0])).contiguous();
+    }
+    auto gu = products(h, b.gate_up, {&b.w_gate, &b.w_up});
+    return (gu[0].silu() * gu[1]).contiguous();
   }
   // x (rows, in) @ w.T: one kernel reading the blocks for one row (a decode step reads each weight byte once); for a
   // chunk the weight dequantized first, once, then an ordinary matmul that tiles over the rows
@@ -396,8 +408,20 @@ class Llama {
     Tensor qh = q.permute({1, 0, 2}).reshape({SInt(KV), SInt(G), n, SInt(D)});  // query heads grouped by their kv head
     Tensor s = qh.matmul(keys.transpose(-1, -2)) * (1.0 / std::sqrt(double(D)));  // (KV, G, n, total)
     if (mask) s = mask->where(s, -INFINITY);
-    Tensor o = s.softmax(-1).matmul(vals);  // (KV, G, n, D)
-    return linear(o.reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)}).contiguous(), b.wo);
+    Tensor o;  // (KV, G, n, D)
+    bool one_row = !mask && opts_.device != host_device();
+    if (one_row) {
+      // one row on a GPU: softmax's sum as one more column of the values' product (a column of ones), its exp and its
+      // division computed where they are read (the scheduler repeats small broadcast values on a GPU): the
+      // probabilities and the division are no kernels (60 launches a decode step)
+      Tensor e = (s - s.max(-1, true)).exp();
+      Tensor ov = e.matmul(vals.pad({{0, 0}, {0, 0}, {0, 0}, {0, 1}}, 1.0));  // (KV, G, 1, D + 1)
+      o = ov.shrink({{0, KV}, {0, G}, {0, 1}, {0, D}}) / ov.shrink({{0, KV}, {0, G}, {0, 1}, {D, D + 1}});
+    } else {
+      o = s.softmax(-1).matmul(vals);
+    }
+    Tensor heads = o.reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)});
+    return linear(one_row ? heads : heads.contiguous(), b.wo);
   }
   // the sampled next token (1,) int32 from the logits (vocab,)
   Tensor sample(const Tensor& logits, const SamplingOptions& s) const {
