@@ -937,7 +937,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // more. The kernel's tile then walks a panel as one stream, not a vector of each of k rows 4n bytes apart (an L1 set
   // and a TLB entry a row): a 2048 matmul, one thread, copy included, 0.42-0.44x -> 0.85-0.86x Eigen's speed on a Xeon,
   // 1.17x -> 1.47x on an AVX-512 EPYC. No copy on a device of workgroups
-  Tensor cpu_panels(int64_t rows) const {
+  Tensor cpu_panels(int64_t rows) const TINYGRAD_MEMBER_DEF({
     const DeviceRuntime& rt = runtime(device());
     const int64_t w = rt.vector_bytes / int64_t(itemsize(dtype()));
     const UOp* u = uop().get();
@@ -947,7 +947,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     int64_t k = shape()[0], n = shape()[1];
     Tensor p = reshape({k, n / w, w}).permute({1, 0, 2});
     return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {p.uop()}, std::vector<int64_t>{UOp::kCpuLayout}), device()).permute({1, 0, 2}).reshape({k, n});
-  }
+  })
   struct Impl {
     UOpRef uop;
     std::string device;
