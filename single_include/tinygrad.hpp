@@ -1234,6 +1234,7 @@ inline Communicator& communicator(const std::vector<std::string>& devices) {
 // begin include/tinygrad/runtime/cpu.hpp
 // CPU device: the system C compiler builds object files (cached on disk) that runtime/elf.hpp places in memory (or,
 // where it cannot, shared objects that dlopen loads), a thread pool runs the THREAD axis.
+#include <sched.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -1581,8 +1582,15 @@ class ThreadPool {
 }  // namespace tinygrad::detail
 
 namespace tinygrad {  // public (runtime/device.hpp declares it): the CPU device's thread count
+// THREADS, else the CPUs this process may run on (a `taskset -c 0,1` run: 2, not the host's 16, as OpenMP counts)
 TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
-  static const int hw = int(std::thread::hardware_concurrency());  // NOTE: glibc reads /sys each call (~7 us)
+  static const int hw = [] {  // NOTE: once: glibc reads /sys each call (~7 us)
+#ifdef __linux__
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+    return int(std::thread::hardware_concurrency());
+  }();
   return std::max(1, flags().threads > 0 ? flags().threads : hw);
 })
 }  // namespace tinygrad

@@ -353,8 +353,7 @@ class Llama {
   Tensor product(const Normed& h, const Weight& w, int64_t at = 0, int64_t n = 0) const {
     Tensor y = n > 0 ? h.xw.matmul(w.value().shrink({{at, at + n}, {0, w.shape[1]}}).transpose()) : linear(h.xw, w);
     if (!h.x) return y;
-    int64_t in = h.x->shape()[1];
-    Tensor ss = h.x->square().reshape({1, 1, in}).expand({1, y.shape()[1], in}).mean(-1);
+    Tensor ss = h.x->square().unsqueeze(1).expand({1, y.shape()[1], h.x->shape()[1]}).mean(-1);
     return y * (ss + cfg_.norm_eps).rsqrt();
   }
   // the feed-forward's hidden silu(gate) * up, computed. One row on a GPU: the gate's and the up's products side by
@@ -408,8 +407,8 @@ class Llama {
     Tensor qh = q.permute({1, 0, 2}).reshape({SInt(KV), SInt(G), n, SInt(D)});  // query heads grouped by their kv head
     Tensor s = qh.matmul(keys.transpose(-1, -2)) * (1.0 / std::sqrt(double(D)));  // (KV, G, n, total)
     if (mask) s = mask->where(s, -INFINITY);
-    Tensor o;  // (KV, G, n, D)
     bool one_row = !mask && opts_.device != host_device();
+    Tensor o = one_row ? Tensor() : s.softmax(-1).matmul(vals);  // (KV, G, n, D)
     if (one_row) {
       // one row on a GPU: softmax's sum as one more column of the values' product (a column of ones), its exp and its
       // division computed where they are read (the scheduler repeats small broadcast values on a GPU): the
@@ -417,8 +416,6 @@ class Llama {
       Tensor e = (s - s.max(-1, true)).exp();
       Tensor ov = e.matmul(vals.pad({{0, 0}, {0, 0}, {0, 0}, {0, 1}}, 1.0));  // (KV, G, 1, D + 1)
       o = ov.shrink({{0, KV}, {0, G}, {0, 1}, {0, D}}) / ov.shrink({{0, KV}, {0, G}, {0, 1}, {D, D + 1}});
-    } else {
-      o = s.softmax(-1).matmul(vals);
     }
     Tensor heads = o.reshape({SInt(H), n, SInt(D)}).permute({1, 0, 2}).reshape({n, SInt(cfg_.dim)});
     return linear(one_row ? heads : heads.contiguous(), b.wo);
