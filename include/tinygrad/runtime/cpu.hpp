@@ -102,18 +102,18 @@ class ThreadPool {
   bool stop_ = false;
 };
 
+// the CPUs this process may run on (a `taskset -c 0,1` run: 2, not the host's 16, as OpenMP counts)
+inline int usable_cpus() {
+#ifdef __linux__
+  if (cpu_set_t set; sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+#endif
+  return int(std::thread::hardware_concurrency());
+}
 }  // namespace tinygrad::detail
 
 namespace tinygrad {  // public (runtime/device.hpp declares it): the CPU device's thread count
-// THREADS, else the CPUs this process may run on (a `taskset -c 0,1` run: 2, not the host's 16, as OpenMP counts)
 TINYGRAD_API int cpu_threads() TINYGRAD_DEF({
-  static const int hw = [] {  // NOTE: once: glibc reads /sys each call (~7 us)
-#ifdef __linux__
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-#endif
-    return int(std::thread::hardware_concurrency());
-  }();
+  static const int hw = detail::usable_cpus();  // NOTE: once: glibc reads /sys each call (~7 us)
   return std::max(1, flags().threads > 0 ? flags().threads : hw);
 })
 }  // namespace tinygrad
