@@ -15489,8 +15489,7 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
     const UOp* ws0 = wu->op == Ops::PERMUTE ? wu->src[0].get() : nullptr;
     Tensor wl = ws0 && wu->varg() == back && (detail::is_buffer_view(ws0) || detail::is_leaf(ws0))
                     ? w
-                    : Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {w.permute(inner).uop()}, std::vector<int64_t>{UOp::kCpuLayout}), device())
-                          .permute(back);
+                    : w.cpu_layout(inner, back);
     Tensor r = (x * wl.reshape(ws)).sum(red, true).reshape(out);
     // NOTE: autograd differentiates the GRAD_RULE marker with conv formulas, not through the window view
     std::vector<int64_t> arg{int64_t(detail::GradRule::Conv), groups};
@@ -15581,15 +15580,19 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // and a TLB entry a row): a 2048 matmul, one thread, copy included, 0.42-0.44x -> 0.85-0.86x Eigen's speed on a Xeon,
   // 1.17x -> 1.47x on an AVX-512 EPYC. No copy on a device of workgroups
   Tensor cpu_panels(int64_t rows) const TINYGRAD_MEMBER_DEF({
-    const DeviceRuntime& rt = runtime(device());
-    const int64_t w = rt.vector_bytes / int64_t(itemsize(dtype()));
-    const UOp* u = uop().get();
-    if (rt.workgroups || w < 4 || ndim() != 2 || rows < 128 || is_symbolic() || !(detail::is_buffer_view(u) || detail::is_leaf(u)) ||
-        shape()[1] % w || shape()[1] == w || double(numel()) * double(itemsize(dtype())) <= double(2 << 20))
+    // NOTE: the device's runtime (a lock and a lookup) only for a candidate: every matmul's graph passes here
+    if (ndim() != 2 || rows < 128 || is_symbolic() || !(detail::is_buffer_view(uop().get()) || detail::is_leaf(uop().get())) ||
+        double(numel()) * double(itemsize(dtype())) <= double(2 << 20))
       return *this;
-    int64_t k = shape()[0], n = shape()[1];
-    Tensor p = reshape({k, n / w, w}).permute({1, 0, 2});
-    return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {p.uop()}, std::vector<int64_t>{UOp::kCpuLayout}), device()).permute({1, 0, 2}).reshape({k, n});
+    const DeviceRuntime& rt = runtime(device());
+    const int64_t k = shape()[0], n = shape()[1], w = rt.vector_bytes / int64_t(itemsize(dtype()));
+    if (rt.workgroups || w < 4 || n % w || n == w) return *this;
+    return reshape({k, n / w, w}).cpu_layout({1, 0, 2}, {1, 0, 2}).reshape({k, n});
+  })
+  // this permuted by `inner` as a copy marked as a CPU layout (UOp::is_cpu_layout: a schedule for a device of
+  // workgroups drops it and reads this as it is), permuted back by `back`: the same values, laid out for the CPU
+  Tensor cpu_layout(const std::vector<int64_t>& inner, const std::vector<int64_t>& back) const TINYGRAD_MEMBER_DEF({
+    return Tensor(make_uop(Ops::CONTIGUOUS, dtype(), {permute(inner).uop()}, std::vector<int64_t>{UOp::kCpuLayout}), device()).permute(back);
   })
   struct Impl {
     UOpRef uop;

@@ -266,15 +266,9 @@ TEST_CASE("schedule: BatchNorm, ReLU and a max-pool before a conv are computed o
     if (by_hand) h = h.contiguous();
     Tensor loss = conv(h).square().sum();
     loss.backward();
-    std::vector<tinygrad::UOpRef> roots;
-    for (const Tensor& t : {loss, *conv.weight.grad(), *bn.weight->grad(), *bn.bias->grad()}) roots.push_back(t.uop());
-    std::unordered_map<const tinygrad::UOp*, int> slots;
-    int n = 0;
-    for (auto& r : roots)
-      for (auto& u : tinygrad::detail::toposort(r))
-        if (tinygrad::detail::is_leaf(u.get()) && !slots.count(u.get())) slots[u.get()] = n++;
     Step s;
-    for (auto& k : tinygrad::detail::create_schedule(roots, slots, n).kernels) s.kernels++, s.flops += tinygrad::detail::estimate_flops(k.ast);
+    for (auto& k : kernels_of({loss, *conv.weight.grad(), *bn.weight->grad(), *bn.bias->grad()}))
+      s.kernels++, s.flops += tinygrad::detail::estimate_flops(k.ast);
     s.dw = host(*conv.weight.grad());
     return s;
   };
