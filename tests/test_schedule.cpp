@@ -289,12 +289,12 @@ TEST_CASE("schedule: a large realized B of a matmul is read from panels of a vec
   Tensor a = input({256, 1024}, 61), b = input({1024, 1024}, 62);
   Tensor c = a.matmul(b);
   CHECK(kernels_to_realize(c) == (panels ? 2 : 1));
-  // small B (1 MB), few rows, or B a view (x @ W.T): no copy
+  // a Linear layer's x @ W.T: W's transpose copied into the panels; small B (1 MB) or few rows: no copy
   Tensor bs = input({512, 512}, 63), few = input({64, 1024}, 64);
   Tensor c2 = input({256, 512}, 65).matmul(bs), c3 = few.matmul(b), c4 = a.matmul(b.transpose());
   CHECK(kernels_to_realize(c2) == 1);
   CHECK(kernels_to_realize(c3) == 1);
-  CHECK(kernels_to_realize(c4) == 1);
+  CHECK(kernels_to_realize(c4) == (panels ? 2 : 1));
   auto va = host(a), vb = host(b), vc = host(c), v3 = host(c3), vf = host(few), v4 = host(c4);
   std::mt19937 g(66);
   for (int t = 0; t < 64; t++) {
@@ -309,14 +309,15 @@ TEST_CASE("schedule: a large realized B of a matmul is read from panels of a vec
     CHECK(v4[i * 1024 + j] == Approx(s4).margin(1e-3));
     if (i < 64) CHECK(v3[i * 1024 + j] == Approx(s3).margin(1e-3));
   }
-  // the gradient flows through the copy: d(sum(a @ b))/db[k][j] = sum_i a[i][k]
-  Tensor bw = input({1024, 1024}, 67).requires_grad_();
-  a.matmul(bw).sum().backward();
-  auto gb = host(*bw.grad());
+  // the gradient flows through the copy: d(sum(a @ b))/db[k][j] = sum_i a[i][k], and through W.T's: dW[j][k] the same
+  Tensor bw = input({1024, 1024}, 67).requires_grad_(), ww = input({1024, 1024}, 68).requires_grad_();
+  (a.matmul(bw).sum() + a.matmul(ww.transpose()).sum()).backward();
+  auto gb = host(*bw.grad()), gw = host(*ww.grad());
   for (size_t k : {0u, 511u, 1023u}) {
     double col = 0;
     for (size_t i = 0; i < 256; i++) col += va[i * 1024 + k];
     CHECK(gb[k * 1024 + 7] == Approx(col).margin(1e-3));
+    CHECK(gw[7 * 1024 + k] == Approx(col).margin(1e-3));
   }
 }
 
