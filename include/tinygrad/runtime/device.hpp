@@ -418,6 +418,8 @@ struct Buffer {
 
   size_t nbytes() const { return size_t(size) * size_t(itemsize(dtype)); }
   bool allocated() const { return ptr_ != nullptr; }
+  // the memory back to its allocator (for the next buffer of its size); a later ptr() allocates again
+  void release() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_), ptr_ = nullptr, alloc_ = nullptr; }
   void* ptr() {
     if (!ptr_) { alloc_ = runtime(device).allocator.get(); ptr_ = alloc_->alloc(std::max<size_t>(nbytes(), 1)); nb_ = std::max<size_t>(nbytes(), 1); }
     return ptr_;
