@@ -136,7 +136,7 @@ int main(int argc, char** argv) {
     }
     flags().debug = 0;
   }
-  int64_t kv = lm.config().n_layers * 2 * lm.config().n_kv_heads * (lm.context() + lm.options().chunk) * lm.config().head_dim * 4;
+  int64_t kv = lm.config().n_layers * 2 * lm.config().n_kv_heads * lm.cache_rows() * lm.config().head_dim * 4;
   double rss = double(rss_bytes()), bw = copy_gbs(threads);
   double peer_pp = NAN, peer_tg = NAN;
   if (const char* lb = std::getenv("LLAMA_BENCH"); lb && *lb) {

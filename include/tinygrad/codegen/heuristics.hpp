@@ -533,17 +533,30 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   Kernel k(sink, ren);
   if (!one_address(f.stores)) return {};
   bool has_reduce = !f.loops.empty(), nested = nested_reduces(f);
-  // reduce loops one after another in a multi-output kernel: each unrolled, as register tiles are for one loop
-  if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
-    int64_t expand = 1;
-    for (auto& [ids, inner] : f.loops)
-      if (inner->range_end() % 4 == 0 && inner->range_end() > 4 && expand * 4 <= Kernel::max_expand &&
-          try_apply(k, {OptOp::UNROLL, inner->range_id(), 4}))
-        expand *= 4;
-    has_reduce = false;  // NOTE: only the threads below
-  }
   DType out_dt = sink->src[0]->src[1]->dtype;
   const int64_t full = ren.vector_lanes(out_dt);
+  // reduce loops one after another in a multi-output kernel (softmax's max and sum of a row): the loop with the most
+  // work (the sum's exp2) gets vector lanes on its range where every load in it walks the range contiguously or not at
+  // all (a kernel has one set of lanes), the others are unrolled (a prefill chunk's softmax over its keys, a symbolic
+  // count: 8x faster with the sum's exp2 a vector's)
+  if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
+    std::vector<std::pair<size_t, UOpRef>> loops;  // (the nodes whose value varies along the loop, its inner range)
+    for (auto& [ids, inner] : f.loops) loops.push_back({depends_on(f.sink, inner).size(), inner});
+    std::stable_sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    int64_t expand = 1;
+    bool lanes_taken = false;
+    for (auto& [work, inner] : loops) {
+      int64_t n = inner->range_end(), amt = 0;
+      for (int64_t a : vector_amounts(full)) if (!lanes_taken && n % a == 0 && n >= 2 * a) { amt = a; break; }
+      for (auto& l : f.loads) {
+        int c = f.stride(l, inner);
+        if (c == 2 || (c == 1 && itemsize(l->src[0]->dtype) != itemsize(out_dt))) amt = 0;
+      }
+      if (amt && expand * amt <= Kernel::max_expand && try_apply(k, {OptOp::VECTOR, inner->range_id(), amt})) expand *= amt, lanes_taken = true;
+      else if (n % 4 == 0 && n > 4 && expand * 4 <= Kernel::max_expand && try_apply(k, {OptOp::UNROLL, inner->range_id(), 4})) expand *= 4;
+    }
+    has_reduce = false;  // NOTE: only the threads below
+  }
   int64_t lanes = full;
   auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it;
