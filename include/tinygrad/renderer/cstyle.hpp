@@ -37,6 +37,15 @@ class CStyleRenderer : public Renderer {
   // compiler's _Float16 where the CPU converts in hardware (x86 F16C: vcvtph2ps, exact for every half, also vectorised;
   // AArch64: fcvt), or F16C's builtin where the compiler has no _Float16 (clang 14): a dequantized fp16 scale took ~20
   // branchy ops and a loop for subnormals
+  // a vector value kept in a register (see CAST's vector rule)
+  static constexpr const char* kRegC =
+      "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
+      "#define TG_REG(T, v) ({ T tg_r = (v); __asm__(\"\" : \"+x\"(tg_r)); tg_r; })\n"
+      "#elif defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)\n"
+      "#define TG_REG(T, v) ({ T tg_r = (v); __asm__(\"\" : \"+w\"(tg_r)); tg_r; })\n"
+      "#else\n"
+      "#define TG_REG(T, v) (v)\n"
+      "#endif\n";
   static constexpr const char* kHalfC =
       "#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))\n"
       "TG_FN float tg_h2f(unsigned short h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n"
@@ -469,12 +478,15 @@ inline CStyleRenderer::CStyleRenderer() {
                            if ((is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool) return std::string();
                            // NOTE: gcc turns 8- and 16-bit lanes to floats one lane at a time (an extract and a convert each:
                            // quantized matvecs ran 40x slower than clang's); through int32 lanes it is a widen and one convert.
-                           // Signed 8-bit lanes widen to 16 bits first: gcc 12/13 widened them straight to 32 bits one lane
-                           // at a time too (a Q8_0 matvec at a quarter of clang's speed); clang makes both steps one
-                           // vpmovsxbd. Not unsigned ones: there gcc's direct widening was the faster (Q4_1: 2x)
+                           // And it widens lanes read straight from memory or a bitcast one at a time too: TG_REG passes them
+                           // through a register first (an empty asm under gcc on x86-64 and arm64), and the widening is one
+                           // vpmovsxbd, as clang's (a Q8_0 matvec: 2.2x, at clang's speed; through 16-bit lanes, as before, gcc
+                           // split each vector in four)
                            std::string v = x.a[0];
-                           if (x.dts[0] == DType::Int8 && (is_float(x.dt) || itemsize(x.dt) >= 4))
-                             v = cat("__builtin_convertvector(", v, ", ", value_type(DType::Int16, x.vc, x.c), ")");
+                           if (is_int(x.dts[0]) && itemsize(x.dts[0]) < 4 && (is_float(x.dt) || itemsize(x.dt) >= 4)) {
+                             if (std::find(x.c.fns.begin(), x.c.fns.end(), kRegC) == x.c.fns.end()) x.c.fns.push_back(kRegC);
+                             v = cat("TG_REG(", value_type(x.dts[0], x.vc, x.c), ", ", v, ")");
+                           }
                            if (is_float(x.dt) && is_int(x.dts[0]) && itemsize(x.dts[0]) < 4)
                              v = cat("__builtin_convertvector(", v, ", ", value_type(DType::Int32, x.vc, x.c), ")");
                            return cat("__builtin_convertvector(", v, ", ", value_type(x.dt, x.vc, x.c), ")");
