@@ -870,6 +870,8 @@ struct Buffer {
 
   size_t nbytes() const { return size_t(size) * size_t(itemsize(dtype)); }
   bool allocated() const { return ptr_ != nullptr; }
+  // the memory back to its allocator (for the next buffer of its size); a later ptr() allocates again
+  void release() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_), ptr_ = nullptr, alloc_ = nullptr; }
   void* ptr() {
     if (!ptr_) { alloc_ = runtime(device).allocator.get(); ptr_ = alloc_->alloc(std::max<size_t>(nbytes(), 1)); nb_ = std::max<size_t>(nbytes(), 1); }
     return ptr_;
@@ -4918,6 +4920,11 @@ class CStyleRenderer : public Renderer {
   // compiler's _Float16 where the CPU converts in hardware (x86 F16C: vcvtph2ps, exact for every half, also vectorised;
   // AArch64: fcvt), or F16C's builtin where the compiler has no _Float16 (clang 14): a dequantized fp16 scale took ~20
   // branchy ops and a loop for subnormals
+  // a vector value kept in a register (see CAST's vector rule)
+  static constexpr const char* kRegC =
+      "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n#define TG_REG(T, v) ({T r_ = (v); __asm__(\"\" : \"+x\"(r_)); r_;})\n"
+      "#elif defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)\n#define TG_REG(T, v) ({T r_ = (v); __asm__(\"\" : \"+w\"(r_)); r_;})\n"
+      "#else\n#define TG_REG(T, v) (v)\n#endif\n";
   static constexpr const char* kHalfC =
       "#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))\n"
       "TG_FN float tg_h2f(unsigned short h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n"
@@ -5350,12 +5357,15 @@ inline CStyleRenderer::CStyleRenderer() {
                            if ((is_float(x.dts[0]) && !is_float(x.dt)) || x.dts[0] == DType::Bool) return std::string();
                            // NOTE: gcc turns 8- and 16-bit lanes to floats one lane at a time (an extract and a convert each:
                            // quantized matvecs ran 40x slower than clang's); through int32 lanes it is a widen and one convert.
-                           // Signed 8-bit lanes widen to 16 bits first: gcc 12/13 widened them straight to 32 bits one lane
-                           // at a time too (a Q8_0 matvec at a quarter of clang's speed); clang makes both steps one
-                           // vpmovsxbd. Not unsigned ones: there gcc's direct widening was the faster (Q4_1: 2x)
+                           // And it widens lanes read straight from memory or a bitcast one at a time too: TG_REG passes them
+                           // through a register first (an empty asm under gcc on x86-64 and arm64), and the widening is one
+                           // vpmovsxbd, as clang's (a Q8_0 matvec: 2.2x, at clang's speed; through 16-bit lanes, as before, gcc
+                           // split each vector in four)
                            std::string v = x.a[0];
-                           if (x.dts[0] == DType::Int8 && (is_float(x.dt) || itemsize(x.dt) >= 4))
-                             v = cat("__builtin_convertvector(", v, ", ", value_type(DType::Int16, x.vc, x.c), ")");
+                           if (is_int(x.dts[0]) && itemsize(x.dts[0]) < 4 && (is_float(x.dt) || itemsize(x.dt) >= 4)) {
+                             if (std::find(x.c.fns.begin(), x.c.fns.end(), kRegC) == x.c.fns.end()) x.c.fns.push_back(kRegC);
+                             v = cat("TG_REG(", value_type(x.dts[0], x.vc, x.c), ", ", v, ")");
+                           }
                            if (is_float(x.dt) && is_int(x.dts[0]) && itemsize(x.dts[0]) < 4)
                              v = cat("__builtin_convertvector(", v, ", ", value_type(DType::Int32, x.vc, x.c), ")");
                            return cat("__builtin_convertvector(", v, ", ", value_type(x.dt, x.vc, x.c), ")");
@@ -7764,17 +7774,26 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
   Kernel k(sink, ren);
   if (!one_address(f.stores)) return {};
   bool has_reduce = !f.loops.empty(), nested = nested_reduces(f);
-  // reduce loops one after another in a multi-output kernel: each unrolled, as register tiles are for one loop
-  if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
-    int64_t expand = 1;
-    for (auto& [ids, inner] : f.loops)
-      if (inner->range_end() % 4 == 0 && inner->range_end() > 4 && expand * 4 <= Kernel::max_expand &&
-          try_apply(k, {OptOp::UNROLL, inner->range_id(), 4}))
-        expand *= 4;
-    has_reduce = false;  // NOTE: only the threads below
-  }
   DType out_dt = sink->src[0]->src[1]->dtype;
   const int64_t full = ren.vector_lanes(out_dt);
+  // reduce loops one after another in a multi-output kernel (softmax's max and sum of a row): the loop with the most
+  // work (the sum's exp2) gets vector lanes on its range where every load in it walks the range contiguously or not at
+  // all (a kernel has one set of lanes), the others are unrolled (a prefill chunk's softmax over its keys, a symbolic
+  // count: 8x faster with the sum's exp2 a vector's)
+  if (f.stores.size() > 1 && f.loops.size() > 1 && !nested) {
+    std::vector<std::pair<size_t, UOpRef>> loops;  // (the nodes whose value varies along the loop, its inner range)
+    for (auto& [ids, inner] : f.loops) loops.push_back({depends_on(f.sink, inner).size(), inner});
+    std::stable_sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    int64_t expand = 1, lanes = 1;
+    for (auto& [work, inner] : loops) {
+      int64_t n = inner->range_end(), amt = 0;
+      for (int64_t a : vector_amounts(full)) if (lanes == 1 && n % a == 0 && n >= 2 * a) { amt = a; break; }
+      for (auto& l : f.loads) if (int c = f.stride(l, inner); c == 2 || (c == 1 && itemsize(l->src[0]->dtype) != itemsize(out_dt))) amt = 0;
+      if (amt && expand * amt <= Kernel::max_expand && try_apply(k, {OptOp::VECTOR, inner->range_id(), amt})) expand *= amt, lanes = amt;
+      else if (n % 4 == 0 && n > 4 && expand * 4 <= Kernel::max_expand && try_apply(k, {OptOp::UNROLL, inner->range_id(), 4})) expand *= 4;
+    }
+    has_reduce = false;  // NOTE: only the threads below
+  }
   int64_t lanes = full;
   auto narrow_int = [&](const UOpRef& l) { return is_int(l->src[0]->dtype) && itemsize(l->src[0]->dtype) < itemsize(out_dt); };
   // vector lanes on the output axis the store walks contiguously, when every load is contiguous or constant along it;
@@ -11306,7 +11325,9 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
                    (long long)run_stats().kernels_run, ck.spec.name.c_str(), ptrs.size(), mem / 1e9, tm * 1e6, 0.0,
                    ck.spec.flops / std::max(tm, 1e-9) / 1e9, mem / std::max(tm, 1e-9) / 1e9);
     }
-    for (int s : plan->release[k]) slots[size_t(s)].reset();
+    // NOTE: a capture keeps the buffer (what its launches read) but not its memory: a language model's prefill capture
+    // made 630 MB of fresh pages, one dequantized weight after another (VM: 161k page faults, most of the first token)
+    for (int s : plan->release[k]) (capturing() ? slots[size_t(s)]->release() : void()), slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }
@@ -15578,10 +15599,12 @@ class Tensor : public detail::CreationOps<Tensor>, public detail::ElementwiseOps
   // after another) where the CPU pays for that copy: a realized B of more than 2 MB (a core's L2) against 128 rows or
   // more. The kernel's tile then walks a panel as one stream, not a vector of each of k rows 4n bytes apart (an L1 set
   // and a TLB entry a row): a 2048 matmul, one thread, copy included, 0.42-0.44x -> 0.85-0.86x Eigen's speed on a Xeon,
-  // 1.17x -> 1.47x on an AVX-512 EPYC. No copy on a device of workgroups
+  // 1.17x -> 1.47x on an AVX-512 EPYC; a Linear layer's realized W read as W.T the same way (the copy transposes it:
+  // 1.02x -> 1.42x Eigen's x @ W.T on the EPYC, 2 threads). No copy on a device of workgroups
   Tensor cpu_panels(int64_t rows) const TINYGRAD_MEMBER_DEF({
     // NOTE: the device's runtime (a lock and a lookup) only for a candidate: every matmul's graph passes here
-    if (ndim() != 2 || rows < 128 || is_symbolic() || !(detail::is_buffer_view(uop().get()) || detail::is_leaf(uop().get())) ||
+    const UOp* b = uop()->op == Ops::PERMUTE ? uop()->src[0].get() : uop().get();
+    if (ndim() != 2 || rows < 128 || is_symbolic() || !(detail::is_buffer_view(b) || detail::is_leaf(b)) ||
         double(numel()) * double(itemsize(dtype())) <= double(2 << 20))
       return *this;
     const DeviceRuntime& rt = runtime(device());

@@ -543,16 +543,12 @@ inline std::vector<Opt> hand_coded_optimizations(const UOpRef& sink, const Rende
     std::vector<std::pair<size_t, UOpRef>> loops;  // (the nodes whose value varies along the loop, its inner range)
     for (auto& [ids, inner] : f.loops) loops.push_back({depends_on(f.sink, inner).size(), inner});
     std::stable_sort(loops.begin(), loops.end(), [](auto& a, auto& b) { return a.first > b.first; });
-    int64_t expand = 1;
-    bool lanes_taken = false;
+    int64_t expand = 1, lanes = 1;
     for (auto& [work, inner] : loops) {
       int64_t n = inner->range_end(), amt = 0;
-      for (int64_t a : vector_amounts(full)) if (!lanes_taken && n % a == 0 && n >= 2 * a) { amt = a; break; }
-      for (auto& l : f.loads) {
-        int c = f.stride(l, inner);
-        if (c == 2 || (c == 1 && itemsize(l->src[0]->dtype) != itemsize(out_dt))) amt = 0;
-      }
-      if (amt && expand * amt <= Kernel::max_expand && try_apply(k, {OptOp::VECTOR, inner->range_id(), amt})) expand *= amt, lanes_taken = true;
+      for (int64_t a : vector_amounts(full)) if (lanes == 1 && n % a == 0 && n >= 2 * a) { amt = a; break; }
+      for (auto& l : f.loads) if (int c = f.stride(l, inner); c == 2 || (c == 1 && itemsize(l->src[0]->dtype) != itemsize(out_dt))) amt = 0;
+      if (amt && expand * amt <= Kernel::max_expand && try_apply(k, {OptOp::VECTOR, inner->range_id(), amt})) expand *= amt, lanes = amt;
       else if (n % 4 == 0 && n > 4 && expand * 4 <= Kernel::max_expand && try_apply(k, {OptOp::UNROLL, inner->range_id(), 4})) expand *= 4;
     }
     has_reduce = false;  // NOTE: only the threads below

@@ -39,13 +39,9 @@ class CStyleRenderer : public Renderer {
   // branchy ops and a loop for subnormals
   // a vector value kept in a register (see CAST's vector rule)
   static constexpr const char* kRegC =
-      "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n"
-      "#define TG_REG(T, v) ({ T tg_r = (v); __asm__(\"\" : \"+x\"(tg_r)); tg_r; })\n"
-      "#elif defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)\n"
-      "#define TG_REG(T, v) ({ T tg_r = (v); __asm__(\"\" : \"+w\"(tg_r)); tg_r; })\n"
-      "#else\n"
-      "#define TG_REG(T, v) (v)\n"
-      "#endif\n";
+      "#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)\n#define TG_REG(T, v) ({T r_ = (v); __asm__(\"\" : \"+x\"(r_)); r_;})\n"
+      "#elif defined(__GNUC__) && !defined(__clang__) && defined(__aarch64__)\n#define TG_REG(T, v) ({T r_ = (v); __asm__(\"\" : \"+w\"(r_)); r_;})\n"
+      "#else\n#define TG_REG(T, v) (v)\n#endif\n";
   static constexpr const char* kHalfC =
       "#if defined(__FLT16_MAX__) && (defined(__F16C__) || defined(__aarch64__))\n"
       "TG_FN float tg_h2f(unsigned short h) { _Float16 x; __builtin_memcpy(&x, &h, 2); return (float)x; }\n"

@@ -143,6 +143,11 @@ class Llama {
       if (int32_t i = tok_.token_to_id(t); i >= 0) eog_.push_back(i);
     if (tok_.eos_id() >= 0) eog_.push_back(tok_.eos_id());
     start_.emplace("start_pos", 0, ctx_ - 1);
+    // a chunk's first position: a chunk's keys (at most its start + chunk) end at a multiple of 16, so a CPU kernel
+    // walking them takes 16 lanes (a prefill chunk's softmax over them: 8x); the cache has room for that many
+    int64_t last = (ctx_ - 1 + opts_.chunk + 15) / 16 * 16 - opts_.chunk;
+    chunk_start_.emplace("chunk_start", 0, last);
+    rows_ = std::max(last + 1, ctx_) + opts_.chunk;
     len_.emplace("chunk_len", 1, opts_.chunk);
     emb_ = weight("token_embd.weight", {-1, cfg_.dim});
     cfg_.vocab = emb_.shape[0];
@@ -158,7 +163,7 @@ class Llama {
                               weight(b + "ffn_down.weight", {cfg_.dim, cfg_.hidden}),
                               // keys and values of every position: (2, kv heads, positions, head size), plus a chunk of room
                               // (a chunk's rows are written whole: the last may run past the context by its padding)
-                              Tensor::zeros({2, cfg_.n_kv_heads, ctx_ + opts_.chunk, cfg_.head_dim}, DType::Float32, opts_.device)
+                              Tensor::zeros({2, cfg_.n_kv_heads, rows_, cfg_.head_dim}, DType::Float32, opts_.device)
                                   .contiguous()
                                   .realize(),
                               std::nullopt, std::nullopt});
@@ -175,6 +180,7 @@ class Llama {
   const LlamaOptions& options() const { return opts_; }  // as used: the device and chunk chosen where they were left open
   const text::BPETokenizer& tokenizer() const { return tok_; }
   int64_t context() const { return ctx_; }
+  int64_t cache_rows() const { return rows_; }  // the KV cache's positions: the context, a chunk's room, alignment
   int64_t position() const { return pos_; }
   // start over: the next tokens go to position 0 (the cache's old rows are never read again)
   void reset() { pos_ = 0; }
@@ -186,7 +192,7 @@ class Llama {
     Tensor out;
     for (size_t at = 0; at < tokens.size(); at += size_t(opts_.chunk)) {
       int64_t n = std::min<int64_t>(opts_.chunk, int64_t(tokens.size() - at));
-      out = forward(chunk_tensor(tokens, at, n), start_->bind(pos_), len_->bind(n)).realize();
+      out = forward(chunk_tensor(tokens, at, n), chunk_start_->bind(pos_), len_->bind(n)).realize();
       pos_ += n;
     }
     return out;
@@ -205,7 +211,7 @@ class Llama {
     Tensor next;
     for (size_t at = 0; at < prompt.size(); at += size_t(opts_.chunk)) {
       int64_t n = std::min<int64_t>(opts_.chunk, int64_t(prompt.size() - at));
-      next = (*prefill_)(chunk_tensor(prompt, at, n), start_->bind(pos_), len_->bind(n));
+      next = (*prefill_)(chunk_tensor(prompt, at, n), chunk_start_->bind(pos_), len_->bind(n));
       pos_ += n;
     }
     std::vector<int32_t> out;
@@ -257,7 +263,7 @@ class Llama {
     // causal: query i (position start + i) sees keys 0..start + i
     std::optional<Tensor> mask;
     if (!one) {
-      Tensor keys = Tensor::arange(double(ctx_ + opts_.chunk), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, total}});
+      Tensor keys = Tensor::arange(double(rows_), std::nullopt, 1, DType::Int32, opts_.device).shrink({{0, total}});
       mask = keys.reshape({SInt(1), total}) <= pos.reshape({rows, SInt(1)});
     }
     for (auto& b : blocks_) {
@@ -449,12 +455,12 @@ class Llama {
   nn::GGUFFile file_;
   LlamaOptions opts_;
   LlamaConfig cfg_;
-  int64_t ctx_ = 0, pos_ = 0;
+  int64_t ctx_ = 0, pos_ = 0, rows_ = 0;  // rows_: the cache's positions
   text::BPETokenizer tok_;
   Weight emb_, out_norm_, out_;
   std::vector<Block> blocks_;
   std::vector<int32_t> eog_;
-  std::optional<Variable> start_, len_;  // the position of a step's first token, and a prefill chunk's length
+  std::optional<Variable> start_, chunk_start_, len_;  // a decode step's position, a prefill chunk's first, its length
   SamplingOptions sampling_;
   using PrefillFn = std::function<Tensor(const Tensor&, const BoundVariable&, const BoundVariable&)>;
   using DecodeFn = std::function<Tensor(const Tensor&, const BoundVariable&)>;
