@@ -417,6 +417,36 @@ TEST_CASE("opts: x @ W.T walks x's rows innermost where W passes a core's L2 and
   }
 }
 
+TEST_CASE("opts: of reduce loops one after another (softmax's max, then its sum of exponentials), the one with the most work takes the lanes", "[opts]") {
+  tinygrad::detail::CRenderer avx512(2, 32, 64);
+  Tensor x = rnd({32, 256}, 38);
+  Tensor m = x.max(1, true), s = (x - m).exp().sum(1, true);
+  size_t found = 0;
+  for (auto& k : kernels_of(std::vector<Tensor>{m, s})) {
+    tinygrad::detail::KernelFacts f(k.ast);
+    if (f.stores.size() != 2 || f.loops.size() != 2) continue;
+    found++;
+    auto os = tinygrad::detail::hand_coded_optimizations(k.ast, avx512);
+    INFO(opts_str(os));
+    REQUIRE(has(os, OptOp::VECTOR));
+    for (auto& o : os)  // the lanes on the sum's loop: the range whose nodes include the exp2
+      if (o.op == OptOp::VECTOR) {
+        bool exp_on = false;
+        for (auto* u : tinygrad::detail::depends_on(k.ast, f.range(o.axis))) exp_on |= u->op == tinygrad::Ops::EXP2;
+        CHECK(exp_on);
+      }
+  }
+  CHECK(found == 1);
+  auto vm = host(m), vs = host(s), vx = host(x);
+  for (size_t r = 0; r < 32; r += 7) {
+    double mx = -INFINITY, sum = 0;
+    for (size_t j = 0; j < 256; j++) mx = std::max(mx, vx[r * 256 + j]);
+    for (size_t j = 0; j < 256; j++) sum += std::exp(vx[r * 256 + j] - mx);
+    CHECK(vm[r] == Approx(mx));
+    CHECK(vs[r] == Approx(sum).epsilon(1e-5));
+  }
+}
+
 TEST_CASE("opts: a padded reduce axis adds the identity: max, prod, exp, broadcasts, and inf or NaN in the other operand", "[opts]") {
   Tensor t = rnd({17, 31}, 21), x = rnd({17, 1}, 22);
   std::vector<float> c(17, 1.0f);
