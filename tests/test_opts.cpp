@@ -417,7 +417,7 @@ TEST_CASE("opts: x @ W.T walks x's rows innermost where W passes a core's L2 and
   }
 }
 
-TEST_CASE("opts: of reduce loops one after another (softmax's max, then its sum of exponentials), the one with the most work takes the lanes", "[opts]") {
+TEST_CASE("opts: of reduce loops one after another (softmax's max, then its sum of exponentials), the busiest takes the lanes", "[opts]") {
   tinygrad::detail::CRenderer avx512(2, 32, 64);
   Tensor x = rnd({32, 256}, 38);
   Tensor m = x.max(1, true), s = (x - m).exp().sum(1, true);
