@@ -141,7 +141,7 @@ class Llama {
     if (tok_.eos_id() >= 0) eog_.push_back(tok_.eos_id());
     start_.emplace("start_pos", 0, ctx_ - 1);
     // a chunk's first position: a chunk's keys (at most its start + chunk) end at a multiple of 16, so a CPU kernel
-    // walking them takes 16 lanes (a prefill chunk's softmax over them: 8x); the cache has room for that many
+    // walking them takes 16 lanes (a prefill chunk's softmax over them: 3.7x); the cache has room for that many
     int64_t last = (ctx_ - 1 + opts_.chunk + 15) / 16 * 16 - opts_.chunk;
     chunk_start_.emplace("chunk_start", 0, last);
     rows_ = std::max(last + 1, ctx_) + opts_.chunk;
