@@ -866,7 +866,7 @@ struct Buffer {
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }
+  ~Buffer() { release(); }
 
   size_t nbytes() const { return size_t(size) * size_t(itemsize(dtype)); }
   bool allocated() const { return ptr_ != nullptr; }
@@ -4980,6 +4980,7 @@ class CStyleRenderer : public Renderer {
     std::vector<std::string> vars;  // the variables' names, in the order a launch passes their values
     std::set<std::string> typedefs;
     std::vector<std::string> fns;   // helper functions the rules use, in the order they need (after the types)
+    void need(const std::string& f) { if (std::find(fns.begin(), fns.end(), f) == fns.end()) fns.push_back(f); }
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
     int64_t smem = 0;               // dynamic workgroup memory handed out (bytes)
@@ -5363,7 +5364,7 @@ inline CStyleRenderer::CStyleRenderer() {
                            // split each vector in four)
                            std::string v = x.a[0];
                            if (is_int(x.dts[0]) && itemsize(x.dts[0]) < 4 && (is_float(x.dt) || itemsize(x.dt) >= 4)) {
-                             if (std::find(x.c.fns.begin(), x.c.fns.end(), kRegC) == x.c.fns.end()) x.c.fns.push_back(kRegC);
+                             x.c.need(kRegC);
                              v = cat("TG_REG(", value_type(x.dts[0], x.vc, x.c), ", ", v, ")");
                            }
                            if (is_float(x.dt) && is_int(x.dts[0]) && itemsize(x.dts[0]) < 4)
@@ -5593,9 +5594,8 @@ class CRenderer : public CStyleRenderer {
   // the name of the float32 helper fn (a template of TG_ names) for vc lanes, its text added to the prelude. A scalar
   // one is plain C (a vector of one lane would keep clang from vectorizing the loop around it)
   std::string helper(const char* code, const std::string& fn, int vc, Ctx& c) const {
-    auto add = [&](const std::string& f) { if (std::find(c.fns.begin(), c.fns.end(), f) == c.fns.end()) c.fns.push_back(f); };
     if (vc == 1)
-      add(cat(lang.fn_prefix, " int tg_bits(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }\n", lang.fn_prefix,
+      c.need(cat(lang.fn_prefix, " int tg_bits(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }\n", lang.fn_prefix,
               " float tg_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }\n"));
     std::string name = vc == 1 ? fn : cat(fn, vc), t = code;
     std::pair<const char*, std::string> subs[] = {{"TG_FN", lang.fn_prefix},
@@ -5607,7 +5607,7 @@ class CRenderer : public CStyleRenderer {
                                                   {"TG_NAME", name}};
     for (auto& [k, v] : subs)
       for (size_t at; (at = t.find(k)) != std::string::npos;) t.replace(at, std::string(k).size(), v);
-    add(t);
+    c.need(t);
     return name;
   }
 };
@@ -11312,6 +11312,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
   for (auto& [dt, n] : sp.new_slots) slots.push_back(new_buffer(device, dt, n));
   std::vector<void*> ptrs;
+  const bool capture = capturing() != nullptr;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& ck = *plan->kernels[k];
     double start = prof ? now_s() : 0;
@@ -11327,7 +11328,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
     }
     // NOTE: a capture keeps the buffer (what its launches read) but not its memory: a language model's prefill capture
     // made 630 MB of fresh pages, one dequantized weight after another (VM: 161k page faults, most of the first token)
-    for (int s : plan->release[k]) (capturing() ? slots[size_t(s)]->release() : void()), slots[size_t(s)].reset();
+    for (int s : plan->release[k]) (capture ? slots[size_t(s)]->release() : void()), slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }

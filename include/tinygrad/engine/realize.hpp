@@ -533,6 +533,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
   std::vector<std::shared_ptr<Buffer>> slots = inputs;
   for (auto& [dt, n] : sp.new_slots) slots.push_back(new_buffer(device, dt, n));
   std::vector<void*> ptrs;
+  const bool capture = capturing() != nullptr;
   for (size_t k = 0; k < sp.kernels.size(); k++) {
     auto& ck = *plan->kernels[k];
     double start = prof ? now_s() : 0;
@@ -548,7 +549,7 @@ inline void realize_locked(const std::vector<UOpRef>& roots_in) {
     }
     // NOTE: a capture keeps the buffer (what its launches read) but not its memory: a language model's prefill capture
     // made 630 MB of fresh pages, one dequantized weight after another (VM: 161k page faults, most of the first token)
-    for (int s : plan->release[k]) (capturing() ? slots[size_t(s)]->release() : void()), slots[size_t(s)].reset();
+    for (int s : plan->release[k]) (capture ? slots[size_t(s)]->release() : void()), slots[size_t(s)].reset();
   }
   for (size_t i = 0; i < roots.size(); i++) roots[i]->realized.set(slots[size_t(sp.root_slots[i])]);
 }

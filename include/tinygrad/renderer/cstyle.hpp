@@ -97,6 +97,7 @@ class CStyleRenderer : public Renderer {
     std::vector<std::string> vars;  // the variables' names, in the order a launch passes their values
     std::set<std::string> typedefs;
     std::vector<std::string> fns;   // helper functions the rules use, in the order they need (after the types)
+    void need(const std::string& f) { if (std::find(fns.begin(), fns.end(), f) == fns.end()) fns.push_back(f); }
     std::set<int64_t> stored;       // params written by the kernel
     int64_t local[3] = {1, 1, 1};   // local size, from the local ids
     int64_t smem = 0;               // dynamic workgroup memory handed out (bytes)
@@ -480,7 +481,7 @@ inline CStyleRenderer::CStyleRenderer() {
                            // split each vector in four)
                            std::string v = x.a[0];
                            if (is_int(x.dts[0]) && itemsize(x.dts[0]) < 4 && (is_float(x.dt) || itemsize(x.dt) >= 4)) {
-                             if (std::find(x.c.fns.begin(), x.c.fns.end(), kRegC) == x.c.fns.end()) x.c.fns.push_back(kRegC);
+                             x.c.need(kRegC);
                              v = cat("TG_REG(", value_type(x.dts[0], x.vc, x.c), ", ", v, ")");
                            }
                            if (is_float(x.dt) && is_int(x.dts[0]) && itemsize(x.dts[0]) < 4)
@@ -710,9 +711,8 @@ class CRenderer : public CStyleRenderer {
   // the name of the float32 helper fn (a template of TG_ names) for vc lanes, its text added to the prelude. A scalar
   // one is plain C (a vector of one lane would keep clang from vectorizing the loop around it)
   std::string helper(const char* code, const std::string& fn, int vc, Ctx& c) const {
-    auto add = [&](const std::string& f) { if (std::find(c.fns.begin(), c.fns.end(), f) == c.fns.end()) c.fns.push_back(f); };
     if (vc == 1)
-      add(cat(lang.fn_prefix, " int tg_bits(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }\n", lang.fn_prefix,
+      c.need(cat(lang.fn_prefix, " int tg_bits(float f) { int i; __builtin_memcpy(&i, &f, 4); return i; }\n", lang.fn_prefix,
               " float tg_float(int i) { float f; __builtin_memcpy(&f, &i, 4); return f; }\n"));
     std::string name = vc == 1 ? fn : cat(fn, vc), t = code;
     std::pair<const char*, std::string> subs[] = {{"TG_FN", lang.fn_prefix},
@@ -724,7 +724,7 @@ class CRenderer : public CStyleRenderer {
                                                   {"TG_NAME", name}};
     for (auto& [k, v] : subs)
       for (size_t at; (at = t.find(k)) != std::string::npos;) t.replace(at, std::string(k).size(), v);
-    add(t);
+    c.need(t);
     return name;
   }
 };

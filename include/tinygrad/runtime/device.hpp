@@ -414,7 +414,7 @@ struct Buffer {
   }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
-  ~Buffer() { if (ptr_ && alloc_) alloc_->free(ptr_, nb_); }
+  ~Buffer() { release(); }
 
   size_t nbytes() const { return size_t(size) * size_t(itemsize(dtype)); }
   bool allocated() const { return ptr_ != nullptr; }

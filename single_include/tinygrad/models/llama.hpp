@@ -147,7 +147,7 @@ class Llama {
     // walking them takes 16 lanes (a prefill chunk's softmax over them: 3.7x); the cache has room for that many
     int64_t last = (ctx_ - 1 + opts_.chunk + 15) / 16 * 16 - opts_.chunk;
     chunk_start_.emplace("chunk_start", 0, last);
-    rows_ = std::max(last + 1, ctx_) + opts_.chunk;
+    rows_ = last + 1 + opts_.chunk;  // (last >= ctx_ - 1)
     len_.emplace("chunk_len", 1, opts_.chunk);
     emb_ = weight("token_embd.weight", {-1, cfg_.dim});
     cfg_.vocab = emb_.shape[0];
